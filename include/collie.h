@@ -1,0 +1,349 @@
+/*
+ * collie.h - the public API of collie, a collective-communication library for
+ * distributed training over shared memory and TCP.
+ *
+ * This is the only header a user includes. Every symbol it declares starts
+ * with collie_ or COLLIE_; everything else in the library is hidden.
+ *
+ * Conventions shared by every call (see docs/ and DESIGN.md):
+ * - Counts and displacements are in elements of the dtype, never bytes.
+ * - work == NULL blocks until the operation is done; a non-NULL work returns
+ *   at once with a handle to wait on (collie_wait / collie_test).
+ * - An argument error found before any communication returns at once and
+ *   leaves the communicator usable. An error during communication poisons
+ *   the communicator: every later call fails with COLLIE_INVALID_USAGE,
+ *   quoting the first error, until collie_comm_destroy.
+ * - collie_last_error() gives the calling thread's message for its last
+ *   failed call: which argument, which value, which peer, which operation.
+ */
+#ifndef COLLIE_H
+#define COLLIE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define COLLIE_API __attribute__((visibility("default")))
+#else
+#define COLLIE_API
+#endif
+
+#define COLLIE_VERSION_MAJOR 0
+#define COLLIE_VERSION_MINOR 1
+#define COLLIE_VERSION_PATCH 0
+#define COLLIE_VERSION_CODE                                                                        \
+  (COLLIE_VERSION_MAJOR * 10000 + COLLIE_VERSION_MINOR * 100 + COLLIE_VERSION_PATCH)
+
+/* ---- Result codes ------------------------------------------------------ */
+
+/* XX(name, description). The enum and collie_result_string() come from this
+ * one list, so the two never drift. The order is the contract's order. */
+#define COLLIE_RESULT_MAP(XX)                                                                      \
+  XX(SUCCESS, "success")                                                                           \
+  XX(IN_PROGRESS, "operation in progress")                                                         \
+  XX(INVALID_ARGUMENT, "invalid argument")                                                         \
+  XX(INVALID_USAGE, "invalid usage")                                                               \
+  XX(SYSTEM_ERROR, "system error")                                                                 \
+  XX(REMOTE_ERROR, "remote error")                                                                 \
+  XX(TIMEOUT, "timeout")                                                                           \
+  XX(UNSUPPORTED, "unsupported")                                                                   \
+  XX(INTERNAL_ERROR, "internal error")
+
+typedef enum {
+#define COLLIE_XX_(name, desc) COLLIE_##name,
+  COLLIE_RESULT_MAP(COLLIE_XX_)
+#undef COLLIE_XX_
+} collie_result_t;
+
+/* ---- Data types and reduction operations --------------------------------- */
+
+/* XX(name, C-type-size-in-bytes, is_float, short-name) */
+#define COLLIE_DTYPE_MAP(XX)                                                                       \
+  XX(INT8, 1, 0, "int8")                                                                           \
+  XX(UINT8, 1, 0, "uint8")                                                                         \
+  XX(INT32, 4, 0, "int32")                                                                         \
+  XX(UINT32, 4, 0, "uint32")                                                                       \
+  XX(INT64, 8, 0, "int64")                                                                         \
+  XX(UINT64, 8, 0, "uint64")                                                                       \
+  XX(FLOAT16, 2, 1, "float16")                                                                     \
+  XX(BFLOAT16, 2, 1, "bfloat16")                                                                   \
+  XX(FLOAT32, 4, 1, "float32")                                                                     \
+  XX(FLOAT64, 8, 1, "float64")
+
+typedef enum {
+#define COLLIE_XX_(name, size, isf, str) COLLIE_##name,
+  COLLIE_DTYPE_MAP(COLLIE_XX_)
+#undef COLLIE_XX_
+      COLLIE_DTYPE_COUNT_ /* not a dtype: the number of dtypes */
+} collie_dtype_t;
+
+/* XX(name, short-name, integer-only) */
+#define COLLIE_OP_MAP(XX)                                                                          \
+  XX(SUM, "sum", 0)                                                                                \
+  XX(PROD, "prod", 0)                                                                              \
+  XX(MIN, "min", 0)                                                                                \
+  XX(MAX, "max", 0)                                                                                \
+  XX(AVG, "avg", 0)                                                                                \
+  XX(BAND, "band", 1)                                                                              \
+  XX(BOR, "bor", 1)                                                                                \
+  XX(BXOR, "bxor", 1)
+
+typedef enum {
+#define COLLIE_XX_(name, str, intonly) COLLIE_##name,
+  COLLIE_OP_MAP(COLLIE_XX_)
+#undef COLLIE_XX_
+      COLLIE_OP_COUNT_ /* not an op: the number of ops */
+} collie_op_t;
+
+/* Size in bytes of one element of dtype; 0 for a value outside the enum. */
+COLLIE_API size_t collie_dtype_size(collie_dtype_t dtype);
+/* "float32", "sum", ...; "?" for a value outside the enum. Never NULL. */
+COLLIE_API const char *collie_dtype_name(collie_dtype_t dtype);
+COLLIE_API const char *collie_op_name(collie_op_t op);
+
+/* ---- Errors ---------------------------------------------------------------- */
+
+/* Short description of a result code ("invalid argument"). Never NULL. */
+COLLIE_API const char *collie_result_string(collie_result_t r);
+
+/* The calling thread's message for its last failed collie call, naming the
+ * argument and value, or the peer and operation. "" when there was none.
+ * Valid until the thread's next collie call. */
+COLLIE_API const char *collie_last_error(void);
+
+/* ---- Communicators ---------------------------------------------------------- */
+
+typedef struct collie_comm collie_comm_t; /* opaque */
+typedef struct collie_work collie_work_t; /* opaque: one async operation */
+
+#define COLLIE_CONFIG_MAGIC 0xC0111Eu
+
+/* Explicit configuration for collie_comm_init_config. Initialise it with
+ * COLLIE_CONFIG_INIT so that size/magic/version are right; fields left at
+ * their initial value take the environment's (or the built-in) default. */
+typedef struct {
+  size_t size;           /* sizeof(collie_config_t), set by COLLIE_CONFIG_INIT */
+  unsigned magic;        /* COLLIE_CONFIG_MAGIC */
+  unsigned version;      /* COLLIE_VERSION_CODE the caller compiled against */
+  int rank;              /* 0 <= rank < world_size; required */
+  int world_size;        /* > 0; required */
+  const char *store;     /* "tcp://host:port" (rank 0 serves it) or "file:///dir"; NULL: COLLIE_STORE */
+  const char *job_token; /* shared secret of the job; NULL: COLLIE_JOB_TOKEN */
+  int64_t timeout_ms;    /* default deadline of every operation; 0: COLLIE_TIMEOUT_MS */
+  const char *transport; /* "auto", "shm" or "tcp"; NULL: COLLIE_TRANSPORT */
+} collie_config_t;
+
+#define COLLIE_CONFIG_INIT                                                                         \
+  {sizeof(collie_config_t), COLLIE_CONFIG_MAGIC, COLLIE_VERSION_CODE, -1, 0, NULL, NULL, 0, NULL}
+
+/* Creates the world communicator from the environment that a launcher set:
+ * collierun (COLLIE_RANK, COLLIE_WORLD_SIZE, COLLIE_STORE, COLLIE_JOB_TOKEN), torchrun
+ * (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), Slurm (SLURM_PROCID, SLURM_NTASKS and
+ * COLLIE_STORE or MASTER_ADDR/MASTER_PORT), Open MPI (OMPI_COMM_WORLD_RANK/SIZE) or
+ * MPICH/PMI (PMI_RANK, PMI_SIZE). Blocks until every rank has joined or the timeout
+ * (COLLIE_TIMEOUT_MS) passes. Collective over all ranks. The caller owns *comm and
+ * frees it with collie_comm_destroy. Errors: INVALID_ARGUMENT for a missing,
+ * inconsistent or malformed environment (the message names the variable);
+ * TIMEOUT when a rank never arrives; REMOTE_ERROR for a refused job token;
+ * SYSTEM_ERROR when an OS call fails. */
+COLLIE_API collie_result_t collie_comm_init(collie_comm_t **comm);
+
+/* As collie_comm_init, with rank, size, store, token and timeout given by cfg. */
+COLLIE_API collie_result_t collie_comm_init_config(const collie_config_t *cfg, collie_comm_t **comm);
+
+/* Value of color that leaves the calling rank out of every new communicator. */
+#define COLLIE_SPLIT_NONE (-1)
+
+/* Splits comm as MPI_Comm_split: ranks that pass the same color >= 0 form one new
+ * communicator, ordered by key, ties broken by their rank in comm. A rank that
+ * passes COLLIE_SPLIT_NONE gets *out = NULL. Collective over comm; blocks. The
+ * new communicator is independent of comm (own sequence, own channels) and may
+ * be driven from another thread. Errors: INVALID_ARGUMENT (color < -1, out NULL),
+ * INVALID_USAGE (comm destroyed or poisoned), TIMEOUT, REMOTE_ERROR. */
+COLLIE_API collie_result_t collie_comm_split(collie_comm_t *comm, int color, int key,
+                                             collie_comm_t **out);
+
+/* Frees comm and everything it holds (channels, shared memory, threads). Not
+ * collective in its outcome: it always succeeds on a valid communicator, even
+ * when peers have died; on a healthy communicator it waits (bounded by the
+ * timeout) for the others so that rank 0's store outlives every user of it.
+ * Using comm afterwards returns INVALID_USAGE. */
+COLLIE_API collie_result_t collie_comm_destroy(collie_comm_t *comm);
+
+/* Fails every pending operation on comm, here and (later issue) on peers, and
+ * poisons it. Never blocks. Destroy it afterwards. */
+COLLIE_API collie_result_t collie_comm_abort(collie_comm_t *comm);
+
+/* Rank of the caller in comm and number of ranks; -1 for an invalid comm. */
+COLLIE_API int collie_comm_rank(const collie_comm_t *comm);
+COLLIE_API int collie_comm_size(const collie_comm_t *comm);
+
+/* ---- Per-call options ----------------------------------------------------------- */
+
+/* Telemetry payload categories (seed schema); 0 is OTHER so zeroed options default to it. */
+typedef enum {
+  COLLIE_CAT_OTHER = 0,
+  COLLIE_CAT_FEATURES_ALLGATHER,
+  COLLIE_CAT_MOMENTS_MU,
+  COLLIE_CAT_MOMENTS_SIGMA_FULL,
+  COLLIE_CAT_MOMENTS_SIGMA_DIAG,
+  COLLIE_CAT_MIXTURE_MU_K,
+  COLLIE_CAT_MIXTURE_SIGMA_K,
+  COLLIE_CAT_THIRD_MOMENT_SKETCH,
+  COLLIE_CAT_TOPR_INDICES
+} collie_category_t;
+
+/* Named algorithms for collie_opts_t.algorithm; AUTO lets the cost model pick. */
+#define COLLIE_ALGO_MAP(XX)                                                                        \
+  XX(AUTO, "auto")                                                                                 \
+  XX(RING, "ring")                                                                                 \
+  XX(TREE, "tree")                                                                                 \
+  XX(DISSEMINATION, "dissemination")                                                               \
+  XX(LINEAR, "linear")
+
+typedef enum {
+#define COLLIE_XX_(name, str) COLLIE_ALGO_##name,
+  COLLIE_ALGO_MAP(COLLIE_XX_)
+#undef COLLIE_XX_
+      COLLIE_ALGO_COUNT_
+} collie_algo_t;
+
+/* Per-call options; NULL, or a zero-initialised struct, means defaults. */
+typedef struct {
+  int64_t timeout_ms; /* 0: the communicator's default */
+  int category;       /* telemetry payload category (COLLIE_CAT_*) */
+  const char *label;  /* telemetry: layer or bucket name */
+  const char *phase;  /* telemetry: "dense", "sparse", ... */
+  int algorithm;      /* COLLIE_ALGO_AUTO (= 0) or a named algorithm */
+} collie_opts_t;
+
+/* ---- Collectives ------------------------------------------------------------------- */
+
+/* Every operation below: comm first, then buffers, counts, dtype, op, root/peer,
+ * opts, work. work == NULL blocks until done; otherwise *work receives a handle.
+ * Errors common to all: INVALID_ARGUMENT (NULL buffer with count > 0, a count whose
+ * byte size overflows, dtype/op/root/peer out of range, work set inside a group),
+ * UNSUPPORTED (BAND/BOR/BXOR on a floating dtype; an operation this build does not
+ * implement yet), INVALID_USAGE (comm destroyed or poisoned; collectives mismatched
+ * across ranks), TIMEOUT, REMOTE_ERROR (a peer failed or vanished), SYSTEM_ERROR. */
+
+/* recvbuf[i] = op over ranks of sendbuf[i], on every rank. In place: sendbuf == recvbuf.
+ * AVG divides the sum by the size (integers: truncated toward zero). */
+COLLIE_API collie_result_t collie_allreduce(collie_comm_t *comm, const void *sendbuf,
+                                            void *recvbuf, size_t count, collie_dtype_t dtype,
+                                            collie_op_t op, const collie_opts_t *opts,
+                                            collie_work_t **work);
+
+/* recvbuf (size*sendcount elements) = every rank's sendbuf, in rank order.
+ * In place: sendbuf == recvbuf + rank*sendcount. */
+COLLIE_API collie_result_t collie_allgather(collie_comm_t *comm, const void *sendbuf,
+                                            void *recvbuf, size_t sendcount,
+                                            collie_dtype_t dtype, const collie_opts_t *opts,
+                                            collie_work_t **work);
+
+/* As allgather with per-rank counts: rank q's block lands at recvbuf + displs[q]. */
+COLLIE_API collie_result_t collie_allgatherv(collie_comm_t *comm, const void *sendbuf,
+                                             size_t sendcount, void *recvbuf,
+                                             const size_t *recvcounts, const size_t *displs,
+                                             collie_dtype_t dtype, const collie_opts_t *opts,
+                                             collie_work_t **work);
+
+/* recvbuf (recvcount elements) = op over ranks of block `rank` of sendbuf
+ * (size*recvcount elements). In place: recvbuf == sendbuf + rank*recvcount. */
+COLLIE_API collie_result_t collie_reduce_scatter(collie_comm_t *comm, const void *sendbuf,
+                                                 void *recvbuf, size_t recvcount,
+                                                 collie_dtype_t dtype, collie_op_t op,
+                                                 const collie_opts_t *opts, collie_work_t **work);
+
+/* Copies root's buf to every rank's buf. */
+COLLIE_API collie_result_t collie_broadcast(collie_comm_t *comm, void *buf, size_t count,
+                                            collie_dtype_t dtype, int root,
+                                            const collie_opts_t *opts, collie_work_t **work);
+
+/* Root's recvbuf = op over ranks of sendbuf. recvbuf matters only at root. */
+COLLIE_API collie_result_t collie_reduce(collie_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                         size_t count, collie_dtype_t dtype, collie_op_t op,
+                                         int root, const collie_opts_t *opts,
+                                         collie_work_t **work);
+
+/* Block q of sendbuf (count_per_rank elements) goes to rank q, landing in block
+ * `rank` of its recvbuf. */
+COLLIE_API collie_result_t collie_alltoall(collie_comm_t *comm, const void *sendbuf,
+                                           void *recvbuf, size_t count_per_rank,
+                                           collie_dtype_t dtype, const collie_opts_t *opts,
+                                           collie_work_t **work);
+
+/* As alltoall with per-peer counts and displacements (in elements). */
+COLLIE_API collie_result_t collie_alltoallv(collie_comm_t *comm, const void *sendbuf,
+                                            const size_t *sendcounts, const size_t *sdispls,
+                                            void *recvbuf, const size_t *recvcounts,
+                                            const size_t *rdispls, collie_dtype_t dtype,
+                                            const collie_opts_t *opts, collie_work_t **work);
+
+/* Root's recvbuf (size*count elements) = every rank's sendbuf in rank order. */
+COLLIE_API collie_result_t collie_gather(collie_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                         size_t count, collie_dtype_t dtype, int root,
+                                         const collie_opts_t *opts, collie_work_t **work);
+
+/* Block q of root's sendbuf (size*count elements) goes to rank q's recvbuf. */
+COLLIE_API collie_result_t collie_scatter(collie_comm_t *comm, const void *sendbuf,
+                                          void *recvbuf, size_t count, collie_dtype_t dtype,
+                                          int root, const collie_opts_t *opts,
+                                          collie_work_t **work);
+
+/* Returns once every rank of comm has entered the barrier. */
+COLLIE_API collie_result_t collie_barrier(collie_comm_t *comm, const collie_opts_t *opts,
+                                          collie_work_t **work);
+
+/* Point to point. Messages between a pair of ranks match in the order they were
+ * issued (as NCCL's send/recv); a recv whose count, dtype or tag differs from the
+ * matching send fails with INVALID_USAGE naming both. tag must be >= 0. A blocking
+ * send may wait until the peer posts the matching recv. */
+COLLIE_API collie_result_t collie_send(collie_comm_t *comm, const void *buf, size_t count,
+                                       collie_dtype_t dtype, int peer, int tag,
+                                       const collie_opts_t *opts, collie_work_t **work);
+COLLIE_API collie_result_t collie_recv(collie_comm_t *comm, void *buf, size_t count,
+                                       collie_dtype_t dtype, int peer, int tag,
+                                       const collie_opts_t *opts, collie_work_t **work);
+
+/* Batch send/recv, as NCCL groups: between start and end, send and recv only
+ * record (their work must be NULL); end posts them all so they progress together. */
+COLLIE_API collie_result_t collie_group_start(collie_comm_t *comm);
+COLLIE_API collie_result_t collie_group_end(collie_comm_t *comm, collie_work_t **work);
+
+/* ---- Work handles ---------------------------------------------------------------------- */
+
+/* Waits for work up to timeout_ms (< 0: until the operation's own deadline).
+ * Returns the operation's result, or TIMEOUT if it is still running. */
+COLLIE_API collie_result_t collie_wait(collie_work_t *work, int64_t timeout_ms);
+/* SUCCESS, IN_PROGRESS or the operation's error. Never blocks. */
+COLLIE_API collie_result_t collie_test(collie_work_t *work);
+/* Releases the handle; the operation still completes or fails. NULL is a no-op. */
+COLLIE_API void collie_work_free(collie_work_t *work);
+
+/* ---- Telemetry -------------------------------------------------------------------------- */
+
+/* Delimit a training step (step is 1-indexed); operations in between are accounted to it. */
+COLLIE_API collie_result_t collie_step_begin(collie_comm_t *comm, int64_t step, int64_t epoch);
+COLLIE_API collie_result_t collie_step_end(collie_comm_t *comm);
+
+/* A user-timed region for the timing log (timing-rank{i}.csv). */
+typedef struct {
+  const char *operation;       /* any name, e.g. "COMPRESS" */
+  const char *layer_name;      /* NULL: "" */
+  const char *phase;           /* NULL: "dense" */
+  uint64_t message_size_bytes; /* bytes the region handled */
+  double start_counter;        /* monotonic seconds (CLOCK_MONOTONIC) at start */
+  double end_counter;          /* monotonic seconds at end */
+} collie_timing_t;
+
+COLLIE_API collie_result_t collie_timing_record(collie_comm_t *comm, const collie_timing_t *rec);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* COLLIE_H */

@@ -1,0 +1,114 @@
+/*
+ * bootstrap.h - what ranks use to find each other: a small key-value store
+ * (tcp served by rank 0, or files in a shared directory), the launcher's
+ * environment (collierun, torchrun, Slurm, Open MPI, MPICH/PMI) and the host
+ * identity that decides which peers share memory.
+ *
+ * The store is Gloo's Store in C. Keys are short strings ([A-Za-z0-9_./:-]),
+ * values are byte strings of at most COLLIE_STORE_MAX_VALUE bytes. It is used at
+ * init, split and destroy only, never on the hot path.
+ */
+#ifndef COLLIE_BOOTSTRAP_H
+#define COLLIE_BOOTSTRAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "collie.h"
+
+#define COLLIE_STORE_MAX_KEY 256
+#define COLLIE_STORE_MAX_VALUE (1u << 20)
+
+typedef struct collie__store collie__store_t;
+
+struct collie__store_ops {
+  const char *scheme; /* "tcp", "file", "prefix" */
+  /* Sets key to value (copied), replacing an old value. Blocks until the store has it
+   * or deadline_ns passes. Errors: TIMEOUT, REMOTE_ERROR (server gone), SYSTEM_ERROR. */
+  collie_result_t (*set)(collie__store_t *s, const char *key, const void *val, size_t len,
+                         int64_t deadline_ns);
+  /* Waits until key exists or deadline_ns passes, then returns a malloc'd copy of its
+   * value in *val (caller frees) and its length. Errors: TIMEOUT (naming the key),
+   * REMOTE_ERROR, SYSTEM_ERROR. */
+  collie_result_t (*get)(collie__store_t *s, const char *key, void **val, size_t *len,
+                         int64_t deadline_ns);
+  /* Atomically adds delta to the integer counter at key (absent: 0) and returns the new
+   * value in *out. Errors as set. */
+  collie_result_t (*add)(collie__store_t *s, const char *key, int64_t delta, int64_t *out,
+                         int64_t deadline_ns);
+  /* Frees the client side; for the serving rank, stops the server. Never blocks long. */
+  void (*close)(collie__store_t *s);
+};
+
+/* Every store starts with this header; implementations embed it first. */
+struct collie__store {
+  const struct collie__store_ops *ops;
+  int refs; /* stores are shared by a comm and the comms split from it */
+};
+
+/* Opens the store named by url: "tcp://host:port" (rank 0 serves it on that
+ * address; others connect, retrying until deadline_ns) or "file:///abs/dir"
+ * (created if missing, mode 0700). Every connection to a tcp store proves it
+ * knows token; one that does not is refused and logged. For the file store,
+ * the token names a subdirectory, so jobs sharing a directory do not mix.
+ * Errors: INVALID_ARGUMENT (malformed url, naming it), TIMEOUT, REMOTE_ERROR
+ * (token refused), SYSTEM_ERROR (port in use, directory not writable). */
+collie_result_t collie__store_open(const char *url, int rank, int size, const char *token,
+                                   int64_t deadline_ns, collie__store_t **out);
+/* A view of base whose keys are prefixed with "<prefix>/". Takes a reference
+ * on base; closing the view drops it. */
+collie_result_t collie__store_prefix(collie__store_t *base, const char *prefix,
+                                     collie__store_t **out);
+/* Reference counting: retain adds one, release drops one and closes at zero. */
+void collie__store_retain(collie__store_t *s);
+void collie__store_release(collie__store_t *s);
+
+/* Convenience wrappers that dispatch through ops. */
+static inline collie_result_t
+collie__store_set(collie__store_t *s, const char *k, const void *v, size_t n, int64_t dl)
+{
+  return s->ops->set(s, k, v, n, dl);
+}
+static inline collie_result_t
+collie__store_get(collie__store_t *s, const char *k, void **v, size_t *n, int64_t dl)
+{
+  return s->ops->get(s, k, v, n, dl);
+}
+static inline collie_result_t
+collie__store_add(collie__store_t *s, const char *k, int64_t d, int64_t *out, int64_t dl)
+{
+  return s->ops->add(s, k, d, out, dl);
+}
+
+/* ---- env.c: which launcher started us ---- */
+
+struct collie__launch {
+  int rank, size;             /* required */
+  int local_rank, local_size; /* -1 when the launcher does not say */
+  char store[512];            /* store url, "" when none was found */
+  char token[256];            /* job token, "" when none was found */
+  const char *source;         /* "collierun", "torchrun", "slurm", "openmpi", "pmi" */
+};
+
+/* Reads the environment in this order: COLLIE_RANK/COLLIE_WORLD_SIZE, torchrun
+ * (RANK/WORLD_SIZE), Open MPI (OMPI_COMM_WORLD_RANK/SIZE), PMI (PMI_RANK/PMI_SIZE),
+ * Slurm (SLURM_PROCID/SLURM_NTASKS) last, because mpirun inside a Slurm
+ * allocation inherits the allocation's SLURM_PROCID. The store comes from
+ * COLLIE_STORE, else MASTER_ADDR+MASTER_PORT ("tcp://addr:port"). The token comes
+ * from COLLIE_JOB_TOKEN, else from the launcher's job id (TORCHELASTIC_RUN_ID,
+ * SLURM_JOB_ID.SLURM_STEP_ID, ...), else from the store address. getenv_fn lets
+ * tests pass a fake environment (NULL: getenv). Errors: INVALID_ARGUMENT naming
+ * the variable when none is set, a value is malformed (not an integer, rank >=
+ * size, size <= 0) or half a pair is missing. */
+collie_result_t collie__launch_detect(struct collie__launch *out,
+                                      const char *(*getenv_fn)(const char *name));
+
+/* ---- hostid.c ---- */
+
+/* Writes this host's identity: override when not NULL/empty (COLLIE_HOST_ID: tests
+ * use it to fake several hosts on one machine), else "<hostname>/<boot_id>" from
+ * /proc/sys/kernel/random/boot_id (never from LOCAL_WORLD_SIZE or similar).
+ * Ranks with equal identities share memory. */
+void collie__host_id(const char *override, char *out, size_t len);
+
+#endif /* COLLIE_BOOTSTRAP_H */

@@ -1,0 +1,397 @@
+/*
+ * api.c - the public entry points. Each is thin: check the communicator,
+ * validate every argument (naming it and its value in the error), build a
+ * struct collie__call, and hand it to collie__dispatch. Argument errors are
+ * found here, before any communication, so they never poison the
+ * communicator.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/core.h"
+
+/* ---- Validation helpers: each returns SUCCESS or sets the message ---- */
+
+static collie_result_t
+api_dtype(const char *fn, collie_dtype_t dtype)
+{
+  if ((unsigned)dtype >= (unsigned)COLLIE_DTYPE_COUNT_)
+    return collie__err(COLLIE_INVALID_ARGUMENT, "%s: dtype = %d is not a collie_dtype_t value", fn,
+                       (int)dtype);
+  return COLLIE_SUCCESS;
+}
+
+static collie_result_t
+api_op(const char *fn, collie_dtype_t dtype, collie_op_t op)
+{
+  if ((unsigned)op >= (unsigned)COLLIE_OP_COUNT_)
+    return collie__err(COLLIE_INVALID_ARGUMENT, "%s: op = %d is not a collie_op_t value", fn,
+                       (int)op);
+  if (!collie__reduce_kernel(dtype, op))
+    return collie__err(COLLIE_UNSUPPORTED, "%s: op %s is not defined on %s (bitwise ops need an "
+                       "integer dtype)", fn, collie_op_name(op), collie_dtype_name(dtype));
+  return COLLIE_SUCCESS;
+}
+
+/* count elements of dtype, times `blocks` (e.g. the comm size), must fit in size_t bytes. */
+static collie_result_t
+api_count(const char *fn, const char *what, size_t count, size_t blocks, collie_dtype_t dtype)
+{
+  size_t es = collie_dtype_size(dtype);
+  if (count && (blocks == 0 || count > SIZE_MAX / es / blocks))
+    return collie__err(COLLIE_INVALID_ARGUMENT,
+                       "%s: %s = %zu elements of %s (x %zu) overflows the addressable bytes", fn,
+                       what, count, collie_dtype_name(dtype), blocks);
+  return COLLIE_SUCCESS;
+}
+
+static collie_result_t
+api_buf(const char *fn, const char *name, const void *buf, size_t count)
+{
+  if (!buf && count)
+    return collie__err(COLLIE_INVALID_ARGUMENT, "%s: %s is NULL but count is %zu", fn, name, count);
+  return COLLIE_SUCCESS;
+}
+
+static collie_result_t
+api_rank(const collie_comm_t *comm, const char *fn, const char *what, int r)
+{
+  if (r < 0 || r >= comm->size)
+    return collie__err(COLLIE_INVALID_ARGUMENT, "%s: %s = %d is outside 0..%d (communicator of %d)",
+                       fn, what, r, comm->size - 1, comm->size);
+  return COLLIE_SUCCESS;
+}
+
+static collie_result_t
+api_opts(const char *fn, const collie_opts_t *opts)
+{
+  if (!opts) return COLLIE_SUCCESS;
+  if (opts->timeout_ms < 0)
+    return collie__err(COLLIE_INVALID_ARGUMENT, "%s: opts->timeout_ms = %lld must be >= 0", fn,
+                       (long long)opts->timeout_ms);
+  if (opts->algorithm < 0 || opts->algorithm >= COLLIE_ALGO_COUNT_)
+    return collie__err(COLLIE_INVALID_ARGUMENT, "%s: opts->algorithm = %d is not a COLLIE_ALGO_* value",
+                       fn, opts->algorithm);
+  return COLLIE_SUCCESS;
+}
+
+/* Common head of every operation: live comm, opts, work allowed here. */
+static collie_result_t
+api_enter(collie_comm_t *comm, const char *fn, const collie_opts_t *opts, collie_work_t **work)
+{
+  collie_result_t rc = collie__comm_check(comm, fn);
+  if (rc != COLLIE_SUCCESS) return rc;
+  if (work) *work = NULL;
+  return api_opts(fn, opts);
+}
+
+/* Common tail: run, and give a handle when one was asked for. */
+static collie_result_t
+api_finish(collie_comm_t *comm, struct collie__call *call, const collie_opts_t *opts,
+           collie_work_t **work)
+{
+  collie_result_t rc = collie__dispatch(comm, call, opts);
+  if (work) {
+    *work = collie__work_done(rc);
+    if (!*work)
+      return collie__err(COLLIE_SYSTEM_ERROR, "out of memory allocating a work handle");
+    return COLLIE_SUCCESS;
+  }
+  return rc;
+}
+
+/* Validation for operations that later issues implement: the arguments are
+ * checked exactly, then the call reports that it is not available yet. */
+static collie_result_t
+api_not_yet(const char *fn)
+{
+  return collie__err(COLLIE_UNSUPPORTED, "%s is not implemented in this version of collie", fn);
+}
+
+#define API_TRY(expr)                                                                              \
+  do {                                                                                             \
+    collie_result_t rc_ = (expr);                                                                  \
+    if (rc_ != COLLIE_SUCCESS) return rc_;                                                         \
+  } while (0)
+
+/* ---- Collectives ---- */
+
+collie_result_t
+collie_allreduce(collie_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                 collie_dtype_t dtype, collie_op_t op, const collie_opts_t *opts,
+                 collie_work_t **work)
+{
+  static const char fn[] = "collie_allreduce";
+  API_TRY(api_enter(comm, fn, opts, work));
+  API_TRY(api_dtype(fn, dtype));
+  API_TRY(api_op(fn, dtype, op));
+  API_TRY(api_count(fn, "count", count, 1, dtype));
+  API_TRY(api_buf(fn, "sendbuf", sendbuf, count));
+  API_TRY(api_buf(fn, "recvbuf", recvbuf, count));
+  struct collie__call call = {.kind = COLLIE_KIND_ALLREDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                              .count = count, .dtype = dtype, .op = op,
+                              .reduce = collie__reduce_kernel(dtype, op)};
+  return api_finish(comm, &call, opts, work);
+}
+
+collie_result_t
+collie_broadcast(collie_comm_t *comm, void *buf, size_t count, collie_dtype_t dtype, int root,
+                 const collie_opts_t *opts, collie_work_t **work)
+{
+  static const char fn[] = "collie_broadcast";
+  API_TRY(api_enter(comm, fn, opts, work));
+  API_TRY(api_dtype(fn, dtype));
+  API_TRY(api_count(fn, "count", count, 1, dtype));
+  API_TRY(api_buf(fn, "buf", buf, count));
+  API_TRY(api_rank(comm, fn, "root", root));
+  struct collie__call call = {.kind = COLLIE_KIND_BROADCAST, .sendbuf = buf, .recvbuf = buf,
+                              .count = count, .dtype = dtype, .root = root};
+  return api_finish(comm, &call, opts, work);
+}
+
+collie_result_t
+collie_barrier(collie_comm_t *comm, const collie_opts_t *opts, collie_work_t **work)
+{
+  API_TRY(api_enter(comm, "collie_barrier", opts, work));
+  struct collie__call call = {.kind = COLLIE_KIND_BARRIER, .dtype = COLLIE_UINT8};
+  return api_finish(comm, &call, opts, work);
+}
+
+collie_result_t
+collie_allgather(collie_comm_t *comm, const void *sendbuf, void *recvbuf, size_t sendcount,
+                 collie_dtype_t dtype, const collie_opts_t *opts, collie_work_t **work)
+{
+  static const char fn[] = "collie_allgather";
+  API_TRY(api_enter(comm, fn, opts, work));
+  API_TRY(api_dtype(fn, dtype));
+  API_TRY(api_count(fn, "sendcount", sendcount, (size_t)comm->size, dtype));
+  API_TRY(api_buf(fn, "sendbuf", sendbuf, sendcount));
+  API_TRY(api_buf(fn, "recvbuf", recvbuf, sendcount));
+  return api_not_yet(fn);
+}
+
+collie_result_t
+collie_allgatherv(collie_comm_t *comm, const void *sendbuf, size_t sendcount, void *recvbuf,
+                  const size_t *recvcounts, const size_t *displs, collie_dtype_t dtype,
+                  const collie_opts_t *opts, collie_work_t **work)
+{
+  static const char fn[] = "collie_allgatherv";
+  API_TRY(api_enter(comm, fn, opts, work));
+  API_TRY(api_dtype(fn, dtype));
+  API_TRY(api_count(fn, "sendcount", sendcount, 1, dtype));
+  API_TRY(api_buf(fn, "sendbuf", sendbuf, sendcount));
+  if (!recvcounts || !displs)
+    return collie__err(COLLIE_INVALID_ARGUMENT, "%s: %s is NULL", fn,
+                       !recvcounts ? "recvcounts" : "displs");
+  size_t total = 0;
+  for (int q = 0; q < comm->size; q++) {
+    API_TRY(api_count(fn, "recvcounts[q]", recvcounts[q], 1, dtype));
+    if (displs[q] > SIZE_MAX - recvcounts[q])
+      return collie__err(COLLIE_INVALID_ARGUMENT, "%s: displs[%d] + recvcounts[%d] overflows", fn, q,
+                         q);
+    total |= recvcounts[q];
+  }
+  if (recvcounts[comm->rank] != sendcount)
+    return collie__err(COLLIE_INVALID_ARGUMENT, "%s: recvcounts[%d] = %zu differs from sendcount %zu",
+                       fn, comm->rank, recvcounts[comm->rank], sendcount);
+  API_TRY(api_buf(fn, "recvbuf", recvbuf, total));
+  return api_not_yet(fn);
+}
+
+collie_result_t
+collie_reduce_scatter(collie_comm_t *comm, const void *sendbuf, void *recvbuf, size_t recvcount,
+                      collie_dtype_t dtype, collie_op_t op, const collie_opts_t *opts,
+                      collie_work_t **work)
+{
+  static const char fn[] = "collie_reduce_scatter";
+  API_TRY(api_enter(comm, fn, opts, work));
+  API_TRY(api_dtype(fn, dtype));
+  API_TRY(api_op(fn, dtype, op));
+  API_TRY(api_count(fn, "recvcount", recvcount, (size_t)comm->size, dtype));
+  API_TRY(api_buf(fn, "sendbuf", sendbuf, recvcount));
+  API_TRY(api_buf(fn, "recvbuf", recvbuf, recvcount));
+  return api_not_yet(fn);
+}
+
+collie_result_t
+collie_reduce(collie_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+              collie_dtype_t dtype, collie_op_t op, int root, const collie_opts_t *opts,
+              collie_work_t **work)
+{
+  static const char fn[] = "collie_reduce";
+  API_TRY(api_enter(comm, fn, opts, work));
+  API_TRY(api_dtype(fn, dtype));
+  API_TRY(api_op(fn, dtype, op));
+  API_TRY(api_count(fn, "count", count, 1, dtype));
+  API_TRY(api_rank(comm, fn, "root", root));
+  API_TRY(api_buf(fn, "sendbuf", sendbuf, count));
+  if (comm->rank == root) API_TRY(api_buf(fn, "recvbuf (at the root)", recvbuf, count));
+  return api_not_yet(fn);
+}
+
+collie_result_t
+collie_alltoall(collie_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count_per_rank,
+                collie_dtype_t dtype, const collie_opts_t *opts, collie_work_t **work)
+{
+  static const char fn[] = "collie_alltoall";
+  API_TRY(api_enter(comm, fn, opts, work));
+  API_TRY(api_dtype(fn, dtype));
+  API_TRY(api_count(fn, "count_per_rank", count_per_rank, (size_t)comm->size, dtype));
+  API_TRY(api_buf(fn, "sendbuf", sendbuf, count_per_rank));
+  API_TRY(api_buf(fn, "recvbuf", recvbuf, count_per_rank));
+  return api_not_yet(fn);
+}
+
+/* counts/displs of one side of alltoallv: present, no overflow, buffer present if any count. */
+static collie_result_t
+api_vside(const collie_comm_t *comm, const char *fn, const char *side, const void *buf,
+          const size_t *counts, const size_t *displs, collie_dtype_t dtype)
+{
+  if (!counts || !displs)
+    return collie__err(COLLIE_INVALID_ARGUMENT, "%s: %s%s is NULL", fn, side,
+                       !counts ? "counts" : "displs");
+  size_t any = 0;
+  for (int q = 0; q < comm->size; q++) {
+    API_TRY(api_count(fn, side, counts[q], 1, dtype));
+    if (displs[q] > SIZE_MAX / collie_dtype_size(dtype) - counts[q])
+      return collie__err(COLLIE_INVALID_ARGUMENT, "%s: %sdispls[%d] + %scounts[%d] overflows", fn,
+                         side, q, side, q);
+    any |= counts[q];
+  }
+  return api_buf(fn, side[0] == 's' ? "sendbuf" : "recvbuf", buf, any);
+}
+
+collie_result_t
+collie_alltoallv(collie_comm_t *comm, const void *sendbuf, const size_t *sendcounts,
+                 const size_t *sdispls, void *recvbuf, const size_t *recvcounts,
+                 const size_t *rdispls, collie_dtype_t dtype, const collie_opts_t *opts,
+                 collie_work_t **work)
+{
+  static const char fn[] = "collie_alltoallv";
+  API_TRY(api_enter(comm, fn, opts, work));
+  API_TRY(api_dtype(fn, dtype));
+  API_TRY(api_vside(comm, fn, "send", sendbuf, sendcounts, sdispls, dtype));
+  API_TRY(api_vside(comm, fn, "recv", recvbuf, recvcounts, rdispls, dtype));
+  return api_not_yet(fn);
+}
+
+collie_result_t
+collie_gather(collie_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+              collie_dtype_t dtype, int root, const collie_opts_t *opts, collie_work_t **work)
+{
+  static const char fn[] = "collie_gather";
+  API_TRY(api_enter(comm, fn, opts, work));
+  API_TRY(api_dtype(fn, dtype));
+  API_TRY(api_count(fn, "count", count, (size_t)comm->size, dtype));
+  API_TRY(api_rank(comm, fn, "root", root));
+  API_TRY(api_buf(fn, "sendbuf", sendbuf, count));
+  if (comm->rank == root) API_TRY(api_buf(fn, "recvbuf (at the root)", recvbuf, count));
+  return api_not_yet(fn);
+}
+
+collie_result_t
+collie_scatter(collie_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+               collie_dtype_t dtype, int root, const collie_opts_t *opts, collie_work_t **work)
+{
+  static const char fn[] = "collie_scatter";
+  API_TRY(api_enter(comm, fn, opts, work));
+  API_TRY(api_dtype(fn, dtype));
+  API_TRY(api_count(fn, "count", count, (size_t)comm->size, dtype));
+  API_TRY(api_rank(comm, fn, "root", root));
+  if (comm->rank == root) API_TRY(api_buf(fn, "sendbuf (at the root)", sendbuf, count));
+  API_TRY(api_buf(fn, "recvbuf", recvbuf, count));
+  return api_not_yet(fn);
+}
+
+/* ---- Point to point ---- */
+
+static collie_result_t
+api_p2p(collie_comm_t *comm, const char *fn, const void *sbuf, void *rbuf, size_t count,
+        collie_dtype_t dtype, int peer, int tag, const collie_opts_t *opts, collie_work_t **work)
+{
+  API_TRY(api_enter(comm, fn, opts, work));
+  API_TRY(api_dtype(fn, dtype));
+  API_TRY(api_count(fn, "count", count, 1, dtype));
+  API_TRY(api_buf(fn, "buf", sbuf ? sbuf : rbuf, count));
+  API_TRY(api_rank(comm, fn, "peer", peer));
+  if (tag < 0) return collie__err(COLLIE_INVALID_ARGUMENT, "%s: tag = %d must be >= 0", fn, tag);
+  if (comm->in_group) {
+    if (work)
+      return collie__err(COLLIE_INVALID_ARGUMENT,
+                         "%s: work must be NULL inside a group (collie_group_end returns the handle)",
+                         fn);
+    return collie__group_add(comm, sbuf, rbuf, count, dtype, peer, tag);
+  }
+  if (peer == comm->rank)
+    return collie__err(COLLIE_INVALID_USAGE,
+                       "%s: a blocking %s to itself would never complete; put the send and the "
+                       "recv in one group (collie_group_start/end)",
+                       fn, sbuf ? "send" : "recv");
+  struct collie__call call = {.kind = COLLIE_KIND_P2P, .sendbuf = sbuf, .recvbuf = rbuf,
+                              .count = count, .dtype = dtype, .root = peer, .tag = tag};
+  /* Counted before the call so that both ends of the pair keep step even if it fails. */
+  call.p2p_seq = sbuf ? comm->p2p_send_seq[peer]++ : comm->p2p_recv_seq[peer]++;
+  return api_finish(comm, &call, opts, work);
+}
+
+collie_result_t
+collie_send(collie_comm_t *comm, const void *buf, size_t count, collie_dtype_t dtype, int peer,
+            int tag, const collie_opts_t *opts, collie_work_t **work)
+{
+  /* A zero-count send may pass NULL; mark it as a send with a non-NULL dummy. */
+  static const char dummy;
+  return api_p2p(comm, "collie_send", buf ? buf : &dummy, NULL, count, dtype, peer, tag, opts,
+                 work);
+}
+
+collie_result_t
+collie_recv(collie_comm_t *comm, void *buf, size_t count, collie_dtype_t dtype, int peer, int tag,
+            const collie_opts_t *opts, collie_work_t **work)
+{
+  static char dummy;
+  return api_p2p(comm, "collie_recv", NULL, buf ? buf : &dummy, count, dtype, peer, tag, opts,
+                 work);
+}
+
+/* ---- Telemetry (the telemetry issue implements these) ---- */
+
+collie_result_t
+collie_step_begin(collie_comm_t *comm, int64_t step, int64_t epoch)
+{
+  API_TRY(collie__comm_check(comm, "collie_step_begin"));
+  if (step < 1)
+    return collie__err(COLLIE_INVALID_ARGUMENT, "collie_step_begin: step = %lld must be >= 1",
+                       (long long)step);
+  if (epoch < 0)
+    return collie__err(COLLIE_INVALID_ARGUMENT, "collie_step_begin: epoch = %lld must be >= 0",
+                       (long long)epoch);
+  return api_not_yet("collie_step_begin");
+}
+
+collie_result_t
+collie_step_end(collie_comm_t *comm)
+{
+  API_TRY(collie__comm_check(comm, "collie_step_end"));
+  return api_not_yet("collie_step_end");
+}
+
+collie_result_t
+collie_timing_record(collie_comm_t *comm, const collie_timing_t *rec)
+{
+  API_TRY(collie__comm_check(comm, "collie_timing_record"));
+  if (!rec) return collie__err(COLLIE_INVALID_ARGUMENT, "collie_timing_record: rec is NULL");
+  if (!rec->operation || !*rec->operation)
+    return collie__err(COLLIE_INVALID_ARGUMENT, "collie_timing_record: rec->operation is empty");
+  if (rec->end_counter < rec->start_counter)
+    return collie__err(COLLIE_INVALID_ARGUMENT,
+                       "collie_timing_record: end_counter %.6f is before start_counter %.6f",
+                       rec->end_counter, rec->start_counter);
+  return api_not_yet("collie_timing_record");
+}
+
+const char *
+collie_last_error(void)
+{
+  return collie__err_msg();
+}

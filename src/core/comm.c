@@ -1,0 +1,447 @@
+/*
+ * comm.c - communicator life cycle: init (from the environment or an
+ * explicit config), split, destroy, abort; the registry of live
+ * communicators (so a call on a destroyed one is an error, not a crash) and
+ * poisoning (after a failure during communication every later call fails
+ * fast, quoting the first error).
+ *
+ * Init: open the job's store, agree on a communicator id, publish this
+ * rank's host identity and pid under the id's prefix, read everyone's, and
+ * open the channels (shm with same-host peers, tcp with the rest).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/core.h"
+
+/* ---- Registry of live communicators ---- */
+
+static pthread_mutex_t comm_reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static collie_comm_t **comm_reg;
+static size_t comm_reg_n, comm_reg_cap;
+
+static int
+comm_reg_add(collie_comm_t *c)
+{
+  pthread_mutex_lock(&comm_reg_lock);
+  if (comm_reg_n == comm_reg_cap) {
+    size_t cap = comm_reg_cap ? comm_reg_cap * 2 : 16;
+    collie_comm_t **n = realloc(comm_reg, cap * sizeof(*n));
+    if (!n) {
+      pthread_mutex_unlock(&comm_reg_lock);
+      return -1;
+    }
+    comm_reg = n;
+    comm_reg_cap = cap;
+  }
+  comm_reg[comm_reg_n++] = c;
+  pthread_mutex_unlock(&comm_reg_lock);
+  return 0;
+}
+
+/* Removes c; returns 1 if it was registered. */
+static int
+comm_reg_remove(const collie_comm_t *c)
+{
+  int found = 0;
+  pthread_mutex_lock(&comm_reg_lock);
+  for (size_t i = 0; i < comm_reg_n; i++)
+    if (comm_reg[i] == c) {
+      comm_reg[i] = comm_reg[--comm_reg_n];
+      found = 1;
+      break;
+    }
+  if (comm_reg_n == 0) {
+    free(comm_reg);
+    comm_reg = NULL;
+    comm_reg_cap = 0;
+  }
+  pthread_mutex_unlock(&comm_reg_lock);
+  return found;
+}
+
+static int
+comm_reg_has(const collie_comm_t *c)
+{
+  int found = 0;
+  pthread_mutex_lock(&comm_reg_lock);
+  for (size_t i = 0; i < comm_reg_n && !found; i++) found = comm_reg[i] == c;
+  pthread_mutex_unlock(&comm_reg_lock);
+  return found;
+}
+
+collie_result_t
+collie__comm_check(const collie_comm_t *comm, const char *fn)
+{
+  if (!comm) return collie__err(COLLIE_INVALID_ARGUMENT, "%s: comm is NULL", fn);
+  if (!comm_reg_has(comm))
+    return collie__err(COLLIE_INVALID_USAGE,
+                       "%s: communicator %p was destroyed or never initialised", fn,
+                       (const void *)comm);
+  collie__log_context(comm->ctx);
+  if (comm->poison_rc != COLLIE_SUCCESS)
+    return collie__err(COLLIE_INVALID_USAGE,
+                       "%s: communicator is unusable after an earlier error (%s): %s", fn,
+                       collie_result_string(comm->poison_rc), comm->poison_msg);
+  return COLLIE_SUCCESS;
+}
+
+collie_result_t
+collie__comm_poison(collie_comm_t *comm, collie_result_t rc)
+{
+  if (comm->poison_rc == COLLIE_SUCCESS) {
+    comm->poison_rc = rc;
+    snprintf(comm->poison_msg, sizeof(comm->poison_msg), "%s", collie__err_msg());
+    COLLIE_WARN("COLL", "%s", comm->poison_msg);
+  }
+  return rc;
+}
+
+/* ---- Construction ---- */
+
+static void
+comm_free(collie_comm_t *c)
+{
+  if (!c) return;
+  collie__net_close(c->net);
+  if (c->store) collie__store_release(c->store);
+  if (c->job_store) collie__store_release(c->job_store);
+  collie__scratch_free(&c->scratch);
+  free(c->peers);
+  free(c->p2p_send_seq);
+  free(c->p2p_recv_seq);
+  collie__group_free(c->group);
+  c->magic = 0;
+  free(c);
+}
+
+/* Builds a communicator of `size` ranks with id `hash` on top of the job store
+ * `base`: publishes `me`, reads everyone's peer record and opens the channels.
+ * Takes its own reference on base. */
+static collie_result_t
+comm_create(const struct collie__params *params, const char *token, int64_t timeout_ms,
+            const char *transport, collie__store_t *base, uint64_t hash, int rank, int size,
+            const struct collie__peer *me, collie_comm_t **out)
+{
+  collie_result_t rc;
+  int64_t deadline = collie__deadline_after_ms(timeout_ms);
+  collie_comm_t *c = calloc(1, sizeof(*c));
+  if (!c) return collie__err(COLLIE_SYSTEM_ERROR, "out of memory creating a communicator");
+  c->magic = COLLIE_COMM_MAGIC;
+  c->rank = rank;
+  c->size = size;
+  c->hash = hash;
+  c->params = *params;
+  c->timeout_ms = timeout_ms;
+  snprintf(c->token, sizeof(c->token), "%s", token);
+  c->transport = !strcmp(transport, "shm") ? "shm" : !strcmp(transport, "tcp") ? "tcp" : "auto";
+  snprintf(c->ctx, sizeof(c->ctx), "rank %d/%d comm %04" PRIx64, rank, size, hash & 0xffff);
+  collie__log_context(c->ctx);
+  c->peers = calloc((size_t)size, sizeof(*c->peers));
+  c->p2p_send_seq = calloc((size_t)size, sizeof(uint32_t));
+  c->p2p_recv_seq = calloc((size_t)size, sizeof(uint32_t));
+  if (!c->peers || !c->p2p_send_seq || !c->p2p_recv_seq) {
+    rc = collie__err(COLLIE_SYSTEM_ERROR, "out of memory creating a communicator of %d ranks", size);
+    goto out_free;
+  }
+  COLLIE_CHECK_GOTO(collie__algo_parse(params->ALGO, &c->algos), rc, out_free);
+  c->peers[rank] = *me;
+  if (size > 1) {
+    char prefix[32], key[64];
+    snprintf(prefix, sizeof(prefix), "c%016" PRIx64, hash);
+    collie__store_retain(base);
+    c->job_store = base;
+    COLLIE_CHECK_GOTO(collie__store_prefix(base, prefix, &c->store), rc, out_free);
+    snprintf(key, sizeof(key), "peer/%d", rank);
+    COLLIE_CHECK_GOTO(collie__store_set(c->store, key, me, sizeof(*me), deadline), rc, out_free);
+    for (int p = 0; p < size; p++) {
+      void *val = NULL;
+      size_t len = 0;
+      if (p == rank) continue;
+      snprintf(key, sizeof(key), "peer/%d", p);
+      rc = collie__store_get(c->store, key, &val, &len, deadline);
+      if (rc == COLLIE_TIMEOUT)
+        collie__err(COLLIE_TIMEOUT, "rank %d never joined within %lld ms (rank %d of %d waiting)",
+                    p, (long long)timeout_ms, rank, size);
+      if (rc != COLLIE_SUCCESS) goto out_free;
+      if (len != sizeof(struct collie__peer)) {
+        free(val);
+        rc = collie__err(COLLIE_REMOTE_ERROR, "rank %d published a malformed peer record (%zu bytes)",
+                         p, len);
+        goto out_free;
+      }
+      memcpy(&c->peers[p], val, len);
+      c->peers[p].host[COLLIE_HOSTID_LEN - 1] = '\0';
+      free(val);
+    }
+    int local = 0;
+    for (int p = 0; p < size; p++) local += !strcmp(c->peers[p].host, me->host);
+    struct collie__net_cfg cfg = {
+        .rank = rank,
+        .size = size,
+        .peers = c->peers,
+        .store = c->store,
+        .token = c->token,
+        .comm_hash = hash,
+        .transport = c->transport,
+        .ifname = params->SOCKET_IFNAME,
+        /* Spin while every local rank can have a core; sleep at once when oversubscribed. */
+        .spin = params->SPIN >= 0 ? (int)params->SPIN : (local <= collie__ncpus() ? 20000 : 0),
+        .deadline_ns = deadline,
+    };
+    COLLIE_CHECK_GOTO(collie__net_open(&cfg, &c->net), rc, out_free);
+  } else {
+    struct collie__net_cfg cfg = {.rank = 0, .size = 1, .peers = c->peers, .transport = transport,
+                                  .token = c->token, .comm_hash = hash, .deadline_ns = deadline};
+    COLLIE_CHECK_GOTO(collie__net_open(&cfg, &c->net), rc, out_free);
+  }
+  if (comm_reg_add(c) != 0) {
+    rc = collie__err(COLLIE_SYSTEM_ERROR, "out of memory registering a communicator");
+    goto out_free;
+  }
+  COLLIE_INFO("INIT", "communicator ready (%d ranks, transport %s)", size, transport);
+  *out = c;
+  return COLLIE_SUCCESS;
+
+out_free:
+  comm_free(c);
+  return rc;
+}
+
+/* Shared tail of both init entry points: everything is known and validated. */
+static collie_result_t
+comm_init_world(const struct collie__params *params, int rank, int size, const char *store_url,
+                const char *token, int64_t timeout_ms, const char *transport, collie_comm_t **out)
+{
+  collie_result_t rc;
+  collie__store_t *store = NULL;
+  struct collie__peer me;
+  char fallback_token[600];
+  memset(&me, 0, sizeof(me));
+  collie__host_id(params->HOST_ID, me.host, sizeof(me.host));
+  me.pid = (int32_t)getpid();
+  me.world_rank = rank;
+  if (!token || !*token) {
+    snprintf(fallback_token, sizeof(fallback_token), "collie:%s", store_url ? store_url : "");
+    token = fallback_token;
+  }
+  uint64_t hash = collie__hash64(token, strlen(token), 0);
+  if (size > 1) {
+    if (!store_url || !*store_url)
+      return collie__err(COLLIE_INVALID_ARGUMENT,
+                         "no store address: set COLLIE_STORE (tcp://host:port or file:///dir) or "
+                         "MASTER_ADDR/MASTER_PORT, or pass collie_config_t.store");
+    int64_t deadline = collie__deadline_after_ms(timeout_ms);
+    rc = collie__store_open(store_url, rank, size, token, deadline, &store);
+    if (rc != COLLIE_SUCCESS) return rc;
+    /* A process may init the world more than once; the k-th init of every rank
+     * forms the same communicator. */
+    char key[48];
+    int64_t epoch = 0;
+    snprintf(key, sizeof(key), "world-inits/%d", rank);
+    rc = collie__store_add(store, key, 1, &epoch, deadline);
+    if (rc != COLLIE_SUCCESS) goto out_release;
+    hash = collie__hash64(&epoch, sizeof(epoch), hash);
+  }
+  rc = comm_create(params, token, timeout_ms, transport, store, hash, rank, size, &me, out);
+out_release:
+  if (store) collie__store_release(store);
+  return rc;
+}
+
+collie_result_t
+collie_comm_init(collie_comm_t **comm)
+{
+  struct collie__params params;
+  struct collie__launch launch;
+  collie_result_t rc;
+  collie__log_context(NULL);
+  if (!comm) return collie__err(COLLIE_INVALID_ARGUMENT, "collie_comm_init: comm is NULL");
+  *comm = NULL;
+  if ((rc = collie__params_load(&params, NULL)) != COLLIE_SUCCESS) return rc;
+  collie__log_level = params.DEBUG;
+  if ((rc = collie__launch_detect(&launch, NULL)) != COLLIE_SUCCESS) return rc;
+  COLLIE_INFO("INIT", "launched by %s: rank %d of %d", launch.source, launch.rank, launch.size);
+  return comm_init_world(&params, launch.rank, launch.size, launch.store, launch.token,
+                         params.TIMEOUT_MS, params.TRANSPORT, comm);
+}
+
+collie_result_t
+collie_comm_init_config(const collie_config_t *cfg, collie_comm_t **comm)
+{
+  struct collie__params params;
+  collie_result_t rc;
+  collie__log_context(NULL);
+  if (!comm) return collie__err(COLLIE_INVALID_ARGUMENT, "collie_comm_init_config: comm is NULL");
+  *comm = NULL;
+  if (!cfg) return collie__err(COLLIE_INVALID_ARGUMENT, "collie_comm_init_config: cfg is NULL");
+  if (cfg->magic != COLLIE_CONFIG_MAGIC || cfg->size < sizeof(collie_config_t))
+    return collie__err(COLLIE_INVALID_ARGUMENT,
+                       "collie_comm_init_config: cfg was not initialised with COLLIE_CONFIG_INIT "
+                       "(magic 0x%x, size %zu)",
+                       cfg->magic, cfg->size);
+  if (cfg->world_size <= 0)
+    return collie__err(COLLIE_INVALID_ARGUMENT,
+                       "collie_comm_init_config: world_size = %d must be > 0", cfg->world_size);
+  if (cfg->rank < 0 || cfg->rank >= cfg->world_size)
+    return collie__err(COLLIE_INVALID_ARGUMENT,
+                       "collie_comm_init_config: rank = %d is outside 0..%d", cfg->rank,
+                       cfg->world_size - 1);
+  if (cfg->timeout_ms < 0)
+    return collie__err(COLLIE_INVALID_ARGUMENT,
+                       "collie_comm_init_config: timeout_ms = %lld must be >= 0 (0: default)",
+                       (long long)cfg->timeout_ms);
+  if ((rc = collie__params_load(&params, NULL)) != COLLIE_SUCCESS) return rc;
+  collie__log_level = params.DEBUG;
+  const char *transport = params.TRANSPORT;
+  if (cfg->transport) {
+    if (strcmp(cfg->transport, "auto") && strcmp(cfg->transport, "shm") &&
+        strcmp(cfg->transport, "tcp"))
+      return collie__err(COLLIE_INVALID_ARGUMENT,
+                         "collie_comm_init_config: transport = \"%s\" is not auto, shm or tcp",
+                         cfg->transport);
+    transport = cfg->transport;
+  }
+  return comm_init_world(&params, cfg->rank, cfg->world_size,
+                         cfg->store ? cfg->store : params.STORE,
+                         cfg->job_token ? cfg->job_token : params.JOB_TOKEN,
+                         cfg->timeout_ms ? cfg->timeout_ms : params.TIMEOUT_MS, transport, comm);
+}
+
+/* ---- Split ---- */
+
+struct comm_split_rec {
+  int32_t color, key;
+};
+
+collie_result_t
+collie_comm_split(collie_comm_t *comm, int color, int key, collie_comm_t **out)
+{
+  collie_result_t rc = collie__comm_check(comm, "collie_comm_split");
+  if (rc != COLLIE_SUCCESS) return rc;
+  if (!out) return collie__err(COLLIE_INVALID_ARGUMENT, "collie_comm_split: out is NULL");
+  *out = NULL;
+  if (color < COLLIE_SPLIT_NONE)
+    return collie__err(COLLIE_INVALID_ARGUMENT,
+                       "collie_comm_split: color = %d must be >= 0 or COLLIE_SPLIT_NONE", color);
+  if (comm->in_group)
+    return collie__err(COLLIE_INVALID_USAGE, "collie_comm_split: called inside a group");
+
+  uint32_t seq = ++comm->split_seq;
+  int64_t deadline = collie__deadline_after_ms(comm->timeout_ms);
+  struct comm_split_rec mine = {color, key}, *all = calloc((size_t)comm->size, sizeof(*all));
+  int *members = calloc((size_t)comm->size, sizeof(int));
+  char k[64];
+  if (!all || !members) {
+    rc = collie__err(COLLIE_SYSTEM_ERROR, "collie_comm_split: out of memory");
+    goto out_free;
+  }
+  all[comm->rank] = mine;
+  if (comm->size > 1) {
+    snprintf(k, sizeof(k), "split%u/%d", seq, comm->rank);
+    COLLIE_CHECK_GOTO(collie__store_set(comm->store, k, &mine, sizeof(mine), deadline), rc,
+                      out_poison);
+    for (int p = 0; p < comm->size; p++) {
+      void *val = NULL;
+      size_t len = 0;
+      if (p == comm->rank) continue;
+      snprintf(k, sizeof(k), "split%u/%d", seq, p);
+      COLLIE_CHECK_GOTO(collie__store_get(comm->store, k, &val, &len, deadline), rc, out_poison);
+      if (len == sizeof(mine)) memcpy(&all[p], val, len);
+      free(val);
+    }
+  }
+  if (color == COLLIE_SPLIT_NONE) goto out_free;
+
+  /* Members of my color, ordered by (key, parent rank): insertion sort keeps it
+   * simple and stable; split is not on the hot path. */
+  int n = 0, newrank = -1;
+  for (int p = 0; p < comm->size; p++) {
+    if (all[p].color != color) continue;
+    int i = n++;
+    while (i > 0 && all[members[i - 1]].key > all[p].key) {
+      members[i] = members[i - 1];
+      i--;
+    }
+    members[i] = p;
+  }
+  for (int i = 0; i < n; i++)
+    if (members[i] == comm->rank) newrank = i;
+  uint64_t h = collie__hash64(&seq, sizeof(seq), comm->hash);
+  int32_t c32 = color;
+  h = collie__hash64(&c32, sizeof(c32), h);
+  /* The child's keys live beside the parent's in the job store, under its own id;
+   * it keeps the parent's transport choice. */
+  rc = comm_create(&comm->params, comm->token, comm->timeout_ms, comm->transport, comm->job_store,
+                   h, newrank, n, &comm->peers[comm->rank], out);
+  collie__log_context(comm->ctx);
+  if (rc != COLLIE_SUCCESS) goto out_poison;
+  goto out_free;
+
+out_poison:
+  collie__err_prefix("collie_comm_split (color %d, key %d)", color, key);
+  collie__comm_poison(comm, rc);
+out_free:
+  free(all);
+  free(members);
+  return rc;
+}
+
+/* ---- Destroy, abort, accessors ---- */
+
+collie_result_t
+collie_comm_destroy(collie_comm_t *comm)
+{
+  if (!comm) return collie__err(COLLIE_INVALID_ARGUMENT, "collie_comm_destroy: comm is NULL");
+  if (!comm_reg_remove(comm))
+    return collie__err(COLLIE_INVALID_USAGE,
+                       "collie_comm_destroy: communicator %p was destroyed or never initialised",
+                       (void *)comm);
+  collie__log_context(comm->ctx);
+  if (comm->poison_rc == COLLIE_SUCCESS && comm->size > 1) {
+    /* A closing barrier: no rank tears down channels (or rank 0 its store)
+     * while a peer still finishes its last operation over them. */
+    struct collie__call call = {.kind = COLLIE_KIND_BARRIER,
+                                .seq = comm->seq++,
+                                .rank = comm->rank,
+                                .size = comm->size,
+                                .net = comm->net,
+                                .deadline_ns = collie__deadline_after_ms(comm->timeout_ms)};
+    if (collie__barrier_dissemination(&call) != COLLIE_SUCCESS)
+      COLLIE_WARN("INIT", "destroy: closing barrier failed (%s); closing anyway", collie__err_msg());
+  } else if (comm->poison_rc != COLLIE_SUCCESS) {
+    collie__net_abort(comm->net);
+  }
+  comm_free(comm);
+  collie__log_context(NULL);
+  return COLLIE_SUCCESS;
+}
+
+collie_result_t
+collie_comm_abort(collie_comm_t *comm)
+{
+  collie_result_t rc = collie__comm_check(comm, "collie_comm_abort");
+  if (rc == COLLIE_INVALID_USAGE && comm && comm->poison_rc != COLLIE_SUCCESS && comm_reg_has(comm))
+    rc = COLLIE_SUCCESS; /* aborting a poisoned communicator is fine */
+  if (rc != COLLIE_SUCCESS) return rc;
+  collie__net_abort(comm->net);
+  collie__err(COLLIE_INVALID_USAGE, "the communicator was aborted by collie_comm_abort");
+  collie__comm_poison(comm, COLLIE_INVALID_USAGE);
+  collie__err_clear();
+  return COLLIE_SUCCESS;
+}
+
+int
+collie_comm_rank(const collie_comm_t *comm)
+{
+  return comm && comm_reg_has(comm) ? comm->rank : -1;
+}
+
+int
+collie_comm_size(const collie_comm_t *comm)
+{
+  return comm && comm_reg_has(comm) ? comm->size : -1;
+}

@@ -1,0 +1,99 @@
+/*
+ * core.h - the communicator and what the public entry points share: the
+ * parsed environment, the live-communicator registry, poisoning, and the
+ * dispatch of a validated call to an algorithm.
+ */
+#ifndef COLLIE_CORE_H
+#define COLLIE_CORE_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "bootstrap/bootstrap.h"
+#include "coll/coll.h"
+#include "transport/transport.h"
+#include "util/error.h"
+#include "util/util.h"
+
+/* ---- params.c ---- */
+
+typedef enum { COLLIE_TRANSPORT_AUTO = 0, COLLIE_TRANSPORT_SHM, COLLIE_TRANSPORT_TCP } collie__transport_t;
+
+#define COLLIE_PARAM_CTYPE_INT int64_t
+#define COLLIE_PARAM_CTYPE_STR const char *
+#define COLLIE_PARAM_CTYPE_LEVEL collie__loglevel_t
+#define COLLIE_PARAM_CTYPE_TRANSPORT const char *
+
+/* The parsed environment: one field per params.def line, named as the variable. */
+struct collie__params {
+#define X(name, type, def, help) COLLIE_PARAM_CTYPE_##type name;
+#include "core/params.def"
+#undef X
+};
+
+/* Parses every COLLIE_* variable through getenv_fn (NULL: getenv). Strings point
+ * into the environment (valid while it is not modified). Errors: INVALID_ARGUMENT
+ * naming the variable and its value. Unknown COLLIE_* names get a warning. */
+collie_result_t collie__params_load(struct collie__params *p,
+                                    const char *(*getenv_fn)(const char *name));
+/* Writes "NAME\tDEFAULT\tHELP" lines of every variable to out (for docs and --help). */
+void collie__params_describe(void (*line)(const char *name, const char *def, const char *help,
+                                          void *arg),
+                             void *arg);
+
+/* ---- comm.c ---- */
+
+#define COLLIE_COMM_MAGIC 0xC0CC1E11u
+
+struct collie_comm {
+  uint32_t magic;
+  int rank, size;
+  uint64_t hash; /* unique per communicator within the job */
+  char ctx[64];  /* log context "rank 3/8 comm 9f2c" */
+  struct collie__params params;
+  int64_t timeout_ms;
+  char token[256];
+  collie__store_t *job_store; /* the job's store (a reference), for split */
+  collie__store_t *store;     /* this comm's prefixed view of it */
+  const char *transport;      /* "auto", "shm" or "tcp" (static string) */
+  struct collie__peer *peers;
+  struct collie__net *net;
+  struct collie__algo_table algos; /* COLLIE_ALGO overrides */
+  uint32_t seq;                     /* collectives issued so far */
+  uint32_t split_seq;
+  uint32_t *p2p_send_seq, *p2p_recv_seq; /* per peer */
+  int in_group;
+  struct collie__group *group;
+  struct collie__scratch scratch;
+  collie_result_t poison_rc;
+  char poison_msg[COLLIE_ERRMSG_LEN];
+};
+
+/* Checks that comm is live and usable; sets the error and returns INVALID_USAGE
+ * (destroyed, never initialised, or poisoned: quoting the first error). */
+collie_result_t collie__comm_check(const collie_comm_t *comm, const char *fn);
+/* Records the first fatal error (the thread's current message) and returns rc. */
+collie_result_t collie__comm_poison(collie_comm_t *comm, collie_result_t rc);
+
+/* ---- dispatch.c ---- */
+
+/* Runs a validated call on comm: assigns its sequence number, deadline and
+ * algorithm, runs it, and on failure prefixes the message with the operation
+ * and poisons the communicator. */
+collie_result_t collie__dispatch(collie_comm_t *comm, struct collie__call *call,
+                                 const collie_opts_t *opts);
+
+/* ---- group.c ---- */
+
+/* Records one send (sbuf set) or recv (rbuf set) of the open group. */
+collie_result_t collie__group_add(collie_comm_t *comm, const void *sbuf, void *rbuf, size_t count,
+                                  collie_dtype_t dtype, int peer, int tag);
+void collie__group_free(struct collie__group *g);
+
+/* ---- work.c ---- */
+
+/* A handle for an operation that already finished with rc (and the thread's
+ * message when rc is an error). NULL on allocation failure. */
+collie_work_t *collie__work_done(collie_result_t rc);
+
+#endif /* COLLIE_CORE_H */

@@ -1,0 +1,114 @@
+/*
+ * group.c - batched send/recv (collie_group_start / collie_group_end), as NCCL
+ * groups. Inside a group, send and recv only record; group_end posts every
+ * recorded message at once and waits for all of them together, so a ring
+ * exchange (everyone sends right and receives left) cannot deadlock however
+ * large the messages are. The record arrays are kept by the communicator and
+ * reused, so steady-state groups do not allocate.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+
+struct collie__group_op {
+  const void *sbuf; /* NULL for a recv */
+  void *rbuf;
+  size_t bytes;
+  int peer, tag;
+};
+
+struct collie__group {
+  struct collie__group_op *ops;
+  struct collie__req *reqs;
+  struct collie__req **wait;
+  size_t n, cap;
+};
+
+collie_result_t
+collie__group_add(collie_comm_t *comm, const void *sbuf, void *rbuf, size_t count,
+                  collie_dtype_t dtype, int peer, int tag)
+{
+  struct collie__group *g = comm->group;
+  if (g->n == g->cap) {
+    size_t cap = g->cap ? g->cap * 2 : 16;
+    struct collie__group_op *ops = realloc(g->ops, cap * sizeof(*ops));
+    if (ops) g->ops = ops;
+    struct collie__req *reqs = realloc(g->reqs, cap * sizeof(*reqs));
+    if (reqs) g->reqs = reqs;
+    struct collie__req **w = realloc(g->wait, cap * sizeof(*w));
+    if (w) g->wait = w;
+    if (!ops || !reqs || !w)
+      return collie__err(COLLIE_SYSTEM_ERROR, "out of memory recording a group of %zu operations",
+                         cap);
+    g->cap = cap;
+  }
+  struct collie__group_op *op = &g->ops[g->n++];
+  op->sbuf = sbuf;
+  op->rbuf = rbuf;
+  op->bytes = count * collie_dtype_size(dtype);
+  op->peer = peer;
+  op->tag = tag;
+  return COLLIE_SUCCESS;
+}
+
+collie_result_t
+collie_group_start(collie_comm_t *comm)
+{
+  collie_result_t rc = collie__comm_check(comm, "collie_group_start");
+  if (rc != COLLIE_SUCCESS) return rc;
+  if (comm->in_group)
+    return collie__err(COLLIE_INVALID_USAGE,
+                       "collie_group_start: a group is already open (groups do not nest)");
+  if (!comm->group && !(comm->group = calloc(1, sizeof(*comm->group))))
+    return collie__err(COLLIE_SYSTEM_ERROR, "out of memory starting a group");
+  comm->group->n = 0;
+  comm->in_group = 1;
+  return COLLIE_SUCCESS;
+}
+
+collie_result_t
+collie_group_end(collie_comm_t *comm, collie_work_t **work)
+{
+  collie_result_t rc = collie__comm_check(comm, "collie_group_end");
+  if (rc != COLLIE_SUCCESS) return rc;
+  if (!comm->in_group)
+    return collie__err(COLLIE_INVALID_USAGE, "collie_group_end: no group is open");
+  if (work) *work = NULL;
+  comm->in_group = 0;
+  struct collie__group *g = comm->group;
+  int64_t deadline = collie__deadline_after_ms(comm->timeout_ms);
+  for (size_t i = 0; i < g->n && rc == COLLIE_SUCCESS; i++) {
+    struct collie__group_op *op = &g->ops[i];
+    if (op->sbuf) {
+      uint64_t slot = collie__slot_p2p((uint32_t)op->tag, comm->p2p_send_seq[op->peer]++);
+      rc = collie__net_isend(comm->net, op->peer, op->sbuf, op->bytes, slot, &g->reqs[i]);
+    } else {
+      uint64_t slot = collie__slot_p2p((uint32_t)op->tag, comm->p2p_recv_seq[op->peer]++);
+      rc = collie__net_irecv(comm->net, op->peer, op->rbuf, op->bytes, slot, &g->reqs[i]);
+    }
+    g->wait[i] = &g->reqs[i];
+  }
+  if (rc == COLLIE_SUCCESS) rc = collie__net_wait(comm->net, g->wait, (int)g->n, deadline);
+  if (rc != COLLIE_SUCCESS) {
+    collie__err_prefix("group of %zu send/recv", g->n);
+    collie__comm_poison(comm, rc);
+  }
+  g->n = 0;
+  if (work) {
+    if (!(*work = collie__work_done(rc)))
+      return collie__err(COLLIE_SYSTEM_ERROR, "out of memory allocating a work handle");
+    return COLLIE_SUCCESS;
+  }
+  return rc;
+}
+
+void
+collie__group_free(struct collie__group *g)
+{
+  if (!g) return;
+  free(g->ops);
+  free(g->reqs);
+  free(g->wait);
+  free(g);
+}

@@ -1,0 +1,145 @@
+/*
+ * params.c - the one parser of COLLIE_* environment variables, generated from
+ * params.def. A malformed value fails init with a message naming the variable
+ * and the value: never a silent default.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/core.h"
+
+extern char **environ;
+
+static const char *params_levels[] = {"NONE", "WARN", "INFO", "TRACE"};
+static const char *params_transports[] = {"auto", "shm", "tcp"};
+
+static collie_result_t
+params_int(const char *name, const char *v, int64_t *out)
+{
+  char *end;
+  errno = 0;
+  long long x = strtoll(v, &end, 10);
+  if (errno || end == v || *end != '\0')
+    return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_%s=\"%s\" is not an integer", name, v);
+  *out = x;
+  return COLLIE_SUCCESS;
+}
+
+static collie_result_t
+params_word(const char *name, const char *v, const char *const *words, int nwords, int *out)
+{
+  for (int i = 0; i < nwords; i++)
+    if (!strcasecmp(v, words[i])) {
+      *out = i;
+      return COLLIE_SUCCESS;
+    }
+  char allowed[128] = "";
+  for (int i = 0; i < nwords; i++) {
+    strncat(allowed, words[i], sizeof(allowed) - strlen(allowed) - 1);
+    if (i + 1 < nwords) strncat(allowed, ", ", sizeof(allowed) - strlen(allowed) - 1);
+  }
+  return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_%s=\"%s\" is not one of %s", name, v, allowed);
+}
+
+/* Each typed setter: parse v (the environment's or the default) into field. */
+static collie_result_t
+params_set_INT(const char *name, const char *v, int64_t *field)
+{
+  return params_int(name, v, field);
+}
+static collie_result_t
+params_set_STR(const char *name, const char *v, const char **field)
+{
+  (void)name;
+  *field = v;
+  return COLLIE_SUCCESS;
+}
+static collie_result_t
+params_set_LEVEL(const char *name, const char *v, collie__loglevel_t *field)
+{
+  int i = 0;
+  collie_result_t rc = params_word(name, v, params_levels, 4, &i);
+  if (rc == COLLIE_SUCCESS) *field = (collie__loglevel_t)i;
+  return rc;
+}
+static collie_result_t
+params_set_TRANSPORT(const char *name, const char *v, const char **field)
+{
+  int i = 0;
+  collie_result_t rc = params_word(name, v, params_transports, 3, &i);
+  if (rc == COLLIE_SUCCESS) *field = params_transports[i];
+  return rc;
+}
+
+#define PARAMS_DEF_INT(def) #def
+#define PARAMS_DEF_STR(def) def
+#define PARAMS_DEF_LEVEL(def) def
+#define PARAMS_DEF_TRANSPORT(def) def
+
+/* Range checks that the types alone do not express. */
+static collie_result_t
+params_check(const struct collie__params *p)
+{
+  if (p->TIMEOUT_MS <= 0)
+    return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_TIMEOUT_MS=%lld must be > 0 (milliseconds)",
+                       (long long)p->TIMEOUT_MS);
+  if (p->SPIN < -1)
+    return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_SPIN=%lld must be >= -1", (long long)p->SPIN);
+  if (p->COMMS_LOG != 0 && p->COMMS_LOG != 1)
+    return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_COMMS_LOG=%lld must be 0 or 1",
+                       (long long)p->COMMS_LOG);
+  return COLLIE_SUCCESS;
+}
+
+static const char *
+params_getenv(const char *name)
+{
+  return getenv(name);
+}
+
+collie_result_t
+collie__params_load(struct collie__params *p, const char *(*getenv_fn)(const char *name))
+{
+  collie_result_t rc;
+  const char *v;
+  if (!getenv_fn) getenv_fn = params_getenv;
+  memset(p, 0, sizeof(*p));
+#define X(name, type, def, help)                                                                   \
+  v = getenv_fn("COLLIE_" #name);                                                                  \
+  if (!v) v = PARAMS_DEF_##type(def);                                                              \
+  if (v && (rc = params_set_##type(#name, v, &p->name)) != COLLIE_SUCCESS) return rc;
+#include "core/params.def"
+#undef X
+  rc = params_check(p);
+  if (rc != COLLIE_SUCCESS) return rc;
+
+  /* A misspelt variable silently ignored is a classic lost afternoon: warn. */
+  if (getenv_fn == params_getenv && p->DEBUG >= COLLIE_LOG_WARN) {
+    for (char **e = environ; e && *e; e++) {
+      if (strncmp(*e, "COLLIE_", 7) != 0 || !strncmp(*e, "COLLIE_TEST_", 12)) continue;
+      size_t n = strcspn(*e + 7, "=");
+      int known = 0;
+#define X(name, type, def, help)                                                                   \
+  if (n == strlen(#name) && !strncmp(*e + 7, #name, n)) known = 1;
+#include "core/params.def"
+#undef X
+      if (!known) collie__log(COLLIE_LOG_WARN, "INIT", "%.*s is not a collie variable (misspelt?)",
+                              (int)(n + 7), *e);
+    }
+  }
+  return COLLIE_SUCCESS;
+}
+
+void
+collie__params_describe(void (*line)(const char *name, const char *def, const char *help, void *arg),
+                        void *arg)
+{
+  const char *d;
+#define X(name, type, def, help)                                                                   \
+  d = PARAMS_DEF_##type(def);                                                                      \
+  line("COLLIE_" #name, d ? d : "(unset)", help, arg);
+#include "core/params.def"
+#undef X
+}

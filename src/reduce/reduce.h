@@ -1,0 +1,35 @@
+/*
+ * reduce.h - element-wise reduction kernels, one per (dtype, op).
+ *
+ * A kernel combines n elements of `in` into `inout`: inout[i] = inout[i] op in[i].
+ * The buffers may be unaligned and must not overlap (unless equal). fp16 and
+ * bf16 are widened to fp32, combined, and rounded to nearest even. Integer SUM
+ * and PROD wrap (computed as unsigned). MIN/MAX on floats propagate NaN: if
+ * either operand is NaN the result is NaN. AVG combines as SUM; the caller
+ * finishes with collie__reduce_avg_finish once, on the full sum.
+ * BAND/BOR/BXOR exist only for integer dtypes.
+ */
+#ifndef COLLIE_REDUCE_H
+#define COLLIE_REDUCE_H
+
+#include <stddef.h>
+
+#include "collie.h"
+
+typedef void (*collie__reduce_fn)(void *inout, const void *in, size_t n);
+
+/* The kernel for (dtype, op), or NULL when the pair is not supported (bitwise
+ * ops on floating types) or either value is out of range. */
+collie__reduce_fn collie__reduce_kernel(collie_dtype_t dtype, collie_op_t op);
+
+/* Divides n elements of buf by p in place: floats as x / p (fp16/bf16 in fp32,
+ * rounded to nearest even), integers as C division (truncated toward zero). */
+void collie__reduce_avg_finish(void *buf, size_t n, collie_dtype_t dtype, int p);
+
+/* fp16 / bf16 <-> fp32, round to nearest even, NaN and infinities preserved. */
+float collie__half_to_float(unsigned short h);
+unsigned short collie__float_to_half(float f);
+float collie__bf16_to_float(unsigned short h);
+unsigned short collie__float_to_bf16(float f);
+
+#endif /* COLLIE_REDUCE_H */

@@ -1,0 +1,260 @@
+/*
+ * net.c - all channels of one communicator. It picks a transport per peer
+ * from an ordered table (shm first, then tcp: the first whose can_connect
+ * accepts the peer), opens each transport for its peers, loops messages to
+ * self through memory, and waits for requests: a brief spin of progress
+ * calls, then sleeping in the transport's wait() so that eight ranks on two
+ * cores do not grind. Every wait ends by its deadline.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "transport/transport.h"
+#include "util/error.h"
+#include "util/util.h"
+
+static const struct collie__xport_ops *const net_table[] = {&collie__shm_ops, &collie__tcp_ops};
+#define NET_NX (int)(sizeof(net_table) / sizeof(net_table[0]))
+
+struct collie__net {
+  int rank, size;
+  int spin;
+  struct collie__xport *xp[NET_NX];
+  signed char *peer_xp; /* index into net_table per peer; -1 for self */
+  /* Messages to self: FIFOs of posted sends and receives, matched in order. */
+  struct collie__req *self_send, *self_recv;
+  collie_result_t failed; /* first transport failure; the net is unusable after it */
+  char fail_msg[COLLIE_ERRMSG_LEN];
+};
+
+collie_result_t
+collie__net_open(const struct collie__net_cfg *cfg, struct collie__net **out)
+{
+  collie_result_t rc = COLLIE_SUCCESS;
+  struct collie__net *n = calloc(1, sizeof(*n));
+  int *peers = calloc((size_t)cfg->size, sizeof(int));
+  if (!n || !peers || !(n->peer_xp = calloc((size_t)cfg->size, 1))) {
+    free(peers);
+    if (n) free(n->peer_xp);
+    free(n);
+    return collie__err(COLLIE_SYSTEM_ERROR, "out of memory opening channels");
+  }
+  n->rank = cfg->rank;
+  n->size = cfg->size;
+  n->spin = cfg->spin;
+  for (int p = 0; p < cfg->size; p++) {
+    n->peer_xp[p] = -1;
+    if (p == cfg->rank) continue;
+    for (int i = 0; i < NET_NX && n->peer_xp[p] < 0; i++) {
+      if (!strcmp(cfg->transport, "shm") && net_table[i] != &collie__shm_ops) continue;
+      if (net_table[i]->can_connect(cfg, p)) n->peer_xp[p] = (signed char)i;
+    }
+    if (n->peer_xp[p] < 0) {
+      rc = collie__err(COLLIE_INVALID_ARGUMENT,
+                       "COLLIE_TRANSPORT=%s cannot reach rank %d (host %s) from host %s",
+                       cfg->transport, p, cfg->peers[p].host, cfg->peers[cfg->rank].host);
+      goto out_close;
+    }
+  }
+  /* Every rank opens the transports in table order, so the collective opens
+   * (shm among a host's ranks, tcp among hosts) cannot wait on each other. */
+  for (int i = 0; i < NET_NX; i++) {
+    int np = 0;
+    for (int p = 0; p < cfg->size; p++)
+      if (n->peer_xp[p] == i) peers[np++] = p;
+    if (np == 0) continue;
+    COLLIE_CHECK_GOTO(net_table[i]->open(cfg, peers, np, &n->xp[i]), rc, out_close);
+    COLLIE_INFO("INIT", "%s channels to %d peer(s) up", net_table[i]->name, np);
+  }
+  free(peers);
+  *out = n;
+  return COLLIE_SUCCESS;
+
+out_close:
+  free(peers);
+  collie__net_close(n);
+  return rc;
+}
+
+const char *
+collie__net_transport_of(const struct collie__net *n, int peer)
+{
+  if (peer < 0 || peer >= n->size) return "none";
+  return n->peer_xp[peer] < 0 ? "self" : net_table[(int)n->peer_xp[peer]]->name;
+}
+
+static void
+net_fifo_push(struct collie__req **head, struct collie__req *r)
+{
+  while (*head) head = &(*head)->next;
+  *head = r;
+}
+
+/* Matches self-sends with self-receives in order, copying the bytes. */
+static collie_result_t
+net_self_match(struct collie__net *n)
+{
+  while (n->self_send && n->self_recv) {
+    struct collie__req *s = n->self_send, *r = n->self_recv;
+    n->self_send = s->next;
+    n->self_recv = r->next;
+    if (s->slot != r->slot || s->len != r->len) {
+      char a[96], b[96];
+      collie__slot_describe(s->slot, a, sizeof(a));
+      collie__slot_describe(r->slot, b, sizeof(b));
+      s->rc = r->rc = collie__err(COLLIE_INVALID_USAGE,
+                                  "collectives mismatched: this rank sent itself %s (%zu bytes) "
+                                  "but expected %s (%zu bytes)",
+                                  a, s->len, b, r->len);
+      s->done = r->done = 1;
+      return s->rc;
+    }
+    if (s->len) memcpy(r->buf, s->buf, s->len);
+    s->done = r->done = 1;
+  }
+  return COLLIE_SUCCESS;
+}
+
+static collie_result_t
+net_post(struct collie__net *n, int peer, void *buf, size_t len, uint64_t slot, int is_send,
+         struct collie__req *r)
+{
+  memset(r, 0, sizeof(*r));
+  r->peer = peer;
+  r->is_send = is_send;
+  r->slot = slot;
+  r->buf = buf;
+  r->len = len;
+  if (n->failed != COLLIE_SUCCESS) {
+    collie__err_set_text(n->fail_msg);
+    r->done = 1;
+    return r->rc = n->failed;
+  }
+  if (peer < 0 || peer >= n->size)
+    return collie__err(COLLIE_INTERNAL_ERROR, "message to rank %d outside 0..%d", peer, n->size - 1);
+  if (n->peer_xp[peer] < 0) {
+    net_fifo_push(is_send ? &n->self_send : &n->self_recv, r);
+    return net_self_match(n);
+  }
+  int i = n->peer_xp[peer];
+  return net_table[i]->post(n->xp[i], r);
+}
+
+collie_result_t
+collie__net_isend(struct collie__net *n, int peer, const void *buf, size_t len, uint64_t slot,
+                  struct collie__req *r)
+{
+  return net_post(n, peer, (void *)buf, len, slot, 1, r);
+}
+
+collie_result_t
+collie__net_irecv(struct collie__net *n, int peer, void *buf, size_t len, uint64_t slot,
+                  struct collie__req *r)
+{
+  return net_post(n, peer, buf, len, slot, 0, r);
+}
+
+static collie_result_t
+net_fail(struct collie__net *n, collie_result_t rc)
+{
+  if (n->failed == COLLIE_SUCCESS) {
+    n->failed = rc;
+    snprintf(n->fail_msg, sizeof(n->fail_msg), "%s", collie__err_msg());
+  }
+  return rc;
+}
+
+/* Names up to a few pending requests, for a timeout message. */
+static void
+net_describe_pending(struct collie__req *const *reqs, int nreq, char *buf, size_t len)
+{
+  size_t o = 0;
+  int shown = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < nreq && shown < 4; i++) {
+    if (!reqs[i] || reqs[i]->done) continue;
+    char s[96];
+    collie__slot_describe(reqs[i]->slot, s, sizeof(s));
+    o += (size_t)snprintf(buf + o, o < len ? len - o : 0, "%s%s rank %d (%s, %zu of %zu bytes)",
+                          shown ? "; " : "", reqs[i]->is_send ? "send to" : "recv from",
+                          reqs[i]->peer, s, reqs[i]->off, reqs[i]->len);
+    shown++;
+    if (o >= len) break;
+  }
+}
+
+collie_result_t
+collie__net_wait(struct collie__net *n, struct collie__req *const *reqs, int nreq,
+                 int64_t deadline_ns)
+{
+  int spins = 0;
+  for (;;) {
+    int active[NET_NX] = {0}, nactive = 0;
+    if (n->failed != COLLIE_SUCCESS) {
+      collie__err_set_text(n->fail_msg);
+      return n->failed;
+    }
+    for (int i = 0; i < NET_NX; i++) {
+      if (!n->xp[i]) continue;
+      int pending = 0;
+      collie_result_t rc = net_table[i]->progress(n->xp[i], &pending);
+      if (rc != COLLIE_SUCCESS) return net_fail(n, rc);
+      if (pending) {
+        active[i] = 1;
+        nactive++;
+      }
+    }
+    int all = 1;
+    for (int i = 0; i < nreq; i++) {
+      if (!reqs[i]) continue;
+      if (!reqs[i]->done) {
+        all = 0;
+      } else if (reqs[i]->rc != COLLIE_SUCCESS) {
+        if (reqs[i]->peer == n->rank) return reqs[i]->rc; /* self mismatch: message already set */
+        return net_fail(n, reqs[i]->rc);
+      }
+    }
+    if (all) return COLLIE_SUCCESS;
+    if (spins < n->spin) {
+      spins++;
+      collie__cpu_relax();
+      continue;
+    }
+    int64_t now = collie__now_ns();
+    if (now >= deadline_ns) {
+      char what[400];
+      net_describe_pending(reqs, nreq, what, sizeof(what));
+      return collie__err(COLLIE_TIMEOUT, "timed out waiting for %s", what);
+    }
+    if (nactive == 1) {
+      for (int i = 0; i < NET_NX; i++)
+        if (active[i]) net_table[i]->wait(n->xp[i], deadline_ns);
+    } else if (nactive > 1) {
+      /* Two transports cannot share one sleep: take short turns. */
+      for (int i = 0; i < NET_NX; i++)
+        if (active[i]) net_table[i]->wait(n->xp[i], now + 50000);
+    } else {
+      /* Only self-requests remain and cannot progress: a local mismatch of posting. */
+      return collie__err(COLLIE_INTERNAL_ERROR, "waiting on a message to self that was never posted");
+    }
+  }
+}
+
+void
+collie__net_abort(struct collie__net *n)
+{
+  if (!n) return;
+  for (int i = 0; i < NET_NX; i++)
+    if (n->xp[i]) net_table[i]->abort(n->xp[i]);
+}
+
+void
+collie__net_close(struct collie__net *n)
+{
+  if (!n) return;
+  for (int i = 0; i < NET_NX; i++)
+    if (n->xp[i]) net_table[i]->close(n->xp[i]);
+  free(n->peer_xp);
+  free(n);
+}

@@ -1,0 +1,30 @@
+/* slot.c - names for slots and collective kinds, for error messages that say
+ * which operation a stray message belonged to. */
+#include <stdio.h>
+
+#include "transport/transport.h"
+
+static const char *slot_kind_names[] = {
+#define COLLIE_XX_(name, str) str,
+    COLLIE_KIND_MAP(COLLIE_XX_)
+#undef COLLIE_XX_
+};
+
+const char *
+collie__kind_name(int kind)
+{
+  if (kind < 0 || kind >= COLLIE_KIND_COUNT_) return "unknown";
+  return slot_kind_names[kind];
+}
+
+void
+collie__slot_describe(uint64_t slot, char *buf, size_t len)
+{
+  int kind = (int)(slot >> 56);
+  unsigned mid = (unsigned)(slot >> 24);
+  unsigned low = (unsigned)((slot >> 8) & 0xffff);
+  if (kind == COLLIE_KIND_P2P)
+    snprintf(buf, len, "send/recv tag %u (message %u of the pair)", mid, low);
+  else
+    snprintf(buf, len, "%s #%u step %u", collie__kind_name(kind), mid, low);
+}

@@ -1,0 +1,175 @@
+/*
+ * transport.h - channels between the ranks of one communicator.
+ *
+ * Algorithms (src/coll) see only the "net" of a communicator: post a send or a
+ * receive of a byte range to a peer, tagged with a slot, then wait for a set
+ * of requests. Underneath, each peer is served by the first transport in
+ * select.c's table whose can_connect() accepts it: shm for ranks on the same
+ * host, tcp for the rest (COLLIE_TRANSPORT=tcp forces tcp everywhere).
+ *
+ * Matching. Messages between an ordered pair of ranks are delivered in the
+ * order they were posted, to receives taken in the order they were posted:
+ * there is no wildcard and no reordering. Every message carries a 64-bit slot
+ * (collective kind, sequence number, algorithm step; see collie__slot) and its
+ * length; a receive whose slot or length differs from the arriving message
+ * fails with COLLIE_INVALID_USAGE ("collectives mismatched across ranks"),
+ * never with silent corruption. Zero-length messages are legal.
+ *
+ * Threads. A net is driven by one thread at a time (the communicator's
+ * caller or its worker); nothing here takes locks on the hot path.
+ */
+#ifndef COLLIE_TRANSPORT_H
+#define COLLIE_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "collie.h"
+
+struct collie__store;
+
+/* ---- Slots: the tag every message carries ---- */
+
+/* Collective kinds, as carried in a slot (8 bits). P2P carries the user's tag. */
+#define COLLIE_KIND_MAP(XX)                                                                        \
+  XX(NONE, "none")                                                                                 \
+  XX(ALLREDUCE, "allreduce")                                                                       \
+  XX(ALLGATHER, "allgather")                                                                       \
+  XX(ALLGATHERV, "allgatherv")                                                                     \
+  XX(REDUCE_SCATTER, "reduce_scatter")                                                             \
+  XX(BROADCAST, "broadcast")                                                                       \
+  XX(REDUCE, "reduce")                                                                             \
+  XX(ALLTOALL, "alltoall")                                                                         \
+  XX(ALLTOALLV, "alltoallv")                                                                       \
+  XX(GATHER, "gather")                                                                             \
+  XX(SCATTER, "scatter")                                                                           \
+  XX(BARRIER, "barrier")                                                                           \
+  XX(P2P, "send/recv")                                                                             \
+  XX(INTERNAL, "internal")
+
+typedef enum {
+#define COLLIE_XX_(name, str) COLLIE_KIND_##name,
+  COLLIE_KIND_MAP(COLLIE_XX_)
+#undef COLLIE_XX_
+      COLLIE_KIND_COUNT_
+} collie__kind_t;
+
+const char *collie__kind_name(int kind);
+
+/* Collective slot: 8 bits kind | 32 bits op sequence | 16 bits algorithm step | 8 reserved. */
+static inline uint64_t
+collie__slot(int kind, uint32_t seq, uint32_t step)
+{
+  return ((uint64_t)(kind & 0xff) << 56) | ((uint64_t)seq << 24) | ((uint64_t)(step & 0xffff) << 8);
+}
+/* P2P slot: kind P2P | 32 bits user tag | 16 bits of the pair's message counter. */
+static inline uint64_t
+collie__slot_p2p(uint32_t tag, uint32_t pair_seq)
+{
+  return ((uint64_t)COLLIE_KIND_P2P << 56) | ((uint64_t)tag << 24) |
+         ((uint64_t)(pair_seq & 0xffff) << 8);
+}
+/* Human text for a slot: "allreduce #12 step 3" or "send/recv tag 7". */
+void collie__slot_describe(uint64_t slot, char *buf, size_t len);
+
+/* ---- Peers ---- */
+
+#define COLLIE_HOSTID_LEN 192
+
+/* What each rank publishes about itself at init and split. */
+struct collie__peer {
+  char host[COLLIE_HOSTID_LEN]; /* host identity: equal means shared memory works */
+  int32_t pid;
+  int32_t world_rank; /* rank in the world communicator, for messages */
+};
+
+/* ---- Requests ---- */
+
+/* One posted send or receive. The caller owns the struct and keeps it (and
+ * buf) alive until done is set or the net fails; the fields below "private"
+ * belong to the transport while the request is posted. */
+struct collie__req {
+  int done;           /* set to 1 by progress when complete (or failed) */
+  collie_result_t rc; /* result once done */
+  /* private to the transport */
+  int peer;
+  int is_send;
+  uint64_t slot;
+  void *buf;
+  size_t len;
+  size_t off;               /* bytes moved so far */
+  struct collie__req *next; /* the channel's FIFO of posted requests */
+};
+
+/* ---- The per-transport plug-in contract ---- */
+
+/* Everything a transport needs to set up channels for one communicator. */
+struct collie__net_cfg {
+  int rank, size;
+  const struct collie__peer *peers; /* size entries, indexed by comm rank */
+  struct collie__store *store;      /* prefixed for this comm; setup only */
+  const char *token;                /* job token: connections must prove it */
+  uint64_t comm_hash;               /* unique per communicator within the job */
+  const char *transport;            /* "auto", "shm" or "tcp" */
+  const char *ifname;               /* COLLIE_SOCKET_IFNAME or NULL */
+  int spin;                         /* polls before sleeping in wait (0: sleep at once) */
+  int64_t deadline_ns;              /* setup deadline */
+};
+
+struct collie__xport; /* a transport's state for one communicator */
+
+struct collie__xport_ops {
+  const char *name; /* "shm", "tcp": logs, COLLIE_TRANSPORT */
+  /* Pure predicate, no side effects: may this transport link cfg->rank and peer? */
+  int (*can_connect)(const struct collie__net_cfg *cfg, int peer);
+  /* Sets up channels to peers[0..npeers) (comm ranks, ascending, never cfg->rank).
+   * Collective among the ranks that pick this transport for each other; blocks
+   * until all channels are up or cfg->deadline_ns passes. Uses cfg->store to
+   * exchange addresses. Errors: TIMEOUT (naming the peers that never came),
+   * REMOTE_ERROR (a peer refused our token), SYSTEM_ERROR. */
+  collie_result_t (*open)(const struct collie__net_cfg *cfg, const int *peers, int npeers,
+                          struct collie__xport **out);
+  /* Queues r (peer, is_send, buf, len, slot set) behind earlier requests on its
+   * channel. Never blocks; may move bytes at once. Errors only for a failed transport. */
+  collie_result_t (*post)(struct collie__xport *x, struct collie__req *r);
+  /* Moves every posted request forward as far as it can without blocking and marks
+   * finished ones done. Sets *pending to the number of requests still posted.
+   * Returns the first failure: REMOTE_ERROR (peer died, closed or aborted: the message
+   * names it), INVALID_USAGE (slot or length mismatch: the message names both
+   * slots), SYSTEM_ERROR. After a failure every posted request is done with an error. */
+  collie_result_t (*progress)(struct collie__xport *x, int *pending);
+  /* Sleeps until something may have changed for this rank (data arrived, space
+   * freed, a peer died) or until until_ns. No event posted after the last progress()
+   * may be missed (level-triggered, or snapshot-and-compare). May return early. */
+  void (*wait)(struct collie__xport *x, int64_t until_ns);
+  /* Marks this rank as gone for peers (they fail with REMOTE_ERROR soon) and fails
+   * every posted request. Non-blocking, idempotent. */
+  void (*abort)(struct collie__xport *x);
+  /* Frees everything, tells peers we left. After abort or with nothing posted. */
+  void (*close)(struct collie__xport *x);
+};
+
+extern const struct collie__xport_ops collie__shm_ops;
+extern const struct collie__xport_ops collie__tcp_ops;
+
+/* ---- The net: all channels of one communicator (net.c) ---- */
+
+struct collie__net;
+
+/* Picks a transport per peer, opens each transport for its peers. */
+collie_result_t collie__net_open(const struct collie__net_cfg *cfg, struct collie__net **out);
+/* Which transport serves peer ("shm", "tcp", "self"). */
+const char *collie__net_transport_of(const struct collie__net *n, int peer);
+collie_result_t collie__net_isend(struct collie__net *n, int peer, const void *buf, size_t len,
+                                  uint64_t slot, struct collie__req *r);
+collie_result_t collie__net_irecv(struct collie__net *n, int peer, void *buf, size_t len,
+                                  uint64_t slot, struct collie__req *r);
+/* Drives every transport until all of reqs[0..n) are done, spinning briefly and
+ * then sleeping; fails with TIMEOUT at deadline_ns (the message names the
+ * pending peers) or with the first transport failure. NULL entries are skipped. */
+collie_result_t collie__net_wait(struct collie__net *n, struct collie__req *const *reqs, int nreq,
+                                 int64_t deadline_ns);
+void collie__net_abort(struct collie__net *n);
+void collie__net_close(struct collie__net *n);
+
+#endif /* COLLIE_TRANSPORT_H */

@@ -1,0 +1,72 @@
+/*
+ * util.h - libc-only helpers shared by every module: clocks, futexes, sockets,
+ * small string helpers. Syscalls of the library live here or in src/transport.
+ * Nothing in this module knows about communicators.
+ */
+#ifndef COLLIE_UTIL_H
+#define COLLIE_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- clock.c ---- */
+
+/* Monotonic nanoseconds (CLOCK_MONOTONIC). */
+int64_t collie__now_ns(void);
+/* Deadline timeout_ms from now; timeout_ms < 0 means "never" (INT64_MAX). */
+int64_t collie__deadline_after_ms(int64_t timeout_ms);
+/* Milliseconds left until deadline_ns, clamped to [0, INT32_MAX]; for poll(). */
+int collie__ms_until(int64_t deadline_ns);
+/* Sleeps ns nanoseconds (nanosleep, restarted on EINTR). */
+void collie__sleep_ns(int64_t ns);
+/* A hint to the CPU inside a spin loop. */
+void collie__cpu_relax(void);
+/* Number of online CPUs (>= 1). */
+int collie__ncpus(void);
+
+/* ---- futex.c ---- */
+
+/* Blocks while *addr == expected, at most until deadline_ns (monotonic);
+ * may return early (spuriously, on EINTR, or when woken). addr may be in a
+ * MAP_SHARED mapping: the shared (not private) futex is used. */
+void collie__futex_wait(uint32_t *addr, uint32_t expected, int64_t deadline_ns);
+/* Wakes every waiter on addr. */
+void collie__futex_wake_all(uint32_t *addr);
+
+/* ---- sock.c: TCP helpers. Every function that can block takes a deadline. ---- */
+
+/* Parses "host:port" (host may be "[v6]"); port may be 0. Writes host and
+ * port; returns 0, or -1 when malformed. */
+int collie__parse_hostport(const char *s, char *host, size_t hostlen, int *port);
+/* Listens on host:port (port 0: any free port), backlog large, SO_REUSEADDR,
+ * non-blocking. Returns the fd and the bound port, or -1 with errno set. */
+int collie__sock_listen(const char *host, int port, int *bound_port);
+/* Connects to host:port before deadline_ns, retrying refused connections
+ * (the listener may not be up yet). Returns a blocking fd with TCP_NODELAY,
+ * or -1 with errno set (ETIMEDOUT at the deadline). */
+int collie__sock_connect(const char *host, int port, int64_t deadline_ns);
+/* Accepts one connection before deadline_ns on a non-blocking listener. Returns a
+ * blocking fd with TCP_NODELAY, or -1 with errno set (ETIMEDOUT). */
+int collie__sock_accept(int lfd, int64_t deadline_ns);
+/* Sends / receives exactly n bytes before deadline_ns, whatever the fd's
+ * blocking mode. Return 0, or -1 with errno set (ETIMEDOUT, ECONNRESET; a clean
+ * close during recv gives ECONNRESET). */
+int collie__sock_send_all(int fd, const void *buf, size_t n, int64_t deadline_ns);
+int collie__sock_recv_all(int fd, void *buf, size_t n, int64_t deadline_ns);
+int collie__sock_set_nonblock(int fd, int on);
+/* The address other hosts can reach this one at, for a listener: the
+ * interface named by ifname when not NULL, else the first non-loopback IPv4
+ * address, else 127.0.0.1. Returns 0 or -1. */
+int collie__sock_local_addr(const char *ifname, char *out, size_t outlen);
+
+/* ---- misc ---- */
+
+/* FNV-1a 64-bit hash, chainable: pass the previous value as seed (0 to start). */
+uint64_t collie__hash64(const void *data, size_t n, uint64_t seed);
+/* strdup that returns NULL only on allocation failure; NULL in, NULL out. */
+char *collie__strdup(const char *s);
+/* Formats into a fixed buffer, always NUL-terminated, truncating. */
+void collie__fmt(char *buf, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif /* COLLIE_UTIL_H */

@@ -1,0 +1,64 @@
+/*
+ * runner.h - the test harness: each test runs in its own process group with a
+ * timeout (libuv's test/runner.c is the model). A test declared with N ranks
+ * is run as N forked processes that share a fresh file store, with
+ * COLLIE_RANK, COLLIE_WORLD_SIZE, COLLIE_STORE, COLLIE_JOB_TOKEN and
+ * COLLIE_TRANSPORT set, so each rank calls collie_comm_init() as a user would.
+ *
+ * Assertions print file:line, the condition and collie_last_error(), then
+ * exit the rank with status 1, which fails the test.
+ */
+#ifndef COLLIE_TEST_RUNNER_H
+#define COLLIE_TEST_RUNNER_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collie.h"
+
+#define TEST_IMPL(fn) void test_fn_##fn(void)
+
+/* Rank and size of this test process, from the environment the runner set. */
+int test_rank(void);
+int test_size(void);
+/* The test's private temporary directory (removed afterwards). */
+const char *test_dir(void);
+/* collie_comm_init() from the runner's environment; fails the test on error. */
+collie_comm_t *test_comm(void);
+/* Ends this rank with SIGKILL; the runner counts that death as expected. */
+void test_die_by_sigkill(void) __attribute__((noreturn));
+/* Deterministic pseudo-random fill (seeded) for data tests. */
+unsigned test_rand(unsigned *state);
+
+void test_fail(const char *file, int line, const char *fmt, ...)
+    __attribute__((noreturn, format(printf, 3, 4)));
+
+#define ASSERT(cond)                                                                               \
+  do {                                                                                             \
+    if (!(cond)) test_fail(__FILE__, __LINE__, "assertion failed: %s", #cond);                     \
+  } while (0)
+#define ASSERTF(cond, ...)                                                                         \
+  do {                                                                                             \
+    if (!(cond)) test_fail(__FILE__, __LINE__, __VA_ARGS__);                                       \
+  } while (0)
+#define ASSERT_OK(call)                                                                            \
+  do {                                                                                             \
+    collie_result_t rc_ = (call);                                                                  \
+    if (rc_ != COLLIE_SUCCESS)                                                                     \
+      test_fail(__FILE__, __LINE__, "%s -> %s: %s", #call, collie_result_string(rc_),              \
+                collie_last_error());                                                              \
+  } while (0)
+/* Asserts call returns code and that collie_last_error() contains substr. */
+#define ASSERT_RC(code, substr, call)                                                              \
+  do {                                                                                             \
+    collie_result_t rc_ = (call);                                                                  \
+    if (rc_ != (code))                                                                             \
+      test_fail(__FILE__, __LINE__, "%s -> %s, expected %s (%s)", #call,                           \
+                collie_result_string(rc_), collie_result_string(code), collie_last_error());       \
+    if ((substr) && !strstr(collie_last_error(), (substr)))                                        \
+      test_fail(__FILE__, __LINE__, "%s: message \"%s\" lacks \"%s\"", #call,                      \
+                collie_last_error(), (const char *)(substr));                                      \
+  } while (0)
+
+#endif /* COLLIE_TEST_RUNNER_H */

@@ -1,0 +1,31 @@
+/*
+ * test-list.h - every test, gathered from one list file per area
+ * (tests/list_<area>.h, each defining TEST_LIST_<AREA>(XX)).
+ *
+ * An entry is XX(name, function, ranks, transport, timeout_s):
+ * - ranks 0 runs the function once in a plain child process with no launcher
+ *   environment (unit tests); ranks N >= 1 forks N rank processes;
+ * - transport is "shm", "tcp" or "auto" (COLLIE_TRANSPORT for the ranks);
+ * - timeout_s is scaled by COLLIE_TEST_TIMEOUT_MULT (sanitizer builds).
+ * tests/CMakeLists.txt reads the list files: one ctest entry per line.
+ */
+#include "list_core.h"
+#include "list_util.h"
+#include "list_bootstrap.h"
+#include "list_transport.h"
+#include "list_reduce.h"
+#include "list_coll.h"
+#include "list_tools.h"
+
+#define TEST_LIST(XX)                                                                              \
+  TEST_LIST_CORE(XX)                                                                               \
+  TEST_LIST_UTIL(XX)                                                                               \
+  TEST_LIST_BOOTSTRAP(XX)                                                                          \
+  TEST_LIST_TRANSPORT(XX)                                                                          \
+  TEST_LIST_REDUCE(XX)                                                                             \
+  TEST_LIST_COLL(XX)                                                                               \
+  TEST_LIST_TOOLS(XX)
+
+#define XX_DECL(name, fn, ranks, transport, timeout) TEST_IMPL(fn);
+TEST_LIST(XX_DECL)
+#undef XX_DECL
