@@ -1,4 +1,8 @@
 /* Tests of the core area; see test-list.h for the entry format. */
 #define TEST_LIST_CORE(XX)                                                                         \
-  XX(runner_selftest_1, runner_selftest, 1, "auto", 10)                                            \
-  XX(runner_selftest_3, runner_selftest, 3, "auto", 10)
+  XX(runner_selftest_3, runner_selftest, 3, "auto", 10)                                            \
+  XX(api_names, api_names, 0, "auto", 10)                                                          \
+  XX(api_init_errors, api_init_errors, 0, "auto", 20)                                              \
+  XX(api_bad_arguments_1, api_bad_arguments, 1, "auto", 20)                                        \
+  XX(api_bad_arguments_shm_3, api_bad_arguments, 3, "shm", 30)                                     \
+  XX(api_bad_arguments_tcp_2, api_bad_arguments, 2, "tcp", 30)

@@ -1,0 +1,48 @@
+#!/bin/sh
+# The project's two entry points (see README):
+#   sh scripts/run.sh demo   build everything, then run `collierun -n 4 collie-demo`
+#   sh scripts/run.sh test   build everything, run the whole test suite, then the
+#                            same suite under AddressSanitizer+UndefinedBehaviorSanitizer,
+#                            and the export and layering checks
+# On a fresh Debian 12 machine it first installs what the build needs (gcc, make,
+# cmake) with apt-get when they are missing.
+set -eu
+cd "$(dirname "$0")/.."
+what=${1:-test}
+jobs=$(nproc 2>/dev/null || echo 2)
+
+need=""
+for tool in cc make cmake; do command -v $tool >/dev/null 2>&1 || need="$need $tool"; done
+if [ -n "$need" ]; then
+  echo "run.sh: installing build tools (missing:$need)"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends \
+    gcc make cmake libc6-dev
+fi
+
+build() { # dir, extra cmake args...
+  dir=$1; shift
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+  cmake --build "$dir" -j"$jobs"
+}
+
+case "$what" in
+  demo)
+    build build
+    ./build/collierun -n 4 ./build/collie-demo
+    ;;
+  test)
+    build build
+    sh scripts/check_exports.sh build/libcollie.so
+    sh scripts/check_layers.sh
+    ctest --test-dir build --output-on-failure -j"$jobs" --timeout 300
+    build build-asan -DCOLLIE_SANITIZE=ON
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+      COLLIE_TEST_TIMEOUT_MULT=3 ctest --test-dir build-asan --output-on-failure -j"$jobs" --timeout 600
+    ;;
+  *)
+    echo "usage: sh scripts/run.sh demo|test" >&2
+    exit 2
+    ;;
+esac

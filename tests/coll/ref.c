@@ -1,0 +1,181 @@
+/* ref.c - see ref.h. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "coll/ref.h"
+
+int
+ref_is_float(collie_dtype_t d)
+{
+  return d == COLLIE_FLOAT16 || d == COLLIE_BFLOAT16 || d == COLLIE_FLOAT32 || d == COLLIE_FLOAT64;
+}
+
+int64_t
+ref_value(int r, size_t i, collie_op_t op)
+{
+  unsigned h = (unsigned)(r * 131 + (int)(i % 1009) * 31 + 7);
+  switch (op) {
+  case COLLIE_PROD: return 1 + (h % 2);                 /* product of 8 ranks <= 256 */
+  case COLLIE_BAND:
+  case COLLIE_BOR:
+  case COLLIE_BXOR: return (int64_t)(h * 2654435761u % 127u); /* fits int8 */
+  case COLLIE_MIN:
+  case COLLIE_MAX: return (int64_t)(h % 23) - 11;        /* negatives too */
+  default: return (int64_t)(h % 11) - 3;                 /* SUM, AVG: |sum| small */
+  }
+}
+
+static uint16_t
+ref_bf16_bits(float f)
+{
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return (uint16_t)(u >> 16); /* exact for the small integers used here */
+}
+
+static float
+ref_bf16_float(uint16_t b)
+{
+  uint32_t u = (uint32_t)b << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+void
+ref_store(void *buf, size_t i, collie_dtype_t d, int64_t v)
+{
+  switch (d) {
+  case COLLIE_INT8: ((int8_t *)buf)[i] = (int8_t)v; break;
+  case COLLIE_UINT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
+  case COLLIE_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
+  case COLLIE_UINT32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
+  case COLLIE_INT64: ((int64_t *)buf)[i] = v; break;
+  case COLLIE_UINT64: ((uint64_t *)buf)[i] = (uint64_t)v; break;
+  case COLLIE_FLOAT16: ((_Float16 *)buf)[i] = (_Float16)v; break;
+  case COLLIE_BFLOAT16: ((uint16_t *)buf)[i] = ref_bf16_bits((float)v); break;
+  case COLLIE_FLOAT32: ((float *)buf)[i] = (float)v; break;
+  case COLLIE_FLOAT64: ((double *)buf)[i] = (double)v; break;
+  default: break;
+  }
+}
+
+void
+ref_fill(void *buf, size_t n, collie_dtype_t dtype, collie_op_t op, int r)
+{
+  for (size_t i = 0; i < n; i++) ref_store(buf, i, dtype, ref_value(r, i, op));
+}
+
+/* Reads element i as double (floats) or as the integer's value (ints). */
+static double
+ref_load_f(const void *buf, size_t i, collie_dtype_t d)
+{
+  switch (d) {
+  case COLLIE_FLOAT16: return (double)((const _Float16 *)buf)[i];
+  case COLLIE_BFLOAT16: return ref_bf16_float(((const uint16_t *)buf)[i]);
+  case COLLIE_FLOAT32: return ((const float *)buf)[i];
+  default: return ((const double *)buf)[i];
+  }
+}
+
+static uint64_t
+ref_load_u(const void *buf, size_t i, collie_dtype_t d)
+{
+  switch (d) {
+  case COLLIE_INT8: return (uint64_t)(int64_t)((const int8_t *)buf)[i];
+  case COLLIE_UINT8: return ((const uint8_t *)buf)[i];
+  case COLLIE_INT32: return (uint64_t)(int64_t)((const int32_t *)buf)[i];
+  case COLLIE_UINT32: return ((const uint32_t *)buf)[i];
+  case COLLIE_INT64: return (uint64_t)((const int64_t *)buf)[i];
+  default: return ((const uint64_t *)buf)[i];
+  }
+}
+
+/* Truncates an integer result to the dtype's width, sign-extending signed types. */
+static uint64_t
+ref_wrap(uint64_t v, collie_dtype_t d)
+{
+  switch (d) {
+  case COLLIE_INT8: return (uint64_t)(int64_t)(int8_t)v;
+  case COLLIE_UINT8: return (uint8_t)v;
+  case COLLIE_INT32: return (uint64_t)(int64_t)(int32_t)v;
+  case COLLIE_UINT32: return (uint32_t)v;
+  default: return v;
+  }
+}
+
+static int
+ref_signed(collie_dtype_t d)
+{
+  return d == COLLIE_INT8 || d == COLLIE_INT32 || d == COLLIE_INT64;
+}
+
+long
+ref_check(const void *buf, size_t n, collie_dtype_t d, collie_op_t op, int p, char *why,
+          size_t whylen)
+{
+  for (size_t i = 0; i < n; i++) {
+    if (ref_is_float(d)) {
+      double acc = (double)ref_value(0, i, op);
+      for (int r = 1; r < p; r++) {
+        double v = (double)ref_value(r, i, op);
+        switch (op) {
+        case COLLIE_PROD: acc *= v; break;
+        case COLLIE_MIN: acc = v < acc ? v : acc; break;
+        case COLLIE_MAX: acc = v > acc ? v : acc; break;
+        default: acc += v; break;
+        }
+      }
+      double tol = 0;
+      if (op == COLLIE_AVG) {
+        acc /= p;
+        tol = d == COLLIE_FLOAT16 ? 4e-3 : d == COLLIE_BFLOAT16 ? 2e-2 : 1e-6;
+        tol *= fabs(acc) > 1 ? fabs(acc) : 1;
+      }
+      double got = ref_load_f(buf, i, d);
+      if (!(fabs(got - acc) <= tol)) {
+        snprintf(why, whylen, "element %zu = %g, expected %g (%s %s, %d ranks)", i, got, acc,
+                 collie_dtype_name(d), collie_op_name(op), p);
+        return (long)i;
+      }
+    } else {
+      /* Integer reference: wrapped unsigned arithmetic; AVG truncates toward zero. */
+      uint64_t acc = ref_wrap((uint64_t)ref_value(0, i, op), d);
+      int64_t sacc = ref_value(0, i, op);
+      for (int r = 1; r < p; r++) {
+        int64_t sv = ref_value(r, i, op);
+        uint64_t v = ref_wrap((uint64_t)sv, d);
+        switch (op) {
+        case COLLIE_PROD: acc = ref_wrap(acc * v, d); break;
+        case COLLIE_MIN:
+          acc = ref_signed(d) ? ((int64_t)v < (int64_t)acc ? v : acc) : (v < acc ? v : acc);
+          break;
+        case COLLIE_MAX:
+          acc = ref_signed(d) ? ((int64_t)v > (int64_t)acc ? v : acc) : (v > acc ? v : acc);
+          break;
+        case COLLIE_BAND: acc &= v; break;
+        case COLLIE_BOR: acc |= v; break;
+        case COLLIE_BXOR: acc ^= v; break;
+        default: acc = ref_wrap(acc + v, d); break;
+        }
+        sacc += sv;
+      }
+      if (op == COLLIE_AVG) {
+        /* The sum of the wrapped inputs, wrapped, then C division by p. */
+        if (ref_signed(d))
+          acc = ref_wrap((uint64_t)((int64_t)acc / p), d);
+        else
+          acc = ref_wrap(acc, d) / (uint64_t)p;
+      }
+      (void)sacc;
+      uint64_t got = ref_load_u(buf, i, d);
+      if (got != acc) {
+        snprintf(why, whylen, "element %zu = %lld, expected %lld (%s %s, %d ranks)", i,
+                 (long long)got, (long long)acc, collie_dtype_name(d), collie_op_name(op), p);
+        return (long)i;
+      }
+    }
+  }
+  return -1;
+}

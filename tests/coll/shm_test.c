@@ -1,0 +1,660 @@
+/*
+ * shm_test.c - multi-rank tests of the shared-memory transport, driven
+ * through its ops table (collie__shm_ops) without the net layer: each rank
+ * meets the others in the runner's file store, opens the transport to all
+ * of them and runs loops of post + progress + wait.
+ *
+ * Covered: contents of messages of 0 B .. 8 MiB + 5 around a ring; many
+ * messages in flight per channel, delivered in order; an all-to-all among 8
+ * ranks on 2 cores (waits must sleep); slot and length mismatches; a peer
+ * that dies, closes or aborts; a peer that never opens (TIMEOUT naming it);
+ * a stale segment from a crashed job; bad arguments; and a ping-pong that
+ * prints latency and bandwidth for later tuning.
+ */
+#include <fcntl.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bootstrap/bootstrap.h"
+#include "runner.h"
+#include "transport/transport.h"
+#include "util/error.h"
+#include "util/util.h"
+
+static const struct collie__xport_ops *const shmt_ops = &collie__shm_ops;
+
+struct shmt {
+  int rank, size;
+  collie__store_t *store;
+  struct collie__peer *peers;
+  struct collie__net_cfg cfg;
+  struct collie__xport *x;
+};
+
+/* Opens the store and exchanges every rank's struct collie__peer. */
+static void
+shmt_meet(struct shmt *t, int64_t setup_ms)
+{
+  memset(t, 0, sizeof(*t));
+  t->rank = test_rank();
+  t->size = test_size();
+  int64_t dl = collie__deadline_after_ms(10000);
+  ASSERT_OK(collie__store_open(getenv("COLLIE_STORE"), t->rank, t->size, getenv("COLLIE_JOB_TOKEN"),
+                               dl, &t->store));
+  struct collie__peer me;
+  memset(&me, 0, sizeof(me));
+  collie__host_id(NULL, me.host, sizeof(me.host));
+  me.pid = (int32_t)getpid();
+  me.world_rank = t->rank;
+  char key[64];
+  snprintf(key, sizeof(key), "peer/%d", t->rank);
+  ASSERT_OK(collie__store_set(t->store, key, &me, sizeof(me), dl));
+  t->peers = calloc((size_t)t->size, sizeof(*t->peers));
+  ASSERT(t->peers);
+  for (int r = 0; r < t->size; r++) {
+    void *v = NULL;
+    size_t n = 0;
+    snprintf(key, sizeof(key), "peer/%d", r);
+    ASSERT_OK(collie__store_get(t->store, key, &v, &n, dl));
+    ASSERT(n == sizeof(struct collie__peer));
+    memcpy(&t->peers[r], v, n);
+    free(v);
+  }
+  t->cfg.rank = t->rank;
+  t->cfg.size = t->size;
+  t->cfg.peers = t->peers;
+  t->cfg.store = t->store;
+  t->cfg.token = getenv("COLLIE_JOB_TOKEN");
+  t->cfg.comm_hash = 1;
+  t->cfg.transport = "auto";
+  t->cfg.spin = 0;
+  t->cfg.deadline_ns = collie__deadline_after_ms(setup_ms);
+}
+
+/* Opens the transport to every other rank. */
+static void
+shmt_open(struct shmt *t)
+{
+  int peers[64], np = 0;
+  for (int r = 0; r < t->size; r++)
+    if (r != t->rank) peers[np++] = r;
+  ASSERT_OK(shmt_ops->open(&t->cfg, peers, np, &t->x));
+  ASSERT(t->x != NULL);
+}
+
+static void
+shmt_done(struct shmt *t)
+{
+  if (t->x) shmt_ops->close(t->x);
+  t->x = NULL;
+  collie__store_release(t->store);
+  free(t->peers);
+}
+
+/* A store barrier among all ranks, named so that successive ones differ. */
+static void
+shmt_barrier(struct shmt *t, const char *name)
+{
+  char key[96];
+  int64_t v = 0, dl = collie__deadline_after_ms(10000);
+  snprintf(key, sizeof(key), "barrier/%s", name);
+  ASSERT_OK(collie__store_add(t->store, key, 1, &v, dl));
+  while (v < t->size) {
+    ASSERT(collie__now_ns() < dl);
+    collie__sleep_ns(1000000);
+    ASSERT_OK(collie__store_add(t->store, key, 0, &v, dl));
+  }
+}
+
+/* Drives progress until reqs[0..n) are done, spinning `spin` times between
+ * sleeps; returns the first failure (transport's or a request's). */
+static collie_result_t
+shmt_wait_n(struct shmt *t, struct collie__req *reqs, int n, int spin, int64_t deadline)
+{
+  int spun = 0;
+  for (;;) {
+    int pending = 0;
+    collie_result_t rc = shmt_ops->progress(t->x, &pending);
+    if (rc != COLLIE_SUCCESS) return rc;
+    int all = 1;
+    for (int i = 0; i < n; i++) {
+      if (!reqs[i].done)
+        all = 0;
+      else if (reqs[i].rc != COLLIE_SUCCESS)
+        return reqs[i].rc;
+    }
+    if (all) return COLLIE_SUCCESS;
+    ASSERT(pending > 0);
+    if (collie__now_ns() >= deadline) return collie__err(COLLIE_TIMEOUT, "test wait timed out");
+    if (spun < spin) {
+      spun++;
+      collie__cpu_relax();
+      continue;
+    }
+    spun = 0;
+    shmt_ops->wait(t->x, deadline);
+  }
+}
+
+static void
+shmt_post(struct shmt *t, struct collie__req *r, int peer, int is_send, void *buf, size_t len,
+          uint64_t slot)
+{
+  memset(r, 0, sizeof(*r));
+  r->peer = peer;
+  r->is_send = is_send;
+  r->buf = buf;
+  r->len = len;
+  r->slot = slot;
+  ASSERT_OK(shmt_ops->post(t->x, r));
+}
+
+static unsigned char
+shmt_byte(int src, size_t len, size_t i)
+{
+  return (unsigned char)((size_t)src * 131u + len * 7u + i * 13u + (i >> 11));
+}
+
+static void
+shmt_fill(unsigned char *p, int src, size_t len)
+{
+  for (size_t i = 0; i < len; i++) p[i] = shmt_byte(src, len, i);
+}
+
+static void
+shmt_check(const unsigned char *p, int src, size_t len)
+{
+  for (size_t i = 0; i < len; i++)
+    ASSERTF(p[i] == shmt_byte(src, len, i), "byte %zu of %zu from rank %d: got %u want %u", i, len,
+            src, p[i], shmt_byte(src, len, i));
+}
+
+/* The segment's name, as shm.c builds it (the runner relies on the prefix). */
+static void
+shmt_seg_name(char *buf, size_t len, uint64_t comm_hash, int leader)
+{
+  const char *tok = getenv("COLLIE_JOB_TOKEN");
+  snprintf(buf, len, "/collie-%016llx-%016llx-%d",
+           (unsigned long long)collie__hash64(tok, strlen(tok), 0), (unsigned long long)comm_hash,
+           leader);
+}
+
+/* ---- Ring exchange of every size, contents checked ---- */
+
+TEST_IMPL(shm_ring_sizes)
+{
+  struct shmt t;
+  shmt_meet(&t, 10000);
+  shmt_open(&t);
+  /* Every rank is attached once open() returns: the name must be gone. */
+  char name[96], path[128];
+  shmt_seg_name(name, sizeof(name), 1, 0);
+  snprintf(path, sizeof(path), "/dev/shm%s", name);
+  ASSERTF(access(path, F_OK) != 0, "%s still exists after open", path);
+
+  static const size_t sizes[] = {0, 1, 7, 64 * 1024 + 3, 8 * 1024 * 1024 + 5};
+  int right = (t.rank + 1) % t.size, left = (t.rank + t.size - 1) % t.size;
+  for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+    size_t n = sizes[k];
+    unsigned char *sb = malloc(n + 1), *rb = malloc(n + 1);
+    ASSERT(sb && rb);
+    shmt_fill(sb, t.rank, n);
+    memset(rb, 0xee, n + 1);
+    struct collie__req reqs[2];
+    uint64_t slot = collie__slot(COLLIE_KIND_ALLREDUCE, (uint32_t)k, 3);
+    shmt_post(&t, &reqs[0], left, 0, rb, n, slot);
+    shmt_post(&t, &reqs[1], right, 1, sb, n, slot);
+    ASSERT_OK(shmt_wait_n(&t, reqs, 2, 100, collie__deadline_after_ms(10000)));
+    shmt_check(rb, left, n);
+    ASSERT(rb[n] == 0xee); /* nothing written past the end */
+    ASSERT(reqs[0].done && reqs[0].rc == COLLIE_SUCCESS && reqs[1].done);
+    free(sb);
+    free(rb);
+  }
+  int pending = -1;
+  ASSERT_OK(shmt_ops->progress(t.x, &pending));
+  ASSERT(pending == 0);
+  shmt_barrier(&t, "end"); /* nobody closes while a neighbour still reads */
+  shmt_done(&t);
+}
+
+/* ---- Many messages in flight per channel, in order ---- */
+
+#define SHMT_INFLIGHT 300
+
+static size_t
+shmt_inflight_len(int i)
+{
+  if (i % 50 == 7) return 200 * 1024 + (size_t)i; /* several slots */
+  if (i % 10 == 3) return 0;
+  return (size_t)(i * 37 % 3000);
+}
+
+TEST_IMPL(shm_many_inflight)
+{
+  struct shmt t;
+  shmt_meet(&t, 10000);
+  shmt_open(&t);
+  int peer = t.rank ^ 1;
+  if (peer >= t.size) peer = t.rank; /* odd rank count: the last one idles */
+  if (peer != t.rank) {
+    static struct collie__req reqs[2 * SHMT_INFLIGHT];
+    unsigned char *sb[SHMT_INFLIGHT], *rb[SHMT_INFLIGHT];
+    /* Receives first on one side, sends first on the other: order of posting
+     * across queues must not matter. */
+    for (int pass = 0; pass < 2; pass++) {
+      int sends = (pass == 0) == (t.rank < peer);
+      for (int i = 0; i < SHMT_INFLIGHT; i++) {
+        size_t n = shmt_inflight_len(i);
+        uint64_t slot = collie__slot(COLLIE_KIND_ALLGATHER, (uint32_t)i, (uint32_t)i & 0xff);
+        if (sends) {
+          sb[i] = malloc(n + 1);
+          ASSERT(sb[i]);
+          shmt_fill(sb[i], t.rank * 1000 + i, n);
+          shmt_post(&t, &reqs[SHMT_INFLIGHT + i], peer, 1, sb[i], n, slot);
+        } else {
+          rb[i] = malloc(n + 1);
+          ASSERT(rb[i]);
+          shmt_post(&t, &reqs[i], peer, 0, rb[i], n, slot);
+        }
+      }
+    }
+    ASSERT_OK(shmt_wait_n(&t, reqs, 2 * SHMT_INFLIGHT, 100, collie__deadline_after_ms(15000)));
+    for (int i = 0; i < SHMT_INFLIGHT; i++) {
+      shmt_check(rb[i], peer * 1000 + i, shmt_inflight_len(i));
+      free(rb[i]);
+      free(sb[i]);
+    }
+  }
+  shmt_barrier(&t, "end");
+  shmt_done(&t);
+}
+
+/* ---- All-to-all among every rank at once ---- */
+
+TEST_IMPL(shm_alltoall)
+{
+  struct shmt t;
+  shmt_meet(&t, 10000);
+  shmt_open(&t);
+  enum { ITERS = 20 };
+  size_t base = 96 * 1024;
+  int n = t.size;
+  unsigned char **sb = calloc((size_t)n, sizeof(*sb)), **rb = calloc((size_t)n, sizeof(*rb));
+  struct collie__req *reqs = calloc(2 * (size_t)n, sizeof(*reqs));
+  ASSERT(sb && rb && reqs);
+  for (int p = 0; p < n; p++) {
+    sb[p] = malloc(base + 64);
+    rb[p] = malloc(base + 64);
+    ASSERT(sb[p] && rb[p]);
+  }
+  int64_t t0 = collie__now_ns();
+  for (int it = 0; it < ITERS; it++) {
+    int nr = 0;
+    for (int k = 1; k < n; k++) {
+      int to = (t.rank + k) % n, from = (t.rank + n - k) % n;
+      size_t slen = base + (size_t)((t.rank + to + it) % 64);
+      size_t rlen = base + (size_t)((from + t.rank + it) % 64);
+      shmt_fill(sb[to], t.rank * 100 + it, slen);
+      uint64_t sslot = collie__slot(COLLIE_KIND_ALLTOALL, (uint32_t)it, (uint32_t)t.rank);
+      uint64_t rslot = collie__slot(COLLIE_KIND_ALLTOALL, (uint32_t)it, (uint32_t)from);
+      shmt_post(&t, &reqs[nr++], from, 0, rb[from], rlen, rslot);
+      shmt_post(&t, &reqs[nr++], to, 1, sb[to], slen, sslot);
+    }
+    ASSERT_OK(shmt_wait_n(&t, reqs, nr, 50, collie__deadline_after_ms(10000)));
+    for (int k = 1; k < n; k++) {
+      int from = (t.rank + n - k) % n;
+      shmt_check(rb[from], from * 100 + it, base + (size_t)((from + t.rank + it) % 64));
+    }
+  }
+  double secs = (double)(collie__now_ns() - t0) / 1e9;
+  if (t.rank == 0)
+    printf("shm_alltoall %d ranks: %d rounds of %zu KiB per pair in %.3f s\n", n, ITERS,
+           base / 1024, secs);
+  ASSERTF(secs < 10.0, "all-to-all took %.1f s: waits are grinding", secs);
+  for (int p = 0; p < n; p++) {
+    free(sb[p]);
+    free(rb[p]);
+  }
+  free(sb);
+  free(rb);
+  free(reqs);
+  shmt_barrier(&t, "end");
+  shmt_done(&t);
+}
+
+/* ---- Mismatches ---- */
+
+static void
+shmt_mismatch(uint64_t sslot, size_t slen, uint64_t rslot, size_t rlen, const char *want1,
+              const char *want2)
+{
+  struct shmt t;
+  shmt_meet(&t, 10000);
+  shmt_open(&t);
+  unsigned char *buf = malloc(slen > rlen ? slen : rlen);
+  ASSERT(buf);
+  struct collie__req r;
+  if (t.rank == 0) {
+    memset(buf, 0x11, slen);
+    shmt_post(&t, &r, 1, 1, buf, slen, sslot);
+    ASSERT_OK(shmt_wait_n(&t, &r, 1, 100, collie__deadline_after_ms(5000)));
+  } else {
+    memset(buf, 0x77, rlen);
+    struct collie__req later;
+    shmt_post(&t, &r, 0, 0, buf, rlen, rslot);
+    char other[8];
+    shmt_post(&t, &later, 0, 0, other, sizeof(other), rslot + 256);
+    ASSERT_RC(COLLIE_INVALID_USAGE, "mismatched",
+              shmt_wait_n(&t, &r, 1, 100, collie__deadline_after_ms(5000)));
+    ASSERTF(strstr(collie_last_error(), want1) && strstr(collie_last_error(), want2),
+            "message \"%s\" lacks \"%s\" or \"%s\"", collie_last_error(), want1, want2);
+    ASSERTF(strstr(collie_last_error(), "rank 0"), "message does not name rank 0: %s",
+            collie_last_error());
+    /* Nothing copied; every posted request ended with the error; the
+     * transport stays failed. */
+    for (size_t i = 0; i < rlen; i++) ASSERT(buf[i] == 0x77);
+    ASSERT(r.done && r.rc == COLLIE_INVALID_USAGE);
+    ASSERT(later.done && later.rc == COLLIE_INVALID_USAGE);
+    int pending = -1;
+    ASSERT_RC(COLLIE_INVALID_USAGE, "mismatched", shmt_ops->progress(t.x, &pending));
+    ASSERT(pending == 0);
+    struct collie__req again;
+    memset(&again, 0, sizeof(again));
+    again.peer = 0;
+    again.buf = buf;
+    again.len = 1;
+    ASSERT_RC(COLLIE_INVALID_USAGE, "mismatched", shmt_ops->post(t.x, &again));
+    ASSERT(again.done && again.rc == COLLIE_INVALID_USAGE);
+  }
+  shmt_barrier(&t, "end");
+  free(buf);
+  shmt_done(&t);
+}
+
+TEST_IMPL(shm_mismatch_slot)
+{
+  shmt_mismatch(collie__slot(COLLIE_KIND_ALLREDUCE, 7, 1), 4096,
+                collie__slot(COLLIE_KIND_BROADCAST, 7, 0), 4096, "allreduce #7 step 1",
+                "broadcast #7 step 0");
+}
+
+TEST_IMPL(shm_mismatch_len)
+{
+  shmt_mismatch(collie__slot(COLLIE_KIND_REDUCE, 3, 2), 100 * 1024,
+                collie__slot(COLLIE_KIND_REDUCE, 3, 2), 200, "(102400 bytes)", "(200 bytes)");
+}
+
+/* ---- Peers that die, close or abort ---- */
+
+TEST_IMPL(shm_peer_dies)
+{
+  struct shmt t;
+  shmt_meet(&t, 10000);
+  shmt_open(&t);
+  int victim = t.size - 1;
+  if (t.rank == victim) {
+    shmt_barrier(&t, "posted");
+    collie__sleep_ns(100 * 1000000LL); /* let the others go to sleep in wait() */
+    test_die_by_sigkill();
+  }
+  /* Everyone waits on the victim: one receive each, and rank 0 also a send
+   * too big for the ring, so both directions must notice. */
+  size_t big = 4 * 1024 * 1024;
+  unsigned char *sb = calloc(1, big), rb[16];
+  ASSERT(sb);
+  struct collie__req reqs[2];
+  shmt_post(&t, &reqs[0], victim, 0, rb, sizeof(rb), collie__slot(COLLIE_KIND_BARRIER, 1, 0));
+  int n = 1;
+  if (t.rank == 0)
+    shmt_post(&t, &reqs[n++], victim, 1, sb, big, collie__slot(COLLIE_KIND_GATHER, 1, 0));
+  shmt_barrier(&t, "posted");
+  int64_t t0 = collie__now_ns();
+  ASSERT_RC(COLLIE_REMOTE_ERROR, "died",
+            shmt_wait_n(&t, reqs, n, 0, collie__deadline_after_ms(10000)));
+  double secs = (double)(collie__now_ns() - t0) / 1e9;
+  char want[64];
+  snprintf(want, sizeof(want), "rank %d (world rank %d, pid", victim, victim);
+  ASSERTF(strstr(collie_last_error(), want), "\"%s\" does not name the dead %s",
+          collie_last_error(), want);
+  ASSERTF(secs < 2.0, "death noticed after %.2f s", secs);
+  for (int i = 0; i < n; i++) ASSERT(reqs[i].done && reqs[i].rc == COLLIE_REMOTE_ERROR);
+  free(sb);
+  shmt_done(&t);
+}
+
+/* Rank 1 sends one message, then leaves (close or abort); rank 0 gets the
+ * message (what a peer published before leaving is delivered) and then a
+ * REMOTE_ERROR for the next receive. */
+static void
+shmt_peer_leaves(int use_abort)
+{
+  struct shmt t;
+  shmt_meet(&t, 10000);
+  shmt_open(&t);
+  uint64_t slot = collie__slot(COLLIE_KIND_BROADCAST, 9, 0);
+  char msg[100];
+  struct collie__req reqs[2];
+  if (t.rank == 1) {
+    memset(msg, 'q', sizeof(msg));
+    shmt_post(&t, &reqs[0], 0, 1, msg, sizeof(msg), slot);
+    ASSERT_OK(shmt_wait_n(&t, reqs, 1, 0, collie__deadline_after_ms(5000)));
+    collie__sleep_ns(150 * 1000000LL); /* rank 0 is asleep in wait() by now */
+    if (use_abort) {
+      /* A request posted when abort() comes is failed, not left hanging. */
+      char in[4];
+      shmt_post(&t, &reqs[1], 0, 0, in, sizeof(in), slot + 256);
+      shmt_ops->abort(t.x);
+      shmt_ops->abort(t.x); /* idempotent */
+      ASSERT(reqs[1].done && reqs[1].rc != COLLIE_SUCCESS);
+      int pending = -1;
+      ASSERT(shmt_ops->progress(t.x, &pending) != COLLIE_SUCCESS);
+      ASSERT(pending == 0);
+    }
+    shmt_ops->close(t.x);
+    t.x = NULL;
+  } else {
+    char a[100], b[100];
+    shmt_post(&t, &reqs[0], 1, 0, a, sizeof(a), slot);
+    shmt_post(&t, &reqs[1], 1, 0, b, sizeof(b), slot + 256);
+    int64_t t0 = collie__now_ns();
+    ASSERT_RC(COLLIE_REMOTE_ERROR, use_abort ? "aborted" : "closed",
+              shmt_wait_n(&t, reqs, 2, 0, collie__deadline_after_ms(10000)));
+    double secs = (double)(collie__now_ns() - t0) / 1e9;
+    ASSERTF(strstr(collie_last_error(), "rank 1 (world rank 1"), "\"%s\" does not name rank 1",
+            collie_last_error());
+    ASSERT(reqs[0].done && reqs[0].rc == COLLIE_SUCCESS);
+    for (size_t i = 0; i < sizeof(a); i++) ASSERT(a[i] == 'q');
+    ASSERT(reqs[1].done && reqs[1].rc == COLLIE_REMOTE_ERROR);
+    ASSERTF(secs < 1.0, "departure noticed after %.2f s", secs);
+  }
+  shmt_done(&t);
+}
+
+TEST_IMPL(shm_peer_closes)
+{
+  shmt_peer_leaves(0);
+}
+
+TEST_IMPL(shm_peer_aborts)
+{
+  shmt_peer_leaves(1);
+}
+
+/* ---- open() when a peer never shows up ---- */
+
+/* The last rank never opens: the others fail with TIMEOUT naming it. */
+TEST_IMPL(shm_open_timeout)
+{
+  struct shmt t;
+  shmt_meet(&t, 1500);
+  int absent = t.size - 1;
+  if (t.rank != absent) {
+    int peers[64], np = 0;
+    for (int r = 0; r < t.size; r++)
+      if (r != t.rank) peers[np++] = r;
+    int64_t t0 = collie__now_ns();
+    char want[64];
+    snprintf(want, sizeof(want), "rank %d (world rank %d)", absent, absent);
+    const char *wantp = want; /* a pointer: ASSERT_RC tests it for NULL */
+    ASSERT_RC(COLLIE_TIMEOUT, wantp, shmt_ops->open(&t.cfg, peers, np, &t.x));
+    ASSERT(t.x == NULL);
+    ASSERT(collie__now_ns() - t0 < 4000000000LL);
+  }
+  shmt_barrier(&t, "end");
+  shmt_done(&t);
+}
+
+/* Rank 0 (the leader) never opens: rank 1 fails with TIMEOUT naming it. */
+TEST_IMPL(shm_open_no_leader)
+{
+  struct shmt t;
+  shmt_meet(&t, 1000);
+  if (t.rank == 1) {
+    int peers[1] = {0};
+    ASSERT_RC(COLLIE_TIMEOUT, "rank 0 (world rank 0", shmt_ops->open(&t.cfg, peers, 1, &t.x));
+    ASSERT(t.x == NULL);
+  }
+  shmt_barrier(&t, "end");
+  shmt_done(&t);
+}
+
+/* A segment left by a crashed job with the same token and comm is replaced. */
+TEST_IMPL(shm_stale_segment)
+{
+  struct shmt t;
+  shmt_meet(&t, 10000);
+  t.cfg.comm_hash = 0xdead;
+  if (t.rank == 0) {
+    char name[96];
+    shmt_seg_name(name, sizeof(name), t.cfg.comm_hash, 0);
+    int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+    ASSERT(fd >= 0);
+    ASSERT(ftruncate(fd, 4096) == 0);
+    void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ASSERT(p != MAP_FAILED);
+    memset(p, 0xab, 4096); /* junk where the magic would be */
+    munmap(p, 4096);
+    close(fd);
+  }
+  shmt_barrier(&t, "stale");
+  shmt_open(&t);
+  char buf[8] = "abcdefg", in[8];
+  struct collie__req reqs[2];
+  int peer = (t.rank + 1) % t.size, from = (t.rank + t.size - 1) % t.size;
+  shmt_post(&t, &reqs[0], from, 0, in, sizeof(in), 5);
+  shmt_post(&t, &reqs[1], peer, 1, buf, sizeof(buf), 5);
+  ASSERT_OK(shmt_wait_n(&t, reqs, 2, 100, collie__deadline_after_ms(5000)));
+  ASSERT(!memcmp(in, "abcdefg", 8));
+  shmt_barrier(&t, "end");
+  shmt_done(&t);
+}
+
+/* ---- Bad input ---- */
+
+TEST_IMPL(shm_bad_input)
+{
+  struct shmt t;
+  shmt_meet(&t, 10000);
+  struct collie__xport *x = NULL;
+  /* can_connect: the same host only, never to self, never when tcp is forced. */
+  ASSERT(shmt_ops->can_connect(&t.cfg, 1 - t.rank));
+  ASSERT(!shmt_ops->can_connect(&t.cfg, t.rank));
+  ASSERT(!shmt_ops->can_connect(&t.cfg, 2));
+  ASSERT(!shmt_ops->can_connect(&t.cfg, -1));
+  t.cfg.transport = "tcp";
+  ASSERT(!shmt_ops->can_connect(&t.cfg, 1 - t.rank));
+  t.cfg.transport = "shm";
+  ASSERT(shmt_ops->can_connect(&t.cfg, 1 - t.rank));
+  /* open: peer lists that are out of range, unsorted or on another host. */
+  int self[1] = {t.rank}, out_of_range[1] = {5};
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "entry 0 is 5", shmt_ops->open(&t.cfg, out_of_range, 1, &x));
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "itself", shmt_ops->open(&t.cfg, self, 1, &x));
+  ASSERT(x == NULL);
+  char keep[COLLIE_HOSTID_LEN];
+  memcpy(keep, t.peers[1 - t.rank].host, sizeof(keep));
+  snprintf(t.peers[1 - t.rank].host, sizeof(keep), "elsewhere");
+  int other[1] = {1 - t.rank};
+  ASSERT(!shmt_ops->can_connect(&t.cfg, 1 - t.rank));
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "elsewhere", shmt_ops->open(&t.cfg, other, 1, &x));
+  ASSERT(x == NULL);
+  memcpy(t.peers[1 - t.rank].host, keep, sizeof(keep));
+  /* post: to self, out of range, NULL buffer. */
+  shmt_open(&t);
+  struct collie__req r;
+  memset(&r, 0, sizeof(r));
+  r.peer = t.rank;
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "not a shm peer", shmt_ops->post(t.x, &r));
+  r.peer = 7;
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "rank 7", shmt_ops->post(t.x, &r));
+  r.peer = 1 - t.rank;
+  r.len = 10;
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "NULL buffer", shmt_ops->post(t.x, &r));
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "NULL", shmt_ops->post(t.x, NULL));
+  int pending = -1;
+  ASSERT_OK(shmt_ops->progress(t.x, &pending));
+  ASSERT(pending == 0);
+  /* Still usable after rejected posts. */
+  char b = (char)('a' + t.rank), in = 0;
+  struct collie__req reqs[2];
+  shmt_post(&t, &reqs[0], 1 - t.rank, 0, &in, 1, 1);
+  shmt_post(&t, &reqs[1], 1 - t.rank, 1, &b, 1, 1);
+  ASSERT_OK(shmt_wait_n(&t, reqs, 2, 10, collie__deadline_after_ms(5000)));
+  ASSERT(in == 'a' + (1 - t.rank));
+  shmt_barrier(&t, "end");
+  shmt_done(&t);
+}
+
+/* ---- Ping-pong: latency and bandwidth, printed for tuning ---- */
+
+static double
+shmt_pingpong(struct shmt *t, size_t len, int iters, int spin)
+{
+  unsigned char *buf = malloc(len ? len : 1);
+  ASSERT(buf);
+  memset(buf, 0x5a, len);
+  int peer = 1 - t->rank;
+  struct collie__req r;
+  int64_t t0 = 0;
+  for (int i = -2; i < iters; i++) { /* two warm-up rounds fault the pages in */
+    if (i == 0) t0 = collie__now_ns();
+    uint64_t slot = collie__slot(COLLIE_KIND_P2P, (uint32_t)i, 0);
+    if (t->rank == 0) {
+      shmt_post(t, &r, peer, 1, buf, len, slot);
+      ASSERT_OK(shmt_wait_n(t, &r, 1, spin, collie__deadline_after_ms(10000)));
+      shmt_post(t, &r, peer, 0, buf, len, slot);
+      ASSERT_OK(shmt_wait_n(t, &r, 1, spin, collie__deadline_after_ms(10000)));
+    } else {
+      shmt_post(t, &r, peer, 0, buf, len, slot);
+      ASSERT_OK(shmt_wait_n(t, &r, 1, spin, collie__deadline_after_ms(10000)));
+      shmt_post(t, &r, peer, 1, buf, len, slot);
+      ASSERT_OK(shmt_wait_n(t, &r, 1, spin, collie__deadline_after_ms(10000)));
+    }
+  }
+  double one_way_s = (double)(collie__now_ns() - t0) / 1e9 / (2.0 * iters);
+  free(buf);
+  return one_way_s;
+}
+
+TEST_IMPL(shm_pingpong)
+{
+  struct shmt t;
+  shmt_meet(&t, 10000);
+  shmt_open(&t);
+  double lat_spin = shmt_pingpong(&t, 8, 20000, 1000000);
+  double lat_sleep = shmt_pingpong(&t, 8, 2000, 0);
+  double big_spin = shmt_pingpong(&t, 8u << 20, 30, 1000000);
+  double big_sleep = shmt_pingpong(&t, 8u << 20, 30, 0);
+  if (t.rank == 0) {
+    printf("shm ping-pong 8 B: %.2f us one way (spinning), %.2f us (sleeping at once)\n",
+           lat_spin * 1e6, lat_sleep * 1e6);
+    printf("shm ping-pong 8 MiB: %.2f GB/s one way (spinning), %.2f GB/s (sleeping at once)\n",
+           8.0 * 1048576 / big_spin / 1e9, 8.0 * 1048576 / big_sleep / 1e9);
+  }
+  ASSERTF(lat_spin < 1e-3 && lat_sleep < 5e-3, "8-byte latency %.1f / %.1f us", lat_spin * 1e6,
+          lat_sleep * 1e6);
+  shmt_barrier(&t, "end");
+  shmt_done(&t);
+}

@@ -1,0 +1,9 @@
+/* Tests of the reduce area; see test-list.h for the entry format. */
+#define TEST_LIST_REDUCE(XX)                                                                       \
+  XX(reduce_kernels_all_pairs, reduce_kernels_all_pairs, 0, "auto", 60)                            \
+  XX(reduce_kernel_lookup, reduce_kernel_lookup, 0, "auto", 10)                                    \
+  XX(reduce_half_convert, reduce_half_convert, 0, "auto", 30)                                      \
+  XX(reduce_bf16_convert, reduce_bf16_convert, 0, "auto", 30)                                      \
+  XX(reduce_minmax_nan, reduce_minmax_nan, 0, "auto", 10)                                          \
+  XX(reduce_int_wrap, reduce_int_wrap, 0, "auto", 10)                                              \
+  XX(reduce_avg_finish, reduce_avg_finish, 0, "auto", 30)

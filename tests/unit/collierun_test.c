@@ -1,0 +1,618 @@
+/*
+ * collierun_test.c - tests of the launcher, run as a black box: each test starts the built
+ * collierun binary with /bin/sh -c scripts as ranks, and checks its exit status, its output and
+ * what the ranks left in files under test_dir() (their environment, their pids).
+ *
+ * The ranks are collierun's children, not ours, so a rank that is gone may still show up as a
+ * zombie of whatever adopted it (PID 1 of a container does not always reap): cr_alive() counts
+ * a zombie as dead. Ranks write their pid files through a rename, so a file that exists is
+ * complete.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runner.h"
+
+#define CR_BIN COLLIE_BUILD_DIR "/collierun"
+
+/* The shell snippet every rank script starts with: records $$ as pid.<rank> (atomically). */
+#define CR_RECORD_PID                                                                              \
+  "echo $$ > \"$1/tmp.$COLLIE_RANK\" && mv \"$1/tmp.$COLLIE_RANK\" \"$1/pid.$COLLIE_RANK\"; "
+/* Waits (at most ~5 s) until N pid files exist; N is the script's $2. */
+#define CR_WAIT_ALL                                                                                \
+  "i=0; while [ $(ls \"$1\" | grep -c '^pid\\.') -lt $2 ] && [ $i -lt 100 ]; do sleep 0.05; "      \
+  "i=$((i+1)); done; "
+
+struct cr_result {
+  int code; /* exit code, 128+signal, or -1 when it had to be killed after the test's timeout */
+  char *out, *err;
+  double secs;
+};
+
+static double
+cr_now(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static char *
+cr_path(const char *name)
+{
+  static char buf[4][600];
+  static int k;
+  k = (k + 1) % 4;
+  snprintf(buf[k], sizeof(buf[k]), "%s/%s", test_dir(), name);
+  return buf[k];
+}
+
+/* Reads a whole file; "" when it does not exist. Caller frees. */
+static char *
+cr_slurp(const char *path)
+{
+  FILE *f = fopen(path, "r");
+  char *s = calloc(1, 1);
+  size_t len = 0;
+  if (!f) return s;
+  char chunk[4096];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+    s = realloc(s, len + n + 1);
+    ASSERT(s != NULL);
+    memcpy(s + len, chunk, n);
+    len += n;
+    s[len] = '\0';
+  }
+  fclose(f);
+  return s;
+}
+
+/* Starts collierun with argv (argv[0] is ignored), its stdout and stderr going to files
+ * out.txt and err.txt in the test dir. token: COLLIE_JOB_TOKEN for it, or NULL to unset. */
+static pid_t
+cr_start(const char *const *argv, const char *token)
+{
+  char *outp = cr_path("out.txt"), *errp = cr_path("err.txt");
+  pid_t pid = fork();
+  ASSERT(pid >= 0);
+  if (pid == 0) {
+    int in = open("/dev/null", O_RDONLY);
+    int o = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int e = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (in < 0 || o < 0 || e < 0) _exit(98);
+    dup2(in, 0);
+    dup2(o, 1);
+    dup2(e, 2);
+    const char *clear[] = {"COLLIE_RANK",       "COLLIE_WORLD_SIZE", "COLLIE_LOCAL_RANK",
+                           "COLLIE_LOCAL_SIZE", "COLLIE_STORE",      "COLLIE_JOB_TOKEN"};
+    for (size_t k = 0; k < sizeof(clear) / sizeof(clear[0]); k++) unsetenv(clear[k]);
+    if (token) setenv("COLLIE_JOB_TOKEN", token, 1);
+    execv(CR_BIN, (char *const *)argv);
+    _exit(99);
+  }
+  return pid;
+}
+
+/* Waits for collierun at most timeout_s; kills it after that (code -1). */
+static int
+cr_wait(pid_t pid, double timeout_s)
+{
+  double end = cr_now() + timeout_s;
+  int st;
+  for (;;) {
+    pid_t r = waitpid(pid, &st, WNOHANG);
+    if (r == pid) break;
+    ASSERTF(r == 0, "waitpid: %s", strerror(errno));
+    if (cr_now() > end) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &st, 0);
+      return -1;
+    }
+    usleep(5000);
+  }
+  ASSERTF(!(WIFEXITED(st) && WEXITSTATUS(st) == 99), "cannot exec %s", CR_BIN);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Runs collierun to the end (at most 10 s). Free out/err with cr_free. */
+static struct cr_result
+cr_run(const char *const *argv, const char *token)
+{
+  struct cr_result r;
+  double t0 = cr_now();
+  pid_t pid = cr_start(argv, token);
+  r.code = cr_wait(pid, 10);
+  r.secs = cr_now() - t0;
+  r.out = cr_slurp(cr_path("out.txt"));
+  r.err = cr_slurp(cr_path("err.txt"));
+  return r;
+}
+
+static void
+cr_free(struct cr_result *r)
+{
+  free(r->out);
+  free(r->err);
+}
+
+/* Whether pid is a live process (a zombie counts as dead). */
+static int
+cr_alive(pid_t pid)
+{
+  if (kill(pid, 0) != 0) return errno != ESRCH;
+  char path[64], buf[512];
+  snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char *p = strrchr(buf, ')'); /* state follows "pid (comm)" */
+  return !(p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'));
+}
+
+/* The pid in file name of the test dir, or 0 when it does not exist. */
+static pid_t
+cr_read_pid(const char *name)
+{
+  char *s = cr_slurp(cr_path(name));
+  pid_t pid = (pid_t)atoi(s);
+  free(s);
+  return pid;
+}
+
+/* Waits until the files pid.0 .. pid.<n-1> exist (at most 5 s). */
+static void
+cr_wait_pidfiles(int n)
+{
+  double end = cr_now() + 5;
+  for (int r = 0; r < n; r++) {
+    char name[32];
+    snprintf(name, sizeof(name), "pid.%d", r);
+    while (access(cr_path(name), F_OK) != 0) {
+      ASSERTF(cr_now() < end, "rank %d never wrote its pid file", r);
+      usleep(10000);
+    }
+  }
+}
+
+/* Asserts that every pid in the files <prefix>0 .. <prefix><n-1> (those that exist, at least
+ * `need` of them) is dead within 3 s. */
+static void
+cr_assert_dead(const char *prefix, int n, int need)
+{
+  int found = 0;
+  for (int r = 0; r < n; r++) {
+    char name[64];
+    snprintf(name, sizeof(name), "%s%d", prefix, r);
+    pid_t pid = cr_read_pid(name);
+    if (pid <= 0) continue;
+    found++;
+    double end = cr_now() + 3;
+    while (cr_alive(pid) && cr_now() < end) usleep(10000);
+    ASSERTF(!cr_alive(pid), "%s (pid %d) is still alive", name, (int)pid);
+  }
+  ASSERTF(found >= need, "only %d of %d pid files named %s* were written", found, need, prefix);
+}
+
+static int
+cr_is_hex32(const char *s)
+{
+  if (strlen(s) != 32) return 0;
+  for (int k = 0; k < 32; k++)
+    if (!isxdigit((unsigned char)s[k]) || isupper((unsigned char)s[k])) return 0;
+  return 1;
+}
+
+/* Each rank writes its six variables to env.<rank>; checks them against the expectations
+ * and returns the store url of rank first (caller frees) and the token in tok (64 bytes). */
+static const char cr_env_script[] =
+    "printf '%s|%s|%s|%s|%s|%s\\n' \"$COLLIE_RANK\" \"$COLLIE_WORLD_SIZE\" "
+    "\"$COLLIE_LOCAL_RANK\" \"$COLLIE_LOCAL_SIZE\" \"$COLLIE_STORE\" \"$COLLIE_JOB_TOKEN\" "
+    "> \"$1/env.$COLLIE_RANK\"";
+
+static void
+cr_check_env(int first, int n, int world, char *store, char *tok)
+{
+  for (int l = 0; l < n; l++) {
+    char name[32];
+    snprintf(name, sizeof(name), "env.%d", first + l);
+    char *s = cr_slurp(cr_path(name));
+    int rank, ws, lr, ls;
+    char st[600], tk[300];
+    ASSERTF(sscanf(s, "%d|%d|%d|%d|%599[^|]|%299[^\n]", &rank, &ws, &lr, &ls, st, tk) == 6,
+            "%s: unexpected content '%s'", name, s);
+    ASSERT(rank == first + l);
+    ASSERT(ws == world);
+    ASSERT(lr == l);
+    ASSERT(ls == n);
+    if (l == 0) {
+      strcpy(store, st);
+      strcpy(tok, tk);
+    }
+    ASSERTF(!strcmp(st, store), "rank %d: store %s differs from %s", rank, st, store);
+    ASSERTF(!strcmp(tk, tok), "rank %d: token %s differs from %s", rank, tk, tok);
+    free(s);
+  }
+}
+
+TEST_IMPL(collierun_env)
+{
+  char store[600], tok[300], tok2[300];
+  struct cr_result r = cr_run(
+      (const char *[]){"", "-n", "3", "/bin/sh", "-c", cr_env_script, "sh", test_dir(), NULL},
+      NULL);
+  ASSERTF(r.code == 0, "exit %d, stderr: %s", r.code, r.err);
+  cr_check_env(0, 3, 3, store, tok);
+  int port = 0;
+  char tail = 0;
+  ASSERTF(sscanf(store, "tcp://127.0.0.1:%d%c", &port, &tail) == 1 && port > 0 && port < 65536,
+          "store %s", store);
+  ASSERTF(cr_is_hex32(tok), "token '%s' is not 32 lowercase hex characters", tok);
+  cr_free(&r);
+
+  /* A second run gets a fresh token; an inherited COLLIE_JOB_TOKEN is passed on as is. */
+  r = cr_run(
+      (const char *[]){"", "-n", "2", "/bin/sh", "-c", cr_env_script, "sh", test_dir(), NULL},
+      NULL);
+  ASSERT(r.code == 0);
+  cr_check_env(0, 2, 2, store, tok2);
+  ASSERTF(cr_is_hex32(tok2) && strcmp(tok, tok2), "token not fresh: %s then %s", tok, tok2);
+  cr_free(&r);
+  r = cr_run(
+      (const char *[]){"", "-n", "2", "/bin/sh", "-c", cr_env_script, "sh", test_dir(), NULL},
+      "inherited-token-1");
+  ASSERT(r.code == 0);
+  cr_check_env(0, 2, 2, store, tok2);
+  ASSERT(!strcmp(tok2, "inherited-token-1"));
+  cr_free(&r);
+}
+
+TEST_IMPL(collierun_env_multinode)
+{
+  char store[600], tok[300];
+  struct cr_result r =
+      cr_run((const char *[]){"", "--nnodes", "3", "--node-rank=1", "--master-addr", "10.1.2.3",
+                              "--master-port", "29555", "-n2", "/bin/sh", "-c", cr_env_script, "sh",
+                              test_dir(), NULL},
+             "shared-token");
+  ASSERTF(r.code == 0, "exit %d, stderr: %s", r.code, r.err);
+  cr_check_env(2, 2, 6, store, tok);
+  ASSERTF(!strcmp(store, "tcp://10.1.2.3:29555"), "store %s", store);
+  ASSERT(!strcmp(tok, "shared-token"));
+  cr_free(&r);
+
+  /* --store is passed through unchanged. */
+  r = cr_run((const char *[]){"", "--store", "file:///tmp/somewhere", "-n", "1", "/bin/sh", "-c",
+                              cr_env_script, "sh", test_dir(), NULL},
+             NULL);
+  ASSERTF(r.code == 0, "exit %d, stderr: %s", r.code, r.err);
+  cr_check_env(0, 1, 1, store, tok);
+  ASSERTF(!strcmp(store, "file:///tmp/somewhere"), "store %s", store);
+  cr_free(&r);
+}
+
+/* Checks that every line of text starts with "[r] " for a rank r < n and that what follows
+ * names the same rank ("...-<r>..."). */
+static void
+cr_check_tagged(const char *text, int n)
+{
+  const char *p = text;
+  int lines = 0;
+  while (*p) {
+    const char *nl = strchr(p, '\n');
+    ASSERTF(nl, "output does not end with a newline: '%s'", p);
+    int r = -1, off = 0;
+    ASSERTF(sscanf(p, "[%d] %n", &r, &off) == 1 && off > 0 && r >= 0 && r < n,
+            "untagged line: '%.*s'", (int)(nl - p), p);
+    char want[16];
+    snprintf(want, sizeof(want), "-%d-", r);
+    const char *hit = strstr(p + off, want);
+    ASSERTF(hit && hit < nl, "line tagged [%d] holds another rank's text: '%.*s'", r, (int)(nl - p),
+            p);
+    lines++;
+    p = nl + 1;
+  }
+  ASSERT(lines > 0);
+}
+
+TEST_IMPL(collierun_tag_output)
+{
+  /* Each rank writes one line in two pieces with a pause in between, while the others write
+   * whole lines, and ends stdout without a newline. */
+  const char *script = "r=$COLLIE_RANK; echo \"out-$r-first\"; sleep 0.$r; printf 'part-%s-' $r; "
+                       "sleep 0.2; echo 'end'; echo \"err-$r-x\" >&2; "
+                       "for i in 1 2 3 4 5; do echo \"loop-$r-$i\"; done; printf 'tail-%s-' $r";
+  struct cr_result r =
+      cr_run((const char *[]){"", "-n", "3", "--tag-output", "/bin/sh", "-c", script, NULL}, NULL);
+  ASSERTF(r.code == 0, "exit %d, stderr: %s", r.code, r.err);
+  cr_check_tagged(r.out, 3);
+  cr_check_tagged(r.err, 3);
+  for (int k = 0; k < 3; k++) {
+    char want[64];
+    snprintf(want, sizeof(want), "[%d] part-%d-end\n", k, k);
+    ASSERTF(strstr(r.out, want), "no line '%s' in:\n%s", want, r.out);
+    snprintf(want, sizeof(want), "[%d] tail-%d-\n", k, k);
+    ASSERTF(strstr(r.out, want), "no line '%s' in:\n%s", want, r.out);
+    snprintf(want, sizeof(want), "[%d] loop-%d-5\n", k, k);
+    ASSERTF(strstr(r.out, want), "no line '%s' in:\n%s", want, r.out);
+    snprintf(want, sizeof(want), "[%d] err-%d-x\n", k, k);
+    ASSERTF(strstr(r.err, want), "no line '%s' in stderr:\n%s", want, r.err);
+  }
+  cr_free(&r);
+
+  /* Without the option nothing is prefixed. */
+  r = cr_run((const char *[]){"", "-n", "2", "/bin/sh", "-c", "echo plain", NULL}, NULL);
+  ASSERT(r.code == 0);
+  ASSERTF(!strcmp(r.out, "plain\nplain\n"), "stdout: '%s'", r.out);
+  cr_free(&r);
+}
+
+TEST_IMPL(collierun_all_succeed)
+{
+  /* Ranks ending at different times, all with 0: collierun waits for the last and exits 0. */
+  struct cr_result r =
+      cr_run((const char *[]){"", "-n", "4", "/bin/sh", "-c",
+                              "sleep 0.$COLLIE_RANK; touch \"$1/done.$COLLIE_RANK\"", "sh",
+                              test_dir(), NULL},
+             NULL);
+  ASSERTF(r.code == 0, "exit %d, stderr: %s", r.code, r.err);
+  ASSERTF(r.err[0] == '\0', "unexpected stderr: %s", r.err);
+  for (int k = 0; k < 4; k++) {
+    char name[32];
+    snprintf(name, sizeof(name), "done.%d", k);
+    ASSERTF(access(cr_path(name), F_OK) == 0, "rank %d did not run to the end", k);
+  }
+  cr_free(&r);
+}
+
+TEST_IMPL(collierun_rank_exit_code)
+{
+  /* Rank 2 fails once everyone runs; the others sleep in a child of their own, which must die
+   * with them (process group). */
+  const char *script =
+      CR_RECORD_PID CR_WAIT_ALL "if [ $COLLIE_RANK = 2 ]; then exit 3; fi; "
+                                "sleep 30 & echo $! > \"$1/child.$COLLIE_RANK\"; wait";
+  struct cr_result r = cr_run(
+      (const char *[]){"", "-n", "4", "/bin/sh", "-c", script, "sh", test_dir(), "4", NULL}, NULL);
+  ASSERTF(r.code == 3, "exit %d, stderr: %s", r.code, r.err);
+  ASSERTF(r.secs < 8, "took %.1f s", r.secs);
+  ASSERTF(strstr(r.err, "rank 2 (pid ") && strstr(r.err, "exited with status 3") &&
+              strstr(r.err, "terminating the other 3 ranks"),
+          "stderr: %s", r.err);
+  cr_assert_dead("pid.", 4, 4);
+  cr_assert_dead("child.", 4, 0);
+  cr_free(&r);
+}
+
+TEST_IMPL(collierun_rank_killed)
+{
+  const char *script =
+      CR_RECORD_PID CR_WAIT_ALL "if [ $COLLIE_RANK = 1 ]; then kill -9 $$; fi; exec sleep 30";
+  struct cr_result r = cr_run(
+      (const char *[]){"", "-n", "3", "/bin/sh", "-c", script, "sh", test_dir(), "3", NULL}, NULL);
+  ASSERTF(r.code == 137, "exit %d, stderr: %s", r.code, r.err);
+  ASSERTF(r.secs < 8, "took %.1f s", r.secs);
+  ASSERTF(strstr(r.err, "rank 1 (pid ") && strstr(r.err, "killed by signal 9"), "stderr: %s",
+          r.err);
+  cr_assert_dead("pid.", 3, 3);
+  cr_free(&r);
+}
+
+TEST_IMPL(collierun_grace_sigkill)
+{
+  /* Ranks that ignore SIGTERM get SIGKILL after --grace. */
+  const char *script =
+      CR_RECORD_PID "trap '' TERM; " CR_WAIT_ALL
+                    "if [ $COLLIE_RANK = 0 ]; then exit 5; fi; while :; do sleep 0.1; done";
+  struct cr_result r = cr_run((const char *[]){"", "-n", "3", "--grace", "0.5", "/bin/sh", "-c",
+                                               script, "sh", test_dir(), "3", NULL},
+                              NULL);
+  ASSERTF(r.code == 5, "exit %d, stderr: %s", r.code, r.err);
+  ASSERTF(r.secs >= 0.4 && r.secs < 5, "took %.1f s", r.secs);
+  ASSERTF(strstr(r.err, "SIGKILL"), "stderr: %s", r.err);
+  cr_assert_dead("pid.", 3, 3);
+  cr_free(&r);
+}
+
+TEST_IMPL(collierun_sigterm_forwarded)
+{
+  const char *script = "trap 'touch \"$1/term.$COLLIE_RANK\"; exit 0' TERM; " CR_RECORD_PID
+                       "while :; do sleep 0.1; done";
+  pid_t pid = cr_start(
+      (const char *[]){"", "-n", "3", "/bin/sh", "-c", script, "sh", test_dir(), NULL}, NULL);
+  cr_wait_pidfiles(3);
+  ASSERT(kill(pid, SIGTERM) == 0);
+  int code = cr_wait(pid, 8);
+  char *err = cr_slurp(cr_path("err.txt"));
+  ASSERTF(code == 128 + SIGTERM, "exit %d, stderr: %s", code, err);
+  ASSERTF(strstr(err, "SIGTERM"), "stderr: %s", err);
+  for (int k = 0; k < 3; k++) {
+    char name[32];
+    snprintf(name, sizeof(name), "term.%d", k);
+    ASSERTF(access(cr_path(name), F_OK) == 0, "rank %d never saw SIGTERM", k);
+  }
+  cr_assert_dead("pid.", 3, 3);
+  free(err);
+}
+
+TEST_IMPL(collierun_timeout)
+{
+  const char *script = CR_RECORD_PID "sleep 30 & echo $! > \"$1/child.$COLLIE_RANK\"; wait";
+  struct cr_result r = cr_run((const char *[]){"", "-n", "2", "--timeout", "1", "/bin/sh", "-c",
+                                               script, "sh", test_dir(), NULL},
+                              NULL);
+  ASSERTF(r.code == 124, "exit %d, stderr: %s", r.code, r.err);
+  ASSERTF(r.secs >= 0.9 && r.secs < 5, "took %.1f s", r.secs);
+  ASSERTF(strstr(r.err, "timeout"), "stderr: %s", r.err);
+  cr_assert_dead("pid.", 2, 2);
+  cr_assert_dead("child.", 2, 2);
+  cr_free(&r);
+}
+
+TEST_IMPL(collierun_sigkill_no_orphans)
+{
+  /* SIGKILL of collierun itself: PDEATHSIG takes the ranks down, the sentinel their children. */
+  const char *script = "sleep 30 & echo $! > \"$1/child.$COLLIE_RANK\"; " CR_RECORD_PID "wait";
+  pid_t pid = cr_start(
+      (const char *[]){"", "-n", "3", "/bin/sh", "-c", script, "sh", test_dir(), NULL}, NULL);
+  cr_wait_pidfiles(3);
+  ASSERT(kill(pid, SIGKILL) == 0);
+  ASSERT(cr_wait(pid, 5) == 128 + SIGKILL);
+  cr_assert_dead("pid.", 3, 3);
+  cr_assert_dead("child.", 3, 3);
+}
+
+/* The children of parent (from /proc) that are not listed in pid files pid.0 .. pid.<n-1>. */
+static int
+cr_other_children(pid_t parent, int n, pid_t *out, int max)
+{
+  int found = 0;
+  DIR *d = opendir("/proc");
+  ASSERT(d != NULL);
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    int pid = atoi(e->d_name);
+    if (pid <= 0) continue;
+    char path[300], buf[512];
+    snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    size_t len = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[len] = '\0';
+    const char *p = strrchr(buf, ')');
+    int ppid = 0;
+    char state;
+    if (!p || sscanf(p + 1, " %c %d", &state, &ppid) != 2 || ppid != parent) continue;
+    int rank = 0;
+    for (int r = 0; r < n; r++) {
+      char name[32];
+      snprintf(name, sizeof(name), "pid.%d", r);
+      if (cr_read_pid(name) == pid) rank = 1;
+    }
+    if (!rank && found < max) out[found++] = pid;
+  }
+  closedir(d);
+  return found;
+}
+
+TEST_IMPL(collierun_pdeathsig)
+{
+  /* With the sentinel gone first, the ranks still die with collierun: PR_SET_PDEATHSIG. */
+  const char *script = CR_RECORD_PID "exec sleep 30";
+  pid_t pid = cr_start(
+      (const char *[]){"", "-n", "2", "/bin/sh", "-c", script, "sh", test_dir(), NULL}, NULL);
+  cr_wait_pidfiles(2);
+  pid_t other[4];
+  int n = cr_other_children(pid, 2, other, 4);
+  ASSERTF(n == 1, "expected one sentinel next to the ranks, found %d", n);
+  ASSERT(kill(other[0], SIGKILL) == 0);
+  usleep(50000);
+  ASSERT(kill(pid, SIGKILL) == 0);
+  ASSERT(cr_wait(pid, 5) == 128 + SIGKILL);
+  cr_assert_dead("pid.", 2, 2);
+}
+
+TEST_IMPL(collierun_bad_options)
+{
+  static const struct {
+    const char *args[8];
+    const char *needle;
+  } cases[] = {
+      {{"-n", "0", "true"}, "-n"},
+      {{"-n", "abc", "true"}, "-n"},
+      {{"-n", "4x", "true"}, "-n"},
+      {{"-n"}, "-n"},
+      {{"-n", "2"}, "program"},
+      {{"--bogus", "true"}, "--bogus"},
+      {{"--timeout", "-1", "true"}, "--timeout"},
+      {{"--timeout", "soon", "true"}, "--timeout"},
+      {{"--master-port", "70000", "true"}, "--master-port"},
+      {{"--nnodes", "0", "true"}, "--nnodes"},
+      {{"--nnodes", "2", "true"}, "--master-port"},
+      {{"--nnodes", "2", "--node-rank", "2", "--master-port", "29500", "true"}, "--node-rank"},
+      {{"--tag-output=yes", "true"}, "--tag-output"},
+      {{"--store", "http://x", "true"}, "--store"},
+  };
+  for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+    const char *argv[10] = {""};
+    for (int k = 0; k < 8 && cases[c].args[k]; k++) argv[k + 1] = cases[c].args[k];
+    struct cr_result r = cr_run(argv, "tok"); /* a token, so only the option is wrong */
+    ASSERTF(r.code == 2, "case %zu (%s %s): exit %d", c, cases[c].args[0],
+            cases[c].args[1] ? cases[c].args[1] : "", r.code);
+    ASSERTF(strstr(r.err, "collierun: ") && strstr(r.err, cases[c].needle),
+            "case %zu: stderr lacks '%s': %s", c, cases[c].needle, r.err);
+    cr_free(&r);
+  }
+  /* Several nodes without a shared token is an error too. */
+  struct cr_result r =
+      cr_run((const char *[]){"", "--nnodes", "2", "--master-port", "29500", "true", NULL}, NULL);
+  ASSERTF(r.code == 2 && strstr(r.err, "COLLIE_JOB_TOKEN"), "exit %d, stderr: %s", r.code, r.err);
+  cr_free(&r);
+}
+
+TEST_IMPL(collierun_not_found)
+{
+  struct cr_result r =
+      cr_run((const char *[]){"", "-n", "2", "collie-no-such-program", "arg", NULL}, NULL);
+  ASSERTF(r.code == 127, "exit %d, stderr: %s", r.code, r.err);
+  ASSERTF(strstr(r.err, "collie-no-such-program") && strstr(r.err, "No such file"), "stderr: %s",
+          r.err);
+  cr_free(&r);
+  r = cr_run((const char *[]){"", "-n", "1", "/nonexistent/dir/prog", NULL}, NULL);
+  ASSERTF(r.code == 127 && strstr(r.err, "/nonexistent/dir/prog"), "exit %d, stderr: %s", r.code,
+          r.err);
+  cr_free(&r);
+  /* Found but not executable: 126, as a shell does. */
+  r = cr_run((const char *[]){"", "-n", "1", test_dir(), NULL}, NULL);
+  ASSERTF(r.code == 126 && strstr(r.err, test_dir()), "exit %d, stderr: %s", r.code, r.err);
+  cr_free(&r);
+}
+
+TEST_IMPL(collierun_help)
+{
+  struct cr_result r = cr_run((const char *[]){"", "--help", NULL}, NULL);
+  ASSERT(r.code == 0);
+  static const char *const words[] = {"COLLIE_RANK",
+                                      "COLLIE_WORLD_SIZE",
+                                      "COLLIE_LOCAL_RANK",
+                                      "COLLIE_LOCAL_SIZE",
+                                      "COLLIE_STORE",
+                                      "tcp://host:port",
+                                      "file:///dir",
+                                      "COLLIE_JOB_TOKEN",
+                                      "COLLIE_DEBUG",
+                                      "TRACE",
+                                      "COLLIE_TIMEOUT_MS",
+                                      "300000",
+                                      "COLLIE_TRANSPORT",
+                                      "COLLIE_SOCKET_IFNAME",
+                                      "COLLIE_HOST_ID",
+                                      "COLLIE_SPIN",
+                                      "-n,",
+                                      "--nnodes",
+                                      "--node-rank",
+                                      "--master-addr",
+                                      "--master-port",
+                                      "--store",
+                                      "--tag-output",
+                                      "--timeout",
+                                      "--grace",
+                                      "--help",
+                                      "124",
+                                      "127"};
+  for (size_t k = 0; k < sizeof(words) / sizeof(words[0]); k++)
+    ASSERTF(strstr(r.out, words[k]), "--help does not mention %s", words[k]);
+  cr_free(&r);
+}
