@@ -4,4 +4,17 @@
   XX(bootstrap_file_store_timeout, bootstrap_file_store_timeout, 0, "auto", 10)                    \
   XX(bootstrap_file_store_tokens, bootstrap_file_store_tokens, 0, "auto", 10)                      \
   XX(bootstrap_file_store_keys, bootstrap_file_store_keys, 0, "auto", 10)                          \
-  XX(bootstrap_prefix_store, bootstrap_prefix_store, 0, "auto", 10)
+  XX(bootstrap_store_bad_urls, bootstrap_store_bad_urls, 0, "auto", 10)                            \
+  XX(bootstrap_prefix_store, bootstrap_prefix_store, 0, "auto", 10)                                \
+  XX(bootstrap_tcp_store_ranks_4, bootstrap_tcp_store_ranks, 4, "auto", 30)                        \
+  XX(bootstrap_tcp_store_token, bootstrap_tcp_store_token, 0, "auto", 10)                          \
+  XX(bootstrap_tcp_store_timeout, bootstrap_tcp_store_timeout, 0, "auto", 10)                      \
+  XX(bootstrap_tcp_store_server_gone, bootstrap_tcp_store_server_gone, 0, "auto", 10)              \
+  XX(bootstrap_tcp_store_threads, bootstrap_tcp_store_threads, 0, "auto", 10)                      \
+  XX(bootstrap_tcp_store_port_in_use, bootstrap_tcp_store_port_in_use, 0, "auto", 10)              \
+  XX(bootstrap_tcp_store_malformed, bootstrap_tcp_store_malformed, 0, "auto", 10)                  \
+  XX(bootstrap_env_launchers, bootstrap_env_launchers, 0, "auto", 10)                              \
+  XX(bootstrap_env_precedence, bootstrap_env_precedence, 0, "auto", 10)                            \
+  XX(bootstrap_env_tokens, bootstrap_env_tokens, 0, "auto", 10)                                    \
+  XX(bootstrap_env_errors, bootstrap_env_errors, 0, "auto", 10)                                    \
+  XX(bootstrap_host_id, bootstrap_host_id, 0, "auto", 10)

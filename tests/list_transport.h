@@ -14,8 +14,33 @@
   XX(shm_peer_dies_8, shm_peer_dies, 8, "shm", 30)                                                 \
   XX(shm_peer_closes_2, shm_peer_closes, 2, "shm", 30)                                             \
   XX(shm_peer_aborts_2, shm_peer_aborts, 2, "shm", 30)                                             \
+  XX(shm_abort_from_thread_2, shm_abort_from_thread, 2, "shm", 30)                                 \
+  XX(shm_abort_reason_3, shm_abort_reason, 3, "shm", 30)                                           \
+  XX(shm_abandoned_requests_2, shm_abandoned_requests, 2, "shm", 30)                               \
   XX(shm_open_timeout_3, shm_open_timeout, 3, "shm", 30)                                           \
   XX(shm_open_no_leader_2, shm_open_no_leader, 2, "shm", 30)                                       \
   XX(shm_stale_segment_3, shm_stale_segment, 3, "shm", 30)                                         \
   XX(shm_bad_input_2, shm_bad_input, 2, "shm", 30)                                                 \
-  XX(shm_pingpong_2, shm_pingpong, 2, "shm", 60)
+  XX(shm_pingpong_2, shm_pingpong, 2, "shm", 60)                                                   \
+  XX(tcp_ring_sizes_2, tcp_ring_sizes, 2, "tcp", 30)                                               \
+  XX(tcp_ring_sizes_3, tcp_ring_sizes, 3, "tcp", 30)                                               \
+  XX(tcp_ring_sizes_8, tcp_ring_sizes, 8, "tcp", 30)                                               \
+  XX(tcp_ring_fake_hosts_3, tcp_ring_fake_hosts, 3, "tcp", 30)                                     \
+  XX(tcp_many_inflight_2, tcp_many_inflight, 2, "tcp", 30)                                         \
+  XX(tcp_many_inflight_3, tcp_many_inflight, 3, "tcp", 30)                                         \
+  XX(tcp_alltoall_3, tcp_alltoall, 3, "tcp", 30)                                                   \
+  XX(tcp_alltoall_8, tcp_alltoall, 8, "tcp", 30)                                                   \
+  XX(tcp_mismatch_slot_2, tcp_mismatch_slot, 2, "tcp", 30)                                         \
+  XX(tcp_mismatch_len_2, tcp_mismatch_len, 2, "tcp", 30)                                           \
+  XX(tcp_peer_dies_2, tcp_peer_dies, 2, "tcp", 30)                                                 \
+  XX(tcp_peer_dies_3, tcp_peer_dies, 3, "tcp", 30)                                                 \
+  XX(tcp_peer_dies_8, tcp_peer_dies, 8, "tcp", 30)                                                 \
+  XX(tcp_peer_closes_2, tcp_peer_closes, 2, "tcp", 30)                                             \
+  XX(tcp_peer_closes_3, tcp_peer_closes, 3, "tcp", 30)                                             \
+  XX(tcp_peer_aborts_2, tcp_peer_aborts, 2, "tcp", 30)                                             \
+  XX(tcp_held_then_close_3, tcp_held_then_close, 3, "tcp", 30)                                     \
+  XX(tcp_open_timeout_3, tcp_open_timeout, 3, "tcp", 30)                                           \
+  XX(tcp_bad_hello_2, tcp_bad_hello, 2, "tcp", 30)                                                 \
+  XX(tcp_wrong_token_2, tcp_wrong_token, 2, "tcp", 30)                                             \
+  XX(tcp_bad_input_2, tcp_bad_input, 2, "tcp", 30)                                                 \
+  XX(tcp_pingpong_2, tcp_pingpong, 2, "tcp", 60)

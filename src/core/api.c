@@ -245,21 +245,21 @@ collie_alltoall(collie_comm_t *comm, const void *sendbuf, void *recvbuf, size_t 
 
 /* counts/displs of one side of alltoallv: present, no overflow, buffer present if any count. */
 static collie_result_t
-api_vside(const collie_comm_t *comm, const char *fn, const char *side, const void *buf,
+api_vside(const collie_comm_t *comm, const char *fn, int send, const void *buf,
           const size_t *counts, const size_t *displs, collie_dtype_t dtype)
 {
+  const char *cn = send ? "sendcounts" : "recvcounts", *dn = send ? "sdispls" : "rdispls";
   if (!counts || !displs)
-    return collie__err(COLLIE_INVALID_ARGUMENT, "%s: %s%s is NULL", fn, side,
-                       !counts ? "counts" : "displs");
+    return collie__err(COLLIE_INVALID_ARGUMENT, "%s: %s is NULL", fn, !counts ? cn : dn);
   size_t any = 0;
   for (int q = 0; q < comm->size; q++) {
-    API_TRY(api_count(fn, side, counts[q], 1, dtype));
+    API_TRY(api_count(fn, cn, counts[q], 1, dtype));
     if (displs[q] > SIZE_MAX / collie_dtype_size(dtype) - counts[q])
-      return collie__err(COLLIE_INVALID_ARGUMENT, "%s: %sdispls[%d] + %scounts[%d] overflows", fn,
-                         side, q, side, q);
+      return collie__err(COLLIE_INVALID_ARGUMENT, "%s: %s[%d] + %s[%d] overflows", fn, dn, q, cn,
+                         q);
     any |= counts[q];
   }
-  return api_buf(fn, side[0] == 's' ? "sendbuf" : "recvbuf", buf, any);
+  return api_buf(fn, send ? "sendbuf" : "recvbuf", buf, any);
 }
 
 collie_result_t
@@ -271,8 +271,8 @@ collie_alltoallv(collie_comm_t *comm, const void *sendbuf, const size_t *sendcou
   static const char fn[] = "collie_alltoallv";
   API_TRY(api_enter(comm, fn, opts, work));
   API_TRY(api_dtype(fn, dtype));
-  API_TRY(api_vside(comm, fn, "send", sendbuf, sendcounts, sdispls, dtype));
-  API_TRY(api_vside(comm, fn, "recv", recvbuf, recvcounts, rdispls, dtype));
+  API_TRY(api_vside(comm, fn, 1, sendbuf, sendcounts, sdispls, dtype));
+  API_TRY(api_vside(comm, fn, 0, recvbuf, recvcounts, rdispls, dtype));
   return api_not_yet(fn);
 }
 

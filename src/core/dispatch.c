@@ -21,6 +21,7 @@ collie__dispatch(collie_comm_t *comm, struct collie__call *call, const collie_op
   call->net = comm->net;
   call->scratch = &comm->scratch;
   call->esize = collie_dtype_size(call->dtype);
+  call->deadline_ns = collie__deadline_after_ms(timeout);
   if (call->kind == COLLIE_KIND_P2P) {
     rc = (call->sendbuf ? collie__p2p_send : collie__p2p_recv)(call);
     if (rc != COLLIE_SUCCESS) goto out_fail;
@@ -31,7 +32,6 @@ collie__dispatch(collie_comm_t *comm, struct collie__call *call, const collie_op
   rc = collie__algo_select(call, opts_algo, &comm->algos, &algo);
   if (rc != COLLIE_SUCCESS) return rc;
   call->seq = comm->seq++;
-  call->deadline_ns = collie__deadline_after_ms(timeout);
   COLLIE_TRACE("COLL", "%s #%u: %zu x %s, algorithm %s", collie__kind_name(call->kind), call->seq,
                call->count, collie_dtype_name(call->dtype), algo->name);
   rc = algo->run(call);

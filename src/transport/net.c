@@ -116,6 +116,23 @@ net_self_match(struct collie__net *n)
   return COLLIE_SUCCESS;
 }
 
+/* The first failure breaks the net for good. Every transport is aborted right
+ * here, while the failed operation's requests (on its caller's stack) are
+ * still alive: aborting detaches them, so nothing touches them later, and
+ * peers learn at once that this rank gave up. */
+static collie_result_t
+net_fail(struct collie__net *n, collie_result_t rc)
+{
+  if (n->failed == COLLIE_SUCCESS) {
+    n->failed = rc;
+    snprintf(n->fail_msg, sizeof(n->fail_msg), "%s", collie__err_msg());
+    for (int i = 0; i < NET_NX; i++)
+      if (n->xp[i]) net_table[i]->abort(n->xp[i]);
+    n->self_send = n->self_recv = NULL;
+  }
+  return rc;
+}
+
 static collie_result_t
 net_post(struct collie__net *n, int peer, void *buf, size_t len, uint64_t slot, int is_send,
          struct collie__req *r)
@@ -138,7 +155,8 @@ net_post(struct collie__net *n, int peer, void *buf, size_t len, uint64_t slot, 
     return net_self_match(n);
   }
   int i = n->peer_xp[peer];
-  return net_table[i]->post(n->xp[i], r);
+  collie_result_t rc = net_table[i]->post(n->xp[i], r);
+  return rc == COLLIE_SUCCESS ? rc : net_fail(n, rc);
 }
 
 collie_result_t
@@ -155,15 +173,6 @@ collie__net_irecv(struct collie__net *n, int peer, void *buf, size_t len, uint64
   return net_post(n, peer, buf, len, slot, 0, r);
 }
 
-static collie_result_t
-net_fail(struct collie__net *n, collie_result_t rc)
-{
-  if (n->failed == COLLIE_SUCCESS) {
-    n->failed = rc;
-    snprintf(n->fail_msg, sizeof(n->fail_msg), "%s", collie__err_msg());
-  }
-  return rc;
-}
 
 /* Names up to a few pending requests, for a timeout message. */
 static void
@@ -211,7 +220,6 @@ collie__net_wait(struct collie__net *n, struct collie__req *const *reqs, int nre
       if (!reqs[i]->done) {
         all = 0;
       } else if (reqs[i]->rc != COLLIE_SUCCESS) {
-        if (reqs[i]->peer == n->rank) return reqs[i]->rc; /* self mismatch: message already set */
         return net_fail(n, reqs[i]->rc);
       }
     }
@@ -225,7 +233,7 @@ collie__net_wait(struct collie__net *n, struct collie__req *const *reqs, int nre
     if (now >= deadline_ns) {
       char what[400];
       net_describe_pending(reqs, nreq, what, sizeof(what));
-      return collie__err(COLLIE_TIMEOUT, "timed out waiting for %s", what);
+      return net_fail(n, collie__err(COLLIE_TIMEOUT, "timed out waiting for %s", what));
     }
     if (nactive == 1) {
       for (int i = 0; i < NET_NX; i++)
@@ -235,8 +243,10 @@ collie__net_wait(struct collie__net *n, struct collie__req *const *reqs, int nre
       for (int i = 0; i < NET_NX; i++)
         if (active[i]) net_table[i]->wait(n->xp[i], now + 50000);
     } else {
-      /* Only self-requests remain and cannot progress: a local mismatch of posting. */
-      return collie__err(COLLIE_INTERNAL_ERROR, "waiting on a message to self that was never posted");
+      /* Only messages to self remain, and their other half was never posted. */
+      return net_fail(n, collie__err(COLLIE_INVALID_USAGE,
+                                     "a message to this rank itself has no matching %s",
+                                     n->self_send ? "recv" : "send"));
     }
   }
 }

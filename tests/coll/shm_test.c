@@ -11,7 +11,9 @@
  * a stale segment from a crashed job; bad arguments; and a ping-pong that
  * prints latency and bandwidth for later tuning.
  */
+#include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -181,12 +183,25 @@ shmt_seg_name(char *buf, size_t len, uint64_t comm_hash, int leader)
            leader);
 }
 
+/* Open file descriptors of this process (pidfds must not leak). */
+static int
+shmt_count_fds(void)
+{
+  int n = 0;
+  DIR *d = opendir("/proc/self/fd");
+  ASSERT(d);
+  while (readdir(d)) n++;
+  closedir(d);
+  return n;
+}
+
 /* ---- Ring exchange of every size, contents checked ---- */
 
 TEST_IMPL(shm_ring_sizes)
 {
   struct shmt t;
   shmt_meet(&t, 10000);
+  int fds = shmt_count_fds();
   shmt_open(&t);
   /* Every rank is attached once open() returns: the name must be gone. */
   char name[96], path[128];
@@ -217,6 +232,10 @@ TEST_IMPL(shm_ring_sizes)
   ASSERT_OK(shmt_ops->progress(t.x, &pending));
   ASSERT(pending == 0);
   shmt_barrier(&t, "end"); /* nobody closes while a neighbour still reads */
+  shmt_ops->close(t.x);
+  t.x = NULL;
+  ASSERTF(shmt_count_fds() == fds, "%d fds open after close, %d before open", shmt_count_fds(),
+          fds);
   shmt_done(&t);
 }
 
@@ -443,15 +462,18 @@ shmt_peer_leaves(int use_abort)
     ASSERT_OK(shmt_wait_n(&t, reqs, 1, 0, collie__deadline_after_ms(5000)));
     collie__sleep_ns(150 * 1000000LL); /* rank 0 is asleep in wait() by now */
     if (use_abort) {
-      /* A request posted when abort() comes is failed, not left hanging. */
+      /* A request posted when abort() comes is abandoned, never written to
+       * again (after a timeout its memory may be gone); progress fails. */
       char in[4];
       shmt_post(&t, &reqs[1], 0, 0, in, sizeof(in), slot + 256);
       shmt_ops->abort(t.x);
       shmt_ops->abort(t.x); /* idempotent */
-      ASSERT(reqs[1].done && reqs[1].rc != COLLIE_SUCCESS);
+      ASSERT(!reqs[1].done);
       int pending = -1;
-      ASSERT(shmt_ops->progress(t.x, &pending) != COLLIE_SUCCESS);
+      ASSERT_RC(COLLIE_INVALID_USAGE, "aborted", shmt_ops->progress(t.x, &pending));
       ASSERT(pending == 0);
+      ASSERT_RC(COLLIE_INVALID_USAGE, "aborted", shmt_ops->post(t.x, &reqs[1]));
+      ASSERT(reqs[1].done && reqs[1].rc == COLLIE_INVALID_USAGE);
     }
     shmt_ops->close(t.x);
     t.x = NULL;
@@ -481,6 +503,115 @@ TEST_IMPL(shm_peer_closes)
 TEST_IMPL(shm_peer_aborts)
 {
   shmt_peer_leaves(1);
+}
+
+/* Rank 2 dies; rank 0 waits on it, fails and aborts; rank 1 waits only on
+ * rank 0 and must still learn the root cause from rank 0's abort reason. */
+TEST_IMPL(shm_abort_reason)
+{
+  struct shmt t;
+  shmt_meet(&t, 10000);
+  shmt_open(&t);
+  shmt_barrier(&t, "open");
+  if (t.rank == 2) test_die_by_sigkill();
+  char buf[8];
+  struct collie__req r;
+  uint64_t slot = collie__slot(COLLIE_KIND_REDUCE, 4, 0);
+  if (t.rank == 0) {
+    shmt_post(&t, &r, 2, 0, buf, sizeof(buf), slot);
+    ASSERT_RC(COLLIE_REMOTE_ERROR, "rank 2 (world rank 2, pid",
+              shmt_wait_n(&t, &r, 1, 0, collie__deadline_after_ms(10000)));
+    shmt_ops->abort(t.x);
+  } else {
+    shmt_post(&t, &r, 0, 0, buf, sizeof(buf), slot);
+    ASSERT_RC(COLLIE_REMOTE_ERROR, "rank 0 (world rank 0",
+              shmt_wait_n(&t, &r, 1, 0, collie__deadline_after_ms(10000)));
+    ASSERTF(strstr(collie_last_error(), "aborted its communicator") &&
+                strstr(collie_last_error(), "after: shm: rank 2 (world rank 2, pid") &&
+                strstr(collie_last_error(), "died"),
+            "\"%s\" does not carry rank 0's reason", collie_last_error());
+  }
+  shmt_done(&t);
+}
+
+/* abort() from another thread while the driving thread sleeps in wait():
+ * the driver gets up and fails at once, and the peer hears of it. */
+struct shmt_driver {
+  struct shmt *t;
+  struct collie__req r;
+  collie_result_t rc;
+  double secs;
+};
+
+static void *
+shmt_drive(void *arg)
+{
+  struct shmt_driver *d = arg;
+  char buf[16];
+  shmt_post(d->t, &d->r, 1, 0, buf, sizeof(buf), collie__slot(COLLIE_KIND_GATHER, 2, 0));
+  int64_t t0 = collie__now_ns();
+  d->rc = shmt_wait_n(d->t, &d->r, 1, 0, collie__deadline_after_ms(10000));
+  d->secs = (double)(collie__now_ns() - t0) / 1e9;
+  return NULL;
+}
+
+TEST_IMPL(shm_abort_from_thread)
+{
+  struct shmt t;
+  shmt_meet(&t, 10000);
+  shmt_open(&t);
+  if (t.rank == 0) {
+    struct shmt_driver d = {.t = &t};
+    pthread_t th;
+    ASSERT(pthread_create(&th, NULL, shmt_drive, &d) == 0);
+    collie__sleep_ns(300 * 1000000LL); /* the driver is asleep in wait() */
+    int64_t t0 = collie__now_ns();
+    shmt_ops->abort(t.x);
+    ASSERT(pthread_join(th, NULL) == 0);
+    double after = (double)(collie__now_ns() - t0) / 1e9;
+    ASSERT(d.rc == COLLIE_INVALID_USAGE);
+    ASSERTF(d.secs > 0.2 && after < 0.04, "driver returned %.3f s after abort (ran %.3f s)", after,
+            d.secs);
+  } else {
+    char buf[16];
+    struct collie__req r;
+    shmt_post(&t, &r, 0, 0, buf, sizeof(buf), collie__slot(COLLIE_KIND_GATHER, 2, 0));
+    ASSERT_RC(COLLIE_REMOTE_ERROR, "rank 0 (world rank 0",
+              shmt_wait_n(&t, &r, 1, 0, collie__deadline_after_ms(10000)));
+    ASSERTF(strstr(collie_last_error(), "aborted"), "\"%s\" lacks \"aborted\"",
+            collie_last_error());
+  }
+  shmt_barrier(&t, "end");
+  shmt_done(&t);
+}
+
+/* After a timeout at the net level the caller returns and its requests die
+ * while still posted; abort() and close() must not write to them. */
+TEST_IMPL(shm_abandoned_requests)
+{
+  struct shmt t;
+  shmt_meet(&t, 10000);
+  shmt_open(&t);
+  size_t big = 2 * 1024 * 1024; /* more than a ring holds: stays posted */
+  unsigned char *sb = calloc(1, big);
+  unsigned char *mem = malloc(2 * sizeof(struct collie__req));
+  ASSERT(sb && mem);
+  struct collie__req *reqs = (struct collie__req *)(void *)mem;
+  /* Two sends each way and no receive: both stay posted. */
+  shmt_post(&t, &reqs[0], 1 - t.rank, 1, sb, big, collie__slot(COLLIE_KIND_SCATTER, 1, 0));
+  shmt_post(&t, &reqs[1], 1 - t.rank, 1, sb, 5, collie__slot(COLLIE_KIND_SCATTER, 2, 0));
+  int pending = 0;
+  ASSERT_OK(shmt_ops->progress(t.x, &pending));
+  ASSERT(pending == 2);
+  shmt_barrier(&t, "posted");
+  memset(mem, 0xab, 2 * sizeof(struct collie__req)); /* the caller's frame is gone */
+  if (t.rank == 0) shmt_ops->abort(t.x);
+  shmt_ops->close(t.x);
+  t.x = NULL;
+  for (size_t i = 0; i < 2 * sizeof(struct collie__req); i++) ASSERT(mem[i] == 0xab);
+  free(mem);
+  free(sb);
+  shmt_done(&t);
 }
 
 /* ---- open() when a peer never shows up ---- */

@@ -32,6 +32,19 @@ bootstrap_test_barrier(collie__store_t *s, const char *key, int size)
 }
 
 void
+bootstrap_test_finish(collie__store_t *s, int rank, int size)
+{
+  int64_t v = 0;
+  int64_t dl = collie__deadline_after_ms(15000);
+  ASSERT_OK(collie__store_add(s, "finished", 1, &v, dl));
+  while (rank == 0 && v < size) {
+    ASSERTF(collie__now_ns() < dl, "finish stuck at %lld/%d", (long long)v, size);
+    collie__sleep_ns(1000000);
+    ASSERT_OK(collie__store_add(s, "finished", 0, &v, dl));
+  }
+}
+
+void
 bootstrap_test_exercise(collie__store_t *s, int rank, int size, size_t bigval)
 {
   char key[64], val[64];
@@ -50,8 +63,7 @@ bootstrap_test_exercise(collie__store_t *s, int rank, int size, size_t bigval)
     snprintf(key, sizeof(key), "rank/%d/addr", r);
     snprintf(val, sizeof(val), "value-of-%d", r);
     ASSERT_OK(collie__store_get(s, key, &got, &n, dl));
-    ASSERTF(n == strlen(val) && !memcmp(got, val, n), "key %s: got %.*s", key, (int)n,
-            (char *)got);
+    ASSERTF(n == strlen(val) && !memcmp(got, val, n), "key %s: got %.*s", key, (int)n, (char *)got);
     free(got);
     snprintf(key, sizeof(key), "rank/%d/big", r);
     ASSERT_OK(collie__store_get(s, key, &got, &n, dl));
@@ -95,6 +107,7 @@ TEST_IMPL(bootstrap_file_store_ranks)
                                collie__deadline_after_ms(5000), &s));
   ASSERT(!strcmp(s->ops->scheme, "file"));
   bootstrap_test_exercise(s, test_rank(), test_size(), 200000);
+  bootstrap_test_finish(s, test_rank(), test_size());
   collie__store_release(s);
 }
 
@@ -226,9 +239,9 @@ TEST_IMPL(bootstrap_store_bad_urls)
 {
   collie__store_t *s = (collie__store_t *)1;
   int64_t dl = collie__deadline_after_ms(1000);
-  const char *bad[] = {"file://relative/dir", "file://", "file:/abs", "files:///x", "http://h:1",
-                       "tcp://", "tcp://host", "tcp://:80", "tcp://host:99999", "tcp://host:12ab",
-                       "tcp://[::1:80", "/abs/dir"};
+  const char *bad[] = {"file://relative/dir", "file://",         "file:/abs",     "files:///x",
+                       "http://h:1",          "tcp://",          "tcp://host",    "tcp://:80",
+                       "tcp://host:99999",    "tcp://host:12ab", "tcp://[::1:80", "/abs/dir"};
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     ASSERT_RC(COLLIE_INVALID_ARGUMENT, bad[i], collie__store_open(bad[i], 0, 2, "t", dl, &s));
     ASSERT(s == NULL);

@@ -445,7 +445,8 @@ rt_check_run(collie_dtype_t dt, collie_op_t op, size_t n, size_t oc, size_t oa, 
 TEST_IMPL(reduce_kernels_all_pairs)
 {
   static const size_t lens[] = {0, 1, 7, 33, 1000 + 3};
-  /* Byte offsets of inout and in: aligned, element-shifted, and misaligned. */
+  /* Starting offsets of inout and in, in elements; some runs add one byte
+   * (below) so that the start is not even aligned to the element size. */
   static const size_t offs[][2] = {{0, 0}, {0, 1}, {1, 0}, {3, 5}, {8, 3}};
   int pairs = 0;
   for (int dt = 0; dt < COLLIE_DTYPE_COUNT_; dt++) {
@@ -454,7 +455,6 @@ TEST_IMPL(reduce_kernels_all_pairs)
       size_t sz = rt_size((collie_dtype_t)dt);
       for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++) {
         for (size_t o = 0; o < sizeof offs / sizeof offs[0]; o++) {
-          /* Offsets in elements, plus the misaligned byte shifts as bytes. */
           size_t oc = offs[o][0] * sz + (o == 1 || o == 3), oa = offs[o][1] * sz + (o >= 3);
           rt_check_run((collie_dtype_t)dt, (collie_op_t)op, lens[l], oc, oa, 0);
         }

@@ -1,0 +1,73 @@
+/*
+ * tcp_int.h - the state of the tcp transport (tcp.c): one socket per peer,
+ * each with a FIFO of posted sends and one of posted receives, and the
+ * partial-frame progress of each direction, so that non-blocking I/O can stop
+ * anywhere (mid-header, mid-payload) and resume on the next progress().
+ *
+ * Invariants of a channel:
+ * - Sends: the head send's current frame starts at off - s_pay_sent; s_hdr_sent
+ *   of its 32 header bytes and s_pay_sent of its payload are in the kernel.
+ *   Frame headers are a pure function of (slot, len, frame start), so they are
+ *   rebuilt rather than stored.
+ * - Receives: r_hdr_got bytes of the next frame header are in rhdr. A complete
+ *   header (r_hdr_got == 32) that is not yet matched is "held": no receive is
+ *   posted, and no payload is read until one is (backpressure through the
+ *   socket; there is no staging buffer). r_pay_left > 0 means the header was
+ *   matched with the head receive and its payload goes straight into that
+ *   receive's buffer.
+ */
+#ifndef COLLIE_TRANSPORT_TCP_INT_H
+#define COLLIE_TRANSPORT_TCP_INT_H
+
+#include <poll.h>
+#include <stdint.h>
+
+#include "transport/tcp_proto.h"
+#include "transport/transport.h"
+#include "util/error.h"
+
+/* Frames written by one sendmsg() at most: batches small messages in flight. */
+#define COLLIE_TCP_BATCH 16
+/* Unauthenticated connections open at once during open(); the oldest is
+ * dropped beyond this, so strangers cannot exhaust descriptors. */
+#define COLLIE_TCP_MAX_PENDING 16
+/* Longest sleep in wait(): a bound on how late anything can be noticed. */
+#define COLLIE_TCP_WAIT_CAP_NS 100000000ll
+
+struct collie__tcp_chan {
+  int peer;       /* comm rank */
+  int world_rank; /* for messages */
+  int32_t pid;    /* for messages */
+  int fd;         /* -1 until connected */
+  char addr[80];  /* the socket's remote end, "ip:port" */
+  /* Send side. */
+  struct collie__req *sq_head, *sq_tail;
+  uint32_t s_hdr_sent;                             /* header bytes of the current frame written */
+  uint32_t s_pay_sent;                             /* payload bytes of the current frame written */
+  struct collie__tcp_frame shdr[COLLIE_TCP_BATCH]; /* headers of one sendmsg() batch */
+  /* Receive side. */
+  struct collie__req *rq_head, *rq_tail;
+  struct collie__tcp_frame rhdr; /* the next frame's header, as received (little-endian) */
+  uint32_t r_hdr_got;            /* bytes of rhdr received */
+  uint32_t r_pay_left;           /* payload bytes of the matched frame still to read */
+  /* Lifecycle of the peer's side. */
+  int bye;       /* the peer sent BYE: it closed the communicator cleanly */
+  int eof;       /* the peer's FIN was read (after BYE): the socket is silent for good */
+  int parked;    /* a header is held and the peer hung up or errored: stop polling until a
+                    receive is posted, or wait() would return at once forever */
+  short revents; /* events seen by the last wait(), handled by the next progress() */
+};
+
+/* The tcp transport's state for one communicator (struct collie__xport to net.c). */
+struct collie__tcp_xport {
+  int rank, size;
+  int nchan;
+  struct collie__tcp_chan *chans; /* nchan entries, by ascending peer rank */
+  int *chan_of;                   /* size entries: index into chans, or -1 */
+  struct pollfd *pfds;            /* nchan entries, reused by every wait() */
+  int npending;                   /* posted requests not yet done */
+  collie_result_t failed;         /* first failure; the transport is unusable after it */
+  char fail_msg[COLLIE_ERRMSG_LEN];
+};
+
+#endif /* COLLIE_TRANSPORT_TCP_INT_H */
