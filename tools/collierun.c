@@ -55,6 +55,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/params.h"
+
 #define RUN_MAX_NPROC 1024
 #define RUN_MAX_NNODES 65536
 #define RUN_DEFAULT_GRACE_S 3.0
@@ -111,15 +113,7 @@ static const char run_help[] =
     "                         already set in collierun's environment. With --nnodes > 1 it\n"
     "                         must be set, to the same value, on every node\n"
     "\n"
-    "Read by the library (pass them through collierun's environment):\n"
-    "  COLLIE_DEBUG           log level: WARN (default), INFO or TRACE\n"
-    "  COLLIE_TIMEOUT_MS      default deadline of every operation in ms (default 300000)\n"
-    "  COLLIE_TRANSPORT       auto (default), shm or tcp\n"
-    "  COLLIE_SOCKET_IFNAME   network interface whose address the TCP transport advertises\n"
-    "  COLLIE_HOST_ID         overrides the host identity (ranks with equal ids use shared\n"
-    "                         memory); for testing several hosts on one machine\n"
-    "  COLLIE_SPIN            polls of a wait before it sleeps\n"
-    "  Also: COLLIE_ALGO, COLLIE_COMMS_LOG, COLLIE_LOG_DIR, COLLIE_TIMING_LOG (docs/env.md).\n"
+    "Read by the library (pass them through collierun's environment): see below.\n"
     "\n"
     "Exit status: 0 when every rank exits 0; a failed rank's status (exit code or 128+signal);\n"
     "124 on --timeout; 128+signal when collierun got SIGINT, SIGTERM or SIGHUP (forwarded to\n"
@@ -131,6 +125,21 @@ static const char run_help[] =
     "  collierun -n 2 --tag-output --timeout 600 python3 train.py --epochs 3\n"
     "  export COLLIE_JOB_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \\n')  # on all nodes\n"
     "  collierun -n 8 --nnodes 2 --node-rank 0 --master-addr node0 --master-port 29500 ./train\n";
+
+/* The library's variables, from the one list the library parses them with. */
+static void
+run_param_line(const char *name, const char *def, const char *help, void *arg)
+{
+  (void)arg;
+  printf("  %-22s %s (default: %s)\n", name, help, def);
+}
+
+static void
+run_print_params(void)
+{
+  printf("\nEvery COLLIE_* variable the library reads (docs/env.md):\n");
+  collie__params_describe(run_param_line, NULL);
+}
 
 struct run_opts {
   int nproc, nnodes, node_rank;
@@ -383,6 +392,7 @@ run_parse_args(int argc, char **argv, struct run_opts *o)
       break;
     case OPT_HELP:
       fputs(run_help, stdout);
+      run_print_params();
       fflush(stdout);
       return 1;
     }

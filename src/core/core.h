@@ -36,10 +36,7 @@ struct collie__params {
  * naming the variable and its value. Unknown COLLIE_* names get a warning. */
 collie_result_t collie__params_load(struct collie__params *p,
                                     const char *(*getenv_fn)(const char *name));
-/* Writes "NAME\tDEFAULT\tHELP" lines of every variable to out (for docs and --help). */
-void collie__params_describe(void (*line)(const char *name, const char *def, const char *help,
-                                          void *arg),
-                             void *arg);
+#include "core/params.h" /* collie__params_describe */
 
 /* ---- comm.c ---- */
 

@@ -347,7 +347,9 @@ shm_peer_exited(const struct shm_chan *ch)
   if (!ch->pid_check) return 0;
   if (ch->pidfd >= 0) {
     struct pollfd p = {.fd = ch->pidfd, .events = POLLIN, .revents = 0};
-    return poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR));
+    int pr = poll(&p, 1, 0);
+    if (pr > 0 && (p.revents & POLLNVAL)) { static int once; if (!once++) { char l[64]; collie__fmt(l, sizeof l, "/proc/%d/fd/%d", getpid(), ch->pidfd); fprintf(stderr, "[%d] POLLNVAL on pidfd %d\n", getpid(), ch->pidfd);} }
+    return pr > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR));
   }
   if (kill(ch->pid, 0) != 0 && errno == ESRCH) return 1;
   /* Killed but not yet reaped by its parent: state Z (or X) in /proc. */
@@ -376,7 +378,6 @@ shm_check_peers(struct shm_xport *x)
     struct shm_chan *ch = &x->chans[i];
     if (!ch->sendq && !ch->recvq) continue;
     int exited = shm_peer_exited(ch);
-    if (getenv("SHMDBG")) fprintf(stderr, "[%d] check rank %d exited %d pidfd %d pid %d state %u sq %p rq %p\n", (int)getpid(), ch->rank, exited, ch->pidfd, ch->pid, atomic_load(&x->ctrl[ch->local].state), (void*)ch->sendq, (void*)ch->recvq);
     uint32_t st = atomic_load_explicit(&x->ctrl[ch->local].state, memory_order_acquire);
     if (!exited && st == COLLIE_SHM_ALIVE) continue;
     /* Whatever the peer published before leaving is valid: take it first. */
