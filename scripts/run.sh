@@ -5,20 +5,20 @@
 #                            same suite under AddressSanitizer+UndefinedBehaviorSanitizer,
 #                            and the export and layering checks
 # On a fresh Debian 12 machine it first installs what the build needs (gcc, make,
-# cmake) with apt-get when they are missing.
+# cmake, pkg-config) with apt-get when they are missing.
 set -eu
 cd "$(dirname "$0")/.."
 what=${1:-test}
 jobs=$(nproc 2>/dev/null || echo 2)
 
 need=""
-for tool in cc make cmake; do command -v $tool >/dev/null 2>&1 || need="$need $tool"; done
+for tool in cc make cmake pkg-config; do command -v $tool >/dev/null 2>&1 || need="$need $tool"; done
 if [ -n "$need" ]; then
   echo "run.sh: installing build tools (missing:$need)"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends \
-    gcc make cmake libc6-dev
+    gcc make cmake libc6-dev pkg-config
 fi
 
 build() { # dir, extra cmake args...
@@ -36,6 +36,7 @@ case "$what" in
     build build
     sh scripts/check_exports.sh build/libcollie.so
     sh scripts/check_layers.sh
+    sh scripts/check_install.sh build
     ctest --test-dir build --output-on-failure -j"$jobs" --timeout 300
     build build-asan -DCOLLIE_SANITIZE=ON
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

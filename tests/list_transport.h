@@ -12,6 +12,7 @@
   XX(shm_peer_dies_2, shm_peer_dies, 2, "shm", 30)                                                 \
   XX(shm_peer_dies_3, shm_peer_dies, 3, "shm", 30)                                                 \
   XX(shm_peer_dies_8, shm_peer_dies, 8, "shm", 30)                                                 \
+  XX(shm_pidfd_closed_2, shm_pidfd_closed, 2, "shm", 30)                                           \
   XX(shm_peer_closes_2, shm_peer_closes, 2, "shm", 30)                                             \
   XX(shm_peer_aborts_2, shm_peer_aborts, 2, "shm", 30)                                             \
   XX(shm_abort_from_thread_2, shm_abort_from_thread, 2, "shm", 30)                                 \

@@ -282,7 +282,7 @@ shm_push(struct shm_xport *x, struct shm_chan *ch)
 }
 
 static collie_result_t
-shm_mismatch(struct shm_xport *x, struct shm_chan *ch, const struct collie__shm_chunk *c,
+shm_mismatch(const struct shm_chan *ch, const struct collie__shm_chunk *c,
              const struct collie__req *r)
 {
   char got[96], want[96];
@@ -311,7 +311,7 @@ shm_pull(struct shm_xport *x, struct shm_chan *ch)
     }
     const struct collie__shm_chunk *c = shm_chunk(ch->in, head);
     if (c->slot != r->slot || c->total != r->len) {
-      rc = shm_mismatch(x, ch, c, r);
+      rc = shm_mismatch(ch, c, r);
       break;
     }
     if (c->off != r->off || c->len > r->len - r->off || c->len > COLLIE_SHM_SLOT_BYTES ||
@@ -342,14 +342,18 @@ shm_pull(struct shm_xport *x, struct shm_chan *ch)
 
 /* Whether the peer's process has exited (a zombie counts). Never blocks. */
 static int
-shm_peer_exited(const struct shm_chan *ch)
+shm_peer_exited(struct shm_chan *ch)
 {
   if (!ch->pid_check) return 0;
   if (ch->pidfd >= 0) {
     struct pollfd p = {.fd = ch->pidfd, .events = POLLIN, .revents = 0};
-    int pr = poll(&p, 1, 0);
-    if (pr > 0 && (p.revents & POLLNVAL)) { static int once; if (!once++) { char l[64]; collie__fmt(l, sizeof l, "/proc/%d/fd/%d", getpid(), ch->pidfd); fprintf(stderr, "[%d] POLLNVAL on pidfd %d\n", getpid(), ch->pidfd);} }
-    return pr > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR));
+    if (poll(&p, 1, 0) <= 0) return 0;
+    if (!(p.revents & POLLNVAL)) return (p.revents & (POLLIN | POLLHUP | POLLERR)) != 0;
+    /* Someone else closed our descriptor (a double close elsewhere in the
+     * process): it is not ours any more, so do not close it; fall back. */
+    COLLIE_WARN("SHM", "pidfd %d of rank %d was closed behind our back; checking pid %d instead",
+                ch->pidfd, ch->rank, ch->pid);
+    ch->pidfd = -1;
   }
   if (kill(ch->pid, 0) != 0 && errno == ESRCH) return 1;
   /* Killed but not yet reaped by its parent: state Z (or X) in /proc. */
@@ -404,7 +408,7 @@ shm_check_peers(struct shm_xport *x)
     /* Written by the peer before its state (which we read with acquire). */
     const char *r = x->ctrl[ch->local].reason;
     size_t n = strnlen(r, COLLIE_SHM_REASON_LEN - 1);
-    if (n) collie__fmt(why, sizeof(why), " after: %.*s", (int)n, r);
+    if (n) collie__fmt(why, sizeof(why), ", after: %.*s", (int)n, r);
   }
   collie__err(COLLIE_REMOTE_ERROR, "shm: rank %d (world rank %d, pid %d) %s during %s %s it%s",
               ch->rank, ch->world_rank, ch->pid, how, what, ch->recvq ? "from" : "to", why);

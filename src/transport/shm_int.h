@@ -29,8 +29,10 @@
 #include <stdint.h>
 
 /* Tunables. 8 x 64 KiB per direction per pair: deep enough that a sender
- * rarely waits on a receiver that is merely late, small enough that 8 local
- * ranks need 56 rings = 28 MiB of (lazily touched) tmpfs. */
+ * rarely waits on a receiver that is merely late. The segment grows with the
+ * square of the local rank count and is reserved up front (posix_fallocate):
+ * 2 ranks 1 MiB, 8 ranks 28 MiB, 16 ranks 120 MiB, 64 ranks 2 GiB; large
+ * nodes will want fewer or smaller slots (see the tuning issue). */
 #define COLLIE_SHM_NSLOTS 8u
 #define COLLIE_SHM_SLOT_BYTES (64u * 1024u)
 

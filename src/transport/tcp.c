@@ -25,11 +25,12 @@
  * the header and the predicted payload with one recvmsg(); a header that does
  * not match fails the whole transport, so a wrong guess never goes unnoticed.
  *
- * Leaving. close() sends a BYE frame on each channel: a peer that reads it
- * knows we left normally and fails only what it still expects from us. A
- * connection that ends without BYE (a crash, abort() or a failure) fails the
- * peer's whole transport at once, so a dead rank is noticed in one wait()
- * even by ranks that were not talking to it.
+ * Leaving. close() sends a BYE frame on each channel, so that a peer can tell
+ * "left normally" from "crashed or aborted" (a stream that ends without BYE)
+ * in its message. Either way the peer fails what it has posted, or later
+ * posts, to the rank that left - within one wait(), since every socket is
+ * polled - and nothing else: as with shm, a failure spreads to the ranks that
+ * wait on the failed one (they abort in turn), not by broadcast.
  */
 #include <arpa/inet.h>
 #include <endian.h>
@@ -234,6 +235,7 @@ static collie_result_t
 tcp_tx(struct collie__tcp_xport *t, struct collie__tcp_chan *c)
 {
   while (c->sq_head) {
+    if (c->gone) return tcp_fail_peer(t, c, c->gone_err, c->gone_mid);
     if (c->bye) {
       char who[160], s[96];
       tcp_peer_name(c, who, sizeof(who));
@@ -282,7 +284,7 @@ tcp_tx(struct collie__tcp_xport *t, struct collie__tcp_chan *c)
         /* It may have said goodbye first: read on, so the message says so. */
         collie_result_t rc = tcp_rx(t, c);
         if (rc != COLLIE_SUCCESS) return rc;
-        if (c->bye) continue;
+        if (c->bye || c->gone) continue;
       }
       return tcp_fail_peer(t, c, err, 0);
     }
@@ -395,6 +397,7 @@ tcp_rx(struct collie__tcp_xport *t, struct collie__tcp_chan *c)
 {
   for (;;) {
     if (c->bye) return tcp_rx_after_bye(t, c);
+    if (c->gone) return c->rq_head ? tcp_fail_peer(t, c, c->gone_err, c->gone_mid) : COLLIE_SUCCESS;
     struct collie__req *r = c->rq_head;
     if (c->r_pay_left > 0) {
       ssize_t n = recv(c->fd, (char *)r->buf + r->off, c->r_pay_left, MSG_DONTWAIT);
@@ -430,6 +433,16 @@ tcp_rx(struct collie__tcp_xport *t, struct collie__tcp_chan *c)
       if (n <= 0) {
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return COLLIE_SUCCESS;
+        if (!r) {
+          /* It left without a goodbye, but we expect nothing from it (yet):
+           * like shm, fail only what is or will be posted to it. */
+          c->gone = 1;
+          c->gone_err = n == 0 ? 0 : errno;
+          c->gone_mid = c->r_hdr_got > 0;
+          COLLIE_INFO("TCP", "tcp: rank %d (world rank %d) closed the connection without a goodbye",
+                      c->peer, c->world_rank);
+          return COLLIE_SUCCESS;
+        }
         return tcp_fail_peer(t, c, n == 0 ? 0 : errno, c->r_hdr_got > 0);
       }
       size_t need = TCP_HDR - c->r_hdr_got;
@@ -542,7 +555,11 @@ tcp_wait(struct collie__xport *xp, int64_t until_ns)
     p->events = 0;
     p->revents = 0;
     /* Work that progress() can do without any I/O: do not sleep on it. */
-    if ((c->rq_head && (held || c->bye)) || (c->sq_head && c->bye)) return;
+    if ((c->rq_head && (held || c->bye || c->gone)) || (c->sq_head && (c->bye || c->gone))) return;
+    if (c->gone) {
+      p->fd = -1; /* nothing will ever come from it */
+      continue;
+    }
     if (c->sq_head) p->events |= POLLOUT;
     if (c->rq_head)
       p->events |= POLLIN | POLLRDHUP;
@@ -614,7 +631,7 @@ tcp_close(struct collie__xport *xp)
     tcp_frame_encode(&bye, COLLIE_TCP_FRAME_BYE, 0, 0, 0, 0);
     for (int i = 0; i < t->nchan; i++) {
       struct collie__tcp_chan *c = &t->chans[i];
-      if (c->fd < 0 || c->sq_head || c->s_hdr_sent || c->bye) continue;
+      if (c->fd < 0 || c->sq_head || c->s_hdr_sent || c->bye || c->gone) continue;
       if (collie__sock_send_all(c->fd, &bye, sizeof(bye), deadline) < 0)
         COLLIE_TRACE("TCP", "tcp: could not say goodbye to rank %d: %s", c->peer, strerror(errno));
     }

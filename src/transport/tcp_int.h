@@ -53,6 +53,9 @@ struct collie__tcp_chan {
   /* Lifecycle of the peer's side. */
   int bye;       /* the peer sent BYE: it closed the communicator cleanly */
   int eof;       /* the peer's FIN was read (after BYE): the socket is silent for good */
+  int gone;      /* the stream ended without BYE (crash, abort) while nothing was posted */
+  int gone_err;  /* how: 0 for an end of stream, else the errno */
+  int gone_mid;  /* it ended inside a frame header */
   int parked;    /* a header is held and the peer hung up or errored: stop polling until a
                     receive is posted, or wait() would return at once forever */
   short revents; /* events seen by the last wait(), handled by the next progress() */

@@ -1,5 +1,6 @@
 /* failure_test.c - a rank that dies or never calls must turn into a clear
  * error on the others, fast, never a hang. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -49,22 +50,44 @@ TEST_IMPL(kill_rank_mid_allreduce)
 }
 
 /* Rank 0 never joins the second barrier: the others time out (per-call
- * timeout) with a message naming what they waited for. */
+ * timeout) with a message naming the rank they waited for. The first rank to
+ * give up aborts its channels, so a later one may see that instead: TIMEOUT
+ * or REMOTE_ERROR, but at least one rank must report the TIMEOUT on rank 0. */
 TEST_IMPL(timeout_names_peer)
 {
   collie_comm_t *comm = test_comm();
-  int r = test_rank();
+  int r = test_rank(), p = test_size();
+  char path[512];
   ASSERT_OK(collie_barrier(comm, NULL, NULL));
   if (r != 0) {
     collie_opts_t opts = {.timeout_ms = 300};
     double t0 = failure_now();
-    ASSERT_RC(COLLIE_TIMEOUT, "barrier #1", collie_barrier(comm, &opts, NULL));
+    collie_result_t rc = collie_barrier(comm, &opts, NULL);
     double dt = failure_now() - t0;
-    ASSERTF(dt >= 0.29 && dt < 3.0, "timeout after %.3f s, wanted ~0.3 s", dt);
-    ASSERT(strstr(collie_last_error(), "rank"));
+    ASSERTF(rc == COLLIE_TIMEOUT || rc == COLLIE_REMOTE_ERROR, "got %s: %s",
+            collie_result_string(rc), collie_last_error());
+    ASSERTF(dt < 3.0, "gave up after %.3f s, wanted ~0.3 s", dt);
+    if (rc == COLLIE_TIMEOUT) {
+      ASSERTF(dt >= 0.29, "timed out after %.3f s, before the 0.3 s deadline", dt);
+      ASSERTF(strstr(collie_last_error(), "barrier #1") && strstr(collie_last_error(), "rank 0"),
+              "message: %s", collie_last_error());
+      snprintf(path, sizeof(path), "%s/timed-out-%d", test_dir(), r);
+      FILE *f = fopen(path, "w");
+      ASSERT(f);
+      fclose(f);
+    }
+    ASSERT_RC(COLLIE_INVALID_USAGE, "earlier error", collie_barrier(comm, NULL, NULL));
   }
   /* Rank 0 stays away until the others gave up (its closing barrier in destroy
-   * would otherwise complete theirs), then destroys. */
-  if (r == 0) usleep(1500000);
+   * would otherwise complete theirs), then checks that one of them timed out. */
+  if (r == 0) {
+    usleep(1500000);
+    int timed_out = 0;
+    for (int q = 1; q < p; q++) {
+      snprintf(path, sizeof(path), "%s/timed-out-%d", test_dir(), q);
+      timed_out += access(path, F_OK) == 0;
+    }
+    ASSERTF(timed_out >= 1, "no rank reported COLLIE_TIMEOUT");
+  }
   ASSERT_OK(collie_comm_destroy(comm));
 }

@@ -444,6 +444,41 @@ TEST_IMPL(shm_peer_dies)
   shmt_done(&t);
 }
 
+/* Someone else in the process closes the transport's pidfds (a double close
+ * elsewhere): death is still noticed, through kill(2) and /proc. */
+TEST_IMPL(shm_pidfd_closed)
+{
+  struct shmt t;
+  shmt_meet(&t, 10000);
+  shmt_open(&t);
+  if (t.rank == 1) {
+    shmt_barrier(&t, "posted");
+    test_die_by_sigkill();
+  }
+  int closed = 0;
+  DIR *d = opendir("/proc/self/fd");
+  ASSERT(d);
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    char path[300], target[64];
+    snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+    ssize_t n = readlink(path, target, sizeof(target) - 1);
+    if (n <= 0) continue;
+    target[n] = '\0';
+    if (strstr(target, "pidfd") && close(atoi(e->d_name)) == 0) closed++;
+  }
+  closedir(d);
+  char in[4];
+  struct collie__req r;
+  shmt_post(&t, &r, 1, 0, in, sizeof(in), collie__slot(COLLIE_KIND_BARRIER, 3, 0));
+  shmt_barrier(&t, "posted");
+  ASSERT_RC(COLLIE_REMOTE_ERROR, "rank 1 (world rank 1, pid",
+            shmt_wait_n(&t, &r, 1, 0, collie__deadline_after_ms(5000)));
+  ASSERTF(strstr(collie_last_error(), "died"), "%s", collie_last_error());
+  printf("shm_pidfd_closed: closed %d pidfd(s) behind the transport's back\n", closed);
+  shmt_done(&t);
+}
+
 /* Rank 1 sends one message, then leaves (close or abort); rank 0 gets the
  * message (what a peer published before leaving is delivered) and then a
  * REMOTE_ERROR for the next receive. */
@@ -527,7 +562,7 @@ TEST_IMPL(shm_abort_reason)
     ASSERT_RC(COLLIE_REMOTE_ERROR, "rank 0 (world rank 0",
               shmt_wait_n(&t, &r, 1, 0, collie__deadline_after_ms(10000)));
     ASSERTF(strstr(collie_last_error(), "aborted its communicator") &&
-                strstr(collie_last_error(), "after: shm: rank 2 (world rank 2, pid") &&
+                strstr(collie_last_error(), ", after: shm: rank 2 (world rank 2, pid") &&
                 strstr(collie_last_error(), "died"),
             "\"%s\" does not carry rank 0's reason", collie_last_error());
   }
@@ -712,6 +747,16 @@ TEST_IMPL(shm_bad_input)
   ASSERT_RC(COLLIE_INVALID_ARGUMENT, "elsewhere", shmt_ops->open(&t.cfg, other, 1, &x));
   ASSERT(x == NULL);
   memcpy(t.peers[1 - t.rank].host, keep, sizeof(keep));
+  /* open with no peers (every other rank on another host): a transport
+   * that owns no segment and accepts no request. */
+  ASSERT_OK(shmt_ops->open(&t.cfg, NULL, 0, &x));
+  ASSERT(x != NULL);
+  int none = -1;
+  ASSERT_OK(shmt_ops->progress(x, &none));
+  ASSERT(none == 0);
+  shmt_ops->wait(x, collie__now_ns() + 1000000);
+  shmt_ops->close(x);
+  x = NULL;
   /* post: to self, out of range, NULL buffer. */
   shmt_open(&t);
   struct collie__req r;
