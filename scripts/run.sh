@@ -3,7 +3,8 @@
 #   sh scripts/run.sh demo   build everything, then run `collierun -n 4 collie-demo`
 #   sh scripts/run.sh test   build everything, run the whole test suite, then the
 #                            same suite under AddressSanitizer+UndefinedBehaviorSanitizer,
-#                            and the export and layering checks
+#                            multi-rank tests of 2 and 3 ranks under valgrind, and
+#                            the export, layering and install checks
 # On a fresh Debian 12 machine it first installs what the build needs (gcc, make,
 # cmake, pkg-config) with apt-get when they are missing.
 set -eu
@@ -12,13 +13,13 @@ what=${1:-test}
 jobs=$(nproc 2>/dev/null || echo 2)
 
 need=""
-for tool in cc make cmake pkg-config; do command -v $tool >/dev/null 2>&1 || need="$need $tool"; done
+for tool in cc make cmake pkg-config valgrind; do command -v $tool >/dev/null 2>&1 || need="$need $tool"; done
 if [ -n "$need" ]; then
   echo "run.sh: installing build tools (missing:$need)"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends \
-    gcc make cmake libc6-dev pkg-config
+    gcc make cmake libc6-dev pkg-config valgrind
 fi
 
 build() { # dir, extra cmake args...
@@ -38,6 +39,11 @@ case "$what" in
     sh scripts/check_layers.sh
     sh scripts/check_install.sh build
     ctest --test-dir build --output-on-failure -j"$jobs" --timeout 300
+    # Memory errors and leaks in the rank processes: valgrind follows the forked
+    # ranks and makes a rank with an error exit 9, which fails its test.
+    COLLIE_TEST_TIMEOUT_MULT=10 valgrind -q --error-exitcode=9 --leak-check=full \
+      --show-possibly-lost=no --errors-for-leak-kinds=definite ./build/tests/collie_tests \
+      $(./build/tests/collie_tests --list | grep -E '_(shm|tcp)_(2|3)$')
     build build-asan -DCOLLIE_SANITIZE=ON
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
       COLLIE_TEST_TIMEOUT_MULT=3 ctest --test-dir build-asan --output-on-failure -j"$jobs" --timeout 600

@@ -605,7 +605,7 @@ TEST_IMPL(shm_abort_from_thread)
     ASSERT(pthread_join(th, NULL) == 0);
     double after = (double)(collie__now_ns() - t0) / 1e9;
     ASSERT(d.rc == COLLIE_INVALID_USAGE);
-    ASSERTF(d.secs > 0.2 && after < 0.04, "driver returned %.3f s after abort (ran %.3f s)", after,
+    ASSERTF(d.secs > 0.2 && after < 0.5, "driver returned %.3f s after abort (ran %.3f s)", after,
             d.secs);
   } else {
     char buf[16];
@@ -785,17 +785,24 @@ TEST_IMPL(shm_bad_input)
 
 /* ---- Ping-pong: latency and bandwidth, printed for tuning ---- */
 
+/* Returns the one-way time in seconds; *slow counts round trips of 45 ms or
+ * more: a lost wake-up shows as a round trip that only wait()'s 50 ms cap
+ * ended. */
 static double
-shmt_pingpong(struct shmt *t, size_t len, int iters, int spin)
+shmt_pingpong(struct shmt *t, size_t len, int iters, int spin, int *slow)
 {
   unsigned char *buf = malloc(len ? len : 1);
   ASSERT(buf);
   memset(buf, 0x5a, len);
   int peer = 1 - t->rank;
   struct collie__req r;
-  int64_t t0 = 0;
+  int64_t t0 = 0, prev = 0;
+  *slow = 0;
   for (int i = -2; i < iters; i++) { /* two warm-up rounds fault the pages in */
-    if (i == 0) t0 = collie__now_ns();
+    int64_t now = collie__now_ns();
+    if (i == 0) t0 = now;
+    if (i > 0 && now - prev >= 45000000) ++*slow;
+    prev = now;
     uint64_t slot = collie__slot(COLLIE_KIND_P2P, (uint32_t)i, 0);
     if (t->rank == 0) {
       shmt_post(t, &r, peer, 1, buf, len, slot);
@@ -819,18 +826,22 @@ TEST_IMPL(shm_pingpong)
   struct shmt t;
   shmt_meet(&t, 10000);
   shmt_open(&t);
-  double lat_spin = shmt_pingpong(&t, 8, 20000, 1000000);
-  double lat_sleep = shmt_pingpong(&t, 8, 2000, 0);
-  double big_spin = shmt_pingpong(&t, 8u << 20, 30, 1000000);
-  double big_sleep = shmt_pingpong(&t, 8u << 20, 30, 0);
+  int slow = 0, slow_sleep = 0;
+  double lat_spin = shmt_pingpong(&t, 8, 20000, 1000000, &slow);
+  double lat_sleep = shmt_pingpong(&t, 8, 2000, 0, &slow_sleep);
+  double big_spin = shmt_pingpong(&t, 8u << 20, 30, 1000000, &slow);
+  double big_sleep = shmt_pingpong(&t, 8u << 20, 30, 0, &slow);
   if (t.rank == 0) {
     printf("shm ping-pong 8 B: %.2f us one way (spinning), %.2f us (sleeping at once)\n",
            lat_spin * 1e6, lat_sleep * 1e6);
     printf("shm ping-pong 8 MiB: %.2f GB/s one way (spinning), %.2f GB/s (sleeping at once)\n",
            8.0 * 1048576 / big_spin / 1e9, 8.0 * 1048576 / big_sleep / 1e9);
   }
-  ASSERTF(lat_spin < 1e-3 && lat_sleep < 5e-3, "8-byte latency %.1f / %.1f us", lat_spin * 1e6,
+  /* Generous bounds (the machine is shared); a lost wake-up would cost 50 ms. */
+  ASSERTF(lat_spin < 2e-3 && lat_sleep < 10e-3, "8-byte latency %.1f / %.1f us", lat_spin * 1e6,
           lat_sleep * 1e6);
+  ASSERTF(slow_sleep <= 2, "%d of 2000 sleeping round trips took >= 45 ms: lost wake-ups?",
+          slow_sleep);
   shmt_barrier(&t, "end");
   shmt_done(&t);
 }
