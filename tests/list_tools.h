@@ -14,4 +14,5 @@
   XX(collierun_bad_options, collierun_bad_options, 0, "auto", 30)                                  \
   XX(collierun_not_found, collierun_not_found, 0, "auto", 20)                                      \
   XX(collierun_help, collierun_help, 0, "auto", 20)                                              \
-  XX(docs_env_complete, docs_env_complete, 0, "auto", 20)
+  XX(docs_env_complete, docs_env_complete, 0, "auto", 20)                                        \
+  XX(collierun_real_job, collierun_real_job, 0, "auto", 60)

@@ -5,6 +5,8 @@
  *   collie_tests                 run every test, print "N passed, N failed"
  *   collie_tests NAME [NAME...]  run the named tests
  *   collie_tests --list          print every test name
+ *   collie_tests --as-rank NAME  run NAME's function once in this process, as one
+ *                                rank of a job that a launcher (collierun) started
  *
  * For a test of N ranks the runner makes a private temp directory, forks N
  * processes in one new process group with the launcher environment set (a
@@ -290,6 +292,20 @@ main(int argc, char **argv)
 {
   int passed = 0, failed = 0;
   signal(SIGPIPE, SIG_IGN);
+  if (argc == 3 && !strcmp(argv[1], "--as-rank")) {
+    /* The launcher set the environment; the test function runs as a user program would. */
+    const char *dir = getenv("COLLIE_TEST_DIR");
+    runner_rank = getenv("COLLIE_RANK") ? atoi(getenv("COLLIE_RANK")) : 0;
+    runner_size = getenv("COLLIE_WORLD_SIZE") ? atoi(getenv("COLLIE_WORLD_SIZE")) : 1;
+    snprintf(runner_dir, sizeof(runner_dir), "%s", dir ? dir : "/tmp");
+    for (size_t i = 0; i < RUNNER_NTESTS; i++)
+      if (!strcmp(argv[2], runner_tests[i].name)) {
+        runner_tests[i].fn();
+        return 0;
+      }
+    fprintf(stderr, "no test named %s (see --list)\n", argv[2]);
+    return 2;
+  }
   if (argc > 1 && !strcmp(argv[1], "--list")) {
     for (size_t i = 0; i < RUNNER_NTESTS; i++) printf("%s\n", runner_tests[i].name);
     return 0;

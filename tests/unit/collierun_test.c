@@ -616,3 +616,51 @@ TEST_IMPL(collierun_help)
     ASSERTF(strstr(r.out, words[k]), "--help does not mention %s", words[k]);
   cr_free(&r);
 }
+
+/* Names of /dev/shm entries that look like collie segments, as one string. */
+static void
+cr_list_shm(char *out, size_t len)
+{
+  DIR *d = opendir("/dev/shm");
+  size_t o = 0;
+  out[0] = '\0';
+  if (!d) return;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL)
+    if (!strncmp(e->d_name, "collie-", 7) && o < len)
+      o += (size_t)snprintf(out + o, len - o, "%s\n", e->d_name);
+  closedir(d);
+}
+
+/* Real collie ranks under collierun: a job that succeeds exits 0; a job whose
+ * last rank is SIGKILLed mid-allreduce exits 137 naming that rank. Neither
+ * leaves a collie segment in /dev/shm or a rank process behind. */
+TEST_IMPL(collierun_real_job)
+{
+  char before[8192], after[8192];
+  cr_list_shm(before, sizeof(before));
+  setenv("COLLIE_TEST_DIR", test_dir(), 1);
+
+  const char *demo[] = {"collierun", "-n", "4", COLLIE_BUILD_DIR "/collie-demo", NULL};
+  struct cr_result r = cr_run(demo, NULL);
+  ASSERTF(r.code == 0, "collie-demo under collierun exited %d: %s", r.code, r.err);
+  ASSERTF(strstr(r.out, "all results correct"), "demo output: %s", r.out);
+  cr_free(&r);
+
+  const char *killed[] = {"collierun", "-n", "3", "--grace", "1",
+                          COLLIE_BUILD_DIR "/tests/collie_tests", "--as-rank",
+                          "kill_rank_tcp_4", NULL};
+  r = cr_run(killed, NULL);
+  ASSERTF(r.code == 137, "expected 137 (rank killed by SIGKILL), got %d: %s", r.code, r.err);
+  ASSERTF(strstr(r.err, "rank 2") && strstr(r.err, "signal 9"), "collierun said: %s", r.err);
+  cr_free(&r);
+
+  cr_list_shm(after, sizeof(after));
+  ASSERTF(!strcmp(before, after), "shared-memory files left behind:\n%s\n(before:\n%s)", after,
+          before);
+  FILE *ps = popen("pgrep -f -- '[-]-as-rank kill_rank_tcp_4' | wc -l", "r");
+  int alive = -1;
+  ASSERT(ps && fscanf(ps, "%d", &alive) == 1);
+  pclose(ps);
+  ASSERTF(alive == 0, "%d rank process(es) of the killed job still alive", alive);
+}
