@@ -142,10 +142,13 @@ struct collie__xport_ops {
    * freed, a peer died) or until until_ns. No event posted after the last progress()
    * may be missed (level-triggered, or snapshot-and-compare). May return early. */
   void (*wait)(struct collie__xport *x, int64_t until_ns);
-  /* Marks this rank as gone for peers (they fail with REMOTE_ERROR soon) and fails
-   * every posted request. Non-blocking, idempotent. */
+  /* Marks this rank as gone for peers (they fail with REMOTE_ERROR soon) and forgets
+   * every posted request WITHOUT touching it: the caller may already have returned
+   * and its requests (on its stack) be gone. Later progress() calls return the
+   * failure. Non-blocking, idempotent; may be called from another thread than the
+   * one driving progress (collie_comm_abort). */
   void (*abort)(struct collie__xport *x);
-  /* Frees everything, tells peers we left. After abort or with nothing posted. */
+  /* Frees everything, tells peers we left. Never touches posted requests either. */
   void (*close)(struct collie__xport *x);
 };
 
