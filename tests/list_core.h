@@ -5,4 +5,6 @@
   XX(api_init_errors, api_init_errors, 0, "auto", 20)                                              \
   XX(api_bad_arguments_1, api_bad_arguments, 1, "auto", 20)                                        \
   XX(api_bad_arguments_shm_3, api_bad_arguments, 3, "shm", 30)                                     \
-  XX(api_bad_arguments_tcp_2, api_bad_arguments, 2, "tcp", 30)
+  XX(api_bad_arguments_tcp_2, api_bad_arguments, 2, "tcp", 30) \
+  XX(log_levels_shm_2, log_levels, 2, "shm", 30)                                                  \
+  XX(log_levels_tcp_2, log_levels, 2, "tcp", 30)
