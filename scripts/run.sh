@@ -4,7 +4,8 @@
 #   sh scripts/run.sh test   build everything, run the whole test suite, then the
 #                            same suite under AddressSanitizer+UndefinedBehaviorSanitizer,
 #                            multi-rank tests of 2 and 3 ranks under valgrind, and
-#                            the export, layering and install checks
+#                            the threaded tests under ThreadSanitizer, and the
+#                            export, layering and install checks
 # On a fresh Debian 12 machine it first installs what the build needs (gcc, make,
 # cmake, pkg-config) with apt-get when they are missing.
 set -eu
@@ -47,6 +48,11 @@ case "$what" in
     build build-asan -DCOLLIE_SANITIZE=ON
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
       COLLIE_TEST_TIMEOUT_MULT=3 ctest --test-dir build-asan --output-on-failure -j"$jobs" --timeout 600
+    # Data races: the tests whose processes run threads (the tcp store's server,
+    # an abort from a second thread), under ThreadSanitizer.
+    build build-tsan -DCOLLIE_TSAN=ON
+    TSAN_OPTIONS=halt_on_error=1 COLLIE_TEST_TIMEOUT_MULT=5 ./build-tsan/tests/collie_tests \
+      $(./build-tsan/tests/collie_tests --list | grep -E 'bootstrap_tcp|thread')
     ;;
   *)
     echo "usage: sh scripts/run.sh demo|test" >&2

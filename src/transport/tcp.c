@@ -858,10 +858,18 @@ tcp_accept_higher(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg
   for (int i = 0; i < t->nchan; i++)
     if (t->chans[i].peer > t->rank) missing++;
   if (missing == 0) return COLLIE_SUCCESS;
-  struct tcp_pending *pend = calloc(COLLIE_TCP_MAX_PENDING, sizeof(*pend));
-  if (!pend) return collie__err(COLLIE_SYSTEM_ERROR, "tcp: out of memory accepting connections");
-  for (int i = 0; i < COLLIE_TCP_MAX_PENDING; i++) pend[i].fd = -1;
+  /* Room for every expected peer to be half-way through its hello at once,
+   * plus a few strangers; beyond that the oldest connection is dropped. */
+  int maxp = COLLIE_TCP_MAX_PENDING + missing;
+  struct tcp_pending *pend = calloc((size_t)maxp, sizeof(*pend));
+  struct pollfd *pf = calloc((size_t)maxp + 1, sizeof(*pf));
+  int *idx = calloc((size_t)maxp + 1, sizeof(*idx));
   collie_result_t rc = COLLIE_SUCCESS;
+  if (!pend || !pf || !idx) {
+    rc = collie__err(COLLIE_SYSTEM_ERROR, "tcp: out of memory accepting connections");
+    missing = 0;
+  }
+  for (int i = 0; pend && i < maxp; i++) pend[i].fd = -1;
   while (missing > 0) {
     int ms = collie__ms_until(cfg->deadline_ns);
     if (ms == 0) {
@@ -878,11 +886,10 @@ tcp_accept_higher(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg
                        names, t->rank, laddr);
       break;
     }
-    struct pollfd pf[1 + COLLIE_TCP_MAX_PENDING];
-    int idx[1 + COLLIE_TCP_MAX_PENDING], np = 1;
+    int np = 1;
     pf[0].fd = lfd;
     pf[0].events = POLLIN;
-    for (int i = 0; i < COLLIE_TCP_MAX_PENDING; i++) {
+    for (int i = 0; i < maxp; i++) {
       if (pend[i].fd < 0) continue;
       pf[np].fd = pend[i].fd;
       pf[np].events = POLLIN;
@@ -910,7 +917,7 @@ tcp_accept_higher(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg
         break;
       }
       int slot = -1;
-      for (int i = 0; i < COLLIE_TCP_MAX_PENDING; i++) {
+      for (int i = 0; i < maxp; i++) {
         if (pend[i].fd < 0) {
           slot = i;
           break;
@@ -935,9 +942,11 @@ tcp_accept_higher(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg
       missing -= tcp_pending_read(t, cfg, pe, token, token_len);
     }
   }
-  for (int i = 0; i < COLLIE_TCP_MAX_PENDING; i++)
+  for (int i = 0; pend && i < maxp; i++)
     if (pend[i].fd >= 0) close(pend[i].fd);
   free(pend);
+  free(pf);
+  free(idx);
   return rc;
 }
 

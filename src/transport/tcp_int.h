@@ -28,8 +28,9 @@
 
 /* Frames written by one sendmsg() at most: batches small messages in flight. */
 #define COLLIE_TCP_BATCH 16
-/* Unauthenticated connections open at once during open(); the oldest is
- * dropped beyond this, so strangers cannot exhaust descriptors. */
+/* Unauthenticated connections open at once during open(), beyond one per
+ * expected peer; the oldest is dropped beyond that, so strangers cannot
+ * exhaust descriptors. */
 #define COLLIE_TCP_MAX_PENDING 16
 /* Longest sleep in wait(): a bound on how late anything can be noticed. */
 #define COLLIE_TCP_WAIT_CAP_NS 100000000ll
