@@ -39,7 +39,6 @@ case "$what" in
     sh scripts/check_exports.sh build/libcollie.so
     sh scripts/check_layers.sh
     sh scripts/check_install.sh build
-    ctest --test-dir build --output-on-failure -j"$jobs" --timeout 300
     # Memory errors and leaks in the rank processes: valgrind follows the forked
     # ranks and makes a rank with an error exit 9, which fails its test.
     COLLIE_TEST_TIMEOUT_MULT=10 valgrind -q --error-exitcode=9 --leak-check=full \
@@ -53,6 +52,8 @@ case "$what" in
     build build-tsan -DCOLLIE_TSAN=ON
     TSAN_OPTIONS=halt_on_error=1 COLLIE_TEST_TIMEOUT_MULT=5 ./build-tsan/tests/collie_tests \
       $(./build-tsan/tests/collie_tests --list | grep -E 'bootstrap_tcp|thread')
+    # The whole suite last, so that its summary closes the output.
+    ctest --test-dir build --output-on-failure -j"$jobs" --timeout 300
     ;;
   *)
     echo "usage: sh scripts/run.sh demo|test" >&2
