@@ -39,6 +39,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,14 +102,15 @@ tcp_chan_doing(const struct collie__tcp_chan *c, char *buf, size_t len)
 
 /* ---- Failure: one failure makes the whole transport unusable ---- */
 
-/* Completes every posted request with the transport's failure. */
+/* Completes every posted request with the transport's failure; or, after
+ * abort(), forgets them without touching them (their owners may be gone). */
 static void
-tcp_fail_all(struct collie__tcp_xport *t)
+tcp_fail_all(struct collie__tcp_xport *t, int touch)
 {
   for (int i = 0; i < t->nchan; i++) {
     struct collie__tcp_chan *c = &t->chans[i];
     struct collie__req *lists[2] = {c->sq_head, c->rq_head};
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 2 && touch; k++) {
       for (struct collie__req *r = lists[k], *next; r; r = next) {
         next = r->next;
         r->next = NULL;
@@ -121,18 +123,35 @@ tcp_fail_all(struct collie__tcp_xport *t)
   t->npending = 0;
 }
 
+/* In the driving thread: turns an abort() into the transport's failure. An
+ * I/O error seen after abort() is our own shutdown(), not the peer's doing,
+ * so the abort is what gets reported. Returns nonzero when aborted. */
+static int
+tcp_check_abort(struct collie__tcp_xport *t)
+{
+  if (!atomic_load_explicit(&t->aborted, memory_order_acquire)) return 0;
+  if (t->failed == COLLIE_SUCCESS) {
+    t->failed = COLLIE_INVALID_USAGE;
+    collie__fmt(t->fail_msg, sizeof(t->fail_msg), "tcp: this rank aborted the communicator");
+  }
+  tcp_fail_all(t, 0);
+  return 1;
+}
+
 /* Records rc with the thread's current message as the transport's first
  * failure (a later one keeps the first), fails every posted request and
  * returns the first failure with its message in the thread's slot. */
 static collie_result_t
 tcp_fail(struct collie__tcp_xport *t, collie_result_t rc)
 {
-  if (t->failed == COLLIE_SUCCESS) {
-    t->failed = rc;
-    collie__fmt(t->fail_msg, sizeof(t->fail_msg), "%s", collie__err_msg());
-    COLLIE_INFO("TCP", "%s", t->fail_msg);
+  if (!tcp_check_abort(t)) {
+    if (t->failed == COLLIE_SUCCESS) {
+      t->failed = rc;
+      collie__fmt(t->fail_msg, sizeof(t->fail_msg), "%s", collie__err_msg());
+      COLLIE_INFO("TCP", "%s", t->fail_msg);
+    }
+    tcp_fail_all(t, 1);
   }
-  tcp_fail_all(t);
   collie__err_set_text(t->fail_msg);
   return t->failed;
 }
@@ -433,17 +452,18 @@ tcp_rx(struct collie__tcp_xport *t, struct collie__tcp_chan *c)
       if (n <= 0) {
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return COLLIE_SUCCESS;
-        if (!r) {
+        int err = n == 0 ? 0 : errno;
+        if (!r && !tcp_check_abort(t)) {
           /* It left without a goodbye, but we expect nothing from it (yet):
            * like shm, fail only what is or will be posted to it. */
           c->gone = 1;
-          c->gone_err = n == 0 ? 0 : errno;
+          c->gone_err = err;
           c->gone_mid = c->r_hdr_got > 0;
           COLLIE_INFO("TCP", "tcp: rank %d (world rank %d) closed the connection without a goodbye",
                       c->peer, c->world_rank);
           return COLLIE_SUCCESS;
         }
-        return tcp_fail_peer(t, c, n == 0 ? 0 : errno, c->r_hdr_got > 0);
+        return tcp_fail_peer(t, c, err, c->r_hdr_got > 0);
       }
       size_t need = TCP_HDR - c->r_hdr_got;
       if ((size_t)n < need) {
@@ -473,7 +493,7 @@ static collie_result_t
 tcp_post(struct collie__xport *xp, struct collie__req *r)
 {
   struct collie__tcp_xport *t = tcp_x(xp);
-  if (t->failed != COLLIE_SUCCESS) {
+  if (tcp_check_abort(t) || t->failed != COLLIE_SUCCESS) {
     r->rc = t->failed;
     r->done = 1;
     collie__err_set_text(t->fail_msg);
@@ -524,7 +544,7 @@ tcp_progress(struct collie__xport *xp, int *pending)
 {
   struct collie__tcp_xport *t = tcp_x(xp);
   *pending = 0;
-  if (t->failed != COLLIE_SUCCESS) {
+  if (tcp_check_abort(t) || t->failed != COLLIE_SUCCESS) {
     collie__err_set_text(t->fail_msg);
     return t->failed;
   }
@@ -546,7 +566,8 @@ static void
 tcp_wait(struct collie__xport *xp, int64_t until_ns)
 {
   struct collie__tcp_xport *t = tcp_x(xp);
-  if (t->failed != COLLIE_SUCCESS) return;
+  if (t->failed != COLLIE_SUCCESS || atomic_load_explicit(&t->aborted, memory_order_acquire))
+    return;
   for (int i = 0; i < t->nchan; i++) {
     struct collie__tcp_chan *c = &t->chans[i];
     struct pollfd *p = &t->pfds[i];
@@ -585,21 +606,17 @@ tcp_wait(struct collie__xport *xp, int64_t until_ns)
   }
 }
 
+/* Only an atomic flag and shutdown(): safe while another thread is inside
+ * progress() or wait() (the shutdown wakes its poll), and it never touches
+ * a request. Peers see the end of stream without a BYE. */
 static void
 tcp_abort(struct collie__xport *xp)
 {
   if (!xp) return;
   struct collie__tcp_xport *t = tcp_x(xp);
-  /* Peers see the end of stream without a BYE and fail at once. */
+  if (atomic_exchange_explicit(&t->aborted, 1, memory_order_acq_rel)) return;
   for (int i = 0; i < t->nchan; i++)
     if (t->chans[i].fd >= 0) shutdown(t->chans[i].fd, SHUT_RDWR);
-  if (t->failed == COLLIE_SUCCESS) {
-    /* Not through the thread's message: the caller may be reporting another
-     * error. */
-    t->failed = COLLIE_INVALID_USAGE;
-    collie__fmt(t->fail_msg, sizeof(t->fail_msg), "tcp: this rank aborted the communicator");
-  }
-  tcp_fail_all(t);
 }
 
 static void
@@ -619,10 +636,11 @@ tcp_close(struct collie__xport *xp)
 {
   if (!xp) return;
   struct collie__tcp_xport *t = tcp_x(xp);
-  if (t->npending)
+  int aborted = atomic_load_explicit(&t->aborted, memory_order_acquire);
+  if (t->npending && !aborted)
     COLLIE_WARN("TCP", "tcp: closed with %d request(s) still posted; they never complete",
                 t->npending);
-  if (t->failed == COLLIE_SUCCESS) {
+  if (t->failed == COLLIE_SUCCESS && !aborted) {
     /* Say goodbye where the stream is at a frame boundary, so peers can tell a
      * normal exit from a crash. Bounded: a peer that reads nothing cannot hold
      * us. */
@@ -1022,6 +1040,7 @@ tcp_open(const struct collie__net_cfg *cfg, const int *peers, int npeers,
                                      : "peers");
   struct collie__tcp_xport *t = calloc(1, sizeof(*t));
   if (!t) return collie__err(COLLIE_SYSTEM_ERROR, "tcp: out of memory");
+  atomic_init(&t->aborted, 0);
   t->rank = cfg->rank;
   t->size = cfg->size;
   t->chans = calloc((size_t)(npeers ? npeers : 1), sizeof(*t->chans));

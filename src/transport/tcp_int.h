@@ -20,6 +20,7 @@
 #define COLLIE_TRANSPORT_TCP_INT_H
 
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "transport/tcp_proto.h"
@@ -72,6 +73,9 @@ struct collie__tcp_xport {
   int npending;                   /* posted requests not yet done */
   collie_result_t failed;         /* first failure; the transport is unusable after it */
   char fail_msg[COLLIE_ERRMSG_LEN];
+  /* Set by abort(), possibly from another thread while progress() runs: the
+   * only field abort() writes. The driving thread turns it into `failed`. */
+  atomic_int aborted;
 };
 
 #endif /* COLLIE_TRANSPORT_TCP_INT_H */

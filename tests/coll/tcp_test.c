@@ -8,17 +8,21 @@
  * every rank on a fake host of its own, so listeners publish a non-loopback
  * address); many messages in flight per channel, delivered in order; an
  * all-to-all among 8 ranks on 2 cores (waits must sleep); slot and length
- * mismatches; a peer that dies, closes or aborts; a peer that never opens
+ * mismatches; a peer that dies, closes or aborts (only what is posted to it
+ * fails); a message held unread while its sender leaves (the wait must not
+ * spin, the message still arrives); a peer that never opens
  * (TIMEOUT naming it); strangers connecting to a listener during open() with
  * a wrong token, garbage, a huge length or silence (refused, while the real
  * peers still connect); a rank with another token (REMOTE_ERROR); bad
- * requests; and a ping-pong that prints latency and bandwidth.
+ * requests; no descriptor left behind; and a ping-pong that prints latency
+ * and bandwidth.
  */
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <endian.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -42,7 +46,7 @@ struct tcpt {
   struct collie__xport *x;
 };
 
-/* Opens the store and exchanges every rank's struct collie__peer; a non-NULL
+/* Opens the store and exchanges every rank's struct collie__peer; a nonzero
  * fake_host gives each rank a host identity of its own. */
 static void
 tcpt_meet(struct tcpt *t, int fake_host)
@@ -568,10 +572,26 @@ TEST_IMPL(tcp_peer_aborts)
     tcpt_ops->abort(t.x);
     tcpt_ops->abort(t.x);                                         /* idempotent */
     ASSERT(strcmp(collie_last_error(), "an earlier error") == 0); /* not overwritten */
-    ASSERT(r.done && r.rc != COLLIE_SUCCESS);
+    ASSERT(!r.done);
+    /* The request's owner may be gone after abort: the transport must not
+     * touch it again (a wild next pointer would crash it). */
+    struct collie__req junk;
+    memset(&r, 0xa5, sizeof(r));
+    memset(&junk, 0xa5, sizeof(junk));
     int pending = -1;
     ASSERT_RC(COLLIE_INVALID_USAGE, "aborted", tcpt_ops->progress(t.x, &pending));
     ASSERT(pending == 0);
+    tcpt_ops->wait(t.x, collie__deadline_after_ms(1000)); /* returns at once */
+    ASSERT(memcmp(&r, &junk, sizeof(r)) == 0);
+    /* New posts fail (and are completed: their owner is here). */
+    struct collie__req r2;
+    memset(&r2, 0, sizeof(r2));
+    r2.peer = 0;
+    ASSERT_RC(COLLIE_INVALID_USAGE, "aborted", tcpt_ops->post(t.x, &r2));
+    ASSERT(r2.done && r2.rc == COLLIE_INVALID_USAGE);
+    tcpt_ops->close(t.x);
+    t.x = NULL;
+    ASSERT(memcmp(&r, &junk, sizeof(r)) == 0);
   } else {
     int64_t t0 = collie__now_ns();
     ASSERT_RC(COLLIE_REMOTE_ERROR, "rank 1",
@@ -580,6 +600,43 @@ TEST_IMPL(tcp_peer_aborts)
     ASSERT((collie__now_ns() - t0) < 2000000000);
   }
   tcpt_barrier(&t, "end");
+  tcpt_done(&t);
+}
+
+static void *
+tcpt_abort_later(void *arg)
+{
+  collie__sleep_ns(300000000);
+  tcpt_ops->abort((struct collie__xport *)arg);
+  return NULL;
+}
+
+/* Rank 0's transport is aborted from another thread while rank 0 sleeps in
+ * wait(): the wait ends at once with the abort, and rank 1, waiting on rank
+ * 0, fails naming it. */
+TEST_IMPL(tcp_abort_from_thread)
+{
+  struct tcpt t;
+  tcpt_meet(&t, 0);
+  tcpt_config(&t, "c1", 10000);
+  tcpt_open(&t);
+  unsigned char b[16];
+  struct collie__req r;
+  tcpt_post(&t, &r, 1 - t.rank, 0, b, sizeof(b), collie__slot(COLLIE_KIND_ALLREDUCE, 4, 2));
+  int64_t t0 = collie__now_ns();
+  if (t.rank == 0) {
+    pthread_t th;
+    ASSERT(pthread_create(&th, NULL, tcpt_abort_later, t.x) == 0);
+    ASSERT_RC(COLLIE_INVALID_USAGE, "aborted",
+              tcpt_wait_n(&t, &r, 1, 0, collie__deadline_after_ms(10000)));
+    ASSERT(pthread_join(th, NULL) == 0);
+  } else {
+    ASSERT_RC(COLLIE_REMOTE_ERROR, "rank 0",
+              tcpt_wait_n(&t, &r, 1, 0, collie__deadline_after_ms(10000)));
+    ASSERT(strstr(collie_last_error(), "allreduce #4 step 2"));
+  }
+  double s = (double)(collie__now_ns() - t0) / 1e9;
+  ASSERTF(s > 0.25 && s < 1.0, "the wait ended after %.2f s (abort at 0.3 s)", s);
   tcpt_done(&t);
 }
 
@@ -718,10 +775,14 @@ TEST_IMPL(tcp_bad_hello)
     free(v);
     const char *tok = getenv("COLLIE_JOB_TOKEN");
     uint16_t tl = (uint16_t)strlen(tok);
-    /* A stranger that connects and stays silent must not block anyone. */
+    /* Strangers that connect and stay silent must not block anyone, even
+     * more of them than rank 0 keeps (the oldest are dropped). */
     ASSERT(collie__parse_hostport(addr, host, sizeof(host), &port) == 0);
-    int silent = collie__sock_connect(host, port, collie__deadline_after_ms(3000));
-    ASSERT(silent >= 0);
+    int silent[20];
+    for (int i = 0; i < 20; i++) {
+      silent[i] = collie__sock_connect(host, port, collie__deadline_after_ms(3000));
+      ASSERT(silent[i] >= 0);
+    }
     ASSERT(tcpt_raw_hello(addr, COLLIE_TCP_HELLO_MAGIC, COLLIE_TCP_PROTO_VERSION,
                           "not-the-job-token", 17, 1, 1, 0) == COLLIE_TCP_REPLY_BAD_TOKEN);
     ASSERT(tcpt_raw_hello(addr, COLLIE_TCP_HELLO_MAGIC, COLLIE_TCP_PROTO_VERSION, "", 0, 1, 1, 0) ==
@@ -747,7 +808,7 @@ TEST_IMPL(tcp_bad_hello)
     ASSERT(tcpt_raw_hello(addr, COLLIE_TCP_HELLO_MAGIC, COLLIE_TCP_PROTO_VERSION, longer,
                           (uint16_t)(tl + 1), 1, 1, 0) == COLLIE_TCP_REPLY_BAD_TOKEN);
     tcpt_open(&t);
-    close(silent);
+    for (int i = 0; i < 20; i++) close(silent[i]);
   } else {
     tcpt_open(&t);
   }
@@ -842,8 +903,8 @@ TEST_IMPL(tcp_pingpong)
   unsigned char small[8] = {0};
   struct collie__req r;
   for (int mode = 0; mode < 2; mode++) {
-    int spin = mode ? 1 << 30 : 0;
-    int iters = 3000;
+    int spin = mode ? 1000 : 0; /* spinning: many progress calls, then sleep */
+    int iters = mode ? 1000 : 3000;
     tcpt_barrier(&t, mode ? "lat1" : "lat0");
     int64_t t0 = collie__now_ns();
     for (int i = 0; i < iters; i++) {
