@@ -62,4 +62,11 @@
   XX(split_tcp_8, split_even_odd, 8, "tcp", 60) \
   XX(kill_rank_tcp_2, kill_rank_mid_allreduce, 2, "tcp", 30) \
   XX(kill_rank_tcp_4, kill_rank_mid_allreduce, 4, "tcp", 30) \
-  XX(timeout_tcp_3, timeout_names_peer, 3, "tcp", 30)
+  XX(timeout_tcp_3, timeout_names_peer, 3, "tcp", 30) \
+  XX(allreduce_matrix_mixed_4, allreduce_matrix, 4, "mixed", 90) \
+  XX(allreduce_large_mixed_5, allreduce_large, 5, "mixed", 120) \
+  XX(broadcast_mixed_5, broadcast_roots, 5, "mixed", 90) \
+  XX(barrier_mixed_4, barrier_waits_for_all, 4, "mixed", 30) \
+  XX(group_ring_mixed_4, group_ring_exchange, 4, "mixed", 60) \
+  XX(split_mixed_5, split_even_odd, 5, "mixed", 60) \
+  XX(kill_rank_mixed_4, kill_rank_mid_allreduce, 4, "mixed", 30)

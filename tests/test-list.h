@@ -5,7 +5,9 @@
  * An entry is XX(name, function, ranks, transport, timeout_s):
  * - ranks 0 runs the function once in a plain child process with no launcher
  *   environment (unit tests); ranks N >= 1 forks N rank processes;
- * - transport is "shm", "tcp" or "auto" (COLLIE_TRANSPORT for the ranks);
+ * - transport is "shm", "tcp" or "auto" (COLLIE_TRANSPORT for the ranks), or
+ *   "mixed": two fake hosts (COLLIE_HOST_ID by rank parity), so shm and tcp
+ *   serve one communicator together;
  * - timeout_s is scaled by COLLIE_TEST_TIMEOUT_MULT (sanitizer builds).
  * tests/CMakeLists.txt reads the list files: one ctest entry per line.
  */
