@@ -197,13 +197,25 @@ typedef enum {
   COLLIE_CAT_TOPR_INDICES
 } collie_category_t;
 
-/* Named algorithms for collie_opts_t.algorithm; AUTO lets the cost model pick. */
+/* Named algorithms for collie_opts_t.algorithm and COLLIE_ALGO; AUTO lets the
+ * cost model pick. Which collective has which is in docs/algorithms.md; naming
+ * one that a collective lacks, or that cannot run the call (shm_flat across
+ * hosts), is COLLIE_INVALID_ARGUMENT, never a silent fallback. */
 #define COLLIE_ALGO_MAP(XX)                                                                        \
   XX(AUTO, "auto")                                                                                 \
   XX(RING, "ring")                                                                                 \
   XX(TREE, "tree")                                                                                 \
   XX(DISSEMINATION, "dissemination")                                                               \
-  XX(LINEAR, "linear")
+  XX(LINEAR, "linear")                                                                             \
+  XX(RECURSIVE_DOUBLING, "recursive_doubling")                                                     \
+  XX(RABENSEIFNER, "rabenseifner")                                                                 \
+  XX(BRUCK, "bruck")                                                                               \
+  XX(RECURSIVE_HALVING, "recursive_halving")                                                       \
+  XX(SCATTER_ALLGATHER, "scatter_allgather")                                                       \
+  XX(CHAIN, "chain")                                                                               \
+  XX(PAIRWISE, "pairwise")                                                                         \
+  XX(REDUCE_SCATTER_GATHER, "reduce_scatter_gather")                                               \
+  XX(SHM_FLAT, "shm_flat")
 
 typedef enum {
 #define COLLIE_XX_(name, str) COLLIE_ALGO_##name,

@@ -17,6 +17,7 @@
 #include "list_transport.h"
 #include "list_reduce.h"
 #include "list_coll.h"
+#include "list_matrix.h"
 #include "list_tools.h"
 
 #define TEST_LIST(XX)                                                                              \
@@ -26,6 +27,7 @@
   TEST_LIST_TRANSPORT(XX)                                                                          \
   TEST_LIST_REDUCE(XX)                                                                             \
   TEST_LIST_COLL(XX)                                                                               \
+  TEST_LIST_MATRIX(XX)                                                                             \
   TEST_LIST_TOOLS(XX)
 
 #define XX_DECL(name, fn, ranks, transport, timeout) TEST_IMPL(fn);

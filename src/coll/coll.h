@@ -3,8 +3,13 @@
  * (buffers, counts, dtype, op, root/peer, rank/size, the comm's net, a reduce
  * kernel, scratch space and a deadline) and moves bytes with
  * collie__net_isend/irecv/wait only: it never sees a transport, so every
- * algorithm runs on shm and tcp alike. Each family lives in its own file,
- * opening with an essay on what moves where and what it costs.
+ * algorithm runs on shm and tcp alike (the shm-only family in shm_flat.c is
+ * the one exception, and says so in its `needs`). Each family lives in its
+ * own file, opening with an essay on what moves where and what it costs.
+ *
+ * Selection (select.c) asks every algorithm of the call's collective for its
+ * estimated time under the alpha-beta-gamma model of the transport class and
+ * runs the cheapest, unless the call's opts or COLLIE_ALGO name one.
  */
 #ifndef COLLIE_COLL_H
 #define COLLIE_COLL_H
@@ -23,37 +28,136 @@ struct collie__scratch {
   size_t cap;
 };
 /* Returns scratch memory of at least n bytes (64-byte aligned), or NULL with
- * the error set (SYSTEM_ERROR) when it cannot grow. */
+ * the error set (SYSTEM_ERROR) when it cannot grow. One region per call: an
+ * algorithm that needs several carves them out of one request. */
 void *collie__scratch_get(struct collie__scratch *s, size_t n);
 void collie__scratch_free(struct collie__scratch *s);
 
-/* One validated operation, as an algorithm sees it. */
+/* One validated operation, as an algorithm sees it.
+ *
+ * count means, per collective (as the public API): allreduce, broadcast,
+ * reduce: elements of the buffer; allgather: sendcount (recvbuf holds
+ * size*count); reduce_scatter: recvcount (sendbuf holds size*count);
+ * alltoall, gather, scatter: elements per rank; allgatherv: sendcount, with
+ * recvcounts/rdispls; alltoallv: unused, with the four arrays. In place is
+ * expressed by the buffers, as in the API (allgather: sendbuf == recvbuf +
+ * rank*count; reduce_scatter: recvbuf == sendbuf + rank*count; the others:
+ * sendbuf == recvbuf). */
 struct collie__call {
-  int kind;          /* COLLIE_KIND_* */
-  uint32_t seq;      /* the comm's sequence number of this operation */
+  int kind;     /* COLLIE_KIND_* */
+  int algo;     /* COLLIE_ALGO_* that runs it (set by dispatch) */
+  uint32_t seq; /* the comm's sequence number of this operation */
   const void *sendbuf;
-  void *recvbuf;     /* broadcast: the buffer */
-  size_t count;      /* elements: allreduce/broadcast/reduce count; per-rank for the others */
+  void *recvbuf; /* broadcast: the buffer */
+  size_t count;
+  const size_t *sendcounts, *sdispls; /* alltoallv */
+  const size_t *recvcounts, *rdispls; /* alltoallv, allgatherv */
   collie_dtype_t dtype;
   collie_op_t op;
-  size_t esize;      /* bytes per element */
-  int root;          /* rooted collectives; p2p: the peer */
-  int tag;           /* p2p */
+  size_t esize; /* bytes per element */
+  int root;     /* rooted collectives; p2p: the peer */
+  int tag;      /* p2p */
   int rank, size;
+  int all_shm; /* every rank of the communicator is on this host (shm-only algorithms apply) */
   struct collie__net *net;
   collie__reduce_fn reduce; /* kernel for (dtype, op) when the call reduces */
   struct collie__scratch *scratch;
   int64_t deadline_ns;
-  uint32_t p2p_seq;  /* p2p: the pair's message counter */
+  uint32_t p2p_seq; /* p2p: the pair's message counter */
 };
 
-/* Algorithm families. needs: COLLIE_ALGO_NEEDS_* bits the call must satisfy. */
+/* The slot of step `step` of this call: kind, sequence, step, and the
+ * algorithm in the low byte, so ranks that picked different algorithms for
+ * the same call fail with a mismatch instead of misreading each other. */
+static inline uint64_t
+collie__call_slot(const struct collie__call *c, uint32_t step)
+{
+  return collie__slot(c->kind, c->seq, step) | (uint64_t)(c->algo & 0xff);
+}
+
+/* ---- The cost model ---- */
+
+/* Transport classes the model distinguishes. */
+enum { COLLIE_CLASS_SHM = 0, COLLIE_CLASS_TCP, COLLIE_CLASS_COUNT_ };
+
+/* alpha: latency of one message step (us); beta: time per byte moved (us/B);
+ * gamma: time per byte reduced (us/B). */
+struct collie__model {
+  double alpha_us, beta_us, gamma_us;
+};
+
+struct collie__models {
+  struct collie__model cls[COLLIE_CLASS_COUNT_];
+};
+
+/* Built-in defaults, measured on the reference machine (docs/algorithms.md).
+ * oversubscribed: more local ranks than cores, so a step also pays a wake-up. */
+void collie__models_default(struct collie__models *m, int oversubscribed);
+/* Reads a tuning file ("shm.alpha_us = 1.5" lines, '#' comments) over m.
+ * INVALID_ARGUMENT naming file:line on a malformed line or unknown key;
+ * SYSTEM_ERROR when it cannot be read. */
+collie_result_t collie__models_load(const char *path, struct collie__models *m);
+
+/* Bytes of the largest buffer of a call (nccl-tests "size"): allreduce,
+ * broadcast, reduce: count; allgather, reduce_scatter, alltoall, gather,
+ * scatter: size*count; v-variants: the sum of the counts; times esize. */
+size_t collie__call_bytes(const struct collie__call *c);
+
+/* ---- Algorithms ---- */
+
+/* needs bits: conditions every rank can evaluate the same way. */
+#define COLLIE_NEEDS_ALL_SHM 0x1u /* every rank on one host (reads peers' memory) */
+#define COLLIE_NEEDS_REDUCE 0x2u  /* the call reduces (has a valid kernel) */
+
 struct collie__algo {
-  const char *name; /* "ring", "tree": COLLIE_ALGO and logs */
+  const char *name; /* COLLIE_ALGO_MAP's name: COLLIE_ALGO and logs */
   int id;           /* COLLIE_ALGO_* */
   int kind;         /* COLLIE_KIND_* it implements */
-  collie_result_t (*run)(struct collie__call *call);
+  unsigned needs;   /* COLLIE_NEEDS_* */
+  /* Estimated time in microseconds of call under model m, or < 0 when the
+   * algorithm cannot run this call. Must depend only on values every rank
+   * agrees on (size, count, dtype, op, root, all_shm; never rank-local counts),
+   * so that every rank picks the same algorithm. */
+  double (*cost_us)(const struct collie__call *c, const struct collie__model *m);
+  /* Runs the call; every wait bounded by c->deadline_ns. */
+  collie_result_t (*run)(struct collie__call *c);
 };
+
+/* Every algorithm, one definition each in its family's file (listed in select.c). */
+#define COLLIE_ALGOS(XX)                                                                           \
+  XX(allreduce_ring)                                                                               \
+  XX(allreduce_recursive_doubling)                                                                 \
+  XX(allreduce_rabenseifner)                                                                       \
+  XX(allreduce_shm_flat)                                                                           \
+  XX(allgather_ring)                                                                               \
+  XX(allgather_recursive_doubling)                                                                 \
+  XX(allgather_bruck)                                                                              \
+  XX(allgatherv_ring)                                                                              \
+  XX(reduce_scatter_ring)                                                                          \
+  XX(reduce_scatter_recursive_halving)                                                             \
+  XX(reduce_scatter_shm_flat)                                                                      \
+  XX(broadcast_tree)                                                                               \
+  XX(broadcast_scatter_allgather)                                                                  \
+  XX(broadcast_chain)                                                                              \
+  XX(reduce_tree)                                                                                  \
+  XX(reduce_reduce_scatter_gather)                                                                 \
+  XX(alltoall_pairwise)                                                                            \
+  XX(alltoall_bruck)                                                                               \
+  XX(alltoallv_pairwise)                                                                           \
+  XX(gather_tree)                                                                                  \
+  XX(gather_linear)                                                                                \
+  XX(scatter_tree)                                                                                 \
+  XX(scatter_linear)                                                                               \
+  XX(barrier_dissemination)                                                                        \
+  XX(barrier_shm_flat)
+
+#define COLLIE_XX_(name) extern const struct collie__algo collie__algo_##name;
+COLLIE_ALGOS(COLLIE_XX_)
+#undef COLLIE_XX_
+
+/* Point to point is not selected: one way to do it. */
+collie_result_t collie__p2p_send(struct collie__call *call);
+collie_result_t collie__p2p_recv(struct collie__call *call);
 
 /* ---- select.c ---- */
 
@@ -64,19 +168,24 @@ struct collie__algo_table {
 /* Parses "allreduce=ring,broadcast=tree"; an unknown collective or algorithm,
  * or one that does not implement that collective, is INVALID_ARGUMENT naming it. */
 collie_result_t collie__algo_parse(const char *spec, struct collie__algo_table *out);
+
+/* Remembers which (collective, size bucket) decision tables were logged. */
+struct collie__select_log {
+  uint64_t logged[COLLIE_KIND_COUNT_]; /* bit b: bucket of 2^b bytes */
+};
+
 /* Picks the algorithm for call: opts_algo (COLLIE_ALGO_* from the call's opts)
- * first, then the table's forced choice, else the default for the collective.
- * INVALID_ARGUMENT when a named algorithm does not implement this collective. */
+ * first, then the table's forced choice, else the cheapest under the model of
+ * the call's transport class. INVALID_ARGUMENT when a named algorithm does not
+ * implement this collective or cannot run this call. At COLLIE_DEBUG=INFO the
+ * decision table is logged once per (collective, power-of-two size bucket). */
 collie_result_t collie__algo_select(const struct collie__call *call, int opts_algo,
                                     const struct collie__algo_table *table,
+                                    const struct collie__models *models,
+                                    struct collie__select_log *log,
                                     const struct collie__algo **out);
 
-/* ---- the families ---- */
-collie_result_t collie__allreduce_ring(struct collie__call *call);
-collie_result_t collie__broadcast_tree(struct collie__call *call);
-collie_result_t collie__barrier_dissemination(struct collie__call *call);
-collie_result_t collie__p2p_send(struct collie__call *call);
-collie_result_t collie__p2p_recv(struct collie__call *call);
+/* ---- Helpers shared by the families ---- */
 
 /* Split [0, count) into `parts` near-equal blocks: block i starts at
  * collie__block_off(count, parts, i) and holds collie__block_len(...) elements. */
@@ -91,5 +200,19 @@ collie__block_off(size_t count, int parts, int i)
   size_t q = count / (size_t)parts, r = count % (size_t)parts;
   return (size_t)i * q + ((size_t)i < r ? (size_t)i : r);
 }
+
+/* ceil(log2(p)) for p >= 1. */
+static inline int
+collie__log2_ceil(int p)
+{
+  int k = 0;
+  while ((1 << k) < p) k++;
+  return k;
+}
+
+/* Posts a send to `to` and a receive from `from` (either may be -1 for none)
+ * of one step and waits for both. */
+collie_result_t collie__sendrecv(struct collie__call *c, int to, const void *sbuf, size_t sbytes,
+                                 int from, void *rbuf, size_t rbytes, uint32_t step);
 
 #endif /* COLLIE_COLL_H */

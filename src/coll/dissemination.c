@@ -9,15 +9,15 @@
  */
 #include "coll/coll.h"
 
-collie_result_t
-collie__barrier_dissemination(struct collie__call *c)
+static collie_result_t
+dissemination_run(struct collie__call *c)
 {
   int p = c->size;
   uint32_t round = 0;
   for (int d = 1; d < p; d <<= 1, round++) {
     struct collie__req s, r;
     struct collie__req *w[2] = {&r, &s};
-    uint64_t slot = collie__slot(c->kind, c->seq, round);
+    uint64_t slot = collie__call_slot(c, round);
     collie_result_t rc = collie__net_irecv(c->net, (c->rank - d + p) % p, NULL, 0, slot, &r);
     if (rc == COLLIE_SUCCESS) rc = collie__net_isend(c->net, (c->rank + d) % p, NULL, 0, slot, &s);
     if (rc == COLLIE_SUCCESS) rc = collie__net_wait(c->net, w, 2, c->deadline_ns);
@@ -25,3 +25,13 @@ collie__barrier_dissemination(struct collie__call *c)
   }
   return COLLIE_SUCCESS;
 }
+
+static double
+dissemination_cost(const struct collie__call *c, const struct collie__model *m)
+{
+  return collie__log2_ceil(c->size) * m->alpha_us;
+}
+
+const struct collie__algo collie__algo_barrier_dissemination = {
+    "dissemination", COLLIE_ALGO_DISSEMINATION, COLLIE_KIND_BARRIER, 0, dissemination_cost,
+    dissemination_run};

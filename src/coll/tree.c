@@ -14,13 +14,14 @@
  * selection issue.
  */
 #include "coll/coll.h"
+#include "coll/stub.h"
 #include "util/error.h"
 
 #define TREE_CHUNK ((size_t)512 * 1024)
 #define TREE_MAXCHILD 32
 
-collie_result_t
-collie__broadcast_tree(struct collie__call *c)
+static collie_result_t
+tree_broadcast_run(struct collie__call *c)
 {
   int p = c->size, v = (c->rank - c->root + p) % p;
   size_t bytes = c->count * c->esize;
@@ -41,7 +42,7 @@ collie__broadcast_tree(struct collie__call *c)
 
   size_t chunk = TREE_CHUNK - TREE_CHUNK % c->esize;
   size_t nchunks = bytes ? (bytes + chunk - 1) / chunk : 1;
-  uint64_t slot = collie__slot(c->kind, c->seq, 0);
+  uint64_t slot = collie__call_slot(c, 0);
   struct collie__req rreq, sreq[2][TREE_MAXCHILD];
   struct collie__req *w[TREE_MAXCHILD];
   for (size_t k = 0; k < nchunks; k++) {
@@ -64,3 +65,18 @@ collie__broadcast_tree(struct collie__call *c)
   for (int i = 0; i < nchild; i++) w[i] = &sreq[(nchunks - 1) & 1][i];
   return collie__net_wait(c->net, w, nchild, c->deadline_ns);
 }
+
+static double
+tree_broadcast_cost(const struct collie__call *c, const struct collie__model *m)
+{
+  double S = (double)collie__call_bytes(c), depth = collie__log2_ceil(c->size);
+  double k = S > TREE_CHUNK ? S / TREE_CHUNK : 1; /* chunks in the pipeline */
+  return (depth + k - 1) * (m->alpha_us + S / k * m->beta_us);
+}
+
+const struct collie__algo collie__algo_broadcast_tree = {
+    "tree", COLLIE_ALGO_TREE, COLLIE_KIND_BROADCAST, 0, tree_broadcast_cost, tree_broadcast_run};
+
+COLLIE_ALGO_STUB(reduce_tree, TREE, REDUCE);
+COLLIE_ALGO_STUB(gather_tree, TREE, GATHER);
+COLLIE_ALGO_STUB(scatter_tree, TREE, SCATTER);

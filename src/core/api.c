@@ -168,7 +168,9 @@ collie_allgather(collie_comm_t *comm, const void *sendbuf, void *recvbuf, size_t
   API_TRY(api_count(fn, "sendcount", sendcount, (size_t)comm->size, dtype));
   API_TRY(api_buf(fn, "sendbuf", sendbuf, sendcount));
   API_TRY(api_buf(fn, "recvbuf", recvbuf, sendcount));
-  return api_not_yet(fn);
+  struct collie__call call = {.kind = COLLIE_KIND_ALLGATHER, .sendbuf = sendbuf,
+                              .recvbuf = recvbuf, .count = sendcount, .dtype = dtype};
+  return api_finish(comm, &call, opts, work);
 }
 
 collie_result_t
@@ -196,7 +198,10 @@ collie_allgatherv(collie_comm_t *comm, const void *sendbuf, size_t sendcount, vo
     return collie__err(COLLIE_INVALID_ARGUMENT, "%s: recvcounts[%d] = %zu differs from sendcount %zu",
                        fn, comm->rank, recvcounts[comm->rank], sendcount);
   API_TRY(api_buf(fn, "recvbuf", recvbuf, total));
-  return api_not_yet(fn);
+  struct collie__call call = {.kind = COLLIE_KIND_ALLGATHERV, .sendbuf = sendbuf,
+                              .recvbuf = recvbuf, .count = sendcount, .recvcounts = recvcounts,
+                              .rdispls = displs, .dtype = dtype};
+  return api_finish(comm, &call, opts, work);
 }
 
 collie_result_t
@@ -211,7 +216,10 @@ collie_reduce_scatter(collie_comm_t *comm, const void *sendbuf, void *recvbuf, s
   API_TRY(api_count(fn, "recvcount", recvcount, (size_t)comm->size, dtype));
   API_TRY(api_buf(fn, "sendbuf", sendbuf, recvcount));
   API_TRY(api_buf(fn, "recvbuf", recvbuf, recvcount));
-  return api_not_yet(fn);
+  struct collie__call call = {.kind = COLLIE_KIND_REDUCE_SCATTER, .sendbuf = sendbuf,
+                              .recvbuf = recvbuf, .count = recvcount, .dtype = dtype, .op = op,
+                              .reduce = collie__reduce_kernel(dtype, op)};
+  return api_finish(comm, &call, opts, work);
 }
 
 collie_result_t
@@ -227,7 +235,10 @@ collie_reduce(collie_comm_t *comm, const void *sendbuf, void *recvbuf, size_t co
   API_TRY(api_rank(comm, fn, "root", root));
   API_TRY(api_buf(fn, "sendbuf", sendbuf, count));
   if (comm->rank == root) API_TRY(api_buf(fn, "recvbuf (at the root)", recvbuf, count));
-  return api_not_yet(fn);
+  struct collie__call call = {.kind = COLLIE_KIND_REDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                              .count = count, .dtype = dtype, .op = op, .root = root,
+                              .reduce = collie__reduce_kernel(dtype, op)};
+  return api_finish(comm, &call, opts, work);
 }
 
 collie_result_t
@@ -240,7 +251,9 @@ collie_alltoall(collie_comm_t *comm, const void *sendbuf, void *recvbuf, size_t 
   API_TRY(api_count(fn, "count_per_rank", count_per_rank, (size_t)comm->size, dtype));
   API_TRY(api_buf(fn, "sendbuf", sendbuf, count_per_rank));
   API_TRY(api_buf(fn, "recvbuf", recvbuf, count_per_rank));
-  return api_not_yet(fn);
+  struct collie__call call = {.kind = COLLIE_KIND_ALLTOALL, .sendbuf = sendbuf,
+                              .recvbuf = recvbuf, .count = count_per_rank, .dtype = dtype};
+  return api_finish(comm, &call, opts, work);
 }
 
 /* counts/displs of one side of alltoallv: present, no overflow, buffer present if any count. */
@@ -273,7 +286,10 @@ collie_alltoallv(collie_comm_t *comm, const void *sendbuf, const size_t *sendcou
   API_TRY(api_dtype(fn, dtype));
   API_TRY(api_vside(comm, fn, 1, sendbuf, sendcounts, sdispls, dtype));
   API_TRY(api_vside(comm, fn, 0, recvbuf, recvcounts, rdispls, dtype));
-  return api_not_yet(fn);
+  struct collie__call call = {.kind = COLLIE_KIND_ALLTOALLV, .sendbuf = sendbuf,
+                              .recvbuf = recvbuf, .sendcounts = sendcounts, .sdispls = sdispls,
+                              .recvcounts = recvcounts, .rdispls = rdispls, .dtype = dtype};
+  return api_finish(comm, &call, opts, work);
 }
 
 collie_result_t
@@ -287,7 +303,9 @@ collie_gather(collie_comm_t *comm, const void *sendbuf, void *recvbuf, size_t co
   API_TRY(api_rank(comm, fn, "root", root));
   API_TRY(api_buf(fn, "sendbuf", sendbuf, count));
   if (comm->rank == root) API_TRY(api_buf(fn, "recvbuf (at the root)", recvbuf, count));
-  return api_not_yet(fn);
+  struct collie__call call = {.kind = COLLIE_KIND_GATHER, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                              .count = count, .dtype = dtype, .root = root};
+  return api_finish(comm, &call, opts, work);
 }
 
 collie_result_t
@@ -301,7 +319,9 @@ collie_scatter(collie_comm_t *comm, const void *sendbuf, void *recvbuf, size_t c
   API_TRY(api_rank(comm, fn, "root", root));
   if (comm->rank == root) API_TRY(api_buf(fn, "sendbuf (at the root)", sendbuf, count));
   API_TRY(api_buf(fn, "recvbuf", recvbuf, count));
-  return api_not_yet(fn);
+  struct collie__call call = {.kind = COLLIE_KIND_SCATTER, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                              .count = count, .dtype = dtype, .root = root};
+  return api_finish(comm, &call, opts, work);
 }
 
 /* ---- Point to point ---- */

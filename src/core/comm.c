@@ -179,6 +179,10 @@ comm_create(const struct collie__params *params, const char *token, int64_t time
     }
     int local = 0;
     for (int p = 0; p < size; p++) local += !strcmp(c->peers[p].host, me->host);
+    c->all_shm = local == size && strcmp(c->transport, "tcp") != 0;
+    collie__models_default(&c->models, local > collie__ncpus());
+    if (params->TUNING_FILE)
+      COLLIE_CHECK_GOTO(collie__models_load(params->TUNING_FILE, &c->models), rc, out_free);
     struct collie__net_cfg cfg = {
         .rank = rank,
         .size = size,
@@ -194,6 +198,8 @@ comm_create(const struct collie__params *params, const char *token, int64_t time
     };
     COLLIE_CHECK_GOTO(collie__net_open(&cfg, &c->net), rc, out_free);
   } else {
+    c->all_shm = 1;
+    collie__models_default(&c->models, 0);
     struct collie__net_cfg cfg = {.rank = 0, .size = 1, .peers = c->peers, .transport = transport,
                                   .token = c->token, .comm_hash = hash, .deadline_ns = deadline};
     COLLIE_CHECK_GOTO(collie__net_open(&cfg, &c->net), rc, out_free);
@@ -405,12 +411,13 @@ collie_comm_destroy(collie_comm_t *comm)
     /* A closing barrier: no rank tears down channels (or rank 0 its store)
      * while a peer still finishes its last operation over them. */
     struct collie__call call = {.kind = COLLIE_KIND_BARRIER,
+                                .algo = COLLIE_ALGO_DISSEMINATION,
                                 .seq = comm->seq++,
                                 .rank = comm->rank,
                                 .size = comm->size,
                                 .net = comm->net,
                                 .deadline_ns = collie__deadline_after_ms(comm->timeout_ms)};
-    if (collie__barrier_dissemination(&call) != COLLIE_SUCCESS)
+    if (collie__algo_barrier_dissemination.run(&call) != COLLIE_SUCCESS)
       COLLIE_WARN("INIT", "destroy: closing barrier failed (%s); closing anyway", collie__err_msg());
   } else if (comm->poison_rc != COLLIE_SUCCESS) {
     collie__net_abort(comm->net);

@@ -56,6 +56,9 @@ struct collie_comm {
   struct collie__peer *peers;
   struct collie__net *net;
   struct collie__algo_table algos; /* COLLIE_ALGO overrides */
+  struct collie__models models;    /* cost model (defaults or COLLIE_TUNING_FILE) */
+  struct collie__select_log select_log;
+  int all_shm; /* every rank shares this host and shm serves them */
   uint32_t seq;                     /* collectives issued so far */
   uint32_t split_seq;
   uint32_t *p2p_send_seq, *p2p_recv_seq; /* per peer */

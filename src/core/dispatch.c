@@ -20,6 +20,7 @@ collie__dispatch(collie_comm_t *comm, struct collie__call *call, const collie_op
   call->size = comm->size;
   call->net = comm->net;
   call->scratch = &comm->scratch;
+  call->all_shm = comm->all_shm;
   call->esize = collie_dtype_size(call->dtype);
   call->deadline_ns = collie__deadline_after_ms(timeout);
   if (call->kind == COLLIE_KIND_P2P) {
@@ -29,8 +30,9 @@ collie__dispatch(collie_comm_t *comm, struct collie__call *call, const collie_op
   }
   /* An unusable algorithm choice is an argument error: reported before the
    * call takes a sequence number, so the communicator stays usable. */
-  rc = collie__algo_select(call, opts_algo, &comm->algos, &algo);
+  rc = collie__algo_select(call, opts_algo, &comm->algos, &comm->models, &comm->select_log, &algo);
   if (rc != COLLIE_SUCCESS) return rc;
+  call->algo = algo->id;
   call->seq = comm->seq++;
   COLLIE_TRACE("COLL", "%s #%u: %zu x %s, algorithm %s", collie__kind_name(call->kind), call->seq,
                call->count, collie_dtype_name(call->dtype), algo->name);

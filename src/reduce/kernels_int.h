@@ -1,5 +1,11 @@
 /*
- * kernels_int.h - inline fp16 / bf16 <-> fp32 conversions, private to src/reduce.
+ * kernels_int.h - private to src/reduce: the per-ISA kernel tables that isa.c
+ * chooses between, and the inline fp16 / bf16 <-> fp32 conversions.
+ *
+ * Tables: kernels_gen.h is compiled once per instruction set, each time
+ * filling one collie__reduce_table_<isa> (kernels.c: portable, kernels_avx2.c,
+ * kernels_avx512.c); isa.c reads the CPU once and hands out entries of the
+ * best table it may run.
  *
  * The reduction kernels convert every element twice, so the conversions must
  * inline into the kernel loops (an out-of-line call per element would cost more
@@ -17,6 +23,24 @@
 
 #include <stdint.h>
 #include <string.h>
+
+#include "reduce/reduce.h"
+
+/* One kernel per (dtype, op); NULL where the pair is not supported. */
+typedef collie__reduce_fn collie__reduce_table_t[COLLIE_DTYPE_COUNT_][COLLIE_OP_COUNT_];
+
+/* Built everywhere, for the baseline ISA (SSE2 on x86-64). */
+extern const collie__reduce_table_t collie__reduce_table_portable;
+
+/* The x86-64 tables need gcc's or clang's target attribute and <immintrin.h>
+ * with per-function ISAs; -DCOLLIE_REDUCE_PORTABLE_ONLY leaves them out. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(COLLIE_REDUCE_PORTABLE_ONLY)
+#define REDUCE_HAVE_X86 1
+/* AVX2 + FMA + F16C (Haswell, Zen 1 and later). */
+extern const collie__reduce_table_t collie__reduce_table_avx2;
+/* The AVX2 set plus AVX-512 F, BW, VL, DQ (Skylake-SP, Zen 4 and later). */
+extern const collie__reduce_table_t collie__reduce_table_avx512;
+#endif
 
 static inline uint32_t
 reduce_f32_bits(float f)

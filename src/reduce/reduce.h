@@ -22,6 +22,19 @@ typedef void (*collie__reduce_fn)(void *inout, const void *in, size_t n);
  * ops on floating types) or either value is out of range. */
 collie__reduce_fn collie__reduce_kernel(collie_dtype_t dtype, collie_op_t op);
 
+/* The instruction set whose kernels collie__reduce_kernel hands out:
+ * "avx512", "avx2" or "portable". Chosen from the CPU at the first call of
+ * either function (thread-safe), then fixed for the process. For logs and
+ * benchmarks. Never NULL. */
+const char *collie__reduce_isa(void);
+
+/* For tests and benchmarks only: the kernel for (dtype, op) from the table of
+ * one named instruction set ("avx512", "avx2", "portable"), or NULL when the
+ * name is unknown or NULL, this build or CPU cannot run that set, or the pair
+ * is not supported. So every table the machine can run can be checked
+ * against a reference, whichever one the dispatcher picked. */
+collie__reduce_fn collie__reduce_kernel_isa(collie_dtype_t dtype, collie_op_t op, const char *isa);
+
 /* Divides n elements of buf by p in place: floats as x / p (fp16/bf16 in fp32,
  * rounded to nearest even), integers as C division (truncated toward zero). */
 void collie__reduce_avg_finish(void *buf, size_t n, collie_dtype_t dtype, int p);

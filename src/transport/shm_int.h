@@ -1,10 +1,11 @@
 /*
- * shm_int.h - the layout of the shared-memory segment of the shm transport
- * (shm.c). One segment exists per host per communicator; every local rank
- * of that communicator maps it. Everything here lives in shared memory and
- * is read and written by several processes at once, so every word that
- * more than one process touches is a C11 atomic, and every word written by
- * a different process than its neighbours sits on its own cache line(s).
+ * shm_int.h - the internals of the shm transport, shared by its setup
+ * (shm_setup.c) and its data path (shm.c): the layout of the shared-memory
+ * segment, and each rank's private state for it. One segment exists per host per communicator;
+ * every local rank of that communicator maps it. Everything here lives in shared memory and is read
+ * and written by several processes at once, so every word that more than one process touches is a
+ * C11 atomic, and every word written by a different process than its neighbours sits on its own
+ * cache line(s).
  *
  *   offset 0                     struct collie__shm_header
  *   shm_layout.ranks_off         int32_t ranks[nlocal]: comm rank of each local index
@@ -27,6 +28,9 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "transport/transport.h"
+#include "util/error.h"
 
 /* Tunables. 8 x 64 KiB per direction per pair: deep enough that a sender
  * rarely waits on a receiver that is merely late. The segment grows with the
@@ -138,9 +142,90 @@ _Static_assert((COLLIE_SHM_NSLOTS & (COLLIE_SHM_NSLOTS - 1)) == 0, "NSLOTS: powe
 _Static_assert(COLLIE_SHM_SLOT_BYTES % 64 == 0 && COLLIE_SHM_SLOT_BYTES <= UINT32_MAX,
                "slot payload: whole lines, fits the 32-bit chunk length");
 
-/* Where each part of a segment of nlocal ranks lives (shm.c computes it). */
+/* Where each part of a segment of nlocal ranks lives (shm_setup.c computes it). */
 struct collie__shm_layout {
   size_t ranks_off, ctrl_off, rings_off, bytes;
 };
+
+/* ---- This rank's private state (not in shared memory) ---- */
+
+/* A channel: this rank's two rings with one peer, and its posted requests. */
+struct collie__shm_chan {
+  int rank;                     /* the peer's comm rank */
+  int world_rank;               /* for messages */
+  int local;                    /* the peer's index in the segment */
+  int pid;                      /* the peer's pid, as it wrote it when attaching */
+  int pidfd;                    /* pidfd of the peer, or -1 (then kill(2) / /proc) */
+  int pid_check;                /* 0 when the pid is not ours to check (other pid namespace) */
+  struct collie__shm_ring *out; /* this rank -> peer: we produce */
+  struct collie__shm_ring *in;  /* peer -> this rank: we consume */
+  uint64_t out_tail;            /* our copy of out->tail (we own it) */
+  uint64_t out_head_seen;       /* out->head as last read */
+  uint64_t in_head;             /* our copy of in->head (we own it) */
+  uint64_t in_tail_seen;        /* in->tail as last read */
+  struct collie__req *sendq, *sendq_last;
+  struct collie__req *recvq, *recvq_last;
+};
+
+/* The transport state of one communicator on this rank. struct collie__xport
+ * is opaque to the rest of the library; shm.c's shm_of() converts. */
+struct collie__shm_xport {
+  int rank, comm_size;
+  int nlocal, me;                 /* group size and this rank's index in it */
+  int *chan_of_rank;              /* comm rank -> index into chans, or -1 */
+  struct collie__shm_chan *chans; /* nlocal - 1 channels, ascending comm rank */
+  int nchans;
+  char name[64];
+  void *base;
+  size_t bytes;
+  struct collie__shm_header *hdr;
+  struct collie__shm_ctrl *ctrl;
+  uint32_t snapshot;    /* my doorbell at the start of the last progress() */
+  uint32_t events_seen; /* hdr->events at the last peer check */
+  int64_t next_check_ns;
+  int npending;
+  collie_result_t failed; /* first failure; errmsg holds its text */
+  char errmsg[COLLIE_ERRMSG_LEN];
+  /* The only words touched by two threads of this process: abort() may come
+   * from another thread (collie_comm_abort) while the driving thread is in
+   * progress() or wait(). busy serialises abort() with post() and progress(),
+   * which take it uncontended otherwise; stopped lets wait() skip sleeping. */
+  _Atomic int busy;
+  _Atomic int stopped;
+  _Atomic int left; /* our state is CLOSED or ABORTED already */
+};
+
+/* A futex word of the segment, as the kernel sees it: same size and
+ * representation (asserted above); the kernel only compares and sleeps. */
+static inline uint32_t *
+collie__shm_futex_word(_Atomic uint32_t *w)
+{
+  return (uint32_t *)(void *)w;
+}
+
+/* ---- shm_setup.c ---- */
+
+/* The ops' can_connect: a peer on the same host (equal host identity),
+ * never this rank itself, never when COLLIE_TRANSPORT forces tcp. Pure. */
+int collie__shm_can_connect(const struct collie__net_cfg *cfg, int peer);
+/* The ops' open (see transport.h for the contract): validates the peer
+ * list, then the leader creates the segment and the others attach; blocks
+ * until every local rank attached or cfg->deadline_ns. With no peers it
+ * returns a transport that owns no segment. On failure nothing is left
+ * behind (the name is unlinked, peers see this rank ABORTED). */
+collie_result_t collie__shm_open(const struct collie__net_cfg *cfg, const int *peers, int npeers,
+                                 struct collie__xport **out);
+
+/* ---- shm.c ---- */
+
+/* Announces that this rank left (state CLOSED or ABORTED, with an optional
+ * reason, NUL-terminated, copied) and wakes everyone. Non-blocking; only
+ * the first call of either kind counts; a no-op before the segment is
+ * mapped. Used by abort(), close() and a failed open(). */
+void collie__shm_leave(struct collie__shm_xport *x, uint32_t state, const char *reason);
+/* Unmaps the segment, closes the pidfds of the first x->nchans channels and
+ * frees x. Never touches posted requests; does not announce anything
+ * (collie__shm_leave does). Used by close() and a failed open(). */
+void collie__shm_free(struct collie__shm_xport *x);
 
 #endif /* COLLIE_TRANSPORT_SHM_INT_H */

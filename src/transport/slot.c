@@ -10,6 +10,12 @@ static const char *slot_kind_names[] = {
 #undef COLLIE_XX_
 };
 
+static const char *slot_algo_names[] = {
+#define COLLIE_XX_(name, str) str,
+    COLLIE_ALGO_MAP(COLLIE_XX_)
+#undef COLLIE_XX_
+};
+
 const char *
 collie__kind_name(int kind)
 {
@@ -25,6 +31,9 @@ collie__slot_describe(uint64_t slot, char *buf, size_t len)
   unsigned low = (unsigned)((slot >> 8) & 0xffff);
   if (kind == COLLIE_KIND_P2P)
     snprintf(buf, len, "send/recv tag %u (message %u of the pair)", mid, low);
+  else if ((slot & 0xff) != 0 && (slot & 0xff) < COLLIE_ALGO_COUNT_)
+    snprintf(buf, len, "%s #%u step %u (%s)", collie__kind_name(kind), mid, low,
+             slot_algo_names[slot & 0xff]);
   else
     snprintf(buf, len, "%s #%u step %u", collie__kind_name(kind), mid, low);
 }

@@ -1,5 +1,6 @@
 /*
- * tcp_int.h - the state of the tcp transport (tcp.c): one socket per peer,
+ * tcp_int.h - the state of the tcp transport, shared by its setup
+ * (tcp_setup.c) and its data path (tcp.c): one socket per peer,
  * each with a FIFO of posted sends and one of posted receives, and the
  * partial-frame progress of each direction, so that non-blocking I/O can stop
  * anywhere (mid-header, mid-payload) and resume on the next progress().
@@ -21,6 +22,7 @@
 
 #include <poll.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "transport/tcp_proto.h"
@@ -77,5 +79,27 @@ struct collie__tcp_xport {
    * only field abort() writes. The driving thread turns it into `failed`. */
   atomic_int aborted;
 };
+
+/* ---- tcp_setup.c ---- */
+
+/* The ops' can_connect: tcp reaches any rank. Pure. */
+int collie__tcp_can_connect(const struct collie__net_cfg *cfg, int peer);
+/* The ops' open (see transport.h for the contract): listens if a higher
+ * rank will connect, connects to and says hello to every lower rank,
+ * accepts and checks every higher one, then reads the replies; blocks until
+ * every channel is up or cfg->deadline_ns. The job token must fit a hello
+ * (COLLIE_TCP_TOKEN_MAX). On failure every socket is closed. */
+collie_result_t collie__tcp_open(const struct collie__net_cfg *cfg, const int *peers, int npeers,
+                                 struct collie__xport **out);
+
+/* ---- tcp.c ---- */
+
+/* Names c's peer for messages: "rank 3 (world rank 5, pid 123, ip:port)".
+ * Writes at most len bytes of buf, NUL-terminated. Never fails. */
+void collie__tcp_peer_name(const struct collie__tcp_chan *c, char *buf, size_t len);
+/* Closes every channel's socket and frees t (NULL is a no-op). Never touches
+ * posted requests and sends nothing (close() says goodbye first). Used by
+ * close() and a failed open(). */
+void collie__tcp_free(struct collie__tcp_xport *t);
 
 #endif /* COLLIE_TRANSPORT_TCP_INT_H */

@@ -64,7 +64,25 @@ ref_store(void *buf, size_t i, collie_dtype_t d, int64_t v)
 void
 ref_fill(void *buf, size_t n, collie_dtype_t dtype, collie_op_t op, int r)
 {
-  for (size_t i = 0; i < n; i++) ref_store(buf, i, dtype, ref_value(r, i, op));
+  ref_fill_at(buf, 0, n, dtype, op, r);
+}
+
+void
+ref_fill_at(void *buf, size_t first, size_t n, collie_dtype_t dtype, collie_op_t op, int r)
+{
+  for (size_t i = 0; i < n; i++) ref_store(buf, i, dtype, ref_value(r, first + i, op));
+}
+
+int64_t
+ref_pattern(int src, size_t i)
+{
+  return (int64_t)((unsigned)(src * 37) + (unsigned)(i % 9973) * 11u) % 113 - 50;
+}
+
+void
+ref_fill_pattern(void *buf, size_t n, collie_dtype_t dtype, int src)
+{
+  for (size_t i = 0; i < n; i++) ref_store(buf, i, dtype, ref_pattern(src, i));
 }
 
 /* Reads element i as double (floats) or as the integer's value (ints). */
@@ -115,7 +133,15 @@ long
 ref_check(const void *buf, size_t n, collie_dtype_t d, collie_op_t op, int p, char *why,
           size_t whylen)
 {
-  for (size_t i = 0; i < n; i++) {
+  return ref_check_at(buf, 0, n, d, op, p, why, whylen);
+}
+
+long
+ref_check_at(const void *buf, size_t first, size_t n, collie_dtype_t d, collie_op_t op, int p,
+             char *why, size_t whylen)
+{
+  for (size_t k = 0; k < n; k++) {
+    size_t i = first + k;
     if (ref_is_float(d)) {
       double acc = (double)ref_value(0, i, op);
       for (int r = 1; r < p; r++) {
@@ -133,11 +159,11 @@ ref_check(const void *buf, size_t n, collie_dtype_t d, collie_op_t op, int p, ch
         tol = d == COLLIE_FLOAT16 ? 4e-3 : d == COLLIE_BFLOAT16 ? 2e-2 : 1e-6;
         tol *= fabs(acc) > 1 ? fabs(acc) : 1;
       }
-      double got = ref_load_f(buf, i, d);
+      double got = ref_load_f(buf, k, d);
       if (!(fabs(got - acc) <= tol)) {
         snprintf(why, whylen, "element %zu = %g, expected %g (%s %s, %d ranks)", i, got, acc,
                  collie_dtype_name(d), collie_op_name(op), p);
-        return (long)i;
+        return (long)k;
       }
     } else {
       /* Integer reference: wrapped unsigned arithmetic; AVG truncates toward zero. */
@@ -169,11 +195,11 @@ ref_check(const void *buf, size_t n, collie_dtype_t d, collie_op_t op, int p, ch
           acc = ref_wrap(acc, d) / (uint64_t)p;
       }
       (void)sacc;
-      uint64_t got = ref_load_u(buf, i, d);
+      uint64_t got = ref_load_u(buf, k, d);
       if (got != acc) {
         snprintf(why, whylen, "element %zu = %lld, expected %lld (%s %s, %d ranks)", i,
                  (long long)got, (long long)acc, collie_dtype_name(d), collie_op_name(op), p);
-        return (long)i;
+        return (long)k;
       }
     }
   }

@@ -24,6 +24,17 @@ void ref_fill(void *buf, size_t n, collie_dtype_t dtype, collie_op_t op, int r);
  * first wrong index, or -1. Describes the mismatch into why. */
 long ref_check(const void *buf, size_t n, collie_dtype_t dtype, collie_op_t op, int p, char *why,
                size_t whylen);
+/* As ref_check for elements first..first+n-1 of the ranks' inputs (buf[0] is
+ * element `first`). */
+long ref_check_at(const void *buf, size_t first, size_t n, collie_dtype_t dtype, collie_op_t op,
+                  int p, char *why, size_t whylen);
+/* As ref_fill for elements first..first+n-1 of rank r's input. */
+void ref_fill_at(void *buf, size_t first, size_t n, collie_dtype_t dtype, collie_op_t op, int r);
+
+/* Data-movement pattern: the value that source `src` puts at index i (small
+ * integers, exact in every dtype), and a whole block of them. */
+int64_t ref_pattern(int src, size_t i);
+void ref_fill_pattern(void *buf, size_t n, collie_dtype_t dtype, int src);
 int ref_is_float(collie_dtype_t dtype);
 
 #endif

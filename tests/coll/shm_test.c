@@ -24,156 +24,20 @@
 #include "transport/transport.h"
 #include "util/error.h"
 #include "util/util.h"
+#include "xport_fixture.h"
 
 static const struct collie__xport_ops *const shmt_ops = &collie__shm_ops;
 
-struct shmt {
-  int rank, size;
-  collie__store_t *store;
-  struct collie__peer *peers;
-  struct collie__net_cfg cfg;
-  struct collie__xport *x;
-};
-
-/* Opens the store and exchanges every rank's struct collie__peer. */
+/* Meets the other ranks and fills the config as a communicator would for
+ * shm: the runner's store itself, transport "auto". */
 static void
-shmt_meet(struct shmt *t, int64_t setup_ms)
+shmt_meet(struct xfix *t, int64_t setup_ms)
 {
-  memset(t, 0, sizeof(*t));
-  t->rank = test_rank();
-  t->size = test_size();
-  int64_t dl = collie__deadline_after_ms(10000);
-  ASSERT_OK(collie__store_open(getenv("COLLIE_STORE"), t->rank, t->size, getenv("COLLIE_JOB_TOKEN"),
-                               dl, &t->store));
-  struct collie__peer me;
-  memset(&me, 0, sizeof(me));
-  collie__host_id(NULL, me.host, sizeof(me.host));
-  me.pid = (int32_t)getpid();
-  me.world_rank = t->rank;
-  char key[64];
-  snprintf(key, sizeof(key), "peer/%d", t->rank);
-  ASSERT_OK(collie__store_set(t->store, key, &me, sizeof(me), dl));
-  t->peers = calloc((size_t)t->size, sizeof(*t->peers));
-  ASSERT(t->peers);
-  for (int r = 0; r < t->size; r++) {
-    void *v = NULL;
-    size_t n = 0;
-    snprintf(key, sizeof(key), "peer/%d", r);
-    ASSERT_OK(collie__store_get(t->store, key, &v, &n, dl));
-    ASSERT(n == sizeof(struct collie__peer));
-    memcpy(&t->peers[r], v, n);
-    free(v);
-  }
-  t->cfg.rank = t->rank;
-  t->cfg.size = t->size;
-  t->cfg.peers = t->peers;
-  t->cfg.store = t->store;
-  t->cfg.token = getenv("COLLIE_JOB_TOKEN");
-  t->cfg.comm_hash = 1;
-  t->cfg.transport = "auto";
-  t->cfg.spin = 0;
-  t->cfg.deadline_ns = collie__deadline_after_ms(setup_ms);
+  xfix_meet(t, shmt_ops, 0);
+  xfix_config(t, NULL, "auto", setup_ms);
 }
 
-/* Opens the transport to every other rank. */
-static void
-shmt_open(struct shmt *t)
-{
-  int peers[64], np = 0;
-  for (int r = 0; r < t->size; r++)
-    if (r != t->rank) peers[np++] = r;
-  ASSERT_OK(shmt_ops->open(&t->cfg, peers, np, &t->x));
-  ASSERT(t->x != NULL);
-}
-
-static void
-shmt_done(struct shmt *t)
-{
-  if (t->x) shmt_ops->close(t->x);
-  t->x = NULL;
-  collie__store_release(t->store);
-  free(t->peers);
-}
-
-/* A store barrier among all ranks, named so that successive ones differ. */
-static void
-shmt_barrier(struct shmt *t, const char *name)
-{
-  char key[96];
-  int64_t v = 0, dl = collie__deadline_after_ms(10000);
-  snprintf(key, sizeof(key), "barrier/%s", name);
-  ASSERT_OK(collie__store_add(t->store, key, 1, &v, dl));
-  while (v < t->size) {
-    ASSERT(collie__now_ns() < dl);
-    collie__sleep_ns(1000000);
-    ASSERT_OK(collie__store_add(t->store, key, 0, &v, dl));
-  }
-}
-
-/* Drives progress until reqs[0..n) are done, spinning `spin` times between
- * sleeps; returns the first failure (transport's or a request's). */
-static collie_result_t
-shmt_wait_n(struct shmt *t, struct collie__req *reqs, int n, int spin, int64_t deadline)
-{
-  int spun = 0;
-  for (;;) {
-    int pending = 0;
-    collie_result_t rc = shmt_ops->progress(t->x, &pending);
-    if (rc != COLLIE_SUCCESS) return rc;
-    int all = 1;
-    for (int i = 0; i < n; i++) {
-      if (!reqs[i].done)
-        all = 0;
-      else if (reqs[i].rc != COLLIE_SUCCESS)
-        return reqs[i].rc;
-    }
-    if (all) return COLLIE_SUCCESS;
-    ASSERT(pending > 0);
-    if (collie__now_ns() >= deadline) return collie__err(COLLIE_TIMEOUT, "test wait timed out");
-    if (spun < spin) {
-      spun++;
-      collie__cpu_relax();
-      continue;
-    }
-    spun = 0;
-    shmt_ops->wait(t->x, deadline);
-  }
-}
-
-static void
-shmt_post(struct shmt *t, struct collie__req *r, int peer, int is_send, void *buf, size_t len,
-          uint64_t slot)
-{
-  memset(r, 0, sizeof(*r));
-  r->peer = peer;
-  r->is_send = is_send;
-  r->buf = buf;
-  r->len = len;
-  r->slot = slot;
-  ASSERT_OK(shmt_ops->post(t->x, r));
-}
-
-static unsigned char
-shmt_byte(int src, size_t len, size_t i)
-{
-  return (unsigned char)((size_t)src * 131u + len * 7u + i * 13u + (i >> 11));
-}
-
-static void
-shmt_fill(unsigned char *p, int src, size_t len)
-{
-  for (size_t i = 0; i < len; i++) p[i] = shmt_byte(src, len, i);
-}
-
-static void
-shmt_check(const unsigned char *p, int src, size_t len)
-{
-  for (size_t i = 0; i < len; i++)
-    ASSERTF(p[i] == shmt_byte(src, len, i), "byte %zu of %zu from rank %d: got %u want %u", i, len,
-            src, p[i], shmt_byte(src, len, i));
-}
-
-/* The segment's name, as shm.c builds it (the runner relies on the prefix). */
+/* The segment's name, as shm_setup.c builds it (the runner relies on the prefix). */
 static void
 shmt_seg_name(char *buf, size_t len, uint64_t comm_hash, int leader)
 {
@@ -183,60 +47,29 @@ shmt_seg_name(char *buf, size_t len, uint64_t comm_hash, int leader)
            leader);
 }
 
-/* Open file descriptors of this process (pidfds must not leak). */
-static int
-shmt_count_fds(void)
-{
-  int n = 0;
-  DIR *d = opendir("/proc/self/fd");
-  ASSERT(d);
-  while (readdir(d)) n++;
-  closedir(d);
-  return n;
-}
-
 /* ---- Ring exchange of every size, contents checked ---- */
 
 TEST_IMPL(shm_ring_sizes)
 {
-  struct shmt t;
+  struct xfix t;
   shmt_meet(&t, 10000);
-  int fds = shmt_count_fds();
-  shmt_open(&t);
+  int fds = xfix_nfds();
+  xfix_open(&t);
   /* Every rank is attached once open() returns: the name must be gone. */
   char name[96], path[128];
   shmt_seg_name(name, sizeof(name), 1, 0);
   snprintf(path, sizeof(path), "/dev/shm%s", name);
   ASSERTF(access(path, F_OK) != 0, "%s still exists after open", path);
 
-  static const size_t sizes[] = {0, 1, 7, 64 * 1024 + 3, 8 * 1024 * 1024 + 5};
-  int right = (t.rank + 1) % t.size, left = (t.rank + t.size - 1) % t.size;
-  for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
-    size_t n = sizes[k];
-    unsigned char *sb = malloc(n + 1), *rb = malloc(n + 1);
-    ASSERT(sb && rb);
-    shmt_fill(sb, t.rank, n);
-    memset(rb, 0xee, n + 1);
-    struct collie__req reqs[2];
-    uint64_t slot = collie__slot(COLLIE_KIND_ALLREDUCE, (uint32_t)k, 3);
-    shmt_post(&t, &reqs[0], left, 0, rb, n, slot);
-    shmt_post(&t, &reqs[1], right, 1, sb, n, slot);
-    ASSERT_OK(shmt_wait_n(&t, reqs, 2, 100, collie__deadline_after_ms(10000)));
-    shmt_check(rb, left, n);
-    ASSERT(rb[n] == 0xee); /* nothing written past the end */
-    ASSERT(reqs[0].done && reqs[0].rc == COLLIE_SUCCESS && reqs[1].done);
-    free(sb);
-    free(rb);
-  }
+  xfix_ring_sizes(&t, 100);
   int pending = -1;
   ASSERT_OK(shmt_ops->progress(t.x, &pending));
   ASSERT(pending == 0);
-  shmt_barrier(&t, "end"); /* nobody closes while a neighbour still reads */
+  xfix_barrier(&t, "end"); /* nobody closes while a neighbour still reads */
   shmt_ops->close(t.x);
   t.x = NULL;
-  ASSERTF(shmt_count_fds() == fds, "%d fds open after close, %d before open", shmt_count_fds(),
-          fds);
-  shmt_done(&t);
+  ASSERTF(xfix_nfds() == fds, "%d fds open after close, %d before open", xfix_nfds(), fds);
+  xfix_done(&t);
 }
 
 /* ---- Many messages in flight per channel, in order ---- */
@@ -253,9 +86,9 @@ shmt_inflight_len(int i)
 
 TEST_IMPL(shm_many_inflight)
 {
-  struct shmt t;
+  struct xfix t;
   shmt_meet(&t, 10000);
-  shmt_open(&t);
+  xfix_open(&t);
   int peer = t.rank ^ 1;
   if (peer >= t.size) peer = t.rank; /* odd rank count: the last one idles */
   if (peer != t.rank) {
@@ -271,77 +104,42 @@ TEST_IMPL(shm_many_inflight)
         if (sends) {
           sb[i] = malloc(n + 1);
           ASSERT(sb[i]);
-          shmt_fill(sb[i], t.rank * 1000 + i, n);
-          shmt_post(&t, &reqs[SHMT_INFLIGHT + i], peer, 1, sb[i], n, slot);
+          xfix_fill(sb[i], n, t.rank, peer, (unsigned)i);
+          xfix_post(&t, &reqs[SHMT_INFLIGHT + i], peer, 1, sb[i], n, slot);
         } else {
           rb[i] = malloc(n + 1);
           ASSERT(rb[i]);
-          shmt_post(&t, &reqs[i], peer, 0, rb[i], n, slot);
+          xfix_post(&t, &reqs[i], peer, 0, rb[i], n, slot);
         }
       }
     }
-    ASSERT_OK(shmt_wait_n(&t, reqs, 2 * SHMT_INFLIGHT, 100, collie__deadline_after_ms(15000)));
+    ASSERT_OK(xfix_wait_n(&t, reqs, 2 * SHMT_INFLIGHT, 100, collie__deadline_after_ms(15000)));
     for (int i = 0; i < SHMT_INFLIGHT; i++) {
-      shmt_check(rb[i], peer * 1000 + i, shmt_inflight_len(i));
+      xfix_check(rb[i], shmt_inflight_len(i), peer, t.rank, (unsigned)i);
       free(rb[i]);
       free(sb[i]);
     }
   }
-  shmt_barrier(&t, "end");
-  shmt_done(&t);
+  xfix_barrier(&t, "end");
+  xfix_done(&t);
 }
 
 /* ---- All-to-all among every rank at once ---- */
 
 TEST_IMPL(shm_alltoall)
 {
-  struct shmt t;
+  struct xfix t;
   shmt_meet(&t, 10000);
-  shmt_open(&t);
+  xfix_open(&t);
   enum { ITERS = 20 };
   size_t base = 96 * 1024;
-  int n = t.size;
-  unsigned char **sb = calloc((size_t)n, sizeof(*sb)), **rb = calloc((size_t)n, sizeof(*rb));
-  struct collie__req *reqs = calloc(2 * (size_t)n, sizeof(*reqs));
-  ASSERT(sb && rb && reqs);
-  for (int p = 0; p < n; p++) {
-    sb[p] = malloc(base + 64);
-    rb[p] = malloc(base + 64);
-    ASSERT(sb[p] && rb[p]);
-  }
-  int64_t t0 = collie__now_ns();
-  for (int it = 0; it < ITERS; it++) {
-    int nr = 0;
-    for (int k = 1; k < n; k++) {
-      int to = (t.rank + k) % n, from = (t.rank + n - k) % n;
-      size_t slen = base + (size_t)((t.rank + to + it) % 64);
-      size_t rlen = base + (size_t)((from + t.rank + it) % 64);
-      shmt_fill(sb[to], t.rank * 100 + it, slen);
-      uint64_t sslot = collie__slot(COLLIE_KIND_ALLTOALL, (uint32_t)it, (uint32_t)t.rank);
-      uint64_t rslot = collie__slot(COLLIE_KIND_ALLTOALL, (uint32_t)it, (uint32_t)from);
-      shmt_post(&t, &reqs[nr++], from, 0, rb[from], rlen, rslot);
-      shmt_post(&t, &reqs[nr++], to, 1, sb[to], slen, sslot);
-    }
-    ASSERT_OK(shmt_wait_n(&t, reqs, nr, 50, collie__deadline_after_ms(10000)));
-    for (int k = 1; k < n; k++) {
-      int from = (t.rank + n - k) % n;
-      shmt_check(rb[from], from * 100 + it, base + (size_t)((from + t.rank + it) % 64));
-    }
-  }
-  double secs = (double)(collie__now_ns() - t0) / 1e9;
+  double secs = xfix_alltoall(&t, ITERS, base, 0, 50);
   if (t.rank == 0)
-    printf("shm_alltoall %d ranks: %d rounds of %zu KiB per pair in %.3f s\n", n, ITERS,
+    printf("shm_alltoall %d ranks: %d rounds of %zu KiB per pair in %.3f s\n", t.size, ITERS,
            base / 1024, secs);
   ASSERTF(secs < 10.0, "all-to-all took %.1f s: waits are grinding", secs);
-  for (int p = 0; p < n; p++) {
-    free(sb[p]);
-    free(rb[p]);
-  }
-  free(sb);
-  free(rb);
-  free(reqs);
-  shmt_barrier(&t, "end");
-  shmt_done(&t);
+  xfix_barrier(&t, "end");
+  xfix_done(&t);
 }
 
 /* ---- Mismatches ---- */
@@ -350,24 +148,24 @@ static void
 shmt_mismatch(uint64_t sslot, size_t slen, uint64_t rslot, size_t rlen, const char *want1,
               const char *want2)
 {
-  struct shmt t;
+  struct xfix t;
   shmt_meet(&t, 10000);
-  shmt_open(&t);
+  xfix_open(&t);
   unsigned char *buf = malloc(slen > rlen ? slen : rlen);
   ASSERT(buf);
   struct collie__req r;
   if (t.rank == 0) {
     memset(buf, 0x11, slen);
-    shmt_post(&t, &r, 1, 1, buf, slen, sslot);
-    ASSERT_OK(shmt_wait_n(&t, &r, 1, 100, collie__deadline_after_ms(5000)));
+    xfix_post(&t, &r, 1, 1, buf, slen, sslot);
+    ASSERT_OK(xfix_wait_n(&t, &r, 1, 100, collie__deadline_after_ms(5000)));
   } else {
     memset(buf, 0x77, rlen);
     struct collie__req later;
-    shmt_post(&t, &r, 0, 0, buf, rlen, rslot);
+    xfix_post(&t, &r, 0, 0, buf, rlen, rslot);
     char other[8];
-    shmt_post(&t, &later, 0, 0, other, sizeof(other), rslot + 256);
+    xfix_post(&t, &later, 0, 0, other, sizeof(other), rslot + 256);
     ASSERT_RC(COLLIE_INVALID_USAGE, "mismatched",
-              shmt_wait_n(&t, &r, 1, 100, collie__deadline_after_ms(5000)));
+              xfix_wait_n(&t, &r, 1, 100, collie__deadline_after_ms(5000)));
     ASSERTF(strstr(collie_last_error(), want1) && strstr(collie_last_error(), want2),
             "message \"%s\" lacks \"%s\" or \"%s\"", collie_last_error(), want1, want2);
     ASSERTF(strstr(collie_last_error(), "rank 0"), "message does not name rank 0: %s",
@@ -388,9 +186,9 @@ shmt_mismatch(uint64_t sslot, size_t slen, uint64_t rslot, size_t rlen, const ch
     ASSERT_RC(COLLIE_INVALID_USAGE, "mismatched", shmt_ops->post(t.x, &again));
     ASSERT(again.done && again.rc == COLLIE_INVALID_USAGE);
   }
-  shmt_barrier(&t, "end");
+  xfix_barrier(&t, "end");
   free(buf);
-  shmt_done(&t);
+  xfix_done(&t);
 }
 
 TEST_IMPL(shm_mismatch_slot)
@@ -410,12 +208,12 @@ TEST_IMPL(shm_mismatch_len)
 
 TEST_IMPL(shm_peer_dies)
 {
-  struct shmt t;
+  struct xfix t;
   shmt_meet(&t, 10000);
-  shmt_open(&t);
+  xfix_open(&t);
   int victim = t.size - 1;
   if (t.rank == victim) {
-    shmt_barrier(&t, "posted");
+    xfix_barrier(&t, "posted");
     collie__sleep_ns(100 * 1000000LL); /* let the others go to sleep in wait() */
     test_die_by_sigkill();
   }
@@ -425,14 +223,14 @@ TEST_IMPL(shm_peer_dies)
   unsigned char *sb = calloc(1, big), rb[16];
   ASSERT(sb);
   struct collie__req reqs[2];
-  shmt_post(&t, &reqs[0], victim, 0, rb, sizeof(rb), collie__slot(COLLIE_KIND_BARRIER, 1, 0));
+  xfix_post(&t, &reqs[0], victim, 0, rb, sizeof(rb), collie__slot(COLLIE_KIND_BARRIER, 1, 0));
   int n = 1;
   if (t.rank == 0)
-    shmt_post(&t, &reqs[n++], victim, 1, sb, big, collie__slot(COLLIE_KIND_GATHER, 1, 0));
-  shmt_barrier(&t, "posted");
+    xfix_post(&t, &reqs[n++], victim, 1, sb, big, collie__slot(COLLIE_KIND_GATHER, 1, 0));
+  xfix_barrier(&t, "posted");
   int64_t t0 = collie__now_ns();
   ASSERT_RC(COLLIE_REMOTE_ERROR, "died",
-            shmt_wait_n(&t, reqs, n, 0, collie__deadline_after_ms(10000)));
+            xfix_wait_n(&t, reqs, n, 0, collie__deadline_after_ms(10000)));
   double secs = (double)(collie__now_ns() - t0) / 1e9;
   char want[64];
   snprintf(want, sizeof(want), "rank %d (world rank %d, pid", victim, victim);
@@ -441,18 +239,18 @@ TEST_IMPL(shm_peer_dies)
   ASSERTF(secs < 2.0, "death noticed after %.2f s", secs);
   for (int i = 0; i < n; i++) ASSERT(reqs[i].done && reqs[i].rc == COLLIE_REMOTE_ERROR);
   free(sb);
-  shmt_done(&t);
+  xfix_done(&t);
 }
 
 /* Someone else in the process closes the transport's pidfds (a double close
  * elsewhere): death is still noticed, through kill(2) and /proc. */
 TEST_IMPL(shm_pidfd_closed)
 {
-  struct shmt t;
+  struct xfix t;
   shmt_meet(&t, 10000);
-  shmt_open(&t);
+  xfix_open(&t);
   if (t.rank == 1) {
-    shmt_barrier(&t, "posted");
+    xfix_barrier(&t, "posted");
     test_die_by_sigkill();
   }
   int closed = 0;
@@ -470,13 +268,13 @@ TEST_IMPL(shm_pidfd_closed)
   closedir(d);
   char in[4];
   struct collie__req r;
-  shmt_post(&t, &r, 1, 0, in, sizeof(in), collie__slot(COLLIE_KIND_BARRIER, 3, 0));
-  shmt_barrier(&t, "posted");
+  xfix_post(&t, &r, 1, 0, in, sizeof(in), collie__slot(COLLIE_KIND_BARRIER, 3, 0));
+  xfix_barrier(&t, "posted");
   ASSERT_RC(COLLIE_REMOTE_ERROR, "rank 1 (world rank 1, pid",
-            shmt_wait_n(&t, &r, 1, 0, collie__deadline_after_ms(5000)));
+            xfix_wait_n(&t, &r, 1, 0, collie__deadline_after_ms(5000)));
   ASSERTF(strstr(collie_last_error(), "died"), "%s", collie_last_error());
   printf("shm_pidfd_closed: closed %d pidfd(s) behind the transport's back\n", closed);
-  shmt_done(&t);
+  xfix_done(&t);
 }
 
 /* Rank 1 sends one message, then leaves (close or abort); rank 0 gets the
@@ -485,22 +283,22 @@ TEST_IMPL(shm_pidfd_closed)
 static void
 shmt_peer_leaves(int use_abort)
 {
-  struct shmt t;
+  struct xfix t;
   shmt_meet(&t, 10000);
-  shmt_open(&t);
+  xfix_open(&t);
   uint64_t slot = collie__slot(COLLIE_KIND_BROADCAST, 9, 0);
   char msg[100];
   struct collie__req reqs[2];
   if (t.rank == 1) {
     memset(msg, 'q', sizeof(msg));
-    shmt_post(&t, &reqs[0], 0, 1, msg, sizeof(msg), slot);
-    ASSERT_OK(shmt_wait_n(&t, reqs, 1, 0, collie__deadline_after_ms(5000)));
+    xfix_post(&t, &reqs[0], 0, 1, msg, sizeof(msg), slot);
+    ASSERT_OK(xfix_wait_n(&t, reqs, 1, 0, collie__deadline_after_ms(5000)));
     collie__sleep_ns(150 * 1000000LL); /* rank 0 is asleep in wait() by now */
     if (use_abort) {
       /* A request posted when abort() comes is abandoned, never written to
        * again (after a timeout its memory may be gone); progress fails. */
       char in[4];
-      shmt_post(&t, &reqs[1], 0, 0, in, sizeof(in), slot + 256);
+      xfix_post(&t, &reqs[1], 0, 0, in, sizeof(in), slot + 256);
       shmt_ops->abort(t.x);
       shmt_ops->abort(t.x); /* idempotent */
       ASSERT(!reqs[1].done);
@@ -514,11 +312,11 @@ shmt_peer_leaves(int use_abort)
     t.x = NULL;
   } else {
     char a[100], b[100];
-    shmt_post(&t, &reqs[0], 1, 0, a, sizeof(a), slot);
-    shmt_post(&t, &reqs[1], 1, 0, b, sizeof(b), slot + 256);
+    xfix_post(&t, &reqs[0], 1, 0, a, sizeof(a), slot);
+    xfix_post(&t, &reqs[1], 1, 0, b, sizeof(b), slot + 256);
     int64_t t0 = collie__now_ns();
     ASSERT_RC(COLLIE_REMOTE_ERROR, use_abort ? "aborted" : "closed",
-              shmt_wait_n(&t, reqs, 2, 0, collie__deadline_after_ms(10000)));
+              xfix_wait_n(&t, reqs, 2, 0, collie__deadline_after_ms(10000)));
     double secs = (double)(collie__now_ns() - t0) / 1e9;
     ASSERTF(strstr(collie_last_error(), "rank 1 (world rank 1"), "\"%s\" does not name rank 1",
             collie_last_error());
@@ -527,7 +325,7 @@ shmt_peer_leaves(int use_abort)
     ASSERT(reqs[1].done && reqs[1].rc == COLLIE_REMOTE_ERROR);
     ASSERTF(secs < 1.0, "departure noticed after %.2f s", secs);
   }
-  shmt_done(&t);
+  xfix_done(&t);
 }
 
 TEST_IMPL(shm_peer_closes)
@@ -544,35 +342,35 @@ TEST_IMPL(shm_peer_aborts)
  * rank 0 and must still learn the root cause from rank 0's abort reason. */
 TEST_IMPL(shm_abort_reason)
 {
-  struct shmt t;
+  struct xfix t;
   shmt_meet(&t, 10000);
-  shmt_open(&t);
-  shmt_barrier(&t, "open");
+  xfix_open(&t);
+  xfix_barrier(&t, "open");
   if (t.rank == 2) test_die_by_sigkill();
   char buf[8];
   struct collie__req r;
   uint64_t slot = collie__slot(COLLIE_KIND_REDUCE, 4, 0);
   if (t.rank == 0) {
-    shmt_post(&t, &r, 2, 0, buf, sizeof(buf), slot);
+    xfix_post(&t, &r, 2, 0, buf, sizeof(buf), slot);
     ASSERT_RC(COLLIE_REMOTE_ERROR, "rank 2 (world rank 2, pid",
-              shmt_wait_n(&t, &r, 1, 0, collie__deadline_after_ms(10000)));
+              xfix_wait_n(&t, &r, 1, 0, collie__deadline_after_ms(10000)));
     shmt_ops->abort(t.x);
   } else {
-    shmt_post(&t, &r, 0, 0, buf, sizeof(buf), slot);
+    xfix_post(&t, &r, 0, 0, buf, sizeof(buf), slot);
     ASSERT_RC(COLLIE_REMOTE_ERROR, "rank 0 (world rank 0",
-              shmt_wait_n(&t, &r, 1, 0, collie__deadline_after_ms(10000)));
+              xfix_wait_n(&t, &r, 1, 0, collie__deadline_after_ms(10000)));
     ASSERTF(strstr(collie_last_error(), "aborted its communicator") &&
                 strstr(collie_last_error(), ", after: shm: rank 2 (world rank 2, pid") &&
                 strstr(collie_last_error(), "died"),
             "\"%s\" does not carry rank 0's reason", collie_last_error());
   }
-  shmt_done(&t);
+  xfix_done(&t);
 }
 
 /* abort() from another thread while the driving thread sleeps in wait():
  * the driver gets up and fails at once, and the peer hears of it. */
 struct shmt_driver {
-  struct shmt *t;
+  struct xfix *t;
   struct collie__req r;
   collie_result_t rc;
   double secs;
@@ -583,18 +381,18 @@ shmt_drive(void *arg)
 {
   struct shmt_driver *d = arg;
   char buf[16];
-  shmt_post(d->t, &d->r, 1, 0, buf, sizeof(buf), collie__slot(COLLIE_KIND_GATHER, 2, 0));
+  xfix_post(d->t, &d->r, 1, 0, buf, sizeof(buf), collie__slot(COLLIE_KIND_GATHER, 2, 0));
   int64_t t0 = collie__now_ns();
-  d->rc = shmt_wait_n(d->t, &d->r, 1, 0, collie__deadline_after_ms(10000));
+  d->rc = xfix_wait_n(d->t, &d->r, 1, 0, collie__deadline_after_ms(10000));
   d->secs = (double)(collie__now_ns() - t0) / 1e9;
   return NULL;
 }
 
 TEST_IMPL(shm_abort_from_thread)
 {
-  struct shmt t;
+  struct xfix t;
   shmt_meet(&t, 10000);
-  shmt_open(&t);
+  xfix_open(&t);
   if (t.rank == 0) {
     struct shmt_driver d = {.t = &t};
     pthread_t th;
@@ -610,35 +408,35 @@ TEST_IMPL(shm_abort_from_thread)
   } else {
     char buf[16];
     struct collie__req r;
-    shmt_post(&t, &r, 0, 0, buf, sizeof(buf), collie__slot(COLLIE_KIND_GATHER, 2, 0));
+    xfix_post(&t, &r, 0, 0, buf, sizeof(buf), collie__slot(COLLIE_KIND_GATHER, 2, 0));
     ASSERT_RC(COLLIE_REMOTE_ERROR, "rank 0 (world rank 0",
-              shmt_wait_n(&t, &r, 1, 0, collie__deadline_after_ms(10000)));
+              xfix_wait_n(&t, &r, 1, 0, collie__deadline_after_ms(10000)));
     ASSERTF(strstr(collie_last_error(), "aborted"), "\"%s\" lacks \"aborted\"",
             collie_last_error());
   }
-  shmt_barrier(&t, "end");
-  shmt_done(&t);
+  xfix_barrier(&t, "end");
+  xfix_done(&t);
 }
 
 /* After a timeout at the net level the caller returns and its requests die
  * while still posted; abort() and close() must not write to them. */
 TEST_IMPL(shm_abandoned_requests)
 {
-  struct shmt t;
+  struct xfix t;
   shmt_meet(&t, 10000);
-  shmt_open(&t);
+  xfix_open(&t);
   size_t big = 2 * 1024 * 1024; /* more than a ring holds: stays posted */
   unsigned char *sb = calloc(1, big);
   unsigned char *mem = malloc(2 * sizeof(struct collie__req));
   ASSERT(sb && mem);
   struct collie__req *reqs = (struct collie__req *)(void *)mem;
   /* Two sends each way and no receive: both stay posted. */
-  shmt_post(&t, &reqs[0], 1 - t.rank, 1, sb, big, collie__slot(COLLIE_KIND_SCATTER, 1, 0));
-  shmt_post(&t, &reqs[1], 1 - t.rank, 1, sb, 5, collie__slot(COLLIE_KIND_SCATTER, 2, 0));
+  xfix_post(&t, &reqs[0], 1 - t.rank, 1, sb, big, collie__slot(COLLIE_KIND_SCATTER, 1, 0));
+  xfix_post(&t, &reqs[1], 1 - t.rank, 1, sb, 5, collie__slot(COLLIE_KIND_SCATTER, 2, 0));
   int pending = 0;
   ASSERT_OK(shmt_ops->progress(t.x, &pending));
   ASSERT(pending == 2);
-  shmt_barrier(&t, "posted");
+  xfix_barrier(&t, "posted");
   memset(mem, 0xab, 2 * sizeof(struct collie__req)); /* the caller's frame is gone */
   if (t.rank == 0) shmt_ops->abort(t.x);
   shmt_ops->close(t.x);
@@ -646,7 +444,7 @@ TEST_IMPL(shm_abandoned_requests)
   for (size_t i = 0; i < 2 * sizeof(struct collie__req); i++) ASSERT(mem[i] == 0xab);
   free(mem);
   free(sb);
-  shmt_done(&t);
+  xfix_done(&t);
 }
 
 /* ---- open() when a peer never shows up ---- */
@@ -654,43 +452,40 @@ TEST_IMPL(shm_abandoned_requests)
 /* The last rank never opens: the others fail with TIMEOUT naming it. */
 TEST_IMPL(shm_open_timeout)
 {
-  struct shmt t;
+  struct xfix t;
   shmt_meet(&t, 1500);
   int absent = t.size - 1;
   if (t.rank != absent) {
-    int peers[64], np = 0;
-    for (int r = 0; r < t.size; r++)
-      if (r != t.rank) peers[np++] = r;
     int64_t t0 = collie__now_ns();
     char want[64];
     snprintf(want, sizeof(want), "rank %d (world rank %d)", absent, absent);
     const char *wantp = want; /* a pointer: ASSERT_RC tests it for NULL */
-    ASSERT_RC(COLLIE_TIMEOUT, wantp, shmt_ops->open(&t.cfg, peers, np, &t.x));
+    ASSERT_RC(COLLIE_TIMEOUT, wantp, xfix_try_open(&t));
     ASSERT(t.x == NULL);
     ASSERT(collie__now_ns() - t0 < 4000000000LL);
   }
-  shmt_barrier(&t, "end");
-  shmt_done(&t);
+  xfix_barrier(&t, "end");
+  xfix_done(&t);
 }
 
 /* Rank 0 (the leader) never opens: rank 1 fails with TIMEOUT naming it. */
 TEST_IMPL(shm_open_no_leader)
 {
-  struct shmt t;
+  struct xfix t;
   shmt_meet(&t, 1000);
   if (t.rank == 1) {
     int peers[1] = {0};
     ASSERT_RC(COLLIE_TIMEOUT, "rank 0 (world rank 0", shmt_ops->open(&t.cfg, peers, 1, &t.x));
     ASSERT(t.x == NULL);
   }
-  shmt_barrier(&t, "end");
-  shmt_done(&t);
+  xfix_barrier(&t, "end");
+  xfix_done(&t);
 }
 
 /* A segment left by a crashed job with the same token and comm is replaced. */
 TEST_IMPL(shm_stale_segment)
 {
-  struct shmt t;
+  struct xfix t;
   shmt_meet(&t, 10000);
   t.cfg.comm_hash = 0xdead;
   if (t.rank == 0) {
@@ -705,24 +500,24 @@ TEST_IMPL(shm_stale_segment)
     munmap(p, 4096);
     close(fd);
   }
-  shmt_barrier(&t, "stale");
-  shmt_open(&t);
+  xfix_barrier(&t, "stale");
+  xfix_open(&t);
   char buf[8] = "abcdefg", in[8];
   struct collie__req reqs[2];
   int peer = (t.rank + 1) % t.size, from = (t.rank + t.size - 1) % t.size;
-  shmt_post(&t, &reqs[0], from, 0, in, sizeof(in), 5);
-  shmt_post(&t, &reqs[1], peer, 1, buf, sizeof(buf), 5);
-  ASSERT_OK(shmt_wait_n(&t, reqs, 2, 100, collie__deadline_after_ms(5000)));
+  xfix_post(&t, &reqs[0], from, 0, in, sizeof(in), 5);
+  xfix_post(&t, &reqs[1], peer, 1, buf, sizeof(buf), 5);
+  ASSERT_OK(xfix_wait_n(&t, reqs, 2, 100, collie__deadline_after_ms(5000)));
   ASSERT(!memcmp(in, "abcdefg", 8));
-  shmt_barrier(&t, "end");
-  shmt_done(&t);
+  xfix_barrier(&t, "end");
+  xfix_done(&t);
 }
 
 /* ---- Bad input ---- */
 
 TEST_IMPL(shm_bad_input)
 {
-  struct shmt t;
+  struct xfix t;
   shmt_meet(&t, 10000);
   struct collie__xport *x = NULL;
   /* can_connect: the same host only, never to self, never when tcp is forced. */
@@ -758,7 +553,7 @@ TEST_IMPL(shm_bad_input)
   shmt_ops->close(x);
   x = NULL;
   /* post: to self, out of range, NULL buffer. */
-  shmt_open(&t);
+  xfix_open(&t);
   struct collie__req r;
   memset(&r, 0, sizeof(r));
   r.peer = t.rank;
@@ -775,12 +570,12 @@ TEST_IMPL(shm_bad_input)
   /* Still usable after rejected posts. */
   char b = (char)('a' + t.rank), in = 0;
   struct collie__req reqs[2];
-  shmt_post(&t, &reqs[0], 1 - t.rank, 0, &in, 1, 1);
-  shmt_post(&t, &reqs[1], 1 - t.rank, 1, &b, 1, 1);
-  ASSERT_OK(shmt_wait_n(&t, reqs, 2, 10, collie__deadline_after_ms(5000)));
+  xfix_post(&t, &reqs[0], 1 - t.rank, 0, &in, 1, 1);
+  xfix_post(&t, &reqs[1], 1 - t.rank, 1, &b, 1, 1);
+  ASSERT_OK(xfix_wait_n(&t, reqs, 2, 10, collie__deadline_after_ms(5000)));
   ASSERT(in == 'a' + (1 - t.rank));
-  shmt_barrier(&t, "end");
-  shmt_done(&t);
+  xfix_barrier(&t, "end");
+  xfix_done(&t);
 }
 
 /* ---- Ping-pong: latency and bandwidth, printed for tuning ---- */
@@ -789,13 +584,12 @@ TEST_IMPL(shm_bad_input)
  * more: a lost wake-up shows as a round trip that only wait()'s 50 ms cap
  * ended. */
 static double
-shmt_pingpong(struct shmt *t, size_t len, int iters, int spin, int *slow)
+shmt_pingpong(struct xfix *t, size_t len, int iters, int spin, int *slow)
 {
   unsigned char *buf = malloc(len ? len : 1);
   ASSERT(buf);
   memset(buf, 0x5a, len);
   int peer = 1 - t->rank;
-  struct collie__req r;
   int64_t t0 = 0, prev = 0;
   *slow = 0;
   for (int i = -2; i < iters; i++) { /* two warm-up rounds fault the pages in */
@@ -804,17 +598,7 @@ shmt_pingpong(struct shmt *t, size_t len, int iters, int spin, int *slow)
     if (i > 0 && now - prev >= 45000000) ++*slow;
     prev = now;
     uint64_t slot = collie__slot(COLLIE_KIND_P2P, (uint32_t)i, 0);
-    if (t->rank == 0) {
-      shmt_post(t, &r, peer, 1, buf, len, slot);
-      ASSERT_OK(shmt_wait_n(t, &r, 1, spin, collie__deadline_after_ms(10000)));
-      shmt_post(t, &r, peer, 0, buf, len, slot);
-      ASSERT_OK(shmt_wait_n(t, &r, 1, spin, collie__deadline_after_ms(10000)));
-    } else {
-      shmt_post(t, &r, peer, 0, buf, len, slot);
-      ASSERT_OK(shmt_wait_n(t, &r, 1, spin, collie__deadline_after_ms(10000)));
-      shmt_post(t, &r, peer, 1, buf, len, slot);
-      ASSERT_OK(shmt_wait_n(t, &r, 1, spin, collie__deadline_after_ms(10000)));
-    }
+    xfix_pingpong_round(t, peer, buf, len, slot, spin);
   }
   double one_way_s = (double)(collie__now_ns() - t0) / 1e9 / (2.0 * iters);
   free(buf);
@@ -823,9 +607,9 @@ shmt_pingpong(struct shmt *t, size_t len, int iters, int spin, int *slow)
 
 TEST_IMPL(shm_pingpong)
 {
-  struct shmt t;
+  struct xfix t;
   shmt_meet(&t, 10000);
-  shmt_open(&t);
+  xfix_open(&t);
   int slow = 0, slow_sleep = 0;
   double lat_spin = shmt_pingpong(&t, 8, 20000, 1000000, &slow);
   double lat_sleep = shmt_pingpong(&t, 8, 2000, 0, &slow_sleep);
@@ -842,6 +626,6 @@ TEST_IMPL(shm_pingpong)
           lat_sleep * 1e6);
   ASSERTF(slow_sleep <= 2, "%d of 2000 sleeping round trips took >= 45 ms: lost wake-ups?",
           slow_sleep);
-  shmt_barrier(&t, "end");
-  shmt_done(&t);
+  xfix_barrier(&t, "end");
+  xfix_done(&t);
 }

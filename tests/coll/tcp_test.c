@@ -34,288 +34,74 @@
 #include "transport/transport.h"
 #include "util/error.h"
 #include "util/util.h"
+#include "xport_fixture.h"
 
 static const struct collie__xport_ops *const tcpt_ops = &collie__tcp_ops;
 
-struct tcpt {
-  int rank, size;
-  collie__store_t *store; /* the runner's store */
-  collie__store_t *view;  /* a prefix view per open, as a communicator would have */
-  struct collie__peer *peers;
-  struct collie__net_cfg cfg;
-  struct collie__xport *x;
-};
-
-/* Opens the store and exchanges every rank's struct collie__peer; a nonzero
- * fake_host gives each rank a host identity of its own. */
+/* Meets the other ranks (on fake hosts of their own when fake_host) and
+ * fills the config as a communicator would for tcp: a store prefix view
+ * "c1", transport "tcp". */
 static void
-tcpt_meet(struct tcpt *t, int fake_host)
+tcpt_meet(struct xfix *t, int fake_host, int64_t setup_ms)
 {
-  memset(t, 0, sizeof(*t));
-  t->rank = test_rank();
-  t->size = test_size();
-  int64_t dl = collie__deadline_after_ms(10000);
-  ASSERT_OK(collie__store_open(getenv("COLLIE_STORE"), t->rank, t->size, getenv("COLLIE_JOB_TOKEN"),
-                               dl, &t->store));
-  struct collie__peer me;
-  memset(&me, 0, sizeof(me));
-  char fake[64];
-  snprintf(fake, sizeof(fake), "fake-host-%d", t->rank);
-  collie__host_id(fake_host ? fake : NULL, me.host, sizeof(me.host));
-  me.pid = (int32_t)getpid();
-  me.world_rank = t->rank;
-  char key[64];
-  snprintf(key, sizeof(key), "peer/%d", t->rank);
-  ASSERT_OK(collie__store_set(t->store, key, &me, sizeof(me), dl));
-  t->peers = calloc((size_t)t->size, sizeof(*t->peers));
-  ASSERT(t->peers);
-  for (int r = 0; r < t->size; r++) {
-    void *v = NULL;
-    size_t n = 0;
-    snprintf(key, sizeof(key), "peer/%d", r);
-    ASSERT_OK(collie__store_get(t->store, key, &v, &n, dl));
-    ASSERT(n == sizeof(struct collie__peer));
-    memcpy(&t->peers[r], v, n);
-    free(v);
-  }
+  xfix_meet(t, tcpt_ops, fake_host);
+  xfix_config(t, "c1", "tcp", setup_ms);
 }
 
-/* Fills the config for an open under the store prefix `comm`. */
+/* The "host:port" rank published for its listener, read from the view. */
 static void
-tcpt_config(struct tcpt *t, const char *comm, int64_t setup_ms)
+tcpt_published_addr(struct xfix *t, int rank, char *addr, size_t len, int64_t wait_ms)
 {
-  if (t->view) collie__store_release(t->view);
-  ASSERT_OK(collie__store_prefix(t->store, comm, &t->view));
-  t->cfg.rank = t->rank;
-  t->cfg.size = t->size;
-  t->cfg.peers = t->peers;
-  t->cfg.store = t->view;
-  t->cfg.token = getenv("COLLIE_JOB_TOKEN");
-  t->cfg.comm_hash = 1;
-  t->cfg.transport = "tcp";
-  t->cfg.ifname = NULL;
-  t->cfg.spin = 0;
-  t->cfg.deadline_ns = collie__deadline_after_ms(setup_ms);
-}
-
-/* Opens the transport to every other rank; returns open's result. */
-static collie_result_t
-tcpt_try_open(struct tcpt *t)
-{
-  int peers[64], np = 0;
-  for (int r = 0; r < t->size; r++)
-    if (r != t->rank) peers[np++] = r;
-  t->x = NULL;
-  return tcpt_ops->open(&t->cfg, peers, np, &t->x);
-}
-
-static void
-tcpt_open(struct tcpt *t)
-{
-  ASSERT_OK(tcpt_try_open(t));
-  ASSERT(t->x != NULL);
-}
-
-static void
-tcpt_done(struct tcpt *t)
-{
-  if (t->x) tcpt_ops->close(t->x);
-  t->x = NULL;
-  if (t->view) collie__store_release(t->view);
-  collie__store_release(t->store);
-  free(t->peers);
-}
-
-/* Open file descriptors of this process: close() and failed opens must not leak. */
-static int
-tcpt_nfds(void)
-{
-  DIR *d = opendir("/proc/self/fd");
-  int n = 0;
-  ASSERT(d);
-  while (readdir(d)) n++;
-  closedir(d);
-  return n;
-}
-
-/* A store barrier among n ranks, named so that successive ones differ. */
-static void
-tcpt_barrier_n(struct tcpt *t, const char *name, int n)
-{
-  char key[96];
-  int64_t v = 0, dl = collie__deadline_after_ms(10000);
-  snprintf(key, sizeof(key), "barrier/%s", name);
-  ASSERT_OK(collie__store_add(t->store, key, 1, &v, dl));
-  while (v < n) {
-    ASSERT(collie__now_ns() < dl);
-    collie__sleep_ns(1000000);
-    ASSERT_OK(collie__store_add(t->store, key, 0, &v, dl));
-  }
-}
-
-static void
-tcpt_barrier(struct tcpt *t, const char *name)
-{
-  tcpt_barrier_n(t, name, t->size);
-}
-
-static void
-tcpt_post(struct tcpt *t, struct collie__req *r, int peer, int is_send, void *buf, size_t len,
-          uint64_t slot)
-{
-  memset(r, 0, sizeof(*r));
-  r->peer = peer;
-  r->is_send = is_send;
-  r->buf = buf;
-  r->len = len;
-  r->slot = slot;
-  ASSERT_OK(tcpt_ops->post(t->x, r));
-}
-
-/* Drives progress until reqs[0..n) are done, spinning `spin` progress calls
- * between sleeps; returns the first failure (transport's or a request's). */
-static collie_result_t
-tcpt_wait_n(struct tcpt *t, struct collie__req *reqs, int n, int spin, int64_t deadline)
-{
-  int spun = 0;
-  for (;;) {
-    int pending = 0;
-    collie_result_t rc = tcpt_ops->progress(t->x, &pending);
-    if (rc != COLLIE_SUCCESS) return rc;
-    int all = 1;
-    for (int i = 0; i < n; i++) {
-      if (!reqs[i].done)
-        all = 0;
-      else if (reqs[i].rc != COLLIE_SUCCESS)
-        return reqs[i].rc;
-    }
-    if (all) return COLLIE_SUCCESS;
-    ASSERT(pending > 0);
-    if (collie__now_ns() >= deadline) return collie__err(COLLIE_TIMEOUT, "test wait timed out");
-    if (spun < spin) {
-      spun++;
-      continue;
-    }
-    spun = 0;
-    tcpt_ops->wait(t->x, deadline);
-  }
-}
-
-static unsigned char
-tcpt_pat(int src, int dst, unsigned idx, size_t i)
-{
-  return (unsigned char)(src * 131 + dst * 31 + idx * 7 + i * 13 + (i >> 9));
-}
-
-static void
-tcpt_fill(unsigned char *b, size_t n, int src, int dst, unsigned idx)
-{
-  for (size_t i = 0; i < n; i++) b[i] = tcpt_pat(src, dst, idx, i);
-}
-
-static void
-tcpt_check(const unsigned char *b, size_t n, int src, int dst, unsigned idx)
-{
-  for (size_t i = 0; i < n; i++)
-    ASSERTF(b[i] == tcpt_pat(src, dst, idx, i),
-            "message %u from rank %d: byte %zu of %zu is 0x%02x, expected 0x%02x", idx, src, i, n,
-            b[i], tcpt_pat(src, dst, idx, i));
-}
-
-static const size_t tcpt_sizes[] = {0, 1, 7, 64 * 1024 + 3, 8 * 1024 * 1024 + 5};
-#define TCPT_NSIZES (sizeof(tcpt_sizes) / sizeof(tcpt_sizes[0]))
-
-/* Sends every size to the next rank and receives it from the previous one:
- * first one size at a time, then all sizes in flight at once. */
-static void
-tcpt_ring(struct tcpt *t)
-{
-  int next = (t->rank + 1) % t->size, prev = (t->rank + t->size - 1) % t->size;
-  unsigned char *sb[TCPT_NSIZES], *rb[TCPT_NSIZES];
-  for (size_t k = 0; k < TCPT_NSIZES; k++) {
-    sb[k] = malloc(tcpt_sizes[k] + 1);
-    rb[k] = malloc(tcpt_sizes[k] + 1);
-    ASSERT(sb[k] && rb[k]);
-  }
-  for (int round = 0; round < 2; round++) {
-    struct collie__req reqs[2 * TCPT_NSIZES];
-    int nr = 0;
-    for (size_t k = 0; k < TCPT_NSIZES; k++) {
-      unsigned idx = (unsigned)(round * 100 + k);
-      tcpt_fill(sb[k], tcpt_sizes[k], t->rank, next, idx);
-      memset(rb[k], 0xee, tcpt_sizes[k] + 1);
-      uint64_t slot = collie__slot(COLLIE_KIND_ALLREDUCE, idx, 1);
-      tcpt_post(t, &reqs[nr++], prev, 0, rb[k], tcpt_sizes[k], slot);
-      tcpt_post(t, &reqs[nr++], next, 1, sb[k], tcpt_sizes[k], slot);
-      if (round == 0) {
-        ASSERT_OK(tcpt_wait_n(t, &reqs[nr - 2], 2, 0, collie__deadline_after_ms(20000)));
-        tcpt_check(rb[k], tcpt_sizes[k], prev, t->rank, idx);
-        ASSERT(rb[k][tcpt_sizes[k]] == 0xee); /* nothing written past the end */
-      }
-    }
-    if (round == 1) {
-      ASSERT_OK(tcpt_wait_n(t, reqs, nr, 0, collie__deadline_after_ms(20000)));
-      for (size_t k = 0; k < TCPT_NSIZES; k++) {
-        tcpt_check(rb[k], tcpt_sizes[k], prev, t->rank, (unsigned)(100 + k));
-        ASSERT(rb[k][tcpt_sizes[k]] == 0xee);
-      }
-    }
-  }
-  for (size_t k = 0; k < TCPT_NSIZES; k++) {
-    free(sb[k]);
-    free(rb[k]);
-  }
+  void *v = NULL;
+  size_t n = 0;
+  char key[32];
+  snprintf(key, sizeof(key), "tcp/addr/%d", rank);
+  ASSERT_OK(collie__store_get(t->view, key, &v, &n, collie__deadline_after_ms(wait_ms)));
+  ASSERT(n < len);
+  snprintf(addr, len, "%.*s", (int)n, (char *)v);
+  free(v);
 }
 
 TEST_IMPL(tcp_ring_sizes)
 {
-  struct tcpt t;
-  tcpt_meet(&t, 0);
-  tcpt_config(&t, "c1", 10000);
-  int fds = tcpt_nfds();
-  tcpt_open(&t);
-  ASSERT(tcpt_nfds() == fds + t.size - 1); /* one socket per peer, no listener left */
-  tcpt_ring(&t);
-  tcpt_barrier(&t, "end");
+  struct xfix t;
+  tcpt_meet(&t, 0, 10000);
+  int fds = xfix_nfds();
+  xfix_open(&t);
+  ASSERT(xfix_nfds() == fds + t.size - 1); /* one socket per peer, no listener left */
+  xfix_ring_sizes(&t, 0);
+  xfix_barrier(&t, "end");
   tcpt_ops->close(t.x);
   t.x = NULL;
-  ASSERT(tcpt_nfds() == fds);
-  tcpt_done(&t);
+  ASSERT(xfix_nfds() == fds);
+  xfix_done(&t);
 }
 
 /* Every rank on a host of its own: listeners publish a routable address. */
 TEST_IMPL(tcp_ring_fake_hosts)
 {
-  struct tcpt t;
-  tcpt_meet(&t, 1);
-  tcpt_config(&t, "c1", 10000);
-  tcpt_open(&t);
+  struct xfix t;
+  tcpt_meet(&t, 1, 10000);
+  xfix_open(&t);
   if (t.rank < t.size - 1) {
-    void *v = NULL;
-    size_t n = 0;
-    char key[32];
-    snprintf(key, sizeof(key), "tcp/addr/%d", t.rank);
-    ASSERT_OK(collie__store_get(t.view, key, &v, &n, collie__deadline_after_ms(1000)));
     char addr[128], local[64];
-    snprintf(addr, sizeof(addr), "%.*s", (int)n, (char *)v);
-    free(v);
+    tcpt_published_addr(&t, t.rank, addr, sizeof(addr), 1000);
     ASSERT(collie__sock_local_addr(NULL, local, sizeof(local)) == 0);
     ASSERTF(strncmp(addr, local, strlen(local)) == 0, "published %s, local address is %s", addr,
             local);
   }
-  tcpt_ring(&t);
-  tcpt_barrier(&t, "end");
-  tcpt_done(&t);
+  xfix_ring_sizes(&t, 0);
+  xfix_barrier(&t, "end");
+  xfix_done(&t);
 }
 
 /* Many messages of mixed sizes in flight on every channel at once. */
 TEST_IMPL(tcp_many_inflight)
 {
   enum { N = 300 };
-  struct tcpt t;
-  tcpt_meet(&t, 0);
-  tcpt_config(&t, "c1", 10000);
-  tcpt_open(&t);
+  struct xfix t;
+  tcpt_meet(&t, 0, 10000);
+  xfix_open(&t);
   int np = t.size - 1;
   struct collie__req *reqs = calloc((size_t)(2 * N * np), sizeof(*reqs));
   unsigned char **bufs = calloc((size_t)(2 * N * np), sizeof(*bufs));
@@ -328,22 +114,22 @@ TEST_IMPL(tcp_many_inflight)
       uint64_t slot = collie__slot(COLLIE_KIND_ALLGATHER, i, i & 7);
       bufs[nr] = malloc(len + 1);
       ASSERT(bufs[nr]);
-      tcpt_fill(bufs[nr], len, t.rank, p, i);
-      tcpt_post(&t, &reqs[nr], p, 1, bufs[nr], len, slot);
+      xfix_fill(bufs[nr], len, t.rank, p, i);
+      xfix_post(&t, &reqs[nr], p, 1, bufs[nr], len, slot);
       nr++;
       bufs[nr] = malloc(len + 1);
       ASSERT(bufs[nr]);
-      tcpt_post(&t, &reqs[nr], p, 0, bufs[nr], len, slot);
+      xfix_post(&t, &reqs[nr], p, 0, bufs[nr], len, slot);
       nr++;
     }
   }
-  ASSERT_OK(tcpt_wait_n(&t, reqs, nr, 0, collie__deadline_after_ms(20000)));
+  ASSERT_OK(xfix_wait_n(&t, reqs, nr, 0, collie__deadline_after_ms(20000)));
   nr = 0;
   for (unsigned i = 0; i < N; i++) {
     for (int p = 0; p < t.size; p++) {
       if (p == t.rank) continue;
       ASSERT(reqs[nr + 1].off == reqs[nr + 1].len);
-      tcpt_check(bufs[nr + 1], reqs[nr + 1].len, p, t.rank, i);
+      xfix_check(bufs[nr + 1], reqs[nr + 1].len, p, t.rank, i);
       free(bufs[nr]);
       free(bufs[nr + 1]);
       nr += 2;
@@ -351,8 +137,8 @@ TEST_IMPL(tcp_many_inflight)
   }
   free(bufs);
   free(reqs);
-  tcpt_barrier(&t, "end");
-  tcpt_done(&t);
+  xfix_barrier(&t, "end");
+  xfix_done(&t);
 }
 
 /* All-to-all among every rank at once, many rounds; on 2 cores with 8 ranks
@@ -360,60 +146,36 @@ TEST_IMPL(tcp_many_inflight)
 TEST_IMPL(tcp_alltoall)
 {
   enum { ROUNDS = 40 };
-  struct tcpt t;
-  tcpt_meet(&t, 0);
-  tcpt_config(&t, "c1", 10000);
-  tcpt_open(&t);
-  int n = t.size;
-  size_t len = 64 * 1024 + 1;
-  unsigned char *sb = malloc(len * (size_t)n), *rb = malloc(len * (size_t)n);
-  struct collie__req *reqs = calloc((size_t)(2 * n), sizeof(*reqs));
-  ASSERT(sb && rb && reqs);
-  int64_t t0 = collie__now_ns();
-  for (unsigned round = 0; round < ROUNDS; round++) {
-    size_t l = round % 4 == 3 ? 8 : len; /* some rounds of tiny messages */
-    int nr = 0;
-    for (int k = 1; k < n; k++) {
-      int to = (t.rank + k) % n, from = (t.rank + n - k) % n;
-      uint64_t slot = collie__slot(COLLIE_KIND_ALLTOALL, round, 0);
-      tcpt_fill(sb + (size_t)to * len, l, t.rank, to, round);
-      tcpt_post(&t, &reqs[nr++], from, 0, rb + (size_t)from * len, l, slot);
-      tcpt_post(&t, &reqs[nr++], to, 1, sb + (size_t)to * len, l, slot);
-    }
-    ASSERT_OK(tcpt_wait_n(&t, reqs, nr, 0, collie__deadline_after_ms(20000)));
-    for (int p = 0; p < n; p++)
-      if (p != t.rank) tcpt_check(rb + (size_t)p * len, l, p, t.rank, round);
-  }
-  double s = (double)(collie__now_ns() - t0) / 1e9;
-  if (t.rank == 0) printf("tcp alltoall: %d ranks, %d rounds in %.3f s\n", n, ROUNDS, s);
+  struct xfix t;
+  tcpt_meet(&t, 0, 10000);
+  xfix_open(&t);
+  /* Every 4th round of tiny messages. */
+  double s = xfix_alltoall(&t, ROUNDS, 64 * 1024 + 1, 4, 0);
+  if (t.rank == 0) printf("tcp alltoall: %d ranks, %d rounds in %.3f s\n", t.size, ROUNDS, s);
   ASSERTF(s < 10.0, "all-to-all took %.1f s", s);
-  free(sb);
-  free(rb);
-  free(reqs);
-  tcpt_barrier(&t, "end");
-  tcpt_done(&t);
+  xfix_barrier(&t, "end");
+  xfix_done(&t);
 }
 
 /* Rank 0 sends one message; rank 1 expects another slot or length. */
 static void
 tcpt_mismatch(int same_slot)
 {
-  struct tcpt t;
-  tcpt_meet(&t, 0);
-  tcpt_config(&t, "c1", 10000);
-  tcpt_open(&t);
+  struct xfix t;
+  tcpt_meet(&t, 0, 10000);
+  xfix_open(&t);
   unsigned char buf[4096];
   memset(buf, 1, sizeof(buf));
   struct collie__req r;
   uint64_t sent = collie__slot(COLLIE_KIND_ALLREDUCE, 7, 1);
   uint64_t want = same_slot ? sent : collie__slot(COLLIE_KIND_BROADCAST, 7, 0);
   if (t.rank == 0) {
-    tcpt_post(&t, &r, 1, 1, buf, 4096, sent);
-    ASSERT_OK(tcpt_wait_n(&t, &r, 1, 0, collie__deadline_after_ms(10000)));
+    xfix_post(&t, &r, 1, 1, buf, 4096, sent);
+    ASSERT_OK(xfix_wait_n(&t, &r, 1, 0, collie__deadline_after_ms(10000)));
   } else {
-    tcpt_post(&t, &r, 0, 0, buf, same_slot ? 4000 : 4096, want);
+    xfix_post(&t, &r, 0, 0, buf, same_slot ? 4000 : 4096, want);
     ASSERT_RC(COLLIE_INVALID_USAGE, "collectives mismatched across ranks",
-              tcpt_wait_n(&t, &r, 1, 0, collie__deadline_after_ms(10000)));
+              xfix_wait_n(&t, &r, 1, 0, collie__deadline_after_ms(10000)));
     ASSERT(strstr(collie_last_error(), "rank 0"));
     ASSERT(strstr(collie_last_error(), "allreduce #7 step 1"));
     if (same_slot) {
@@ -434,8 +196,8 @@ tcpt_mismatch(int same_slot)
     ASSERT_RC(COLLIE_INVALID_USAGE, "mismatched", tcpt_ops->post(t.x, &r2));
     ASSERT(r2.done);
   }
-  tcpt_barrier(&t, "end");
-  tcpt_done(&t);
+  xfix_barrier(&t, "end");
+  xfix_done(&t);
 }
 
 TEST_IMPL(tcp_mismatch_slot)
@@ -450,7 +212,7 @@ TEST_IMPL(tcp_mismatch_len)
 
 /* Drives progress and wait for ms with nothing posted; nothing may fail. */
 static void
-tcpt_idle(struct tcpt *t, int ms)
+tcpt_idle(struct xfix *t, int ms)
 {
   int64_t end = collie__deadline_after_ms(ms);
   while (collie__now_ns() < end) {
@@ -467,12 +229,11 @@ tcpt_idle(struct tcpt *t, int ms)
  * notice the death without failing, and fail as soon as they post to it. */
 TEST_IMPL(tcp_peer_dies)
 {
-  struct tcpt t;
-  tcpt_meet(&t, 0);
-  tcpt_config(&t, "c1", 10000);
-  tcpt_open(&t);
+  struct xfix t;
+  tcpt_meet(&t, 0, 10000);
+  xfix_open(&t);
   int victim = t.size - 1;
-  tcpt_barrier(&t, "open");
+  xfix_barrier(&t, "open");
   if (t.rank == victim) {
     collie__sleep_ns(200000000);
     test_die_by_sigkill();
@@ -484,44 +245,43 @@ TEST_IMPL(tcp_peer_dies)
   uint64_t slot = collie__slot(COLLIE_KIND_BARRIER, 3, 0);
   int64_t t0 = collie__now_ns();
   if (t.rank == 0) {
-    tcpt_post(&t, &r, victim, 0, buf, 64, slot);
+    xfix_post(&t, &r, victim, 0, buf, 64, slot);
   } else if (t.rank == 1) {
-    tcpt_post(&t, &r, victim, 1, buf, big, slot);
+    xfix_post(&t, &r, victim, 1, buf, big, slot);
   } else {
     tcpt_idle(&t, 700);
     t0 = collie__now_ns();
-    tcpt_post(&t, &r, victim, 0, buf, 64, slot);
+    xfix_post(&t, &r, victim, 0, buf, 64, slot);
   }
   char name[32];
   const char *victim_name = name;
   snprintf(name, sizeof(name), "rank %d", victim);
   ASSERT_RC(COLLIE_REMOTE_ERROR, victim_name,
-            tcpt_wait_n(&t, &r, 1, 0, collie__deadline_after_ms(10000)));
+            xfix_wait_n(&t, &r, 1, 0, collie__deadline_after_ms(10000)));
   ASSERT(strstr(collie_last_error(), "closed the connection"));
   ASSERT(strstr(collie_last_error(), "barrier #3 step 0"));
   double s = (double)(collie__now_ns() - t0) / 1e9;
   ASSERTF(s < (t.rank <= 1 ? 2.0 : 0.1), "noticed the death after %.2f s", s);
   ASSERT(r.done && r.rc == COLLIE_REMOTE_ERROR);
   free(buf);
-  tcpt_done(&t);
+  xfix_done(&t);
 }
 
 /* Rank 1 closes normally. The others keep talking among themselves (a clean
  * goodbye fails nothing), then rank 0 expects a message from rank 1. */
 TEST_IMPL(tcp_peer_closes)
 {
-  struct tcpt t;
-  tcpt_meet(&t, 0);
-  tcpt_config(&t, "c1", 10000);
-  tcpt_open(&t);
+  struct xfix t;
+  tcpt_meet(&t, 0, 10000);
+  xfix_open(&t);
   if (t.rank == 1) {
     tcpt_ops->close(t.x);
     t.x = NULL;
-    tcpt_barrier(&t, "closed");
-    tcpt_done(&t);
+    xfix_barrier(&t, "closed");
+    xfix_done(&t);
     return;
   }
-  tcpt_barrier(&t, "closed");
+  xfix_barrier(&t, "closed");
   unsigned char a[100], b[100];
   struct collie__req r[2];
   if (t.size > 2) {
@@ -529,19 +289,19 @@ TEST_IMPL(tcp_peer_closes)
     if (t.rank == 0 || t.rank == 2) {
       int other = 2 - t.rank;
       for (int i = 0; i < 3; i++) {
-        tcpt_fill(a, sizeof(a), t.rank, other, (unsigned)i);
-        tcpt_post(&t, &r[0], other, 0, b, sizeof(b), collie__slot(COLLIE_KIND_GATHER, i, 0));
-        tcpt_post(&t, &r[1], other, 1, a, sizeof(a), collie__slot(COLLIE_KIND_GATHER, i, 0));
-        ASSERT_OK(tcpt_wait_n(&t, r, 2, 0, collie__deadline_after_ms(10000)));
-        tcpt_check(b, sizeof(b), other, t.rank, (unsigned)i);
+        xfix_fill(a, sizeof(a), t.rank, other, (unsigned)i);
+        xfix_post(&t, &r[0], other, 0, b, sizeof(b), collie__slot(COLLIE_KIND_GATHER, i, 0));
+        xfix_post(&t, &r[1], other, 1, a, sizeof(a), collie__slot(COLLIE_KIND_GATHER, i, 0));
+        ASSERT_OK(xfix_wait_n(&t, r, 2, 0, collie__deadline_after_ms(10000)));
+        xfix_check(b, sizeof(b), other, t.rank, (unsigned)i);
         collie__sleep_ns(100000000);
       }
     }
   }
   if (t.rank == 0) {
-    tcpt_post(&t, &r[0], 1, 0, b, sizeof(b), collie__slot(COLLIE_KIND_SCATTER, 9, 2));
+    xfix_post(&t, &r[0], 1, 0, b, sizeof(b), collie__slot(COLLIE_KIND_SCATTER, 9, 2));
     ASSERT_RC(COLLIE_REMOTE_ERROR, "rank 1",
-              tcpt_wait_n(&t, r, 1, 0, collie__deadline_after_ms(10000)));
+              xfix_wait_n(&t, r, 1, 0, collie__deadline_after_ms(10000)));
     ASSERT(strstr(collie_last_error(), "closed the connection"));
     ASSERT(strstr(collie_last_error(), "scatter #9 step 2"));
     /* A send to it fails too (the transport is failed now). */
@@ -552,21 +312,20 @@ TEST_IMPL(tcp_peer_closes)
     r[1].len = 10;
     ASSERT_RC(COLLIE_REMOTE_ERROR, "rank 1", tcpt_ops->post(t.x, &r[1]));
   }
-  tcpt_done(&t);
+  xfix_done(&t);
 }
 
 /* Rank 1 aborts: its own posted request fails, and rank 0, waiting on it,
  * gets REMOTE_ERROR at once. */
 TEST_IMPL(tcp_peer_aborts)
 {
-  struct tcpt t;
-  tcpt_meet(&t, 0);
-  tcpt_config(&t, "c1", 10000);
-  tcpt_open(&t);
+  struct xfix t;
+  tcpt_meet(&t, 0, 10000);
+  xfix_open(&t);
   unsigned char b[16];
   struct collie__req r;
-  tcpt_post(&t, &r, 1 - t.rank, 0, b, sizeof(b), collie__slot(COLLIE_KIND_REDUCE, 1, 0));
-  tcpt_barrier(&t, "posted");
+  xfix_post(&t, &r, 1 - t.rank, 0, b, sizeof(b), collie__slot(COLLIE_KIND_REDUCE, 1, 0));
+  xfix_barrier(&t, "posted");
   if (t.rank == 1) {
     collie__err_set_text("an earlier error");
     tcpt_ops->abort(t.x);
@@ -595,12 +354,12 @@ TEST_IMPL(tcp_peer_aborts)
   } else {
     int64_t t0 = collie__now_ns();
     ASSERT_RC(COLLIE_REMOTE_ERROR, "rank 1",
-              tcpt_wait_n(&t, &r, 1, 0, collie__deadline_after_ms(10000)));
+              xfix_wait_n(&t, &r, 1, 0, collie__deadline_after_ms(10000)));
     ASSERT(strstr(collie_last_error(), "reduce #1 step 0"));
     ASSERT((collie__now_ns() - t0) < 2000000000);
   }
-  tcpt_barrier(&t, "end");
-  tcpt_done(&t);
+  xfix_barrier(&t, "end");
+  xfix_done(&t);
 }
 
 static void *
@@ -616,28 +375,27 @@ tcpt_abort_later(void *arg)
  * 0, fails naming it. */
 TEST_IMPL(tcp_abort_from_thread)
 {
-  struct tcpt t;
-  tcpt_meet(&t, 0);
-  tcpt_config(&t, "c1", 10000);
-  tcpt_open(&t);
+  struct xfix t;
+  tcpt_meet(&t, 0, 10000);
+  xfix_open(&t);
   unsigned char b[16];
   struct collie__req r;
-  tcpt_post(&t, &r, 1 - t.rank, 0, b, sizeof(b), collie__slot(COLLIE_KIND_ALLREDUCE, 4, 2));
+  xfix_post(&t, &r, 1 - t.rank, 0, b, sizeof(b), collie__slot(COLLIE_KIND_ALLREDUCE, 4, 2));
   int64_t t0 = collie__now_ns();
   if (t.rank == 0) {
     pthread_t th;
     ASSERT(pthread_create(&th, NULL, tcpt_abort_later, t.x) == 0);
     ASSERT_RC(COLLIE_INVALID_USAGE, "aborted",
-              tcpt_wait_n(&t, &r, 1, 0, collie__deadline_after_ms(10000)));
+              xfix_wait_n(&t, &r, 1, 0, collie__deadline_after_ms(10000)));
     ASSERT(pthread_join(th, NULL) == 0);
   } else {
     ASSERT_RC(COLLIE_REMOTE_ERROR, "rank 0",
-              tcpt_wait_n(&t, &r, 1, 0, collie__deadline_after_ms(10000)));
+              xfix_wait_n(&t, &r, 1, 0, collie__deadline_after_ms(10000)));
     ASSERT(strstr(collie_last_error(), "allreduce #4 step 2"));
   }
   double s = (double)(collie__now_ns() - t0) / 1e9;
   ASSERTF(s > 0.25 && s < 1.0, "the wait ended after %.2f s (abort at 0.3 s)", s);
-  tcpt_done(&t);
+  xfix_done(&t);
 }
 
 /* Rank 0 sends rank 1 a message that rank 1 has not asked for yet, then
@@ -647,71 +405,69 @@ TEST_IMPL(tcp_abort_from_thread)
  * beyond it fails. */
 TEST_IMPL(tcp_held_then_close)
 {
-  struct tcpt t;
-  tcpt_meet(&t, 0);
-  tcpt_config(&t, "c1", 10000);
-  tcpt_open(&t);
+  struct xfix t;
+  tcpt_meet(&t, 0, 10000);
+  xfix_open(&t);
   unsigned char a[1000], b[1000];
   struct collie__req r;
   uint64_t s1 = collie__slot(COLLIE_KIND_ALLGATHER, 1, 0),
            s2 = collie__slot(COLLIE_KIND_GATHER, 2, 0);
   if (t.rank == 0) {
-    tcpt_fill(a, sizeof(a), 0, 1, 1);
-    tcpt_post(&t, &r, 1, 1, a, sizeof(a), s1);
-    ASSERT_OK(tcpt_wait_n(&t, &r, 1, 0, collie__deadline_after_ms(10000)));
+    xfix_fill(a, sizeof(a), 0, 1, 1);
+    xfix_post(&t, &r, 1, 1, a, sizeof(a), s1);
+    ASSERT_OK(xfix_wait_n(&t, &r, 1, 0, collie__deadline_after_ms(10000)));
     tcpt_ops->close(t.x);
     t.x = NULL;
-    tcpt_barrier(&t, "closed");
+    xfix_barrier(&t, "closed");
   } else if (t.rank == 2) {
-    tcpt_barrier(&t, "closed");
+    xfix_barrier(&t, "closed");
     collie__sleep_ns(1000000000);
-    tcpt_fill(a, sizeof(a), 2, 1, 2);
-    tcpt_post(&t, &r, 1, 1, a, sizeof(a), s2);
-    ASSERT_OK(tcpt_wait_n(&t, &r, 1, 0, collie__deadline_after_ms(10000)));
+    xfix_fill(a, sizeof(a), 2, 1, 2);
+    xfix_post(&t, &r, 1, 1, a, sizeof(a), s2);
+    ASSERT_OK(xfix_wait_n(&t, &r, 1, 0, collie__deadline_after_ms(10000)));
   } else {
-    tcpt_barrier(&t, "closed");
+    xfix_barrier(&t, "closed");
     struct rusage u0, u1;
     getrusage(RUSAGE_SELF, &u0);
-    tcpt_post(&t, &r, 2, 0, b, sizeof(b), s2);
-    ASSERT_OK(tcpt_wait_n(&t, &r, 1, 0, collie__deadline_after_ms(10000)));
+    xfix_post(&t, &r, 2, 0, b, sizeof(b), s2);
+    ASSERT_OK(xfix_wait_n(&t, &r, 1, 0, collie__deadline_after_ms(10000)));
     getrusage(RUSAGE_SELF, &u1);
-    tcpt_check(b, sizeof(b), 2, 1, 2);
+    xfix_check(b, sizeof(b), 2, 1, 2);
     double cpu = (double)(u1.ru_utime.tv_sec - u0.ru_utime.tv_sec + u1.ru_stime.tv_sec -
                           u0.ru_stime.tv_sec) +
                  (double)(u1.ru_utime.tv_usec - u0.ru_utime.tv_usec + u1.ru_stime.tv_usec -
                           u0.ru_stime.tv_usec) /
                      1e6;
     ASSERTF(cpu < 0.3, "a 1 s wait used %.2f s of CPU", cpu);
-    tcpt_post(&t, &r, 0, 0, b, sizeof(b), s1);
-    ASSERT_OK(tcpt_wait_n(&t, &r, 1, 0, collie__deadline_after_ms(10000)));
-    tcpt_check(b, sizeof(b), 0, 1, 1);
-    tcpt_post(&t, &r, 0, 0, b, sizeof(b), s2);
+    xfix_post(&t, &r, 0, 0, b, sizeof(b), s1);
+    ASSERT_OK(xfix_wait_n(&t, &r, 1, 0, collie__deadline_after_ms(10000)));
+    xfix_check(b, sizeof(b), 0, 1, 1);
+    xfix_post(&t, &r, 0, 0, b, sizeof(b), s2);
     ASSERT_RC(COLLIE_REMOTE_ERROR, "left the communicator normally",
-              tcpt_wait_n(&t, &r, 1, 0, collie__deadline_after_ms(10000)));
+              xfix_wait_n(&t, &r, 1, 0, collie__deadline_after_ms(10000)));
     ASSERT(strstr(collie_last_error(), "rank 0"));
     ASSERT(strstr(collie_last_error(), "gather #2 step 0"));
   }
-  tcpt_done(&t);
+  xfix_done(&t);
 }
 
 /* Rank 1 never opens: the others time out naming it. */
 TEST_IMPL(tcp_open_timeout)
 {
-  struct tcpt t;
-  tcpt_meet(&t, 0);
+  struct xfix t;
+  tcpt_meet(&t, 0, 1500);
   if (t.rank == 1) {
-    tcpt_done(&t);
+    xfix_done(&t);
     return;
   }
-  tcpt_config(&t, "c1", 1500);
-  int fds = tcpt_nfds();
+  int fds = xfix_nfds();
   int64_t t0 = collie__now_ns();
-  ASSERT_RC(COLLIE_TIMEOUT, "rank 1", tcpt_try_open(&t));
+  ASSERT_RC(COLLIE_TIMEOUT, "rank 1", xfix_try_open(&t));
   ASSERT(t.x == NULL);
-  ASSERT(tcpt_nfds() == fds);
+  ASSERT(xfix_nfds() == fds);
   double s = (double)(collie__now_ns() - t0) / 1e9;
   ASSERTF(s > 1.3 && s < 4.0, "open gave up after %.2f s with a 1.5 s deadline", s);
-  tcpt_done(&t);
+  xfix_done(&t);
 }
 
 /* Connects to addr, sends a hello built from the arguments plus `extra`
@@ -761,18 +517,12 @@ tcpt_raw_hello(const char *addr, uint32_t magic, uint16_t version, const char *t
  * ignored), and the real peers still connect and talk. */
 TEST_IMPL(tcp_bad_hello)
 {
-  struct tcpt t;
-  tcpt_meet(&t, 0);
-  tcpt_config(&t, "c1", 10000);
+  struct xfix t;
+  tcpt_meet(&t, 0, 10000);
   if (t.rank == 1) {
-    void *v = NULL;
-    size_t n = 0;
     char addr[128], host[64];
     int port = 0;
-    ASSERT_OK(collie__store_get(t.view, "tcp/addr/0", &v, &n, collie__deadline_after_ms(5000)));
-    ASSERT(n < sizeof(addr));
-    snprintf(addr, sizeof(addr), "%.*s", (int)n, (char *)v);
-    free(v);
+    tcpt_published_addr(&t, 0, addr, sizeof(addr), 5000);
     const char *tok = getenv("COLLIE_JOB_TOKEN");
     uint16_t tl = (uint16_t)strlen(tok);
     /* Strangers that connect and stay silent must not block anyone, even
@@ -807,68 +557,62 @@ TEST_IMPL(tcp_bad_hello)
                           (uint16_t)(tl - 1), 1, 1, 0) == COLLIE_TCP_REPLY_BAD_TOKEN);
     ASSERT(tcpt_raw_hello(addr, COLLIE_TCP_HELLO_MAGIC, COLLIE_TCP_PROTO_VERSION, longer,
                           (uint16_t)(tl + 1), 1, 1, 0) == COLLIE_TCP_REPLY_BAD_TOKEN);
-    tcpt_open(&t);
+    xfix_open(&t);
     for (int i = 0; i < 20; i++) close(silent[i]);
   } else {
-    tcpt_open(&t);
+    xfix_open(&t);
   }
   /* The channels that came up work both ways. */
   int other = 1 - t.rank;
   unsigned char a[1000], b[1000];
   struct collie__req r[2];
-  tcpt_fill(a, sizeof(a), t.rank, other, 5);
-  tcpt_post(&t, &r[0], other, 0, b, sizeof(b), collie__slot(COLLIE_KIND_BROADCAST, 5, 0));
-  tcpt_post(&t, &r[1], other, 1, a, sizeof(a), collie__slot(COLLIE_KIND_BROADCAST, 5, 0));
-  ASSERT_OK(tcpt_wait_n(&t, r, 2, 0, collie__deadline_after_ms(10000)));
-  tcpt_check(b, sizeof(b), other, t.rank, 5);
+  xfix_fill(a, sizeof(a), t.rank, other, 5);
+  xfix_post(&t, &r[0], other, 0, b, sizeof(b), collie__slot(COLLIE_KIND_BROADCAST, 5, 0));
+  xfix_post(&t, &r[1], other, 1, a, sizeof(a), collie__slot(COLLIE_KIND_BROADCAST, 5, 0));
+  ASSERT_OK(xfix_wait_n(&t, r, 2, 0, collie__deadline_after_ms(10000)));
+  xfix_check(b, sizeof(b), other, t.rank, 5);
   if (t.rank == 0) {
     /* The listener is gone after open(): nobody else can get in. */
-    void *v = NULL;
-    size_t n = 0;
     char addr[128], host[64];
     int port = 0;
-    ASSERT_OK(collie__store_get(t.view, "tcp/addr/0", &v, &n, collie__deadline_after_ms(1000)));
-    snprintf(addr, sizeof(addr), "%.*s", (int)n, (char *)v);
-    free(v);
+    tcpt_published_addr(&t, 0, addr, sizeof(addr), 1000);
     ASSERT(collie__parse_hostport(addr, host, sizeof(host), &port) == 0);
     int fd = collie__sock_connect(host, port, collie__deadline_after_ms(200));
     ASSERT(fd < 0);
   }
-  tcpt_barrier(&t, "end");
-  tcpt_done(&t);
+  xfix_barrier(&t, "end");
+  xfix_done(&t);
 }
 
 /* Rank 1 holds another job token: rank 0 refuses it. */
 TEST_IMPL(tcp_wrong_token)
 {
-  struct tcpt t;
-  tcpt_meet(&t, 0);
-  tcpt_config(&t, "c1", 2000);
-  int fds = tcpt_nfds();
+  struct xfix t;
+  tcpt_meet(&t, 0, 2000);
+  int fds = xfix_nfds();
   if (t.rank == 1) {
     t.cfg.token = "some-other-job";
-    ASSERT_RC(COLLIE_REMOTE_ERROR, "refused our job token", tcpt_try_open(&t));
+    ASSERT_RC(COLLIE_REMOTE_ERROR, "refused our job token", xfix_try_open(&t));
     ASSERT(strstr(collie_last_error(), "rank 0"));
   } else {
-    ASSERT_RC(COLLIE_TIMEOUT, "rank 1", tcpt_try_open(&t));
+    ASSERT_RC(COLLIE_TIMEOUT, "rank 1", xfix_try_open(&t));
   }
   ASSERT(t.x == NULL);
-  ASSERT(tcpt_nfds() == fds);
-  tcpt_done(&t);
+  ASSERT(xfix_nfds() == fds);
+  xfix_done(&t);
 }
 
 /* Requests the transport cannot take fail clearly; the transport still works. */
 TEST_IMPL(tcp_bad_input)
 {
-  struct tcpt t;
-  tcpt_meet(&t, 0);
-  tcpt_config(&t, "c1", 10000);
+  struct xfix t;
+  tcpt_meet(&t, 0, 10000);
   /* A malformed peer list. */
   int bad[2] = {t.rank, 1 - t.rank};
   struct collie__xport *x = (struct collie__xport *)&t;
   ASSERT_RC(COLLIE_INVALID_ARGUMENT, "peer", tcpt_ops->open(&t.cfg, bad, 2, &x));
   ASSERT(x == NULL);
-  tcpt_open(&t);
+  xfix_open(&t);
   struct collie__req r;
   memset(&r, 0, sizeof(r));
   r.peer = t.rank; /* no channel to self */
@@ -883,43 +627,31 @@ TEST_IMPL(tcp_bad_input)
   /* Still usable. */
   unsigned char a[8] = {1, 2, 3, 4, 5, 6, 7, 8}, b[8];
   struct collie__req rr[2];
-  tcpt_post(&t, &rr[0], 1 - t.rank, 0, b, 8, collie__slot(COLLIE_KIND_P2P, 1, 0));
-  tcpt_post(&t, &rr[1], 1 - t.rank, 1, a, 8, collie__slot(COLLIE_KIND_P2P, 1, 0));
-  ASSERT_OK(tcpt_wait_n(&t, rr, 2, 0, collie__deadline_after_ms(10000)));
+  xfix_post(&t, &rr[0], 1 - t.rank, 0, b, 8, collie__slot(COLLIE_KIND_P2P, 1, 0));
+  xfix_post(&t, &rr[1], 1 - t.rank, 1, a, 8, collie__slot(COLLIE_KIND_P2P, 1, 0));
+  ASSERT_OK(xfix_wait_n(&t, rr, 2, 0, collie__deadline_after_ms(10000)));
   ASSERT(memcmp(a, b, 8) == 0);
-  tcpt_barrier(&t, "end");
-  tcpt_done(&t);
+  xfix_barrier(&t, "end");
+  xfix_done(&t);
 }
 
 /* Ping-pong between two ranks: prints latency (8 B, sleeping and spinning
  * waits) and bandwidth (8 MiB messages) for later tuning. */
 TEST_IMPL(tcp_pingpong)
 {
-  struct tcpt t;
-  tcpt_meet(&t, 0);
-  tcpt_config(&t, "c1", 10000);
-  tcpt_open(&t);
+  struct xfix t;
+  tcpt_meet(&t, 0, 10000);
+  xfix_open(&t);
   int other = 1 - t.rank;
   unsigned char small[8] = {0};
-  struct collie__req r;
   for (int mode = 0; mode < 2; mode++) {
     int spin = mode ? 1000 : 0; /* spinning: many progress calls, then sleep */
     int iters = mode ? 1000 : 3000;
-    tcpt_barrier(&t, mode ? "lat1" : "lat0");
+    xfix_barrier(&t, mode ? "lat1" : "lat0");
     int64_t t0 = collie__now_ns();
     for (int i = 0; i < iters; i++) {
       uint64_t slot = collie__slot(COLLIE_KIND_P2P, (uint32_t)i, (uint32_t)mode);
-      if (t.rank == 0) {
-        tcpt_post(&t, &r, other, 1, small, 8, slot);
-        ASSERT_OK(tcpt_wait_n(&t, &r, 1, spin, collie__deadline_after_ms(10000)));
-        tcpt_post(&t, &r, other, 0, small, 8, slot);
-        ASSERT_OK(tcpt_wait_n(&t, &r, 1, spin, collie__deadline_after_ms(10000)));
-      } else {
-        tcpt_post(&t, &r, other, 0, small, 8, slot);
-        ASSERT_OK(tcpt_wait_n(&t, &r, 1, spin, collie__deadline_after_ms(10000)));
-        tcpt_post(&t, &r, other, 1, small, 8, slot);
-        ASSERT_OK(tcpt_wait_n(&t, &r, 1, spin, collie__deadline_after_ms(10000)));
-      }
+      xfix_pingpong_round(&t, other, small, 8, slot, spin);
     }
     double us = (double)(collie__now_ns() - t0) / 1e3 / iters / 2;
     if (t.rank == 0)
@@ -930,29 +662,29 @@ TEST_IMPL(tcp_pingpong)
   unsigned char *buf = malloc(big);
   ASSERT(buf);
   memset(buf, 3, big);
-  tcpt_barrier(&t, "bw");
+  xfix_barrier(&t, "bw");
   int64_t t0 = collie__now_ns();
   struct collie__req rs[4];
   for (int i = 0; i < nbig; i++) {
     uint64_t slot = collie__slot(COLLIE_KIND_BROADCAST, (uint32_t)i, 0);
-    tcpt_post(&t, &rs[0], other, t.rank == 0, buf, big, slot);
-    ASSERT_OK(tcpt_wait_n(&t, rs, 1, 0, collie__deadline_after_ms(10000)));
+    xfix_post(&t, &rs[0], other, t.rank == 0, buf, big, slot);
+    ASSERT_OK(xfix_wait_n(&t, rs, 1, 0, collie__deadline_after_ms(10000)));
   }
-  tcpt_post(&t, &rs[0], other, t.rank == 1, small, 1, collie__slot(COLLIE_KIND_BARRIER, 0, 0));
-  ASSERT_OK(tcpt_wait_n(&t, rs, 1, 0, collie__deadline_after_ms(10000)));
+  xfix_post(&t, &rs[0], other, t.rank == 1, small, 1, collie__slot(COLLIE_KIND_BARRIER, 0, 0));
+  ASSERT_OK(xfix_wait_n(&t, rs, 1, 0, collie__deadline_after_ms(10000)));
   double s = (double)(collie__now_ns() - t0) / 1e9;
   if (t.rank == 0)
     printf("tcp bandwidth 8 MiB messages: %.2f GB/s one way\n", (double)big * nbig / s / 1e9);
   /* Both directions at once. */
   unsigned char *buf2 = malloc(big);
   ASSERT(buf2);
-  tcpt_barrier(&t, "bw2");
+  xfix_barrier(&t, "bw2");
   t0 = collie__now_ns();
   for (int i = 0; i < nbig / 2; i++) {
     uint64_t slot = collie__slot(COLLIE_KIND_ALLGATHER, (uint32_t)i, 0);
-    tcpt_post(&t, &rs[0], other, 0, buf2, big, slot);
-    tcpt_post(&t, &rs[1], other, 1, buf, big, slot);
-    ASSERT_OK(tcpt_wait_n(&t, rs, 2, 0, collie__deadline_after_ms(10000)));
+    xfix_post(&t, &rs[0], other, 0, buf2, big, slot);
+    xfix_post(&t, &rs[1], other, 1, buf, big, slot);
+    ASSERT_OK(xfix_wait_n(&t, rs, 2, 0, collie__deadline_after_ms(10000)));
   }
   s = (double)(collie__now_ns() - t0) / 1e9;
   if (t.rank == 0)
@@ -960,6 +692,6 @@ TEST_IMPL(tcp_pingpong)
            (double)big * (nbig / 2) / s / 1e9);
   free(buf);
   free(buf2);
-  tcpt_barrier(&t, "end");
-  tcpt_done(&t);
+  xfix_barrier(&t, "end");
+  xfix_done(&t);
 }

@@ -1,0 +1,21 @@
+/* common.c - small pieces every algorithm family uses. */
+#include "coll/coll.h"
+
+collie_result_t
+collie__sendrecv(struct collie__call *c, int to, const void *sbuf, size_t sbytes, int from,
+                 void *rbuf, size_t rbytes, uint32_t step)
+{
+  struct collie__req s, r;
+  struct collie__req *w[2] = {NULL, NULL};
+  uint64_t slot = collie__call_slot(c, step);
+  collie_result_t rc;
+  if (from >= 0) {
+    if ((rc = collie__net_irecv(c->net, from, rbuf, rbytes, slot, &r)) != COLLIE_SUCCESS) return rc;
+    w[0] = &r;
+  }
+  if (to >= 0) {
+    if ((rc = collie__net_isend(c->net, to, sbuf, sbytes, slot, &s)) != COLLIE_SUCCESS) return rc;
+    w[1] = &s;
+  }
+  return collie__net_wait(c->net, w, 2, c->deadline_ns);
+}

@@ -1,0 +1,445 @@
+/*
+ * shm_setup.c - setting up the shared-memory transport: which peers it can
+ * link, and open(), which names, creates or attaches, and checks the
+ * segment, then meets every local rank on it. Kept apart from the data path
+ * (shm.c) because it runs once per communicator and may block, sleep and
+ * use the store, which the data path never does.
+ *
+ * Segment. The local ranks of a communicator (this rank and the peers passed
+ * to open()) share one POSIX shared-memory segment, laid out as shm_int.h
+ * describes. The lowest comm rank among them (the leader) creates it with
+ * mode 0600 under "/collie-<token hash>-<comm hash>-<leader>", initialises
+ * it, stores a ready magic and publishes a per-creation nonce in the store;
+ * the others wait for the nonce, map the segment and check it. Every rank
+ * then bumps the "attached" counter, and the one that completes it unlinks
+ * the name: from then on the segment lives only as long as some rank maps
+ * it, so a crash cannot leave a file behind. On any failure in open() the
+ * name is unlinked too.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "bootstrap/bootstrap.h"
+#include "transport/shm_int.h"
+#include "transport/transport.h"
+#include "util/error.h"
+#include "util/util.h"
+
+/* Poll interval while waiting for the leader's segment in open(). */
+#define SHM_OPEN_POLL_NS (1 * 1000000LL)
+/* Longest futex sleep while waiting for the others to attach. */
+#define SHM_ATTACH_POLL_NS (10 * 1000000LL)
+
+/* The ops' can_connect: a peer on the same host (equal host identity),
+ * never this rank itself, never when COLLIE_TRANSPORT forces tcp. Pure. */
+int
+collie__shm_can_connect(const struct collie__net_cfg *cfg, int peer)
+{
+  if (!cfg || !cfg->peers || peer < 0 || peer >= cfg->size || peer == cfg->rank) return 0;
+  if (cfg->rank < 0 || cfg->rank >= cfg->size) return 0;
+  if (cfg->transport && !strcmp(cfg->transport, "tcp")) return 0;
+  return strcmp(cfg->peers[cfg->rank].host, cfg->peers[peer].host) == 0;
+}
+
+/* ---- Layout ---- */
+
+static struct collie__shm_layout
+shm_layout(int nlocal)
+{
+  struct collie__shm_layout l;
+  size_t n = (size_t)nlocal;
+  l.ranks_off = sizeof(struct collie__shm_header);
+  l.ctrl_off = l.ranks_off + COLLIE_SHM_ALIGN_UP(n * sizeof(int32_t), COLLIE_SHM_LINE);
+  l.rings_off =
+      COLLIE_SHM_ALIGN_UP(l.ctrl_off + n * sizeof(struct collie__shm_ctrl), COLLIE_SHM_PAGE);
+  l.bytes = l.rings_off + n * (n - 1) * COLLIE_SHM_RING_BYTES;
+  return l;
+}
+
+/* The ring carrying i -> j (local indices, i != j). */
+static struct collie__shm_ring *
+shm_ring(const struct collie__shm_xport *x, int i, int j)
+{
+  struct collie__shm_layout l = shm_layout(x->nlocal);
+  size_t k = (size_t)i * (size_t)(x->nlocal - 1) + (size_t)(j < i ? j : j - 1);
+  return (struct collie__shm_ring *)((char *)x->base + l.rings_off + k * COLLIE_SHM_RING_BYTES);
+}
+
+/* ---- open ---- */
+
+static int
+shm_pidfd_open(int pid)
+{
+#ifdef SYS_pidfd_open
+  return (int)syscall(SYS_pidfd_open, (pid_t)pid, 0); /* close-on-exec by default */
+#else
+  (void)pid;
+  errno = ENOSYS;
+  return -1;
+#endif
+}
+
+/* "rank 3 (world rank 5)" for each local index whose state is still 0. */
+static void
+shm_list_unattached(const struct collie__shm_xport *x, const struct collie__net_cfg *cfg,
+                    const int *group, char *buf, size_t len)
+{
+  size_t o = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < x->nlocal && o + 1 < len; i++) {
+    if (atomic_load_explicit(&x->ctrl[i].state, memory_order_acquire) != COLLIE_SHM_UNATTACHED)
+      continue;
+    int n = snprintf(buf + o, len - o, "%srank %d (world rank %d)", o ? ", " : "", group[i],
+                     cfg->peers[group[i]].world_rank);
+    if (n < 0) break;
+    o += (size_t)n;
+  }
+}
+
+/* Leader: creates, sizes, maps and initialises the segment, then publishes
+ * its nonce under "shm/seg/<leader>". On failure nothing is left behind. */
+static collie_result_t
+shm_create(struct collie__shm_xport *x, const struct collie__net_cfg *cfg, const int *group)
+{
+  int fd = shm_open(x->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0 && errno == EEXIST) {
+    /* Left by a crashed job with the same token and communicator. */
+    COLLIE_INFO("SHM", "removing stale segment %s", x->name);
+    shm_unlink(x->name);
+    fd = shm_open(x->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  }
+  if (fd < 0)
+    return collie__err_errno(COLLIE_SYSTEM_ERROR, "shm: cannot create segment /dev/shm%s", x->name);
+  if (ftruncate(fd, (off_t)x->bytes) != 0) {
+    collie_result_t rc = collie__err_errno(
+        COLLIE_SYSTEM_ERROR, "shm: cannot size segment /dev/shm%s to %zu bytes", x->name, x->bytes);
+    close(fd);
+    shm_unlink(x->name);
+    return rc;
+  }
+  /* Reserve the pages now: a tmpfs that is too small (a container's 64 MiB
+   * /dev/shm) then fails here with a message instead of SIGBUS mid-run. */
+  int err;
+  do {
+    err = posix_fallocate(fd, 0, (off_t)x->bytes);
+  } while (err == EINTR);
+  if (err != 0 && err != EOPNOTSUPP && err != ENOSYS) {
+    errno = err;
+    collie_result_t rc = collie__err_errno(COLLIE_SYSTEM_ERROR,
+                                           "shm: cannot reserve %zu bytes for segment /dev/shm%s "
+                                           "(%d local ranks; is /dev/shm too small?)",
+                                           x->bytes, x->name, x->nlocal);
+    close(fd);
+    shm_unlink(x->name);
+    return rc;
+  }
+  void *base = mmap(NULL, x->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (base == MAP_FAILED) {
+    collie_result_t rc = collie__err_errno(
+        COLLIE_SYSTEM_ERROR, "shm: cannot map segment /dev/shm%s (%zu bytes)", x->name, x->bytes);
+    close(fd);
+    shm_unlink(x->name);
+    return rc;
+  }
+  close(fd);
+  x->base = base;
+  x->hdr = base;
+  struct collie__shm_layout l = shm_layout(x->nlocal);
+  x->ctrl = (struct collie__shm_ctrl *)((char *)base + l.ctrl_off);
+  /* ftruncate zero-filled everything: counters, states, doorbells are 0. */
+  struct collie__shm_header *h = x->hdr;
+  uint64_t seed = (uint64_t)getpid() ^ (uint64_t)collie__now_ns();
+  h->nonce = collie__hash64(&seed, sizeof(seed), collie__hash64(x->name, strlen(x->name), 0));
+  if (h->nonce == 0) h->nonce = 1;
+  h->comm_hash = cfg->comm_hash;
+  h->seg_bytes = x->bytes;
+  h->version = COLLIE_SHM_VERSION;
+  h->nlocal = (uint32_t)x->nlocal;
+  h->nslots = COLLIE_SHM_NSLOTS;
+  h->slot_bytes = COLLIE_SHM_SLOT_BYTES;
+  h->leader_pid = (int32_t)getpid();
+  int32_t *ranks = (int32_t *)((char *)base + l.ranks_off);
+  for (int i = 0; i < x->nlocal; i++) ranks[i] = group[i];
+  atomic_store_explicit(&h->magic, COLLIE_SHM_MAGIC, memory_order_release);
+
+  char key[64], val[32];
+  collie__fmt(key, sizeof(key), "shm/seg/%d", cfg->rank);
+  collie__fmt(val, sizeof(val), "%016" PRIx64, h->nonce);
+  collie_result_t rc = collie__store_set(cfg->store, key, val, strlen(val), cfg->deadline_ns);
+  if (rc != COLLIE_SUCCESS) {
+    collie__err_prefix("shm: publishing segment %s", x->name);
+    shm_unlink(x->name);
+    return rc;
+  }
+  return COLLIE_SUCCESS;
+}
+
+/* Maps the segment if it is the leader's current one. Returns 1 when mapped
+ * and checked, 0 to retry later (not there yet, stale, still being built),
+ * or -1 with the error set. */
+static int
+shm_try_map(struct collie__shm_xport *x, const struct collie__net_cfg *cfg, const int *group,
+            uint64_t nonce, collie_result_t *rc)
+{
+  int fd = shm_open(x->name, O_RDWR | O_CLOEXEC, 0);
+  if (fd < 0) {
+    if (errno == ENOENT) return 0;
+    *rc = collie__err_errno(COLLIE_SYSTEM_ERROR, "shm: cannot open segment /dev/shm%s", x->name);
+    return -1;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    *rc = collie__err_errno(COLLIE_SYSTEM_ERROR, "shm: cannot stat segment /dev/shm%s", x->name);
+    close(fd);
+    return -1;
+  }
+  if ((size_t)st.st_size != x->bytes) {
+    close(fd); /* not sized yet, or a stale segment of another shape */
+    return 0;
+  }
+  void *base = mmap(NULL, x->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (base == MAP_FAILED) {
+    *rc = collie__err_errno(COLLIE_SYSTEM_ERROR, "shm: cannot map segment /dev/shm%s (%zu bytes)",
+                            x->name, x->bytes);
+    return -1;
+  }
+  struct collie__shm_header *h = base;
+  if (atomic_load_explicit(&h->magic, memory_order_acquire) != COLLIE_SHM_MAGIC ||
+      h->nonce != nonce) {
+    munmap(base, x->bytes);
+    return 0;
+  }
+  struct collie__shm_layout l = shm_layout(x->nlocal);
+  const int32_t *ranks = (const int32_t *)((char *)base + l.ranks_off);
+  int same = h->version == COLLIE_SHM_VERSION && h->nlocal == (uint32_t)x->nlocal &&
+             h->comm_hash == cfg->comm_hash && h->seg_bytes == x->bytes &&
+             h->nslots == COLLIE_SHM_NSLOTS && h->slot_bytes == COLLIE_SHM_SLOT_BYTES;
+  for (int i = 0; same && i < x->nlocal; i++) same = ranks[i] == group[i];
+  if (!same) {
+    *rc = collie__err(COLLIE_INTERNAL_ERROR,
+                      "shm: segment /dev/shm%s of rank %d does not match this rank's view (layout "
+                      "version %u vs %u, %u vs %d local ranks, or another rank set)",
+                      x->name, group[0], h->version, COLLIE_SHM_VERSION, h->nlocal, x->nlocal);
+    munmap(base, x->bytes);
+    return -1;
+  }
+  x->base = base;
+  x->hdr = h;
+  x->ctrl = (struct collie__shm_ctrl *)((char *)base + l.ctrl_off);
+  return 1;
+}
+
+/* Non-leader: waits for the leader's nonce in the store, then maps the
+ * segment carrying it, retrying until the setup deadline. */
+static collie_result_t
+shm_attach(struct collie__shm_xport *x, const struct collie__net_cfg *cfg, const int *group)
+{
+  char key[64];
+  collie__fmt(key, sizeof(key), "shm/seg/%d", group[0]);
+  for (;;) {
+    void *val = NULL;
+    size_t len = 0;
+    collie_result_t rc = collie__store_get(cfg->store, key, &val, &len, cfg->deadline_ns);
+    if (rc == COLLIE_TIMEOUT)
+      return collie__err(COLLIE_TIMEOUT,
+                         "shm: rank %d (world rank %d, pid %d) never created the shared-memory "
+                         "segment before the setup deadline (store key %s not set)",
+                         group[0], cfg->peers[group[0]].world_rank, cfg->peers[group[0]].pid, key);
+    if (rc != COLLIE_SUCCESS) {
+      collie__err_prefix("shm: waiting for the segment of rank %d", group[0]);
+      return rc;
+    }
+    char text[32];
+    size_t n = len < sizeof(text) - 1 ? len : sizeof(text) - 1;
+    memcpy(text, val, n);
+    text[n] = '\0';
+    free(val);
+    uint64_t nonce = strtoull(text, NULL, 16);
+    int got = shm_try_map(x, cfg, group, nonce, &rc);
+    if (got < 0) return rc;
+    if (got > 0) return COLLIE_SUCCESS;
+    if (collie__now_ns() >= cfg->deadline_ns)
+      return collie__err(COLLIE_TIMEOUT,
+                         "shm: the segment /dev/shm%s announced by rank %d (world rank %d) did not "
+                         "appear before the setup deadline",
+                         x->name, group[0], cfg->peers[group[0]].world_rank);
+    collie__sleep_ns(SHM_OPEN_POLL_NS);
+  }
+}
+
+/* Marks this rank attached; the rank that completes the group unlinks the
+ * name. Then waits until every local rank has attached. */
+static collie_result_t
+shm_join(struct collie__shm_xport *x, const struct collie__net_cfg *cfg, const int *group)
+{
+  struct collie__shm_ctrl *mine = &x->ctrl[x->me];
+  mine->pid = (int32_t)getpid();
+  atomic_store_explicit(&mine->state, COLLIE_SHM_ALIVE, memory_order_release);
+  uint32_t n = atomic_fetch_add_explicit(&x->hdr->attached, 1, memory_order_acq_rel) + 1;
+  if (n == (uint32_t)x->nlocal) {
+    shm_unlink(x->name);
+    collie__futex_wake_all(collie__shm_futex_word(&x->hdr->attached));
+  }
+  for (;;) {
+    n = atomic_load_explicit(&x->hdr->attached, memory_order_acquire);
+    if (n >= (uint32_t)x->nlocal) return COLLIE_SUCCESS;
+    /* A rank that attached and gave up (its own deadline came first) means
+     * the group cannot complete: fail now, naming those still missing. */
+    int quit = -1;
+    for (int i = 0; i < x->nlocal && quit < 0; i++) {
+      uint32_t st = atomic_load_explicit(&x->ctrl[i].state, memory_order_acquire);
+      if (st == COLLIE_SHM_ABORTED || st == COLLIE_SHM_CLOSED) quit = i;
+    }
+    int64_t now = collie__now_ns();
+    if (quit >= 0 || now >= cfg->deadline_ns) {
+      char who[512], why[128] = "";
+      shm_list_unattached(x, cfg, group, who, sizeof(who));
+      if (!who[0]) continue; /* the last one attached just now */
+      if (quit >= 0)
+        collie__fmt(why, sizeof(why), "; rank %d (world rank %d) gave up waiting", group[quit],
+                    cfg->peers[group[quit]].world_rank);
+      return collie__err(COLLIE_TIMEOUT,
+                         "shm: %s never attached to the shared-memory segment before the setup "
+                         "deadline (%u of %d local ranks did%s)",
+                         who, n, x->nlocal, why);
+    }
+    int64_t until = now + SHM_ATTACH_POLL_NS;
+    if (until > cfg->deadline_ns) until = cfg->deadline_ns;
+    collie__futex_wait(collie__shm_futex_word(&x->hdr->attached), n, until);
+  }
+}
+
+/* The ops' open (see transport.h for the contract): validates the peer
+ * list, then the leader creates the segment and the others attach; blocks
+ * until every local rank attached or cfg->deadline_ns. With no peers it
+ * returns a transport that owns no segment. On failure nothing is left
+ * behind (the name is unlinked, peers see this rank ABORTED). */
+collie_result_t
+collie__shm_open(const struct collie__net_cfg *cfg, const int *peers, int npeers,
+                 struct collie__xport **out)
+{
+  if (!out) return collie__err(COLLIE_INVALID_ARGUMENT, "shm: open: out is NULL");
+  *out = NULL;
+  if (!cfg || !cfg->peers || cfg->size <= 0 || cfg->rank < 0 || cfg->rank >= cfg->size)
+    return collie__err(COLLIE_INVALID_ARGUMENT, "shm: open: bad configuration (rank %d of %d)",
+                       cfg ? cfg->rank : -1, cfg ? cfg->size : -1);
+  if (npeers < 0 || npeers >= cfg->size || (npeers > 0 && !peers))
+    return collie__err(COLLIE_INVALID_ARGUMENT, "shm: open: bad peer list (%d peers of %d ranks)",
+                       npeers, cfg->size);
+  if (npeers > 0 && (!cfg->store || !cfg->token))
+    return collie__err(COLLIE_INVALID_ARGUMENT, "shm: open: no store or job token to meet peers");
+  for (int i = 0; i < npeers; i++) {
+    if (peers[i] < 0 || peers[i] >= cfg->size || (i > 0 && peers[i] <= peers[i - 1]))
+      return collie__err(
+          COLLIE_INVALID_ARGUMENT,
+          "shm: open: peer list must hold ascending comm ranks in [0, %d): entry %d is %d",
+          cfg->size, i, peers[i]);
+    if (peers[i] == cfg->rank)
+      return collie__err(COLLIE_INVALID_ARGUMENT,
+                         "shm: open: peer list entry %d is this rank (%d) itself", i, cfg->rank);
+    if (!collie__shm_can_connect(cfg, peers[i]))
+      return collie__err(COLLIE_INVALID_ARGUMENT,
+                         "shm: open: rank %d (world rank %d, host %s) does not share memory with "
+                         "this rank (host %s)",
+                         peers[i], cfg->peers[peers[i]].world_rank, cfg->peers[peers[i]].host,
+                         cfg->peers[cfg->rank].host);
+  }
+
+  collie_result_t rc = COLLIE_SUCCESS;
+  struct collie__shm_xport *x = calloc(1, sizeof(*x));
+  int *group = calloc((size_t)npeers + 1, sizeof(int));
+  if (!x || !group) goto out_nomem;
+  x->rank = cfg->rank;
+  x->comm_size = cfg->size;
+  x->nlocal = npeers + 1;
+  x->nchans = npeers;
+  x->chan_of_rank = malloc((size_t)cfg->size * sizeof(int));
+  x->chans = calloc((size_t)npeers + 1, sizeof(struct collie__shm_chan));
+  if (!x->chan_of_rank || !x->chans) goto out_nomem;
+  for (int i = 0; i < cfg->size; i++) x->chan_of_rank[i] = -1;
+  /* The group: this rank merged into the ascending peer list. */
+  int k = 0, placed = 0;
+  for (int j = 0; j < npeers; j++) {
+    if (!placed && cfg->rank < peers[j]) {
+      x->me = k;
+      group[k++] = cfg->rank;
+      placed = 1;
+    }
+    group[k++] = peers[j];
+  }
+  if (!placed) {
+    x->me = k;
+    group[k++] = cfg->rank;
+  }
+  for (int i = 0; i < x->nchans; i++) x->chans[i].pidfd = -1;
+  if (npeers == 0) {
+    *out = (struct collie__xport *)(void *)x;
+    free(group);
+    return COLLIE_SUCCESS;
+  }
+
+  x->bytes = shm_layout(x->nlocal).bytes;
+  collie__fmt(x->name, sizeof(x->name), "/collie-%016llx-%016llx-%d",
+              (unsigned long long)collie__hash64(cfg->token, strlen(cfg->token), 0),
+              (unsigned long long)cfg->comm_hash, group[0]);
+  int leader = group[0] == cfg->rank;
+  if (leader)
+    rc = shm_create(x, cfg, group);
+  else
+    rc = shm_attach(x, cfg, group);
+  if (rc != COLLIE_SUCCESS) goto out_free;
+  rc = shm_join(x, cfg, group);
+  if (rc != COLLIE_SUCCESS) goto out_leave;
+
+  for (int i = 0, c = 0; i < x->nlocal; i++) {
+    if (i == x->me) continue;
+    struct collie__shm_chan *ch = &x->chans[c];
+    ch->rank = group[i];
+    ch->world_rank = cfg->peers[group[i]].world_rank;
+    ch->local = i;
+    ch->pid = x->ctrl[i].pid;
+    ch->out = shm_ring(x, x->me, i);
+    ch->in = shm_ring(x, i, x->me);
+    ch->pid_check = 1;
+    ch->pidfd = shm_pidfd_open(ch->pid);
+    if (ch->pidfd < 0 && errno == ESRCH &&
+        atomic_load_explicit(&x->ctrl[i].state, memory_order_acquire) == COLLIE_SHM_ALIVE) {
+      /* Attached and alive, yet no such pid here: another pid namespace
+       * sharing /dev/shm. Rely on its state word alone. */
+      ch->pid_check = 0;
+    }
+    x->chan_of_rank[group[i]] = c++;
+  }
+  x->events_seen = atomic_load_explicit(&x->hdr->events, memory_order_acquire);
+  COLLIE_INFO("SHM", "segment %s: %d local ranks (this is index %d), %zu bytes, %u x %u-byte slots",
+              x->name, x->nlocal, x->me, x->bytes, COLLIE_SHM_NSLOTS, COLLIE_SHM_SLOT_BYTES);
+  free(group);
+  *out = (struct collie__xport *)(void *)x;
+  return COLLIE_SUCCESS;
+
+out_leave:
+  /* Peers that attached late must not wait on us: mark ourselves gone. */
+  collie__shm_leave(x, COLLIE_SHM_ABORTED, collie__err_msg());
+  shm_unlink(x->name); /* ENOENT when it is gone already: fine */
+  goto out_free;
+out_nomem:
+  rc = collie__err(COLLIE_SYSTEM_ERROR, "shm: open: out of memory for %d peers", npeers);
+out_free:
+  free(group);
+  if (x) {
+    x->nchans = 0; /* no pidfds opened yet */
+    collie__shm_free(x);
+  }
+  return rc;
+}

@@ -1,0 +1,503 @@
+/*
+ * tcp_setup.c - setting up the tcp transport: which peers it can link, and
+ * open(), which listens, publishes its address, connects and authenticates
+ * one connection per peer. Kept apart from the data path (tcp.c) because it
+ * runs once per communicator and may block and use the store, which the
+ * data path never does; it is also where strangers are kept out.
+ *
+ * Each rank that expects connections listens on a free port and publishes
+ * "tcp/addr/<rank>" = "host:port" in the communicator's store; the host is
+ * 127.0.0.1 when all its tcp peers share its host, else the address of
+ * COLLIE_SOCKET_IFNAME (or the first non-loopback one). In each pair the higher
+ * rank connects and sends a hello carrying the job token; the lower rank checks
+ * it (constant-time compare) before the socket becomes a channel, and answers
+ * with one byte. The order - connect to every lower rank and send hellos, then
+ * accept every higher rank, then read the replies - cannot deadlock: a connect
+ * completes in the listener's kernel backlog without the peer calling accept,
+ * and a rank answers hellos without waiting for its own replies. Accepting is
+ * done with poll() over all unauthenticated connections at once, so a stranger
+ * that connects and stays silent delays nobody.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "bootstrap/bootstrap.h"
+#include "transport/tcp_int.h"
+#include "transport/tcp_proto.h"
+#include "transport/transport.h"
+#include "util/error.h"
+#include "util/util.h"
+
+#define TCP_HELLO ((size_t)sizeof(struct collie__tcp_hello))
+
+/* The ops' can_connect: tcp reaches any rank. Pure. */
+int
+collie__tcp_can_connect(const struct collie__net_cfg *cfg, int peer)
+{
+  (void)cfg;
+  (void)peer;
+  return 1; /* TCP reaches any rank; net.c asks shm first */
+}
+
+/* ---- open ---- */
+
+/* "ip:port" or "[ip6]:port" of an accepted connection, for messages. */
+static void
+tcp_sockaddr_str(const struct sockaddr_storage *ss, socklen_t sl, char *buf, size_t len)
+{
+  char host[64], serv[16];
+  if (getnameinfo((const struct sockaddr *)ss, sl, host, sizeof(host), serv, sizeof(serv),
+                  NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+    collie__fmt(buf, len, "an unknown address");
+    return;
+  }
+  if (ss->ss_family == AF_INET6)
+    collie__fmt(buf, len, "[%s]:%s", host, serv);
+  else
+    collie__fmt(buf, len, "%s:%s", host, serv);
+}
+
+/* Listens where peers can reach us and publishes the address. */
+static collie_result_t
+tcp_listen_publish(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg, int *lfd,
+                   char *laddr, size_t laddr_len)
+{
+  char host[64];
+  int same_host = 1;
+  const char *me = cfg->peers[cfg->rank].host;
+  for (int i = 0; i < t->nchan; i++)
+    if (strncmp(cfg->peers[t->chans[i].peer].host, me, COLLIE_HOSTID_LEN) != 0) same_host = 0;
+  if (same_host) {
+    collie__fmt(host, sizeof(host), "127.0.0.1"); /* nobody else needs to reach us */
+  } else if (collie__sock_local_addr(cfg->ifname, host, sizeof(host)) < 0) {
+    return collie__err_errno(COLLIE_SYSTEM_ERROR,
+                             "tcp: no IPv4 address on interface \"%s\" (COLLIE_SOCKET_IFNAME)",
+                             cfg->ifname ? cfg->ifname : "");
+  }
+  int port = 0;
+  *lfd = collie__sock_listen(host, 0, &port);
+  if (*lfd < 0) return collie__err_errno(COLLIE_SYSTEM_ERROR, "tcp: cannot listen on %s", host);
+  if (strchr(host, ':'))
+    collie__fmt(laddr, laddr_len, "[%s]:%d", host, port);
+  else
+    collie__fmt(laddr, laddr_len, "%s:%d", host, port);
+  char key[64];
+  collie__fmt(key, sizeof(key), "tcp/addr/%d", cfg->rank);
+  collie_result_t rc = collie__store_set(cfg->store, key, laddr, strlen(laddr), cfg->deadline_ns);
+  if (rc != COLLIE_SUCCESS) collie__err_prefix("tcp: publishing %s as %s", laddr, key);
+  return rc;
+}
+
+/* Connects to every lower rank and sends it our hello; replies come later. */
+static collie_result_t
+tcp_connect_lower(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg,
+                  const unsigned char *hello_token, size_t token_len)
+{
+  for (int i = 0; i < t->nchan; i++) {
+    struct collie__tcp_chan *c = &t->chans[i];
+    if (c->peer > t->rank) break;
+    char key[64], who[160], host[64];
+    void *val = NULL;
+    size_t len = 0;
+    int port = 0;
+    collie__fmt(key, sizeof(key), "tcp/addr/%d", c->peer);
+    collie__tcp_peer_name(c, who, sizeof(who));
+    collie_result_t rc = collie__store_get(cfg->store, key, &val, &len, cfg->deadline_ns);
+    if (rc != COLLIE_SUCCESS) {
+      collie__err_prefix("tcp: %s never published its listen address", who);
+      return rc;
+    }
+    if (len == 0 || len >= sizeof(c->addr)) {
+      free(val);
+      return collie__err(COLLIE_REMOTE_ERROR,
+                         "tcp: %s published a malformed address of %zu bytes under %s", who, len,
+                         key);
+    }
+    memcpy(c->addr, val, len);
+    c->addr[len] = '\0';
+    free(val);
+    collie__tcp_peer_name(c, who, sizeof(who));
+    if (collie__parse_hostport(c->addr, host, sizeof(host), &port) < 0 || port == 0)
+      return collie__err(COLLIE_REMOTE_ERROR, "tcp: %s published a malformed address \"%s\"", who,
+                         c->addr);
+    c->fd = collie__sock_connect(host, port, cfg->deadline_ns);
+    if (c->fd < 0)
+      return collie__err_errno(errno == ETIMEDOUT ? COLLIE_TIMEOUT : COLLIE_SYSTEM_ERROR,
+                               "tcp: cannot connect to %s", who);
+    unsigned char buf[sizeof(struct collie__tcp_hello) + COLLIE_TCP_TOKEN_MAX];
+    struct collie__tcp_hello h;
+    h.magic = htole32(COLLIE_TCP_HELLO_MAGIC);
+    h.version = htole16(COLLIE_TCP_PROTO_VERSION);
+    h.token_len = htole16((uint16_t)token_len);
+    h.comm_hash = htole64(cfg->comm_hash);
+    h.from_rank = htole32((uint32_t)t->rank);
+    h.to_rank = htole32((uint32_t)c->peer);
+    memcpy(buf, &h, sizeof(h));
+    memcpy(buf + sizeof(h), hello_token, token_len);
+    if (collie__sock_send_all(c->fd, buf, sizeof(h) + token_len, cfg->deadline_ns) < 0)
+      return collie__err_errno(errno == ETIMEDOUT ? COLLIE_TIMEOUT : COLLIE_REMOTE_ERROR,
+                               "tcp: sending our hello to %s", who);
+  }
+  return COLLIE_SUCCESS;
+}
+
+/* Equal in time independent of where a and b differ. */
+static int
+tcp_token_equal(const unsigned char *a, size_t alen, const unsigned char *b, size_t blen)
+{
+  unsigned diff = alen != blen;
+  for (size_t i = 0; i < blen; i++) diff |= (unsigned)(a[i < alen ? i : 0] ^ b[i]);
+  return diff == 0;
+}
+
+/* A connection accepted but not yet authenticated. */
+struct tcp_pending {
+  int fd;
+  size_t got;
+  int64_t since;
+  char addr[80];
+  unsigned char buf[sizeof(struct collie__tcp_hello) + COLLIE_TCP_TOKEN_MAX];
+};
+
+static void
+tcp_refuse(struct tcp_pending *pe, unsigned char reply, const char *why)
+{
+  COLLIE_WARN("TCP", "tcp: refused a connection from %s: %s", pe->addr, why);
+  ssize_t w = send(pe->fd, &reply, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+  (void)w;
+  close(pe->fd);
+  pe->fd = -1;
+}
+
+/* Reads what pe has sent of its hello; on a complete one, refuses it or makes
+ * it the channel of its rank (returns 1). */
+static int
+tcp_pending_read(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg,
+                 struct tcp_pending *pe, const unsigned char *token, size_t token_len)
+{
+  struct collie__tcp_hello h;
+  for (;;) {
+    size_t need = TCP_HELLO;
+    if (pe->got >= TCP_HELLO) {
+      memcpy(&h, pe->buf, sizeof(h));
+      need += le16toh(h.token_len);
+    }
+    if (pe->got == need) break;
+    ssize_t n = recv(pe->fd, pe->buf + pe->got, need - pe->got, MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+    if (n <= 0) {
+      COLLIE_INFO("TCP", "tcp: a connection from %s ended before its hello", pe->addr);
+      close(pe->fd);
+      pe->fd = -1;
+      return 0;
+    }
+    pe->got += (size_t)n;
+    if (pe->got == TCP_HELLO) {
+      /* Check the fixed part before trusting its length field. */
+      memcpy(&h, pe->buf, sizeof(h));
+      char why[96];
+      if (le32toh(h.magic) != COLLIE_TCP_HELLO_MAGIC) {
+        tcp_refuse(pe, COLLIE_TCP_REPLY_BAD_VERSION, "not a collie tcp hello (bad magic)");
+        return 0;
+      }
+      if (le16toh(h.version) != COLLIE_TCP_PROTO_VERSION) {
+        collie__fmt(why, sizeof(why), "protocol version %u, ours is %u", le16toh(h.version),
+                    COLLIE_TCP_PROTO_VERSION);
+        tcp_refuse(pe, COLLIE_TCP_REPLY_BAD_VERSION, why);
+        return 0;
+      }
+      if (le16toh(h.token_len) > COLLIE_TCP_TOKEN_MAX) {
+        collie__fmt(why, sizeof(why), "malformed hello (token of %u bytes, at most %u)",
+                    le16toh(h.token_len), COLLIE_TCP_TOKEN_MAX);
+        tcp_refuse(pe, COLLIE_TCP_REPLY_BAD_TOKEN, why);
+        return 0;
+      }
+    }
+  }
+  memcpy(&h, pe->buf, sizeof(h));
+  if (!tcp_token_equal(pe->buf + TCP_HELLO, le16toh(h.token_len), token, token_len)) {
+    tcp_refuse(pe, COLLIE_TCP_REPLY_BAD_TOKEN, "wrong job token");
+    return 0;
+  }
+  char why[160];
+  uint32_t from = le32toh(h.from_rank), to = le32toh(h.to_rank);
+  if (le64toh(h.comm_hash) != cfg->comm_hash || to != (uint32_t)t->rank) {
+    collie__fmt(why, sizeof(why),
+                "it is for communicator %016llx rank %u, this is communicator "
+                "%016llx rank %d",
+                (unsigned long long)le64toh(h.comm_hash), to, (unsigned long long)cfg->comm_hash,
+                t->rank);
+    tcp_refuse(pe, COLLIE_TCP_REPLY_BAD_COMM, why);
+    return 0;
+  }
+  if (from <= (uint32_t)t->rank || from >= (uint32_t)t->size || t->chan_of[from] < 0) {
+    collie__fmt(why, sizeof(why), "it claims rank %u, which is not a higher tcp peer of rank %d",
+                from, t->rank);
+    tcp_refuse(pe, COLLIE_TCP_REPLY_BAD_COMM, why);
+    return 0;
+  }
+  struct collie__tcp_chan *c = &t->chans[t->chan_of[from]];
+  if (c->fd >= 0) {
+    collie__fmt(why, sizeof(why), "rank %u is already connected (from %s)", from, c->addr);
+    tcp_refuse(pe, COLLIE_TCP_REPLY_DUPLICATE, why);
+    return 0;
+  }
+  unsigned char ok = COLLIE_TCP_REPLY_ACCEPT;
+  if (send(pe->fd, &ok, 1, MSG_NOSIGNAL | MSG_DONTWAIT) != 1) {
+    COLLIE_INFO("TCP", "tcp: rank %u (%s) left before our reply: %s", from, pe->addr,
+                strerror(errno));
+    close(pe->fd);
+    pe->fd = -1;
+    return 0;
+  }
+  c->fd = pe->fd;
+  collie__fmt(c->addr, sizeof(c->addr), "%s", pe->addr);
+  pe->fd = -1;
+  COLLIE_TRACE("TCP", "tcp: rank %u connected from %s", from, c->addr);
+  return 1;
+}
+
+/* Accepts connections until every higher rank has proved the token. */
+static collie_result_t
+tcp_accept_higher(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg, int lfd,
+                  const char *laddr, const unsigned char *token, size_t token_len)
+{
+  int missing = 0;
+  for (int i = 0; i < t->nchan; i++)
+    if (t->chans[i].peer > t->rank) missing++;
+  if (missing == 0) return COLLIE_SUCCESS;
+  /* Room for every expected peer to be half-way through its hello at once,
+   * plus a few strangers; beyond that the oldest connection is dropped. */
+  int maxp = COLLIE_TCP_MAX_PENDING + missing;
+  struct tcp_pending *pend = calloc((size_t)maxp, sizeof(*pend));
+  struct pollfd *pf = calloc((size_t)maxp + 1, sizeof(*pf));
+  int *idx = calloc((size_t)maxp + 1, sizeof(*idx));
+  collie_result_t rc = COLLIE_SUCCESS;
+  if (!pend || !pf || !idx) {
+    rc = collie__err(COLLIE_SYSTEM_ERROR, "tcp: out of memory accepting connections");
+    missing = 0;
+  }
+  for (int i = 0; pend && i < maxp; i++) pend[i].fd = -1;
+  while (missing > 0) {
+    int ms = collie__ms_until(cfg->deadline_ns);
+    if (ms == 0) {
+      char names[400];
+      size_t o = 0;
+      names[0] = '\0';
+      for (int i = 0; i < t->nchan && o < sizeof(names); i++) {
+        const struct collie__tcp_chan *c = &t->chans[i];
+        if (c->peer < t->rank || c->fd >= 0) continue;
+        o += (size_t)snprintf(names + o, sizeof(names) - o, "%srank %d (world rank %d, pid %d)",
+                              o ? ", " : "", c->peer, c->world_rank, (int)c->pid);
+      }
+      rc = collie__err(COLLIE_TIMEOUT, "tcp: timed out waiting for %s to connect to rank %d at %s",
+                       names, t->rank, laddr);
+      break;
+    }
+    int np = 1;
+    pf[0].fd = lfd;
+    pf[0].events = POLLIN;
+    for (int i = 0; i < maxp; i++) {
+      if (pend[i].fd < 0) continue;
+      pf[np].fd = pend[i].fd;
+      pf[np].events = POLLIN;
+      idx[np++] = i;
+    }
+    int n = poll(pf, (nfds_t)np, ms);
+    if (n < 0 && errno != EINTR) {
+      rc = collie__err_errno(COLLIE_SYSTEM_ERROR, "tcp: poll while accepting connections");
+      break;
+    }
+    if (n <= 0) continue;
+    for (int k = 1; k < np; k++)
+      if (pf[k].revents && pend[idx[k]].fd >= 0)
+        missing -= tcp_pending_read(t, cfg, &pend[idx[k]], token, token_len);
+    if (!(pf[0].revents & POLLIN)) continue;
+    for (;;) {
+      struct sockaddr_storage ss;
+      socklen_t sl = sizeof(ss);
+      int fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) {
+        /* Out of descriptors or memory: the listener stays readable, so do not
+         * spin on it; EAGAIN and the rest are retried by the next poll(). */
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+          collie__sleep_ns(10000000);
+        break;
+      }
+      int slot = -1;
+      for (int i = 0; i < maxp; i++) {
+        if (pend[i].fd < 0) {
+          slot = i;
+          break;
+        }
+        if (slot < 0 || pend[i].since < pend[slot].since) slot = i;
+      }
+      if (pend[slot].fd >= 0) {
+        COLLIE_WARN("TCP",
+                    "tcp: too many unauthenticated connections; dropped the "
+                    "one from %s",
+                    pend[slot].addr);
+        close(pend[slot].fd);
+      }
+      struct tcp_pending *pe = &pend[slot];
+      pe->fd = fd;
+      pe->got = 0;
+      pe->since = collie__now_ns();
+      tcp_sockaddr_str(&ss, sl, pe->addr, sizeof(pe->addr));
+      int one = 1;
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      /* The hello usually arrives with the connection. */
+      missing -= tcp_pending_read(t, cfg, pe, token, token_len);
+    }
+  }
+  for (int i = 0; pend && i < maxp; i++)
+    if (pend[i].fd >= 0) close(pend[i].fd);
+  free(pend);
+  free(pf);
+  free(idx);
+  return rc;
+}
+
+/* Reads each lower rank's answer to our hello. */
+static collie_result_t
+tcp_read_replies(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg)
+{
+  for (int i = 0; i < t->nchan; i++) {
+    struct collie__tcp_chan *c = &t->chans[i];
+    if (c->peer > t->rank) break;
+    char who[160];
+    unsigned char reply = 0;
+    collie__tcp_peer_name(c, who, sizeof(who));
+    if (collie__sock_recv_all(c->fd, &reply, 1, cfg->deadline_ns) < 0) {
+      if (errno == ETIMEDOUT)
+        return collie__err(COLLIE_TIMEOUT,
+                           "tcp: timed out waiting for %s to answer our hello (is it still "
+                           "connecting to others?)",
+                           who);
+      return collie__err_errno(COLLIE_REMOTE_ERROR,
+                               "tcp: %s closed the connection during the handshake", who);
+    }
+    switch (reply) {
+    case COLLIE_TCP_REPLY_ACCEPT:
+      break;
+    case COLLIE_TCP_REPLY_BAD_TOKEN:
+      return collie__err(COLLIE_REMOTE_ERROR,
+                         "tcp: %s refused our job token (were the ranks "
+                         "started with different "
+                         "COLLIE_JOB_TOKEN values?)",
+                         who);
+    case COLLIE_TCP_REPLY_BAD_VERSION:
+      return collie__err(COLLIE_REMOTE_ERROR,
+                         "tcp: %s refused our tcp protocol version %u (mixed collie builds?)", who,
+                         COLLIE_TCP_PROTO_VERSION);
+    case COLLIE_TCP_REPLY_BAD_COMM:
+      return collie__err(COLLIE_REMOTE_ERROR,
+                         "tcp: %s refused the connection: it does not expect this rank in "
+                         "communicator %016llx",
+                         who, (unsigned long long)cfg->comm_hash);
+    case COLLIE_TCP_REPLY_DUPLICATE:
+      return collie__err(COLLIE_REMOTE_ERROR,
+                         "tcp: %s refused the connection: another process already connected "
+                         "to it as rank %d",
+                         who, t->rank);
+    default:
+      return collie__err(COLLIE_REMOTE_ERROR, "tcp: %s answered our hello with 0x%02x", who, reply);
+    }
+  }
+  return COLLIE_SUCCESS;
+}
+
+/* The ops' open (see transport.h for the contract): listens if a higher
+ * rank will connect, connects to and says hello to every lower rank,
+ * accepts and checks every higher one, then reads the replies; blocks until
+ * every channel is up or cfg->deadline_ns. The job token must fit a hello
+ * (COLLIE_TCP_TOKEN_MAX). On failure every socket is closed. */
+collie_result_t
+collie__tcp_open(const struct collie__net_cfg *cfg, const int *peers, int npeers,
+                 struct collie__xport **out)
+{
+  collie_result_t rc = COLLIE_SUCCESS;
+  int lfd = -1;
+  char laddr[96] = "";
+  *out = NULL;
+  const char *token = cfg->token ? cfg->token : "";
+  size_t token_len = strlen(token);
+  if (token_len > COLLIE_TCP_TOKEN_MAX)
+    return collie__err(COLLIE_INVALID_ARGUMENT, "tcp: the job token is %zu bytes (at most %u)",
+                       token_len, COLLIE_TCP_TOKEN_MAX);
+  if (npeers < 0 || cfg->size <= 0 || cfg->rank < 0 || cfg->rank >= cfg->size)
+    return collie__err(COLLIE_INVALID_ARGUMENT, "tcp: open: rank %d of %d with %d peers", cfg->rank,
+                       cfg->size, npeers);
+  if (npeers > 0 && (!cfg->store || !cfg->peers || !peers))
+    return collie__err(COLLIE_INVALID_ARGUMENT, "tcp: open: %s is NULL",
+                       !cfg->store   ? "the store"
+                       : !cfg->peers ? "the peer table"
+                                     : "peers");
+  struct collie__tcp_xport *t = calloc(1, sizeof(*t));
+  if (!t) return collie__err(COLLIE_SYSTEM_ERROR, "tcp: out of memory");
+  atomic_init(&t->aborted, 0);
+  t->rank = cfg->rank;
+  t->size = cfg->size;
+  t->chans = calloc((size_t)(npeers ? npeers : 1), sizeof(*t->chans));
+  t->pfds = calloc((size_t)(npeers ? npeers : 1), sizeof(*t->pfds));
+  t->chan_of = malloc((size_t)cfg->size * sizeof(int));
+  if (!t->chans || !t->pfds || !t->chan_of) {
+    rc = collie__err(COLLIE_SYSTEM_ERROR, "tcp: out of memory for %d channels", npeers);
+    goto out_free;
+  }
+  for (int p = 0; p < cfg->size; p++) t->chan_of[p] = -1;
+  int nhigh = 0;
+  for (int i = 0; i < npeers; i++) {
+    int p = peers[i];
+    if (p < 0 || p >= cfg->size || p == cfg->rank || (i > 0 && p <= peers[i - 1])) {
+      rc = collie__err(COLLIE_INVALID_ARGUMENT,
+                       "tcp: open: peer %d is rank %d (peers must be ascending "
+                       "ranks in 0..%d "
+                       "other than this rank %d)",
+                       i, p, cfg->size - 1, cfg->rank);
+      goto out_free;
+    }
+    struct collie__tcp_chan *c = &t->chans[i];
+    c->peer = p;
+    c->world_rank = cfg->peers[p].world_rank;
+    c->pid = cfg->peers[p].pid;
+    c->fd = -1;
+    t->chan_of[p] = i;
+    t->nchan++;
+    if (p > cfg->rank) nhigh++;
+  }
+  if (nhigh > 0)
+    COLLIE_CHECK_GOTO(tcp_listen_publish(t, cfg, &lfd, laddr, sizeof(laddr)), rc, out_free);
+  COLLIE_CHECK_GOTO(tcp_connect_lower(t, cfg, (const unsigned char *)token, token_len), rc,
+                    out_free);
+  COLLIE_CHECK_GOTO(tcp_accept_higher(t, cfg, lfd, laddr, (const unsigned char *)token, token_len),
+                    rc, out_free);
+  if (lfd >= 0) close(lfd); /* nobody else may join: strangers now get "refused" */
+  lfd = -1;
+  COLLIE_CHECK_GOTO(tcp_read_replies(t, cfg), rc, out_free);
+  for (int i = 0; i < t->nchan; i++) {
+    int one = 1;
+    collie__sock_set_nonblock(t->chans[i].fd, 1);
+    setsockopt(t->chans[i].fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  }
+  COLLIE_INFO("TCP", "tcp: rank %d connected to %d peer(s)%s%s", t->rank, t->nchan,
+              laddr[0] ? ", listened on " : "", laddr);
+  *out = (struct collie__xport *)(void *)t;
+  return COLLIE_SUCCESS;
+
+out_free:
+  if (lfd >= 0) close(lfd);
+  collie__tcp_free(t);
+  return rc;
+}
