@@ -69,4 +69,11 @@
   XX(barrier_mixed_4, barrier_waits_for_all, 4, "mixed", 30) \
   XX(group_ring_mixed_4, group_ring_exchange, 4, "mixed", 60) \
   XX(split_mixed_5, split_even_odd, 5, "mixed", 60) \
-  XX(kill_rank_mixed_4, kill_rank_mid_allreduce, 4, "mixed", 30)
+  XX(kill_rank_mixed_4, kill_rank_mid_allreduce, 4, "mixed", 30) \
+  XX(mismatch_kind_shm_4, mismatch_kind, 4, "shm", 30) \
+  XX(mismatch_kind_tcp_4, mismatch_kind, 4, "tcp", 30) \
+  XX(mismatch_count_shm_3, mismatch_count, 3, "shm", 30) \
+  XX(mismatch_count_tcp_3, mismatch_count, 3, "tcp", 30) \
+  XX(threads_two_comms_shm_4, threads_two_comms, 4, "shm", 60) \
+  XX(threads_two_comms_tcp_4, threads_two_comms, 4, "tcp", 60) \
+  XX(threads_two_comms_mixed_4, threads_two_comms, 4, "mixed", 60)

@@ -113,6 +113,18 @@ shm_complete(struct collie__shm_xport *x, struct collie__req *r, collie_result_t
   x->npending--;
 }
 
+/* Completes the head request of the FIFO first..last once all its bytes
+ * have moved. */
+static void
+shm_finish_head(struct collie__shm_xport *x, struct collie__req **first, struct collie__req **last)
+{
+  struct collie__req *r = *first;
+  if (r->off != r->len) return;
+  *first = r->next;
+  if (!*first) *last = NULL;
+  shm_complete(x, r, COLLIE_SUCCESS);
+}
+
 /* "receive of allreduce #7 step 1 (4096 bytes)" */
 static void
 shm_describe_req(const struct collie__req *r, char *buf, size_t len)
@@ -173,11 +185,7 @@ shm_push(struct collie__shm_xport *x, struct collie__shm_chan *ch)
     /* Publish each chunk at once so a polling receiver can copy it out while
      * we fill the next slot; the doorbell is rung once, below. */
     atomic_store_explicit(&ch->out->tail, ++tail, memory_order_release);
-    if (r->off == r->len) {
-      ch->sendq = r->next;
-      if (!ch->sendq) ch->sendq_last = NULL;
-      shm_complete(x, r, COLLIE_SUCCESS);
-    }
+    shm_finish_head(x, &ch->sendq, &ch->sendq_last);
   }
   if (tail != ch->out_tail) {
     ch->out_tail = tail;
@@ -229,11 +237,7 @@ shm_pull(struct collie__shm_xport *x, struct collie__shm_chan *ch)
     if (c->len) memcpy((char *)r->buf + r->off, c + 1, c->len);
     r->off += c->len;
     atomic_store_explicit(&ch->in->head, ++head, memory_order_release);
-    if (r->off == r->len) {
-      ch->recvq = r->next;
-      if (!ch->recvq) ch->recvq_last = NULL;
-      shm_complete(x, r, COLLIE_SUCCESS);
-    }
+    shm_finish_head(x, &ch->recvq, &ch->recvq_last);
   }
   if (head != ch->in_head) {
     ch->in_head = head;

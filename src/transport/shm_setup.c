@@ -120,12 +120,11 @@ shm_create(struct collie__shm_xport *x, const struct collie__net_cfg *cfg, const
   }
   if (fd < 0)
     return collie__err_errno(COLLIE_SYSTEM_ERROR, "shm: cannot create segment /dev/shm%s", x->name);
+  collie_result_t rc;
   if (ftruncate(fd, (off_t)x->bytes) != 0) {
-    collie_result_t rc = collie__err_errno(
-        COLLIE_SYSTEM_ERROR, "shm: cannot size segment /dev/shm%s to %zu bytes", x->name, x->bytes);
-    close(fd);
-    shm_unlink(x->name);
-    return rc;
+    rc = collie__err_errno(COLLIE_SYSTEM_ERROR, "shm: cannot size segment /dev/shm%s to %zu bytes",
+                           x->name, x->bytes);
+    goto out_close;
   }
   /* Reserve the pages now: a tmpfs that is too small (a container's 64 MiB
    * /dev/shm) then fails here with a message instead of SIGBUS mid-run. */
@@ -135,21 +134,17 @@ shm_create(struct collie__shm_xport *x, const struct collie__net_cfg *cfg, const
   } while (err == EINTR);
   if (err != 0 && err != EOPNOTSUPP && err != ENOSYS) {
     errno = err;
-    collie_result_t rc = collie__err_errno(COLLIE_SYSTEM_ERROR,
-                                           "shm: cannot reserve %zu bytes for segment /dev/shm%s "
-                                           "(%d local ranks; is /dev/shm too small?)",
-                                           x->bytes, x->name, x->nlocal);
-    close(fd);
-    shm_unlink(x->name);
-    return rc;
+    rc = collie__err_errno(COLLIE_SYSTEM_ERROR,
+                           "shm: cannot reserve %zu bytes for segment /dev/shm%s "
+                           "(%d local ranks; is /dev/shm too small?)",
+                           x->bytes, x->name, x->nlocal);
+    goto out_close;
   }
   void *base = mmap(NULL, x->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (base == MAP_FAILED) {
-    collie_result_t rc = collie__err_errno(
-        COLLIE_SYSTEM_ERROR, "shm: cannot map segment /dev/shm%s (%zu bytes)", x->name, x->bytes);
-    close(fd);
-    shm_unlink(x->name);
-    return rc;
+    rc = collie__err_errno(COLLIE_SYSTEM_ERROR, "shm: cannot map segment /dev/shm%s (%zu bytes)",
+                           x->name, x->bytes);
+    goto out_close;
   }
   close(fd);
   x->base = base;
@@ -175,13 +170,18 @@ shm_create(struct collie__shm_xport *x, const struct collie__net_cfg *cfg, const
   char key[64], val[32];
   collie__fmt(key, sizeof(key), "shm/seg/%d", cfg->rank);
   collie__fmt(val, sizeof(val), "%016" PRIx64, h->nonce);
-  collie_result_t rc = collie__store_set(cfg->store, key, val, strlen(val), cfg->deadline_ns);
+  rc = collie__store_set(cfg->store, key, val, strlen(val), cfg->deadline_ns);
   if (rc != COLLIE_SUCCESS) {
     collie__err_prefix("shm: publishing segment %s", x->name);
     shm_unlink(x->name);
     return rc;
   }
   return COLLIE_SUCCESS;
+
+out_close:
+  close(fd);
+  shm_unlink(x->name);
+  return rc;
 }
 
 /* Maps the segment if it is the leader's current one. Returns 1 when mapped

@@ -199,6 +199,18 @@ tcp_complete(struct collie__tcp_xport *t, struct collie__req *r)
   t->npending--;
 }
 
+/* Completes the head request of the FIFO head..tail once all its bytes have
+ * moved. */
+static void
+tcp_finish_head(struct collie__tcp_xport *t, struct collie__req **head, struct collie__req **tail)
+{
+  struct collie__req *r = *head;
+  if (r->off != r->len) return;
+  *head = r->next;
+  if (!*head) *tail = NULL;
+  tcp_complete(t, r);
+}
+
 static collie_result_t tcp_rx(struct collie__tcp_xport *t, struct collie__tcp_chan *c);
 
 /* ---- Send path ---- */
@@ -222,11 +234,7 @@ tcp_tx_advance(struct collie__tcp_xport *t, struct collie__tcp_chan *c, size_t n
     n -= take;
     if (c->s_pay_sent < chunk) return;
     c->s_hdr_sent = c->s_pay_sent = 0;
-    if (r->off == r->len) {
-      c->sq_head = r->next;
-      if (!c->sq_head) c->sq_tail = NULL;
-      tcp_complete(t, r);
-    }
+    tcp_finish_head(t, &c->sq_head, &c->sq_tail);
   }
 }
 
@@ -309,12 +317,7 @@ tcp_rx_after_bye(struct collie__tcp_xport *t, struct collie__tcp_chan *c)
 static void
 tcp_rx_frame_done(struct collie__tcp_xport *t, struct collie__tcp_chan *c)
 {
-  struct collie__req *r = c->rq_head;
-  if (r->off == r->len) {
-    c->rq_head = r->next;
-    if (!c->rq_head) c->rq_tail = NULL;
-    tcp_complete(t, r);
-  }
+  tcp_finish_head(t, &c->rq_head, &c->rq_tail);
 }
 
 /* Checks the complete header in c->rhdr against the head receive r (may be

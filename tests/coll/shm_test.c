@@ -175,16 +175,7 @@ shmt_mismatch(uint64_t sslot, size_t slen, uint64_t rslot, size_t rlen, const ch
     for (size_t i = 0; i < rlen; i++) ASSERT(buf[i] == 0x77);
     ASSERT(r.done && r.rc == COLLIE_INVALID_USAGE);
     ASSERT(later.done && later.rc == COLLIE_INVALID_USAGE);
-    int pending = -1;
-    ASSERT_RC(COLLIE_INVALID_USAGE, "mismatched", shmt_ops->progress(t.x, &pending));
-    ASSERT(pending == 0);
-    struct collie__req again;
-    memset(&again, 0, sizeof(again));
-    again.peer = 0;
-    again.buf = buf;
-    again.len = 1;
-    ASSERT_RC(COLLIE_INVALID_USAGE, "mismatched", shmt_ops->post(t.x, &again));
-    ASSERT(again.done && again.rc == COLLIE_INVALID_USAGE);
+    xfix_assert_failed(&t, COLLIE_INVALID_USAGE, "mismatched", 0, 0, buf, 1);
   }
   xfix_barrier(&t, "end");
   free(buf);
@@ -302,11 +293,7 @@ shmt_peer_leaves(int use_abort)
       shmt_ops->abort(t.x);
       shmt_ops->abort(t.x); /* idempotent */
       ASSERT(!reqs[1].done);
-      int pending = -1;
-      ASSERT_RC(COLLIE_INVALID_USAGE, "aborted", shmt_ops->progress(t.x, &pending));
-      ASSERT(pending == 0);
-      ASSERT_RC(COLLIE_INVALID_USAGE, "aborted", shmt_ops->post(t.x, &reqs[1]));
-      ASSERT(reqs[1].done && reqs[1].rc == COLLIE_INVALID_USAGE);
+      xfix_assert_failed(&t, COLLIE_INVALID_USAGE, "aborted", 0, 0, in, sizeof(in));
     }
     shmt_ops->close(t.x);
     t.x = NULL;

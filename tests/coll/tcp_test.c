@@ -186,15 +186,7 @@ tcpt_mismatch(int same_slot)
     }
     ASSERT(r.done && r.rc == COLLIE_INVALID_USAGE);
     /* The transport stays failed: later posts and progress say so. */
-    int pending = -1;
-    ASSERT_RC(COLLIE_INVALID_USAGE, "mismatched", tcpt_ops->progress(t.x, &pending));
-    ASSERT(pending == 0);
-    struct collie__req r2;
-    memset(&r2, 0, sizeof(r2));
-    r2.peer = 0;
-    r2.is_send = 1;
-    ASSERT_RC(COLLIE_INVALID_USAGE, "mismatched", tcpt_ops->post(t.x, &r2));
-    ASSERT(r2.done);
+    xfix_assert_failed(&t, COLLIE_INVALID_USAGE, "mismatched", 0, 1, NULL, 0);
   }
   xfix_barrier(&t, "end");
   xfix_done(&t);

@@ -167,8 +167,8 @@ static const size_t xfix_sizes[] = {0, 1, 7, 64 * 1024 + 3, 8 * 1024 * 1024 + 5}
 #define XFIX_NSIZES (sizeof(xfix_sizes) / sizeof(xfix_sizes[0]))
 
 void
-xfix_assert_failed(struct xfix *t, collie_result_t code, const char *substr, int peer,
-                   int is_send, void *buf, size_t len)
+xfix_assert_failed(struct xfix *t, collie_result_t code, const char *substr, int peer, int is_send,
+                   void *buf, size_t len)
 {
   int pending = -1;
   ASSERT_RC(code, substr, t->ops->progress(t->x, &pending));

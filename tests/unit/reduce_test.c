@@ -8,12 +8,62 @@
  * The data tests cross every (dtype, op) pair with odd lengths and with
  * starting offsets that are not multiples of the element size, and check
  * that bytes around the output and the whole input are left untouched.
+ *
+ * The kernels exist once per instruction set (portable, AVX2, AVX-512) and
+ * the library runs whichever the CPU allows; every kernel test here runs
+ * against each table this machine can execute (collie__reduce_kernel_isa),
+ * not only the one the dispatcher chose.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include "runner.h"
 #include "reduce/reduce.h"
+
+/* ---- Instruction sets ------------------------------------------------------- */
+
+/* Every table name, best first (the dispatcher's order). */
+static const char *const rt_isas[] = {"avx512", "avx2", "portable"};
+#define RT_NISA (sizeof rt_isas / sizeof rt_isas[0])
+
+/* The table the kernel tests use: NULL means the dispatched one. */
+static const char *rt_isa;
+
+static int
+rt_isa_available(const char *isa)
+{
+  return collie__reduce_kernel_isa(COLLIE_INT8, COLLIE_SUM, isa) != NULL;
+}
+
+static collie__reduce_fn
+rt_kernel(collie_dtype_t dt, collie_op_t op)
+{
+  return rt_isa ? collie__reduce_kernel_isa(dt, op, rt_isa) : collie__reduce_kernel(dt, op);
+}
+
+static const char *
+rt_isa_name(void)
+{
+  return rt_isa ? rt_isa : "dispatched";
+}
+
+/* ASSERT, naming the table under test. */
+#define RT_ASSERT(cond) ASSERTF(cond, "[%s] assertion failed: %s", rt_isa_name(), #cond)
+
+/* Runs the statement once per table this machine can run; fails if there is none. */
+#define RT_FOR_EACH_ISA(...)                                                                       \
+  do {                                                                                             \
+    int rt_ran_ = 0;                                                                               \
+    for (size_t rt_i_ = 0; rt_i_ < RT_NISA; rt_i_++) {                                             \
+      if (!rt_isa_available(rt_isas[rt_i_])) continue;                                             \
+      rt_isa = rt_isas[rt_i_];                                                                     \
+      __VA_ARGS__;                                                                                 \
+      rt_ran_++;                                                                                   \
+    }                                                                                              \
+    rt_isa = NULL;                                                                                 \
+    ASSERT(rt_ran_ >= 1);                                                                          \
+  } while (0)
 
 /* ---- Reference -------------------------------------------------------------- */
 
@@ -415,8 +465,8 @@ rt_check_run(collie_dtype_t dt, collie_op_t op, size_t n, size_t oc, size_t oa, 
     rt_combine(dt, op, c0 + oc + i * sz, y, want + i * sz);
   }
 
-  collie__reduce_fn fn = collie__reduce_kernel(dt, op);
-  ASSERTF(fn != NULL, "no kernel for %s %s", rt_dname(dt), rt_oname(op));
+  collie__reduce_fn fn = rt_kernel(dt, op);
+  ASSERTF(fn != NULL, "[%s] no kernel for %s %s", rt_isa_name(), rt_dname(dt), rt_oname(op));
   fn(c + oc, inplace ? c + oc : a + oa, n);
 
   for (size_t i = 0; i < n; i++) {
@@ -427,14 +477,16 @@ rt_check_run(collie_dtype_t dt, collie_op_t op, size_t n, size_t oc, size_t oa, 
       rt_hex(sg, c + oc + i * sz, sz);
       rt_hex(sw, want + i * sz, sz);
       test_fail(__FILE__, __LINE__,
-                "%s %s n=%zu offsets %zu/%zu%s: element %zu: %s op %s = %s, expected %s",
-                rt_dname(dt), rt_oname(op), n, oc, oa, inplace ? " in place" : "", i, sx, sy, sg,
-                sw);
+                "[%s] %s %s n=%zu offsets %zu/%zu%s: element %zu: %s op %s = %s, expected %s",
+                rt_isa_name(), rt_dname(dt), rt_oname(op), n, oc, oa, inplace ? " in place" : "", i,
+                sx, sy, sg, sw);
     }
   }
   ASSERTF(!memcmp(c, c0, oc) && !memcmp(c + oc + n * sz, c0 + oc + n * sz, bytes - oc - n * sz),
-          "%s %s n=%zu: bytes outside the output changed", rt_dname(dt), rt_oname(op), n);
-  ASSERTF(!memcmp(a, a0, bytes), "%s %s n=%zu: the input changed", rt_dname(dt), rt_oname(op), n);
+          "[%s] %s %s n=%zu: bytes outside the output changed", rt_isa_name(), rt_dname(dt),
+          rt_oname(op), n);
+  ASSERTF(!memcmp(a, a0, bytes), "[%s] %s %s n=%zu: the input changed", rt_isa_name(), rt_dname(dt),
+          rt_oname(op), n);
   free(c);
   free(a);
   free(c0);
@@ -442,8 +494,11 @@ rt_check_run(collie_dtype_t dt, collie_op_t op, size_t n, size_t oc, size_t oa, 
   free(want);
 }
 
-TEST_IMPL(reduce_kernels_all_pairs)
+/* Every pair, lengths, offsets and in-place, for the table rt_isa names. */
+static void
+rt_all_pairs(void)
 {
+  /* 1000 + 3 spans two of the fp16 F16C kernels' 512-element chunks. */
   static const size_t lens[] = {0, 1, 7, 33, 1000 + 3};
   /* Starting offsets of inout and in, in elements; some runs add one byte
    * (below) so that the start is not even aligned to the element size. */
@@ -464,6 +519,13 @@ TEST_IMPL(reduce_kernels_all_pairs)
     }
   }
   ASSERT(pairs == 6 * 8 + 4 * 5);
+}
+
+TEST_IMPL(reduce_kernels_all_pairs)
+{
+  RT_FOR_EACH_ISA(rt_all_pairs());
+  /* And through the dispatcher, as the library calls them. */
+  rt_all_pairs();
 }
 
 TEST_IMPL(reduce_kernel_lookup)
@@ -488,6 +550,24 @@ TEST_IMPL(reduce_kernel_lookup)
   ASSERT(collie__reduce_kernel(COLLIE_INT32, (collie_op_t)77) == NULL);
   /* n == 0 touches nothing, so NULL buffers are fine. */
   collie__reduce_kernel(COLLIE_FLOAT32, COLLIE_SUM)(NULL, NULL, 0);
+  /* Every table has the same pairs, and the same bounds checks. */
+  RT_FOR_EACH_ISA({
+    for (int dt = 0; dt < COLLIE_DTYPE_COUNT_; dt++) {
+      for (int op = 0; op < COLLIE_OP_COUNT_; op++) {
+        collie__reduce_fn fn = rt_kernel((collie_dtype_t)dt, (collie_op_t)op);
+        int want_null = rt_is_float((collie_dtype_t)dt) && rt_int_only((collie_op_t)op);
+        ASSERTF((fn == NULL) == want_null, "[%s] %s %s: kernel %s", rt_isa,
+                rt_dname((collie_dtype_t)dt), rt_oname((collie_op_t)op),
+                fn ? "present" : "missing");
+      }
+    }
+    RT_ASSERT(rt_kernel(COLLIE_DTYPE_COUNT_, COLLIE_SUM) == NULL);
+    RT_ASSERT(rt_kernel((collie_dtype_t)-1, COLLIE_SUM) == NULL);
+    RT_ASSERT(rt_kernel(COLLIE_INT32, COLLIE_OP_COUNT_) == NULL);
+    RT_ASSERT(rt_kernel(COLLIE_INT32, (collie_op_t)-1) == NULL);
+    rt_kernel(COLLIE_FLOAT16, COLLIE_SUM)(NULL, NULL, 0);
+    rt_kernel(COLLIE_FLOAT32, COLLIE_SUM)(NULL, NULL, 0);
+  });
 }
 
 static uint32_t
@@ -630,8 +710,8 @@ rt_one(collie_dtype_t dt, collie_op_t op, uint64_t x, uint64_t y)
   unsigned char bx[8] = {0}, by[8] = {0};
   memcpy(bx, &x, sz); /* little-endian: the low bytes are the element */
   memcpy(by, &y, sz);
-  collie__reduce_fn fn = collie__reduce_kernel(dt, op);
-  ASSERT(fn != NULL);
+  collie__reduce_fn fn = rt_kernel(dt, op);
+  RT_ASSERT(fn != NULL);
   fn(bx, by, 1);
   uint64_t r = 0;
   memcpy(&r, bx, sz);
@@ -656,90 +736,112 @@ rt_oned(collie_op_t op, double x, double y)
   return d;
 }
 
-TEST_IMPL(reduce_minmax_nan)
+static void
+rt_reduce_minmax_nan_checks(void)
 {
   /* NaN on either side, either op, wins. */
-  ASSERT(isnan(rt_onef(COLLIE_MIN, NAN, 1.0f)));
-  ASSERT(isnan(rt_onef(COLLIE_MIN, 1.0f, NAN)));
-  ASSERT(isnan(rt_onef(COLLIE_MAX, NAN, 1.0f)));
-  ASSERT(isnan(rt_onef(COLLIE_MAX, 1.0f, NAN)));
-  ASSERT(isnan(rt_onef(COLLIE_MAX, -INFINITY, NAN)));
-  ASSERT(isnan(rt_onef(COLLIE_MIN, NAN, -INFINITY)));
-  ASSERT(isnan(rt_oned(COLLIE_MIN, NAN, 1.0)));
-  ASSERT(isnan(rt_oned(COLLIE_MIN, 1.0, NAN)));
-  ASSERT(isnan(rt_oned(COLLIE_MAX, NAN, INFINITY)));
-  ASSERT(isnan(rt_oned(COLLIE_MAX, INFINITY, NAN)));
+  RT_ASSERT(isnan(rt_onef(COLLIE_MIN, NAN, 1.0f)));
+  RT_ASSERT(isnan(rt_onef(COLLIE_MIN, 1.0f, NAN)));
+  RT_ASSERT(isnan(rt_onef(COLLIE_MAX, NAN, 1.0f)));
+  RT_ASSERT(isnan(rt_onef(COLLIE_MAX, 1.0f, NAN)));
+  RT_ASSERT(isnan(rt_onef(COLLIE_MAX, -INFINITY, NAN)));
+  RT_ASSERT(isnan(rt_onef(COLLIE_MIN, NAN, -INFINITY)));
+  RT_ASSERT(isnan(rt_oned(COLLIE_MIN, NAN, 1.0)));
+  RT_ASSERT(isnan(rt_oned(COLLIE_MIN, 1.0, NAN)));
+  RT_ASSERT(isnan(rt_oned(COLLIE_MAX, NAN, INFINITY)));
+  RT_ASSERT(isnan(rt_oned(COLLIE_MAX, INFINITY, NAN)));
   /* Infinities order as numbers. */
-  ASSERT(rt_onef(COLLIE_MIN, -INFINITY, -1e38f) == -INFINITY);
-  ASSERT(rt_onef(COLLIE_MIN, 5.0f, -INFINITY) == -INFINITY);
-  ASSERT(rt_onef(COLLIE_MAX, INFINITY, 1e38f) == INFINITY);
-  ASSERT(rt_onef(COLLIE_MAX, 1.0f, INFINITY) == INFINITY);
-  ASSERT(rt_onef(COLLIE_MIN, INFINITY, 3.0f) == 3.0f);
-  ASSERT(rt_onef(COLLIE_MAX, -2.0f, -3.0f) == -2.0f);
-  ASSERT(rt_oned(COLLIE_MIN, -INFINITY, 0.0) == -INFINITY);
-  ASSERT(rt_oned(COLLIE_MAX, 1e300, INFINITY) == INFINITY);
-  ASSERT(rt_oned(COLLIE_MIN, -1e-300, 1e-300) == -1e-300);
+  RT_ASSERT(rt_onef(COLLIE_MIN, -INFINITY, -1e38f) == -INFINITY);
+  RT_ASSERT(rt_onef(COLLIE_MIN, 5.0f, -INFINITY) == -INFINITY);
+  RT_ASSERT(rt_onef(COLLIE_MAX, INFINITY, 1e38f) == INFINITY);
+  RT_ASSERT(rt_onef(COLLIE_MAX, 1.0f, INFINITY) == INFINITY);
+  RT_ASSERT(rt_onef(COLLIE_MIN, INFINITY, 3.0f) == 3.0f);
+  RT_ASSERT(rt_onef(COLLIE_MAX, -2.0f, -3.0f) == -2.0f);
+  RT_ASSERT(rt_oned(COLLIE_MIN, -INFINITY, 0.0) == -INFINITY);
+  RT_ASSERT(rt_oned(COLLIE_MAX, 1e300, INFINITY) == INFINITY);
+  RT_ASSERT(rt_oned(COLLIE_MIN, -1e-300, 1e-300) == -1e-300);
   /* fp16 / bf16: the same rules through the widening. */
-  ASSERT(rt_h_isnan((uint16_t)rt_one(COLLIE_FLOAT16, COLLIE_MIN, 0x7e00, 0x3c00), COLLIE_FLOAT16));
-  ASSERT(rt_h_isnan((uint16_t)rt_one(COLLIE_FLOAT16, COLLIE_MAX, 0x3c00, 0xfe00), COLLIE_FLOAT16));
-  ASSERT(rt_h_isnan((uint16_t)rt_one(COLLIE_FLOAT16, COLLIE_MAX, 0x3c00, 0x7c01), COLLIE_FLOAT16));
-  ASSERT(rt_one(COLLIE_FLOAT16, COLLIE_MIN, 0xfc00, 0x3c00) == 0xfc00);
-  ASSERT(rt_one(COLLIE_FLOAT16, COLLIE_MAX, 0x7c00, 0x7bff) == 0x7c00);
-  ASSERT(rt_one(COLLIE_FLOAT16, COLLIE_MIN, 0x0001, 0x8001) == 0x8001);
-  ASSERT(
+  RT_ASSERT(
+      rt_h_isnan((uint16_t)rt_one(COLLIE_FLOAT16, COLLIE_MIN, 0x7e00, 0x3c00), COLLIE_FLOAT16));
+  RT_ASSERT(
+      rt_h_isnan((uint16_t)rt_one(COLLIE_FLOAT16, COLLIE_MAX, 0x3c00, 0xfe00), COLLIE_FLOAT16));
+  RT_ASSERT(
+      rt_h_isnan((uint16_t)rt_one(COLLIE_FLOAT16, COLLIE_MAX, 0x3c00, 0x7c01), COLLIE_FLOAT16));
+  RT_ASSERT(rt_one(COLLIE_FLOAT16, COLLIE_MIN, 0xfc00, 0x3c00) == 0xfc00);
+  RT_ASSERT(rt_one(COLLIE_FLOAT16, COLLIE_MAX, 0x7c00, 0x7bff) == 0x7c00);
+  RT_ASSERT(rt_one(COLLIE_FLOAT16, COLLIE_MIN, 0x0001, 0x8001) == 0x8001);
+  RT_ASSERT(
       rt_h_isnan((uint16_t)rt_one(COLLIE_BFLOAT16, COLLIE_MIN, 0x3f80, 0x7fc0), COLLIE_BFLOAT16));
-  ASSERT(
+  RT_ASSERT(
       rt_h_isnan((uint16_t)rt_one(COLLIE_BFLOAT16, COLLIE_MAX, 0xffc0, 0x3f80), COLLIE_BFLOAT16));
-  ASSERT(rt_one(COLLIE_BFLOAT16, COLLIE_MAX, 0xff80, 0xc000) == 0xc000);
+  RT_ASSERT(rt_one(COLLIE_BFLOAT16, COLLIE_MAX, 0xff80, 0xc000) == 0xc000);
   /* fp16 SUM: overflow to infinity, inf - inf = NaN, ties to even. */
-  ASSERT(rt_one(COLLIE_FLOAT16, COLLIE_SUM, 0x7bff, 0x7bff) == 0x7c00);
-  ASSERT(rt_one(COLLIE_FLOAT16, COLLIE_SUM, 0x7bff, 0x4c00) == 0x7c00); /* 65504+16: tie -> inf */
-  ASSERT(rt_one(COLLIE_FLOAT16, COLLIE_SUM, 0x7bff, 0x4bff) == 0x7bff); /* just below the tie */
-  ASSERT(rt_h_isnan((uint16_t)rt_one(COLLIE_FLOAT16, COLLIE_SUM, 0x7c00, 0xfc00), COLLIE_FLOAT16));
-  ASSERT(rt_one(COLLIE_FLOAT16, COLLIE_SUM, 0x3c00, 0x1000) == 0x3c00);  /* 1 + 2^-11: to even */
-  ASSERT(rt_one(COLLIE_FLOAT16, COLLIE_SUM, 0x3c01, 0x1000) == 0x3c02);  /* odd + half ulp: up */
-  ASSERT(rt_one(COLLIE_FLOAT16, COLLIE_SUM, 0x0001, 0x0001) == 0x0002);  /* subnormals add */
-  ASSERT(rt_one(COLLIE_FLOAT16, COLLIE_PROD, 0x0001, 0x3800) == 0x0000); /* 2^-25: tie -> 0 */
-  ASSERT(rt_one(COLLIE_FLOAT16, COLLIE_PROD, 0x0003, 0x3800) == 0x0002); /* 1.5 units -> 2 */
-  ASSERT(rt_one(COLLIE_BFLOAT16, COLLIE_SUM, 0x7f7f, 0x7f7f) == 0x7f80); /* overflow */
-  ASSERT(rt_one(COLLIE_BFLOAT16, COLLIE_SUM, 0x3f80, 0x3b80) == 0x3f80); /* 1 + 2^-8: to even */
-  ASSERT(rt_one(COLLIE_BFLOAT16, COLLIE_SUM, 0x3f81, 0x3b80) == 0x3f82);
+  RT_ASSERT(rt_one(COLLIE_FLOAT16, COLLIE_SUM, 0x7bff, 0x7bff) == 0x7c00);
+  RT_ASSERT(rt_one(COLLIE_FLOAT16, COLLIE_SUM, 0x7bff, 0x4c00) ==
+            0x7c00); /* 65504+16: tie -> inf */
+  RT_ASSERT(rt_one(COLLIE_FLOAT16, COLLIE_SUM, 0x7bff, 0x4bff) == 0x7bff); /* just below the tie */
+  RT_ASSERT(
+      rt_h_isnan((uint16_t)rt_one(COLLIE_FLOAT16, COLLIE_SUM, 0x7c00, 0xfc00), COLLIE_FLOAT16));
+  RT_ASSERT(rt_one(COLLIE_FLOAT16, COLLIE_SUM, 0x3c00, 0x1000) == 0x3c00);  /* 1 + 2^-11: to even */
+  RT_ASSERT(rt_one(COLLIE_FLOAT16, COLLIE_SUM, 0x3c01, 0x1000) == 0x3c02);  /* odd + half ulp: up */
+  RT_ASSERT(rt_one(COLLIE_FLOAT16, COLLIE_SUM, 0x0001, 0x0001) == 0x0002);  /* subnormals add */
+  RT_ASSERT(rt_one(COLLIE_FLOAT16, COLLIE_PROD, 0x0001, 0x3800) == 0x0000); /* 2^-25: tie -> 0 */
+  RT_ASSERT(rt_one(COLLIE_FLOAT16, COLLIE_PROD, 0x0003, 0x3800) == 0x0002); /* 1.5 units -> 2 */
+  RT_ASSERT(rt_one(COLLIE_BFLOAT16, COLLIE_SUM, 0x7f7f, 0x7f7f) == 0x7f80); /* overflow */
+  RT_ASSERT(rt_one(COLLIE_BFLOAT16, COLLIE_SUM, 0x3f80, 0x3b80) == 0x3f80); /* 1 + 2^-8: to even */
+  RT_ASSERT(rt_one(COLLIE_BFLOAT16, COLLIE_SUM, 0x3f81, 0x3b80) == 0x3f82);
+}
+
+TEST_IMPL(reduce_minmax_nan)
+{
+  RT_FOR_EACH_ISA(rt_reduce_minmax_nan_checks());
+  rt_reduce_minmax_nan_checks();
+}
+
+static void
+rt_reduce_int_wrap_checks(void)
+{
+  /* Unsigned wrap. */
+  RT_ASSERT(rt_one(COLLIE_UINT8, COLLIE_SUM, 200, 100) == 44);
+  RT_ASSERT(rt_one(COLLIE_UINT8, COLLIE_PROD, 16, 16) == 0);
+  RT_ASSERT(rt_one(COLLIE_UINT8, COLLIE_PROD, 255, 255) == 1);
+  RT_ASSERT(rt_one(COLLIE_UINT32, COLLIE_SUM, 0xffffffffu, 2) == 1);
+  RT_ASSERT(rt_one(COLLIE_UINT32, COLLIE_PROD, 0x10000, 0x10000) == 0);
+  RT_ASSERT(rt_one(COLLIE_UINT32, COLLIE_PROD, 0xffffffffu, 0xffffffffu) == 1);
+  RT_ASSERT(rt_one(COLLIE_UINT64, COLLIE_SUM, ~0ull, 2) == 1);
+  RT_ASSERT(rt_one(COLLIE_UINT64, COLLIE_PROD, 1ull << 32, 1ull << 32) == 0);
+  RT_ASSERT(rt_one(COLLIE_UINT64, COLLIE_PROD, ~0ull, ~0ull) == 1);
+  /* Signed wrap, as two's complement (no UB: UBSan would abort here). */
+  RT_ASSERT(rt_one(COLLIE_INT8, COLLIE_SUM, 127, 1) == 0x80);
+  RT_ASSERT(rt_one(COLLIE_INT8, COLLIE_SUM, 0x80, 0xff) == 0x7f);  /* -128 + -1 */
+  RT_ASSERT(rt_one(COLLIE_INT8, COLLIE_PROD, 0x80, 0xff) == 0x80); /* -128 * -1 */
+  RT_ASSERT(rt_one(COLLIE_INT8, COLLIE_PROD, 100, 100) == (10000 & 0xff));
+  RT_ASSERT(rt_one(COLLIE_INT32, COLLIE_SUM, 0x7fffffff, 1) == 0x80000000u);
+  RT_ASSERT(rt_one(COLLIE_INT32, COLLIE_PROD, 0x80000000u, 0xffffffffu) == 0x80000000u);
+  RT_ASSERT(rt_one(COLLIE_INT32, COLLIE_PROD, 65536, 65536) == 0);
+  RT_ASSERT(rt_one(COLLIE_INT64, COLLIE_SUM, 0x7fffffffffffffffull, 1) == 0x8000000000000000ull);
+  RT_ASSERT(rt_one(COLLIE_INT64, COLLIE_SUM, 0x8000000000000000ull, ~0ull) ==
+            0x7fffffffffffffffull);
+  RT_ASSERT(rt_one(COLLIE_INT64, COLLIE_PROD, 0x8000000000000000ull, ~0ull) ==
+            0x8000000000000000ull);
+  RT_ASSERT(rt_one(COLLIE_INT64, COLLIE_PROD, 1ull << 32, 1ull << 32) == 0);
+  /* MIN/MAX compare signed types as signed and unsigned ones as unsigned. */
+  RT_ASSERT(rt_one(COLLIE_INT8, COLLIE_MIN, 0x80, 0x7f) == 0x80);
+  RT_ASSERT(rt_one(COLLIE_UINT8, COLLIE_MIN, 0x80, 0x7f) == 0x7f);
+  RT_ASSERT(rt_one(COLLIE_INT32, COLLIE_MAX, 0xffffffffu, 0) == 0);
+  RT_ASSERT(rt_one(COLLIE_UINT32, COLLIE_MAX, 0xffffffffu, 0) == 0xffffffffu);
+  RT_ASSERT(rt_one(COLLIE_INT64, COLLIE_MIN, ~0ull, 0) == ~0ull);
+  RT_ASSERT(rt_one(COLLIE_UINT64, COLLIE_MIN, ~0ull, 0) == 0);
+  RT_ASSERT(rt_one(COLLIE_INT8, COLLIE_BXOR, 0xf0, 0xff) == 0x0f);
+  RT_ASSERT(rt_one(COLLIE_INT64, COLLIE_BAND, ~0ull, 0x8000000000000001ull) ==
+            0x8000000000000001ull);
+  RT_ASSERT(rt_one(COLLIE_UINT32, COLLIE_BOR, 0xf0f0f0f0u, 0x0f0f0f0fu) == 0xffffffffu);
 }
 
 TEST_IMPL(reduce_int_wrap)
 {
-  /* Unsigned wrap. */
-  ASSERT(rt_one(COLLIE_UINT8, COLLIE_SUM, 200, 100) == 44);
-  ASSERT(rt_one(COLLIE_UINT8, COLLIE_PROD, 16, 16) == 0);
-  ASSERT(rt_one(COLLIE_UINT8, COLLIE_PROD, 255, 255) == 1);
-  ASSERT(rt_one(COLLIE_UINT32, COLLIE_SUM, 0xffffffffu, 2) == 1);
-  ASSERT(rt_one(COLLIE_UINT32, COLLIE_PROD, 0x10000, 0x10000) == 0);
-  ASSERT(rt_one(COLLIE_UINT32, COLLIE_PROD, 0xffffffffu, 0xffffffffu) == 1);
-  ASSERT(rt_one(COLLIE_UINT64, COLLIE_SUM, ~0ull, 2) == 1);
-  ASSERT(rt_one(COLLIE_UINT64, COLLIE_PROD, 1ull << 32, 1ull << 32) == 0);
-  ASSERT(rt_one(COLLIE_UINT64, COLLIE_PROD, ~0ull, ~0ull) == 1);
-  /* Signed wrap, as two's complement (no UB: UBSan would abort here). */
-  ASSERT(rt_one(COLLIE_INT8, COLLIE_SUM, 127, 1) == 0x80);
-  ASSERT(rt_one(COLLIE_INT8, COLLIE_SUM, 0x80, 0xff) == 0x7f);  /* -128 + -1 */
-  ASSERT(rt_one(COLLIE_INT8, COLLIE_PROD, 0x80, 0xff) == 0x80); /* -128 * -1 */
-  ASSERT(rt_one(COLLIE_INT8, COLLIE_PROD, 100, 100) == (10000 & 0xff));
-  ASSERT(rt_one(COLLIE_INT32, COLLIE_SUM, 0x7fffffff, 1) == 0x80000000u);
-  ASSERT(rt_one(COLLIE_INT32, COLLIE_PROD, 0x80000000u, 0xffffffffu) == 0x80000000u);
-  ASSERT(rt_one(COLLIE_INT32, COLLIE_PROD, 65536, 65536) == 0);
-  ASSERT(rt_one(COLLIE_INT64, COLLIE_SUM, 0x7fffffffffffffffull, 1) == 0x8000000000000000ull);
-  ASSERT(rt_one(COLLIE_INT64, COLLIE_SUM, 0x8000000000000000ull, ~0ull) == 0x7fffffffffffffffull);
-  ASSERT(rt_one(COLLIE_INT64, COLLIE_PROD, 0x8000000000000000ull, ~0ull) == 0x8000000000000000ull);
-  ASSERT(rt_one(COLLIE_INT64, COLLIE_PROD, 1ull << 32, 1ull << 32) == 0);
-  /* MIN/MAX compare signed types as signed and unsigned ones as unsigned. */
-  ASSERT(rt_one(COLLIE_INT8, COLLIE_MIN, 0x80, 0x7f) == 0x80);
-  ASSERT(rt_one(COLLIE_UINT8, COLLIE_MIN, 0x80, 0x7f) == 0x7f);
-  ASSERT(rt_one(COLLIE_INT32, COLLIE_MAX, 0xffffffffu, 0) == 0);
-  ASSERT(rt_one(COLLIE_UINT32, COLLIE_MAX, 0xffffffffu, 0) == 0xffffffffu);
-  ASSERT(rt_one(COLLIE_INT64, COLLIE_MIN, ~0ull, 0) == ~0ull);
-  ASSERT(rt_one(COLLIE_UINT64, COLLIE_MIN, ~0ull, 0) == 0);
-  ASSERT(rt_one(COLLIE_INT8, COLLIE_BXOR, 0xf0, 0xff) == 0x0f);
-  ASSERT(rt_one(COLLIE_INT64, COLLIE_BAND, ~0ull, 0x8000000000000001ull) == 0x8000000000000001ull);
-  ASSERT(rt_one(COLLIE_UINT32, COLLIE_BOR, 0xf0f0f0f0u, 0x0f0f0f0fu) == 0xffffffffu);
+  RT_FOR_EACH_ISA(rt_reduce_int_wrap_checks());
+  rt_reduce_int_wrap_checks();
 }
 
 /* Reference AVG finish for one element: C division (truncates toward zero)
@@ -843,4 +945,211 @@ TEST_IMPL(reduce_avg_finish)
       free(want);
     }
   }
+}
+
+/* ---- fp16 / bf16 kernels: every value, every tie ----------------------------- */
+
+/* The element that, added to h (same sign), lands exactly halfway between |h|
+ * and the next value up: half of h's ulp, when the format can hold it; 0
+ * otherwise. fp16: 10 mantissa bits, exponent bias 15; bf16: 7 and 127. */
+static uint16_t
+rt_tie_partner(collie_dtype_t dt, uint16_t h)
+{
+  int mbits = dt == COLLIE_FLOAT16 ? 10 : 7, bias = dt == COLLIE_FLOAT16 ? 15 : 127;
+  int efield = (h & 0x7fff) >> mbits, emax = dt == COLLIE_FLOAT16 ? 31 : 255;
+  if (efield == emax) return 0;
+  int e = (efield ? efield : 1) - bias; /* h = 1.x * 2^e (or 0.x * 2^e) */
+  int k = e - mbits - 1;                /* half an ulp: 2^k */
+  int kmin = 1 - bias - mbits;          /* the smallest subnormal */
+  if (k < kmin) return 0;
+  uint16_t mag = k >= 1 - bias ? (uint16_t)((k + bias) << mbits) : (uint16_t)(1u << (k - kmin));
+  return (uint16_t)((h & 0x8000) | mag);
+}
+
+/* For each 16-bit x (all 65536) and a fixed set of partners y per x (its tie
+ * partner, 0.5 for ties below the normals, +-0, +-inf, a NaN, the smallest
+ * subnormal, 1, x itself, -x, random bits), the SUM, PROD, MIN and MAX
+ * kernels of every table against the reference, element by element, in one
+ * call per (table, op) of 65536 * RT_NY elements. */
+#define RT_NY 12
+static void
+rt_half_exhaustive(collie_dtype_t dt)
+{
+  static const collie_op_t ops[] = {COLLIE_SUM, COLLIE_PROD, COLLIE_MIN, COLLIE_MAX};
+  int f16 = dt == COLLIE_FLOAT16;
+  size_t n = 65536u * RT_NY;
+  uint16_t *x = malloc(n * 2), *y = malloc(n * 2), *want = malloc(n * 2), *got = malloc(n * 2);
+  ASSERT(x && y && want && got);
+  size_t ties = 0;
+  for (uint32_t h = 0; h < 65536; h++) {
+    uint16_t t = rt_tie_partner(dt, (uint16_t)h);
+    uint16_t ys[RT_NY] = {t,
+                          f16 ? 0x3800 : 0x3f00, /* 0.5 */
+                          0x0000,
+                          0x8000,
+                          f16 ? 0x7c00 : 0x7f80,
+                          f16 ? 0xfc00 : 0xff80,
+                          f16 ? 0x7e00 : 0x7fc0,
+                          0x0001,
+                          f16 ? 0x3c00 : 0x3f80, /* 1 */
+                          (uint16_t)h,
+                          (uint16_t)(h ^ 0x8000),
+                          (uint16_t)rt_rand64()};
+    ties += t != 0;
+    for (int j = 0; j < RT_NY; j++) {
+      x[h * RT_NY + j] = (uint16_t)h;
+      y[h * RT_NY + j] = ys[j];
+    }
+  }
+  /* Every finite x with exponent field >= 2 has a representable tie partner. */
+  ASSERT(ties > (f16 ? 2 * 0x7000u : 2 * 0x7e00u));
+  for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+    for (size_t i = 0; i < n; i++)
+      rt_combine(dt, ops[o], (const unsigned char *)&x[i], (const unsigned char *)&y[i],
+                 (unsigned char *)&want[i]);
+    RT_FOR_EACH_ISA({
+      memcpy(got, x, n * 2);
+      rt_kernel(dt, ops[o])(got, y, n);
+      for (size_t i = 0; i < n; i++) {
+        ASSERTF(
+            rt_same(dt, ops[o], (const unsigned char *)&got[i], (const unsigned char *)&want[i]),
+            "[%s] %s %s: %04x op %04x = %04x, expected %04x", rt_isa, rt_dname(dt),
+            rt_oname(ops[o]), x[i], y[i], got[i], want[i]);
+      }
+    });
+  }
+  free(x);
+  free(y);
+  free(want);
+  free(got);
+}
+
+TEST_IMPL(reduce_half_kernels_exhaustive)
+{
+  /* The partner really is a tie: 1.0 + 2^-11 (fp16) and 1.0 + 2^-8 (bf16). */
+  ASSERT(rt_tie_partner(COLLIE_FLOAT16, 0x3c00) == 0x1000);
+  ASSERT(rt_tie_partner(COLLIE_FLOAT16, 0xbc01) == 0x9000);
+  ASSERT(rt_tie_partner(COLLIE_FLOAT16, 0x0800) == 0x0001); /* 2^-13 + 2^-24 */
+  ASSERT(rt_tie_partner(COLLIE_FLOAT16, 0x0400) == 0);      /* 2^-25: not a half */
+  ASSERT(rt_tie_partner(COLLIE_FLOAT16, 0x7c00) == 0);
+  ASSERT(rt_tie_partner(COLLIE_BFLOAT16, 0x3f80) == 0x3b80);
+  ASSERT(rt_tie_partner(COLLIE_BFLOAT16, 0x0100) == 0x0001);
+  rt_half_exhaustive(COLLIE_FLOAT16);
+  rt_half_exhaustive(COLLIE_BFLOAT16);
+}
+
+/* ---- Dispatch ------------------------------------------------------------------ */
+
+/* Does /proc/cpuinfo's first "flags" line list flag? -1 if it cannot be read
+ * (not Linux, or not x86: no "flags" line). */
+static int
+rt_cpu_flag(const char *flag)
+{
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f) return -1;
+  static char line[16384];
+  int found = -1;
+  while (fgets(line, sizeof line, f)) {
+    if (strncmp(line, "flags", 5) != 0) continue;
+    found = 0;
+    size_t fl = strlen(flag);
+    for (char *p = strstr(line, flag); p; p = strstr(p + 1, flag)) {
+      if (p[-1] == ' ' && (p[fl] == ' ' || p[fl] == '\n' || p[fl] == '\0')) found = 1;
+    }
+    break;
+  }
+  fclose(f);
+  return found;
+}
+
+TEST_IMPL(reduce_isa_dispatch)
+{
+  const char *isa = collie__reduce_isa();
+  ASSERT(isa != NULL);
+  ASSERTF(!strcmp(isa, "avx512") || !strcmp(isa, "avx2") || !strcmp(isa, "portable"), "isa %s",
+          isa);
+  ASSERT(collie__reduce_isa() == isa); /* fixed for the process */
+  /* The chosen table is the best one available. */
+  size_t best = RT_NISA;
+  for (size_t i = 0; i < RT_NISA && best == RT_NISA; i++)
+    if (rt_isa_available(rt_isas[i])) best = i;
+  ASSERT(best < RT_NISA);
+  ASSERTF(!strcmp(isa, rt_isas[best]), "dispatched %s, but %s is available", isa, rt_isas[best]);
+  ASSERT(rt_isa_available("portable"));
+  /* The dispatched kernels are that table's, pair by pair. */
+  for (int dt = 0; dt < COLLIE_DTYPE_COUNT_; dt++)
+    for (int op = 0; op < COLLIE_OP_COUNT_; op++)
+      ASSERT(collie__reduce_kernel((collie_dtype_t)dt, (collie_op_t)op) ==
+             collie__reduce_kernel_isa((collie_dtype_t)dt, (collie_op_t)op, isa));
+  /* The tables are distinct code. */
+  if (rt_isa_available("avx2"))
+    ASSERT(collie__reduce_kernel_isa(COLLIE_FLOAT32, COLLIE_SUM, "avx2") !=
+           collie__reduce_kernel_isa(COLLIE_FLOAT32, COLLIE_SUM, "portable"));
+  /* Bad names. */
+  ASSERT(collie__reduce_kernel_isa(COLLIE_FLOAT32, COLLIE_SUM, NULL) == NULL);
+  ASSERT(collie__reduce_kernel_isa(COLLIE_FLOAT32, COLLIE_SUM, "") == NULL);
+  ASSERT(collie__reduce_kernel_isa(COLLIE_FLOAT32, COLLIE_SUM, "sse9") == NULL);
+  ASSERT(collie__reduce_kernel_isa(COLLIE_FLOAT32, COLLIE_SUM, "AVX2") == NULL);
+  ASSERT(collie__reduce_kernel_isa(COLLIE_FLOAT32, COLLIE_SUM, "avx2 ") == NULL);
+  ASSERT(collie__reduce_kernel_isa(COLLIE_FLOAT32, COLLIE_BAND, "portable") == NULL);
+#if defined(__x86_64__)
+  /* What the kernel says this CPU (and OS) can do, read independently. */
+  int avx2 = rt_cpu_flag("avx2"), fma = rt_cpu_flag("fma"), f16c = rt_cpu_flag("f16c");
+  int a512 = rt_cpu_flag("avx512f"), bw = rt_cpu_flag("avx512bw"), vl = rt_cpu_flag("avx512vl"),
+      dq = rt_cpu_flag("avx512dq");
+  if (avx2 >= 0) {
+    int want2 = avx2 && fma && f16c, want512 = want2 && a512 && bw && vl && dq;
+    ASSERTF(rt_isa_available("avx2") == want2, "avx2 table %s, cpuinfo avx2 %d fma %d f16c %d",
+            rt_isa_available("avx2") ? "offered" : "not offered", avx2, fma, f16c);
+    ASSERTF(rt_isa_available("avx512") == want512,
+            "avx512 table %s, cpuinfo f %d bw %d vl %d dq %d",
+            rt_isa_available("avx512") ? "offered" : "not offered", a512, bw, vl, dq);
+  }
+#endif
+}
+
+/* ---- First use from many threads at once ----------------------------------------- */
+
+#define RT_THREADS 8
+static pthread_barrier_t rt_barrier;
+
+struct rt_thread_out {
+  collie__reduce_fn fn;
+  const char *isa;
+  float sum;
+};
+
+static void *
+rt_thread_main(void *arg)
+{
+  struct rt_thread_out *out = arg;
+  pthread_barrier_wait(&rt_barrier);
+  out->fn = collie__reduce_kernel(COLLIE_FLOAT32, COLLIE_SUM);
+  out->isa = collie__reduce_isa();
+  float c[37], a[37];
+  for (int i = 0; i < 37; i++) c[i] = (float)i, a[i] = 0.5f;
+  out->fn(c, a, 37);
+  out->sum = 0;
+  for (int i = 0; i < 37; i++) out->sum += c[i];
+  return NULL;
+}
+
+TEST_IMPL(reduce_isa_threads)
+{
+  /* No reduce call has run in this process yet (each test is a fresh
+   * process), so the threads race on the very first lookup. */
+  pthread_t th[RT_THREADS];
+  struct rt_thread_out out[RT_THREADS];
+  ASSERT(pthread_barrier_init(&rt_barrier, NULL, RT_THREADS) == 0);
+  for (int i = 0; i < RT_THREADS; i++)
+    ASSERT(pthread_create(&th[i], NULL, rt_thread_main, &out[i]) == 0);
+  for (int i = 0; i < RT_THREADS; i++) ASSERT(pthread_join(th[i], NULL) == 0);
+  pthread_barrier_destroy(&rt_barrier);
+  for (int i = 0; i < RT_THREADS; i++) {
+    ASSERT(out[i].fn == out[0].fn && out[i].fn != NULL);
+    ASSERT(out[i].isa == out[0].isa);
+    ASSERT(out[i].sum == 36 * 37 / 2 + 37 * 0.5f);
+  }
+  ASSERT(out[0].fn == collie__reduce_kernel(COLLIE_FLOAT32, COLLIE_SUM));
+  ASSERT(!strcmp(out[0].isa, collie__reduce_isa()));
 }
