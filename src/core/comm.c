@@ -148,6 +148,10 @@ comm_create(const struct collie__params *params, const char *token, int64_t time
     goto out_free;
   }
   COLLIE_CHECK_GOTO(collie__algo_parse(params->ALGO, &c->algos), rc, out_free);
+  /* A bad tuning file fails init before anything waits on peers; it is read
+   * again over the final defaults once oversubscription is known. */
+  if (params->TUNING_FILE)
+    COLLIE_CHECK_GOTO(collie__models_load(params->TUNING_FILE, &c->models), rc, out_free);
   c->peers[rank] = *me;
   if (size > 1) {
     char prefix[32], key[64];
@@ -181,8 +185,6 @@ comm_create(const struct collie__params *params, const char *token, int64_t time
     for (int p = 0; p < size; p++) local += !strcmp(c->peers[p].host, me->host);
     c->all_shm = local == size && strcmp(c->transport, "tcp") != 0;
     collie__models_default(&c->models, local > collie__ncpus());
-    if (params->TUNING_FILE)
-      COLLIE_CHECK_GOTO(collie__models_load(params->TUNING_FILE, &c->models), rc, out_free);
     struct collie__net_cfg cfg = {
         .rank = rank,
         .size = size,
@@ -204,6 +206,8 @@ comm_create(const struct collie__params *params, const char *token, int64_t time
                                   .token = c->token, .comm_hash = hash, .deadline_ns = deadline};
     COLLIE_CHECK_GOTO(collie__net_open(&cfg, &c->net), rc, out_free);
   }
+  if (params->TUNING_FILE)
+    COLLIE_CHECK_GOTO(collie__models_load(params->TUNING_FILE, &c->models), rc, out_free);
   if (comm_reg_add(c) != 0) {
     rc = collie__err(COLLIE_SYSTEM_ERROR, "out of memory registering a communicator");
     goto out_free;

@@ -1,0 +1,137 @@
+/* select_test.c - algorithm selection: the tuning file's strict parsing, the
+ * decision table logged once per (collective, size bucket), and forced
+ * algorithms through COLLIE_ALGO and opts. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runner.h"
+
+static void
+sel_write(const char *path, const char *text)
+{
+  FILE *f = fopen(path, "w");
+  ASSERT(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+static collie_result_t
+sel_init_one(collie_comm_t **comm)
+{
+  collie_config_t cfg = COLLIE_CONFIG_INIT;
+  cfg.rank = 0;
+  cfg.world_size = 1;
+  return collie_comm_init_config(&cfg, comm);
+}
+
+TEST_IMPL(select_tuning_file)
+{
+  char path[512];
+  collie_comm_t *comm = NULL;
+  snprintf(path, sizeof(path), "%s/tuning.txt", test_dir());
+  setenv("COLLIE_TUNING_FILE", path, 1);
+
+  sel_write(path, "# measured by hand\nshm.alpha_us = 2.5\n\ntcp.beta_us=0.0003  # loopback\n"
+                  "shm.gamma_us = 1e-4\n");
+  ASSERT_OK(sel_init_one(&comm));
+  ASSERT_OK(collie_comm_destroy(comm));
+
+  sel_write(path, "shm.alpha_us = 2.5\nshm.alpha = 3\n");
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "tuning.txt:2: unknown key \"shm.alpha\"", sel_init_one(&comm));
+  sel_write(path, "ib.alpha_us = 1\n");
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, ":1: unknown key \"ib.alpha_us\"", sel_init_one(&comm));
+  sel_write(path, "shm.beta_us = fast\n");
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, ":1: \"fast", sel_init_one(&comm));
+  sel_write(path, "shm.beta_us = -1\n");
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "non-negative", sel_init_one(&comm));
+  sel_write(path, "just words\n");
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, ":1: expected", sel_init_one(&comm));
+  unlink(path);
+  ASSERT_RC(COLLIE_SYSTEM_ERROR, "tuning.txt", sel_init_one(&comm));
+  ASSERT(comm == NULL);
+  unsetenv("COLLIE_TUNING_FILE");
+}
+
+/* Runs fn with stderr captured; returns what it printed (caller frees). */
+static char *
+sel_capture(void (*fn)(collie_comm_t *), collie_comm_t *comm)
+{
+  char path[512];
+  snprintf(path, sizeof(path), "%s/err-%d", test_dir(), test_rank());
+  fflush(stderr);
+  int saved = dup(2), fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+  ASSERT(saved >= 0 && fd >= 0);
+  dup2(fd, 2);
+  close(fd);
+  fn(comm);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  FILE *f = fopen(path, "r");
+  ASSERT(f);
+  char *buf = calloc(1, 1 << 16);
+  ASSERT(buf);
+  size_t n = fread(buf, 1, (1 << 16) - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+  return buf;
+}
+
+static int
+sel_count(const char *hay, const char *needle)
+{
+  int n = 0;
+  for (const char *p = hay; (p = strstr(p, needle)) != NULL; p++) n++;
+  return n;
+}
+
+static void
+sel_three_sizes(collie_comm_t *comm)
+{
+  static float buf[1 << 16];
+  /* 4 KiB twice (one bucket), then 256 KiB (another). */
+  ASSERT_OK(collie_allreduce(comm, buf, buf, 1024, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL));
+  ASSERT_OK(collie_allreduce(comm, buf, buf, 1100, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL));
+  ASSERT_OK(collie_allreduce(comm, buf, buf, 1 << 16, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL));
+}
+
+TEST_IMPL(select_decision_table)
+{
+  setenv("COLLIE_DEBUG", "INFO", 1);
+  collie_comm_t *comm = test_comm();
+  char *out = sel_capture(sel_three_sizes, comm);
+  ASSERTF(sel_count(out, "allreduce of ") == 2, "want one table per size bucket:\n%s", out);
+  ASSERTF(strstr(out, "allreduce of 4096 bytes") && strstr(out, "allreduce of 262144 bytes"),
+          "tables:\n%s", out);
+  ASSERTF(strstr(out, " <-") && strstr(out, "ring ") && strstr(out, " model)"), "table:\n%s", out);
+  free(out);
+  ASSERT_OK(collie_comm_destroy(comm));
+  unsetenv("COLLIE_DEBUG");
+}
+
+static void
+sel_forced_call(collie_comm_t *comm)
+{
+  static float buf[64];
+  collie_opts_t o = {.algorithm = COLLIE_ALGO_RING};
+  ASSERT_OK(collie_allreduce(comm, buf, buf, 64, COLLIE_FLOAT32, COLLIE_SUM, &o, NULL));
+  ASSERT_OK(collie_broadcast(comm, buf, 64, COLLIE_FLOAT32, 0, NULL, NULL));
+}
+
+/* COLLIE_ALGO and opts->algorithm decide, and TRACE says which algorithm ran. */
+TEST_IMPL(select_forced)
+{
+  setenv("COLLIE_DEBUG", "TRACE", 1);
+  setenv("COLLIE_ALGO", "broadcast=tree", 1);
+  collie_comm_t *comm = test_comm();
+  char *out = sel_capture(sel_forced_call, comm);
+  ASSERTF(strstr(out, "allreduce #0: 64 x float32, algorithm ring"), "trace:\n%s", out);
+  ASSERTF(strstr(out, "broadcast #1: 64 x float32, algorithm tree"), "trace:\n%s", out);
+  free(out);
+  ASSERT_OK(collie_comm_destroy(comm));
+  unsetenv("COLLIE_ALGO");
+  unsetenv("COLLIE_DEBUG");
+}
