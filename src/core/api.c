@@ -286,6 +286,11 @@ collie_alltoallv(collie_comm_t *comm, const void *sendbuf, const size_t *sendcou
   API_TRY(api_dtype(fn, dtype));
   API_TRY(api_vside(comm, fn, 1, sendbuf, sendcounts, sdispls, dtype));
   API_TRY(api_vside(comm, fn, 0, recvbuf, recvcounts, rdispls, dtype));
+  if (sendcounts[comm->rank] != recvcounts[comm->rank])
+    return collie__err(COLLIE_INVALID_ARGUMENT,
+                       "%s: sendcounts[%d] = %zu differs from recvcounts[%d] = %zu (the block a "
+                       "rank keeps for itself has one size)",
+                       fn, comm->rank, sendcounts[comm->rank], comm->rank, recvcounts[comm->rank]);
   struct collie__call call = {.kind = COLLIE_KIND_ALLTOALLV, .sendbuf = sendbuf,
                               .recvbuf = recvbuf, .sendcounts = sendcounts, .sdispls = sdispls,
                               .recvcounts = recvcounts, .rdispls = rdispls, .dtype = dtype};
