@@ -118,6 +118,18 @@ comm_free(collie_comm_t *c)
   free(c);
 }
 
+/* Whether some host runs more of the peers than it has cores. */
+static int
+comm_any_host_oversubscribed(const struct collie__peer *peers, int size)
+{
+  for (int p = 0; p < size; p++) {
+    int on_host = 0;
+    for (int q = 0; q < size; q++) on_host += !strcmp(peers[q].host, peers[p].host);
+    if (on_host > peers[p].ncpus) return 1;
+  }
+  return 0;
+}
+
 /* Builds a communicator of `size` ranks with id `hash` on top of the job store
  * `base`: publishes `me`, reads everyone's peer record and opens the channels.
  * Takes its own reference on base. */
@@ -184,7 +196,10 @@ comm_create(const struct collie__params *params, const char *token, int64_t time
     int local = 0;
     for (int p = 0; p < size; p++) local += !strcmp(c->peers[p].host, me->host);
     c->all_shm = local == size && strcmp(c->transport, "tcp") != 0;
-    collie__models_default(&c->models, local > collie__ncpus());
+    /* Every rank must pick the same algorithm, so the model may only depend on
+     * what all ranks know: oversubscribed if any host has more of this
+     * communicator's ranks than cores. */
+    collie__models_default(&c->models, comm_any_host_oversubscribed(c->peers, size));
     struct collie__net_cfg cfg = {
         .rank = rank,
         .size = size,
@@ -234,6 +249,7 @@ comm_init_world(const struct collie__params *params, int rank, int size, const c
   collie__host_id(params->HOST_ID, me.host, sizeof(me.host));
   me.pid = (int32_t)getpid();
   me.world_rank = rank;
+  me.ncpus = collie__ncpus();
   if (!token || !*token) {
     snprintf(fallback_token, sizeof(fallback_token), "collie:%s", store_url ? store_url : "");
     token = fallback_token;

@@ -81,6 +81,7 @@ struct collie__peer {
   char host[COLLIE_HOSTID_LEN]; /* host identity: equal means shared memory works */
   int32_t pid;
   int32_t world_rank; /* rank in the world communicator, for messages */
+  int32_t ncpus;      /* online CPUs of its host: with host, tells who is oversubscribed */
 };
 
 /* ---- Requests ---- */
