@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "coll/coll.h"
+#include "coll/coll_int.h"
 #include "util/error.h"
 
 #define RING_CHUNK ((size_t)256 * 1024)
@@ -226,3 +227,20 @@ const struct collie__algo collie__algo_allgather_ring = {
 
 const struct collie__algo collie__algo_allgatherv_ring = {
     "ring", COLLIE_ALGO_RING, COLLIE_KIND_ALLGATHERV, 0, ring_allgather_cost, ring_allgather_run};
+
+/* ---- Phases lent to the composites (coll_int.h) ---- */
+
+size_t
+collie__ring_staging_bytes(const struct collie__call *c, size_t total)
+{
+  size_t chunk = RING_CHUNK - RING_CHUNK % c->esize;
+  size_t maxblk = collie__block_len(total, c->size, 0) * c->esize;
+  return 2 * (maxblk < chunk ? maxblk : chunk) + 64;
+}
+
+collie_result_t
+collie__ring_reduce_scatter_phase(struct collie__call *c, char *buf, size_t total, char *tmp,
+                                  int shift)
+{
+  return ring_reduce_scatter_phase(c, buf, total, tmp, shift);
+}

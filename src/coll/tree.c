@@ -1,44 +1,125 @@
 /*
- * tree.c - binomial-tree broadcast, pipelined in chunks.
+ * tree.c - the binomial-tree family: broadcast and reduce (pipelined in
+ * chunks), gather and scatter (subtrees aggregated).
  *
- * Ranks are renumbered relative to the root (v = (rank - root) mod p). Rank v
- * receives from v minus its lowest set bit and sends to v + 2^k for every 2^k
- * below that bit (largest subtree first), so the data reaches all p ranks in
- * ceil(log2 p) rounds. Large buffers are cut into chunks of TREE_CHUNK bytes:
- * a rank forwards chunk c to its children as soon as it has it, while chunk
- * c+1 is still arriving, so the rounds overlap like a pipeline.
+ * The tree. Ranks are renumbered relative to the root (v = (rank - root) mod
+ * p). Rank v > 0 hangs below v minus its lowest set bit, and its children are
+ * v + 2^j for every 2^j below that bit (the root: every 2^j < p), as long as
+ * they are < p. The subtree of v is then the consecutive relative ranks
+ * [v, v + min(lowbit(v), p - v)), and the tree is ceil(log2 p) deep. Children
+ * are listed largest subtree first: the one with the farthest to go starts
+ * first.
  *
- * Cost: ceil(log2 p) (alpha + S beta) unpipelined; with k chunks roughly
- * (ceil(log2 p) + k - 1)(alpha + S/k beta). Good for small and medium
- * messages; scatter+allgather variants for large ones come with the
- * selection issue.
+ * broadcast. Each rank receives the buffer from its parent and forwards it to
+ * its children. Cut into chunks of TREE_CHUNK bytes: a rank forwards chunk c
+ * as soon as it has it while chunk c+1 is still arriving, so the rounds
+ * overlap like a pipeline.
+ *   cost: ceil(log2 p) (alpha + S beta) unpipelined; with k chunks
+ *   (ceil(log2 p) + k - 1)(alpha + ceil(log2 p) S/k beta): a stage lasts as
+ *   long as the root, which sends every chunk to ceil(log2 p) children, so
+ *   for large S the tree moves ~log2(p) S through the root and the chain or
+ *   scatter+allgather overtake it.
+ *
+ * reduce. The mirror image: every rank combines its children's partial
+ * results with its own input and sends the sum to its parent; the root's sum
+ * is the answer (AVG is divided once, at the root). Cut into chunks of
+ * TREE_RCHUNK bytes and pipelined: the receives of chunk c+1 are posted
+ * before chunk c is combined, and chunk c travels up while c+1 comes in. The
+ * partial sum of a chunk is built in the buffer that child 0's chunk arrived
+ * in (no copy of the own input), so a rank with n children holds
+ * TREE_NSET x n chunks of scratch, whatever the size of the buffer
+ * (TREE_NSET = 3: one set arriving, one being combined, one on its way up).
+ * TREE_RCHUNK is ring.c's 256 KiB: per-chunk overhead stays small against a
+ * chunk's copy and reduce, and the root of 8 ranks holds 2.25 MiB of scratch.
+ * Leaves send straight from sendbuf; the root combines into recvbuf.
+ * Non-roots never touch recvbuf (it may be NULL).
+ *   cost: ceil(log2 p)(alpha + S (beta + gamma)) unpipelined; with k chunks
+ *   (ceil(log2 p) + k - 1)(alpha + ceil(log2 p) S/k (beta + gamma)), the
+ *   root taking in every child's chunk per stage.
+ *
+ * gather and scatter. Block q of the root's buffer belongs to rank q. A
+ * subtree's blocks are consecutive in relative order, so they travel up
+ * (gather) or down (scatter) as one range: a non-root holds its subtree's
+ * blocks in scratch in relative order (leaves use their own buffer), and the
+ * root sends or receives straight from or into its rank-ordered buffer. For
+ * root != 0 a relative range may wrap from rank p-1 to rank 0; it then
+ * travels as two messages (before and after the wrap), which lands every
+ * block at its place in the root's buffer with no rotation copy.
+ *   cost: ceil(log2 p) alpha + (p-1)/p S beta (the root moves every block
+ *   but its own once; the levels below overlap with it).
+ * The block phases are lent to the composites (coll_int.h) with a layout
+ * flag: there every rank keeps the whole buffer, "absolute" layout.
+ *
+ * Every algorithm is correct for any p >= 1 and count, including empty
+ * blocks; a count of 0 moves nothing (every rank passes 0).
  */
+#include <string.h>
+
 #include "coll/coll.h"
-#include "coll/stub.h"
+#include "coll/coll_int.h"
 #include "util/error.h"
 
 #define TREE_CHUNK ((size_t)512 * 1024)
+#define TREE_RCHUNK ((size_t)256 * 1024)
+#define TREE_NSET 3
 #define TREE_MAXCHILD 32
 
-static collie_result_t
-tree_broadcast_run(struct collie__call *c)
+/* One rank's place in the binomial tree, relative ranks (0 = root). */
+struct tree_node {
+  int v;      /* this rank */
+  int parent; /* -1 at the root */
+  int nchild;
+  int child[TREE_MAXCHILD]; /* largest subtree first */
+};
+
+static void
+tree_node_of(int p, int v, struct tree_node *t)
 {
-  int p = c->size, v = (c->rank - c->root + p) % p;
-  size_t bytes = c->count * c->esize;
-  char *buf = c->recvbuf;
-  int parent = -1, nchild = 0, child[TREE_MAXCHILD];
   int mask = 1;
-  collie_result_t rc;
-  if (p == 1) return COLLIE_SUCCESS;
+  t->v = v;
+  t->parent = -1;
+  t->nchild = 0;
   while (mask < p) {
     if (v & mask) {
-      parent = (v - mask + c->root) % p;
+      t->parent = v - mask;
       break;
     }
     mask <<= 1;
   }
   for (mask >>= 1; mask > 0; mask >>= 1)
-    if (v + mask < p) child[nchild++] = (v + mask + c->root) % p;
+    if (v + mask < p) t->child[t->nchild++] = v + mask;
+}
+
+/* Relative ranks in the subtree of v: [v, v + tree_subtree(p, v)). */
+static int
+tree_subtree(int p, int v)
+{
+  if (v == 0) return p;
+  int low = v & -v;
+  return low < p - v ? low : p - v;
+}
+
+static int
+tree_abs(const struct collie__call *c, int v)
+{
+  return (v + c->root) % c->size;
+}
+
+/* ---- broadcast ---- */
+
+static collie_result_t
+tree_broadcast_run(struct collie__call *c)
+{
+  int p = c->size;
+  size_t bytes = c->count * c->esize;
+  char *buf = c->recvbuf;
+  struct tree_node t;
+  collie_result_t rc;
+  if (p == 1) return COLLIE_SUCCESS;
+  tree_node_of(p, (c->rank - c->root + p) % p, &t);
+  int parent = t.parent >= 0 ? tree_abs(c, t.parent) : -1, nchild = t.nchild;
+  int child[TREE_MAXCHILD];
+  for (int i = 0; i < nchild; i++) child[i] = tree_abs(c, t.child[i]);
 
   size_t chunk = TREE_CHUNK - TREE_CHUNK % c->esize;
   size_t nchunks = bytes ? (bytes + chunk - 1) / chunk : 1;
@@ -66,17 +147,328 @@ tree_broadcast_run(struct collie__call *c)
   return collie__net_wait(c->net, w, nchild, c->deadline_ns);
 }
 
+/* Chunks a pipelined transfer of S bytes is cut into (at least 1). */
+static double
+tree_chunks(double S, size_t chunk)
+{
+  return S > (double)chunk ? S / (double)chunk : 1;
+}
+
 static double
 tree_broadcast_cost(const struct collie__call *c, const struct collie__model *m)
 {
   double S = (double)collie__call_bytes(c), depth = collie__log2_ceil(c->size);
-  double k = S > TREE_CHUNK ? S / TREE_CHUNK : 1; /* chunks in the pipeline */
-  return (depth + k - 1) * (m->alpha_us + S / k * m->beta_us);
+  double k = tree_chunks(S, TREE_CHUNK);
+  /* A pipeline stage lasts as long as its busiest rank, the root, which sends
+   * each chunk to `depth` children. */
+  return (depth + k - 1) * (m->alpha_us + depth * S / k * m->beta_us);
 }
 
 const struct collie__algo collie__algo_broadcast_tree = {
     "tree", COLLIE_ALGO_TREE, COLLIE_KIND_BROADCAST, 0, tree_broadcast_cost, tree_broadcast_run};
 
-COLLIE_ALGO_STUB(reduce_tree, TREE, REDUCE);
-COLLIE_ALGO_STUB(gather_tree, TREE, GATHER);
-COLLIE_ALGO_STUB(scatter_tree, TREE, SCATTER);
+/* ---- reduce ---- */
+
+/* State of one pipelined reduce on this rank. */
+struct tree_reduce {
+  struct collie__call *c;
+  struct tree_node t;
+  int child[TREE_MAXCHILD], parent; /* absolute ranks */
+  const char *in;
+  char *out; /* the root's recvbuf, else NULL */
+  char *scr; /* TREE_NSET sets of nchild chunks */
+  size_t bytes, chunk;
+  uint64_t slot;
+  struct collie__req rreq[TREE_NSET][TREE_MAXCHILD];
+  struct collie__req sreq[TREE_NSET];
+  int sactive[TREE_NSET];
+};
+
+static char *
+tree_reduce_rbuf(struct tree_reduce *r, int set, int i)
+{
+  return r->scr + ((size_t)set * (size_t)r->t.nchild + (size_t)i) * r->chunk;
+}
+
+/* Where child 0's part of chunk k lands: straight in the root's recvbuf when
+ * that does not hold the root's own input, else in scratch. */
+static char *
+tree_reduce_dst0(struct tree_reduce *r, size_t k)
+{
+  if (r->out && r->out != r->in) return r->out + k * r->chunk;
+  return tree_reduce_rbuf(r, (int)(k % TREE_NSET), 0);
+}
+
+static collie_result_t
+tree_reduce_post_recvs(struct tree_reduce *r, size_t k)
+{
+  int set = (int)(k % TREE_NSET);
+  size_t o = k * r->chunk, l = r->bytes - o < r->chunk ? r->bytes - o : r->chunk;
+  for (int i = 0; i < r->t.nchild; i++) {
+    char *dst = i == 0 ? tree_reduce_dst0(r, k) : tree_reduce_rbuf(r, set, i);
+    collie_result_t rc =
+        collie__net_irecv(r->c->net, r->child[i], dst, l, r->slot, &r->rreq[set][i]);
+    if (rc != COLLIE_SUCCESS) return rc;
+  }
+  return COLLIE_SUCCESS;
+}
+
+static collie_result_t
+tree_reduce_wait_send(struct tree_reduce *r, int set)
+{
+  if (!r->sactive[set]) return COLLIE_SUCCESS;
+  struct collie__req *w = &r->sreq[set];
+  r->sactive[set] = 0;
+  return collie__net_wait(r->c->net, &w, 1, r->c->deadline_ns);
+}
+
+static collie_result_t
+tree_reduce_run(struct collie__call *c)
+{
+  int p = c->size;
+  size_t es = c->esize;
+  struct tree_reduce r;
+  collie_result_t rc;
+  memset(&r, 0, sizeof(r));
+  r.c = c;
+  r.in = c->sendbuf;
+  r.bytes = c->count * es;
+  if (c->rank == c->root) r.out = c->recvbuf;
+  if (p == 1) {
+    if (r.bytes && r.out != r.in) memcpy(r.out, r.in, r.bytes);
+    if (r.bytes && c->op == COLLIE_AVG) collie__reduce_avg_finish(r.out, c->count, c->dtype, p);
+    return COLLIE_SUCCESS;
+  }
+  if (r.bytes == 0) return COLLIE_SUCCESS;
+  tree_node_of(p, (c->rank - c->root + p) % p, &r.t);
+  r.parent = r.t.parent >= 0 ? tree_abs(c, r.t.parent) : -1;
+  for (int i = 0; i < r.t.nchild; i++) r.child[i] = tree_abs(c, r.t.child[i]);
+  /* Every rank cuts the same chunks: they depend on bytes and esize only. */
+  r.chunk = TREE_RCHUNK - TREE_RCHUNK % es;
+  if (r.chunk > r.bytes) r.chunk = r.bytes;
+  size_t nchunks = (r.bytes + r.chunk - 1) / r.chunk;
+  r.slot = collie__call_slot(c, 0);
+  if (r.t.nchild) {
+    r.scr = collie__scratch_get(c->scratch, (size_t)TREE_NSET * (size_t)r.t.nchild * r.chunk);
+    if (!r.scr) return COLLIE_SYSTEM_ERROR;
+    if ((rc = tree_reduce_post_recvs(&r, 0)) != COLLIE_SUCCESS) return rc;
+  }
+
+  for (size_t k = 0; k < nchunks; k++) {
+    int set = (int)(k % TREE_NSET);
+    size_t o = k * r.chunk, l = r.bytes - o < r.chunk ? r.bytes - o : r.chunk, n = l / es;
+    const char *acc = r.in + o; /* a leaf sends its input as is */
+    if (r.t.nchild && k + 1 < nchunks) {
+      /* The set chunk k+1 arrives in last carried chunk k-2 up: it must have left. */
+      if ((rc = tree_reduce_wait_send(&r, (int)((k + 1) % TREE_NSET))) != COLLIE_SUCCESS) return rc;
+      if ((rc = tree_reduce_post_recvs(&r, k + 1)) != COLLIE_SUCCESS) return rc;
+    }
+    if (r.t.nchild) {
+      struct collie__req *w[TREE_MAXCHILD];
+      for (int i = 0; i < r.t.nchild; i++) w[i] = &r.rreq[set][i];
+      if ((rc = collie__net_wait(c->net, w, r.t.nchild, c->deadline_ns)) != COLLIE_SUCCESS)
+        return rc;
+      char *sum;
+      int first = 1;
+      if (r.out && r.out == r.in) { /* the root in place: its input is the sum so far */
+        sum = r.out + o;
+        first = 0;
+      } else {
+        sum = tree_reduce_dst0(&r, k);
+        c->reduce(sum, r.in + o, n);
+      }
+      for (int i = first; i < r.t.nchild; i++) c->reduce(sum, tree_reduce_rbuf(&r, set, i), n);
+      acc = sum;
+    }
+    if (r.parent < 0) {
+      if (c->op == COLLIE_AVG) collie__reduce_avg_finish(r.out + o, n, c->dtype, p);
+      continue;
+    }
+    if ((rc = tree_reduce_wait_send(&r, set)) != COLLIE_SUCCESS) return rc;
+    rc = collie__net_isend(c->net, r.parent, acc, l, r.slot, &r.sreq[set]);
+    if (rc != COLLIE_SUCCESS) return rc;
+    r.sactive[set] = 1;
+  }
+  for (int s = 0; s < TREE_NSET; s++)
+    if ((rc = tree_reduce_wait_send(&r, s)) != COLLIE_SUCCESS) return rc;
+  return COLLIE_SUCCESS;
+}
+
+static double
+tree_reduce_cost(const struct collie__call *c, const struct collie__model *m)
+{
+  double S = (double)collie__call_bytes(c), depth = collie__log2_ceil(c->size);
+  double k = tree_chunks(S, TREE_RCHUNK);
+  /* The root receives and combines `depth` children's chunks per stage. */
+  return (depth + k - 1) * (m->alpha_us + depth * S / k * (m->beta_us + m->gamma_us));
+}
+
+const struct collie__algo collie__algo_reduce_tree = {
+    "tree",           COLLIE_ALGO_TREE, COLLIE_KIND_REDUCE, COLLIE_NEEDS_REDUCE,
+    tree_reduce_cost, tree_reduce_run};
+
+/* ---- gather and scatter: the block phases ---- */
+
+/* Byte offset of block q (0 <= q <= p) of a buffer of total elements. */
+static size_t
+tree_boff(const struct collie__call *c, size_t total, int q)
+{
+  return collie__block_off(total, c->size, q) * c->esize;
+}
+
+/* Bytes of n blocks from absolute block a on, wrapping past p-1 to 0. */
+static size_t
+tree_span(const struct collie__call *c, size_t total, int a, int n)
+{
+  int p = c->size;
+  if (a + n <= p) return tree_boff(c, total, a + n) - tree_boff(c, total, a);
+  return tree_boff(c, total, p) - tree_boff(c, total, a) + tree_boff(c, total, a + n - p);
+}
+
+size_t
+collie__tree_subtree_bytes(const struct collie__call *c, size_t total)
+{
+  int p = c->size, v = (c->rank - c->root + p) % p;
+  return tree_span(c, total, c->rank, tree_subtree(p, v));
+}
+
+/* Posts the one or two messages that carry the subtree of relative rank x
+ * between this rank (buffer base in the given layout) and peer; w[0..2) get
+ * the requests to wait for (NULL for a piece with no bytes: both ends skip it
+ * alike, since they compute the same sizes). */
+static collie_result_t
+tree_range_post(struct collie__call *c, size_t total, char *base, int compact, int x, int peer,
+                int is_send, uint32_t step0, struct collie__req req[2], struct collie__req **w)
+{
+  int p = c->size, v = (c->rank - c->root + p) % p, n = tree_subtree(p, x), a = tree_abs(c, x);
+  int n1 = n < p - a ? n : p - a, n2 = n - n1;
+  size_t len[2] = {tree_span(c, total, a, n1), tree_boff(c, total, n2)};
+  char *at[2];
+  if (compact) { /* this rank's subtree from its own block on, wrapping like the blocks */
+    at[0] = base + tree_span(c, total, c->rank, x - v);
+    at[1] = at[0] + len[0];
+  } else {
+    at[0] = base + tree_boff(c, total, a);
+    at[1] = base;
+  }
+  w[0] = w[1] = NULL;
+  for (int i = 0; i < 2; i++) {
+    if (!len[i]) continue;
+    uint64_t slot = collie__call_slot(c, step0 + (uint32_t)i);
+    collie_result_t rc = is_send ? collie__net_isend(c->net, peer, at[i], len[i], slot, &req[i])
+                                 : collie__net_irecv(c->net, peer, at[i], len[i], slot, &req[i]);
+    if (rc != COLLIE_SUCCESS) return rc;
+    w[i] = &req[i];
+  }
+  return COLLIE_SUCCESS;
+}
+
+collie_result_t
+collie__tree_gather_phase(struct collie__call *c, size_t total, char *base, int compact,
+                          uint32_t step0)
+{
+  int p = c->size;
+  struct tree_node t;
+  struct collie__req req[TREE_MAXCHILD][2], *w[2 * TREE_MAXCHILD] = {NULL};
+  collie_result_t rc;
+  if (p == 1) return COLLIE_SUCCESS;
+  tree_node_of(p, (c->rank - c->root + p) % p, &t);
+  for (int i = 0; i < t.nchild; i++) {
+    rc = tree_range_post(c, total, base, compact, t.child[i], tree_abs(c, t.child[i]), 0, step0,
+                         req[i], &w[2 * i]);
+    if (rc != COLLIE_SUCCESS) return rc;
+  }
+  if ((rc = collie__net_wait(c->net, w, 2 * t.nchild, c->deadline_ns)) != COLLIE_SUCCESS) return rc;
+  if (t.parent < 0) return COLLIE_SUCCESS;
+  rc = tree_range_post(c, total, base, compact, t.v, tree_abs(c, t.parent), 1, step0, req[0], w);
+  if (rc != COLLIE_SUCCESS) return rc;
+  return collie__net_wait(c->net, w, 2, c->deadline_ns);
+}
+
+collie_result_t
+collie__tree_scatter_phase(struct collie__call *c, size_t total, char *base, int compact,
+                           uint32_t step0)
+{
+  int p = c->size;
+  struct tree_node t;
+  struct collie__req req[TREE_MAXCHILD][2], *w[2 * TREE_MAXCHILD] = {NULL};
+  collie_result_t rc;
+  if (p == 1) return COLLIE_SUCCESS;
+  tree_node_of(p, (c->rank - c->root + p) % p, &t);
+  if (t.parent >= 0) {
+    rc = tree_range_post(c, total, base, compact, t.v, tree_abs(c, t.parent), 0, step0, req[0], w);
+    if (rc != COLLIE_SUCCESS) return rc;
+    if ((rc = collie__net_wait(c->net, w, 2, c->deadline_ns)) != COLLIE_SUCCESS) return rc;
+  }
+  for (int i = 0; i < t.nchild; i++) {
+    rc = tree_range_post(c, total, base, compact, t.child[i], tree_abs(c, t.child[i]), 1, step0,
+                         req[i], &w[2 * i]);
+    if (rc != COLLIE_SUCCESS) return rc;
+  }
+  return collie__net_wait(c->net, w, 2 * t.nchild, c->deadline_ns);
+}
+
+/* ---- gather ---- */
+
+static collie_result_t
+tree_gather_run(struct collie__call *c)
+{
+  int p = c->size, v = (c->rank - c->root + p) % p;
+  size_t blk = c->count * c->esize, total = c->count * (size_t)p;
+  const char *in = c->sendbuf;
+  char *base;
+  if (blk == 0) return COLLIE_SUCCESS;
+  if (v == 0) { /* the root's buffer is the destination, rank order */
+    base = (char *)c->recvbuf;
+    char *own = base + (size_t)c->rank * blk;
+    if (own != in) memcpy(own, in, blk);
+    return collie__tree_gather_phase(c, total, base, 0, 0);
+  }
+  if (tree_subtree(p, v) == 1) /* a leaf sends its input as is */
+    return collie__tree_gather_phase(c, total, (char *)in, 1, 0);
+  base = collie__scratch_get(c->scratch, collie__tree_subtree_bytes(c, total));
+  if (!base) return COLLIE_SYSTEM_ERROR;
+  memcpy(base, in, blk);
+  return collie__tree_gather_phase(c, total, base, 1, 0);
+}
+
+/* Shared by gather and scatter: log-depth latency, every byte but the root's
+ * own block through the root's link once. */
+static double
+tree_blocks_cost(const struct collie__call *c, const struct collie__model *m)
+{
+  double p = c->size, S = (double)collie__call_bytes(c);
+  return collie__log2_ceil(c->size) * m->alpha_us + (p - 1) / p * S * m->beta_us;
+}
+
+const struct collie__algo collie__algo_gather_tree = {"tree", COLLIE_ALGO_TREE, COLLIE_KIND_GATHER,
+                                                      0,      tree_blocks_cost, tree_gather_run};
+
+/* ---- scatter ---- */
+
+static collie_result_t
+tree_scatter_run(struct collie__call *c)
+{
+  int p = c->size, v = (c->rank - c->root + p) % p;
+  size_t blk = c->count * c->esize, total = c->count * (size_t)p;
+  char *out = c->recvbuf, *base;
+  collie_result_t rc;
+  if (blk == 0) return COLLIE_SUCCESS;
+  if (v == 0) { /* only read from: the root's rank-ordered sendbuf */
+    base = (char *)c->sendbuf;
+    if ((rc = collie__tree_scatter_phase(c, total, base, 0, 0)) != COLLIE_SUCCESS) return rc;
+    char *own = base + (size_t)c->rank * blk;
+    if (own != out) memcpy(out, own, blk);
+    return COLLIE_SUCCESS;
+  }
+  if (tree_subtree(p, v) == 1) /* a leaf receives its block where it belongs */
+    return collie__tree_scatter_phase(c, total, out, 1, 0);
+  base = collie__scratch_get(c->scratch, collie__tree_subtree_bytes(c, total));
+  if (!base) return COLLIE_SYSTEM_ERROR;
+  if ((rc = collie__tree_scatter_phase(c, total, base, 1, 0)) != COLLIE_SUCCESS) return rc;
+  memcpy(out, base, blk);
+  return COLLIE_SUCCESS;
+}
+
+const struct collie__algo collie__algo_scatter_tree = {
+    "tree", COLLIE_ALGO_TREE, COLLIE_KIND_SCATTER, 0, tree_blocks_cost, tree_scatter_run};
