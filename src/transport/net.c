@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "transport/shm.h"
 #include "transport/transport.h"
 #include "util/error.h"
 #include "util/util.h"
@@ -82,6 +83,17 @@ collie__net_transport_of(const struct collie__net *n, int peer)
 {
   if (peer < 0 || peer >= n->size) return "none";
   return n->peer_xp[peer] < 0 ? "self" : net_table[(int)n->peer_xp[peer]]->name;
+}
+
+/* The flat area of the shm transport, when it serves every peer (shm.h).
+ * The shm transport keeps one only when its group is the whole communicator. */
+struct collie__shm_flat *
+collie__net_shm_flat(struct collie__net *n)
+{
+  if (!n) return NULL;
+  for (int i = 0; i < NET_NX; i++)
+    if (net_table[i] == &collie__shm_ops && n->xp[i]) return collie__shm_flat_of(n->xp[i]);
+  return NULL;
 }
 
 static void

@@ -26,11 +26,13 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "transport/shm.h"
 #include "transport/shm_int.h"
 #include "transport/transport.h"
 #include "util/error.h"
@@ -39,6 +41,14 @@
 /* How often a rank with outstanding requests looks for dead peers, and the
  * longest single sleep in wait() (a death rings no doorbell). */
 #define SHM_CHECK_NS (50 * 1000000LL)
+/* The longest a flat sync spins (within the transport's spin count) before
+ * it sleeps. Ranks that all run finish a sync in about a microsecond, and
+ * the skew of big pieces stays well under this; a sync still open after it
+ * means a peer is not running (the cores are busy with other work), and
+ * spinning on would only keep it off the core for the rest of a time slice:
+ * with two ranks squeezed onto one core by other load, an 8-byte allreduce
+ * took 400 us spinning out the count and 23 us with this cap. */
+#define SHM_FLAT_SPIN_NS (20 * 1000LL)
 
 static struct collie__shm_xport *
 shm_of(struct collie__xport *x)
@@ -503,6 +513,317 @@ shm_close(struct collie__xport *xp)
   collie__shm_leave(x, COLLIE_SHM_CLOSED, NULL);
   shm_drop_requests(x);
   collie__shm_free(x);
+}
+
+/* ---- The flat area (shm.h) ----
+ *
+ * A sync is a counter barrier on per-rank phase words: publish phase n,
+ * wait until every word reads >= n. Words only grow, and a rank publishes
+ * n+1 only after it saw everyone at n, so no word is ever more than one
+ * ahead of the slowest rank and a stale reading can only be too low, never
+ * misleading.
+ *
+ * Waking. A waiter spins for x->spin polls (at most SHM_FLAT_SPIN_NS), then
+ * announces itself in its sleeping word, takes a snapshot of its doorbell,
+ * looks at the words again and sleeps on the doorbell. A publisher stores its word and rings the
+ * doorbell of every peer whose sleeping word is set. Both sides store
+ * first and load second, all seq_cst, so in the single total order either
+ * the waiter's second look sees the new word, or the publisher sees the
+ * sleeping word and bumps the doorbell, which either changes it before the
+ * snapshot (and then the look after it sees the word too) or after it
+ * (and futex_wait does not sleep). Unlike the rings, publishers skip the
+ * doorbell of a peer that is awake: an awake flat waiter re-reads the words
+ * themselves, never a snapshot taken earlier. The doorbell is the one the
+ * rings, departures (collie__shm_leave) and abort() ring too, so a sleeping
+ * flat waiter also wakes for a stray message, a departure or an abort.
+ */
+
+struct collie__shm_flat *
+collie__shm_flat_of(struct collie__xport *xp)
+{
+  struct collie__shm_xport *x = shm_of(xp);
+  return x && x->flat.ctrl ? &x->flat : NULL;
+}
+
+int
+collie__shm_flat_cores(const struct collie__shm_flat *f)
+{
+  return f->cores;
+}
+
+size_t
+collie__shm_flat_buf_bytes(const struct collie__shm_flat *f)
+{
+  return f->buf_bytes;
+}
+
+void *
+collie__shm_flat_buf(const struct collie__shm_flat *f, int rank, int b)
+{
+  return f->regions + ((size_t)rank * 2 + (size_t)(b & 1)) * f->buf_bytes;
+}
+
+int
+collie__shm_flat_next_buf(struct collie__shm_flat *f)
+{
+  return (int)(f->pieces++ & 1);
+}
+
+void
+collie__shm_flat_begin(struct collie__shm_flat *f, const struct collie__shm_flat_desc *d)
+{
+  f->cur = *d;
+  f->calls++;
+  /* Published by the release of our next phase word; no rank reads this
+   * entry now (see struct collie__shm_flat_ctrl). */
+  f->ctrl[f->x->me].desc[f->calls & 1] = *d;
+  f->check = 1;
+  f->step = 0;
+}
+
+/* The current call and step, as a slot text: "allreduce #7 step 1 (shm_flat)". */
+static void
+shm_flat_where(const struct collie__shm_flat *f, char *buf, size_t len)
+{
+  uint64_t slot = (f->cur.slot & ~((uint64_t)0xffff << 8)) | ((uint64_t)(f->step & 0xffff) << 8);
+  collie__slot_describe(slot, buf, len);
+}
+
+/* A rank whose phase word is still below target, starting with the one
+ * missing last time (ranks tend to arrive in the same order); -1 if none. */
+static int
+shm_flat_missing(struct collie__shm_flat *f, uint64_t target)
+{
+  int n = f->x->nlocal;
+  for (int k = 0, q = f->hint; k < n; k++, q = q + 1 == n ? 0 : q + 1) {
+    if (q == f->x->me) continue;
+    if (atomic_load_explicit(&f->ctrl[q].phase, memory_order_acquire) < target) {
+      f->hint = q;
+      return q;
+    }
+  }
+  return -1;
+}
+
+/* A queued message that proves a peer runs another algorithm for this call
+ * or is past it: a collective's chunk of this call's sequence number or a
+ * later one. Earlier calls' messages were all consumed, and p2p ones may
+ * legitimately wait. Returns its channel and slot, or NULL. Never blocks. */
+static struct collie__shm_chan *
+shm_flat_stray(struct collie__shm_flat *f, uint64_t *slot, uint64_t *total)
+{
+  struct collie__shm_xport *x = f->x;
+  uint32_t seq = (uint32_t)(f->cur.slot >> 24);
+  for (int i = 0; i < x->nchans; i++) {
+    struct collie__shm_chan *ch = &x->chans[i];
+    uint64_t tail = atomic_load_explicit(&ch->in->tail, memory_order_acquire);
+    for (uint64_t k = ch->in_head; k != tail; k++) {
+      const struct collie__shm_chunk *c = shm_chunk(ch->in, k);
+      int kind = (int)(c->slot >> 56);
+      if (kind == COLLIE_KIND_NONE || kind >= COLLIE_KIND_P2P) continue;
+      if ((int32_t)((uint32_t)(c->slot >> 24) - seq) < 0) continue;
+      *slot = c->slot;
+      *total = c->total;
+      return ch;
+    }
+  }
+  return NULL;
+}
+
+/* Fails the wait if a rank still missing at target died, closed or
+ * aborted, or if any rank aborted: with a rank missing the sync is not
+ * complete, and an aborted rank takes part in nothing more, so the call
+ * cannot succeed everywhere; saying so now (with its reason) beats waiting
+ * for the deadline. A death is named in preference to a departure (a peer
+ * that aborted because a third rank died should not hide the root cause). */
+static collie_result_t
+shm_flat_check_peers(struct collie__shm_flat *f, uint64_t target)
+{
+  struct collie__shm_xport *x = f->x;
+  struct collie__shm_chan *gone = NULL, *left = NULL;
+  uint32_t left_state = 0;
+  for (int i = 0; i < x->nchans; i++) {
+    struct collie__shm_chan *ch = &x->chans[i];
+    uint32_t st = atomic_load_explicit(&x->ctrl[ch->local].state, memory_order_acquire);
+    if (atomic_load_explicit(&f->ctrl[ch->local].phase, memory_order_acquire) >= target) {
+      if (st == COLLIE_SHM_ABORTED && !left) {
+        left = ch;
+        left_state = st;
+      }
+      continue;
+    }
+    int exited = shm_peer_exited(ch);
+    if (!exited && st == COLLIE_SHM_ALIVE) continue;
+    /* It may have arrived just before it left (its word precedes its state):
+     * then only an abort counts, as above. */
+    if (atomic_load_explicit(&f->ctrl[ch->local].phase, memory_order_acquire) >= target &&
+        st != COLLIE_SHM_ABORTED)
+      continue;
+    if (st == COLLIE_SHM_ALIVE) {
+      if (!gone) gone = ch;
+    } else if (!left) {
+      left = ch;
+      left_state = st;
+    }
+  }
+  struct collie__shm_chan *ch = gone ? gone : left;
+  if (!ch) return COLLIE_SUCCESS;
+  char where[96], why[COLLIE_SHM_REASON_LEN + 16] = "";
+  shm_flat_where(f, where, sizeof(where));
+  const char *how = gone                              ? "died"
+                    : left_state == COLLIE_SHM_CLOSED ? "closed its communicator"
+                                                      : "aborted its communicator";
+  if (!gone && left_state == COLLIE_SHM_ABORTED) {
+    const char *r = x->ctrl[ch->local].reason;
+    size_t n = strnlen(r, COLLIE_SHM_REASON_LEN - 1);
+    if (n) collie__fmt(why, sizeof(why), ", after: %.*s", (int)n, r);
+  }
+  return collie__err(COLLIE_REMOTE_ERROR, "shm: rank %d (world rank %d, pid %d) %s during %s%s",
+                     ch->rank, ch->world_rank, ch->pid, how, where, why);
+}
+
+/* TIMEOUT naming every rank still missing at target. */
+static collie_result_t
+shm_flat_timeout(struct collie__shm_flat *f, uint64_t target)
+{
+  struct collie__shm_xport *x = f->x;
+  char who[400], where[96];
+  size_t o = 0;
+  int n = 0;
+  who[0] = '\0';
+  for (int i = 0; i < x->nchans; i++) {
+    struct collie__shm_chan *ch = &x->chans[i];
+    if (atomic_load_explicit(&f->ctrl[ch->local].phase, memory_order_acquire) >= target) continue;
+    if (o + 1 < sizeof(who)) {
+      int k = snprintf(who + o, sizeof(who) - o, "%srank %d (world rank %d)", n ? ", " : "",
+                       ch->rank, ch->world_rank);
+      if (k > 0) o += (size_t)k;
+    }
+    n++;
+  }
+  shm_flat_where(f, where, sizeof(where));
+  return collie__err(COLLIE_TIMEOUT,
+                     "shm: timed out waiting for %s to reach %s (%d of %d ranks missing)", who,
+                     where, n, x->nlocal);
+}
+
+/* The first sync of a call: does every rank run the same call? Every rank
+ * wrote its descriptor before the phase we just saw, and cannot overwrite
+ * it before we publish our next one. */
+static collie_result_t
+shm_flat_compare(struct collie__shm_flat *f)
+{
+  struct collie__shm_xport *x = f->x;
+  for (int i = 0; i < x->nchans; i++) {
+    struct collie__shm_chan *ch = &x->chans[i];
+    struct collie__shm_flat_desc d = f->ctrl[ch->local].desc[f->calls & 1];
+    if (memcmp(&d, &f->cur, sizeof(d)) == 0) continue;
+    char theirs[96], ours[96];
+    collie__slot_describe(d.slot, theirs, sizeof(theirs));
+    collie__slot_describe(f->cur.slot, ours, sizeof(ours));
+    return collie__err(
+        COLLIE_INVALID_USAGE,
+        "collectives mismatched across ranks: rank %d (world rank %d) runs %s (count %" PRIu64
+        ", %s, %s, root %d, shape %#x), this rank %s (count %" PRIu64
+        ", %s, %s, root %d, shape %#x)",
+        ch->rank, ch->world_rank, theirs, d.count, collie_dtype_name((collie_dtype_t)d.dtype),
+        collie_op_name((collie_op_t)d.op), d.root, d.shape, ours, f->cur.count,
+        collie_dtype_name((collie_dtype_t)f->cur.dtype), collie_op_name((collie_op_t)f->cur.op),
+        f->cur.root, f->cur.shape);
+  }
+  return COLLIE_SUCCESS;
+}
+
+/* Waits until every phase word reads >= target; see the section comment. */
+static collie_result_t
+shm_flat_wait(struct collie__shm_flat *f, uint64_t target, int64_t deadline_ns)
+{
+  struct collie__shm_xport *x = f->x;
+  if (shm_flat_missing(f, target) < 0) return COLLIE_SUCCESS;
+  if (x->spin > 0) {
+    int64_t until = collie__now_ns() + SHM_FLAT_SPIN_NS;
+    for (int i = 0; i < x->spin; i++) {
+      collie__cpu_relax();
+      if (shm_flat_missing(f, target) < 0) return COLLIE_SUCCESS;
+      if ((i & 63) == 63 && collie__now_ns() >= until) break;
+    }
+  }
+  struct collie__shm_ctrl *me = &x->ctrl[x->me];
+  collie_result_t rc = COLLIE_SUCCESS;
+  for (;;) {
+    atomic_store_explicit(&me->sleeping, 1, memory_order_seq_cst);
+    uint32_t snap = atomic_load_explicit(&me->doorbell, memory_order_seq_cst);
+    /* Strays first: one sent after the words were complete proves nothing,
+     * and the sender's own sync reads precede its send. */
+    uint64_t sslot = 0, stotal = 0;
+    struct collie__shm_chan *stray = shm_flat_stray(f, &sslot, &stotal);
+    if (shm_flat_missing(f, target) < 0) break;
+    int64_t now = collie__now_ns();
+    if (stray) {
+      char got[96], want[96];
+      collie__slot_describe(sslot, got, sizeof(got));
+      shm_flat_where(f, want, sizeof(want));
+      rc = collie__err(
+          COLLIE_INVALID_USAGE,
+          "collectives mismatched across ranks: rank %d (world rank %d) sent %s (%" PRIu64
+          " bytes), this rank runs %s",
+          stray->rank, stray->world_rank, got, stotal, want);
+      break;
+    }
+    if (atomic_load_explicit(&x->stopped, memory_order_acquire)) {
+      rc = COLLIE_INTERNAL_ERROR; /* the caller takes the transport's failure */
+      break;
+    }
+    if (now >= deadline_ns) {
+      rc = shm_flat_timeout(f, target);
+      break;
+    }
+    uint32_t ev = atomic_load_explicit(&x->hdr->events, memory_order_acquire);
+    if (ev != x->events_seen || now >= x->next_check_ns) {
+      x->events_seen = ev;
+      x->next_check_ns = now + SHM_CHECK_NS;
+      if ((rc = shm_flat_check_peers(f, target)) != COLLIE_SUCCESS) break;
+    }
+    int64_t until = now + SHM_CHECK_NS; /* a death rings no doorbell */
+    if (until > deadline_ns) until = deadline_ns;
+    collie__futex_wait(collie__shm_futex_word(&me->doorbell), snap, until);
+  }
+  atomic_store_explicit(&me->sleeping, 0, memory_order_relaxed);
+  return rc;
+}
+
+/* Fails the transport with the thread's current error (unless it failed
+ * already: then that failure stands) and tells peers at once, as net.c does
+ * for a failed message wait. Returns the transport's failure. */
+static collie_result_t
+shm_flat_fail(struct collie__shm_xport *x, collie_result_t rc)
+{
+  shm_lock(x);
+  if (!x->failed && rc == COLLIE_INTERNAL_ERROR)
+    collie__err(rc, "shm: flat sync stopped without a recorded failure");
+  rc = shm_fail(x, rc);
+  collie__shm_leave(x, COLLIE_SHM_ABORTED, x->errmsg);
+  shm_unlock(x);
+  return rc;
+}
+
+collie_result_t
+collie__shm_flat_sync(struct collie__shm_flat *f, int64_t deadline_ns)
+{
+  struct collie__shm_xport *x = f->x;
+  if (atomic_load_explicit(&x->stopped, memory_order_acquire))
+    return shm_flat_fail(x, COLLIE_INTERNAL_ERROR);
+  uint64_t target = ++f->phase;
+  atomic_store_explicit(&f->ctrl[x->me].phase, target, memory_order_seq_cst);
+  for (int i = 0; i < x->nchans; i++) {
+    int q = x->chans[i].local;
+    if (atomic_load_explicit(&x->ctrl[q].sleeping, memory_order_seq_cst)) shm_notify(x, q);
+  }
+  collie_result_t rc = shm_flat_wait(f, target, deadline_ns);
+  if (rc == COLLIE_SUCCESS && f->check) rc = shm_flat_compare(f);
+  f->check = 0;
+  f->step++;
+  return rc == COLLIE_SUCCESS ? rc : shm_flat_fail(x, rc);
 }
 
 const struct collie__xport_ops collie__shm_ops = {

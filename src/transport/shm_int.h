@@ -11,12 +11,20 @@
  *   shm_layout.ranks_off         int32_t ranks[nlocal]: comm rank of each local index
  *   shm_layout.ctrl_off          struct collie__shm_ctrl ctrl[nlocal]
  *   shm_layout.rings_off         rings, one per ordered pair (i -> j), i != j
+ *   shm_layout.flat_ctrl_off     struct collie__shm_flat_ctrl fctrl[nlocal]   (only when the
+ *   shm_layout.flat_off          nlocal x 2 buffers of COLLIE_SHM_FLAT_BUF_BYTES  group is the
+ *                                                                 whole communicator)
  *
  * A ring is a single-producer single-consumer FIFO of COLLIE_SHM_NSLOTS slots.
  * The producer (rank i) owns tail, the consumer (rank j) owns head; both count
  * slots from 0 and never wrap (64 bits), so tail - head is the fill level.
  * A slot holds one chunk: a header (which message, where in it) and up to
  * COLLIE_SHM_SLOT_BYTES of payload.
+ *
+ * The flat area (see shm.h) serves the shm-only algorithms: per rank a phase
+ * word and two buffers that every other rank reads directly. It exists only
+ * when every rank of the communicator is in the group, the one case where
+ * those algorithms run.
  *
  * The layout is versioned (COLLIE_SHM_VERSION) and every rank checks the
  * header before using a segment, so a library of another build refuses it
@@ -29,6 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "transport/shm.h"
 #include "transport/transport.h"
 #include "util/error.h"
 
@@ -40,6 +49,14 @@
 #define COLLIE_SHM_NSLOTS 8u
 #define COLLIE_SHM_SLOT_BYTES (64u * 1024u)
 
+/* Each buffer of a rank's flat region (two per rank). 1 MiB: a piece that
+ * large amortises a sync (~1 us busy, ~30 us through wake-ups) over enough
+ * bytes, and the flat area grows only linearly: 2 MiB per rank, so 8 ranks
+ * add 16 MiB to their 28 MiB of rings. Reserved with the rest, and only in a
+ * segment that serves the whole communicator (the only case where the
+ * shm-only algorithms run). */
+#define COLLIE_SHM_FLAT_BUF_BYTES (1u << 20)
+
 /* 128, not 64: x86 prefetches cache lines in pairs, so words written by
  * different processes are kept 128 bytes apart to avoid false sharing. */
 #define COLLIE_SHM_LINE 128u
@@ -48,7 +65,7 @@
 #define COLLIE_SHM_REASON_LEN 256u
 
 #define COLLIE_SHM_MAGIC 0x636f6c6c69657368ull /* "collie" "sh" */
-#define COLLIE_SHM_VERSION 1u
+#define COLLIE_SHM_VERSION 2u
 
 /* Values of collie__shm_ctrl.state. 0 means the rank has not attached yet. */
 enum {
@@ -71,8 +88,10 @@ struct collie__shm_header {
   uint32_t nslots;
   uint32_t slot_bytes;
   int32_t leader_pid;
+  uint32_t flat_buf_bytes; /* 0: no flat area */
+  uint32_t ncpus;          /* the host's cores as the leader counted them: one answer for all */
   uint32_t pad0_;
-  char pad1_[COLLIE_SHM_LINE - 56];
+  char pad1_[COLLIE_SHM_LINE - 64];
   /* Own line: bumped by every rank as it maps the segment; futex word. */
   _Atomic uint32_t attached;
   char pad2_[COLLIE_SHM_LINE - 4];
@@ -97,6 +116,18 @@ struct collie__shm_ctrl {
    * died"): written before state becomes ABORTED, so a rank that only waited
    * on the owner can still name the root cause. NUL-terminated. */
   char reason[COLLIE_SHM_REASON_LEN];
+};
+
+/* One per local rank in the flat area, written only by its owner. */
+struct collie__shm_flat_ctrl {
+  /* Syncs published so far (collie__shm_flat_sync); monotonic, never wraps. */
+  _Atomic uint64_t phase;
+  char pad0_[COLLIE_SHM_LINE - 8];
+  /* What the owner's current and previous flat calls are (indexed by the
+   * parity of its call counter): written before the call's first phase,
+   * read by the others after they see that phase. A rank is at most one
+   * call ahead of a rank that still reads, so two entries suffice. */
+  struct collie__shm_flat_desc desc[2];
 };
 
 /* Header of one slot: one chunk of one message. */
@@ -133,6 +164,9 @@ _Static_assert(sizeof(struct collie__shm_ctrl) == COLLIE_SHM_LINE + COLLIE_SHM_R
                    COLLIE_SHM_REASON_LEN % COLLIE_SHM_LINE == 0,
                "ctrl: one line of hot words, then whole lines of reason");
 _Static_assert(sizeof(struct collie__shm_chunk) == 64, "chunk header: one 64-byte line");
+_Static_assert(sizeof(struct collie__shm_flat_ctrl) == 2 * COLLIE_SHM_LINE,
+               "flat ctrl: a phase line, then a line of descriptors");
+_Static_assert(COLLIE_SHM_FLAT_BUF_BYTES % COLLIE_SHM_PAGE == 0, "flat buffers: whole pages");
 _Static_assert(sizeof(struct collie__shm_ring) == 2 * COLLIE_SHM_LINE, "ring: head, tail lines");
 _Static_assert(offsetof(struct collie__shm_ring, head) == COLLIE_SHM_LINE, "head: own line");
 _Static_assert(sizeof(_Atomic uint32_t) == sizeof(uint32_t), "futex words are plain 32-bit");
@@ -144,7 +178,9 @@ _Static_assert(COLLIE_SHM_SLOT_BYTES % 64 == 0 && COLLIE_SHM_SLOT_BYTES <= UINT3
 
 /* Where each part of a segment of nlocal ranks lives (shm_setup.c computes it). */
 struct collie__shm_layout {
-  size_t ranks_off, ctrl_off, rings_off, bytes;
+  size_t ranks_off, ctrl_off, rings_off;
+  size_t flat_ctrl_off, flat_off; /* 0 without a flat area */
+  size_t bytes;
 };
 
 /* ---- This rank's private state (not in shared memory) ---- */
@@ -167,6 +203,22 @@ struct collie__shm_chan {
   struct collie__req *recvq, *recvq_last;
 };
 
+/* This rank's view of the flat area (shm.h), inside its transport state. */
+struct collie__shm_flat {
+  struct collie__shm_xport *x;
+  struct collie__shm_flat_ctrl *ctrl; /* nlocal entries; local index == comm rank */
+  char *regions;                      /* nlocal x 2 x buf_bytes */
+  size_t buf_bytes;
+  int cores;       /* hdr->ncpus */
+  uint64_t phase;  /* the last phase this rank published */
+  uint64_t calls;  /* flat calls begun (selects desc[calls & 1]) */
+  uint64_t pieces; /* buffers handed out (selects buffer pieces & 1) */
+  int check;       /* the next sync compares descriptors */
+  uint32_t step;   /* syncs of the current call so far, for messages */
+  int hint;        /* the rank that was missing last time: checked first */
+  struct collie__shm_flat_desc cur;
+};
+
 /* The transport state of one communicator on this rank. struct collie__xport
  * is opaque to the rest of the library; shm.c's shm_of() converts. */
 struct collie__shm_xport {
@@ -176,8 +228,11 @@ struct collie__shm_xport {
   struct collie__shm_chan *chans; /* nlocal - 1 channels, ascending comm rank */
   int nchans;
   char name[64];
+  int spin; /* cfg->spin: polls before sleeping in a flat sync */
   void *base;
   size_t bytes;
+  struct collie__shm_layout layout;
+  struct collie__shm_flat flat; /* usable when flat.ctrl is set */
   struct collie__shm_header *hdr;
   struct collie__shm_ctrl *ctrl;
   uint32_t snapshot;    /* my doorbell at the start of the last progress() */

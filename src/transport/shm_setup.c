@@ -14,7 +14,9 @@
  * then bumps the "attached" counter, and the one that completes it unlinks
  * the name: from then on the segment lives only as long as some rank maps
  * it, so a crash cannot leave a file behind. On any failure in open() the
- * name is unlinked too.
+ * name is unlinked too. When the group is the whole communicator, the
+ * segment also carries the flat area of the shm-only algorithms (shm.h),
+ * set up here with the rest so that those algorithms never rendezvous.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -53,8 +55,10 @@ collie__shm_can_connect(const struct collie__net_cfg *cfg, int peer)
 
 /* ---- Layout ---- */
 
+/* With flat set (the group is the whole communicator), the flat area
+ * follows the rings, page-aligned so that every buffer starts a page. */
 static struct collie__shm_layout
-shm_layout(int nlocal)
+shm_layout(int nlocal, int flat)
 {
   struct collie__shm_layout l;
   size_t n = (size_t)nlocal;
@@ -63,6 +67,13 @@ shm_layout(int nlocal)
   l.rings_off =
       COLLIE_SHM_ALIGN_UP(l.ctrl_off + n * sizeof(struct collie__shm_ctrl), COLLIE_SHM_PAGE);
   l.bytes = l.rings_off + n * (n - 1) * COLLIE_SHM_RING_BYTES;
+  l.flat_ctrl_off = l.flat_off = 0;
+  if (flat) {
+    l.flat_ctrl_off = l.bytes;
+    l.flat_off = COLLIE_SHM_ALIGN_UP(l.flat_ctrl_off + n * sizeof(struct collie__shm_flat_ctrl),
+                                     COLLIE_SHM_PAGE);
+    l.bytes = l.flat_off + n * 2 * (size_t)COLLIE_SHM_FLAT_BUF_BYTES;
+  }
   return l;
 }
 
@@ -70,9 +81,23 @@ shm_layout(int nlocal)
 static struct collie__shm_ring *
 shm_ring(const struct collie__shm_xport *x, int i, int j)
 {
-  struct collie__shm_layout l = shm_layout(x->nlocal);
   size_t k = (size_t)i * (size_t)(x->nlocal - 1) + (size_t)(j < i ? j : j - 1);
-  return (struct collie__shm_ring *)((char *)x->base + l.rings_off + k * COLLIE_SHM_RING_BYTES);
+  return (struct collie__shm_ring *)((char *)x->base + x->layout.rings_off +
+                                     k * COLLIE_SHM_RING_BYTES);
+}
+
+/* Points this rank's view of the flat area into the mapped segment. Phase
+ * words start at 0 (the segment was zero-filled), as does our count. */
+static void
+shm_flat_init(struct collie__shm_xport *x)
+{
+  struct collie__shm_flat *f = &x->flat;
+  if (!x->layout.flat_off) return;
+  f->x = x;
+  f->ctrl = (struct collie__shm_flat_ctrl *)((char *)x->base + x->layout.flat_ctrl_off);
+  f->regions = (char *)x->base + x->layout.flat_off;
+  f->buf_bytes = COLLIE_SHM_FLAT_BUF_BYTES;
+  f->cores = x->hdr->ncpus > 0 ? (int)x->hdr->ncpus : 1;
 }
 
 /* ---- open ---- */
@@ -149,7 +174,7 @@ shm_create(struct collie__shm_xport *x, const struct collie__net_cfg *cfg, const
   close(fd);
   x->base = base;
   x->hdr = base;
-  struct collie__shm_layout l = shm_layout(x->nlocal);
+  struct collie__shm_layout l = x->layout;
   x->ctrl = (struct collie__shm_ctrl *)((char *)base + l.ctrl_off);
   /* ftruncate zero-filled everything: counters, states, doorbells are 0. */
   struct collie__shm_header *h = x->hdr;
@@ -162,6 +187,8 @@ shm_create(struct collie__shm_xport *x, const struct collie__net_cfg *cfg, const
   h->nlocal = (uint32_t)x->nlocal;
   h->nslots = COLLIE_SHM_NSLOTS;
   h->slot_bytes = COLLIE_SHM_SLOT_BYTES;
+  h->flat_buf_bytes = l.flat_off ? COLLIE_SHM_FLAT_BUF_BYTES : 0;
+  h->ncpus = (uint32_t)collie__ncpus();
   h->leader_pid = (int32_t)getpid();
   int32_t *ranks = (int32_t *)((char *)base + l.ranks_off);
   for (int i = 0; i < x->nlocal; i++) ranks[i] = group[i];
@@ -220,11 +247,12 @@ shm_try_map(struct collie__shm_xport *x, const struct collie__net_cfg *cfg, cons
     munmap(base, x->bytes);
     return 0;
   }
-  struct collie__shm_layout l = shm_layout(x->nlocal);
+  struct collie__shm_layout l = x->layout;
   const int32_t *ranks = (const int32_t *)((char *)base + l.ranks_off);
   int same = h->version == COLLIE_SHM_VERSION && h->nlocal == (uint32_t)x->nlocal &&
              h->comm_hash == cfg->comm_hash && h->seg_bytes == x->bytes &&
-             h->nslots == COLLIE_SHM_NSLOTS && h->slot_bytes == COLLIE_SHM_SLOT_BYTES;
+             h->nslots == COLLIE_SHM_NSLOTS && h->slot_bytes == COLLIE_SHM_SLOT_BYTES &&
+             h->flat_buf_bytes == (l.flat_off ? COLLIE_SHM_FLAT_BUF_BYTES : 0);
   for (int i = 0; same && i < x->nlocal; i++) same = ranks[i] == group[i];
   if (!same) {
     *rc = collie__err(COLLIE_INTERNAL_ERROR,
@@ -362,6 +390,7 @@ collie__shm_open(const struct collie__net_cfg *cfg, const int *peers, int npeers
   if (!x || !group) goto out_nomem;
   x->rank = cfg->rank;
   x->comm_size = cfg->size;
+  x->spin = cfg->spin > 0 ? cfg->spin : 0;
   x->nlocal = npeers + 1;
   x->nchans = npeers;
   x->chan_of_rank = malloc((size_t)cfg->size * sizeof(int));
@@ -389,7 +418,10 @@ collie__shm_open(const struct collie__net_cfg *cfg, const int *peers, int npeers
     return COLLIE_SUCCESS;
   }
 
-  x->bytes = shm_layout(x->nlocal).bytes;
+  /* The flat area only where the shm-only algorithms can run: every rank
+   * of the communicator is in this group. */
+  x->layout = shm_layout(x->nlocal, x->nlocal == cfg->size);
+  x->bytes = x->layout.bytes;
   collie__fmt(x->name, sizeof(x->name), "/collie-%016llx-%016llx-%d",
               (unsigned long long)collie__hash64(cfg->token, strlen(cfg->token), 0),
               (unsigned long long)cfg->comm_hash, group[0]);
@@ -422,8 +454,12 @@ collie__shm_open(const struct collie__net_cfg *cfg, const int *peers, int npeers
     x->chan_of_rank[group[i]] = c++;
   }
   x->events_seen = atomic_load_explicit(&x->hdr->events, memory_order_acquire);
-  COLLIE_INFO("SHM", "segment %s: %d local ranks (this is index %d), %zu bytes, %u x %u-byte slots",
-              x->name, x->nlocal, x->me, x->bytes, COLLIE_SHM_NSLOTS, COLLIE_SHM_SLOT_BYTES);
+  shm_flat_init(x);
+  COLLIE_INFO("SHM",
+              "segment %s: %d local ranks (this is index %d), %zu bytes, %u x %u-byte slots, "
+              "flat area of 2 x %u KiB per rank",
+              x->name, x->nlocal, x->me, x->bytes, COLLIE_SHM_NSLOTS, COLLIE_SHM_SLOT_BYTES,
+              x->flat.ctrl ? COLLIE_SHM_FLAT_BUF_BYTES / 1024 : 0);
   free(group);
   *out = (struct collie__xport *)(void *)x;
   return COLLIE_SUCCESS;
