@@ -136,7 +136,7 @@
   XX(shm_flat_peer_dies_4, shm_flat_peer_dies, 4, "shm", 30) \
   XX(shm_flat_peer_dies_barrier_5, shm_flat_peer_dies_barrier, 5, "shm", 30) \
   XX(shm_flat_timeout_3, shm_flat_timeout, 3, "shm", 30) \
-  XX(shm_flat_abort_elsewhere_3, shm_flat_abort_elsewhere, 3, "shm", 30) \
+  XX(shm_flat_abort_from_thread_3, shm_flat_abort_elsewhere, 3, "shm", 30) \
   XX(shm_flat_algo_mismatch_4, shm_flat_algo_mismatch, 4, "shm", 30) \
   XX(shm_flat_refused_mixed_4, shm_flat_refused, 4, "mixed", 30) \
   XX(shm_flat_refused_tcp_2, shm_flat_refused, 2, "tcp", 30) \

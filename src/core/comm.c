@@ -82,22 +82,31 @@ collie__comm_check(const collie_comm_t *comm, const char *fn)
                        "%s: communicator %p was destroyed or never initialised", fn,
                        (const void *)comm);
   collie__log_context(comm->ctx);
-  if (comm->poison_rc != COLLIE_SUCCESS)
+  collie_result_t poisoned = collie__comm_poisoned(comm);
+  if (poisoned != COLLIE_SUCCESS)
     return collie__err(COLLIE_INVALID_USAGE,
                        "%s: communicator is unusable after an earlier error (%s): %s", fn,
-                       collie_result_string(comm->poison_rc), comm->poison_msg);
+                       collie_result_string(poisoned), comm->poison_msg);
   return COLLIE_SUCCESS;
 }
 
 collie_result_t
 collie__comm_poison(collie_comm_t *comm, collie_result_t rc)
 {
-  if (comm->poison_rc == COLLIE_SUCCESS) {
-    comm->poison_rc = rc;
+  pthread_mutex_lock(&comm->poison_lock);
+  if (atomic_load_explicit(&comm->poison_rc, memory_order_relaxed) == COLLIE_SUCCESS) {
     snprintf(comm->poison_msg, sizeof(comm->poison_msg), "%s", collie__err_msg());
+    atomic_store_explicit(&comm->poison_rc, (int)rc, memory_order_release);
     COLLIE_WARN("COLL", "%s", comm->poison_msg);
   }
+  pthread_mutex_unlock(&comm->poison_lock);
   return rc;
+}
+
+collie_result_t
+collie__comm_poisoned(const collie_comm_t *comm)
+{
+  return (collie_result_t)atomic_load_explicit(&comm->poison_rc, memory_order_acquire);
 }
 
 /* ---- Construction ---- */
@@ -114,6 +123,7 @@ comm_free(collie_comm_t *c)
   free(c->p2p_send_seq);
   free(c->p2p_recv_seq);
   collie__group_free(c->group);
+  pthread_mutex_destroy(&c->poison_lock);
   c->magic = 0;
   free(c);
 }
@@ -143,6 +153,7 @@ comm_create(const struct collie__params *params, const char *token, int64_t time
   collie_comm_t *c = calloc(1, sizeof(*c));
   if (!c) return collie__err(COLLIE_SYSTEM_ERROR, "out of memory creating a communicator");
   c->magic = COLLIE_COMM_MAGIC;
+  pthread_mutex_init(&c->poison_lock, NULL);
   c->rank = rank;
   c->size = size;
   c->hash = hash;
@@ -427,7 +438,7 @@ collie_comm_destroy(collie_comm_t *comm)
                        "collie_comm_destroy: communicator %p was destroyed or never initialised",
                        (void *)comm);
   collie__log_context(comm->ctx);
-  if (comm->poison_rc == COLLIE_SUCCESS && comm->size > 1) {
+  if (collie__comm_poisoned(comm) == COLLIE_SUCCESS && comm->size > 1) {
     /* A closing barrier: no rank tears down channels (or rank 0 its store)
      * while a peer still finishes its last operation over them. */
     struct collie__call call = {.kind = COLLIE_KIND_BARRIER,
@@ -439,7 +450,7 @@ collie_comm_destroy(collie_comm_t *comm)
                                 .deadline_ns = collie__deadline_after_ms(comm->timeout_ms)};
     if (collie__algo_barrier_dissemination.run(&call) != COLLIE_SUCCESS)
       COLLIE_WARN("INIT", "destroy: closing barrier failed (%s); closing anyway", collie__err_msg());
-  } else if (comm->poison_rc != COLLIE_SUCCESS) {
+  } else if (collie__comm_poisoned(comm) != COLLIE_SUCCESS) {
     collie__net_abort(comm->net);
   }
   comm_free(comm);
@@ -451,7 +462,8 @@ collie_result_t
 collie_comm_abort(collie_comm_t *comm)
 {
   collie_result_t rc = collie__comm_check(comm, "collie_comm_abort");
-  if (rc == COLLIE_INVALID_USAGE && comm && comm->poison_rc != COLLIE_SUCCESS && comm_reg_has(comm))
+  if (rc == COLLIE_INVALID_USAGE && comm && comm_reg_has(comm) &&
+      collie__comm_poisoned(comm) != COLLIE_SUCCESS)
     rc = COLLIE_SUCCESS; /* aborting a poisoned communicator is fine */
   if (rc != COLLIE_SUCCESS) return rc;
   collie__net_abort(comm->net);

@@ -7,6 +7,7 @@
 #define COLLIE_CORE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "bootstrap/bootstrap.h"
@@ -65,15 +66,23 @@ struct collie_comm {
   int in_group;
   struct collie__group *group;
   struct collie__scratch scratch;
-  collie_result_t poison_rc;
+  /* The first fatal error. collie_comm_abort may set it from another thread
+   * while the driving thread reads it: the message is written under the lock,
+   * then the code is published (release); readers load the code (acquire)
+   * before they read the message. */
+  pthread_mutex_t poison_lock;
+  _Atomic int poison_rc;
   char poison_msg[COLLIE_ERRMSG_LEN];
 };
 
 /* Checks that comm is live and usable; sets the error and returns INVALID_USAGE
  * (destroyed, never initialised, or poisoned: quoting the first error). */
 collie_result_t collie__comm_check(const collie_comm_t *comm, const char *fn);
-/* Records the first fatal error (the thread's current message) and returns rc. */
+/* Records the first fatal error (the thread's current message) and returns rc.
+ * Thread-safe against readers and other poisoners. */
 collie_result_t collie__comm_poison(collie_comm_t *comm, collie_result_t rc);
+/* The poison code (COLLIE_SUCCESS while healthy). */
+collie_result_t collie__comm_poisoned(const collie_comm_t *comm);
 
 /* ---- dispatch.c ---- */
 

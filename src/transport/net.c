@@ -18,6 +18,12 @@
 static const struct collie__xport_ops *const net_table[] = {&collie__shm_ops, &collie__tcp_ops};
 #define NET_NX (int)(sizeof(net_table) / sizeof(net_table[0]))
 
+/* Longest busy-poll of one wait before it sleeps. Long enough to catch a
+ * peer that answers within a few microseconds; short enough that a wait does
+ * not hold a core the peer needs (measured: 8 B allreduce with two ranks on
+ * one core went from ~400 us to ~23 us with a 20 us cap). */
+#define NET_SPIN_NS 20000
+
 struct collie__net {
   int rank, size;
   int spin;
@@ -210,6 +216,7 @@ collie__net_wait(struct collie__net *n, struct collie__req *const *reqs, int nre
                  int64_t deadline_ns)
 {
   int spins = 0;
+  int64_t spin_until = 0;
   for (;;) {
     int active[NET_NX] = {0}, nactive = 0;
     if (n->failed != COLLIE_SUCCESS) {
@@ -236,7 +243,14 @@ collie__net_wait(struct collie__net *n, struct collie__req *const *reqs, int nre
       }
     }
     if (all) return COLLIE_SUCCESS;
+    /* Spin at most NET_SPIN_NS as well as n->spin polls: when another process
+     * shares our core, spinning only delays the peer we wait for. */
     if (spins < n->spin) {
+      if ((spins & 63) == 0) {
+        int64_t t = collie__now_ns();
+        if (!spin_until) spin_until = t + NET_SPIN_NS;
+        if (t >= spin_until) spins = n->spin;
+      }
       spins++;
       collie__cpu_relax();
       continue;

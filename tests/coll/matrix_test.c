@@ -39,13 +39,25 @@ matrix_full(void)
   return f && *f == '1';
 }
 
+/* Buffers of the running case, freed by the driver after it, whether the case
+ * ran or was refused early. */
+static void *matrix_bufs[16];
+static int matrix_nbufs;
+
 static void *
 matrix_alloc(size_t bytes)
 {
   char *p = malloc(bytes + 64);
-  ASSERT(p);
+  ASSERT(p && matrix_nbufs < 16);
   memset(p, MATRIX_SENTINEL, bytes + 64);
+  matrix_bufs[matrix_nbufs++] = p;
   return p;
+}
+
+static void
+matrix_release(void)
+{
+  while (matrix_nbufs > 0) free(matrix_bufs[--matrix_nbufs]);
 }
 
 /* The library's answer to an algorithm it cannot run: skip, on every rank alike. */
@@ -122,8 +134,6 @@ matrix_allreduce(const struct matrix_case *k)
   MATRIX_RUN(k, collie_allreduce(k->comm, s, r, n, k->dtype, k->op, &o, NULL));
   MATRIX_EXPECT(k, ref_check(r, n, k->dtype, k->op, k->size, why, sizeof(why)) < 0, "%s", why);
   MATRIX_EXPECT(k, matrix_untouched(r + b, 64), "wrote past the end of recvbuf");
-  free(s);
-  if (!k->inplace) free(r);
   return 1;
 }
 
@@ -143,8 +153,6 @@ matrix_reduce(const struct matrix_case *k)
                   root, why);
     MATRIX_EXPECT(k, matrix_untouched(r + b, 64), "wrote past the end of recvbuf");
   }
-  free(s);
-  if (!k->inplace) free(r);
   return 1;
 }
 
@@ -163,9 +171,7 @@ matrix_reduce_scatter(const struct matrix_case *k)
                 "%s", why);
   if (!k->inplace) {
     MATRIX_EXPECT(k, matrix_untouched(r + b, 64), "wrote past the end of recvbuf");
-    free(r);
   }
-  free(s);
   return 1;
 }
 
@@ -182,8 +188,6 @@ matrix_allgather(const struct matrix_case *k)
     MATRIX_EXPECT(k, bad < 0, "block of rank %d wrong at element %ld", q, bad);
   }
   MATRIX_EXPECT(k, matrix_untouched(r + p * b, 64), "wrote past the end of recvbuf");
-  if (!k->inplace) free(s);
-  free(r);
   return 1;
 }
 
@@ -199,7 +203,6 @@ matrix_broadcast(const struct matrix_case *k)
   long bad = matrix_pattern_diff(buf, n, k->dtype, root);
   MATRIX_EXPECT(k, bad < 0, "root %d: element %ld wrong", root, bad);
   MATRIX_EXPECT(k, matrix_untouched(buf + b, 64), "wrote past the end of buf");
-  free(buf);
   return 1;
 }
 
@@ -216,8 +219,6 @@ matrix_alltoall(const struct matrix_case *k)
     MATRIX_EXPECT(k, bad < 0, "block from rank %d wrong at element %ld", q, bad);
   }
   MATRIX_EXPECT(k, matrix_untouched(r + p * b, 64), "wrote past the end of recvbuf");
-  free(s);
-  if (!k->inplace) free(r);
   return 1;
 }
 
@@ -241,8 +242,6 @@ matrix_gather(const struct matrix_case *k)
   } else {
     MATRIX_EXPECT(k, matrix_untouched(r, p * b), "a non-root's recvbuf was written");
   }
-  if (!(k->inplace && k->rank == root)) free(s);
-  free(r);
   return 1;
 }
 
@@ -262,9 +261,7 @@ matrix_scatter(const struct matrix_case *k)
   MATRIX_EXPECT(k, bad < 0, "root %d: element %ld wrong", root, bad);
   if (!(k->inplace && k->rank == root)) {
     MATRIX_EXPECT(k, matrix_untouched(r + b, 64), "wrote past the end of recvbuf");
-    free(r);
   }
-  free(s);
   return 1;
 }
 
@@ -280,7 +277,7 @@ matrix_allgatherv(const struct matrix_case *k)
 {
   collie_opts_t o = {.algorithm = k->algo};
   int p = k->size;
-  size_t *counts = calloc((size_t)p, sizeof(size_t)), *displs = calloc((size_t)p, sizeof(size_t));
+  size_t *counts = matrix_alloc((size_t)p * sizeof(size_t)), *displs = matrix_alloc((size_t)p * sizeof(size_t));
   size_t total = 0;
   ASSERT(counts && displs);
   for (int q = 0; q < p; q++) { /* blocks in reverse order, with gaps of 3 */
@@ -301,10 +298,6 @@ matrix_allgatherv(const struct matrix_case *k)
     MATRIX_EXPECT(k, matrix_untouched(r + (displs[q] + counts[q]) * k->es, 3 * k->es),
                   "gap after block %d written", q);
   }
-  if (!k->inplace) free(s);
-  free(r);
-  free(counts);
-  free(displs);
   return 1;
 }
 
@@ -313,8 +306,8 @@ matrix_alltoallv(const struct matrix_case *k)
 {
   collie_opts_t o = {.algorithm = k->algo};
   int p = k->size, me = k->rank;
-  size_t *sc = calloc((size_t)p, sizeof(size_t)), *sd = calloc((size_t)p, sizeof(size_t));
-  size_t *rc = calloc((size_t)p, sizeof(size_t)), *rd = calloc((size_t)p, sizeof(size_t));
+  size_t *sc = matrix_alloc((size_t)p * sizeof(size_t)), *sd = matrix_alloc((size_t)p * sizeof(size_t));
+  size_t *rc = matrix_alloc((size_t)p * sizeof(size_t)), *rd = matrix_alloc((size_t)p * sizeof(size_t));
   size_t st = 0, rt = 0;
   ASSERT(sc && sd && rc && rd);
   for (int q = 0; q < p; q++) {
@@ -335,12 +328,6 @@ matrix_alltoallv(const struct matrix_case *k)
     MATRIX_EXPECT(k, bad < 0, "block from rank %d wrong at element %ld", q, bad);
     MATRIX_EXPECT(k, matrix_untouched(r + (rd[q] + rc[q]) * k->es, k->es), "gap after block %d", q);
   }
-  free(s);
-  free(r);
-  free(sc);
-  free(sd);
-  free(rc);
-  free(rd);
   return 1;
 }
 
@@ -383,7 +370,9 @@ matrix_drive(matrix_fn fn, int reduces, int has_inplace)
       for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
         k.count = counts[i];
         for (k.inplace = 0; k.inplace <= has_inplace; k.inplace++) {
-          if (!fn(&k)) goto next_algo; /* refused: the same for every case */
+          int ran_case = fn(&k);
+          matrix_release();
+          if (!ran_case) goto next_algo; /* refused: the same for every case */
           ran = 1;
         }
       }
@@ -396,6 +385,7 @@ matrix_drive(matrix_fn fn, int reduces, int has_inplace)
     if (k.size > 4 && !full) k.count = (1u << 18) + 3; /* 8 ranks on 2 cores: keep it short */
     k.inplace = has_inplace;
     if (fn(&k)) ran = 1;
+    matrix_release();
   next_algo:
     ran_algos += ran;
   }
@@ -413,6 +403,7 @@ matrix_drive(matrix_fn fn, int reduces, int has_inplace)
         if (ref_is_float(k.dtype) && k.op >= COLLIE_BAND) continue;
         k.inplace = 0;
         ASSERT(fn(&k));
+        matrix_release();
       }
   }
   ASSERT_OK(collie_comm_destroy(k.comm));
