@@ -31,6 +31,13 @@ void test_die_by_sigkill(void) __attribute__((noreturn));
 /* Deterministic pseudo-random fill (seeded) for data tests. */
 unsigned test_rand(unsigned *state);
 
+/* Whether msg contains substr; a NULL substr matches anything. */
+static inline int
+test_contains(const char *msg, const char *substr)
+{
+  return !substr || strstr(msg, substr) != NULL;
+}
+
 void test_fail(const char *file, int line, const char *fmt, ...)
     __attribute__((noreturn, format(printf, 3, 4)));
 
@@ -56,7 +63,7 @@ void test_fail(const char *file, int line, const char *fmt, ...)
     if (rc_ != (code))                                                                             \
       test_fail(__FILE__, __LINE__, "%s -> %s, expected %s (%s)", #call,                           \
                 collie_result_string(rc_), collie_result_string(code), collie_last_error());       \
-    if ((substr) && !strstr(collie_last_error(), (substr)))                                        \
+    if (!test_contains(collie_last_error(), (substr)))                                             \
       test_fail(__FILE__, __LINE__, "%s: message \"%s\" lacks \"%s\"", #call,                      \
                 collie_last_error(), (const char *)(substr));                                      \
   } while (0)
