@@ -10,7 +10,7 @@
  *
  * After p-1 hops of the first chunk the pipeline is full and one chunk
  * leaves the last rank per step:
- *   cost (p - 1 + k - 1)(alpha + S/k beta).
+ *   cost (p - 1) alpha + (p - 1 + k - 1) S/k beta (the fill pays the latency).
  * Every link carries S once and every rank sends at most one copy, so for
  * large buffers it approaches S beta whatever p (the binomial tree sends
  * ceil(log2 p) copies from the root); the p-1 latency makes it a poor choice
@@ -87,7 +87,8 @@ chain_broadcast_cost(const struct collie__call *c, const struct collie__model *m
 {
   double p = c->size, S = (double)collie__call_bytes(c);
   double k = S > (double)CHAIN_CHUNK ? S / (double)CHAIN_CHUNK : 1;
-  return (p - 1 + k - 1) * (m->alpha_us + S / k * m->beta_us);
+  /* As the tree: the fill pays the latency, each chunk its bytes. */
+  return (p - 1) * m->alpha_us + (p - 1 + k - 1) * S / k * m->beta_us;
 }
 
 const struct collie__algo collie__algo_broadcast_chain = {

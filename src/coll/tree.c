@@ -15,10 +15,9 @@
  * as soon as it has it while chunk c+1 is still arriving, so the rounds
  * overlap like a pipeline.
  *   cost: ceil(log2 p) (alpha + S beta) unpipelined; with k chunks
- *   (ceil(log2 p) + k - 1)(alpha + ceil(log2 p) S/k beta): a stage lasts as
- *   long as the root, which sends every chunk to ceil(log2 p) children, so
- *   for large S the tree moves ~log2(p) S through the root and the chain or
- *   scatter+allgather overtake it.
+ *   ceil(log2 p) alpha + (ceil(log2 p) + k - 1) S/k beta: only the pipeline's
+ *   fill pays the latency, later chunks are posted while earlier ones travel
+ *   (measured on 2-8 ranks: the tree is the fastest broadcast at most sizes).
  *
  * reduce. The mirror image: every rank combines its children's partial
  * results with its own input and sends the sum to its parent; the root's sum
@@ -34,8 +33,7 @@
  * Leaves send straight from sendbuf; the root combines into recvbuf.
  * Non-roots never touch recvbuf (it may be NULL).
  *   cost: ceil(log2 p)(alpha + S (beta + gamma)) unpipelined; with k chunks
- *   (ceil(log2 p) + k - 1)(alpha + ceil(log2 p) S/k (beta + gamma)), the
- *   root taking in every child's chunk per stage.
+ *   ceil(log2 p) alpha + (ceil(log2 p) + k - 1) S/k (beta + gamma).
  *
  * gather and scatter. Block q of the root's buffer belongs to rank q. A
  * subtree's blocks are consecutive in relative order, so they travel up
@@ -45,8 +43,9 @@
  * root != 0 a relative range may wrap from rank p-1 to rank 0; it then
  * travels as two messages (before and after the wrap), which lands every
  * block at its place in the root's buffer with no rotation copy.
- *   cost: ceil(log2 p) alpha + (p-1)/p S beta (the root moves every block
- *   but its own once; the levels below overlap with it).
+ *   cost: ceil(log2 p) alpha + S beta: a subtree's blocks move once all of
+ *   them are in, so the root's S/2 + S/4 + ... arrive one level after the
+ *   other (linear.c's (p-1)/p S arrive at once: it wins for large S).
  * The block phases are lent to the composites (coll_int.h) with a layout
  * flag: there every rank keeps the whole buffer, "absolute" layout.
  *
@@ -159,9 +158,9 @@ tree_broadcast_cost(const struct collie__call *c, const struct collie__model *m)
 {
   double S = (double)collie__call_bytes(c), depth = collie__log2_ceil(c->size);
   double k = tree_chunks(S, TREE_CHUNK);
-  /* A pipeline stage lasts as long as its busiest rank, the root, which sends
-   * each chunk to `depth` children. */
-  return (depth + k - 1) * (m->alpha_us + depth * S / k * m->beta_us);
+  /* Only the pipeline's fill pays the latency: later chunks are posted while
+   * earlier ones travel, so each costs its bytes. */
+  return depth * m->alpha_us + (depth + k - 1) * S / k * m->beta_us;
 }
 
 const struct collie__algo collie__algo_broadcast_tree = {
@@ -299,8 +298,7 @@ tree_reduce_cost(const struct collie__call *c, const struct collie__model *m)
 {
   double S = (double)collie__call_bytes(c), depth = collie__log2_ceil(c->size);
   double k = tree_chunks(S, TREE_RCHUNK);
-  /* The root receives and combines `depth` children's chunks per stage. */
-  return (depth + k - 1) * (m->alpha_us + depth * S / k * (m->beta_us + m->gamma_us));
+  return depth * m->alpha_us + (depth + k - 1) * S / k * (m->beta_us + m->gamma_us);
 }
 
 const struct collie__algo collie__algo_reduce_tree = {
@@ -437,8 +435,11 @@ tree_gather_run(struct collie__call *c)
 static double
 tree_blocks_cost(const struct collie__call *c, const struct collie__model *m)
 {
-  double p = c->size, S = (double)collie__call_bytes(c);
-  return collie__log2_ceil(c->size) * m->alpha_us + (p - 1) / p * S * m->beta_us;
+  double S = (double)collie__call_bytes(c);
+  /* A subtree's blocks travel once they are all in, level after level: the
+   * root's S/2 + S/4 + ... adds up to about S, against linear's (p-1)/p S
+   * arriving at once (measured: linear ~2x faster from 2 MiB on 4 ranks). */
+  return collie__log2_ceil(c->size) * m->alpha_us + S * m->beta_us;
 }
 
 const struct collie__algo collie__algo_gather_tree = {"tree", COLLIE_ALGO_TREE, COLLIE_KIND_GATHER,
