@@ -102,6 +102,31 @@ test_die_by_sigkill(void)
   _exit(99); /* not reached */
 }
 
+char *
+test_capture_stderr(void (*fn)(void *arg), void *arg)
+{
+  char path[512];
+  snprintf(path, sizeof(path), "%s/stderr-%d-%d", runner_dir, runner_rank, (int)getpid());
+  fflush(stderr);
+  int saved = dup(2), fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+  ASSERT(saved >= 0 && fd >= 0);
+  dup2(fd, 2);
+  close(fd);
+  fn(arg);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  FILE *f = fopen(path, "r");
+  ASSERT(f);
+  char *buf = calloc(1, 1 << 16);
+  ASSERT(buf);
+  size_t n = fread(buf, 1, (1 << 16) - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+  unlink(path);
+  return buf;
+}
+
 unsigned
 test_rand(unsigned *state)
 {

@@ -28,6 +28,11 @@ const char *test_dir(void);
 collie_comm_t *test_comm(void);
 /* Ends this rank with SIGKILL; the runner counts that death as expected. */
 void test_die_by_sigkill(void) __attribute__((noreturn));
+/* Runs fn(arg) with this process's stderr (fd 2) captured; returns what was
+ * written (at most 64 KiB, NUL-terminated; the caller frees). A failing
+ * assertion inside fn prints into the capture, so fn should only call the
+ * library and record results for the caller to check afterwards. */
+char *test_capture_stderr(void (*fn)(void *arg), void *arg);
 /* Deterministic pseudo-random fill (seeded) for data tests. */
 unsigned test_rand(unsigned *state);
 

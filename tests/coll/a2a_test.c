@@ -29,20 +29,6 @@ a2a_vcount(int a, int b, size_t big)
   }
 }
 
-static long
-a2a_diff(const void *got, size_t n, collie_dtype_t d, int src)
-{
-  size_t es = collie_dtype_size(d);
-  char *want = malloc(n * es + 1);
-  ASSERT(want);
-  ref_fill_pattern(want, n, d, src);
-  long bad = -1;
-  for (size_t i = 0; i < n && bad < 0; i++)
-    if (memcmp((const char *)got + i * es, want + i * es, es)) bad = (long)i;
-  free(want);
-  return bad;
-}
-
 /* alltoallv with sendbuf == recvbuf: send blocks packed forward, receive
  * blocks packed backward over the same bytes, so receives overwrite data
  * still to be sent unless the algorithm stages it. */
@@ -74,7 +60,7 @@ a2a_v_inplace_case(collie_comm_t *comm, collie_dtype_t d, size_t big)
   collie_opts_t o = {.algorithm = COLLIE_ALGO_PAIRWISE};
   ASSERT_OK(collie_alltoallv(comm, buf, sc, sd, buf, rc, rd, d, &o, NULL));
   for (int q = 0; q < p; q++) {
-    long bad = a2a_diff(buf + rd[q] * es, rc[q], d, q * p + me);
+    long bad = ref_pattern_diff(buf + rd[q] * es, rc[q], d, q * p + me);
     ASSERTF(bad < 0, "%s, big %zu: block from rank %d wrong at element %ld", collie_dtype_name(d),
             big, q, bad);
   }
@@ -113,7 +99,7 @@ TEST_IMPL(a2a_alltoall_mixed_inplace)
       collie_opts_t o = {.algorithm = algos[a]};
       ASSERT_OK(collie_alltoall(comm, s, r, n, COLLIE_FLOAT32, &o, NULL));
       for (int q = 0; q < p; q++) {
-        long bad = a2a_diff(r + (size_t)q * b, n, COLLIE_FLOAT32, q * p + me);
+        long bad = ref_pattern_diff(r + (size_t)q * b, n, COLLIE_FLOAT32, q * p + me);
         ASSERTF(bad < 0, "algorithm %d, count %zu, %s: block from rank %d wrong at %ld", algos[a],
                 n, inplace ? "in place" : "out of place", q, bad);
       }
@@ -121,7 +107,7 @@ TEST_IMPL(a2a_alltoall_mixed_inplace)
       /* out of place leaves sendbuf alone */
       if (!inplace)
         for (int q = 0; q < p; q++)
-          ASSERT(a2a_diff(s + (size_t)q * b, n, COLLIE_FLOAT32, me * p + q) < 0);
+          ASSERT(ref_pattern_diff(s + (size_t)q * b, n, COLLIE_FLOAT32, me * p + q) < 0);
       free(s);
       if (!inplace) free(r);
     }

@@ -98,21 +98,6 @@ matrix_fail(const struct matrix_case *k, int line, const char *fmt, ...)
     if (!(cond)) matrix_fail(k, __LINE__, __VA_ARGS__);                                            \
   } while (0)
 
-/* Compares n elements at got with the pattern of src; -1 or the first bad index. */
-static long
-matrix_pattern_diff(const void *got, size_t n, collie_dtype_t d, int src)
-{
-  size_t es = collie_dtype_size(d);
-  char *want = malloc(n * es + 1);
-  ASSERT(want);
-  ref_fill_pattern(want, n, d, src);
-  long bad = -1;
-  for (size_t i = 0; i < n && bad < 0; i++)
-    if (memcmp((const char *)got + i * es, want + i * es, es)) bad = (long)i;
-  free(want);
-  return bad;
-}
-
 static int
 matrix_untouched(const void *p, size_t n)
 {
@@ -184,7 +169,7 @@ matrix_allgather(const struct matrix_case *k)
   ref_fill_pattern(s, n, k->dtype, k->rank);
   MATRIX_RUN(k, collie_allgather(k->comm, s, r, n, k->dtype, &o, NULL));
   for (int q = 0; q < k->size; q++) {
-    long bad = matrix_pattern_diff(r + (size_t)q * b, n, k->dtype, q);
+    long bad = ref_pattern_diff(r + (size_t)q * b, n, k->dtype, q);
     MATRIX_EXPECT(k, bad < 0, "block of rank %d wrong at element %ld", q, bad);
   }
   MATRIX_EXPECT(k, matrix_untouched(r + p * b, 64), "wrote past the end of recvbuf");
@@ -200,7 +185,7 @@ matrix_broadcast(const struct matrix_case *k)
   char *buf = matrix_alloc(b);
   if (k->rank == root) ref_fill_pattern(buf, n, k->dtype, root);
   MATRIX_RUN(k, collie_broadcast(k->comm, buf, n, k->dtype, root, &o, NULL));
-  long bad = matrix_pattern_diff(buf, n, k->dtype, root);
+  long bad = ref_pattern_diff(buf, n, k->dtype, root);
   MATRIX_EXPECT(k, bad < 0, "root %d: element %ld wrong", root, bad);
   MATRIX_EXPECT(k, matrix_untouched(buf + b, 64), "wrote past the end of buf");
   return 1;
@@ -215,7 +200,7 @@ matrix_alltoall(const struct matrix_case *k)
   for (size_t q = 0; q < p; q++) ref_fill_pattern(s + q * b, n, k->dtype, k->rank * k->size + (int)q);
   MATRIX_RUN(k, collie_alltoall(k->comm, s, r, n, k->dtype, &o, NULL));
   for (int q = 0; q < k->size; q++) {
-    long bad = matrix_pattern_diff(r + (size_t)q * b, n, k->dtype, q * k->size + k->rank);
+    long bad = ref_pattern_diff(r + (size_t)q * b, n, k->dtype, q * k->size + k->rank);
     MATRIX_EXPECT(k, bad < 0, "block from rank %d wrong at element %ld", q, bad);
   }
   MATRIX_EXPECT(k, matrix_untouched(r + p * b, 64), "wrote past the end of recvbuf");
@@ -235,7 +220,7 @@ matrix_gather(const struct matrix_case *k)
   MATRIX_RUN(k, collie_gather(k->comm, s, rb, n, k->dtype, root, &o, NULL));
   if (k->rank == root) {
     for (int q = 0; q < k->size; q++) {
-      long bad = matrix_pattern_diff(r + (size_t)q * b, n, k->dtype, q);
+      long bad = ref_pattern_diff(r + (size_t)q * b, n, k->dtype, q);
       MATRIX_EXPECT(k, bad < 0, "root %d: block of rank %d wrong at %ld", root, q, bad);
     }
     MATRIX_EXPECT(k, matrix_untouched(r + p * b, 64), "wrote past the end of recvbuf");
@@ -257,7 +242,7 @@ matrix_scatter(const struct matrix_case *k)
     for (size_t q = 0; q < p; q++) ref_fill_pattern(s + q * b, n, k->dtype, (int)q);
   void *sb = k->rank == root ? (void *)s : NULL;
   MATRIX_RUN(k, collie_scatter(k->comm, sb, r, n, k->dtype, root, &o, NULL));
-  long bad = matrix_pattern_diff(r, n, k->dtype, k->rank);
+  long bad = ref_pattern_diff(r, n, k->dtype, k->rank);
   MATRIX_EXPECT(k, bad < 0, "root %d: element %ld wrong", root, bad);
   if (!(k->inplace && k->rank == root)) {
     MATRIX_EXPECT(k, matrix_untouched(r + b, 64), "wrote past the end of recvbuf");
@@ -293,7 +278,7 @@ matrix_allgatherv(const struct matrix_case *k)
   MATRIX_RUN(k, collie_allgatherv(k->comm, s, counts[k->rank], r, counts, displs, k->dtype, &o,
                                   NULL));
   for (int q = 0; q < p; q++) {
-    long bad = matrix_pattern_diff(r + displs[q] * k->es, counts[q], k->dtype, q);
+    long bad = ref_pattern_diff(r + displs[q] * k->es, counts[q], k->dtype, q);
     MATRIX_EXPECT(k, bad < 0, "block of rank %d wrong at element %ld", q, bad);
     MATRIX_EXPECT(k, matrix_untouched(r + (displs[q] + counts[q]) * k->es, 3 * k->es),
                   "gap after block %d written", q);
@@ -324,7 +309,7 @@ matrix_alltoallv(const struct matrix_case *k)
   for (int q = 0; q < p; q++) ref_fill_pattern(s + sd[q] * k->es, sc[q], k->dtype, me * p + q);
   MATRIX_RUN(k, collie_alltoallv(k->comm, s, sc, sd, r, rc, rd, k->dtype, &o, NULL));
   for (int q = 0; q < p; q++) {
-    long bad = matrix_pattern_diff(r + rd[q] * k->es, rc[q], k->dtype, q * p + me);
+    long bad = ref_pattern_diff(r + rd[q] * k->es, rc[q], k->dtype, q * p + me);
     MATRIX_EXPECT(k, bad < 0, "block from rank %d wrong at element %ld", q, bad);
     MATRIX_EXPECT(k, matrix_untouched(r + (rd[q] + rc[q]) * k->es, k->es), "gap after block %d", q);
   }

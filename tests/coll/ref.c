@@ -130,6 +130,18 @@ ref_signed(collie_dtype_t d)
 }
 
 long
+ref_pattern_diff(const void *got, size_t n, collie_dtype_t d, int src)
+{
+  size_t es = collie_dtype_size(d);
+  char want[16];
+  for (size_t i = 0; i < n; i++) {
+    ref_store(want, 0, d, ref_pattern(src, i));
+    if (memcmp((const char *)got + i * es, want, es)) return (long)i;
+  }
+  return -1;
+}
+
+long
 ref_check(const void *buf, size_t n, collie_dtype_t d, collie_op_t op, int p, char *why,
           size_t whylen)
 {

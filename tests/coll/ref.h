@@ -35,6 +35,8 @@ void ref_fill_at(void *buf, size_t first, size_t n, collie_dtype_t dtype, collie
  * integers, exact in every dtype), and a whole block of them. */
 int64_t ref_pattern(int src, size_t i);
 void ref_fill_pattern(void *buf, size_t n, collie_dtype_t dtype, int src);
+/* Compares n elements at got with src's pattern: -1, or the first bad index. */
+long ref_pattern_diff(const void *got, size_t n, collie_dtype_t dtype, int src);
 int ref_is_float(collie_dtype_t dtype);
 
 #endif

@@ -1040,6 +1040,12 @@ TEST_IMPL(reduce_half_kernels_exhaustive)
 
 /* ---- Dispatch ------------------------------------------------------------------ */
 
+/* The x86 tables exist: what /proc/cpuinfo says decides which are offered. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(COLLIE_REDUCE_PORTABLE_ONLY)
+#define RT_X86_TABLES 1
+#endif
+
+#ifdef RT_X86_TABLES
 /* Does /proc/cpuinfo's first "flags" line list flag? -1 if it cannot be read
  * (not Linux, or not x86: no "flags" line). */
 static int
@@ -1061,6 +1067,7 @@ rt_cpu_flag(const char *flag)
   fclose(f);
   return found;
 }
+#endif
 
 TEST_IMPL(reduce_isa_dispatch)
 {
@@ -1092,8 +1099,9 @@ TEST_IMPL(reduce_isa_dispatch)
   ASSERT(collie__reduce_kernel_isa(COLLIE_FLOAT32, COLLIE_SUM, "AVX2") == NULL);
   ASSERT(collie__reduce_kernel_isa(COLLIE_FLOAT32, COLLIE_SUM, "avx2 ") == NULL);
   ASSERT(collie__reduce_kernel_isa(COLLIE_FLOAT32, COLLIE_BAND, "portable") == NULL);
-#if defined(__x86_64__)
-  /* What the kernel says this CPU (and OS) can do, read independently. */
+#ifdef RT_X86_TABLES
+  /* What the kernel says this CPU (and OS) can do, read independently. (A
+   * build with -DCOLLIE_REDUCE_PORTABLE_ONLY has no x86 tables at all.) */
   int avx2 = rt_cpu_flag("avx2"), fma = rt_cpu_flag("fma"), f16c = rt_cpu_flag("f16c");
   int a512 = rt_cpu_flag("avx512f"), bw = rt_cpu_flag("avx512bw"), vl = rt_cpu_flag("avx512vl"),
       dq = rt_cpu_flag("avx512dq");

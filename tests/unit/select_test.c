@@ -55,31 +55,6 @@ TEST_IMPL(select_tuning_file)
   unsetenv("COLLIE_TUNING_FILE");
 }
 
-/* Runs fn with stderr captured; returns what it printed (caller frees). */
-static char *
-sel_capture(void (*fn)(collie_comm_t *), collie_comm_t *comm)
-{
-  char path[512];
-  snprintf(path, sizeof(path), "%s/err-%d", test_dir(), test_rank());
-  fflush(stderr);
-  int saved = dup(2), fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0600);
-  ASSERT(saved >= 0 && fd >= 0);
-  dup2(fd, 2);
-  close(fd);
-  fn(comm);
-  fflush(stderr);
-  dup2(saved, 2);
-  close(saved);
-  FILE *f = fopen(path, "r");
-  ASSERT(f);
-  char *buf = calloc(1, 1 << 16);
-  ASSERT(buf);
-  size_t n = fread(buf, 1, (1 << 16) - 1, f);
-  buf[n] = '\0';
-  fclose(f);
-  return buf;
-}
-
 static int
 sel_count(const char *hay, const char *needle)
 {
@@ -89,7 +64,7 @@ sel_count(const char *hay, const char *needle)
 }
 
 static void
-sel_three_sizes(collie_comm_t *comm)
+sel_three_sizes(void *comm)
 {
   static float buf[1 << 16];
   /* 4 KiB twice (one bucket), then 256 KiB (another). */
@@ -102,7 +77,7 @@ TEST_IMPL(select_decision_table)
 {
   setenv("COLLIE_DEBUG", "INFO", 1);
   collie_comm_t *comm = test_comm();
-  char *out = sel_capture(sel_three_sizes, comm);
+  char *out = test_capture_stderr(sel_three_sizes, comm);
   ASSERTF(sel_count(out, "allreduce of ") == 2, "want one table per size bucket:\n%s", out);
   ASSERTF(strstr(out, "allreduce of 4096 bytes") && strstr(out, "allreduce of 262144 bytes"),
           "tables:\n%s", out);
@@ -113,7 +88,7 @@ TEST_IMPL(select_decision_table)
 }
 
 static void
-sel_forced_call(collie_comm_t *comm)
+sel_forced_call(void *comm)
 {
   static float buf[64];
   collie_opts_t o = {.algorithm = COLLIE_ALGO_RING};
@@ -127,7 +102,7 @@ TEST_IMPL(select_forced)
   setenv("COLLIE_DEBUG", "TRACE", 1);
   setenv("COLLIE_ALGO", "broadcast=tree", 1);
   collie_comm_t *comm = test_comm();
-  char *out = sel_capture(sel_forced_call, comm);
+  char *out = test_capture_stderr(sel_forced_call, comm);
   ASSERTF(strstr(out, "allreduce #0: 64 x float32, algorithm ring"), "trace:\n%s", out);
   ASSERTF(strstr(out, "broadcast #1: 64 x float32, algorithm tree"), "trace:\n%s", out);
   free(out);
