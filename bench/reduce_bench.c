@@ -13,8 +13,13 @@
  * The reference is STREAM's add, c[i] = a[i] + b[i] on float32 (3 arrays:
  * the same traffic as c += a), compiled here once per ISA with the same
  * target attributes the library uses; a float32 SUM kernel that is as fast
- * as the memory allows scores a ratio near 1. ../shared/anchors/membw.c
- * measures the same "add" in its own program; see bench/README.md.
+ * as the memory allows scores a ratio near 1, or above: STREAM's add writes
+ * a third array, whose lines the CPU must also read before writing them
+ * (write-allocate), while c += a writes lines it has just read. A second
+ * reference, the plain loop c[i] += a[i] built the same way, has exactly the
+ * kernel's traffic: the kernel's distance from it is the kernel's own cost.
+ * ../shared/anchors/membw.c measures STREAM's add in its own program; see
+ * bench/README.md.
  *
  * Every table the CPU can run is measured (collie__reduce_kernel_isa), not
  * only the one the library dispatches to, which is named in the header.
@@ -35,6 +40,7 @@ static const char *const bench_isas[] = {"avx512", "avx2", "portable"};
 
 typedef void (*bench_add_fn)(float *restrict c, const float *restrict a, const float *restrict b,
                              size_t n);
+typedef void (*bench_acc_fn)(float *restrict c, const float *restrict a, size_t n);
 
 /* The same loop three times, so that each ISA's kernels meet a reference
  * built with the same vector width. noinline keeps each a separate loop. */
@@ -44,11 +50,21 @@ typedef void (*bench_add_fn)(float *restrict c, const float *restrict a, const f
   {                                                                                                \
     for (size_t i = 0; i < n; i++) c[i] = a[i] + b[i];                                             \
   }
+#define BENCH_DEFINE_ACC(name, attr)                                                               \
+  static __attribute__((noinline)) attr void name(float *restrict c, const float *restrict a,      \
+                                                  size_t n)                                        \
+  {                                                                                                \
+    for (size_t i = 0; i < n; i++) c[i] += a[i];                                                   \
+  }
+#define BENCH_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define BENCH_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
 BENCH_DEFINE_ADD(bench_add_portable, )
+BENCH_DEFINE_ACC(bench_acc_portable, )
 #if defined(__x86_64__) && defined(__GNUC__)
-BENCH_DEFINE_ADD(bench_add_avx2, __attribute__((target("avx2,fma,f16c"))))
-BENCH_DEFINE_ADD(bench_add_avx512,
-                 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c"))))
+BENCH_DEFINE_ADD(bench_add_avx2, BENCH_AVX2)
+BENCH_DEFINE_ACC(bench_acc_avx2, BENCH_AVX2)
+BENCH_DEFINE_ADD(bench_add_avx512, BENCH_AVX512)
+BENCH_DEFINE_ACC(bench_acc_avx512, BENCH_AVX512)
 #endif
 
 static bench_add_fn
@@ -58,8 +74,17 @@ bench_add_for(const char *isa)
   if (!strcmp(isa, "avx512")) return bench_add_avx512;
   if (!strcmp(isa, "avx2")) return bench_add_avx2;
 #endif
-  if (!strcmp(isa, "portable")) return bench_add_portable;
-  return NULL;
+  return bench_add_portable;
+}
+
+static bench_acc_fn
+bench_acc_for(const char *isa)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (!strcmp(isa, "avx512")) return bench_acc_avx512;
+  if (!strcmp(isa, "avx2")) return bench_acc_avx2;
+#endif
+  return bench_acc_portable;
 }
 
 /* ---- Timing and data ------------------------------------------------------------------- */
@@ -154,6 +179,20 @@ bench_stream_add(bench_add_fn fn, float *c, const float *a, const float *b, size
   return best;
 }
 
+static double
+bench_stream_acc(bench_acc_fn fn, float *c, const float *a, size_t n, int reps)
+{
+  double best = 1e30;
+  fn(c, a, n);
+  for (int r = 0; r < reps; r++) {
+    double t0 = bench_now();
+    fn(c, a, n);
+    double t = bench_now() - t0;
+    if (t < best) best = t;
+  }
+  return best;
+}
+
 static size_t
 bench_parse_size(const char *s)
 {
@@ -225,7 +264,7 @@ main(int argc, char **argv)
   static const collie_dtype_t dts[] = {COLLIE_FLOAT16, COLLIE_BFLOAT16, COLLIE_FLOAT32,
                                        COLLIE_FLOAT64};
   static const collie_op_t ops[] = {COLLIE_SUM, COLLIE_PROD, COLLIE_MIN, COLLIE_MAX};
-  double f32sum[BENCH_NISA] = {0}, add[BENCH_NISA] = {0};
+  double f32sum[BENCH_NISA] = {0}, add[BENCH_NISA] = {0}, acc[BENCH_NISA] = {0};
   double checksum = 0;
   for (size_t k = 0; k < BENCH_NISA; k++) {
     const char *isa = bench_isas[k];
@@ -238,6 +277,11 @@ main(int argc, char **argv)
     bench_fill(COLLIE_FLOAT32, b, nf, 2);
     struct bench_row row = {isa, "stream-add f32", 0, nf};
     row.best_s = add[k] = bench_stream_add(bench_add_for(isa), c, a, b, nf, reps);
+    bench_print(&row, bytes);
+    checksum += ((float *)c)[nf / 3];
+    bench_fill(COLLIE_FLOAT32, c, nf, 3);
+    row.what = "loop c+=a f32";
+    row.best_s = acc[k] = bench_stream_acc(bench_acc_for(isa), c, a, nf, reps);
     bench_print(&row, bytes);
     checksum += ((float *)c)[nf / 3];
 
@@ -262,10 +306,12 @@ main(int argc, char **argv)
     }
   }
 
-  printf("# float32 sum / stream-add (same traffic, same ISA, this process):\n");
+  printf("# float32 sum bandwidth as a share of the reference loops' (same ISA, this process):\n");
+  printf("#   %-9s %16s %16s\n", "isa", "vs stream-add", "vs loop c+=a");
   for (size_t k = 0; k < BENCH_NISA; k++) {
     if (f32sum[k] <= 0 || add[k] <= 0) continue;
-    printf("#   %-9s %5.1f%%%s\n", bench_isas[k], 100.0 * add[k] / f32sum[k],
+    printf("#   %-9s %15.1f%% %15.1f%%%s\n", bench_isas[k], 100.0 * add[k] / f32sum[k],
+           100.0 * acc[k] / f32sum[k],
            strcmp(bench_isas[k], collie__reduce_isa()) ? "" : "  (dispatched)");
   }
   printf("# checksum %g\n", checksum); /* keeps every result live */

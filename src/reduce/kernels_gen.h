@@ -34,14 +34,14 @@
  *   undefined; UBSan runs in CI) and narrowed back, which wraps modulo 2^bits.
  * - fp16/bf16 are widened to fp32, combined, and rounded back to nearest even,
  *   once per combine. bf16 uses the integer-shift conversions of
- *   kernels_int.h, which vectorise in the fused loop. fp16 with F16C works in
- *   chunks instead: widen a chunk of each input into fp32 scratch with
- *   vcvtph2ps, combine the scratch with the same op expression as every other
- *   float kernel, and narrow with vcvtps2ph (immediate round-to-nearest-even,
- *   whatever MXCSR says). Both conversions are exact or correctly rounded,
- *   and F16C honours neither DAZ nor FTZ for halves, so the result is the
- *   portable kernel's bit for bit (NaN payloads aside, which reduce.h leaves
- *   open). The chunk stays in L1.
+ *   kernels_int.h, which vectorise in the fused loop. fp16 with F16C goes one
+ *   vector at a time instead: widen a vector of each input with vcvtph2ps,
+ *   combine the lanes with the same op expression as every other float
+ *   kernel (the compiler turns the lane loop into one vector op), and narrow
+ *   with vcvtps2ph (immediate round-to-nearest-even, whatever MXCSR says).
+ *   Both conversions are exact or correctly rounded, and F16C honours neither
+ *   DAZ nor FTZ for halves, so the result is the portable kernel's bit for
+ *   bit (NaN payloads aside, which reduce.h leaves open).
  */
 #ifdef REDUCE_GEN_INCLUDED
 #error "kernels_gen.h defines one table per translation unit: include it once"
@@ -166,9 +166,6 @@
 #if REDUCE_GEN_F16C
 #include <immintrin.h>
 
-/* Halves per chunk: two fp32 scratch arrays of 2 KiB each, well inside L1. */
-#define REDUCE_F16C_CHUNK 512
-
 /* One vector of REDUCE_GEN_F16C halves at p <-> fp32 at f; unaligned. */
 #if REDUCE_GEN_F16C == 8
 #define REDUCE_F16C_WIDEN_VEC(f, p)                                                                \
@@ -186,50 +183,52 @@
 #error "REDUCE_GEN_F16C must be 0, 8 or 16"
 #endif
 
-/* f[i] = widen(p[i]) for i < m. The tail goes through a zero-padded vector,
- * so that every element takes the same (F16C) path. */
+/* f[i] = widen(p[i]) for i < m <= REDUCE_GEN_F16C. A short tail goes through
+ * a zero-padded vector, so every element takes the same (F16C) path. */
 static inline REDUCE_GEN_TARGET void
 reduce_f16c_widen(float *restrict f, const unsigned char *restrict p, size_t m)
 {
-  size_t i = 0;
-  for (; i + REDUCE_GEN_F16C <= m; i += REDUCE_GEN_F16C) REDUCE_F16C_WIDEN_VEC(f + i, p + 2 * i);
-  if (i < m) {
+  if (m == REDUCE_GEN_F16C) {
+    REDUCE_F16C_WIDEN_VEC(f, p);
+  } else {
     uint16_t h[REDUCE_GEN_F16C] = {0};
-    float t[REDUCE_GEN_F16C];
-    memcpy(h, p + 2 * i, 2 * (m - i));
-    REDUCE_F16C_WIDEN_VEC(t, h);
-    memcpy(f + i, t, 4 * (m - i));
+    memcpy(h, p, 2 * m);
+    REDUCE_F16C_WIDEN_VEC(f, h);
   }
 }
 
-/* p[i] = narrow(f[i]) for i < m, rounded to nearest even. */
+/* p[i] = narrow(f[i]) for i < m <= REDUCE_GEN_F16C, to nearest even. */
 static inline REDUCE_GEN_TARGET void
 reduce_f16c_narrow(unsigned char *restrict p, const float *restrict f, size_t m)
 {
-  size_t i = 0;
-  for (; i + REDUCE_GEN_F16C <= m; i += REDUCE_GEN_F16C) REDUCE_F16C_NARROW_VEC(p + 2 * i, f + i);
-  if (i < m) {
-    float t[REDUCE_GEN_F16C] = {0};
+  if (m == REDUCE_GEN_F16C) {
+    REDUCE_F16C_NARROW_VEC(p, f);
+  } else {
     uint16_t h[REDUCE_GEN_F16C];
-    memcpy(t, f + i, 4 * (m - i));
-    REDUCE_F16C_NARROW_VEC(h, t);
-    memcpy(p + 2 * i, h, 2 * (m - i));
+    REDUCE_F16C_NARROW_VEC(h, f);
+    memcpy(p, h, 2 * m);
   }
 }
 
-/* An fp16 kernel in chunks: widen both inputs into scratch, combine there
- * (the same expression as the float kernels, vectorised), narrow back. The
- * inputs are only read before the output chunk is written, so inout == in
- * needs no special case. */
+/* An fp16 kernel, one vector of halves at a time: widen both inputs, combine
+ * the lanes with the float kernels' expression (the lane loop becomes one
+ * vector op), narrow back. Widening more at once, into a scratch chunk of 2
+ * to 128 vectors, was slower on a Sapphire Rapids core (in L1 by 1.2 to 1.6x,
+ * on 64 MiB arrays by 1.2x; bench/reduce_bench): with one vector the scratch
+ * stays in registers and the loads of the next vector overlap this one's
+ * arithmetic. Each vector's inputs are read before its output is written, so
+ * inout == in needs no special case. (The lane loop runs to m, not to the
+ * constant width: gcc unrolls a constant-trip loop first and then fails to
+ * vectorise MIN/MAX, which made them 8x slower.) */
 #define REDUCE_KERNEL_HALF(NAME, S, T, U, K, OP, EXPR)                                             \
   static REDUCE_GEN_TARGET void REDUCE_FN(NAME, OP)(void *inout, const void *in, size_t n)         \
   {                                                                                                \
     unsigned char *c = inout;                                                                      \
     const unsigned char *a = in;                                                                   \
-    _Alignas(64) float x[REDUCE_F16C_CHUNK];                                                       \
-    _Alignas(64) float y[REDUCE_F16C_CHUNK];                                                       \
-    for (size_t done = 0; done < n; done += REDUCE_F16C_CHUNK) {                                   \
-      size_t m = n - done < REDUCE_F16C_CHUNK ? n - done : REDUCE_F16C_CHUNK;                      \
+    for (size_t done = 0; done < n; done += REDUCE_GEN_F16C) {                                     \
+      size_t m = n - done < REDUCE_GEN_F16C ? n - done : REDUCE_GEN_F16C;                          \
+      _Alignas(64) float x[REDUCE_GEN_F16C];                                                       \
+      _Alignas(64) float y[REDUCE_GEN_F16C];                                                       \
       reduce_f16c_widen(x, c + 2 * done, m);                                                       \
       reduce_f16c_widen(y, a + 2 * done, m);                                                       \
       for (size_t i = 0; i < m; i++) x[i] = EXPR(K, T, U, x[i], y[i]);                             \

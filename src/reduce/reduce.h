@@ -8,6 +8,10 @@
  * either operand is NaN the result is NaN. AVG combines as SUM; the caller
  * finishes with collie__reduce_avg_finish once, on the full sum.
  * BAND/BOR/BXOR exist only for integer dtypes.
+ *
+ * Every kernel exists once per instruction set (portable, AVX2, AVX-512),
+ * generated from one table (kernels_gen.h); the best set this CPU runs is
+ * picked once, at the first lookup (isa.c). All sets give the same results.
  */
 #ifndef COLLIE_REDUCE_H
 #define COLLIE_REDUCE_H
@@ -19,7 +23,8 @@
 typedef void (*collie__reduce_fn)(void *inout, const void *in, size_t n);
 
 /* The kernel for (dtype, op), or NULL when the pair is not supported (bitwise
- * ops on floating types) or either value is out of range. */
+ * ops on floating types) or either value is out of range. Thread-safe, never
+ * blocks; the pointer stays valid for the life of the process. */
 collie__reduce_fn collie__reduce_kernel(collie_dtype_t dtype, collie_op_t op);
 
 /* The instruction set whose kernels collie__reduce_kernel hands out:
