@@ -4,7 +4,8 @@
 #   sh scripts/run.sh test   build everything, run the whole test suite, then the
 #                            same suite under AddressSanitizer+UndefinedBehaviorSanitizer,
 #                            multi-rank tests of 2 and 3 ranks under valgrind, and
-#                            the threaded tests under ThreadSanitizer, and the
+#                            a clang build with a part of the suite, the threaded
+#                            tests under ThreadSanitizer, and the
 #                            export, layering and install checks
 # On a fresh Debian 12 machine it first installs what the build needs (gcc, make,
 # cmake, pkg-config) with apt-get when they are missing.
@@ -14,13 +15,13 @@ what=${1:-test}
 jobs=$(nproc 2>/dev/null || echo 2)
 
 need=""
-for tool in cc make cmake pkg-config valgrind; do command -v $tool >/dev/null 2>&1 || need="$need $tool"; done
+for tool in cc clang make cmake pkg-config valgrind; do command -v $tool >/dev/null 2>&1 || need="$need $tool"; done
 if [ -n "$need" ]; then
   echo "run.sh: installing build tools (missing:$need)"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends \
-    gcc make cmake libc6-dev pkg-config valgrind
+    gcc clang make cmake libc6-dev pkg-config valgrind
 fi
 
 build() { # dir, extra cmake args...
@@ -47,6 +48,10 @@ case "$what" in
     build build-asan -DCOLLIE_SANITIZE=ON
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
       COLLIE_TEST_TIMEOUT_MULT=3 ctest --test-dir build-asan --output-on-failure -j"$jobs" --timeout 600
+    # The second compiler: clang's -Wall -Wextra -Werror, then the suite's
+    # single-process and 3-rank tests with its code.
+    build build-clang -DCMAKE_C_COMPILER=clang
+    ./build-clang/tests/collie_tests $(./build-clang/tests/collie_tests --list | grep -E '_(shm|tcp)_3$|^(api|reduce|select|bootstrap)_')
     # Data races: the tests whose processes run threads (the tcp store's server,
     # an abort from a second thread), under ThreadSanitizer.
     build build-tsan -DCOLLIE_TSAN=ON

@@ -26,6 +26,32 @@ ref_value(int r, size_t i, collie_op_t op)
   }
 }
 
+/* IEEE binary16 bits of a small integer (|v| < 2048: exact), written out
+ * by hand so the reference owes nothing to the library or the compiler. */
+static uint16_t
+ref_half_bits(int64_t v)
+{
+  uint16_t sign = v < 0 ? 0x8000 : 0;
+  uint64_t a = (uint64_t)(v < 0 ? -v : v);
+  if (a == 0) return sign;
+  int e = 0;
+  while ((a >> (e + 1)) != 0) e++;                       /* a = 1.f x 2^e */
+  uint16_t mant = (uint16_t)(((a << 10) >> e) & 0x3ff); /* the 10 bits after the point */
+  return (uint16_t)(sign | (uint16_t)((e + 15) << 10) | mant);
+}
+
+/* The value of binary16 bits (normals, subnormals, zero, inf, NaN). */
+static double
+ref_half_value(uint16_t h)
+{
+  int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  double v;
+  if (e == 0) v = ldexp(m, -24);
+  else if (e == 31) v = m ? NAN : INFINITY;
+  else v = ldexp(1024 + m, e - 25);
+  return (h & 0x8000) ? -v : v;
+}
+
 static uint16_t
 ref_bf16_bits(float f)
 {
@@ -53,7 +79,7 @@ ref_store(void *buf, size_t i, collie_dtype_t d, int64_t v)
   case COLLIE_UINT32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
   case COLLIE_INT64: ((int64_t *)buf)[i] = v; break;
   case COLLIE_UINT64: ((uint64_t *)buf)[i] = (uint64_t)v; break;
-  case COLLIE_FLOAT16: ((_Float16 *)buf)[i] = (_Float16)v; break;
+  case COLLIE_FLOAT16: ((uint16_t *)buf)[i] = ref_half_bits(v); break;
   case COLLIE_BFLOAT16: ((uint16_t *)buf)[i] = ref_bf16_bits((float)v); break;
   case COLLIE_FLOAT32: ((float *)buf)[i] = (float)v; break;
   case COLLIE_FLOAT64: ((double *)buf)[i] = (double)v; break;
@@ -90,7 +116,7 @@ static double
 ref_load_f(const void *buf, size_t i, collie_dtype_t d)
 {
   switch (d) {
-  case COLLIE_FLOAT16: return (double)((const _Float16 *)buf)[i];
+  case COLLIE_FLOAT16: return ref_half_value(((const uint16_t *)buf)[i]);
   case COLLIE_BFLOAT16: return ref_bf16_float(((const uint16_t *)buf)[i]);
   case COLLIE_FLOAT32: return ((const float *)buf)[i];
   default: return ((const double *)buf)[i];
