@@ -191,4 +191,8 @@
   XX(rooted_every_root_tcp_5, rooted_every_root, 5, "tcp", 120) \
   XX(rooted_every_root_mixed_7, rooted_every_root, 7, "mixed", 120) \
   XX(rooted_wrong_algorithm_shm_3, rooted_wrong_algorithm, 3, "shm", 30) \
-  XX(rooted_wrong_algorithm_tcp_1, rooted_wrong_algorithm, 1, "tcp", 30)
+  XX(rooted_wrong_algorithm_tcp_1, rooted_wrong_algorithm, 1, "tcp", 30) \
+  XX(init_store_unreachable, init_store_unreachable, 0, "auto", 20) \
+  XX(init_port_in_use, init_port_in_use, 0, "auto", 20) \
+  XX(init_rank_never_arrives, init_rank_never_arrives, 0, "auto", 20) \
+  XX(init_wrong_token_2, init_wrong_token, 2, "tcp", 30)
