@@ -195,4 +195,13 @@
   XX(init_store_unreachable, init_store_unreachable, 0, "auto", 20) \
   XX(init_port_in_use, init_port_in_use, 0, "auto", 20) \
   XX(init_rank_never_arrives, init_rank_never_arrives, 0, "auto", 20) \
-  XX(init_wrong_token_2, init_wrong_token, 2, "tcp", 30)
+  XX(init_wrong_token_2, init_wrong_token, 2, "tcp", 30) \
+  XX(kill_rank_broadcast_shm_3, kill_rank_mid_broadcast, 3, "shm", 30) \
+  XX(kill_rank_broadcast_tcp_3, kill_rank_mid_broadcast, 3, "tcp", 30) \
+  XX(kill_rank_broadcast_mixed_4, kill_rank_mid_broadcast, 4, "mixed", 30) \
+  XX(kill_rank_alltoall_shm_3, kill_rank_mid_alltoall, 3, "shm", 30) \
+  XX(kill_rank_alltoall_tcp_3, kill_rank_mid_alltoall, 3, "tcp", 30) \
+  XX(kill_rank_alltoall_mixed_4, kill_rank_mid_alltoall, 4, "mixed", 30) \
+  XX(abort_reaches_peers_shm_3, abort_reaches_peers, 3, "shm", 30) \
+  XX(abort_reaches_peers_tcp_3, abort_reaches_peers, 3, "tcp", 30) \
+  XX(abort_reaches_peers_mixed_4, abort_reaches_peers, 4, "mixed", 30)

@@ -16,26 +16,43 @@ failure_now(void)
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* The last rank is SIGKILLed between two large allreduces; the others must
- * fail with REMOTE_ERROR naming it well before the (20 s) timeout, then fail
- * fast with INVALID_USAGE, and still destroy cleanly. */
-TEST_IMPL(kill_rank_mid_allreduce)
+/* One large collective of kind `which` on buf (n floats per rank's share). */
+enum { FAIL_ALLREDUCE, FAIL_BROADCAST, FAIL_ALLTOALL };
+
+static collie_result_t
+failure_op(collie_comm_t *comm, int which, float *buf, float *out, size_t n)
+{
+  int p = collie_comm_size(comm);
+  switch (which) {
+  case FAIL_BROADCAST: return collie_broadcast(comm, buf, n, COLLIE_FLOAT32, 0, NULL, NULL);
+  case FAIL_ALLTOALL:
+    return collie_alltoall(comm, buf, out, n / (size_t)p, COLLIE_FLOAT32, NULL, NULL);
+  default: return collie_allreduce(comm, buf, buf, n, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL);
+  }
+}
+
+/* The last rank is SIGKILLed between two large collectives; the others must
+ * fail with REMOTE_ERROR naming it (or a neighbour that gave up because of
+ * it) well before the (20 s) timeout, then fail fast with INVALID_USAGE, and
+ * still destroy cleanly (the runner checks that no shm file is left). */
+static void
+failure_kill_during(int which)
 {
   collie_comm_t *comm = test_comm();
   int r = test_rank(), p = test_size();
   size_t n = 4u << 20;
-  float *buf = calloc(n, sizeof(float));
-  ASSERT(buf);
-  ASSERT_OK(collie_allreduce(comm, buf, buf, n, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL));
+  float *buf = calloc(n, sizeof(float)), *out = calloc(n, sizeof(float));
+  ASSERT(buf && out);
+  ASSERT_OK(failure_op(comm, which, buf, out, n));
   if (r == p - 1) {
-    usleep(100000); /* let the others enter the next allreduce */
+    usleep(100000); /* let the others enter the next call */
     test_die_by_sigkill();
   }
   double t0 = failure_now();
   collie_result_t rc;
   int iter = 0;
   do { /* a rank may finish one call before it notices, never many */
-    rc = collie_allreduce(comm, buf, buf, n, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL);
+    rc = failure_op(comm, which, buf, out, n);
   } while (rc == COLLIE_SUCCESS && ++iter < 3);
   double dt = failure_now() - t0;
   ASSERTF(rc == COLLIE_REMOTE_ERROR, "got %s: %s", collie_result_string(rc), collie_last_error());
@@ -46,8 +63,50 @@ TEST_IMPL(kill_rank_mid_allreduce)
   ASSERTF(strstr(collie_last_error(), who) || strstr(collie_last_error(), "closed") ||
               strstr(collie_last_error(), "aborted"),
           "message names neither the dead rank nor a departure: %s", collie_last_error());
-  ASSERTF(dt < 5.0, "took %.2f s to notice the dead rank", dt);
+  ASSERTF(dt < 2.5, "took %.2f s to notice the dead rank", dt);
   ASSERT_RC(COLLIE_INVALID_USAGE, "earlier error", collie_barrier(comm, NULL, NULL));
+  ASSERT_OK(collie_comm_destroy(comm));
+  free(buf);
+  free(out);
+}
+
+TEST_IMPL(kill_rank_mid_allreduce)
+{
+  failure_kill_during(FAIL_ALLREDUCE);
+}
+
+TEST_IMPL(kill_rank_mid_broadcast)
+{
+  failure_kill_during(FAIL_BROADCAST);
+}
+
+TEST_IMPL(kill_rank_mid_alltoall)
+{
+  failure_kill_during(FAIL_ALLTOALL);
+}
+
+/* One rank aborts its communicator: every other rank's next call fails with
+ * REMOTE_ERROR within 2 s (not at the 20 s timeout), then INVALID_USAGE. */
+TEST_IMPL(abort_reaches_peers)
+{
+  collie_comm_t *comm = test_comm();
+  int r = test_rank();
+  size_t n = 1u << 20;
+  float *buf = calloc(n, sizeof(float));
+  ASSERT(buf);
+  ASSERT_OK(collie_allreduce(comm, buf, buf, n, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL));
+  if (r == 0) {
+    usleep(50000);
+    ASSERT_OK(collie_comm_abort(comm));
+    ASSERT_RC(COLLIE_INVALID_USAGE, "aborted", collie_barrier(comm, NULL, NULL));
+  } else {
+    double t0 = failure_now();
+    collie_result_t rc = collie_allreduce(comm, buf, buf, n, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL);
+    double dt = failure_now() - t0;
+    ASSERTF(rc == COLLIE_REMOTE_ERROR, "got %s: %s", collie_result_string(rc), collie_last_error());
+    ASSERTF(dt < 2.0, "took %.2f s to learn of the abort", dt);
+    ASSERT_RC(COLLIE_INVALID_USAGE, "earlier error", collie_barrier(comm, NULL, NULL));
+  }
   ASSERT_OK(collie_comm_destroy(comm));
   free(buf);
 }
