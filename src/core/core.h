@@ -92,6 +92,13 @@ collie_result_t collie__comm_poisoned(const collie_comm_t *comm);
 collie_result_t collie__dispatch(collie_comm_t *comm, struct collie__call *call,
                                  const collie_opts_t *opts);
 
+/* ---- check.c ---- */
+
+/* COLLIE_CHECK=1: exchanges a fingerprint of call with every rank (a ring of
+ * p-1 steps under the internal kind) and returns INVALID_USAGE naming each
+ * rank's call when they differ. Called with the call's seq and algo set. */
+collie_result_t collie__check_call(const struct collie__call *call);
+
 /* ---- group.c ---- */
 
 /* Records one send (sbuf set) or recv (rbuf set) of the open group. */

@@ -87,6 +87,9 @@ params_check(const struct collie__params *p)
                        (long long)p->TIMEOUT_MS);
   if (p->SPIN < -1)
     return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_SPIN=%lld must be >= -1", (long long)p->SPIN);
+  if (p->CHECK != 0 && p->CHECK != 1)
+    return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_CHECK=%lld must be 0 or 1",
+                       (long long)p->CHECK);
   if (p->COMMS_LOG != 0 && p->COMMS_LOG != 1)
     return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_COMMS_LOG=%lld must be 0 or 1",
                        (long long)p->COMMS_LOG);
