@@ -355,6 +355,14 @@ typedef struct {
 
 COLLIE_API collie_result_t collie_timing_record(collie_comm_t *comm, const collie_timing_t *rec);
 
+/* Writes this rank's flight recorder for comm (its last COLLIE_FR_SIZE operations with their
+ * state and timestamps) as JSON to COLLIE_LOG_DIR/flight-rank{rank}-{comm hash}.json, replacing
+ * it atomically; `collie-report hang DIR` reads the dumps of all ranks (docs/flight-recorder.md).
+ * Local only: no other rank takes part. Blocks only on the file write. Safe to call while
+ * operations are in flight, from any thread. Errors: INVALID_ARGUMENT (comm is NULL),
+ * SYSTEM_ERROR naming the path that could not be written. */
+COLLIE_API collie_result_t collie_flight_dump(collie_comm_t *comm);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,499 @@
+/*
+ * flight.c - the flight recorder: the last N operations of one rank of one
+ * communicator, kept in a fixed ring so that a hang can be explained after
+ * the fact (which op, which sequence number, which state), and the SIGUSR1
+ * watcher that dumps every live recorder of the process on demand.
+ *
+ * Concurrency. The issuing thread writes new records (collie__flight_queued)
+ * while the comm's worker thread moves older ones forward
+ * (collie__flight_state), and a dump may read any record at any time. Each
+ * record carries a version word used as a seqlock: a writer makes it odd
+ * (compare-and-swap, so the two writers exclude each other on the rare record
+ * they share at wraparound), stores the fields, and makes it even again; a
+ * reader copies the fields and retries when the version moved or was odd. All
+ * fields are accessed with sequentially consistent atomics: the record is
+ * touched a handful of times per operation, so the cost is noise next to a
+ * collective, and ThreadSanitizer sees every access as what it is. Nothing
+ * here allocates or takes a lock after collie__flight_new.
+ *
+ * File per communicator. A process may hold several communicators (world and
+ * splits), and its rank differs between them, so each recorder dumps to its
+ * own file, dir/flight-rank{rank}-{comm hash as 16 hex digits}.json; the file
+ * names never collide and each dump stays one atomic rename. collie-report
+ * groups the files by the "comm" field.
+ *
+ * Wall clock: records keep monotonic nanoseconds (ordering, durations);
+ * the dump converts them to ISO 8601 UTC with the offset between the two
+ * clocks measured at dump time.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "telemetry/telemetry.h"
+#include "util/error.h"
+#include "util/util.h"
+
+#define FL_LD(p) __atomic_load_n((p), __ATOMIC_SEQ_CST)
+#define FL_ST(p, v) __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
+
+/* One operation. Every field is read and written atomically (see above). */
+struct flight_rec {
+  uint64_t ver; /* seqlock: odd while a writer is inside */
+  int64_t id;   /* -1: never written */
+  uint64_t comm_hash;
+  uint32_t seq;
+  int state;
+  const char *kind, *dtype, *op, *algo;
+  uint64_t count, bytes;
+  int root;
+  int64_t t_queued, t_started, t_done;
+};
+
+struct collie__flight {
+  int capacity, rank, size;
+  uint64_t comm_hash;
+  int64_t next_id; /* atomic: ids handed out so far */
+  struct flight_rec *recs;
+};
+
+struct collie__flight *
+collie__flight_new(int capacity, int rank, int size, uint64_t comm_hash)
+{
+  if (capacity < 1) capacity = 1;
+  struct collie__flight *fr = calloc(1, sizeof(*fr));
+  if (!fr) return NULL;
+  fr->recs = calloc((size_t)capacity, sizeof(*fr->recs));
+  if (!fr->recs) {
+    free(fr);
+    return NULL;
+  }
+  for (int i = 0; i < capacity; i++) fr->recs[i].id = -1;
+  fr->capacity = capacity;
+  fr->rank = rank;
+  fr->size = size;
+  fr->comm_hash = comm_hash;
+  return fr;
+}
+
+void
+collie__flight_free(struct collie__flight *fr)
+{
+  if (!fr) return;
+  free(fr->recs);
+  free(fr);
+}
+
+/* Makes r's version odd. The only competitor is the other writer on the same
+ * record (wraparound), inside a few stores, so a short spin always ends. */
+static void
+flight_lock(struct flight_rec *r)
+{
+  for (;;) {
+    uint64_t v = FL_LD(&r->ver);
+    if (!(v & 1) &&
+        __atomic_compare_exchange_n(&r->ver, &v, v + 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+      return;
+    collie__cpu_relax();
+  }
+}
+
+static void
+flight_unlock(struct flight_rec *r)
+{
+  __atomic_fetch_add(&r->ver, 1, __ATOMIC_SEQ_CST);
+}
+
+int64_t
+collie__flight_queued(struct collie__flight *fr, const struct collie__flight_op *op)
+{
+  if (!fr || !op) return -1;
+  int64_t id = __atomic_fetch_add(&fr->next_id, 1, __ATOMIC_SEQ_CST);
+  struct flight_rec *r = &fr->recs[id % fr->capacity];
+  flight_lock(r);
+  FL_ST(&r->id, id);
+  FL_ST(&r->comm_hash, op->comm_hash);
+  FL_ST(&r->seq, op->seq);
+  FL_ST(&r->state, (int)COLLIE_FR_QUEUED);
+  FL_ST(&r->kind, op->kind);
+  FL_ST(&r->dtype, op->dtype);
+  FL_ST(&r->op, op->op);
+  FL_ST(&r->algo, op->algo);
+  FL_ST(&r->count, (uint64_t)op->count);
+  FL_ST(&r->bytes, (uint64_t)op->bytes);
+  FL_ST(&r->root, op->root);
+  FL_ST(&r->t_queued, collie__now_ns());
+  FL_ST(&r->t_started, (int64_t)0);
+  FL_ST(&r->t_done, (int64_t)0);
+  flight_unlock(r);
+  return id;
+}
+
+void
+collie__flight_state(struct collie__flight *fr, int64_t id, int state, const char *algo)
+{
+  if (!fr || id < 0 || state < COLLIE_FR_STARTED || state > COLLIE_FR_FAILED) return;
+  struct flight_rec *r = &fr->recs[id % fr->capacity];
+  flight_lock(r);
+  if (FL_LD(&r->id) == id) { /* else overwritten by a newer op: nothing to update */
+    int64_t now = collie__now_ns();
+    FL_ST(&r->state, state);
+    if (algo) FL_ST(&r->algo, algo);
+    if (state == COLLIE_FR_STARTED)
+      FL_ST(&r->t_started, now);
+    else
+      FL_ST(&r->t_done, now);
+  }
+  flight_unlock(r);
+}
+
+/* Copies record slot into out; 0 when it holds operation `id` consistently. */
+static int
+flight_read(struct collie__flight *fr, int64_t id, struct flight_rec *out)
+{
+  struct flight_rec *r = &fr->recs[id % fr->capacity];
+  for (int tries = 0; tries < 1000; tries++) {
+    uint64_t v1 = FL_LD(&r->ver);
+    if (v1 & 1) {
+      collie__cpu_relax();
+      continue;
+    }
+    out->id = FL_LD(&r->id);
+    out->comm_hash = FL_LD(&r->comm_hash);
+    out->seq = FL_LD(&r->seq);
+    out->state = FL_LD(&r->state);
+    out->kind = FL_LD(&r->kind);
+    out->dtype = FL_LD(&r->dtype);
+    out->op = FL_LD(&r->op);
+    out->algo = FL_LD(&r->algo);
+    out->count = FL_LD(&r->count);
+    out->bytes = FL_LD(&r->bytes);
+    out->root = FL_LD(&r->root);
+    out->t_queued = FL_LD(&r->t_queued);
+    out->t_started = FL_LD(&r->t_started);
+    out->t_done = FL_LD(&r->t_done);
+    if (FL_LD(&r->ver) == v1) return out->id == id ? 0 : -1;
+  }
+  return -1; /* a writer kept it busy: leave it out rather than print a torn
+                record */
+}
+
+static const char *const flight_state_names[] = {"queued", "started", "completed", "failed"};
+
+/* Writes s as a JSON string (quoted, escaped); NULL becomes null. */
+static void
+flight_json_str(FILE *f, const char *s)
+{
+  if (!s) {
+    fputs("null", f);
+    return;
+  }
+  fputc('"', f);
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p == '"' || *p == '\\')
+      fprintf(f, "\\%c", *p);
+    else if (*p == '\n')
+      fputs("\\n", f);
+    else if (*p < 0x20)
+      fprintf(f, "\\u%04x", *p);
+    else
+      fputc(*p, f);
+  }
+  fputc('"', f);
+}
+
+/* ISO 8601 UTC with microseconds for a wall-clock time in ns. */
+static void
+flight_iso(char *buf, size_t len, int64_t wall_ns)
+{
+  time_t secs = (time_t)(wall_ns / 1000000000);
+  struct tm tm;
+  gmtime_r(&secs, &tm);
+  char day[32];
+  strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &tm);
+  collie__fmt(buf, len, "%s.%06dZ", day, (int)((wall_ns % 1000000000) / 1000));
+}
+
+static void
+flight_time_field(FILE *f, const char *name, int64_t mono, int64_t offset)
+{
+  char iso[64];
+  if (!mono) {
+    fprintf(f, ",\"t_%s\":null,\"wall_%s\":null", name, name);
+    return;
+  }
+  flight_iso(iso, sizeof(iso), mono + offset);
+  fprintf(f, ",\"t_%s\":%lld,\"wall_%s\":\"%s\"", name, (long long)mono, name, iso);
+}
+
+static void
+flight_write(struct collie__flight *fr, FILE *f, const char *reason)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  int64_t mono = collie__now_ns();
+  int64_t wall = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+  int64_t offset = wall - mono;
+  char iso[64];
+  flight_iso(iso, sizeof(iso), wall);
+  fprintf(f, "{\"version\":1,\"rank\":%d,\"size\":%d,\"comm\":\"%016llx\",\"reason\":", fr->rank,
+          fr->size, (unsigned long long)fr->comm_hash);
+  flight_json_str(f, reason);
+  fprintf(f, ",\"time\":\"%s\",\"t_now\":%lld,\"pid\":%ld,\"capacity\":%d,\"ops\":[", iso,
+          (long long)mono, (long)getpid(), fr->capacity);
+  int64_t next = FL_LD(&fr->next_id);
+  int64_t first = next > fr->capacity ? next - fr->capacity : 0;
+  int n = 0;
+  for (int64_t id = first; id < next; id++) {
+    struct flight_rec r;
+    if (flight_read(fr, id, &r) != 0) continue;
+    int st = r.state >= 0 && r.state <= COLLIE_FR_FAILED ? r.state : 0;
+    fprintf(f, "%s\n{\"id\":%lld,\"seq\":%u,\"kind\":", n++ ? "," : "", (long long)r.id,
+            (unsigned)r.seq);
+    flight_json_str(f, r.kind);
+    fputs(",\"dtype\":", f);
+    flight_json_str(f, r.dtype);
+    fputs(",\"op\":", f);
+    flight_json_str(f, r.op);
+    fprintf(f, ",\"count\":%llu,\"bytes\":%llu,\"root\":%d,\"algo\":", (unsigned long long)r.count,
+            (unsigned long long)r.bytes, r.root);
+    flight_json_str(f, r.algo);
+    fprintf(f, ",\"state\":\"%s\"", flight_state_names[st]);
+    flight_time_field(f, "queued", r.t_queued, offset);
+    flight_time_field(f, "started", r.t_started, offset);
+    flight_time_field(f, "done", r.t_done, offset);
+    fputc('}', f);
+  }
+  fputs("\n]}\n", f);
+}
+
+collie_result_t
+collie__flight_dump(struct collie__flight *fr, const char *dir, const char *reason)
+{
+  if (!fr) return collie__err(COLLIE_INVALID_ARGUMENT, "flight dump: no recorder");
+  if (!dir || !*dir) dir = ".";
+  if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+    return collie__err_errno(COLLIE_SYSTEM_ERROR, "flight dump: cannot create directory %s", dir);
+  char path[4096], tmp[4200];
+  collie__fmt(path, sizeof(path), "%s/flight-rank%d-%016llx.json", dir, fr->rank,
+              (unsigned long long)fr->comm_hash);
+  collie__fmt(tmp, sizeof(tmp), "%s/.flight-rank%d-%016llx.json.%ld.tmp", dir, fr->rank,
+              (unsigned long long)fr->comm_hash, (long)getpid());
+  FILE *f = fopen(tmp, "w");
+  if (!f) return collie__err_errno(COLLIE_SYSTEM_ERROR, "flight dump: cannot create %s", tmp);
+  flight_write(fr, f, reason ? reason : "user");
+  int bad = ferror(f);
+  if (fclose(f) != 0 || bad) {
+    collie_result_t rc =
+        collie__err_errno(COLLIE_SYSTEM_ERROR, "flight dump: cannot write %s", tmp);
+    unlink(tmp);
+    return rc;
+  }
+  if (rename(tmp, path) != 0) {
+    collie_result_t rc =
+        collie__err_errno(COLLIE_SYSTEM_ERROR, "flight dump: cannot rename %s to %s", tmp, path);
+    unlink(tmp);
+    return rc;
+  }
+  return COLLIE_SUCCESS;
+}
+
+/* ---- SIGUSR1 watcher
+ * ------------------------------------------------------------------ */
+
+struct flight_watch {
+  struct flight_watch *next;
+  struct collie__flight *fr;
+  char *dir;
+};
+
+/* flight_life_mu serializes watch and unwatch as a whole (thread start and
+ * join); flight_mu, taken inside it and by the thread, guards the list. */
+static pthread_mutex_t flight_life_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t flight_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct flight_watch *flight_watched; /* under flight_mu */
+static pthread_t flight_thread;             /* running iff flight_watched != NULL */
+static int flight_stop;                     /* atomic */
+/* The self-pipe is made once and kept for the process's life, so a handler
+ * still running on another thread after unwatch never writes to a closed or
+ * reused descriptor. */
+static int flight_pipe[2] = {-1, -1};
+static struct sigaction flight_prev; /* the handler we replaced; chained to */
+/* The process that owns the thread: a child forked later inherits the handler
+ * and the pipe but not the thread, and must not wake its parent's. */
+static pid_t flight_owner;
+static int flight_chaining; /* atomic: inside the chained handler */
+
+static void
+flight_on_signal(int sig, siginfo_t *info, void *ctx)
+{
+  int saved = errno;
+  int fd = __atomic_load_n(&flight_pipe[1], __ATOMIC_RELAXED);
+  if (fd >= 0 && getpid() == __atomic_load_n(&flight_owner, __ATOMIC_RELAXED)) {
+    ssize_t w = write(fd, "s", 1); /* full pipe: a dump is already pending */
+    (void)w;
+  }
+  errno = saved;
+  /* Chain to the program's own handler, so installing ours takes nothing away. The
+   * guard breaks a loop: a handler installed after ours that chains back to us, and
+   * that we later found in place and saved as ours to chain to. (Two threads taking
+   * SIGUSR1 at the same instant may then chain once instead of twice.) */
+  if (__atomic_exchange_n(&flight_chaining, 1, __ATOMIC_SEQ_CST)) return;
+  if (flight_prev.sa_flags & SA_SIGINFO) {
+    if (flight_prev.sa_sigaction) flight_prev.sa_sigaction(sig, info, ctx);
+  } else if (flight_prev.sa_handler != SIG_DFL && flight_prev.sa_handler != SIG_IGN &&
+             flight_prev.sa_handler) {
+    flight_prev.sa_handler(sig);
+  }
+  __atomic_store_n(&flight_chaining, 0, __ATOMIC_SEQ_CST);
+}
+
+/* Dumps every watched recorder; called with flight_mu held, so unwatch (and
+ * so the free that follows it) waits until the dump is written. */
+static void
+flight_dump_all(void)
+{
+  for (struct flight_watch *w = flight_watched; w; w = w->next) {
+    if (collie__flight_dump(w->fr, w->dir, "SIGUSR1") != COLLIE_SUCCESS)
+      collie__log(COLLIE_LOG_WARN, "INIT", "%s", collie__err_msg());
+  }
+}
+
+static void *
+flight_main(void *arg)
+{
+  (void)arg;
+  while (!__atomic_load_n(&flight_stop, __ATOMIC_SEQ_CST)) {
+    /* Sleeps in poll; the 1 s bound only makes the stop flag a fallback. */
+    struct pollfd p = {.fd = flight_pipe[0], .events = POLLIN};
+    int n = poll(&p, 1, 1000);
+    if (n <= 0) continue;
+    char buf[64];
+    ssize_t got = read(flight_pipe[0], buf, sizeof(buf));
+    int want_dump = 0;
+    for (ssize_t i = 0; i < got; i++) want_dump |= buf[i] == 's';
+    if (__atomic_load_n(&flight_stop, __ATOMIC_SEQ_CST)) break;
+    if (want_dump) {
+      pthread_mutex_lock(&flight_mu);
+      flight_dump_all();
+      pthread_mutex_unlock(&flight_mu);
+    }
+  }
+  return NULL;
+}
+
+/* Installs the handler and starts the thread; flight_life_mu held. 0 on success. */
+static int
+flight_start(void)
+{
+  if (flight_pipe[0] < 0) {
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0) return -1;
+    fcntl(p[0], F_SETFL, fcntl(p[0], F_GETFL) | O_NONBLOCK);
+    fcntl(p[1], F_SETFL, fcntl(p[1], F_GETFL) | O_NONBLOCK);
+    flight_pipe[0] = p[0];
+    __atomic_store_n(&flight_pipe[1], p[1], __ATOMIC_RELAXED);
+  }
+  char junk[64]; /* a stop byte from an earlier watcher */
+  while (read(flight_pipe[0], junk, sizeof(junk)) > 0) {
+  }
+  __atomic_store_n(&flight_stop, 0, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&flight_owner, getpid(), __ATOMIC_RELAXED);
+  /* The thread blocks every signal: the program's handlers run on its own threads. */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int rc = pthread_create(&flight_thread, NULL, flight_main, NULL);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (rc != 0) return -1;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_sigaction = flight_on_signal;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGUSR1, NULL, &flight_prev);
+  sigaction(SIGUSR1, &sa, NULL);
+  return 0;
+}
+
+/* Restores the previous handler and joins the thread; flight_life_mu held,
+ * flight_mu not (the thread takes it to dump). */
+static void
+flight_stop_thread(void)
+{
+  /* Restore only our own slot: a handler the program installed after ours stays. */
+  struct sigaction now;
+  if (sigaction(SIGUSR1, NULL, &now) == 0 && (now.sa_flags & SA_SIGINFO) &&
+      now.sa_sigaction == flight_on_signal)
+    sigaction(SIGUSR1, &flight_prev, NULL);
+  __atomic_store_n(&flight_stop, 1, __ATOMIC_SEQ_CST);
+  ssize_t w = write(flight_pipe[1], "q", 1);
+  (void)w;
+  pthread_join(flight_thread, NULL);
+}
+
+void
+collie__flight_watch(struct collie__flight *fr, const char *dir)
+{
+  if (!fr) return;
+  char *copy = collie__strdup(dir && *dir ? dir : ".");
+  if (!copy) return;
+  pthread_mutex_lock(&flight_life_mu);
+  pthread_mutex_lock(&flight_mu);
+  for (struct flight_watch *w = flight_watched; w; w = w->next) {
+    if (w->fr == fr) { /* idempotent: the latest directory wins */
+      free(w->dir);
+      w->dir = copy;
+      copy = NULL;
+      break;
+    }
+  }
+  int first = flight_watched == NULL;
+  pthread_mutex_unlock(&flight_mu);
+  if (!copy) goto out_unlock;
+  struct flight_watch *w = malloc(sizeof(*w));
+  if (!w || (first && flight_start() != 0)) {
+    collie__log(COLLIE_LOG_WARN, "INIT", "flight recorder: SIGUSR1 dumps unavailable");
+    free(w);
+    free(copy);
+    goto out_unlock;
+  }
+  w->fr = fr;
+  w->dir = copy;
+  pthread_mutex_lock(&flight_mu);
+  w->next = flight_watched;
+  flight_watched = w;
+  pthread_mutex_unlock(&flight_mu);
+out_unlock:
+  pthread_mutex_unlock(&flight_life_mu);
+}
+
+void
+collie__flight_unwatch(struct collie__flight *fr)
+{
+  pthread_mutex_lock(&flight_life_mu);
+  pthread_mutex_lock(&flight_mu);
+  int found = 0;
+  for (struct flight_watch **pw = &flight_watched; *pw; pw = &(*pw)->next) {
+    if ((*pw)->fr == fr) {
+      struct flight_watch *w = *pw;
+      *pw = w->next;
+      free(w->dir);
+      free(w);
+      found = 1;
+      break;
+    }
+  }
+  int last = found && !flight_watched;
+  pthread_mutex_unlock(&flight_mu);
+  if (last) flight_stop_thread();
+  pthread_mutex_unlock(&flight_life_mu);
+}

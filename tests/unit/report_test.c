@@ -1,0 +1,219 @@
+/*
+ * report_test.c - `collie-report hang` run as a black box on dumps written
+ * here: hand-made JSON for 4 ranks in the situations the tool must explain
+ * (a rank that never joined, all done, a rank that failed), bad input
+ * (malformed file, missing directory), and dumps written by the recorder
+ * itself so the tool and the writer cannot drift apart. Each verdict is
+ * checked word for word, with the exit status (0 nothing stuck, 1 stuck or
+ * failed, 2 bad input).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "runner.h"
+#include "telemetry/telemetry.h"
+
+#define RT_BIN COLLIE_BUILD_DIR "/collie-report"
+
+/* Runs collie-report with args (a shell fragment); returns its exit status and
+ * sets *out to stdout+stderr (caller frees). */
+static int
+rt_run(const char *args, char **out)
+{
+  char cmd[2048];
+  snprintf(cmd, sizeof(cmd), "'%s' %s 2>&1", RT_BIN, args);
+  FILE *p = popen(cmd, "r");
+  ASSERT(p != NULL);
+  size_t cap = 1 << 16, len = 0;
+  char *buf = malloc(cap);
+  ASSERT(buf != NULL);
+  size_t got;
+  while ((got = fread(buf + len, 1, cap - 1 - len, p)) > 0) len += got;
+  buf[len] = '\0';
+  int status = pclose(p);
+  *out = buf;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Writes rank r's dump of communicator "00000000000000aa" (4 ranks) with ops_json. */
+static void
+rt_dump(int r, const char *ops_json)
+{
+  char path[1024];
+  snprintf(path, sizeof(path), "%s/flight-rank%d-00000000000000aa.json", test_dir(), r);
+  FILE *f = fopen(path, "w");
+  ASSERT(f != NULL);
+  fprintf(f,
+          "{\"version\":1,\"rank\":%d,\"size\":4,\"comm\":\"00000000000000aa\","
+          "\"reason\":\"timeout\",\"time\":\"2026-11-26T00:00:00.000000Z\",\"pid\":%d,"
+          "\"ops\":[%s]}\n",
+          r, 100 + r, ops_json);
+  fclose(f);
+}
+
+#define RT_OP(id, seq, kind, bytes, state)                                                         \
+  "{\"id\":" #id ",\"seq\":" #seq ",\"kind\":\"" kind "\",\"dtype\":\"float32\",\"op\":\"sum\","   \
+  "\"count\":1,\"bytes\":" #bytes ",\"root\":-1,\"algo\":\"ring\",\"state\":\"" state "\","        \
+  "\"t_queued\":1,\"t_started\":2,\"t_done\":null}"
+#define RT_BCAST4 RT_OP(3, 4, "broadcast", 1024, "completed")
+#define RT_AR5(state) RT_OP(4, 5, "allreduce", 4194304, state)
+
+static void
+rt_expect(const char *args, int code, const char *text)
+{
+  char *out;
+  int rc = rt_run(args, &out);
+  ASSERTF(rc == code, "collie-report %s: exit %d, expected %d; output:\n%s", args, rc, code, out);
+  ASSERTF(strstr(out, text) != NULL, "collie-report %s: output lacks \"%s\":\n%s", args, text, out);
+  free(out);
+}
+
+static char *
+rt_dir_arg(void)
+{
+  static char buf[1100];
+  snprintf(buf, sizeof(buf), "hang '%s'", test_dir());
+  return buf;
+}
+
+TEST_IMPL(report_hang_never_joined)
+{
+  rt_dump(0, RT_BCAST4 "," RT_AR5("started"));
+  rt_dump(1, RT_BCAST4 "," RT_AR5("started"));
+  rt_dump(2, RT_BCAST4);
+  rt_dump(3, RT_BCAST4 "," RT_AR5("started"));
+  rt_expect(rt_dir_arg(), 1, "communicator 00000000000000aa: 4 ranks, 4 dumps\n");
+  rt_expect(rt_dir_arg(), 1,
+            "  stuck: allreduce #5 (4 MiB float32): ranks 0,1,3 started; rank 2 never joined: "
+            "its last op was broadcast #4 (completed)\n");
+}
+
+TEST_IMPL(report_hang_all_completed)
+{
+  for (int r = 0; r < 4; r++) rt_dump(r, RT_BCAST4 "," RT_AR5("completed"));
+  rt_expect(rt_dir_arg(), 0,
+            "  all ranks completed everything (last: allreduce #5 (4 MiB float32))\n");
+}
+
+TEST_IMPL(report_hang_rank_failed)
+{
+  rt_dump(0, RT_BCAST4 "," RT_AR5("started"));
+  rt_dump(1, RT_BCAST4 "," RT_AR5("started"));
+  rt_dump(2, RT_BCAST4 "," RT_AR5("failed"));
+  rt_dump(3, RT_BCAST4 "," RT_AR5("started"));
+  rt_expect(rt_dir_arg(), 1,
+            "  stuck: allreduce #5 (4 MiB float32): ranks 0,1,3 started; rank 2 failed\n");
+}
+
+TEST_IMPL(report_hang_missing_rank_and_queued)
+{
+  /* Rank 1 left no dump; rank 3's worker has not reached #5 (queued behind #4). */
+  rt_dump(0, RT_BCAST4 "," RT_AR5("completed"));
+  rt_dump(2, RT_BCAST4 "," RT_AR5("started"));
+  rt_dump(3, RT_OP(3, 4, "broadcast", 1024, "started") "," RT_AR5("queued"));
+  rt_expect(rt_dir_arg(), 1, "communicator 00000000000000aa: 4 ranks, 3 dumps\n");
+  rt_expect(rt_dir_arg(), 1,
+            "  stuck: allreduce #5 (4 MiB float32): rank 2 started; rank 3 queued it; "
+            "rank 0 completed; rank 1 left no dump\n");
+}
+
+TEST_IMPL(report_hang_malformed)
+{
+  rt_dump(0, RT_BCAST4);
+  char path[1024];
+  snprintf(path, sizeof(path), "%s/flight-rank1-00000000000000aa.json", test_dir());
+  FILE *f = fopen(path, "w");
+  ASSERT(f != NULL);
+  fputs("{\"version\":1,\"rank\":1,\"size\":4,\"comm\":\"00000000000000aa\",\"ops\":[{\"id\":", f);
+  fclose(f);
+  rt_expect(rt_dir_arg(), 2,
+            "flight-rank1-00000000000000aa.json: line 1, column 71: unexpected end");
+  /* Valid JSON, wrong content: named by field. */
+  rt_dump(1, "{\"id\":1,\"seq\":1,\"kind\":\"allreduce\",\"state\":\"stuck\"}");
+  rt_expect(rt_dir_arg(), 2,
+            "flight-rank1-00000000000000aa.json: ops[0].\"state\": \"stuck\" is not queued, "
+            "started, completed or failed");
+  rt_dump(1, "{\"id\":1,\"kind\":\"allreduce\",\"state\":\"started\"}");
+  rt_expect(rt_dir_arg(), 2, "flight-rank1-00000000000000aa.json: ops[0].\"seq\": missing");
+  f = fopen(path, "w");
+  fputs("[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[", f);
+  fclose(f);
+  rt_expect(rt_dir_arg(), 2, "nested deeper than 64");
+}
+
+TEST_IMPL(report_hang_bad_usage)
+{
+  char args[1200];
+  snprintf(args, sizeof(args), "hang '%s/nowhere'", test_dir());
+  rt_expect(args, 2, "cannot open directory");
+  snprintf(args, sizeof(args), "hang '%s'", test_dir());
+  rt_expect(args, 2, "no flight-rank*.json dump in");
+  rt_expect("hang", 2, "expected one directory");
+  rt_expect("frobnicate", 2, "unknown command 'frobnicate'");
+  rt_expect("", 2, "usage: collie-report");
+  rt_expect("--help", 0, "hang");
+  rt_expect("hang --help", 0, "usage: collie-report hang DIR");
+}
+
+TEST_IMPL(report_hang_from_recorder)
+{
+  /* Four ranks' recorders in one process, two communicators: the world (all
+   * four at #2, rank 3 behind at #1) and a split of ranks {0,1} that completed. */
+  const uint64_t world = 0x1111, pair = 0x2222;
+  for (int r = 0; r < 4; r++) {
+    struct collie__flight *fr = collie__flight_new(8, r, 4, world);
+    ASSERT(fr != NULL);
+    for (uint32_t s = 1; s <= (r == 3 ? 1u : 2u); s++) {
+      struct collie__flight_op op = {.comm_hash = world,
+                                     .seq = s,
+                                     .kind = s == 1 ? "barrier" : "allgather",
+                                     .dtype = s == 1 ? NULL : "int32",
+                                     .count = 256,
+                                     .bytes = s == 1 ? 0 : 1536,
+                                     .root = -1};
+      int64_t id = collie__flight_queued(fr, &op);
+      collie__flight_state(fr, id, COLLIE_FR_STARTED, "ring");
+      if (s == 1) collie__flight_state(fr, id, COLLIE_FR_COMPLETED, NULL);
+    }
+    ASSERT_OK(collie__flight_dump(fr, test_dir(), "timeout"));
+    collie__flight_free(fr);
+  }
+  for (int r = 0; r < 2; r++) {
+    struct collie__flight *fr = collie__flight_new(8, r, 2, pair);
+    struct collie__flight_op op = {.comm_hash = pair,
+                                   .seq = 1,
+                                   .kind = "reduce",
+                                   .dtype = "float64",
+                                   .op = "max",
+                                   .count = 3,
+                                   .bytes = 24,
+                                   .root = 0};
+    collie__flight_state(fr, collie__flight_queued(fr, &op), COLLIE_FR_COMPLETED, "tree");
+    ASSERT_OK(collie__flight_dump(fr, test_dir(), "user"));
+    collie__flight_free(fr);
+  }
+  rt_expect(rt_dir_arg(), 1,
+            "communicator 0000000000001111: 4 ranks, 4 dumps\n"
+            "  stuck: allgather #2 (1.5 KiB int32): ranks 0,1,2 started; rank 3 never joined: its "
+            "last op was barrier #1 (completed)\n"
+            "communicator 0000000000002222: 2 ranks, 2 dumps\n"
+            "  all ranks completed everything (last: reduce #1 (24 B float64))\n");
+}
+
+TEST_IMPL(report_hang_overwritten_and_p2p)
+{
+  /* Rank 1's ring no longer holds #5 (its oldest is a queued #6); rank 2 recorded nothing;
+   * rank 3 also has a send that never finished, which is listed but never picks the verdict. */
+  rt_dump(0, RT_AR5("started"));
+  rt_dump(1, RT_OP(9, 6, "allreduce", 4194304, "queued"));
+  rt_dump(2, "");
+  rt_dump(3,
+          "{\"id\":1,\"seq\":2,\"kind\":\"send\",\"dtype\":\"float32\",\"op\":null,\"count\":256,"
+          "\"bytes\":1024,\"root\":0,\"algo\":null,\"state\":\"started\"}," RT_AR5("started"));
+  rt_expect(rt_dir_arg(), 1,
+            "  stuck: allreduce #5 (4 MiB float32): ranks 0,3 started; rank 1 moved past it (its "
+            "record was overwritten); rank 2 never joined: it recorded no operation\n"
+            "  rank 3: send #2 (1 KiB float32) with peer 0 started\n");
+}

@@ -1,0 +1,50 @@
+/*
+ * collie-report - reads what collie leaves behind (flight-recorder dumps,
+ * later timing logs) and explains it in plain words. One subcommand per
+ * file (report_<name>.c), listed in the table below; this file only
+ * dispatches. docs/flight-recorder.md describes `hang`.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "report.h"
+
+struct report_cmd {
+  const char *name;
+  const char *summary;
+  int (*run)(int argc, char **argv);
+};
+
+static const struct report_cmd report_cmds[] = {
+    {"hang", "which ranks are stuck on which operation (flight-recorder dumps)", report_hang},
+};
+
+static void
+report_usage(FILE *f)
+{
+  fprintf(f, "usage: collie-report COMMAND ARGS...   (collie-report COMMAND "
+             "--help)\n");
+  for (size_t i = 0; i < sizeof(report_cmds) / sizeof(report_cmds[0]); i++)
+    fprintf(f, "  %-10s %s\n", report_cmds[i].name, report_cmds[i].summary);
+  fprintf(f, "exit status: 0 nothing wrong found, 1 a problem found, 2 bad "
+             "usage or input\n");
+}
+
+int
+main(int argc, char **argv)
+{
+  if (argc < 2) {
+    report_usage(stderr);
+    return REPORT_BAD_INPUT;
+  }
+  if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+      strcmp(argv[1], "help") == 0) {
+    report_usage(stdout);
+    return REPORT_OK;
+  }
+  for (size_t i = 0; i < sizeof(report_cmds) / sizeof(report_cmds[0]); i++)
+    if (strcmp(argv[1], report_cmds[i].name) == 0) return report_cmds[i].run(argc - 1, argv + 1);
+  fprintf(stderr, "collie-report: unknown command '%s'\n", argv[1]);
+  report_usage(stderr);
+  return REPORT_BAD_INPUT;
+}
