@@ -204,4 +204,30 @@
   XX(kill_rank_alltoall_mixed_4, kill_rank_mid_alltoall, 4, "mixed", 30) \
   XX(abort_reaches_peers_shm_3, abort_reaches_peers, 3, "shm", 30) \
   XX(abort_reaches_peers_tcp_3, abort_reaches_peers, 3, "tcp", 30) \
-  XX(abort_reaches_peers_mixed_4, abort_reaches_peers, 4, "mixed", 30)
+  XX(abort_reaches_peers_mixed_4, abort_reaches_peers, 4, "mixed", 30) \
+  XX(async_many_shm_2_thread, async_many_thread, 2, "shm", 60) \
+  XX(async_many_shm_4_thread, async_many_thread, 4, "shm", 60) \
+  XX(async_many_tcp_2_thread, async_many_thread, 2, "tcp", 60) \
+  XX(async_many_tcp_3_thread, async_many_thread, 3, "tcp", 60) \
+  XX(async_many_mixed_4_thread, async_many_thread, 4, "mixed", 60) \
+  XX(async_free_early_shm_2_thread, async_free_early_thread, 2, "shm", 60) \
+  XX(async_free_early_tcp_3_thread, async_free_early_thread, 3, "tcp", 60) \
+  XX(async_free_early_mixed_4_thread, async_free_early_thread, 4, "mixed", 60) \
+  XX(async_test_poll_shm_2_thread, async_test_poll_thread, 2, "shm", 60) \
+  XX(async_test_poll_tcp_2_thread, async_test_poll_thread, 2, "tcp", 60) \
+  XX(async_test_poll_mixed_3_thread, async_test_poll_thread, 3, "mixed", 60) \
+  XX(async_wait_timeout_shm_2_thread, async_wait_timeout_thread, 2, "shm", 30) \
+  XX(async_wait_timeout_tcp_3_thread, async_wait_timeout_thread, 3, "tcp", 30) \
+  XX(async_wait_timeout_mixed_4_thread, async_wait_timeout_thread, 4, "mixed", 30) \
+  XX(async_remote_error_shm_2_thread, async_remote_error_thread, 2, "shm", 30) \
+  XX(async_remote_error_shm_3_thread, async_remote_error_thread, 3, "shm", 30) \
+  XX(async_remote_error_tcp_3_thread, async_remote_error_thread, 3, "tcp", 30) \
+  XX(async_remote_error_mixed_4_thread, async_remote_error_thread, 4, "mixed", 30) \
+  XX(async_group_mix_shm_2_thread, async_group_mix_thread, 2, "shm", 60) \
+  XX(async_group_mix_shm_3_thread, async_group_mix_thread, 3, "shm", 60) \
+  XX(async_group_mix_tcp_3_thread, async_group_mix_thread, 3, "tcp", 60) \
+  XX(async_group_mix_mixed_4_thread, async_group_mix_thread, 4, "mixed", 60) \
+  XX(async_order_shm_2_thread, async_order_thread, 2, "shm", 60) \
+  XX(async_order_shm_4_thread, async_order_thread, 4, "shm", 60) \
+  XX(async_order_tcp_2_thread, async_order_thread, 2, "tcp", 60) \
+  XX(async_order_mixed_3_thread, async_order_thread, 3, "mixed", 60)

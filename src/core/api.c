@@ -1,9 +1,9 @@
 /*
  * api.c - the public entry points. Each is thin: check the communicator,
  * validate every argument (naming it and its value in the error), build a
- * struct collie__call, and hand it to collie__dispatch. Argument errors are
- * found here, before any communication, so they never poison the
- * communicator.
+ * struct collie__call, and hand it to dispatch (issue-time half) and work.c
+ * (run now or queue). Argument errors are found here, before any
+ * communication, so they never poison the communicator.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -86,19 +86,15 @@ api_enter(collie_comm_t *comm, const char *fn, const collie_opts_t *opts, collie
   return api_opts(fn, opts);
 }
 
-/* Common tail: run, and give a handle when one was asked for. */
+/* Common tail: the issue-time decisions, then run now or queue (work set). */
 static collie_result_t
 api_finish(collie_comm_t *comm, struct collie__call *call, const collie_opts_t *opts,
            collie_work_t **work)
 {
-  collie_result_t rc = collie__dispatch(comm, call, opts);
-  if (work) {
-    *work = collie__work_done(rc);
-    if (!*work)
-      return collie__err(COLLIE_SYSTEM_ERROR, "out of memory allocating a work handle");
-    return COLLIE_SUCCESS;
-  }
-  return rc;
+  struct collie__op op = {.call = *call};
+  collie_result_t rc = collie__dispatch_prepare(comm, &op, opts);
+  if (rc != COLLIE_SUCCESS) return rc;
+  return collie__work_issue(comm, &op, NULL, work);
 }
 
 /* Validation for operations that later issues implement: the arguments are

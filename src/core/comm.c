@@ -3,7 +3,8 @@
  * explicit config), split, destroy, abort; the registry of live
  * communicators (so a call on a destroyed one is an error, not a crash) and
  * poisoning (after a failure during communication every later call fails
- * fast, quoting the first error).
+ * fast, quoting the first error). Destroy and split first let the
+ * communicator's async work (work.c) finish.
  *
  * Init: open the job's store, agree on a communicator id, publish this
  * rank's host identity and pid under the id's prefix, read everyone's, and
@@ -366,6 +367,12 @@ collie_comm_split(collie_comm_t *comm, int color, int key, collie_comm_t **out)
                        "collie_comm_split: color = %d must be >= 0 or COLLIE_SPLIT_NONE", color);
   if (comm->in_group)
     return collie__err(COLLIE_INVALID_USAGE, "collie_comm_split: called inside a group");
+  /* The split's store traffic is ordered after this rank's async work. */
+  if ((rc = collie__work_drain(comm, comm->timeout_ms)) != COLLIE_SUCCESS) {
+    collie__err_prefix("collie_comm_split");
+    return collie__comm_poison(comm, rc);
+  }
+  if ((rc = collie__comm_check(comm, "collie_comm_split")) != COLLIE_SUCCESS) return rc;
 
   uint32_t seq = ++comm->split_seq;
   int64_t deadline = collie__deadline_after_ms(comm->timeout_ms);
@@ -438,6 +445,17 @@ collie_comm_destroy(collie_comm_t *comm)
                        "collie_comm_destroy: communicator %p was destroyed or never initialised",
                        (void *)comm);
   collie__log_context(comm->ctx);
+  if (comm->workq) {
+    /* Async work first (each op bounded by its deadline); a poisoned comm
+     * waits for nothing: abort makes the running op fail, the rest fail fast. */
+    if (collie__comm_poisoned(comm) == COLLIE_SUCCESS &&
+        collie__work_drain(comm, comm->timeout_ms + 2000) != COLLIE_SUCCESS) {
+      collie__err_prefix("collie_comm_destroy");
+      collie__comm_poison(comm, COLLIE_TIMEOUT);
+    }
+    if (collie__comm_poisoned(comm) != COLLIE_SUCCESS) collie__net_abort(comm->net);
+    collie__work_stop(comm);
+  }
   if (collie__comm_poisoned(comm) == COLLIE_SUCCESS && comm->size > 1) {
     /* A closing barrier: no rank tears down channels (or rank 0 its store)
      * while a peer still finishes its last operation over them. */

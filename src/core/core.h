@@ -65,6 +65,7 @@ struct collie_comm {
   uint32_t *p2p_send_seq, *p2p_recv_seq; /* per peer */
   int in_group;
   struct collie__group *group;
+  struct collie__workq *workq; /* work.c's queue and worker; NULL until the first async call */
   struct collie__scratch scratch;
   /* The first fatal error. collie_comm_abort may set it from another thread
    * while the driving thread reads it: the message is written under the lock,
@@ -86,11 +87,25 @@ collie_result_t collie__comm_poisoned(const collie_comm_t *comm);
 
 /* ---- dispatch.c ---- */
 
-/* Runs a validated call on comm: assigns its sequence number, deadline and
- * algorithm, runs it, and on failure prefixes the message with the operation
- * and poisons the communicator. */
-collie_result_t collie__dispatch(collie_comm_t *comm, struct collie__call *call,
-                                 const collie_opts_t *opts);
+/* One validated operation with what dispatch decides at issue: the call, the
+ * algorithm that runs it (NULL for p2p) and its timeout. */
+struct collie__op {
+  struct collie__call call;
+  const struct collie__algo *algo;
+  int64_t timeout_ms;
+};
+
+/* Issue-time half, on the caller's thread: fills op->call's comm fields,
+ * picks the algorithm and takes the collective's sequence number. An
+ * unusable algorithm choice returns an argument error before any sequence
+ * number is taken (the communicator stays usable). Does not block. */
+collie_result_t collie__dispatch_prepare(collie_comm_t *comm, struct collie__op *op,
+                                         const collie_opts_t *opts);
+/* Run-time half, on the thread that owns comm's channels: sets the deadline,
+ * runs, and on failure prefixes the message with the operation and poisons
+ * the communicator. Blocks until done or the op's deadline. */
+collie_result_t collie__dispatch_run(collie_comm_t *comm, struct collie__op *op);
+
 
 /* ---- check.c ---- */
 
@@ -104,12 +119,28 @@ collie_result_t collie__check_call(const struct collie__call *call);
 /* Records one send (sbuf set) or recv (rbuf set) of the open group. */
 collie_result_t collie__group_add(collie_comm_t *comm, const void *sbuf, void *rbuf, size_t count,
                                   collie_dtype_t dtype, int peer, int tag);
+/* Runs a closed group whose messages were numbered at issue: posts every
+ * message, waits for all until now + timeout_ms; on failure prefixes the
+ * message and poisons comm. Empties g (its arrays are kept). Blocks. */
+collie_result_t collie__group_run(collie_comm_t *comm, struct collie__group *g, int64_t timeout_ms);
 void collie__group_free(struct collie__group *g);
 
 /* ---- work.c ---- */
 
-/* A handle for an operation that already finished with rc (and the thread's
- * message when rc is an error). NULL on allocation failure. */
-collie_work_t *collie__work_done(collie_result_t rc);
+/* Issues a prepared op (work != NULL: queued for the worker, *work receives
+ * the handle; work == NULL: runs now, on the caller's thread when nothing is
+ * pending, else after the queue drained). A group (op NULL, g set) works the
+ * same; a queued group is owned by the queue from then on. Errors: the run's
+ * (blocking), SYSTEM_ERROR (no memory, no thread; the comm is poisoned, as
+ * the op already took its sequence number). */
+collie_result_t collie__work_issue(collie_comm_t *comm, const struct collie__op *op,
+                                   struct collie__group *g, collie_work_t **work);
+/* Waits until comm's queue is empty, at most until deadline_ns: SUCCESS, or
+ * TIMEOUT with the error set. Immediate when no worker was ever started. */
+collie_result_t collie__work_drain(collie_comm_t *comm, int64_t deadline_ns);
+/* Stops and joins comm's worker (items still queued fail as the comm is
+ * poisoned or with INVALID_USAGE "destroyed") and frees the queue. The caller
+ * must have drained or poisoned/aborted comm first. */
+void collie__work_stop(collie_comm_t *comm);
 
 #endif /* COLLIE_CORE_H */

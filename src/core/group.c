@@ -4,7 +4,10 @@
  * recorded message at once and waits for all of them together, so a ring
  * exchange (everyone sends right and receives left) cannot deadlock however
  * large the messages are. The record arrays are kept by the communicator and
- * reused, so steady-state groups do not allocate.
+ * reused, so steady-state groups do not allocate. Every message takes its
+ * pair's sequence number when the group ends (on the caller's thread, in call
+ * order); an async group (collie_group_end with a work handle) then hands its
+ * record to the communicator's queue (work.c) and the comm starts a new one.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +19,7 @@ struct collie__group_op {
   void *rbuf;
   size_t bytes;
   int peer, tag;
+  uint64_t slot; /* numbered at collie_group_end */
 };
 
 struct collie__group {
@@ -77,16 +81,25 @@ collie_group_end(collie_comm_t *comm, collie_work_t **work)
   if (work) *work = NULL;
   comm->in_group = 0;
   struct collie__group *g = comm->group;
-  int64_t deadline = collie__deadline_after_ms(comm->timeout_ms);
+  for (size_t i = 0; i < g->n; i++) {
+    struct collie__group_op *op = &g->ops[i];
+    uint32_t *seq = op->sbuf ? &comm->p2p_send_seq[op->peer] : &comm->p2p_recv_seq[op->peer];
+    op->slot = collie__slot_p2p((uint32_t)op->tag, (*seq)++);
+  }
+  return collie__work_issue(comm, NULL, g, work);
+}
+
+collie_result_t
+collie__group_run(collie_comm_t *comm, struct collie__group *g, int64_t timeout_ms)
+{
+  collie_result_t rc = COLLIE_SUCCESS;
+  int64_t deadline = collie__deadline_after_ms(timeout_ms);
   for (size_t i = 0; i < g->n && rc == COLLIE_SUCCESS; i++) {
     struct collie__group_op *op = &g->ops[i];
-    if (op->sbuf) {
-      uint64_t slot = collie__slot_p2p((uint32_t)op->tag, comm->p2p_send_seq[op->peer]++);
-      rc = collie__net_isend(comm->net, op->peer, op->sbuf, op->bytes, slot, &g->reqs[i]);
-    } else {
-      uint64_t slot = collie__slot_p2p((uint32_t)op->tag, comm->p2p_recv_seq[op->peer]++);
-      rc = collie__net_irecv(comm->net, op->peer, op->rbuf, op->bytes, slot, &g->reqs[i]);
-    }
+    if (op->sbuf)
+      rc = collie__net_isend(comm->net, op->peer, op->sbuf, op->bytes, op->slot, &g->reqs[i]);
+    else
+      rc = collie__net_irecv(comm->net, op->peer, op->rbuf, op->bytes, op->slot, &g->reqs[i]);
     g->wait[i] = &g->reqs[i];
   }
   if (rc == COLLIE_SUCCESS) rc = collie__net_wait(comm->net, g->wait, (int)g->n, deadline);
@@ -95,11 +108,6 @@ collie_group_end(collie_comm_t *comm, collie_work_t **work)
     collie__comm_poison(comm, rc);
   }
   g->n = 0;
-  if (work) {
-    if (!(*work = collie__work_done(rc)))
-      return collie__err(COLLIE_SYSTEM_ERROR, "out of memory allocating a work handle");
-    return COLLIE_SUCCESS;
-  }
   return rc;
 }
 

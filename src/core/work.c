@@ -1,34 +1,332 @@
 /*
- * work.c - work handles. In this version every operation runs to completion
- * before its entry point returns, so a handle only carries the result and
- * the error message of its operation; collie_wait/collie_test hand that
- * message to the caller's thread. The worker thread that makes operations
- * truly asynchronous replaces this file's internals, not its contract.
+ * work.c - asynchronous operations: work handles, the communicator's queue
+ * and its worker thread.
+ *
+ * An operation issued with a work handle returns at once; a per-communicator
+ * worker thread runs queued operations one at a time in issue order. The
+ * worker starts at the first async call (purely blocking programs never get
+ * one) and is joined at destroy. Everything that the ranks must agree on (the
+ * collective's sequence number, p2p pair counters, the algorithm) was decided
+ * on the caller's thread at issue (dispatch.c, api.c, group.c): the worker
+ * only runs. The algorithms and transports are single-threaded per
+ * communicator, so exactly one thread runs ops at any time: the worker while
+ * anything is queued, else the caller. A blocking call with nothing pending
+ * therefore runs on the caller's thread with no hop; one issued behind pending
+ * work first waits for the queue to drain (its turn), then runs.
+ *
+ * A handle is shared by the caller and the queue (two references), so freeing
+ * it before completion is safe: the worker still runs the operation and drops
+ * the last reference. It carries the result and the operation's own error
+ * message, which collie_wait/collie_test copy into the caller's thread-local
+ * slot (collie_last_error). A failure poisons the communicator as a blocking
+ * one would; items queued behind it fail fast quoting the first error.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include "core/core.h"
 
+enum { WORK_QUEUED, WORK_RUNNING, WORK_DONE };
+
+/* How long past a running operation's own deadline collie_wait(-1) waits
+ * before it reports TIMEOUT: the op fails itself at its deadline, this only
+ * covers the time it takes to notice and report. */
+#define WORK_GRACE_NS (2 * 1000000000LL)
+
 struct collie_work {
+  pthread_mutex_t lock;
+  pthread_cond_t cond; /* state changes (CLOCK_MONOTONIC) */
+  int refs;            /* caller + queue */
+  int state;           /* WORK_* */
+  int64_t deadline_ns; /* the run's own deadline, once RUNNING */
   collie_result_t rc;
   char msg[COLLIE_ERRMSG_LEN];
+  /* The queued operation, read by the worker only. */
+  struct collie_work *next;
+  struct collie__op op;        /* when group is NULL */
+  struct collie__group *group; /* an async group, owned by the item */
+  int64_t timeout_ms;
 };
 
-collie_work_t *
-collie__work_done(collie_result_t rc)
+struct collie__workq {
+  pthread_mutex_t lock;
+  pthread_cond_t wake; /* the worker: an item arrived, or stop */
+  pthread_cond_t idle; /* drainers: an item finished (CLOCK_MONOTONIC) */
+  struct collie_work *head, *tail;
+  size_t pending; /* queued + running */
+  int stop;
+  pthread_t thread;
+};
+
+static void
+work_cond_init(pthread_cond_t *c)
+{
+  pthread_condattr_t a;
+  pthread_condattr_init(&a);
+  pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+  pthread_cond_init(c, &a);
+  pthread_condattr_destroy(&a);
+}
+
+/* Waits on c until woken or deadline_ns (monotonic); INT64_MAX-like deadlines
+ * are capped so the timespec stays valid (callers loop and recheck). */
+static void
+work_cond_wait(pthread_cond_t *c, pthread_mutex_t *m, int64_t deadline_ns)
+{
+  int64_t cap = collie__now_ns() + 3600 * 1000000000LL;
+  if (deadline_ns > cap) deadline_ns = cap;
+  struct timespec ts = {.tv_sec = deadline_ns / 1000000000LL,
+                        .tv_nsec = deadline_ns % 1000000000LL};
+  pthread_cond_timedwait(c, m, &ts);
+}
+
+static collie_work_t *
+work_alloc(int refs, int state)
 {
   collie_work_t *w = calloc(1, sizeof(*w));
   if (!w) return NULL;
-  w->rc = rc;
-  if (rc != COLLIE_SUCCESS) snprintf(w->msg, sizeof(w->msg), "%s", collie__err_msg());
+  pthread_mutex_init(&w->lock, NULL);
+  work_cond_init(&w->cond);
+  w->refs = refs;
+  w->state = state;
   return w;
 }
 
-static collie_result_t
-work_result(collie_work_t *w, const char *fn)
+static void
+work_unref(collie_work_t *w)
 {
-  if (!w) return collie__err(COLLIE_INVALID_ARGUMENT, "%s: work is NULL", fn);
+  pthread_mutex_lock(&w->lock);
+  int left = --w->refs;
+  pthread_mutex_unlock(&w->lock);
+  if (left) return;
+  collie__group_free(w->group);
+  pthread_cond_destroy(&w->cond);
+  pthread_mutex_destroy(&w->lock);
+  free(w);
+}
+
+/* ---- Telemetry points: one at issue, one at each end of a run ---- */
+
+/* Called on the caller's thread once w is ready to be queued. */
+static void
+work_issued(collie_comm_t *comm, collie_work_t *w)
+{
+  (void)comm;
+  (void)w;
+}
+
+/* Called on the worker when w starts (done == 0) and when it finished (done == 1). */
+static void
+work_ran(collie_comm_t *comm, collie_work_t *w, int done)
+{
+  (void)comm;
+  (void)w;
+  (void)done;
+}
+
+/* ---- The worker ---- */
+
+/* Sets the error of an operation that will not run because comm is
+ * poisoned (quoting the first error) and returns INVALID_USAGE. */
+static collie_result_t
+work_fail_fast(collie_comm_t *comm, const struct collie_work *w)
+{
+  collie_result_t poisoned = collie__comm_poisoned(comm);
+  char what[96];
+  if (w->group)
+    snprintf(what, sizeof(what), "queued group of send/recv");
+  else if (w->op.call.kind == COLLIE_KIND_P2P)
+    snprintf(what, sizeof(what), "queued %s rank %d", w->op.call.sendbuf ? "send to" : "recv from",
+             w->op.call.root);
+  else
+    snprintf(what, sizeof(what), "queued %s #%u", collie__kind_name(w->op.call.kind),
+             w->op.call.seq);
+  return collie__err(COLLIE_INVALID_USAGE,
+                     "%s not run: communicator is unusable after an earlier error (%s): %s", what,
+                     collie_result_string(poisoned), comm->poison_msg);
+}
+
+static void
+work_run(collie_comm_t *comm, collie_work_t *w)
+{
+  collie_result_t rc;
+  pthread_mutex_lock(&w->lock);
+  w->state = WORK_RUNNING;
+  w->deadline_ns = collie__deadline_after_ms(w->timeout_ms);
+  pthread_cond_broadcast(&w->cond);
+  pthread_mutex_unlock(&w->lock);
+  work_ran(comm, w, 0);
+  collie__err_clear();
+  if (collie__comm_poisoned(comm) != COLLIE_SUCCESS)
+    rc = work_fail_fast(comm, w);
+  else if (w->group)
+    rc = collie__group_run(comm, w->group, w->timeout_ms);
+  else
+    rc = collie__dispatch_run(comm, &w->op);
+  work_ran(comm, w, 1);
+  pthread_mutex_lock(&w->lock);
+  w->rc = rc;
+  if (rc != COLLIE_SUCCESS) snprintf(w->msg, sizeof(w->msg), "%s", collie__err_msg());
+  w->state = WORK_DONE;
+  pthread_cond_broadcast(&w->cond);
+  pthread_mutex_unlock(&w->lock);
+}
+
+static void *
+work_main(void *arg)
+{
+  collie_comm_t *comm = arg;
+  struct collie__workq *q = comm->workq;
+  collie__log_context(comm->ctx);
+  pthread_mutex_lock(&q->lock);
+  for (;;) {
+    while (!q->head && !q->stop) pthread_cond_wait(&q->wake, &q->lock);
+    collie_work_t *w = q->head;
+    if (!w) break; /* stopping, and nothing left */
+    q->head = w->next;
+    if (!q->head) q->tail = NULL;
+    pthread_mutex_unlock(&q->lock);
+    work_run(comm, w);
+    work_unref(w); /* the queue's reference */
+    pthread_mutex_lock(&q->lock);
+    q->pending--;
+    pthread_cond_broadcast(&q->idle);
+  }
+  pthread_mutex_unlock(&q->lock);
+  return NULL;
+}
+
+/* Creates comm's queue and starts its worker. */
+static collie_result_t
+work_start(collie_comm_t *comm)
+{
+  struct collie__workq *q = calloc(1, sizeof(*q));
+  if (!q) return collie__err(COLLIE_SYSTEM_ERROR, "out of memory creating the work queue");
+  pthread_mutex_init(&q->lock, NULL);
+  pthread_cond_init(&q->wake, NULL);
+  work_cond_init(&q->idle);
+  comm->workq = q;
+  int e = pthread_create(&q->thread, NULL, work_main, comm);
+  if (e) {
+    comm->workq = NULL;
+    pthread_cond_destroy(&q->idle);
+    pthread_cond_destroy(&q->wake);
+    pthread_mutex_destroy(&q->lock);
+    free(q);
+    errno = e;
+    return collie__err_errno(COLLIE_SYSTEM_ERROR, "starting the communicator's worker thread");
+  }
+  return COLLIE_SUCCESS;
+}
+
+/* ---- Issue ---- */
+
+collie_result_t
+collie__work_issue(collie_comm_t *comm, const struct collie__op *op, struct collie__group *g,
+                   collie_work_t **work)
+{
+  collie_result_t rc;
+  if (!work) {
+    /* Blocking: wait for the queue to be empty (this call's turn), then run
+     * here. With nothing pending this is one lock-free check. */
+    if (comm->workq && (rc = collie__work_drain(comm, comm->timeout_ms)) != COLLIE_SUCCESS) {
+      collie__err_prefix("%s issued behind async work",
+                         op ? collie__kind_name(op->call.kind) : "group");
+      return collie__comm_poison(comm, rc);
+    }
+    if (collie__comm_poisoned(comm) != COLLIE_SUCCESS) {
+      struct collie_work tmp = {.group = g};
+      if (op) tmp.op = *op;
+      return work_fail_fast(comm, &tmp);
+    }
+    if (g) return collie__group_run(comm, g, comm->timeout_ms);
+    struct collie__op run = *op;
+    return collie__dispatch_run(comm, &run);
+  }
+
+  /* The op already took its sequence number: failing to queue it leaves
+   * this rank out of step with the others, so it poisons. */
+  if (!comm->workq && (rc = work_start(comm)) != COLLIE_SUCCESS)
+    return collie__comm_poison(comm, rc);
+  collie_work_t *w = work_alloc(2, WORK_QUEUED);
+  if (!w) {
+    collie__err(COLLIE_SYSTEM_ERROR, "out of memory allocating a work handle");
+    return collie__comm_poison(comm, COLLIE_SYSTEM_ERROR);
+  }
+  if (g) {
+    w->group = g;
+    if (comm->group == g) comm->group = NULL; /* the next group_start makes a new record */
+    w->timeout_ms = comm->timeout_ms;
+  } else {
+    w->op = *op;
+    w->timeout_ms = op->timeout_ms;
+  }
+  work_issued(comm, w);
+  struct collie__workq *q = comm->workq;
+  pthread_mutex_lock(&q->lock);
+  if (q->tail)
+    q->tail->next = w;
+  else
+    q->head = w;
+  q->tail = w;
+  q->pending++;
+  pthread_cond_signal(&q->wake);
+  pthread_mutex_unlock(&q->lock);
+  *work = w;
+  return COLLIE_SUCCESS;
+}
+
+collie_result_t
+collie__work_drain(collie_comm_t *comm, int64_t quiet_ms)
+{
+  struct collie__workq *q = comm->workq;
+  if (!q) return COLLIE_SUCCESS;
+  pthread_mutex_lock(&q->lock);
+  size_t last = q->pending;
+  int64_t deadline = collie__deadline_after_ms(quiet_ms);
+  while (q->pending) {
+    if (q->pending < last) { /* progress: the bound is per operation, not for the whole queue */
+      last = q->pending;
+      deadline = collie__deadline_after_ms(quiet_ms);
+    }
+    if (collie__now_ns() >= deadline) {
+      size_t n = q->pending;
+      pthread_mutex_unlock(&q->lock);
+      return collie__err(COLLIE_TIMEOUT, "%zu queued async operations made no progress for %lld ms",
+                         n, (long long)quiet_ms);
+    }
+    work_cond_wait(&q->idle, &q->lock, deadline);
+  }
+  pthread_mutex_unlock(&q->lock);
+  return COLLIE_SUCCESS;
+}
+
+void
+collie__work_stop(collie_comm_t *comm)
+{
+  struct collie__workq *q = comm->workq;
+  if (!q) return;
+  pthread_mutex_lock(&q->lock);
+  q->stop = 1;
+  pthread_cond_signal(&q->wake);
+  pthread_mutex_unlock(&q->lock);
+  pthread_join(q->thread, NULL);
+  comm->workq = NULL;
+  pthread_cond_destroy(&q->idle);
+  pthread_cond_destroy(&q->wake);
+  pthread_mutex_destroy(&q->lock);
+  free(q);
+}
+
+/* ---- Handles ---- */
+
+/* Hands a finished handle's result to the caller's thread. Called locked. */
+static collie_result_t
+work_result(collie_work_t *w)
+{
   if (w->rc != COLLIE_SUCCESS) collie__err_set_text(w->msg);
   return w->rc;
 }
@@ -36,18 +334,46 @@ work_result(collie_work_t *w, const char *fn)
 collie_result_t
 collie_wait(collie_work_t *work, int64_t timeout_ms)
 {
-  (void)timeout_ms;
-  return work_result(work, "collie_wait");
+  if (!work) return collie__err(COLLIE_INVALID_ARGUMENT, "collie_wait: work is NULL");
+  collie_result_t rc;
+  int64_t deadline = timeout_ms >= 0 ? collie__deadline_after_ms(timeout_ms) : INT64_MAX;
+  pthread_mutex_lock(&work->lock);
+  for (;;) {
+    if (work->state == WORK_DONE) {
+      rc = work_result(work);
+      break;
+    }
+    int64_t until = deadline;
+    /* Until the op's own deadline: known once it runs; while it is queued,
+     * the ops ahead of it are bounded by theirs. */
+    if (timeout_ms < 0 && work->state == WORK_RUNNING) until = work->deadline_ns + WORK_GRACE_NS;
+    if (collie__now_ns() >= until) {
+      rc = collie__err(COLLIE_TIMEOUT,
+                       "collie_wait: the operation is still %s after %s (it goes on: wait again "
+                       "or free the handle)",
+                       work->state == WORK_RUNNING ? "running" : "queued",
+                       timeout_ms >= 0 ? "the timeout" : "its own deadline");
+      break;
+    }
+    work_cond_wait(&work->cond, &work->lock, until);
+  }
+  pthread_mutex_unlock(&work->lock);
+  return rc;
 }
 
 collie_result_t
 collie_test(collie_work_t *work)
 {
-  return work_result(work, "collie_test");
+  if (!work) return collie__err(COLLIE_INVALID_ARGUMENT, "collie_test: work is NULL");
+  collie_result_t rc = COLLIE_IN_PROGRESS;
+  pthread_mutex_lock(&work->lock);
+  if (work->state == WORK_DONE) rc = work_result(work);
+  pthread_mutex_unlock(&work->lock);
+  return rc;
 }
 
 void
 collie_work_free(collie_work_t *work)
 {
-  free(work);
+  if (work) work_unref(work);
 }
