@@ -230,4 +230,8 @@
   XX(async_order_shm_2_thread, async_order_thread, 2, "shm", 60) \
   XX(async_order_shm_4_thread, async_order_thread, 4, "shm", 60) \
   XX(async_order_tcp_2_thread, async_order_thread, 2, "tcp", 60) \
-  XX(async_order_mixed_3_thread, async_order_thread, 3, "mixed", 60)
+  XX(async_order_mixed_3_thread, async_order_thread, 3, "mixed", 60) \
+  XX(flight_names_missing_rank_shm_3, flight_names_missing_rank, 3, "shm", 30) \
+  XX(flight_names_missing_rank_tcp_4, flight_names_missing_rank, 4, "tcp", 30) \
+  XX(check_names_each_call_shm_3, check_names_each_call, 3, "shm", 30) \
+  XX(check_names_each_call_tcp_3, check_names_each_call, 3, "tcp", 30)

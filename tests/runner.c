@@ -255,6 +255,7 @@ runner_run(const struct test_entry *t)
           setenv("COLLIE_TRANSPORT", t->transport, 1);
         }
         if (!getenv("COLLIE_TIMEOUT_MS")) setenv("COLLIE_TIMEOUT_MS", "20000", 1);
+        setenv("COLLIE_LOG_DIR", runner_dir, 1); /* flight-recorder dumps stay with the test */
       }
       t->fn();
       fflush(stdout);

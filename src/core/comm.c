@@ -116,6 +116,10 @@ static void
 comm_free(collie_comm_t *c)
 {
   if (!c) return;
+  if (c->flight) {
+    collie__flight_unwatch(c->flight);
+    collie__flight_free(c->flight);
+  }
   collie__net_close(c->net);
   if (c->store) collie__store_release(c->store);
   if (c->job_store) collie__store_release(c->job_store);
@@ -235,6 +239,8 @@ comm_create(const struct collie__params *params, const char *token, int64_t time
   }
   if (params->TUNING_FILE)
     COLLIE_CHECK_GOTO(collie__models_load(params->TUNING_FILE, &c->models), rc, out_free);
+  if (params->FR_SIZE > 0 && (c->flight = collie__flight_new((int)params->FR_SIZE, rank, size, hash)))
+    collie__flight_watch(c->flight, params->LOG_DIR);
   if (comm_reg_add(c) != 0) {
     rc = collie__err(COLLIE_SYSTEM_ERROR, "out of memory registering a communicator");
     goto out_free;
@@ -501,4 +507,31 @@ int
 collie_comm_size(const collie_comm_t *comm)
 {
   return comm && comm_reg_has(comm) ? comm->size : -1;
+}
+
+/* ---- Flight recorder ---- */
+
+void
+collie__comm_flight_dump(collie_comm_t *comm, const char *reason)
+{
+  if (!comm->flight) return;
+  char saved[COLLIE_ERRMSG_LEN];
+  snprintf(saved, sizeof(saved), "%s", collie__err_msg()); /* keep the caller's diagnosis */
+  if (collie__flight_dump(comm->flight, comm->params.LOG_DIR, reason) != COLLIE_SUCCESS)
+    COLLIE_WARN("INIT", "flight recorder: %s", collie__err_msg());
+  collie__err_set_text(saved);
+}
+
+collie_result_t
+collie_flight_dump(collie_comm_t *comm)
+{
+  if (!comm) return collie__err(COLLIE_INVALID_ARGUMENT, "collie_flight_dump: comm is NULL");
+  if (!comm_reg_has(comm))
+    return collie__err(COLLIE_INVALID_USAGE,
+                       "collie_flight_dump: communicator %p was destroyed or never initialised",
+                       (void *)comm);
+  if (!comm->flight)
+    return collie__err(COLLIE_INVALID_USAGE,
+                       "collie_flight_dump: the flight recorder is off (COLLIE_FR_SIZE=0)");
+  return collie__flight_dump(comm->flight, comm->params.LOG_DIR, "user");
 }

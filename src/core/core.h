@@ -12,6 +12,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "coll/coll.h"
+#include "telemetry/telemetry.h"
 #include "transport/transport.h"
 #include "util/error.h"
 #include "util/util.h"
@@ -59,6 +60,7 @@ struct collie_comm {
   struct collie__algo_table algos; /* COLLIE_ALGO overrides */
   struct collie__models models;    /* cost model (defaults or COLLIE_TUNING_FILE) */
   struct collie__select_log select_log;
+  struct collie__flight *flight; /* last COLLIE_FR_SIZE operations (NULL: off) */
   int all_shm; /* every rank shares this host and shm serves them */
   uint32_t seq;                     /* collectives issued so far */
   uint32_t split_seq;
@@ -93,6 +95,7 @@ struct collie__op {
   struct collie__call call;
   const struct collie__algo *algo;
   int64_t timeout_ms;
+  int64_t fr_id; /* its flight-recorder record (-1: none) */
 };
 
 /* Issue-time half, on the caller's thread: fills op->call's comm fields,
@@ -106,6 +109,10 @@ collie_result_t collie__dispatch_prepare(collie_comm_t *comm, struct collie__op 
  * the communicator. Blocks until done or the op's deadline. */
 collie_result_t collie__dispatch_run(collie_comm_t *comm, struct collie__op *op);
 
+
+/* Dumps comm's flight recorder to COLLIE_LOG_DIR with reason; failures to write
+ * are logged, not returned (the caller is already reporting an error). */
+void collie__comm_flight_dump(collie_comm_t *comm, const char *reason);
 
 /* ---- check.c ---- */
 

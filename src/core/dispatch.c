@@ -14,6 +14,43 @@
 
 #include "core/core.h"
 
+/* The flight recorder's entry for an issued operation (state QUEUED). */
+static void
+dispatch_record(collie_comm_t *comm, struct collie__op *op)
+{
+  const struct collie__call *c = &op->call;
+  if (!comm->flight) return;
+  int reduces = c->reduce != NULL;
+  struct collie__flight_op fo = {
+      .comm_hash = comm->hash,
+      .seq = c->kind == COLLIE_KIND_P2P ? c->p2p_seq : c->seq,
+      .kind = c->kind == COLLIE_KIND_P2P ? (c->sendbuf ? "send" : "recv") : collie__kind_name(c->kind),
+      .dtype = collie_dtype_name(c->dtype),
+      .op = reduces ? collie_op_name(c->op) : NULL,
+      .algo = op->algo ? op->algo->name : NULL,
+      .count = c->count,
+      .bytes = c->kind == COLLIE_KIND_P2P ? c->count * c->esize : collie__call_bytes(c),
+      .root = (c->kind == COLLIE_KIND_BROADCAST || c->kind == COLLIE_KIND_REDUCE ||
+               c->kind == COLLIE_KIND_GATHER || c->kind == COLLIE_KIND_SCATTER ||
+               c->kind == COLLIE_KIND_P2P)
+                  ? c->root
+                  : -1,
+  };
+  op->fr_id = collie__flight_queued(comm->flight, &fo);
+}
+
+/* Ends the record with the outcome; a failure also dumps the recorder, so the
+ * ranks' dumps tell collie-report who was stuck where. */
+static collie_result_t
+dispatch_done(collie_comm_t *comm, struct collie__op *op, collie_result_t rc)
+{
+  if (!comm->flight) return rc;
+  collie__flight_state(comm->flight, op->fr_id,
+                       rc == COLLIE_SUCCESS ? COLLIE_FR_COMPLETED : COLLIE_FR_FAILED, NULL);
+  if (rc != COLLIE_SUCCESS) collie__comm_flight_dump(comm, rc == COLLIE_TIMEOUT ? "timeout" : "failure");
+  return rc;
+}
+
 collie_result_t
 collie__dispatch_prepare(collie_comm_t *comm, struct collie__op *op, const collie_opts_t *opts)
 {
@@ -28,7 +65,11 @@ collie__dispatch_prepare(collie_comm_t *comm, struct collie__op *op, const colli
   call->scratch = &comm->scratch;
   call->all_shm = comm->all_shm;
   call->esize = collie_dtype_size(call->dtype);
-  if (call->kind == COLLIE_KIND_P2P) return COLLIE_SUCCESS; /* api.c counted the pair */
+  op->fr_id = -1;
+  if (call->kind == COLLIE_KIND_P2P) { /* api.c counted the pair */
+    dispatch_record(comm, op);
+    return COLLIE_SUCCESS;
+  }
   /* An unusable algorithm choice is an argument error: reported before the
    * call takes a sequence number, so the communicator stays usable. */
   collie_result_t rc = collie__algo_select(call, opts_algo, &comm->algos, &comm->models,
@@ -36,6 +77,7 @@ collie__dispatch_prepare(collie_comm_t *comm, struct collie__op *op, const colli
   if (rc != COLLIE_SUCCESS) return rc;
   call->algo = op->algo->id;
   call->seq = comm->seq++;
+  dispatch_record(comm, op);
   return COLLIE_SUCCESS;
 }
 
@@ -47,19 +89,23 @@ collie__dispatch_run(collie_comm_t *comm, struct collie__op *op)
   collie_result_t rc;
 
   call->deadline_ns = collie__deadline_after_ms(op->timeout_ms);
+  if (comm->flight) collie__flight_state(comm->flight, op->fr_id, COLLIE_FR_STARTED, NULL);
   if (call->kind == COLLIE_KIND_P2P) {
     rc = (call->sendbuf ? collie__p2p_send : collie__p2p_recv)(call);
-    if (rc == COLLIE_SUCCESS) return rc;
+    if (rc == COLLIE_SUCCESS) return dispatch_done(comm, op, rc);
     collie__err_prefix("%s rank %d (tag %d, %zu x %s)", call->sendbuf ? "send to" : "recv from",
                        call->root, call->tag, call->count, collie_dtype_name(call->dtype));
-    return collie__comm_poison(comm, rc);
+    collie__comm_poison(comm, rc);
+    return dispatch_done(comm, op, rc);
   }
   COLLIE_TRACE("COLL", "%s #%u: %zu x %s, algorithm %s", collie__kind_name(call->kind), call->seq,
                call->count, collie_dtype_name(call->dtype), algo->name);
-  rc = algo->run(call);
-  if (rc == COLLIE_SUCCESS) return rc;
+  rc = comm->params.CHECK ? collie__check_call(call) : COLLIE_SUCCESS;
+  if (rc == COLLIE_SUCCESS) rc = algo->run(call);
+  if (rc == COLLIE_SUCCESS) return dispatch_done(comm, op, rc);
   collie__err_prefix("%s #%u (%zu x %s, %s, timeout %lld ms)", collie__kind_name(call->kind),
                      call->seq, call->count, collie_dtype_name(call->dtype), algo->name,
                      (long long)op->timeout_ms);
-  return collie__comm_poison(comm, rc);
+  collie__comm_poison(comm, rc);
+  return dispatch_done(comm, op, rc);
 }

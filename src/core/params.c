@@ -87,6 +87,9 @@ params_check(const struct collie__params *p)
                        (long long)p->TIMEOUT_MS);
   if (p->SPIN < -1)
     return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_SPIN=%lld must be >= -1", (long long)p->SPIN);
+  if (p->FR_SIZE < 0 || p->FR_SIZE > 10000000)
+    return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_FR_SIZE=%lld must be 0..10000000",
+                       (long long)p->FR_SIZE);
   if (p->CHECK != 0 && p->CHECK != 1)
     return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_CHECK=%lld must be 0 or 1",
                        (long long)p->CHECK);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -152,4 +153,58 @@ TEST_IMPL(timeout_names_peer)
     ASSERTF(timed_out >= 1, "no rank reported COLLIE_TIMEOUT");
   }
   ASSERT_OK(collie_comm_destroy(comm));
+}
+
+/* A rank that never calls: the others time out and dump their flight
+ * recorders; it dumps its own; collie-report hang names it and its last op. */
+TEST_IMPL(flight_names_missing_rank)
+{
+  collie_comm_t *comm = test_comm();
+  int r = test_rank(), p = test_size();
+  float x = 1;
+  ASSERT_OK(collie_allreduce(comm, &x, &x, 1, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL));
+  if (r != 0) {
+    collie_opts_t opts = {.timeout_ms = 300};
+    collie_result_t rc = collie_barrier(comm, &opts, NULL);
+    ASSERT(rc == COLLIE_TIMEOUT || rc == COLLIE_REMOTE_ERROR);
+  } else {
+    usleep(1200000); /* the others give up and dump */
+    ASSERT_OK(collie_flight_dump(comm));
+    char cmd[1024], out[4096] = "";
+    snprintf(cmd, sizeof(cmd), "%s/collie-report hang %s 2>&1", COLLIE_BUILD_DIR, test_dir());
+    FILE *f = popen(cmd, "r");
+    ASSERT(f);
+    size_t n = fread(out, 1, sizeof(out) - 1, f);
+    out[n] = '\0';
+    int status = pclose(f);
+    ASSERTF(WIFEXITED(status) && WEXITSTATUS(status) == 1, "collie-report exit %d:\n%s", status, out);
+    char want[64];
+    snprintf(want, sizeof(want), "%d ranks, %d dumps", p, p);
+    ASSERTF(strstr(out, want), "report lacks \"%s\":\n%s", want, out);
+    ASSERTF(strstr(out, "barrier #1") &&
+                strstr(out, "rank 0 never joined: its last op was allreduce #0") &&
+                strstr(out, "(completed)"),
+            "report:\n%s", out);
+  }
+  ASSERT_OK(collie_comm_destroy(comm));
+}
+
+/* COLLIE_CHECK=1: ranks that call different collectives all fail at once with
+ * a message naming each rank's call. */
+TEST_IMPL(check_names_each_call)
+{
+  setenv("COLLIE_CHECK", "1", 1);
+  collie_comm_t *comm = test_comm();
+  int r = test_rank();
+  float buf[64] = {0};
+  ASSERT_OK(collie_allreduce(comm, buf, buf, 64, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL));
+  collie_result_t rc = r == 1 ? collie_allreduce(comm, buf, buf, 64, COLLIE_FLOAT32, COLLIE_MAX, NULL, NULL)
+                              : collie_broadcast(comm, buf, 64, COLLIE_FLOAT32, 0, NULL, NULL);
+  ASSERTF(rc == COLLIE_INVALID_USAGE, "got %s: %s", collie_result_string(rc), collie_last_error());
+  const char *m = collie_last_error();
+  ASSERTF(strstr(m, "COLLIE_CHECK") && strstr(m, "rank 1 called allreduce(64 x float32, max") &&
+              strstr(m, "rank 0 called broadcast(64 x float32, root 0"),
+          "message: %s", m);
+  ASSERT_OK(collie_comm_destroy(comm));
+  unsetenv("COLLIE_CHECK");
 }
