@@ -1,0 +1,53 @@
+/*
+ * latency.c - small-message latency of allreduce and barrier, the numbers a
+ * step of every small collective is made of. Run it under collierun:
+ *
+ *   collierun -n 2 build/bench/latency [floats]            (default 2)
+ *   COLLIE_CHECK=1 collierun -n 2 build/bench/latency 256  (the cost of COLLIE_CHECK)
+ *
+ * Prints rank 0's mean time per call over 20000 back-to-back calls after 100
+ * warm-up calls.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "collie.h"
+
+static double
+lat_now(void)
+{
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+int
+main(int argc, char **argv)
+{
+  collie_comm_t *c;
+  if (collie_comm_init(&c) != COLLIE_SUCCESS) {
+    fprintf(stderr, "latency: %s\n", collie_last_error());
+    return 1;
+  }
+  int n = argc > 1 ? atoi(argv[1]) : 2, iters = 20000;
+  float *b = calloc((size_t)(n > 0 ? n : 1), sizeof(float));
+  if (!b || n < 0) return 1;
+  for (int i = 0; i < 100; i++) collie_allreduce(c, b, b, (size_t)n, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL);
+  double t0 = lat_now();
+  for (int i = 0; i < iters; i++)
+    if (collie_allreduce(c, b, b, (size_t)n, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL) != COLLIE_SUCCESS) {
+      fprintf(stderr, "latency: %s\n", collie_last_error());
+      return 1;
+    }
+  double ar = (lat_now() - t0) / iters * 1e6;
+  t0 = lat_now();
+  for (int i = 0; i < iters; i++) collie_barrier(c, NULL, NULL);
+  double ba = (lat_now() - t0) / iters * 1e6;
+  if (collie_comm_rank(c) == 0)
+    printf("%d ranks: allreduce of %d float32: %.2f us, barrier: %.2f us\n", collie_comm_size(c), n,
+           ar, ba);
+  free(b);
+  collie_comm_destroy(c);
+  return 0;
+}
