@@ -234,4 +234,6 @@
   XX(flight_names_missing_rank_shm_3, flight_names_missing_rank, 3, "shm", 30) \
   XX(flight_names_missing_rank_tcp_4, flight_names_missing_rank, 4, "tcp", 30) \
   XX(check_names_each_call_shm_3, check_names_each_call, 3, "shm", 30) \
-  XX(check_names_each_call_tcp_3, check_names_each_call, 3, "tcp", 30)
+  XX(check_names_each_call_tcp_3, check_names_each_call, 3, "tcp", 30) \
+  XX(flight_sigusr1_comm_shm_2, flight_sigusr1_comm, 2, "shm", 30) \
+  XX(flight_sigusr1_comm_tcp_2, flight_sigusr1_comm, 2, "tcp", 30)
