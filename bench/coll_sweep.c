@@ -45,8 +45,17 @@ sweep_parse_size(const char *s)
   return (size_t)v;
 }
 
-enum { SW_ALLREDUCE, SW_ALLGATHER, SW_REDUCE_SCATTER, SW_BROADCAST, SW_REDUCE, SW_ALLTOALL,
-       SW_GATHER, SW_SCATTER, SW_COUNT };
+enum {
+  SW_ALLREDUCE,
+  SW_ALLGATHER,
+  SW_REDUCE_SCATTER,
+  SW_BROADCAST,
+  SW_REDUCE,
+  SW_ALLTOALL,
+  SW_GATHER,
+  SW_SCATTER,
+  SW_COUNT
+};
 static const char *sweep_names[SW_COUNT] = {"allreduce", "allgather", "reduce_scatter", "broadcast",
                                             "reduce",    "alltoall",  "gather",         "scatter"};
 
@@ -58,15 +67,22 @@ sweep_call(collie_comm_t *comm, int k, size_t bytes, int a, float *s, float *r)
   size_t n = bytes / 4, per = n / (size_t)p;
   collie_opts_t o = {.algorithm = a};
   switch (k) {
-  case SW_ALLREDUCE: return collie_allreduce(comm, s, r, n, COLLIE_FLOAT32, COLLIE_SUM, &o, NULL);
-  case SW_ALLGATHER: return collie_allgather(comm, s, r, per, COLLIE_FLOAT32, &o, NULL);
+  case SW_ALLREDUCE:
+    return collie_allreduce(comm, s, r, n, COLLIE_FLOAT32, COLLIE_SUM, &o, NULL);
+  case SW_ALLGATHER:
+    return collie_allgather(comm, s, r, per, COLLIE_FLOAT32, &o, NULL);
   case SW_REDUCE_SCATTER:
     return collie_reduce_scatter(comm, s, r, per, COLLIE_FLOAT32, COLLIE_SUM, &o, NULL);
-  case SW_BROADCAST: return collie_broadcast(comm, s, n, COLLIE_FLOAT32, 0, &o, NULL);
-  case SW_REDUCE: return collie_reduce(comm, s, r, n, COLLIE_FLOAT32, COLLIE_SUM, 0, &o, NULL);
-  case SW_ALLTOALL: return collie_alltoall(comm, s, r, per, COLLIE_FLOAT32, &o, NULL);
-  case SW_GATHER: return collie_gather(comm, s, r, per, COLLIE_FLOAT32, 0, &o, NULL);
-  default: return collie_scatter(comm, s, r, per, COLLIE_FLOAT32, 0, &o, NULL);
+  case SW_BROADCAST:
+    return collie_broadcast(comm, s, n, COLLIE_FLOAT32, 0, &o, NULL);
+  case SW_REDUCE:
+    return collie_reduce(comm, s, r, n, COLLIE_FLOAT32, COLLIE_SUM, 0, &o, NULL);
+  case SW_ALLTOALL:
+    return collie_alltoall(comm, s, r, per, COLLIE_FLOAT32, &o, NULL);
+  case SW_GATHER:
+    return collie_gather(comm, s, r, per, COLLIE_FLOAT32, 0, &o, NULL);
+  default:
+    return collie_scatter(comm, s, r, per, COLLIE_FLOAT32, 0, &o, NULL);
   }
 }
 
@@ -101,11 +117,16 @@ main(int argc, char **argv)
   double factor = 4, target = 0.05;
   const char *colls = "allreduce,allgather,reduce_scatter,broadcast,reduce,alltoall,gather,scatter";
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "-b")) minb = sweep_parse_size(argv[i + 1]);
-    else if (!strcmp(argv[i], "-e")) maxb = sweep_parse_size(argv[i + 1]);
-    else if (!strcmp(argv[i], "-f")) factor = atof(argv[i + 1]);
-    else if (!strcmp(argv[i], "-t")) target = atof(argv[i + 1]);
-    else if (!strcmp(argv[i], "-c")) colls = argv[i + 1];
+    if (!strcmp(argv[i], "-b"))
+      minb = sweep_parse_size(argv[i + 1]);
+    else if (!strcmp(argv[i], "-e"))
+      maxb = sweep_parse_size(argv[i + 1]);
+    else if (!strcmp(argv[i], "-f"))
+      factor = atof(argv[i + 1]);
+    else if (!strcmp(argv[i], "-t"))
+      target = atof(argv[i + 1]);
+    else if (!strcmp(argv[i], "-c"))
+      colls = argv[i + 1];
     else {
       fprintf(stderr, "usage: coll_sweep [-c list] [-b min] [-e max] [-f factor] [-t seconds]\n");
       return 2;
@@ -122,7 +143,8 @@ main(int argc, char **argv)
   if (!s || !r) return 1;
   if (rank == 0)
     printf("# coll_sweep: %d ranks; time = slowest rank's mean, us\n"
-           "%-15s %10s %-22s %12s\n", p, "collective", "bytes", "algorithm", "time_us");
+           "%-15s %10s %-22s %12s\n",
+           p, "collective", "bytes", "algorithm", "time_us");
   for (int k = 0; k < SW_COUNT; k++) {
     if (!strstr(colls, sweep_names[k])) continue;
     for (double b = (double)minb; b <= (double)maxb; b *= factor) {
@@ -135,8 +157,10 @@ main(int argc, char **argv)
       for (int a = 0; a < COLLIE_ALGO_COUNT_; a++) {
         double us = sweep_time(comm, k, bytes, a, target, s, r);
         if (us < 0) continue;
-        if (rank == 0) printf("%-15s %10zu %-22s %12.2f\n", sweep_names[k], bytes, sweep_algos[a], us);
-        if (a == COLLIE_ALGO_AUTO) t_auto = us;
+        if (rank == 0)
+          printf("%-15s %10zu %-22s %12.2f\n", sweep_names[k], bytes, sweep_algos[a], us);
+        if (a == COLLIE_ALGO_AUTO)
+          t_auto = us;
         else if (best < 0 || us < best) {
           best = us;
           best_a = a;

@@ -33,10 +33,12 @@ main(int argc, char **argv)
   int n = argc > 1 ? atoi(argv[1]) : 2, iters = 20000;
   float *b = calloc((size_t)(n > 0 ? n : 1), sizeof(float));
   if (!b || n < 0) return 1;
-  for (int i = 0; i < 100; i++) collie_allreduce(c, b, b, (size_t)n, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL);
+  for (int i = 0; i < 100; i++)
+    collie_allreduce(c, b, b, (size_t)n, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL);
   double t0 = lat_now();
   for (int i = 0; i < iters; i++)
-    if (collie_allreduce(c, b, b, (size_t)n, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL) != COLLIE_SUCCESS) {
+    if (collie_allreduce(c, b, b, (size_t)n, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL) !=
+        COLLIE_SUCCESS) {
       fprintf(stderr, "latency: %s\n", collie_last_error());
       return 1;
     }

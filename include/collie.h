@@ -126,19 +126,21 @@ typedef struct collie_work collie_work_t; /* opaque: one async operation */
  * COLLIE_CONFIG_INIT so that size/magic/version are right; fields left at
  * their initial value take the environment's (or the built-in) default. */
 typedef struct {
-  size_t size;           /* sizeof(collie_config_t), set by COLLIE_CONFIG_INIT */
-  unsigned magic;        /* COLLIE_CONFIG_MAGIC */
-  unsigned version;      /* COLLIE_VERSION_CODE the caller compiled against */
-  int rank;              /* 0 <= rank < world_size; required */
-  int world_size;        /* > 0; required */
-  const char *store;     /* "tcp://host:port" (rank 0 serves it) or "file:///dir"; NULL: COLLIE_STORE */
+  size_t size;       /* sizeof(collie_config_t), set by COLLIE_CONFIG_INIT */
+  unsigned magic;    /* COLLIE_CONFIG_MAGIC */
+  unsigned version;  /* COLLIE_VERSION_CODE the caller compiled against */
+  int rank;          /* 0 <= rank < world_size; required */
+  int world_size;    /* > 0; required */
+  const char *store; /* "tcp://host:port" (rank 0 serves it) or "file:///dir"; NULL: COLLIE_STORE */
   const char *job_token; /* shared secret of the job; NULL: COLLIE_JOB_TOKEN */
   int64_t timeout_ms;    /* default deadline of every operation; 0: COLLIE_TIMEOUT_MS */
   const char *transport; /* "auto", "shm" or "tcp"; NULL: COLLIE_TRANSPORT */
 } collie_config_t;
 
 #define COLLIE_CONFIG_INIT                                                                         \
-  {sizeof(collie_config_t), COLLIE_CONFIG_MAGIC, COLLIE_VERSION_CODE, -1, 0, NULL, NULL, 0, NULL}
+  {                                                                                                \
+    sizeof(collie_config_t), COLLIE_CONFIG_MAGIC, COLLIE_VERSION_CODE, -1, 0, NULL, NULL, 0, NULL  \
+  }
 
 /* Creates the world communicator from the environment that a launcher set:
  * collierun (COLLIE_RANK, COLLIE_WORLD_SIZE, COLLIE_STORE, COLLIE_JOB_TOKEN), torchrun
@@ -153,7 +155,8 @@ typedef struct {
 COLLIE_API collie_result_t collie_comm_init(collie_comm_t **comm);
 
 /* As collie_comm_init, with rank, size, store, token and timeout given by cfg. */
-COLLIE_API collie_result_t collie_comm_init_config(const collie_config_t *cfg, collie_comm_t **comm);
+COLLIE_API collie_result_t collie_comm_init_config(const collie_config_t *cfg,
+                                                   collie_comm_t **comm);
 
 /* Value of color that leaves the calling rank out of every new communicator. */
 #define COLLIE_SPLIT_NONE (-1)
@@ -245,17 +248,15 @@ typedef struct {
 
 /* recvbuf[i] = op over ranks of sendbuf[i], on every rank. In place: sendbuf == recvbuf.
  * AVG divides the sum by the size (integers: truncated toward zero). */
-COLLIE_API collie_result_t collie_allreduce(collie_comm_t *comm, const void *sendbuf,
-                                            void *recvbuf, size_t count, collie_dtype_t dtype,
-                                            collie_op_t op, const collie_opts_t *opts,
-                                            collie_work_t **work);
+COLLIE_API collie_result_t collie_allreduce(collie_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                            size_t count, collie_dtype_t dtype, collie_op_t op,
+                                            const collie_opts_t *opts, collie_work_t **work);
 
 /* recvbuf (size*sendcount elements) = every rank's sendbuf, in rank order.
  * In place: sendbuf == recvbuf + rank*sendcount. */
-COLLIE_API collie_result_t collie_allgather(collie_comm_t *comm, const void *sendbuf,
-                                            void *recvbuf, size_t sendcount,
-                                            collie_dtype_t dtype, const collie_opts_t *opts,
-                                            collie_work_t **work);
+COLLIE_API collie_result_t collie_allgather(collie_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                            size_t sendcount, collie_dtype_t dtype,
+                                            const collie_opts_t *opts, collie_work_t **work);
 
 /* As allgather with per-rank counts: rank q's block lands at recvbuf + displs[q]. */
 COLLIE_API collie_result_t collie_allgatherv(collie_comm_t *comm, const void *sendbuf,
@@ -279,15 +280,13 @@ COLLIE_API collie_result_t collie_broadcast(collie_comm_t *comm, void *buf, size
 /* Root's recvbuf = op over ranks of sendbuf. recvbuf matters only at root. */
 COLLIE_API collie_result_t collie_reduce(collie_comm_t *comm, const void *sendbuf, void *recvbuf,
                                          size_t count, collie_dtype_t dtype, collie_op_t op,
-                                         int root, const collie_opts_t *opts,
-                                         collie_work_t **work);
+                                         int root, const collie_opts_t *opts, collie_work_t **work);
 
 /* Block q of sendbuf (count_per_rank elements) goes to rank q, landing in block
  * `rank` of its recvbuf. */
-COLLIE_API collie_result_t collie_alltoall(collie_comm_t *comm, const void *sendbuf,
-                                           void *recvbuf, size_t count_per_rank,
-                                           collie_dtype_t dtype, const collie_opts_t *opts,
-                                           collie_work_t **work);
+COLLIE_API collie_result_t collie_alltoall(collie_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                           size_t count_per_rank, collie_dtype_t dtype,
+                                           const collie_opts_t *opts, collie_work_t **work);
 
 /* As alltoall with per-peer counts and displacements (in elements). */
 COLLIE_API collie_result_t collie_alltoallv(collie_comm_t *comm, const void *sendbuf,
@@ -302,10 +301,9 @@ COLLIE_API collie_result_t collie_gather(collie_comm_t *comm, const void *sendbu
                                          const collie_opts_t *opts, collie_work_t **work);
 
 /* Block q of root's sendbuf (size*count elements) goes to rank q's recvbuf. */
-COLLIE_API collie_result_t collie_scatter(collie_comm_t *comm, const void *sendbuf,
-                                          void *recvbuf, size_t count, collie_dtype_t dtype,
-                                          int root, const collie_opts_t *opts,
-                                          collie_work_t **work);
+COLLIE_API collie_result_t collie_scatter(collie_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                          size_t count, collie_dtype_t dtype, int root,
+                                          const collie_opts_t *opts, collie_work_t **work);
 
 /* Returns once every rank of comm has entered the barrier. */
 COLLIE_API collie_result_t collie_barrier(collie_comm_t *comm, const collie_opts_t *opts,

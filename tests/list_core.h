@@ -5,10 +5,10 @@
   XX(api_init_errors, api_init_errors, 0, "auto", 20)                                              \
   XX(api_bad_arguments_1, api_bad_arguments, 1, "auto", 20)                                        \
   XX(api_bad_arguments_shm_3, api_bad_arguments, 3, "shm", 30)                                     \
-  XX(api_bad_arguments_tcp_2, api_bad_arguments, 2, "tcp", 30) \
-  XX(log_levels_shm_2, log_levels, 2, "shm", 30)                                                  \
-  XX(log_levels_tcp_2, log_levels, 2, "tcp", 30) \
-  XX(select_tuning_file, select_tuning_file, 0, "auto", 20)                                       \
-  XX(select_decision_table_shm_2, select_decision_table, 2, "shm", 30)                            \
-  XX(select_decision_table_tcp_3, select_decision_table, 3, "tcp", 30)                            \
+  XX(api_bad_arguments_tcp_2, api_bad_arguments, 2, "tcp", 30)                                     \
+  XX(log_levels_shm_2, log_levels, 2, "shm", 30)                                                   \
+  XX(log_levels_tcp_2, log_levels, 2, "tcp", 30)                                                   \
+  XX(select_tuning_file, select_tuning_file, 0, "auto", 20)                                        \
+  XX(select_decision_table_shm_2, select_decision_table, 2, "shm", 30)                             \
+  XX(select_decision_table_tcp_3, select_decision_table, 3, "tcp", 30)                             \
   XX(select_forced_shm_2, select_forced, 2, "shm", 30)

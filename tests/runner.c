@@ -40,7 +40,8 @@ struct test_entry {
 };
 
 static const struct test_entry runner_tests[] = {
-#define XX_ENTRY(name, fn, ranks, transport, timeout) {#name, test_fn_##fn, ranks, transport, timeout},
+#define XX_ENTRY(name, fn, ranks, transport, timeout)                                              \
+  {#name, test_fn_##fn, ranks, transport, timeout},
     TEST_LIST(XX_ENTRY)
 #undef XX_ENTRY
 };
@@ -180,7 +181,8 @@ runner_make_token(char *out, size_t len)
   }
   if (fd >= 0) close(fd);
   size_t o = 0;
-  for (size_t i = 0; i < sizeof(raw) && o + 2 < len; i++) o += (size_t)snprintf(out + o, len - o, "%02x", raw[i]);
+  for (size_t i = 0; i < sizeof(raw) && o + 2 < len; i++)
+    o += (size_t)snprintf(out + o, len - o, "%02x", raw[i]);
 }
 
 /* Counts /dev/shm entries whose name contains needle. */

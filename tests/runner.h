@@ -69,8 +69,8 @@ void test_fail(const char *file, int line, const char *fmt, ...)
       test_fail(__FILE__, __LINE__, "%s -> %s, expected %s (%s)", #call,                           \
                 collie_result_string(rc_), collie_result_string(code), collie_last_error());       \
     if (!test_contains(collie_last_error(), (substr)))                                             \
-      test_fail(__FILE__, __LINE__, "%s: message \"%s\" lacks \"%s\"", #call,                      \
-                collie_last_error(), (const char *)(substr));                                      \
+      test_fail(__FILE__, __LINE__, "%s: message \"%s\" lacks \"%s\"", #call, collie_last_error(), \
+                (const char *)(substr));                                                           \
   } while (0)
 
 #endif /* COLLIE_TEST_RUNNER_H */

@@ -24,7 +24,7 @@ demo_now_us(void)
   do {                                                                                             \
     collie_result_t rc_ = (call);                                                                  \
     if (rc_ != COLLIE_SUCCESS) {                                                                   \
-      fprintf(stderr, "collie-demo: %s failed: %s: %s\n", #call, collie_result_string(rc_),       \
+      fprintf(stderr, "collie-demo: %s failed: %s: %s\n", #call, collie_result_string(rc_),        \
               collie_last_error());                                                                \
       exit(1);                                                                                     \
     }                                                                                              \

@@ -33,5 +33,5 @@ dissemination_cost(const struct collie__call *c, const struct collie__model *m)
 }
 
 const struct collie__algo collie__algo_barrier_dissemination = {
-    "dissemination", COLLIE_ALGO_DISSEMINATION, COLLIE_KIND_BARRIER, 0, dissemination_cost,
-    dissemination_run};
+    "dissemination",    COLLIE_ALGO_DISSEMINATION, COLLIE_KIND_BARRIER, 0,
+    dissemination_cost, dissemination_run};

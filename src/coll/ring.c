@@ -160,9 +160,12 @@ ring_allreduce_cost(const struct collie__call *c, const struct collie__model *m)
          (p - 1) / p * S * m->gamma_us;
 }
 
-const struct collie__algo collie__algo_allreduce_ring = {
-    "ring", COLLIE_ALGO_RING, COLLIE_KIND_ALLREDUCE, COLLIE_NEEDS_REDUCE, ring_allreduce_cost,
-    ring_allreduce_run};
+const struct collie__algo collie__algo_allreduce_ring = {"ring",
+                                                         COLLIE_ALGO_RING,
+                                                         COLLIE_KIND_ALLREDUCE,
+                                                         COLLIE_NEEDS_REDUCE,
+                                                         ring_allreduce_cost,
+                                                         ring_allreduce_run};
 
 /* ---- reduce_scatter ---- */
 
@@ -195,13 +198,15 @@ static double
 ring_reduce_scatter_cost(const struct collie__call *c, const struct collie__model *m)
 {
   double p = c->size, S = (double)collie__call_bytes(c);
-  return (p - 1) * m->alpha_us + (p - 1) / p * S * (m->beta_us + m->gamma_us) +
-         S * m->beta_us / 2;
+  return (p - 1) * m->alpha_us + (p - 1) / p * S * (m->beta_us + m->gamma_us) + S * m->beta_us / 2;
 }
 
-const struct collie__algo collie__algo_reduce_scatter_ring = {
-    "ring", COLLIE_ALGO_RING, COLLIE_KIND_REDUCE_SCATTER, COLLIE_NEEDS_REDUCE,
-    ring_reduce_scatter_cost, ring_reduce_scatter_run};
+const struct collie__algo collie__algo_reduce_scatter_ring = {"ring",
+                                                              COLLIE_ALGO_RING,
+                                                              COLLIE_KIND_REDUCE_SCATTER,
+                                                              COLLIE_NEEDS_REDUCE,
+                                                              ring_reduce_scatter_cost,
+                                                              ring_reduce_scatter_run};
 
 /* ---- allgather(v) ---- */
 

@@ -79,8 +79,8 @@ collie__models_load(const char *path, struct collie__models *m)
     int n = 0;
     if (!eq || sscanf(p, "%15[a-z].%31[a-z_] %n", cls, key, &n) != 2 || p + n != eq) {
       rc = collie__err(COLLIE_INVALID_ARGUMENT,
-                       "%s:%d: expected \"<shm|tcp>.<alpha_us|beta_us|gamma_us> = <number>\"",
-                       path, lineno);
+                       "%s:%d: expected \"<shm|tcp>.<alpha_us|beta_us|gamma_us> = <number>\"", path,
+                       lineno);
       break;
     }
     errno = 0;
@@ -117,7 +117,9 @@ collie__call_bytes(const struct collie__call *c)
   case COLLIE_KIND_REDUCE_SCATTER:
   case COLLIE_KIND_ALLTOALL:
   case COLLIE_KIND_GATHER:
-  case COLLIE_KIND_SCATTER: n = c->count * (size_t)c->size; break;
+  case COLLIE_KIND_SCATTER:
+    n = c->count * (size_t)c->size;
+    break;
   case COLLIE_KIND_ALLGATHERV:
     for (int q = 0; q < c->size; q++) n += c->recvcounts[q];
     break;
@@ -125,7 +127,9 @@ collie__call_bytes(const struct collie__call *c)
     /* Rank-local; only the transport-independent shape matters for the model. */
     for (int q = 0; q < c->size; q++) n += c->sendcounts[q];
     break;
-  default: n = c->count; break;
+  default:
+    n = c->count;
+    break;
   }
   return n * c->esize;
 }
@@ -142,7 +146,8 @@ collie__algo_parse(const char *spec, struct collie__algo_table *out)
     char item[128], *eq;
     size_t n = strcspn(p, ",");
     if (n == 0 || n >= sizeof(item))
-      return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_ALGO=\"%s\": empty or overlong item", spec);
+      return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_ALGO=\"%s\": empty or overlong item",
+                         spec);
     memcpy(item, p, n);
     item[n] = '\0';
     p += n + (p[n] == ',');
@@ -162,8 +167,8 @@ collie__algo_parse(const char *spec, struct collie__algo_table *out)
       return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_ALGO=\"%s\": unknown algorithm \"%s\"",
                          spec, eq + 1);
     if (id != COLLIE_ALGO_AUTO && !select_find(kind, id))
-      return collie__err(COLLIE_INVALID_ARGUMENT,
-                         "COLLIE_ALGO=\"%s\": %s has no algorithm \"%s\"", spec, item, eq + 1);
+      return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_ALGO=\"%s\": %s has no algorithm \"%s\"",
+                         spec, item, eq + 1);
     out->forced[kind] = id;
   }
   return COLLIE_SUCCESS;

@@ -13,7 +13,7 @@ double collie__stub_cost(const struct collie__call *c, const struct collie__mode
 collie_result_t collie__stub_run(struct collie__call *c);
 
 #define COLLIE_ALGO_STUB(name, ID, KIND)                                                           \
-  const struct collie__algo collie__algo_##name = {#name, COLLIE_ALGO_##ID, COLLIE_KIND_##KIND, 0, \
-                                                   collie__stub_cost, collie__stub_run}
+  const struct collie__algo collie__algo_##name = {#name, COLLIE_ALGO_##ID,  COLLIE_KIND_##KIND,   \
+                                                   0,     collie__stub_cost, collie__stub_run}
 
 #endif

@@ -29,8 +29,10 @@ api_op(const char *fn, collie_dtype_t dtype, collie_op_t op)
     return collie__err(COLLIE_INVALID_ARGUMENT, "%s: op = %d is not a collie_op_t value", fn,
                        (int)op);
   if (!collie__reduce_kernel(dtype, op))
-    return collie__err(COLLIE_UNSUPPORTED, "%s: op %s is not defined on %s (bitwise ops need an "
-                       "integer dtype)", fn, collie_op_name(op), collie_dtype_name(dtype));
+    return collie__err(COLLIE_UNSUPPORTED,
+                       "%s: op %s is not defined on %s (bitwise ops need an "
+                       "integer dtype)",
+                       fn, collie_op_name(op), collie_dtype_name(dtype));
   return COLLIE_SUCCESS;
 }
 
@@ -71,8 +73,9 @@ api_opts(const char *fn, const collie_opts_t *opts)
     return collie__err(COLLIE_INVALID_ARGUMENT, "%s: opts->timeout_ms = %lld must be >= 0", fn,
                        (long long)opts->timeout_ms);
   if (opts->algorithm < 0 || opts->algorithm >= COLLIE_ALGO_COUNT_)
-    return collie__err(COLLIE_INVALID_ARGUMENT, "%s: opts->algorithm = %d is not a COLLIE_ALGO_* value",
-                       fn, opts->algorithm);
+    return collie__err(COLLIE_INVALID_ARGUMENT,
+                       "%s: opts->algorithm = %d is not a COLLIE_ALGO_* value", fn,
+                       opts->algorithm);
   return COLLIE_SUCCESS;
 }
 
@@ -125,8 +128,12 @@ collie_allreduce(collie_comm_t *comm, const void *sendbuf, void *recvbuf, size_t
   API_TRY(api_count(fn, "count", count, 1, dtype));
   API_TRY(api_buf(fn, "sendbuf", sendbuf, count));
   API_TRY(api_buf(fn, "recvbuf", recvbuf, count));
-  struct collie__call call = {.kind = COLLIE_KIND_ALLREDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                              .count = count, .dtype = dtype, .op = op,
+  struct collie__call call = {.kind = COLLIE_KIND_ALLREDUCE,
+                              .sendbuf = sendbuf,
+                              .recvbuf = recvbuf,
+                              .count = count,
+                              .dtype = dtype,
+                              .op = op,
                               .reduce = collie__reduce_kernel(dtype, op)};
   return api_finish(comm, &call, opts, work);
 }
@@ -141,8 +148,12 @@ collie_broadcast(collie_comm_t *comm, void *buf, size_t count, collie_dtype_t dt
   API_TRY(api_count(fn, "count", count, 1, dtype));
   API_TRY(api_buf(fn, "buf", buf, count));
   API_TRY(api_rank(comm, fn, "root", root));
-  struct collie__call call = {.kind = COLLIE_KIND_BROADCAST, .sendbuf = buf, .recvbuf = buf,
-                              .count = count, .dtype = dtype, .root = root};
+  struct collie__call call = {.kind = COLLIE_KIND_BROADCAST,
+                              .sendbuf = buf,
+                              .recvbuf = buf,
+                              .count = count,
+                              .dtype = dtype,
+                              .root = root};
   return api_finish(comm, &call, opts, work);
 }
 
@@ -164,8 +175,11 @@ collie_allgather(collie_comm_t *comm, const void *sendbuf, void *recvbuf, size_t
   API_TRY(api_count(fn, "sendcount", sendcount, (size_t)comm->size, dtype));
   API_TRY(api_buf(fn, "sendbuf", sendbuf, sendcount));
   API_TRY(api_buf(fn, "recvbuf", recvbuf, sendcount));
-  struct collie__call call = {.kind = COLLIE_KIND_ALLGATHER, .sendbuf = sendbuf,
-                              .recvbuf = recvbuf, .count = sendcount, .dtype = dtype};
+  struct collie__call call = {.kind = COLLIE_KIND_ALLGATHER,
+                              .sendbuf = sendbuf,
+                              .recvbuf = recvbuf,
+                              .count = sendcount,
+                              .dtype = dtype};
   return api_finish(comm, &call, opts, work);
 }
 
@@ -186,17 +200,22 @@ collie_allgatherv(collie_comm_t *comm, const void *sendbuf, size_t sendcount, vo
   for (int q = 0; q < comm->size; q++) {
     API_TRY(api_count(fn, "recvcounts[q]", recvcounts[q], 1, dtype));
     if (displs[q] > SIZE_MAX - recvcounts[q])
-      return collie__err(COLLIE_INVALID_ARGUMENT, "%s: displs[%d] + recvcounts[%d] overflows", fn, q,
-                         q);
+      return collie__err(COLLIE_INVALID_ARGUMENT, "%s: displs[%d] + recvcounts[%d] overflows", fn,
+                         q, q);
     total |= recvcounts[q];
   }
   if (recvcounts[comm->rank] != sendcount)
-    return collie__err(COLLIE_INVALID_ARGUMENT, "%s: recvcounts[%d] = %zu differs from sendcount %zu",
-                       fn, comm->rank, recvcounts[comm->rank], sendcount);
+    return collie__err(COLLIE_INVALID_ARGUMENT,
+                       "%s: recvcounts[%d] = %zu differs from sendcount %zu", fn, comm->rank,
+                       recvcounts[comm->rank], sendcount);
   API_TRY(api_buf(fn, "recvbuf", recvbuf, total));
-  struct collie__call call = {.kind = COLLIE_KIND_ALLGATHERV, .sendbuf = sendbuf,
-                              .recvbuf = recvbuf, .count = sendcount, .recvcounts = recvcounts,
-                              .rdispls = displs, .dtype = dtype};
+  struct collie__call call = {.kind = COLLIE_KIND_ALLGATHERV,
+                              .sendbuf = sendbuf,
+                              .recvbuf = recvbuf,
+                              .count = sendcount,
+                              .recvcounts = recvcounts,
+                              .rdispls = displs,
+                              .dtype = dtype};
   return api_finish(comm, &call, opts, work);
 }
 
@@ -212,8 +231,12 @@ collie_reduce_scatter(collie_comm_t *comm, const void *sendbuf, void *recvbuf, s
   API_TRY(api_count(fn, "recvcount", recvcount, (size_t)comm->size, dtype));
   API_TRY(api_buf(fn, "sendbuf", sendbuf, recvcount));
   API_TRY(api_buf(fn, "recvbuf", recvbuf, recvcount));
-  struct collie__call call = {.kind = COLLIE_KIND_REDUCE_SCATTER, .sendbuf = sendbuf,
-                              .recvbuf = recvbuf, .count = recvcount, .dtype = dtype, .op = op,
+  struct collie__call call = {.kind = COLLIE_KIND_REDUCE_SCATTER,
+                              .sendbuf = sendbuf,
+                              .recvbuf = recvbuf,
+                              .count = recvcount,
+                              .dtype = dtype,
+                              .op = op,
                               .reduce = collie__reduce_kernel(dtype, op)};
   return api_finish(comm, &call, opts, work);
 }
@@ -231,8 +254,13 @@ collie_reduce(collie_comm_t *comm, const void *sendbuf, void *recvbuf, size_t co
   API_TRY(api_rank(comm, fn, "root", root));
   API_TRY(api_buf(fn, "sendbuf", sendbuf, count));
   if (comm->rank == root) API_TRY(api_buf(fn, "recvbuf (at the root)", recvbuf, count));
-  struct collie__call call = {.kind = COLLIE_KIND_REDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                              .count = count, .dtype = dtype, .op = op, .root = root,
+  struct collie__call call = {.kind = COLLIE_KIND_REDUCE,
+                              .sendbuf = sendbuf,
+                              .recvbuf = recvbuf,
+                              .count = count,
+                              .dtype = dtype,
+                              .op = op,
+                              .root = root,
                               .reduce = collie__reduce_kernel(dtype, op)};
   return api_finish(comm, &call, opts, work);
 }
@@ -247,8 +275,11 @@ collie_alltoall(collie_comm_t *comm, const void *sendbuf, void *recvbuf, size_t 
   API_TRY(api_count(fn, "count_per_rank", count_per_rank, (size_t)comm->size, dtype));
   API_TRY(api_buf(fn, "sendbuf", sendbuf, count_per_rank));
   API_TRY(api_buf(fn, "recvbuf", recvbuf, count_per_rank));
-  struct collie__call call = {.kind = COLLIE_KIND_ALLTOALL, .sendbuf = sendbuf,
-                              .recvbuf = recvbuf, .count = count_per_rank, .dtype = dtype};
+  struct collie__call call = {.kind = COLLIE_KIND_ALLTOALL,
+                              .sendbuf = sendbuf,
+                              .recvbuf = recvbuf,
+                              .count = count_per_rank,
+                              .dtype = dtype};
   return api_finish(comm, &call, opts, work);
 }
 
@@ -287,9 +318,14 @@ collie_alltoallv(collie_comm_t *comm, const void *sendbuf, const size_t *sendcou
                        "%s: sendcounts[%d] = %zu differs from recvcounts[%d] = %zu (the block a "
                        "rank keeps for itself has one size)",
                        fn, comm->rank, sendcounts[comm->rank], comm->rank, recvcounts[comm->rank]);
-  struct collie__call call = {.kind = COLLIE_KIND_ALLTOALLV, .sendbuf = sendbuf,
-                              .recvbuf = recvbuf, .sendcounts = sendcounts, .sdispls = sdispls,
-                              .recvcounts = recvcounts, .rdispls = rdispls, .dtype = dtype};
+  struct collie__call call = {.kind = COLLIE_KIND_ALLTOALLV,
+                              .sendbuf = sendbuf,
+                              .recvbuf = recvbuf,
+                              .sendcounts = sendcounts,
+                              .sdispls = sdispls,
+                              .recvcounts = recvcounts,
+                              .rdispls = rdispls,
+                              .dtype = dtype};
   return api_finish(comm, &call, opts, work);
 }
 
@@ -304,8 +340,12 @@ collie_gather(collie_comm_t *comm, const void *sendbuf, void *recvbuf, size_t co
   API_TRY(api_rank(comm, fn, "root", root));
   API_TRY(api_buf(fn, "sendbuf", sendbuf, count));
   if (comm->rank == root) API_TRY(api_buf(fn, "recvbuf (at the root)", recvbuf, count));
-  struct collie__call call = {.kind = COLLIE_KIND_GATHER, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                              .count = count, .dtype = dtype, .root = root};
+  struct collie__call call = {.kind = COLLIE_KIND_GATHER,
+                              .sendbuf = sendbuf,
+                              .recvbuf = recvbuf,
+                              .count = count,
+                              .dtype = dtype,
+                              .root = root};
   return api_finish(comm, &call, opts, work);
 }
 
@@ -320,8 +360,12 @@ collie_scatter(collie_comm_t *comm, const void *sendbuf, void *recvbuf, size_t c
   API_TRY(api_rank(comm, fn, "root", root));
   if (comm->rank == root) API_TRY(api_buf(fn, "sendbuf (at the root)", sendbuf, count));
   API_TRY(api_buf(fn, "recvbuf", recvbuf, count));
-  struct collie__call call = {.kind = COLLIE_KIND_SCATTER, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                              .count = count, .dtype = dtype, .root = root};
+  struct collie__call call = {.kind = COLLIE_KIND_SCATTER,
+                              .sendbuf = sendbuf,
+                              .recvbuf = recvbuf,
+                              .count = count,
+                              .dtype = dtype,
+                              .root = root};
   return api_finish(comm, &call, opts, work);
 }
 
@@ -339,9 +383,9 @@ api_p2p(collie_comm_t *comm, const char *fn, const void *sbuf, void *rbuf, size_
   if (tag < 0) return collie__err(COLLIE_INVALID_ARGUMENT, "%s: tag = %d must be >= 0", fn, tag);
   if (comm->in_group) {
     if (work)
-      return collie__err(COLLIE_INVALID_ARGUMENT,
-                         "%s: work must be NULL inside a group (collie_group_end returns the handle)",
-                         fn);
+      return collie__err(
+          COLLIE_INVALID_ARGUMENT,
+          "%s: work must be NULL inside a group (collie_group_end returns the handle)", fn);
     return collie__group_add(comm, sbuf, rbuf, count, dtype, peer, tag);
   }
   if (peer == comm->rank)
@@ -349,8 +393,13 @@ api_p2p(collie_comm_t *comm, const char *fn, const void *sbuf, void *rbuf, size_
                        "%s: a blocking %s to itself would never complete; put the send and the "
                        "recv in one group (collie_group_start/end)",
                        fn, sbuf ? "send" : "recv");
-  struct collie__call call = {.kind = COLLIE_KIND_P2P, .sendbuf = sbuf, .recvbuf = rbuf,
-                              .count = count, .dtype = dtype, .root = peer, .tag = tag};
+  struct collie__call call = {.kind = COLLIE_KIND_P2P,
+                              .sendbuf = sbuf,
+                              .recvbuf = rbuf,
+                              .count = count,
+                              .dtype = dtype,
+                              .root = peer,
+                              .tag = tag};
   /* Counted before the call so that both ends of the pair keep step even if it fails. */
   call.p2p_seq = sbuf ? comm->p2p_send_seq[peer]++ : comm->p2p_recv_seq[peer]++;
   return api_finish(comm, &call, opts, work);

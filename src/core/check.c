@@ -17,8 +17,8 @@
 
 struct check_print {
   int32_t kind, dtype, op, root, algo, pad;
-  uint64_t count;   /* elements (the v-variants: a hash of the counts all ranks share) */
-  uint64_t shape;   /* allgatherv: hash of recvcounts; 0 otherwise */
+  uint64_t count; /* elements (the v-variants: a hash of the counts all ranks share) */
+  uint64_t shape; /* allgatherv: hash of recvcounts; 0 otherwise */
 };
 _Static_assert(sizeof(struct check_print) == 40, "fingerprint is 40 bytes on the wire");
 
@@ -32,17 +32,27 @@ check_fill(const struct collie__call *c, struct check_print *f)
   f->count = c->count;
   switch (c->kind) {
   case COLLIE_KIND_ALLREDUCE:
-  case COLLIE_KIND_REDUCE_SCATTER: f->op = (int32_t)c->op; break;
-  case COLLIE_KIND_REDUCE: f->op = (int32_t)c->op; f->root = c->root; break;
+  case COLLIE_KIND_REDUCE_SCATTER:
+    f->op = (int32_t)c->op;
+    break;
+  case COLLIE_KIND_REDUCE:
+    f->op = (int32_t)c->op;
+    f->root = c->root;
+    break;
   case COLLIE_KIND_BROADCAST:
   case COLLIE_KIND_GATHER:
-  case COLLIE_KIND_SCATTER: f->root = c->root; break;
+  case COLLIE_KIND_SCATTER:
+    f->root = c->root;
+    break;
   case COLLIE_KIND_ALLGATHERV:
     f->count = 0; /* each rank's sendcount differs; the layout must not */
     f->shape = collie__hash64(c->recvcounts, (size_t)c->size * sizeof(size_t), 0);
     break;
-  case COLLIE_KIND_ALLTOALLV: f->count = 0; break; /* counts are per pair */
-  default: break;
+  case COLLIE_KIND_ALLTOALLV:
+    f->count = 0;
+    break; /* counts are per pair */
+  default:
+    break;
   }
 }
 
@@ -58,7 +68,7 @@ check_describe(const struct check_print *f, char *buf, size_t len)
                   (unsigned long long)f->count, collie_dtype_name((collie_dtype_t)f->dtype),
                   f->op || f->kind == COLLIE_KIND_ALLREDUCE ? ", " : "",
                   f->op || f->kind == COLLIE_KIND_ALLREDUCE ? collie_op_name((collie_op_t)f->op)
-                                                              : "",
+                                                            : "",
                   f->root, f->algo >= 0 && f->algo < COLLIE_ALGO_COUNT_ ? algos[f->algo] : "?");
 }
 
@@ -85,13 +95,14 @@ collie__check_call(const struct collie__call *c)
   for (int q = 0; q < p; q++) differ |= memcmp(&all[q], &all[0], sizeof(*all)) != 0;
   if (!differ) return COLLIE_SUCCESS;
   char msg[COLLIE_ERRMSG_LEN];
-  size_t o = (size_t)snprintf(msg, sizeof(msg), "collectives mismatched across ranks (COLLIE_CHECK):");
+  size_t o =
+      (size_t)snprintf(msg, sizeof(msg), "collectives mismatched across ranks (COLLIE_CHECK):");
   for (int q = 0; q < p && o < sizeof(msg); q++) {
     if (q > 0 && !memcmp(&all[q], &all[q - 1], sizeof(*all))) continue; /* runs of equal calls */
     int last = q;
     while (last + 1 < p && !memcmp(&all[last + 1], &all[q], sizeof(*all))) last++;
-    o += (size_t)snprintf(msg + o, sizeof(msg) - o, last > q ? " ranks %d-%d called " : " rank %d called ",
-                          q, last);
+    o += (size_t)snprintf(msg + o, sizeof(msg) - o,
+                          last > q ? " ranks %d-%d called " : " rank %d called ", q, last);
     if (o < sizeof(msg)) o += (size_t)check_describe(&all[q], msg + o, sizeof(msg) - o);
     if (o < sizeof(msg) && last + 1 < p) o += (size_t)snprintf(msg + o, sizeof(msg) - o, ";");
   }

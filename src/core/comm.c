@@ -172,7 +172,8 @@ comm_create(const struct collie__params *params, const char *token, int64_t time
   c->p2p_send_seq = calloc((size_t)size, sizeof(uint32_t));
   c->p2p_recv_seq = calloc((size_t)size, sizeof(uint32_t));
   if (!c->peers || !c->p2p_send_seq || !c->p2p_recv_seq) {
-    rc = collie__err(COLLIE_SYSTEM_ERROR, "out of memory creating a communicator of %d ranks", size);
+    rc =
+        collie__err(COLLIE_SYSTEM_ERROR, "out of memory creating a communicator of %d ranks", size);
     goto out_free;
   }
   COLLIE_CHECK_GOTO(collie__algo_parse(params->ALGO, &c->algos), rc, out_free);
@@ -201,8 +202,8 @@ comm_create(const struct collie__params *params, const char *token, int64_t time
       if (rc != COLLIE_SUCCESS) goto out_free;
       if (len != sizeof(struct collie__peer)) {
         free(val);
-        rc = collie__err(COLLIE_REMOTE_ERROR, "rank %d published a malformed peer record (%zu bytes)",
-                         p, len);
+        rc = collie__err(COLLIE_REMOTE_ERROR,
+                         "rank %d published a malformed peer record (%zu bytes)", p, len);
         goto out_free;
       }
       memcpy(&c->peers[p], val, len);
@@ -233,13 +234,19 @@ comm_create(const struct collie__params *params, const char *token, int64_t time
   } else {
     c->all_shm = 1;
     collie__models_default(&c->models, 0);
-    struct collie__net_cfg cfg = {.rank = 0, .size = 1, .peers = c->peers, .transport = transport,
-                                  .token = c->token, .comm_hash = hash, .deadline_ns = deadline};
+    struct collie__net_cfg cfg = {.rank = 0,
+                                  .size = 1,
+                                  .peers = c->peers,
+                                  .transport = transport,
+                                  .token = c->token,
+                                  .comm_hash = hash,
+                                  .deadline_ns = deadline};
     COLLIE_CHECK_GOTO(collie__net_open(&cfg, &c->net), rc, out_free);
   }
   if (params->TUNING_FILE)
     COLLIE_CHECK_GOTO(collie__models_load(params->TUNING_FILE, &c->models), rc, out_free);
-  if (params->FR_SIZE > 0 && (c->flight = collie__flight_new((int)params->FR_SIZE, rank, size, hash)))
+  if (params->FR_SIZE > 0 &&
+      (c->flight = collie__flight_new((int)params->FR_SIZE, rank, size, hash)))
     collie__flight_watch(c->flight, params->LOG_DIR);
   if (comm_reg_add(c) != 0) {
     rc = collie__err(COLLIE_SYSTEM_ERROR, "out of memory registering a communicator");
@@ -473,7 +480,8 @@ collie_comm_destroy(collie_comm_t *comm)
                                 .net = comm->net,
                                 .deadline_ns = collie__deadline_after_ms(comm->timeout_ms)};
     if (collie__algo_barrier_dissemination.run(&call) != COLLIE_SUCCESS)
-      COLLIE_WARN("INIT", "destroy: closing barrier failed (%s); closing anyway", collie__err_msg());
+      COLLIE_WARN("INIT", "destroy: closing barrier failed (%s); closing anyway",
+                  collie__err_msg());
   } else if (collie__comm_poisoned(comm) != COLLIE_SUCCESS) {
     collie__net_abort(comm->net);
   }

@@ -19,7 +19,11 @@
 
 /* ---- params.c ---- */
 
-typedef enum { COLLIE_TRANSPORT_AUTO = 0, COLLIE_TRANSPORT_SHM, COLLIE_TRANSPORT_TCP } collie__transport_t;
+typedef enum {
+  COLLIE_TRANSPORT_AUTO = 0,
+  COLLIE_TRANSPORT_SHM,
+  COLLIE_TRANSPORT_TCP
+} collie__transport_t;
 
 #define COLLIE_PARAM_CTYPE_INT int64_t
 #define COLLIE_PARAM_CTYPE_STR const char *
@@ -61,8 +65,8 @@ struct collie_comm {
   struct collie__models models;    /* cost model (defaults or COLLIE_TUNING_FILE) */
   struct collie__select_log select_log;
   struct collie__flight *flight; /* last COLLIE_FR_SIZE operations (NULL: off) */
-  int all_shm; /* every rank shares this host and shm serves them */
-  uint32_t seq;                     /* collectives issued so far */
+  int all_shm;                   /* every rank shares this host and shm serves them */
+  uint32_t seq;                  /* collectives issued so far */
   uint32_t split_seq;
   uint32_t *p2p_send_seq, *p2p_recv_seq; /* per peer */
   int in_group;
@@ -108,7 +112,6 @@ collie_result_t collie__dispatch_prepare(collie_comm_t *comm, struct collie__op 
  * runs, and on failure prefixes the message with the operation and poisons
  * the communicator. Blocks until done or the op's deadline. */
 collie_result_t collie__dispatch_run(collie_comm_t *comm, struct collie__op *op);
-
 
 /* Dumps comm's flight recorder to COLLIE_LOG_DIR with reason; failures to write
  * are logged, not returned (the caller is already reporting an error). */

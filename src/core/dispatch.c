@@ -24,7 +24,8 @@ dispatch_record(collie_comm_t *comm, struct collie__op *op)
   struct collie__flight_op fo = {
       .comm_hash = comm->hash,
       .seq = c->kind == COLLIE_KIND_P2P ? c->p2p_seq : c->seq,
-      .kind = c->kind == COLLIE_KIND_P2P ? (c->sendbuf ? "send" : "recv") : collie__kind_name(c->kind),
+      .kind =
+          c->kind == COLLIE_KIND_P2P ? (c->sendbuf ? "send" : "recv") : collie__kind_name(c->kind),
       .dtype = collie_dtype_name(c->dtype),
       .op = reduces ? collie_op_name(c->op) : NULL,
       .algo = op->algo ? op->algo->name : NULL,
@@ -47,7 +48,8 @@ dispatch_done(collie_comm_t *comm, struct collie__op *op, collie_result_t rc)
   if (!comm->flight) return rc;
   collie__flight_state(comm->flight, op->fr_id,
                        rc == COLLIE_SUCCESS ? COLLIE_FR_COMPLETED : COLLIE_FR_FAILED, NULL);
-  if (rc != COLLIE_SUCCESS) collie__comm_flight_dump(comm, rc == COLLIE_TIMEOUT ? "timeout" : "failure");
+  if (rc != COLLIE_SUCCESS)
+    collie__comm_flight_dump(comm, rc == COLLIE_TIMEOUT ? "timeout" : "failure");
   return rc;
 }
 

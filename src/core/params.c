@@ -40,7 +40,8 @@ params_word(const char *name, const char *v, const char *const *words, int nword
     strncat(allowed, words[i], sizeof(allowed) - strlen(allowed) - 1);
     if (i + 1 < nwords) strncat(allowed, ", ", sizeof(allowed) - strlen(allowed) - 1);
   }
-  return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_%s=\"%s\" is not one of %s", name, v, allowed);
+  return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_%s=\"%s\" is not one of %s", name, v,
+                     allowed);
 }
 
 /* Each typed setter: parse v (the environment's or the default) into field. */
@@ -86,7 +87,8 @@ params_check(const struct collie__params *p)
     return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_TIMEOUT_MS=%lld must be > 0 (milliseconds)",
                        (long long)p->TIMEOUT_MS);
   if (p->SPIN < -1)
-    return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_SPIN=%lld must be >= -1", (long long)p->SPIN);
+    return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_SPIN=%lld must be >= -1",
+                       (long long)p->SPIN);
   if (p->FR_SIZE < 0 || p->FR_SIZE > 10000000)
     return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_FR_SIZE=%lld must be 0..10000000",
                        (long long)p->FR_SIZE);
@@ -131,15 +133,17 @@ collie__params_load(struct collie__params *p, const char *(*getenv_fn)(const cha
   if (n == strlen(#name) && !strncmp(*e + 7, #name, n)) known = 1;
 #include "core/params.def"
 #undef X
-      if (!known) collie__log(COLLIE_LOG_WARN, "INIT", "%.*s is not a collie variable (misspelt?)",
-                              (int)(n + 7), *e);
+      if (!known)
+        collie__log(COLLIE_LOG_WARN, "INIT", "%.*s is not a collie variable (misspelt?)",
+                    (int)(n + 7), *e);
     }
   }
   return COLLIE_SUCCESS;
 }
 
 void
-collie__params_describe(void (*line)(const char *name, const char *def, const char *help, void *arg),
+collie__params_describe(void (*line)(const char *name, const char *def, const char *help,
+                                     void *arg),
                         void *arg)
 {
   const char *d;

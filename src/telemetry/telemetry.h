@@ -24,14 +24,14 @@ enum { COLLIE_FR_QUEUED = 0, COLLIE_FR_STARTED, COLLIE_FR_COMPLETED, COLLIE_FR_F
  * static (kind and algorithm names) and are copied by pointer. */
 struct collie__flight_op {
   uint64_t comm_hash;
-  uint32_t seq;        /* the comm's collective sequence number (p2p: the pair's counter) */
-  const char *kind;    /* "allreduce", "send/recv", ... */
-  const char *dtype;   /* "float32" */
-  const char *op;      /* "sum", or NULL when the collective does not reduce */
-  const char *algo;    /* "ring", or NULL before selection */
-  size_t count;        /* elements, as the caller passed */
-  size_t bytes;        /* the caller's buffer size in bytes */
-  int root;            /* root or peer; -1 when none */
+  uint32_t seq;      /* the comm's collective sequence number (p2p: the pair's counter) */
+  const char *kind;  /* "allreduce", "send/recv", ... */
+  const char *dtype; /* "float32" */
+  const char *op;    /* "sum", or NULL when the collective does not reduce */
+  const char *algo;  /* "ring", or NULL before selection */
+  size_t count;      /* elements, as the caller passed */
+  size_t bytes;      /* the caller's buffer size in bytes */
+  int root;          /* root or peer; -1 when none */
 };
 
 struct collie__flight;

@@ -167,7 +167,8 @@ net_post(struct collie__net *n, int peer, void *buf, size_t len, uint64_t slot, 
     return r->rc = n->failed;
   }
   if (peer < 0 || peer >= n->size)
-    return collie__err(COLLIE_INTERNAL_ERROR, "message to rank %d outside 0..%d", peer, n->size - 1);
+    return collie__err(COLLIE_INTERNAL_ERROR, "message to rank %d outside 0..%d", peer,
+                       n->size - 1);
   if (n->peer_xp[peer] < 0) {
     net_fifo_push(is_send ? &n->self_send : &n->self_recv, r);
     return net_self_match(n);
@@ -190,7 +191,6 @@ collie__net_irecv(struct collie__net *n, int peer, void *buf, size_t len, uint64
 {
   return net_post(n, peer, buf, len, slot, 0, r);
 }
-
 
 /* Names up to a few pending requests, for a timeout message. */
 static void

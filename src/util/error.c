@@ -86,11 +86,12 @@ collie__log(collie__loglevel_t lvl, const char *subsys, const char *fmt, ...)
   struct tm tm;
   localtime_r(&tv.tv_sec, &tm);
   int n = snprintf(line, sizeof(line), "%02d:%02d:%02d.%06ld collie %s [%d] %s%s%s: ", tm.tm_hour,
-                   tm.tm_min, tm.tm_sec, (long)tv.tv_usec, names[lvl], (int)getpid(), error_ctx ? error_ctx : "",
-                   error_ctx && error_ctx[0] ? " " : "", subsys);
+                   tm.tm_min, tm.tm_sec, (long)tv.tv_usec, names[lvl], (int)getpid(),
+                   error_ctx ? error_ctx : "", error_ctx && error_ctx[0] ? " " : "", subsys);
   va_list ap;
   va_start(ap, fmt);
-  if (n > 0 && (size_t)n < sizeof(line)) n += vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+  if (n > 0 && (size_t)n < sizeof(line))
+    n += vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
   va_end(ap);
   if (n < 0) return;
   if ((size_t)n >= sizeof(line) - 1) n = (int)sizeof(line) - 2;

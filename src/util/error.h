@@ -31,7 +31,12 @@ const char *collie__err_msg(void);
 void collie__err_clear(void);
 void collie__err_set_text(const char *msg);
 
-typedef enum { COLLIE_LOG_NONE = 0, COLLIE_LOG_WARN, COLLIE_LOG_INFO, COLLIE_LOG_TRACE } collie__loglevel_t;
+typedef enum {
+  COLLIE_LOG_NONE = 0,
+  COLLIE_LOG_WARN,
+  COLLIE_LOG_INFO,
+  COLLIE_LOG_TRACE
+} collie__loglevel_t;
 
 /* Process-wide level, set from COLLIE_DEBUG at init; WARN by default. */
 extern collie__loglevel_t collie__log_level;

@@ -66,7 +66,6 @@ uint64_t collie__hash64(const void *data, size_t n, uint64_t seed);
 /* strdup that returns NULL only on allocation failure; NULL in, NULL out. */
 char *collie__strdup(const char *s);
 /* Formats into a fixed buffer, always NUL-terminated, truncating. */
-void collie__fmt(char *buf, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+void collie__fmt(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #endif /* COLLIE_UTIL_H */

@@ -130,7 +130,8 @@ TEST_IMPL(sendrecv_mismatch)
   if (r == 0) {
     ASSERT_OK(collie_send(comm, v, 4, COLLIE_INT32, 1, 5, NULL, NULL));
   } else if (r == 1) {
-    ASSERT_RC(COLLIE_INVALID_USAGE, "mismatched", collie_recv(comm, v, 4, COLLIE_INT32, 0, 6, NULL, NULL));
+    ASSERT_RC(COLLIE_INVALID_USAGE, "mismatched",
+              collie_recv(comm, v, 4, COLLIE_INT32, 0, 6, NULL, NULL));
     ASSERT(strstr(collie_last_error(), "tag 5") && strstr(collie_last_error(), "tag 6"));
     ASSERT_RC(COLLIE_INVALID_USAGE, "earlier error", collie_barrier(comm, NULL, NULL));
   }

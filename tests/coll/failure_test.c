@@ -27,10 +27,12 @@ failure_op(collie_comm_t *comm, int which, float *buf, float *out, size_t n)
 {
   int p = collie_comm_size(comm);
   switch (which) {
-  case FAIL_BROADCAST: return collie_broadcast(comm, buf, n, COLLIE_FLOAT32, 0, NULL, NULL);
+  case FAIL_BROADCAST:
+    return collie_broadcast(comm, buf, n, COLLIE_FLOAT32, 0, NULL, NULL);
   case FAIL_ALLTOALL:
     return collie_alltoall(comm, buf, out, n / (size_t)p, COLLIE_FLOAT32, NULL, NULL);
-  default: return collie_allreduce(comm, buf, buf, n, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL);
+  default:
+    return collie_allreduce(comm, buf, buf, n, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL);
   }
 }
 
@@ -104,7 +106,8 @@ TEST_IMPL(abort_reaches_peers)
     ASSERT_RC(COLLIE_INVALID_USAGE, "aborted", collie_barrier(comm, NULL, NULL));
   } else {
     double t0 = failure_now();
-    collie_result_t rc = collie_allreduce(comm, buf, buf, n, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL);
+    collie_result_t rc =
+        collie_allreduce(comm, buf, buf, n, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL);
     double dt = failure_now() - t0;
     ASSERTF(rc == COLLIE_REMOTE_ERROR, "got %s: %s", collie_result_string(rc), collie_last_error());
     ASSERTF(dt < 2.0, "took %.2f s to learn of the abort", dt);
@@ -179,7 +182,8 @@ TEST_IMPL(flight_names_missing_rank)
     size_t n = fread(out, 1, sizeof(out) - 1, f);
     out[n] = '\0';
     int status = pclose(f);
-    ASSERTF(WIFEXITED(status) && WEXITSTATUS(status) == 1, "collie-report exit %d:\n%s", status, out);
+    ASSERTF(WIFEXITED(status) && WEXITSTATUS(status) == 1, "collie-report exit %d:\n%s", status,
+            out);
     char want[64];
     snprintf(want, sizeof(want), "%d ranks, %d dumps", p, p);
     ASSERTF(strstr(out, want), "report lacks \"%s\":\n%s", want, out);
@@ -200,8 +204,9 @@ TEST_IMPL(check_names_each_call)
   int r = test_rank();
   float buf[64] = {0};
   ASSERT_OK(collie_allreduce(comm, buf, buf, 64, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL));
-  collie_result_t rc = r == 1 ? collie_allreduce(comm, buf, buf, 64, COLLIE_FLOAT32, COLLIE_MAX, NULL, NULL)
-                              : collie_broadcast(comm, buf, 64, COLLIE_FLOAT32, 0, NULL, NULL);
+  collie_result_t rc =
+      r == 1 ? collie_allreduce(comm, buf, buf, 64, COLLIE_FLOAT32, COLLIE_MAX, NULL, NULL)
+             : collie_broadcast(comm, buf, 64, COLLIE_FLOAT32, 0, NULL, NULL);
   ASSERTF(rc == COLLIE_INVALID_USAGE, "got %s: %s", collie_result_string(rc), collie_last_error());
   const char *m = collie_last_error();
   ASSERTF(strstr(m, "COLLIE_CHECK") && strstr(m, "rank 1 called allreduce(64 x float32, max") &&

@@ -150,10 +150,9 @@ matrix_reduce_scatter(const struct matrix_case *k)
   char why[200];
   ref_fill(s, n * p, k->dtype, k->op, k->rank);
   MATRIX_RUN(k, collie_reduce_scatter(k->comm, s, r, n, k->dtype, k->op, &o, NULL));
-  MATRIX_EXPECT(k,
-                ref_check_at(r, (size_t)k->rank * n, n, k->dtype, k->op, k->size, why,
-                             sizeof(why)) < 0,
-                "%s", why);
+  MATRIX_EXPECT(
+      k, ref_check_at(r, (size_t)k->rank * n, n, k->dtype, k->op, k->size, why, sizeof(why)) < 0,
+      "%s", why);
   if (!k->inplace) {
     MATRIX_EXPECT(k, matrix_untouched(r + b, 64), "wrote past the end of recvbuf");
   }
@@ -197,7 +196,8 @@ matrix_alltoall(const struct matrix_case *k)
   collie_opts_t o = {.algorithm = k->algo};
   size_t n = k->count, p = (size_t)k->size, b = n * k->es;
   char *s = matrix_alloc(b * p), *r = k->inplace ? s : matrix_alloc(b * p);
-  for (size_t q = 0; q < p; q++) ref_fill_pattern(s + q * b, n, k->dtype, k->rank * k->size + (int)q);
+  for (size_t q = 0; q < p; q++)
+    ref_fill_pattern(s + q * b, n, k->dtype, k->rank * k->size + (int)q);
   MATRIX_RUN(k, collie_alltoall(k->comm, s, r, n, k->dtype, &o, NULL));
   for (int q = 0; q < k->size; q++) {
     long bad = ref_pattern_diff(r + (size_t)q * b, n, k->dtype, q * k->size + k->rank);
@@ -213,8 +213,8 @@ matrix_gather(const struct matrix_case *k)
   collie_opts_t o = {.algorithm = k->algo};
   size_t n = k->count, p = (size_t)k->size, b = n * k->es;
   int root = (int)((k->count + 1) % (size_t)k->size);
-  char *r = matrix_alloc(b * p), *s = k->inplace && k->rank == root ? r + (size_t)root * b
-                                                                     : matrix_alloc(b);
+  char *r = matrix_alloc(b * p),
+       *s = k->inplace && k->rank == root ? r + (size_t)root * b : matrix_alloc(b);
   ref_fill_pattern(s, n, k->dtype, k->rank);
   void *rb = k->rank == root ? (void *)r : NULL;
   MATRIX_RUN(k, collie_gather(k->comm, s, rb, n, k->dtype, root, &o, NULL));
@@ -236,8 +236,8 @@ matrix_scatter(const struct matrix_case *k)
   collie_opts_t o = {.algorithm = k->algo};
   size_t n = k->count, p = (size_t)k->size, b = n * k->es;
   int root = (int)((k->count + 2) % (size_t)k->size);
-  char *s = matrix_alloc(b * p), *r = k->inplace && k->rank == root ? s + (size_t)root * b
-                                                                     : matrix_alloc(b);
+  char *s = matrix_alloc(b * p),
+       *r = k->inplace && k->rank == root ? s + (size_t)root * b : matrix_alloc(b);
   if (k->rank == root)
     for (size_t q = 0; q < p; q++) ref_fill_pattern(s + q * b, n, k->dtype, (int)q);
   void *sb = k->rank == root ? (void *)s : NULL;
@@ -262,7 +262,8 @@ matrix_allgatherv(const struct matrix_case *k)
 {
   collie_opts_t o = {.algorithm = k->algo};
   int p = k->size;
-  size_t *counts = matrix_alloc((size_t)p * sizeof(size_t)), *displs = matrix_alloc((size_t)p * sizeof(size_t));
+  size_t *counts = matrix_alloc((size_t)p * sizeof(size_t)),
+         *displs = matrix_alloc((size_t)p * sizeof(size_t));
   size_t total = 0;
   ASSERT(counts && displs);
   for (int q = 0; q < p; q++) { /* blocks in reverse order, with gaps of 3 */
@@ -275,8 +276,8 @@ matrix_allgatherv(const struct matrix_case *k)
   char *r = matrix_alloc(total * k->es);
   char *s = k->inplace ? r + displs[k->rank] * k->es : matrix_alloc(counts[k->rank] * k->es);
   ref_fill_pattern(s, counts[k->rank], k->dtype, k->rank);
-  MATRIX_RUN(k, collie_allgatherv(k->comm, s, counts[k->rank], r, counts, displs, k->dtype, &o,
-                                  NULL));
+  MATRIX_RUN(k,
+             collie_allgatherv(k->comm, s, counts[k->rank], r, counts, displs, k->dtype, &o, NULL));
   for (int q = 0; q < p; q++) {
     long bad = ref_pattern_diff(r + displs[q] * k->es, counts[q], k->dtype, q);
     MATRIX_EXPECT(k, bad < 0, "block of rank %d wrong at element %ld", q, bad);
@@ -291,8 +292,10 @@ matrix_alltoallv(const struct matrix_case *k)
 {
   collie_opts_t o = {.algorithm = k->algo};
   int p = k->size, me = k->rank;
-  size_t *sc = matrix_alloc((size_t)p * sizeof(size_t)), *sd = matrix_alloc((size_t)p * sizeof(size_t));
-  size_t *rc = matrix_alloc((size_t)p * sizeof(size_t)), *rd = matrix_alloc((size_t)p * sizeof(size_t));
+  size_t *sc = matrix_alloc((size_t)p * sizeof(size_t)),
+         *sd = matrix_alloc((size_t)p * sizeof(size_t));
+  size_t *rc = matrix_alloc((size_t)p * sizeof(size_t)),
+         *rd = matrix_alloc((size_t)p * sizeof(size_t));
   size_t st = 0, rt = 0;
   ASSERT(sc && sd && rc && rd);
   for (int q = 0; q < p; q++) {
@@ -327,12 +330,9 @@ matrix_drive(matrix_fn fn, int reduces, int has_inplace)
   static const struct {
     collie_dtype_t d;
     collie_op_t op;
-  } subset[] = {{COLLIE_FLOAT32, COLLIE_SUM},
-                {COLLIE_INT64, COLLIE_MAX},
-                {COLLIE_BFLOAT16, COLLIE_AVG},
-                {COLLIE_UINT8, COLLIE_BXOR},
-                {COLLIE_FLOAT16, COLLIE_PROD},
-                {COLLIE_INT32, COLLIE_AVG}};
+  } subset[] = {{COLLIE_FLOAT32, COLLIE_SUM},  {COLLIE_INT64, COLLIE_MAX},
+                {COLLIE_BFLOAT16, COLLIE_AVG}, {COLLIE_UINT8, COLLIE_BXOR},
+                {COLLIE_FLOAT16, COLLIE_PROD}, {COLLIE_INT32, COLLIE_AVG}};
   struct matrix_case k;
   memset(&k, 0, sizeof(k));
   k.comm = test_comm();

@@ -124,8 +124,8 @@ mm_thread_main(void *arg)
   if (!v) return NULL;
   for (int it = 0; it < t->iters && !t->failed; it++) {
     for (size_t i = 0; i < n; i++) v[i] = r + it + (int64_t)i;
-    collie_result_t rc = collie_allreduce(t->comm, v, v, it % 2 ? n : 3, COLLIE_INT64, COLLIE_SUM,
-                                          NULL, NULL);
+    collie_result_t rc =
+        collie_allreduce(t->comm, v, v, it % 2 ? n : 3, COLLIE_INT64, COLLIE_SUM, NULL, NULL);
     if (rc != COLLIE_SUCCESS) {
       t->failed = 1;
       snprintf(t->msg, sizeof(t->msg), "iter %d: %s", it, collie_last_error());

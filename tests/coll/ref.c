@@ -16,13 +16,17 @@ ref_value(int r, size_t i, collie_op_t op)
 {
   unsigned h = (unsigned)(r * 131 + (int)(i % 1009) * 31 + 7);
   switch (op) {
-  case COLLIE_PROD: return 1 + (h % 2);                 /* product of 8 ranks <= 256 */
+  case COLLIE_PROD:
+    return 1 + (h % 2); /* product of 8 ranks <= 256 */
   case COLLIE_BAND:
   case COLLIE_BOR:
-  case COLLIE_BXOR: return (int64_t)(h * 2654435761u % 127u); /* fits int8 */
+  case COLLIE_BXOR:
+    return (int64_t)(h * 2654435761u % 127u); /* fits int8 */
   case COLLIE_MIN:
-  case COLLIE_MAX: return (int64_t)(h % 23) - 11;        /* negatives too */
-  default: return (int64_t)(h % 11) - 3;                 /* SUM, AVG: |sum| small */
+  case COLLIE_MAX:
+    return (int64_t)(h % 23) - 11; /* negatives too */
+  default:
+    return (int64_t)(h % 11) - 3; /* SUM, AVG: |sum| small */
   }
 }
 
@@ -35,7 +39,7 @@ ref_half_bits(int64_t v)
   uint64_t a = (uint64_t)(v < 0 ? -v : v);
   if (a == 0) return sign;
   int e = 0;
-  while ((a >> (e + 1)) != 0) e++;                       /* a = 1.f x 2^e */
+  while ((a >> (e + 1)) != 0) e++;                      /* a = 1.f x 2^e */
   uint16_t mant = (uint16_t)(((a << 10) >> e) & 0x3ff); /* the 10 bits after the point */
   return (uint16_t)(sign | (uint16_t)((e + 15) << 10) | mant);
 }
@@ -46,9 +50,12 @@ ref_half_value(uint16_t h)
 {
   int e = (h >> 10) & 0x1f, m = h & 0x3ff;
   double v;
-  if (e == 0) v = ldexp(m, -24);
-  else if (e == 31) v = m ? NAN : INFINITY;
-  else v = ldexp(1024 + m, e - 25);
+  if (e == 0)
+    v = ldexp(m, -24);
+  else if (e == 31)
+    v = m ? NAN : INFINITY;
+  else
+    v = ldexp(1024 + m, e - 25);
   return (h & 0x8000) ? -v : v;
 }
 
@@ -73,17 +80,38 @@ void
 ref_store(void *buf, size_t i, collie_dtype_t d, int64_t v)
 {
   switch (d) {
-  case COLLIE_INT8: ((int8_t *)buf)[i] = (int8_t)v; break;
-  case COLLIE_UINT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
-  case COLLIE_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
-  case COLLIE_UINT32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
-  case COLLIE_INT64: ((int64_t *)buf)[i] = v; break;
-  case COLLIE_UINT64: ((uint64_t *)buf)[i] = (uint64_t)v; break;
-  case COLLIE_FLOAT16: ((uint16_t *)buf)[i] = ref_half_bits(v); break;
-  case COLLIE_BFLOAT16: ((uint16_t *)buf)[i] = ref_bf16_bits((float)v); break;
-  case COLLIE_FLOAT32: ((float *)buf)[i] = (float)v; break;
-  case COLLIE_FLOAT64: ((double *)buf)[i] = (double)v; break;
-  default: break;
+  case COLLIE_INT8:
+    ((int8_t *)buf)[i] = (int8_t)v;
+    break;
+  case COLLIE_UINT8:
+    ((uint8_t *)buf)[i] = (uint8_t)v;
+    break;
+  case COLLIE_INT32:
+    ((int32_t *)buf)[i] = (int32_t)v;
+    break;
+  case COLLIE_UINT32:
+    ((uint32_t *)buf)[i] = (uint32_t)v;
+    break;
+  case COLLIE_INT64:
+    ((int64_t *)buf)[i] = v;
+    break;
+  case COLLIE_UINT64:
+    ((uint64_t *)buf)[i] = (uint64_t)v;
+    break;
+  case COLLIE_FLOAT16:
+    ((uint16_t *)buf)[i] = ref_half_bits(v);
+    break;
+  case COLLIE_BFLOAT16:
+    ((uint16_t *)buf)[i] = ref_bf16_bits((float)v);
+    break;
+  case COLLIE_FLOAT32:
+    ((float *)buf)[i] = (float)v;
+    break;
+  case COLLIE_FLOAT64:
+    ((double *)buf)[i] = (double)v;
+    break;
+  default:
+    break;
   }
 }
 
@@ -116,10 +144,14 @@ static double
 ref_load_f(const void *buf, size_t i, collie_dtype_t d)
 {
   switch (d) {
-  case COLLIE_FLOAT16: return ref_half_value(((const uint16_t *)buf)[i]);
-  case COLLIE_BFLOAT16: return ref_bf16_float(((const uint16_t *)buf)[i]);
-  case COLLIE_FLOAT32: return ((const float *)buf)[i];
-  default: return ((const double *)buf)[i];
+  case COLLIE_FLOAT16:
+    return ref_half_value(((const uint16_t *)buf)[i]);
+  case COLLIE_BFLOAT16:
+    return ref_bf16_float(((const uint16_t *)buf)[i]);
+  case COLLIE_FLOAT32:
+    return ((const float *)buf)[i];
+  default:
+    return ((const double *)buf)[i];
   }
 }
 
@@ -127,12 +159,18 @@ static uint64_t
 ref_load_u(const void *buf, size_t i, collie_dtype_t d)
 {
   switch (d) {
-  case COLLIE_INT8: return (uint64_t)(int64_t)((const int8_t *)buf)[i];
-  case COLLIE_UINT8: return ((const uint8_t *)buf)[i];
-  case COLLIE_INT32: return (uint64_t)(int64_t)((const int32_t *)buf)[i];
-  case COLLIE_UINT32: return ((const uint32_t *)buf)[i];
-  case COLLIE_INT64: return (uint64_t)((const int64_t *)buf)[i];
-  default: return ((const uint64_t *)buf)[i];
+  case COLLIE_INT8:
+    return (uint64_t)(int64_t)((const int8_t *)buf)[i];
+  case COLLIE_UINT8:
+    return ((const uint8_t *)buf)[i];
+  case COLLIE_INT32:
+    return (uint64_t)(int64_t)((const int32_t *)buf)[i];
+  case COLLIE_UINT32:
+    return ((const uint32_t *)buf)[i];
+  case COLLIE_INT64:
+    return (uint64_t)((const int64_t *)buf)[i];
+  default:
+    return ((const uint64_t *)buf)[i];
   }
 }
 
@@ -141,11 +179,16 @@ static uint64_t
 ref_wrap(uint64_t v, collie_dtype_t d)
 {
   switch (d) {
-  case COLLIE_INT8: return (uint64_t)(int64_t)(int8_t)v;
-  case COLLIE_UINT8: return (uint8_t)v;
-  case COLLIE_INT32: return (uint64_t)(int64_t)(int32_t)v;
-  case COLLIE_UINT32: return (uint32_t)v;
-  default: return v;
+  case COLLIE_INT8:
+    return (uint64_t)(int64_t)(int8_t)v;
+  case COLLIE_UINT8:
+    return (uint8_t)v;
+  case COLLIE_INT32:
+    return (uint64_t)(int64_t)(int32_t)v;
+  case COLLIE_UINT32:
+    return (uint32_t)v;
+  default:
+    return v;
   }
 }
 
@@ -185,10 +228,18 @@ ref_check_at(const void *buf, size_t first, size_t n, collie_dtype_t d, collie_o
       for (int r = 1; r < p; r++) {
         double v = (double)ref_value(r, i, op);
         switch (op) {
-        case COLLIE_PROD: acc *= v; break;
-        case COLLIE_MIN: acc = v < acc ? v : acc; break;
-        case COLLIE_MAX: acc = v > acc ? v : acc; break;
-        default: acc += v; break;
+        case COLLIE_PROD:
+          acc *= v;
+          break;
+        case COLLIE_MIN:
+          acc = v < acc ? v : acc;
+          break;
+        case COLLIE_MAX:
+          acc = v > acc ? v : acc;
+          break;
+        default:
+          acc += v;
+          break;
         }
       }
       double tol = 0;
@@ -211,17 +262,27 @@ ref_check_at(const void *buf, size_t first, size_t n, collie_dtype_t d, collie_o
         int64_t sv = ref_value(r, i, op);
         uint64_t v = ref_wrap((uint64_t)sv, d);
         switch (op) {
-        case COLLIE_PROD: acc = ref_wrap(acc * v, d); break;
+        case COLLIE_PROD:
+          acc = ref_wrap(acc * v, d);
+          break;
         case COLLIE_MIN:
           acc = ref_signed(d) ? ((int64_t)v < (int64_t)acc ? v : acc) : (v < acc ? v : acc);
           break;
         case COLLIE_MAX:
           acc = ref_signed(d) ? ((int64_t)v > (int64_t)acc ? v : acc) : (v > acc ? v : acc);
           break;
-        case COLLIE_BAND: acc &= v; break;
-        case COLLIE_BOR: acc |= v; break;
-        case COLLIE_BXOR: acc ^= v; break;
-        default: acc = ref_wrap(acc + v, d); break;
+        case COLLIE_BAND:
+          acc &= v;
+          break;
+        case COLLIE_BOR:
+          acc |= v;
+          break;
+        case COLLIE_BXOR:
+          acc ^= v;
+          break;
+        default:
+          acc = ref_wrap(acc + v, d);
+          break;
         }
         sacc += sv;
       }

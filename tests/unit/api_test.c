@@ -33,12 +33,12 @@ TEST_IMPL(api_bad_arguments)
             collie_allreduce(comm, f, f, big, COLLIE_FLOAT64, COLLIE_SUM, NULL, NULL));
   ASSERT_RC(COLLIE_INVALID_ARGUMENT, "root = -1",
             collie_broadcast(comm, f, 1, COLLIE_FLOAT32, -1, NULL, NULL));
-  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "root = ",
-            collie_broadcast(comm, f, 1, COLLIE_FLOAT32, p, NULL, NULL));
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT,
+            "root = ", collie_broadcast(comm, f, 1, COLLIE_FLOAT32, p, NULL, NULL));
   ASSERT_RC(COLLIE_INVALID_ARGUMENT, "buf is NULL",
             collie_broadcast(comm, NULL, 2, COLLIE_FLOAT32, 0, NULL, NULL));
-  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "peer = ",
-            collie_send(comm, f, 1, COLLIE_FLOAT32, p, 0, NULL, NULL));
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT,
+            "peer = ", collie_send(comm, f, 1, COLLIE_FLOAT32, p, 0, NULL, NULL));
   ASSERT_RC(COLLIE_INVALID_ARGUMENT, "peer = -3",
             collie_recv(comm, f, 1, COLLIE_FLOAT32, -3, 0, NULL, NULL));
   ASSERT_RC(COLLIE_INVALID_ARGUMENT, "tag = -1",
@@ -51,11 +51,13 @@ TEST_IMPL(api_bad_arguments)
   ASSERT_RC(COLLIE_INVALID_ARGUMENT, "algorithm = 77", collie_barrier(comm, &bad_algo, NULL));
   ASSERT_RC(COLLIE_INVALID_ARGUMENT, "no algorithm \"tree\"",
             collie_allreduce(comm, f, f, 1, COLLIE_FLOAT32, COLLIE_SUM, &wrong_algo, NULL));
-  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "count", collie_allgather(comm, f, g, big, COLLIE_FLOAT32, NULL, NULL));
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "count",
+            collie_allgather(comm, f, g, big, COLLIE_FLOAT32, NULL, NULL));
   ASSERT_RC(COLLIE_INVALID_ARGUMENT, "comm is NULL",
             collie_allreduce(NULL, f, f, 1, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL));
   ASSERT_RC(COLLIE_INVALID_ARGUMENT, "out is NULL", collie_comm_split(comm, 0, 0, NULL));
-  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "color = -7", collie_comm_split(comm, -7, 0, (collie_comm_t **)g));
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "color = -7",
+            collie_comm_split(comm, -7, 0, (collie_comm_t **)g));
   ASSERT_RC(COLLIE_INVALID_USAGE, "no group is open", collie_group_end(comm, NULL));
   ASSERT_RC(COLLIE_INVALID_ARGUMENT, "step = 0", collie_step_begin(comm, 0, 0));
 
@@ -85,7 +87,8 @@ TEST_IMPL(api_names)
   const char *seen[16];
   int n = 0;
 #define XX_CHECK(name, desc)                                                                       \
-  ASSERT(collie_result_string(COLLIE_##name) && !strcmp(collie_result_string(COLLIE_##name), desc)); \
+  ASSERT(collie_result_string(COLLIE_##name) &&                                                    \
+         !strcmp(collie_result_string(COLLIE_##name), desc));                                      \
   for (int i = 0; i < n; i++) ASSERT(strcmp(seen[i], desc) != 0);                                  \
   seen[n++] = desc;
   COLLIE_RESULT_MAP(XX_CHECK)
@@ -95,7 +98,8 @@ TEST_IMPL(api_names)
   ASSERT(collie_dtype_size(COLLIE_BFLOAT16) == 2 && collie_dtype_size(COLLIE_FLOAT64) == 8);
   ASSERT(collie_dtype_size((collie_dtype_t)50) == 0);
   ASSERT(!strcmp(collie_dtype_name(COLLIE_UINT32), "uint32"));
-  ASSERT(!strcmp(collie_op_name(COLLIE_AVG), "avg") && !strcmp(collie_op_name((collie_op_t)9), "?"));
+  ASSERT(!strcmp(collie_op_name(COLLIE_AVG), "avg") &&
+         !strcmp(collie_op_name((collie_op_t)9), "?"));
   ASSERT(collie_last_error() != NULL);
 }
 
@@ -126,7 +130,8 @@ TEST_IMPL(api_init_errors)
   one.world_size = 1;
   one.rank = 0;
   setenv("COLLIE_TIMEOUT_MS", "12abc", 1);
-  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "COLLIE_TIMEOUT_MS=\"12abc\"", collie_comm_init_config(&one, &comm));
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "COLLIE_TIMEOUT_MS=\"12abc\"",
+            collie_comm_init_config(&one, &comm));
   setenv("COLLIE_TIMEOUT_MS", "0", 1);
   ASSERT_RC(COLLIE_INVALID_ARGUMENT, "COLLIE_TIMEOUT_MS=0", collie_comm_init_config(&one, &comm));
   unsetenv("COLLIE_TIMEOUT_MS");
@@ -137,7 +142,8 @@ TEST_IMPL(api_init_errors)
   ASSERT_RC(COLLIE_INVALID_ARGUMENT, "COLLIE_TRANSPORT", collie_comm_init_config(&one, &comm));
   unsetenv("COLLIE_TRANSPORT");
   setenv("COLLIE_ALGO", "allreduce=magic", 1);
-  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "unknown algorithm \"magic\"", collie_comm_init_config(&one, &comm));
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "unknown algorithm \"magic\"",
+            collie_comm_init_config(&one, &comm));
   setenv("COLLIE_ALGO", "allreduce=tree", 1);
   ASSERT_RC(COLLIE_INVALID_ARGUMENT, "allreduce has no algorithm \"tree\"",
             collie_comm_init_config(&one, &comm));

@@ -647,9 +647,11 @@ TEST_IMPL(collierun_real_job)
   ASSERTF(strstr(r.out, "all results correct"), "demo output: %s", r.out);
   cr_free(&r);
 
-  const char *killed[] = {"collierun", "-n", "3", "--grace", "1",
-                          COLLIE_BUILD_DIR "/tests/collie_tests", "--as-rank",
-                          "kill_rank_tcp_4", NULL};
+  const char *killed[] = {"collierun", "-n",
+                          "3",         "--grace",
+                          "1",         COLLIE_BUILD_DIR "/tests/collie_tests",
+                          "--as-rank", "kill_rank_tcp_4",
+                          NULL};
   r = cr_run(killed, NULL);
   ASSERTF(r.code == 137, "expected 137 (rank killed by SIGKILL), got %d: %s", r.code, r.err);
   ASSERTF(strstr(r.err, "rank 2") && strstr(r.err, "signal 9"), "collierun said: %s", r.err);

@@ -25,7 +25,10 @@ docs_slurp(const char *cmd_or_path, int is_cmd)
     }
   }
   buf[n] = '\0';
-  if (is_cmd) pclose(f); else fclose(f);
+  if (is_cmd)
+    pclose(f);
+  else
+    fclose(f);
   return buf;
 }
 

@@ -40,7 +40,8 @@ TEST_IMPL(select_tuning_file)
   ASSERT_OK(collie_comm_destroy(comm));
 
   sel_write(path, "shm.alpha_us = 2.5\nshm.alpha = 3\n");
-  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "tuning.txt:2: unknown key \"shm.alpha\"", sel_init_one(&comm));
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "tuning.txt:2: unknown key \"shm.alpha\"",
+            sel_init_one(&comm));
   sel_write(path, "ib.alpha_us = 1\n");
   ASSERT_RC(COLLIE_INVALID_ARGUMENT, ":1: unknown key \"ib.alpha_us\"", sel_init_one(&comm));
   sel_write(path, "shm.beta_us = fast\n");
