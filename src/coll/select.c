@@ -12,8 +12,7 @@
  * The default constants were measured on the reference machine (2 cores,
  * docs/algorithms.md says how); COLLIE_TUNING_FILE replaces them with what
  * collie-bench measures on yours. Oversubscription (more local ranks than
- * cores) raises alpha to the cost of waking a sleeping process, which is what
- * a step costs then.
+ * cores) raises alpha: a step then waits for the peer to get a core.
  */
 #include <errno.h>
 #include <math.h>
@@ -50,12 +49,13 @@ select_find(int kind, int id)
 void
 collie__models_default(struct collie__models *m, int oversubscribed)
 {
-  /* shm: a step is a flag handoff (~1 us busy, ~30 us through a futex wake);
-   * bytes go through a slot (two copies at ~10 GB/s each). tcp over loopback:
-   * ~8 us a step busy (~40 us woken), ~2.5 GB/s a stream. Reducing float32
-   * runs at ~10 GB/s of input. */
-  m->cls[COLLIE_CLASS_SHM] = (struct collie__model){oversubscribed ? 30.0 : 1.0, 2.0e-4, 1.0e-4};
-  m->cls[COLLIE_CLASS_TCP] = (struct collie__model){oversubscribed ? 40.0 : 8.0, 4.0e-4, 1.0e-4};
+  /* shm: a step is a flag handoff (~1 us busy; ~3 us oversubscribed, where
+   * waits yield the core to the peer before they sleep); bytes go through a
+   * slot (two copies at ~10 GB/s each). tcp over loopback: ~8 us a step busy,
+   * ~15 us oversubscribed, ~2.5 GB/s a stream. Reducing float32 runs at
+   * ~10 GB/s of input. */
+  m->cls[COLLIE_CLASS_SHM] = (struct collie__model){oversubscribed ? 3.0 : 1.0, 2.0e-4, 1.0e-4};
+  m->cls[COLLIE_CLASS_TCP] = (struct collie__model){oversubscribed ? 15.0 : 8.0, 4.0e-4, 1.0e-4};
 }
 
 static const char *select_class_names[COLLIE_CLASS_COUNT_] = {"shm", "tcp"};
