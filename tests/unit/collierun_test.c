@@ -640,6 +640,7 @@ TEST_IMPL(collierun_real_job)
   char before[8192], after[8192];
   cr_list_shm(before, sizeof(before));
   setenv("COLLIE_TEST_DIR", test_dir(), 1);
+  setenv("COLLIE_LOG_DIR", test_dir(), 1); /* flight dumps of the killed job stay in the test dir */
 
   const char *demo[] = {"collierun", "-n", "4", COLLIE_BUILD_DIR "/collie-demo", NULL};
   struct cr_result r = cr_run(demo, NULL);
