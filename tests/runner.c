@@ -234,6 +234,7 @@ runner_run(const struct test_entry *t)
     if (pid == 0) {
       setpgid(0, pgid);
       alarm((unsigned)(t->timeout_s * runner_timeout_mult() + 5)); /* backstop */
+      setenv("COLLIE_LOG_DIR", runner_dir, 1); /* flight-recorder dumps stay with the test */
       if (t->ranks > 0) {
         char buf[600];
         runner_rank = r;
@@ -257,7 +258,7 @@ runner_run(const struct test_entry *t)
           setenv("COLLIE_TRANSPORT", t->transport, 1);
         }
         if (!getenv("COLLIE_TIMEOUT_MS")) setenv("COLLIE_TIMEOUT_MS", "20000", 1);
-        setenv("COLLIE_LOG_DIR", runner_dir, 1); /* flight-recorder dumps stay with the test */
+
       }
       t->fn();
       fflush(stdout);
