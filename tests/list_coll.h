@@ -236,4 +236,6 @@
   XX(check_names_each_call_shm_3, check_names_each_call, 3, "shm", 30)                             \
   XX(check_names_each_call_tcp_3, check_names_each_call, 3, "tcp", 30)                             \
   XX(flight_sigusr1_comm_shm_2, flight_sigusr1_comm, 2, "shm", 30)                                 \
-  XX(flight_sigusr1_comm_tcp_2, flight_sigusr1_comm, 2, "tcp", 30)
+  XX(flight_sigusr1_comm_tcp_2, flight_sigusr1_comm, 2, "tcp", 30)                                 \
+  XX(init_twice_shm_3, init_twice, 3, "shm", 30)                                                   \
+  XX(init_twice_tcp_2, init_twice, 2, "tcp", 30)

@@ -548,6 +548,7 @@ static void __attribute__((noreturn)) run_sentinel_main(int rfd, int max)
     }
   }
   for (int k = 0; k < n; k++) kill(-pg[k], SIGKILL);
+  free(pg);
   _exit(0);
 }
 

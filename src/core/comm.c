@@ -43,11 +43,20 @@ comm_reg_add(collie_comm_t *c)
   return 0;
 }
 
+/* The job's store, shared by every world communicator this process inits
+ * (a second init must not serve the same tcp address again). The cache holds
+ * a reference until the last communicator is gone. Guarded by comm_reg_lock. */
+static struct {
+  char key[1024]; /* url, token, rank */
+  collie__store_t *store;
+} comm_store_cache;
+
 /* Removes c; returns 1 if it was registered. */
 static int
 comm_reg_remove(const collie_comm_t *c)
 {
   int found = 0;
+  collie__store_t *drop = NULL;
   pthread_mutex_lock(&comm_reg_lock);
   for (size_t i = 0; i < comm_reg_n; i++)
     if (comm_reg[i] == c) {
@@ -59,9 +68,39 @@ comm_reg_remove(const collie_comm_t *c)
     free(comm_reg);
     comm_reg = NULL;
     comm_reg_cap = 0;
+    drop = comm_store_cache.store;
+    comm_store_cache.store = NULL;
   }
   pthread_mutex_unlock(&comm_reg_lock);
+  if (drop) collie__store_release(drop);
   return found;
+}
+
+/* The cached job store for key, retained, or NULL. */
+static collie__store_t *
+comm_store_cached(const char *key)
+{
+  collie__store_t *s = NULL;
+  pthread_mutex_lock(&comm_reg_lock);
+  if (comm_store_cache.store && !strcmp(comm_store_cache.key, key)) {
+    s = comm_store_cache.store;
+    collie__store_retain(s);
+  }
+  pthread_mutex_unlock(&comm_reg_lock);
+  return s;
+}
+
+/* Offers s to the cache (which takes its own reference) when it is empty. */
+static void
+comm_store_remember(const char *key, collie__store_t *s)
+{
+  pthread_mutex_lock(&comm_reg_lock);
+  if (!comm_store_cache.store) {
+    snprintf(comm_store_cache.key, sizeof(comm_store_cache.key), "%s", key);
+    comm_store_cache.store = s;
+    collie__store_retain(s);
+  }
+  pthread_mutex_unlock(&comm_reg_lock);
 }
 
 static int
@@ -269,7 +308,7 @@ comm_init_world(const struct collie__params *params, int rank, int size, const c
   collie_result_t rc;
   collie__store_t *store = NULL;
   struct collie__peer me;
-  char fallback_token[600];
+  char fallback_token[600], store_key[1024];
   memset(&me, 0, sizeof(me));
   collie__host_id(params->HOST_ID, me.host, sizeof(me.host));
   me.pid = (int32_t)getpid();
@@ -286,8 +325,11 @@ comm_init_world(const struct collie__params *params, int rank, int size, const c
                          "no store address: set COLLIE_STORE (tcp://host:port or file:///dir) or "
                          "MASTER_ADDR/MASTER_PORT, or pass collie_config_t.store");
     int64_t deadline = collie__deadline_after_ms(timeout_ms);
-    rc = collie__store_open(store_url, rank, size, token, deadline, &store);
-    if (rc != COLLIE_SUCCESS) return rc;
+    snprintf(store_key, sizeof(store_key), "%s\n%s\n%d", store_url, token, rank);
+    if (!(store = comm_store_cached(store_key))) {
+      rc = collie__store_open(store_url, rank, size, token, deadline, &store);
+      if (rc != COLLIE_SUCCESS) return rc;
+    }
     /* A process may init the world more than once; the k-th init of every rank
      * forms the same communicator. */
     char key[48];
@@ -298,6 +340,7 @@ comm_init_world(const struct collie__params *params, int rank, int size, const c
     hash = collie__hash64(&epoch, sizeof(epoch), hash);
   }
   rc = comm_create(params, token, timeout_ms, transport, store, hash, rank, size, &me, out);
+  if (rc == COLLIE_SUCCESS && store) comm_store_remember(store_key, store);
 out_release:
   if (store) collie__store_release(store);
   return rc;

@@ -176,3 +176,19 @@ TEST_IMPL(split_even_odd)
   ASSERT_OK(collie_comm_destroy(half));
   ASSERT_OK(collie_comm_destroy(comm));
 }
+
+/* A process may init the world twice: the k-th init of every rank forms one
+ * communicator, and the two are independent. */
+TEST_IMPL(init_twice)
+{
+  collie_comm_t *a = test_comm(), *b = test_comm();
+  int r = test_rank(), p = test_size();
+  ASSERT(a != b);
+  int64_t x = r + 1, sa = 0, sb = 0;
+  ASSERT_OK(collie_allreduce(b, &x, &sb, 1, COLLIE_INT64, COLLIE_SUM, NULL, NULL));
+  ASSERT_OK(collie_allreduce(a, &x, &sa, 1, COLLIE_INT64, COLLIE_MAX, NULL, NULL));
+  ASSERT(sb == (int64_t)p * (p + 1) / 2 && sa == p);
+  ASSERT_OK(collie_comm_destroy(a));
+  ASSERT_OK(collie_barrier(b, NULL, NULL));
+  ASSERT_OK(collie_comm_destroy(b));
+}

@@ -648,6 +648,14 @@ TEST_IMPL(collierun_real_job)
   ASSERTF(strstr(r.out, "all results correct"), "demo output: %s", r.out);
   cr_free(&r);
 
+  /* Two world communicators in one process share the tcp store rank 0 serves. */
+  const char *twice[] = {
+      "collierun",        "-n", "2", COLLIE_BUILD_DIR "/tests/collie_tests", "--as-rank",
+      "init_twice_tcp_2", NULL};
+  r = cr_run(twice, NULL);
+  ASSERTF(r.code == 0, "init twice over the tcp store exited %d: %s", r.code, r.err);
+  cr_free(&r);
+
   const char *killed[] = {"collierun", "-n",
                           "3",         "--grace",
                           "1",         COLLIE_BUILD_DIR "/tests/collie_tests",
