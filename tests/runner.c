@@ -258,7 +258,6 @@ runner_run(const struct test_entry *t)
           setenv("COLLIE_TRANSPORT", t->transport, 1);
         }
         if (!getenv("COLLIE_TIMEOUT_MS")) setenv("COLLIE_TIMEOUT_MS", "20000", 1);
-
       }
       t->fn();
       fflush(stdout);
