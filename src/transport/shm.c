@@ -291,15 +291,52 @@ shm_peer_exited(struct collie__shm_chan *ch)
   return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
 }
 
+/* The peers a check found gone: a death is reported in preference to a
+ * departure (a peer that aborted because a third rank died should not hide
+ * the root cause). Shared by the message and the flat checks. */
+struct shm_departure {
+  struct collie__shm_chan *gone, *left;
+  uint32_t left_state;
+};
+
+static void
+shm_departure_note(struct shm_departure *d, struct collie__shm_chan *ch, uint32_t st)
+{
+  if (st == COLLIE_SHM_ALIVE) {
+    if (!d->gone) d->gone = ch;
+  } else if (!d->left) {
+    d->left = ch;
+    d->left_state = st;
+  }
+}
+
+/* The channel to report (NULL: nobody left), how it left, and an aborting
+ * peer's own reason (", after: ...") into why. */
+static struct collie__shm_chan *
+shm_departure_verdict(struct collie__shm_xport *x, const struct shm_departure *d, const char **how,
+                      char *why, size_t whylen)
+{
+  struct collie__shm_chan *ch = d->gone ? d->gone : d->left;
+  why[0] = '\0';
+  if (!ch) return NULL;
+  *how = d->gone                              ? "died"
+         : d->left_state == COLLIE_SHM_CLOSED ? "closed its communicator"
+                                              : "aborted its communicator";
+  if (!d->gone && d->left_state == COLLIE_SHM_ABORTED) {
+    /* Written by the peer before its state (which we read with acquire). */
+    const char *r = x->ctrl[ch->local].reason;
+    size_t n = strnlen(r, COLLIE_SHM_REASON_LEN - 1);
+    if (n) collie__fmt(why, whylen, ", after: %.*s", (int)n, r);
+  }
+  return ch;
+}
+
 /* Fails the transport if a peer we wait on has died, closed or aborted and
- * what it left in the rings does not finish our requests with it. A death
- * is reported in preference to a departure: a peer that aborted because a
- * third rank died should not hide the root cause. */
+ * what it left in the rings does not finish our requests with it. */
 static collie_result_t
 shm_check_peers(struct collie__shm_xport *x)
 {
-  struct collie__shm_chan *gone = NULL, *left = NULL;
-  uint32_t left_state = 0;
+  struct shm_departure d = {NULL, NULL, 0};
   for (int i = 0; i < x->nchans; i++) {
     struct collie__shm_chan *ch = &x->chans[i];
     if (!ch->sendq && !ch->recvq) continue;
@@ -312,26 +349,13 @@ shm_check_peers(struct collie__shm_xport *x)
     if (rc != COLLIE_SUCCESS) return shm_fail(x, rc);
     if (!ch->sendq && !ch->recvq) continue;
     /* A peer that closed or aborted and then exited left on purpose: say so. */
-    if (st == COLLIE_SHM_ALIVE) {
-      if (!gone) gone = ch;
-    } else if (!left) {
-      left = ch;
-      left_state = st;
-    }
+    shm_departure_note(&d, ch, st);
   }
-  struct collie__shm_chan *ch = gone ? gone : left;
+  const char *how = "";
+  char what[160], why[COLLIE_SHM_REASON_LEN + 16];
+  struct collie__shm_chan *ch = shm_departure_verdict(x, &d, &how, why, sizeof(why));
   if (!ch) return COLLIE_SUCCESS;
-  char what[160], why[COLLIE_SHM_REASON_LEN + 16] = "";
   shm_describe_req(ch->recvq ? ch->recvq : ch->sendq, what, sizeof(what));
-  const char *how = gone                              ? "died"
-                    : left_state == COLLIE_SHM_CLOSED ? "closed its communicator"
-                                                      : "aborted its communicator";
-  if (!gone && left_state == COLLIE_SHM_ABORTED) {
-    /* Written by the peer before its state (which we read with acquire). */
-    const char *r = x->ctrl[ch->local].reason;
-    size_t n = strnlen(r, COLLIE_SHM_REASON_LEN - 1);
-    if (n) collie__fmt(why, sizeof(why), ", after: %.*s", (int)n, r);
-  }
   collie__err(COLLIE_REMOTE_ERROR, "shm: rank %d (world rank %d, pid %d) %s during %s %s it%s",
               ch->rank, ch->world_rank, ch->pid, how, what, ch->recvq ? "from" : "to", why);
   return shm_fail(x, COLLIE_REMOTE_ERROR);
@@ -644,16 +668,12 @@ static collie_result_t
 shm_flat_check_peers(struct collie__shm_flat *f, uint64_t target)
 {
   struct collie__shm_xport *x = f->x;
-  struct collie__shm_chan *gone = NULL, *left = NULL;
-  uint32_t left_state = 0;
+  struct shm_departure d = {NULL, NULL, 0};
   for (int i = 0; i < x->nchans; i++) {
     struct collie__shm_chan *ch = &x->chans[i];
     uint32_t st = atomic_load_explicit(&x->ctrl[ch->local].state, memory_order_acquire);
     if (atomic_load_explicit(&f->ctrl[ch->local].phase, memory_order_acquire) >= target) {
-      if (st == COLLIE_SHM_ABORTED && !left) {
-        left = ch;
-        left_state = st;
-      }
+      if (st == COLLIE_SHM_ABORTED) shm_departure_note(&d, ch, st);
       continue;
     }
     int exited = shm_peer_exited(ch);
@@ -663,25 +683,13 @@ shm_flat_check_peers(struct collie__shm_flat *f, uint64_t target)
     if (atomic_load_explicit(&f->ctrl[ch->local].phase, memory_order_acquire) >= target &&
         st != COLLIE_SHM_ABORTED)
       continue;
-    if (st == COLLIE_SHM_ALIVE) {
-      if (!gone) gone = ch;
-    } else if (!left) {
-      left = ch;
-      left_state = st;
-    }
+    shm_departure_note(&d, ch, st);
   }
-  struct collie__shm_chan *ch = gone ? gone : left;
+  const char *how = "";
+  char where[96], why[COLLIE_SHM_REASON_LEN + 16];
+  struct collie__shm_chan *ch = shm_departure_verdict(x, &d, &how, why, sizeof(why));
   if (!ch) return COLLIE_SUCCESS;
-  char where[96], why[COLLIE_SHM_REASON_LEN + 16] = "";
   shm_flat_where(f, where, sizeof(where));
-  const char *how = gone                              ? "died"
-                    : left_state == COLLIE_SHM_CLOSED ? "closed its communicator"
-                                                      : "aborted its communicator";
-  if (!gone && left_state == COLLIE_SHM_ABORTED) {
-    const char *r = x->ctrl[ch->local].reason;
-    size_t n = strnlen(r, COLLIE_SHM_REASON_LEN - 1);
-    if (n) collie__fmt(why, sizeof(why), ", after: %.*s", (int)n, r);
-  }
   return collie__err(COLLIE_REMOTE_ERROR, "shm: rank %d (world rank %d, pid %d) %s during %s%s",
                      ch->rank, ch->world_rank, ch->pid, how, where, why);
 }
