@@ -183,6 +183,27 @@ collie_allgather(collie_comm_t *comm, const void *sendbuf, void *recvbuf, size_t
   return api_finish(comm, &call, opts, work);
 }
 
+/* A v-variant's counts and displacements (named cn and dn in messages): both
+ * present, no element count or end offset whose bytes overflow, and a buffer
+ * (named bn) whenever any count is non-zero. */
+static collie_result_t
+api_varrays(const collie_comm_t *comm, const char *fn, const char *bn, const void *buf,
+            const size_t *counts, const char *cn, const size_t *displs, const char *dn,
+            collie_dtype_t dtype)
+{
+  if (!counts || !displs)
+    return collie__err(COLLIE_INVALID_ARGUMENT, "%s: %s is NULL", fn, !counts ? cn : dn);
+  size_t any = 0;
+  for (int q = 0; q < comm->size; q++) {
+    API_TRY(api_count(fn, cn, counts[q], 1, dtype));
+    if (displs[q] > SIZE_MAX / collie_dtype_size(dtype) - counts[q])
+      return collie__err(COLLIE_INVALID_ARGUMENT, "%s: %s[%d] + %s[%d] overflows", fn, dn, q, cn,
+                         q);
+    any |= counts[q];
+  }
+  return api_buf(fn, bn, buf, any);
+}
+
 collie_result_t
 collie_allgatherv(collie_comm_t *comm, const void *sendbuf, size_t sendcount, void *recvbuf,
                   const size_t *recvcounts, const size_t *displs, collie_dtype_t dtype,
@@ -193,22 +214,12 @@ collie_allgatherv(collie_comm_t *comm, const void *sendbuf, size_t sendcount, vo
   API_TRY(api_dtype(fn, dtype));
   API_TRY(api_count(fn, "sendcount", sendcount, 1, dtype));
   API_TRY(api_buf(fn, "sendbuf", sendbuf, sendcount));
-  if (!recvcounts || !displs)
-    return collie__err(COLLIE_INVALID_ARGUMENT, "%s: %s is NULL", fn,
-                       !recvcounts ? "recvcounts" : "displs");
-  size_t total = 0;
-  for (int q = 0; q < comm->size; q++) {
-    API_TRY(api_count(fn, "recvcounts[q]", recvcounts[q], 1, dtype));
-    if (displs[q] > SIZE_MAX - recvcounts[q])
-      return collie__err(COLLIE_INVALID_ARGUMENT, "%s: displs[%d] + recvcounts[%d] overflows", fn,
-                         q, q);
-    total |= recvcounts[q];
-  }
+  API_TRY(
+      api_varrays(comm, fn, "recvbuf", recvbuf, recvcounts, "recvcounts", displs, "displs", dtype));
   if (recvcounts[comm->rank] != sendcount)
     return collie__err(COLLIE_INVALID_ARGUMENT,
                        "%s: recvcounts[%d] = %zu differs from sendcount %zu", fn, comm->rank,
                        recvcounts[comm->rank], sendcount);
-  API_TRY(api_buf(fn, "recvbuf", recvbuf, total));
   struct collie__call call = {.kind = COLLIE_KIND_ALLGATHERV,
                               .sendbuf = sendbuf,
                               .recvbuf = recvbuf,
@@ -283,25 +294,6 @@ collie_alltoall(collie_comm_t *comm, const void *sendbuf, void *recvbuf, size_t 
   return api_finish(comm, &call, opts, work);
 }
 
-/* counts/displs of one side of alltoallv: present, no overflow, buffer present if any count. */
-static collie_result_t
-api_vside(const collie_comm_t *comm, const char *fn, int send, const void *buf,
-          const size_t *counts, const size_t *displs, collie_dtype_t dtype)
-{
-  const char *cn = send ? "sendcounts" : "recvcounts", *dn = send ? "sdispls" : "rdispls";
-  if (!counts || !displs)
-    return collie__err(COLLIE_INVALID_ARGUMENT, "%s: %s is NULL", fn, !counts ? cn : dn);
-  size_t any = 0;
-  for (int q = 0; q < comm->size; q++) {
-    API_TRY(api_count(fn, cn, counts[q], 1, dtype));
-    if (displs[q] > SIZE_MAX / collie_dtype_size(dtype) - counts[q])
-      return collie__err(COLLIE_INVALID_ARGUMENT, "%s: %s[%d] + %s[%d] overflows", fn, dn, q, cn,
-                         q);
-    any |= counts[q];
-  }
-  return api_buf(fn, send ? "sendbuf" : "recvbuf", buf, any);
-}
-
 collie_result_t
 collie_alltoallv(collie_comm_t *comm, const void *sendbuf, const size_t *sendcounts,
                  const size_t *sdispls, void *recvbuf, const size_t *recvcounts,
@@ -311,8 +303,10 @@ collie_alltoallv(collie_comm_t *comm, const void *sendbuf, const size_t *sendcou
   static const char fn[] = "collie_alltoallv";
   API_TRY(api_enter(comm, fn, opts, work));
   API_TRY(api_dtype(fn, dtype));
-  API_TRY(api_vside(comm, fn, 1, sendbuf, sendcounts, sdispls, dtype));
-  API_TRY(api_vside(comm, fn, 0, recvbuf, recvcounts, rdispls, dtype));
+  API_TRY(api_varrays(comm, fn, "sendbuf", sendbuf, sendcounts, "sendcounts", sdispls, "sdispls",
+                      dtype));
+  API_TRY(api_varrays(comm, fn, "recvbuf", recvbuf, recvcounts, "recvcounts", rdispls, "rdispls",
+                      dtype));
   if (sendcounts[comm->rank] != recvcounts[comm->rank])
     return collie__err(COLLIE_INVALID_ARGUMENT,
                        "%s: sendcounts[%d] = %zu differs from recvcounts[%d] = %zu (the block a "

@@ -64,6 +64,12 @@ TEST_IMPL(api_bad_arguments)
   ASSERT_RC(COLLIE_INVALID_ARGUMENT, "root = 9",
             collie_gather(comm, f, g, 1, COLLIE_FLOAT32, 9, NULL, NULL));
   size_t counts[64] = {0}, displs[64] = {0};
+  /* A displacement whose end, in bytes, does not fit: refused before any copy. */
+  size_t vc[64] = {0}, vd[64] = {0};
+  for (int q = 0; q < p; q++) vc[q] = 1;
+  vd[p - 1] = SIZE_MAX / 2;
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "overflows",
+            collie_allgatherv(comm, f, 1, g, vc, vd, COLLIE_FLOAT32, NULL, NULL));
   ASSERT_RC(COLLIE_INVALID_ARGUMENT, "recvcounts is NULL",
             collie_allgatherv(comm, f, 0, g, NULL, displs, COLLIE_FLOAT32, NULL, NULL));
   ASSERT_RC(COLLIE_INVALID_ARGUMENT, "sdispls is NULL",
