@@ -197,7 +197,8 @@ typedef enum {
   COLLIE_CAT_MIXTURE_MU_K,
   COLLIE_CAT_MIXTURE_SIGMA_K,
   COLLIE_CAT_THIRD_MOMENT_SKETCH,
-  COLLIE_CAT_TOPR_INDICES
+  COLLIE_CAT_TOPR_INDICES,
+  COLLIE_CAT_BUILTIN_COUNT_ /* registered categories take ids from here on */
 } collie_category_t;
 
 /* Named algorithms for collie_opts_t.algorithm and COLLIE_ALGO; AUTO lets the
@@ -337,9 +338,32 @@ COLLIE_API void collie_work_free(collie_work_t *work);
 
 /* ---- Telemetry -------------------------------------------------------------------------- */
 
-/* Delimit a training step (step is 1-indexed); operations in between are accounted to it. */
+/* Delimit a training step (step >= 1, epoch >= 0). Operations issued in between, on comm or any
+ * communicator of its collie_comm_init tree, are accounted to it; rank 0 appends the step's row to
+ * COLLIE_LOG_DIR/comms.csv once the step ended and all its operations completed
+ * (docs/telemetry.md). Local: no communication. Errors: INVALID_ARGUMENT (step < 1, epoch < 0),
+ * INVALID_USAGE (begin while a step is open, end while none is). */
 COLLIE_API collie_result_t collie_step_begin(collie_comm_t *comm, int64_t step, int64_t epoch);
 COLLIE_API collie_result_t collie_step_end(collie_comm_t *comm);
+
+/* Adds a payload category named `name` (1..32 characters of [A-Za-z0-9_], not a built-in
+ * name) and returns its id in *category, for opts->category. Registering a name again returns
+ * the same id. Each adds a bytes_<name> column at the end of comms.csv of communicators created
+ * afterwards (docs/telemetry.md). Process-wide, thread-safe. Errors: INVALID_ARGUMENT (NULL,
+ * bad or built-in name), UNSUPPORTED (more than 32 registered). */
+COLLIE_API collie_result_t collie_category_register(const char *name, int *category);
+
+/* Opens the timing log of comm's tree (comm and every communicator split from the same
+ * collie_comm_init) in dir: dir/timing-rank{i}.csv, i = the rank in that init's communicator.
+ * Local to this rank. Opening the directory that is already open succeeds; another one while
+ * open is INVALID_USAGE. Errors: SYSTEM_ERROR naming the path, INVALID_USAGE (existing file
+ * with a different header). COLLIE_TIMING_LOG=dir does this at init. */
+COLLIE_API collie_result_t collie_timing_open(collie_comm_t *comm, const char *dir);
+/* Writes every queued record now (blocks on the file write only). No log open: SUCCESS. */
+COLLIE_API collie_result_t collie_timing_flush(collie_comm_t *comm);
+/* Flushes and closes comm's tree's timing log (warning when records were dropped). No log
+ * open: SUCCESS. */
+COLLIE_API collie_result_t collie_timing_close(collie_comm_t *comm);
 
 /* A user-timed region for the timing log (timing-rank{i}.csv). */
 typedef struct {
@@ -351,6 +375,9 @@ typedef struct {
   double end_counter;          /* monotonic seconds at end */
 } collie_timing_t;
 
+/* Queues rec for comm's tree's timing log without blocking (a full queue drops and counts it);
+ * iteration and epoch come from the open step. No log open: does nothing, returns SUCCESS.
+ * Errors: INVALID_ARGUMENT (NULL rec, empty operation, end before start). */
 COLLIE_API collie_result_t collie_timing_record(collie_comm_t *comm, const collie_timing_t *rec);
 
 /* Writes this rank's flight recorder for comm (its last COLLIE_FR_SIZE operations with their

@@ -19,6 +19,7 @@
 #include "list_coll.h"
 #include "list_matrix.h"
 #include "list_tools.h"
+#include "list_telemetry.h"
 
 #define TEST_LIST(XX)                                                                              \
   TEST_LIST_CORE(XX)                                                                               \
@@ -28,7 +29,8 @@
   TEST_LIST_REDUCE(XX)                                                                             \
   TEST_LIST_COLL(XX)                                                                               \
   TEST_LIST_MATRIX(XX)                                                                             \
-  TEST_LIST_TOOLS(XX)
+  TEST_LIST_TOOLS(XX)                                                                              \
+  TEST_LIST_TELEMETRY(XX)
 
 #define XX_DECL(name, fn, ranks, transport, timeout) TEST_IMPL(fn);
 TEST_LIST(XX_DECL)

@@ -459,3 +459,33 @@ collie_last_error(void)
 {
   return collie__err_msg();
 }
+
+collie_result_t
+collie_category_register(const char *name, int *category)
+{
+  (void)name;
+  (void)category;
+  return api_not_yet("collie_category_register");
+}
+
+collie_result_t
+collie_timing_open(collie_comm_t *comm, const char *dir)
+{
+  (void)dir;
+  API_TRY(collie__comm_check(comm, "collie_timing_open"));
+  return api_not_yet("collie_timing_open");
+}
+
+collie_result_t
+collie_timing_flush(collie_comm_t *comm)
+{
+  API_TRY(collie__comm_check(comm, "collie_timing_flush"));
+  return api_not_yet("collie_timing_flush");
+}
+
+collie_result_t
+collie_timing_close(collie_comm_t *comm)
+{
+  API_TRY(collie__comm_check(comm, "collie_timing_close"));
+  return api_not_yet("collie_timing_close");
+}
