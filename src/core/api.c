@@ -66,9 +66,22 @@ api_rank(const collie_comm_t *comm, const char *fn, const char *what, int r)
 }
 
 static collie_result_t
-api_opts(const char *fn, const collie_opts_t *opts)
+api_opts(const collie_comm_t *comm, const char *fn, const collie_opts_t *opts)
 {
   if (!opts) return COLLIE_SUCCESS;
+  if (opts->category < 0 || opts->category >= collie__tele_categories(comm->tele)) {
+    const char *name = collie__category_name(opts->category);
+    if (name)
+      return collie__err(COLLIE_INVALID_ARGUMENT,
+                         "%s: opts->category = %d ('%s') was registered after this "
+                         "communicator's collie_comm_init, so its comms.csv has no column for "
+                         "it; register categories before init",
+                         fn, opts->category, name);
+    return collie__err(COLLIE_INVALID_ARGUMENT,
+                       "%s: opts->category = %d is neither a COLLIE_CAT_* value nor a registered "
+                       "category",
+                       fn, opts->category);
+  }
   if (opts->timeout_ms < 0)
     return collie__err(COLLIE_INVALID_ARGUMENT, "%s: opts->timeout_ms = %lld must be >= 0", fn,
                        (long long)opts->timeout_ms);
@@ -86,7 +99,7 @@ api_enter(collie_comm_t *comm, const char *fn, const collie_opts_t *opts, collie
   collie_result_t rc = collie__comm_check(comm, fn);
   if (rc != COLLIE_SUCCESS) return rc;
   if (work) *work = NULL;
-  return api_opts(fn, opts);
+  return api_opts(comm, fn, opts);
 }
 
 /* Common tail: the issue-time decisions, then run now or queue (work set). */
@@ -98,14 +111,6 @@ api_finish(collie_comm_t *comm, struct collie__call *call, const collie_opts_t *
   collie_result_t rc = collie__dispatch_prepare(comm, &op, opts);
   if (rc != COLLIE_SUCCESS) return rc;
   return collie__work_issue(comm, &op, NULL, work);
-}
-
-/* Validation for operations that later issues implement: the arguments are
- * checked exactly, then the call reports that it is not available yet. */
-static collie_result_t
-api_not_yet(const char *fn)
-{
-  return collie__err(COLLIE_UNSUPPORTED, "%s is not implemented in this version of collie", fn);
 }
 
 #define API_TRY(expr)                                                                              \
@@ -380,7 +385,7 @@ api_p2p(collie_comm_t *comm, const char *fn, const void *sbuf, void *rbuf, size_
       return collie__err(
           COLLIE_INVALID_ARGUMENT,
           "%s: work must be NULL inside a group (collie_group_end returns the handle)", fn);
-    return collie__group_add(comm, sbuf, rbuf, count, dtype, peer, tag);
+    return collie__group_add(comm, sbuf, rbuf, count, dtype, peer, tag, opts);
   }
   if (peer == comm->rank)
     return collie__err(COLLIE_INVALID_USAGE,
@@ -430,14 +435,14 @@ collie_step_begin(collie_comm_t *comm, int64_t step, int64_t epoch)
   if (epoch < 0)
     return collie__err(COLLIE_INVALID_ARGUMENT, "collie_step_begin: epoch = %lld must be >= 0",
                        (long long)epoch);
-  return api_not_yet("collie_step_begin");
+  return collie__tele_step_begin(comm->tele, step, epoch);
 }
 
 collie_result_t
 collie_step_end(collie_comm_t *comm)
 {
   API_TRY(collie__comm_check(comm, "collie_step_end"));
-  return api_not_yet("collie_step_end");
+  return collie__tele_step_end(comm->tele);
 }
 
 collie_result_t
@@ -447,45 +452,42 @@ collie_timing_record(collie_comm_t *comm, const collie_timing_t *rec)
   if (!rec) return collie__err(COLLIE_INVALID_ARGUMENT, "collie_timing_record: rec is NULL");
   if (!rec->operation || !*rec->operation)
     return collie__err(COLLIE_INVALID_ARGUMENT, "collie_timing_record: rec->operation is empty");
-  if (rec->end_counter < rec->start_counter)
+  if (!(rec->end_counter >= rec->start_counter))
     return collie__err(COLLIE_INVALID_ARGUMENT,
                        "collie_timing_record: end_counter %.6f is before start_counter %.6f",
                        rec->end_counter, rec->start_counter);
-  return api_not_yet("collie_timing_record");
-}
-
-const char *
-collie_last_error(void)
-{
-  return collie__err_msg();
-}
-
-collie_result_t
-collie_category_register(const char *name, int *category)
-{
-  (void)name;
-  (void)category;
-  return api_not_yet("collie_category_register");
+  collie__tele_user_record(comm->tele, rec->operation, rec->layer_name, rec->phase,
+                           rec->message_size_bytes, rec->start_counter, rec->end_counter);
+  return COLLIE_SUCCESS;
 }
 
 collie_result_t
 collie_timing_open(collie_comm_t *comm, const char *dir)
 {
-  (void)dir;
   API_TRY(collie__comm_check(comm, "collie_timing_open"));
-  return api_not_yet("collie_timing_open");
+  if (!dir || !*dir)
+    return collie__err(COLLIE_INVALID_ARGUMENT, "collie_timing_open: dir is %s",
+                       dir ? "empty" : "NULL");
+  return collie__tele_timing_open(comm->tele, dir);
 }
 
 collie_result_t
 collie_timing_flush(collie_comm_t *comm)
 {
   API_TRY(collie__comm_check(comm, "collie_timing_flush"));
-  return api_not_yet("collie_timing_flush");
+  return collie__tele_timing_flush(comm->tele);
 }
 
 collie_result_t
 collie_timing_close(collie_comm_t *comm)
 {
   API_TRY(collie__comm_check(comm, "collie_timing_close"));
-  return api_not_yet("collie_timing_close");
+  collie__tele_timing_close(comm->tele);
+  return COLLIE_SUCCESS;
+}
+
+const char *
+collie_last_error(void)
+{
+  return collie__err_msg();
 }

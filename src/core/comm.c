@@ -159,6 +159,7 @@ comm_free(collie_comm_t *c)
     collie__flight_unwatch(c->flight);
     collie__flight_free(c->flight);
   }
+  collie__tele_release(c->tele);
   collie__net_close(c->net);
   if (c->store) collie__store_release(c->store);
   if (c->job_store) collie__store_release(c->job_store);
@@ -184,14 +185,65 @@ comm_any_host_oversubscribed(const struct collie__peer *peers, int size)
   return 0;
 }
 
+/* Opens a world communicator's telemetry (comms.csv, timing log); a failure is
+ * written into me->fail so that every rank fails init with it. */
+static collie_result_t
+comm_tele_open(collie_comm_t *c, struct collie__peer *me)
+{
+  struct collie__tele_cfg cfg = {.log_dir = c->params.LOG_DIR,
+                                 .comms_log = (int)c->params.COMMS_LOG,
+                                 .timing_dir = c->params.TIMING_LOG,
+                                 .rank = c->rank,
+                                 .world_size = c->size,
+                                 .host = me->host,
+                                 .timing_queue = c->params.TIMING_QUEUE,
+                                 .timing_flush_ms = c->params.TIMING_FLUSH_MS};
+  collie_result_t rc = collie__tele_open(&cfg, &c->tele);
+  if (rc != COLLIE_SUCCESS) snprintf(me->fail, sizeof(me->fail), "%s", collie__err_msg());
+  return rc;
+}
+
+/* After the peer records are in: if any rank failed init locally, every rank
+ * fails. Each rank that saw a failure says so in the store; rank 0, which may
+ * serve the store, waits for all of them before it lets the store go. */
+static collie_result_t
+comm_init_verdict(collie_comm_t *c, collie_result_t own, int64_t deadline)
+{
+  int failed = -1;
+  for (int p = 0; p < c->size && failed < 0; p++)
+    if (c->peers[p].fail[0]) failed = p;
+  if (failed < 0) return COLLIE_SUCCESS;
+  char key[48], saved[COLLIE_ERRMSG_LEN];
+  snprintf(saved, sizeof(saved), "%s", collie__err_msg());
+  snprintf(key, sizeof(key), "init-fail-seen/%d", c->rank);
+  collie__store_set(c->store, key, "1", 1, deadline);
+  for (int p = 1; c->rank == 0 && p < c->size; p++) {
+    void *val = NULL;
+    size_t len;
+    snprintf(key, sizeof(key), "init-fail-seen/%d", p);
+    if (collie__store_get(c->store, key, &val, &len, deadline) == COLLIE_SUCCESS) free(val);
+  }
+  if (own != COLLIE_SUCCESS) {
+    collie__err_set_text(saved);
+    return own;
+  }
+  c->peers[failed].fail[sizeof(c->peers[failed].fail) - 1] = '\0';
+  return collie__err(COLLIE_INVALID_USAGE, "rank %d could not initialise: %s", failed,
+                     c->peers[failed].fail);
+}
+
 /* Builds a communicator of `size` ranks with id `hash` on top of the job store
  * `base`: publishes `me`, reads everyone's peer record and opens the channels.
- * Takes its own reference on base. */
+ * Takes its own reference on base. A split passes its parent's telemetry
+ * (tele); a world communicator (tele NULL) opens its own. */
 static collie_result_t
 comm_create(const struct collie__params *params, const char *token, int64_t timeout_ms,
             const char *transport, collie__store_t *base, uint64_t hash, int rank, int size,
-            const struct collie__peer *me, collie_comm_t **out)
+            const struct collie__peer *me_in, struct collie__tele *tele, collie_comm_t **out)
 {
+  collie_result_t own = COLLIE_SUCCESS;
+  struct collie__peer me_rec = *me_in, *me = &me_rec;
+  me_rec.fail[0] = '\0';
   collie_result_t rc;
   int64_t deadline = collie__deadline_after_ms(timeout_ms);
   collie_comm_t *c = calloc(1, sizeof(*c));
@@ -220,6 +272,16 @@ comm_create(const struct collie__params *params, const char *token, int64_t time
    * again over the final defaults once oversubscription is known. */
   if (params->TUNING_FILE)
     COLLIE_CHECK_GOTO(collie__models_load(params->TUNING_FILE, &c->models), rc, out_free);
+  if (tele) {
+    collie__tele_retain(tele);
+    c->tele = tele;
+  } else {
+    own = comm_tele_open(c, me);
+    if (own != COLLIE_SUCCESS && size == 1) {
+      rc = own;
+      goto out_free;
+    }
+  }
   c->peers[rank] = *me;
   if (size > 1) {
     char prefix[32], key[64];
@@ -249,6 +311,7 @@ comm_create(const struct collie__params *params, const char *token, int64_t time
       c->peers[p].host[COLLIE_HOSTID_LEN - 1] = '\0';
       free(val);
     }
+    COLLIE_CHECK_GOTO(comm_init_verdict(c, own, deadline), rc, out_free);
     int local = 0;
     for (int p = 0; p < size; p++) local += !strcmp(c->peers[p].host, me->host);
     c->all_shm = local == size && strcmp(c->transport, "tcp") != 0;
@@ -339,7 +402,7 @@ comm_init_world(const struct collie__params *params, int rank, int size, const c
     if (rc != COLLIE_SUCCESS) goto out_release;
     hash = collie__hash64(&epoch, sizeof(epoch), hash);
   }
-  rc = comm_create(params, token, timeout_ms, transport, store, hash, rank, size, &me, out);
+  rc = comm_create(params, token, timeout_ms, transport, store, hash, rank, size, &me, NULL, out);
   if (rc == COLLIE_SUCCESS && store) comm_store_remember(store_key, store);
 out_release:
   if (store) collie__store_release(store);
@@ -476,7 +539,7 @@ collie_comm_split(collie_comm_t *comm, int color, int key, collie_comm_t **out)
   /* The child's keys live beside the parent's in the job store, under its own id;
    * it keeps the parent's transport choice. */
   rc = comm_create(&comm->params, comm->token, comm->timeout_ms, comm->transport, comm->job_store,
-                   h, newrank, n, &comm->peers[comm->rank], out);
+                   h, newrank, n, &comm->peers[comm->rank], comm->tele, out);
   collie__log_context(comm->ctx);
   if (rc != COLLIE_SUCCESS) goto out_poison;
   goto out_free;

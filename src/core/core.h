@@ -65,6 +65,7 @@ struct collie_comm {
   struct collie__models models;    /* cost model (defaults or COLLIE_TUNING_FILE) */
   struct collie__select_log select_log;
   struct collie__flight *flight; /* last COLLIE_FR_SIZE operations (NULL: off) */
+  struct collie__tele *tele;     /* shared with the whole collie_comm_init tree */
   int all_shm;                   /* every rank shares this host and shm serves them */
   uint32_t seq;                  /* collectives issued so far */
   uint32_t split_seq;
@@ -100,6 +101,7 @@ struct collie__op {
   const struct collie__algo *algo;
   int64_t timeout_ms;
   int64_t fr_id; /* its flight-recorder record (-1: none) */
+  struct collie__tele_op tele;
 };
 
 /* Issue-time half, on the caller's thread: fills op->call's comm fields,
@@ -112,6 +114,10 @@ collie_result_t collie__dispatch_prepare(collie_comm_t *comm, struct collie__op 
  * runs, and on failure prefixes the message with the operation and poisons
  * the communicator. Blocks until done or the op's deadline. */
 collie_result_t collie__dispatch_run(collie_comm_t *comm, struct collie__op *op);
+
+/* Ends op's records (flight recorder, telemetry) for an op that will never
+ * run because the communicator failed before its turn. */
+void collie__dispatch_skipped(collie_comm_t *comm, struct collie__op *op);
 
 /* Dumps comm's flight recorder to COLLIE_LOG_DIR with reason; failures to write
  * are logged, not returned (the caller is already reporting an error). */
@@ -126,14 +132,18 @@ collie_result_t collie__check_call(const struct collie__call *call);
 
 /* ---- group.c ---- */
 
-/* Records one send (sbuf set) or recv (rbuf set) of the open group. */
+/* Records one send (sbuf set) or recv (rbuf set) of the open group (opts:
+ * its telemetry label, phase, category). */
 collie_result_t collie__group_add(collie_comm_t *comm, const void *sbuf, void *rbuf, size_t count,
-                                  collie_dtype_t dtype, int peer, int tag);
+                                  collie_dtype_t dtype, int peer, int tag,
+                                  const collie_opts_t *opts);
 /* Runs a closed group whose messages were numbered at issue: posts every
  * message, waits for all until now + timeout_ms; on failure prefixes the
  * message and poisons comm. Empties g (its arrays are kept). Blocks. */
 collie_result_t collie__group_run(collie_comm_t *comm, struct collie__group *g, int64_t timeout_ms);
 void collie__group_free(struct collie__group *g);
+/* Ends the telemetry of a closed group that will never run (comm failed). */
+void collie__group_skipped(collie_comm_t *comm, struct collie__group *g);
 
 /* ---- work.c ---- */
 

@@ -40,17 +40,82 @@ dispatch_record(collie_comm_t *comm, struct collie__op *op)
   op->fr_id = collie__flight_queued(comm->flight, &fo);
 }
 
-/* Ends the record with the outcome; a failure also dumps the recorder, so the
+/* The operation in telemetry's terms: which comms.csv column, the caller's
+ * buffer bytes and the wire-model bytes (docs/telemetry.md), then the issue
+ * stamp. */
+static void
+dispatch_tele_issue(collie_comm_t *comm, struct collie__op *op, const collie_opts_t *opts)
+{
+  const struct collie__call *c = &op->call;
+  struct collie__tele_op *t = &op->tele;
+  uint64_t es = c->esize, n = c->count * es, others = 0;
+  static const struct {
+    int tc;
+    const char *name;
+  } map[COLLIE_KIND_COUNT_] = {
+      [COLLIE_KIND_ALLREDUCE] = {COLLIE_TC_ALL_REDUCE, "ALLREDUCE"},
+      [COLLIE_KIND_ALLGATHER] = {COLLIE_TC_ALL_GATHER, "ALLGATHER"},
+      [COLLIE_KIND_ALLGATHERV] = {COLLIE_TC_ALL_GATHER, "ALLGATHER"},
+      [COLLIE_KIND_REDUCE_SCATTER] = {COLLIE_TC_REDUCE_SCATTER, "REDUCE_SCATTER"},
+      [COLLIE_KIND_BROADCAST] = {COLLIE_TC_BROADCAST, "BCAST"},
+      [COLLIE_KIND_REDUCE] = {COLLIE_TC_REDUCE, "REDUCE"},
+      [COLLIE_KIND_ALLTOALL] = {COLLIE_TC_ALL_TO_ALL, "ALLTOALL"},
+      [COLLIE_KIND_ALLTOALLV] = {COLLIE_TC_ALL_TO_ALL, "ALLTOALL"},
+      [COLLIE_KIND_GATHER] = {COLLIE_TC_GATHER, "GATHER"},
+      [COLLIE_KIND_SCATTER] = {COLLIE_TC_SCATTER, "SCATTER"},
+      [COLLIE_KIND_BARRIER] = {COLLIE_TC_BARRIER, "BARRIER"},
+      [COLLIE_KIND_P2P] = {COLLIE_TC_SEND_RECV, "SEND"},
+  };
+  t->tc = map[c->kind].tc;
+  t->opname = c->kind == COLLIE_KIND_P2P && !c->sendbuf ? "RECV" : map[c->kind].name;
+  t->category = opts ? opts->category : COLLIE_CAT_OTHER;
+  switch (c->kind) {
+  case COLLIE_KIND_ALLTOALL:
+    n *= (uint64_t)c->size;
+    break;
+  case COLLIE_KIND_ALLGATHERV: /* the v-variants charge exactly what leaves for others */
+    for (int q = 0; q < c->size; q++) others += q == c->rank ? 0 : c->recvcounts[q] * es;
+    n = c->recvcounts[c->rank] * es;
+    break;
+  case COLLIE_KIND_ALLTOALLV:
+    n = 0;
+    for (int q = 0; q < c->size; q++) {
+      n += c->sendcounts[q] * es;
+      others += q == c->rank ? 0 : c->sendcounts[q] * es;
+    }
+    break;
+  case COLLIE_KIND_BARRIER:
+    n = 0;
+    break;
+  default:
+    break;
+  }
+  t->size = n;
+  t->wire = c->kind == COLLIE_KIND_ALLGATHERV || c->kind == COLLIE_KIND_ALLTOALLV
+                ? others
+                : collie__wire_bytes(t->tc, c->size, n);
+  collie__tele_issue(comm->tele, t, opts ? opts->label : NULL, opts ? opts->phase : NULL);
+}
+
+/* Ends the records with the outcome; a failure also dumps the recorder, so the
  * ranks' dumps tell collie-report who was stuck where. */
 static collie_result_t
 dispatch_done(collie_comm_t *comm, struct collie__op *op, collie_result_t rc)
 {
+  collie__tele_complete(comm->tele, &op->tele, rc != COLLIE_SUCCESS);
   if (!comm->flight) return rc;
   collie__flight_state(comm->flight, op->fr_id,
                        rc == COLLIE_SUCCESS ? COLLIE_FR_COMPLETED : COLLIE_FR_FAILED, NULL);
   if (rc != COLLIE_SUCCESS)
     collie__comm_flight_dump(comm, rc == COLLIE_TIMEOUT ? "timeout" : "failure");
   return rc;
+}
+
+void
+collie__dispatch_skipped(collie_comm_t *comm, struct collie__op *op)
+{
+  collie__tele_complete(comm->tele, &op->tele, 1);
+  if (comm->flight) collie__flight_state(comm->flight, op->fr_id, COLLIE_FR_FAILED, NULL);
 }
 
 collie_result_t
@@ -70,6 +135,7 @@ collie__dispatch_prepare(collie_comm_t *comm, struct collie__op *op, const colli
   op->fr_id = -1;
   if (call->kind == COLLIE_KIND_P2P) { /* api.c counted the pair */
     dispatch_record(comm, op);
+    dispatch_tele_issue(comm, op, opts);
     return COLLIE_SUCCESS;
   }
   /* An unusable algorithm choice is an argument error: reported before the
@@ -80,6 +146,7 @@ collie__dispatch_prepare(collie_comm_t *comm, struct collie__op *op, const colli
   call->algo = op->algo->id;
   call->seq = comm->seq++;
   dispatch_record(comm, op);
+  dispatch_tele_issue(comm, op, opts);
   return COLLIE_SUCCESS;
 }
 

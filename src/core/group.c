@@ -26,12 +26,14 @@ struct collie__group {
   struct collie__group_op *ops;
   struct collie__req *reqs;
   struct collie__req **wait;
+  struct collie__timing_rec *rows; /* each message's timing row */
   size_t n, cap;
+  struct collie__tele_op tele; /* the group as one send/recv operation */
 };
 
 collie_result_t
 collie__group_add(collie_comm_t *comm, const void *sbuf, void *rbuf, size_t count,
-                  collie_dtype_t dtype, int peer, int tag)
+                  collie_dtype_t dtype, int peer, int tag, const collie_opts_t *opts)
 {
   struct collie__group *g = comm->group;
   if (g->n == g->cap) {
@@ -42,7 +44,9 @@ collie__group_add(collie_comm_t *comm, const void *sbuf, void *rbuf, size_t coun
     if (reqs) g->reqs = reqs;
     struct collie__req **w = realloc(g->wait, cap * sizeof(*w));
     if (w) g->wait = w;
-    if (!ops || !reqs || !w)
+    struct collie__timing_rec *rows = realloc(g->rows, cap * sizeof(*rows));
+    if (rows) g->rows = rows;
+    if (!ops || !reqs || !w || !rows)
       return collie__err(COLLIE_SYSTEM_ERROR, "out of memory recording a group of %zu operations",
                          cap);
     g->cap = cap;
@@ -53,7 +57,47 @@ collie__group_add(collie_comm_t *comm, const void *sbuf, void *rbuf, size_t coun
   op->bytes = count * collie_dtype_size(dtype);
   op->peer = peer;
   op->tag = tag;
+  /* The group is charged to the category of its first message that names one. */
+  if (opts && opts->category != COLLIE_CAT_OTHER && g->tele.category == COLLIE_CAT_OTHER)
+    g->tele.category = opts->category;
+  if (collie__tele_timing_on(comm->tele))
+    collie__tele_row_init(&g->rows[g->n - 1], sbuf ? "SEND" : "RECV", op->bytes,
+                          opts ? opts->category : COLLIE_CAT_OTHER, opts ? opts->label : NULL,
+                          opts ? opts->phase : NULL);
   return COLLIE_SUCCESS;
+}
+
+/* At issue: the group is one send/recv operation of all its messages' bytes
+ * (each end counts its message once); its rows are the messages'. */
+static void
+group_tele_issue(collie_comm_t *comm, struct collie__group *g)
+{
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < g->n; i++) bytes += g->ops[i].bytes;
+  g->tele.tc = COLLIE_TC_SEND_RECV;
+  g->tele.opname = NULL;
+  g->tele.size = bytes;
+  g->tele.wire = collie__wire_bytes(COLLIE_TC_SEND_RECV, 2, bytes);
+  collie__tele_issue(comm->tele, &g->tele, NULL, NULL);
+}
+
+/* At completion (or when the group will never run): rows, then the step. */
+static void
+group_tele_done(collie_comm_t *comm, struct collie__group *g, int failed)
+{
+  if (g->tele.active && g->tele.timed) {
+    int64_t now = collie__now_ns();
+    for (size_t i = 0; i < g->n; i++) collie__tele_push_row(comm->tele, &g->tele, &g->rows[i], now);
+  }
+  collie__tele_complete(comm->tele, &g->tele, failed);
+  g->tele.category = COLLIE_CAT_OTHER;
+}
+
+void
+collie__group_skipped(collie_comm_t *comm, struct collie__group *g)
+{
+  group_tele_done(comm, g, 1);
+  g->n = 0;
 }
 
 collie_result_t
@@ -67,6 +111,7 @@ collie_group_start(collie_comm_t *comm)
   if (!comm->group && !(comm->group = calloc(1, sizeof(*comm->group))))
     return collie__err(COLLIE_SYSTEM_ERROR, "out of memory starting a group");
   comm->group->n = 0;
+  comm->group->tele.category = COLLIE_CAT_OTHER;
   comm->in_group = 1;
   return COLLIE_SUCCESS;
 }
@@ -86,6 +131,7 @@ collie_group_end(collie_comm_t *comm, collie_work_t **work)
     uint32_t *seq = op->sbuf ? &comm->p2p_send_seq[op->peer] : &comm->p2p_recv_seq[op->peer];
     op->slot = collie__slot_p2p((uint32_t)op->tag, (*seq)++);
   }
+  group_tele_issue(comm, g);
   return collie__work_issue(comm, NULL, g, work);
 }
 
@@ -107,6 +153,7 @@ collie__group_run(collie_comm_t *comm, struct collie__group *g, int64_t timeout_
     collie__err_prefix("group of %zu send/recv", g->n);
     collie__comm_poison(comm, rc);
   }
+  group_tele_done(comm, g, rc != COLLIE_SUCCESS);
   g->n = 0;
   return rc;
 }
@@ -118,5 +165,6 @@ collie__group_free(struct collie__group *g)
   free(g->ops);
   free(g->reqs);
   free(g->wait);
+  free(g->rows);
   free(g);
 }

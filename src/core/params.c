@@ -98,6 +98,14 @@ params_check(const struct collie__params *p)
   if (p->COMMS_LOG != 0 && p->COMMS_LOG != 1)
     return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_COMMS_LOG=%lld must be 0 or 1",
                        (long long)p->COMMS_LOG);
+  if (p->TIMING_QUEUE <= 0 || p->TIMING_QUEUE > 100000000)
+    return collie__err(COLLIE_INVALID_ARGUMENT,
+                       "COLLIE_TIMING_QUEUE=%lld must be 1..100000000 (records)",
+                       (long long)p->TIMING_QUEUE);
+  if (p->TIMING_FLUSH_MS <= 0 || p->TIMING_FLUSH_MS > 86400000)
+    return collie__err(COLLIE_INVALID_ARGUMENT,
+                       "COLLIE_TIMING_FLUSH_MS=%lld must be 1..86400000 (milliseconds)",
+                       (long long)p->TIMING_FLUSH_MS);
   return COLLIE_SUCCESS;
 }
 

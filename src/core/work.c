@@ -149,6 +149,25 @@ work_fail_fast(collie_comm_t *comm, const struct collie_work *w)
                      collie_result_string(poisoned), comm->poison_msg);
 }
 
+/* Ends the records of w, which will never run. */
+static void
+work_skipped(collie_comm_t *comm, collie_work_t *w)
+{
+  if (w->group)
+    collie__group_skipped(comm, w->group);
+  else
+    collie__dispatch_skipped(comm, &w->op);
+}
+
+/* Fails w fast (the communicator failed before its turn). */
+static collie_result_t
+work_skip(collie_comm_t *comm, collie_work_t *w)
+{
+  collie_result_t rc = work_fail_fast(comm, w);
+  work_skipped(comm, w);
+  return rc;
+}
+
 static void
 work_run(collie_comm_t *comm, collie_work_t *w)
 {
@@ -161,7 +180,7 @@ work_run(collie_comm_t *comm, collie_work_t *w)
   work_ran(comm, w, 0);
   collie__err_clear();
   if (collie__comm_poisoned(comm) != COLLIE_SUCCESS)
-    rc = work_fail_fast(comm, w);
+    rc = work_skip(comm, w);
   else if (w->group)
     rc = collie__group_run(comm, w->group, w->timeout_ms);
   else
@@ -232,16 +251,16 @@ collie__work_issue(collie_comm_t *comm, const struct collie__op *op, struct coll
   if (!work) {
     /* Blocking: wait for the queue to be empty (this call's turn), then run
      * here. With nothing pending this is one lock-free check. */
+    struct collie_work tmp = {.group = g};
+    if (op) tmp.op = *op;
     if (comm->workq && (rc = collie__work_drain(comm, comm->timeout_ms)) != COLLIE_SUCCESS) {
       collie__err_prefix("%s issued behind async work",
                          op ? collie__kind_name(op->call.kind) : "group");
-      return collie__comm_poison(comm, rc);
+      collie__comm_poison(comm, rc);
+      work_skipped(comm, &tmp);
+      return rc;
     }
-    if (collie__comm_poisoned(comm) != COLLIE_SUCCESS) {
-      struct collie_work tmp = {.group = g};
-      if (op) tmp.op = *op;
-      return work_fail_fast(comm, &tmp);
-    }
+    if (collie__comm_poisoned(comm) != COLLIE_SUCCESS) return work_skip(comm, &tmp);
     if (g) return collie__group_run(comm, g, comm->timeout_ms);
     struct collie__op run = *op;
     return collie__dispatch_run(comm, &run);

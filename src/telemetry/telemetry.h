@@ -9,6 +9,14 @@
  * JSON (COLLIE_LOG_DIR/flight-rank{i}-{comm hash}.json) when an operation times out or
  * fails, on SIGUSR1, and by collie_flight_dump(); tools/collie-report reads
  * the dumps of all ranks and says who is stuck where.
+ *
+ * Accounting (docs/telemetry.md): every communicator created by one
+ * collie_comm_init shares one struct collie__tele with its splits. It knows the
+ * open training step, charges each operation its wire-model bytes and time
+ * (comms.csv rows, written by rank 0: steps.c), and queues one row per
+ * operation for the timing log (timing.c). The core describes an operation in
+ * telemetry's own terms (struct collie__tele_op), so this module needs
+ * nothing above util.
  */
 #ifndef COLLIE_TELEMETRY_H
 #define COLLIE_TELEMETRY_H
@@ -64,5 +72,183 @@ collie_result_t collie__flight_dump(struct collie__flight *fr, const char *dir, 
  * collie__flight_unwatch (called before collie__flight_free). */
 void collie__flight_watch(struct collie__flight *fr, const char *dir);
 void collie__flight_unwatch(struct collie__flight *fr);
+
+/* ---- wire.c: the collectives comms.csv tracks, and the wire model ---- */
+
+enum {
+  COLLIE_TC_ALL_REDUCE = 0,
+  COLLIE_TC_ALL_GATHER,
+  COLLIE_TC_REDUCE_SCATTER,
+  COLLIE_TC_BROADCAST,
+  COLLIE_TC_REDUCE,
+  COLLIE_TC_ALL_TO_ALL,
+  COLLIE_TC_GATHER,
+  COLLIE_TC_SCATTER,
+  COLLIE_TC_SEND_RECV,
+  COLLIE_TC_BARRIER, /* timed in the timing log only: no bytes, no comms.csv column */
+  COLLIE_TC_COUNT_
+};
+
+/* "all_reduce", ... as in comms.csv column names. */
+const char *collie__tc_column(int tc);
+/* Estimated bytes one rank moves for a call of collective tc on p ranks whose
+ * caller buffer is `size` bytes (what `size` means per collective:
+ * docs/telemetry.md). The v-variants are charged by the core directly. */
+uint64_t collie__wire_bytes(int tc, int p, uint64_t size);
+
+/* ---- category.c: payload categories ---- */
+
+/* Built-in and registered categories so far (ids 0..n-1). */
+int collie__category_count(void);
+/* "moments_mu", ... (the comms.csv column without bytes_); NULL for an unknown id. */
+const char *collie__category_name(int id);
+
+/* ---- csvfile.c: append-only CSV files with a fixed header ---- */
+
+/* Opens path for appending (O_APPEND; created 0644 if missing). A new or empty
+ * file gets header (plus a newline); an existing one must start with exactly
+ * that header line, else INVALID_USAGE naming the path and the first column
+ * that differs (the file is left untouched). Returns the descriptor in *fd.
+ * Errors also: SYSTEM_ERROR naming the path. */
+collie_result_t collie__csv_open(const char *path, const char *header, int *fd);
+/* Writes all of buf[0..len) with one write(2) when possible (a row never
+ * interleaves with another writer's on O_APPEND); 0 or -1 with errno. */
+int collie__csv_write(int fd, const char *buf, size_t len);
+/* Appends field to out (capacity cap, NUL-terminated, truncating), quoted as
+ * CSV requires when it holds a comma, a quote or a line break. Returns the
+ * new length. */
+size_t collie__csv_field(char *out, size_t len, size_t cap, const char *field);
+
+/* ---- timing.c: the per-rank timing log ---- */
+
+/* One row of timing-rank{i}.csv (strings truncated to their arrays). */
+struct collie__timing_rec {
+  double start, end; /* CLOCK_MONOTONIC seconds */
+  int64_t iteration, epoch;
+  uint64_t size;
+  int category; /* payload category id, or -1 for a user record */
+  char op[32];
+  char phase[32];
+  char layer[128];
+};
+
+struct collie__timing_cfg {
+  int rank, world_size;
+  const char *host; /* written to the .meta sidecar */
+  int64_t capacity; /* queue capacity in records (> 0) */
+  int64_t flush_ms; /* background drain period (> 0) */
+};
+
+struct collie__timing;
+
+/* Opens dir/timing-rank{rank}.csv (+ .meta, .categories.csv; dir created one
+ * level deep), allocates the queue and starts the drain thread. Errors:
+ * SYSTEM_ERROR naming the path, INVALID_USAGE (existing file, other header). */
+collie_result_t collie__timing_open(const char *dir, const struct collie__timing_cfg *cfg,
+                                    struct collie__timing **out);
+/* Queues rec; never blocks, never allocates. Returns 0, or -1 when the queue
+ * is full (the record is dropped and counted). Safe from any thread. */
+int collie__timing_push(struct collie__timing *t, const struct collie__timing_rec *rec);
+/* Writes everything queued now (blocks on the file writes). */
+collie_result_t collie__timing_flush(struct collie__timing *t);
+/* Stops the thread, flushes, warns when records were dropped, frees. The
+ * caller guarantees no push runs concurrently. NULL is a no-op. */
+void collie__timing_close(struct collie__timing *t);
+const char *collie__timing_dir(const struct collie__timing *t);
+
+/* ---- steps.c: per-step accounting and comms.csv ---- */
+
+struct collie__steps;
+struct collie__step_acc; /* one step's sums */
+
+/* Step accounting for a tree of world size world_size; when path is not NULL
+ * (rank 0, COLLIE_COMMS_LOG=1) rows are appended to it, with a header of the
+ * ncat categories that exist now (collie__csv_open's errors). */
+collie_result_t collie__steps_open(const char *path, int world_size, struct collie__steps **out);
+/* Writes the rows of ended steps whose operations are all done and then, if a
+ * step is still open, that step as it stands; frees. NULL is a no-op. */
+void collie__steps_close(struct collie__steps *s);
+/* INVALID_ARGUMENT / INVALID_USAGE as collie_step_begin/end document. */
+collie_result_t collie__steps_begin(struct collie__steps *s, int64_t step, int64_t epoch);
+collie_result_t collie__steps_end(struct collie__steps *s);
+/* Whether a step is open (a racy hint for the fast path). */
+int collie__steps_in_step(const struct collie__steps *s);
+/* The open step's numbers (iteration 0 outside a step) and, when rows are
+ * written and a step is open, charges it wire bytes of tc in category and
+ * returns it with one more operation pending (else NULL). */
+struct collie__step_acc *collie__steps_charge(struct collie__steps *s, int tc, int category,
+                                              uint64_t wire, int64_t *iteration, int64_t *epoch);
+/* The open step's numbers only (iteration 0 outside a step). */
+void collie__steps_numbers(struct collie__steps *s, int64_t *iteration, int64_t *epoch);
+/* Adds an operation's time to acc and ends its pending count; writes the
+ * rows that became complete. acc NULL is a no-op. */
+void collie__steps_done(struct collie__steps *s, struct collie__step_acc *acc, int tc, int64_t ns);
+/* Categories the tree's columns know (ids >= this are refused by the core). */
+int collie__steps_categories(const struct collie__steps *s);
+
+/* ---- tele.c: what a communicator tree records ---- */
+
+struct collie__tele_cfg {
+  const char *log_dir;    /* COLLIE_LOG_DIR */
+  int comms_log;          /* COLLIE_COMMS_LOG */
+  const char *timing_dir; /* COLLIE_TIMING_LOG (NULL: closed) */
+  int rank, world_size;
+  const char *host;
+  int64_t timing_queue, timing_flush_ms;
+};
+
+struct collie__tele;
+
+/* Opens the tree's telemetry (comms.csv on rank 0 when comms_log; the timing
+ * log when timing_dir). Errors: those of collie__csv_open and timing_open. */
+collie_result_t collie__tele_open(const struct collie__tele_cfg *cfg, struct collie__tele **out);
+void collie__tele_retain(struct collie__tele *t);
+/* The last release writes what is pending and frees. NULL is a no-op. */
+void collie__tele_release(struct collie__tele *t);
+collie_result_t collie__tele_step_begin(struct collie__tele *t, int64_t step, int64_t epoch);
+collie_result_t collie__tele_step_end(struct collie__tele *t);
+/* Categories the tree's comms.csv has columns for. */
+int collie__tele_categories(const struct collie__tele *t);
+collie_result_t collie__tele_timing_open(struct collie__tele *t, const char *dir);
+collie_result_t collie__tele_timing_flush(struct collie__tele *t);
+void collie__tele_timing_close(struct collie__tele *t);
+
+/* One operation as telemetry sees it; filled at issue, finished at completion. */
+struct collie__tele_op {
+  int tc;             /* COLLIE_TC_* */
+  int category;       /* payload category id */
+  const char *opname; /* "ALLREDUCE", ... (static) */
+  uint64_t size;      /* the caller's buffer bytes */
+  uint64_t wire;      /* wire-model bytes */
+  /* set by collie__tele_issue */
+  int active; /* anything to record at completion */
+  int64_t t0_ns, iteration, epoch;
+  struct collie__step_acc *acc;
+  int timed;                     /* a timing row is due at completion */
+  struct collie__timing_rec row; /* its text fields, stamped at completion */
+};
+
+/* Stamps op's start and step, charges the step, and prepares the timing row
+ * (label and phase copied: the caller's strings need not outlive the call).
+ * Cheap when nothing records: one load and a branch. */
+void collie__tele_issue(struct collie__tele *t, struct collie__tele_op *op, const char *label,
+                        const char *phase);
+/* Ends op: time to the step, the row to the timing log (and, when failed,
+ * flushes the log so a crash after a failure loses nothing). */
+void collie__tele_complete(struct collie__tele *t, struct collie__tele_op *op, int failed);
+/* Whether a timing log is open (a racy hint: the row may still be refused). */
+int collie__tele_timing_on(const struct collie__tele *t);
+/* Fills rec's text fields, size and category for a row to be finished by
+ * collie__tele_push_row. */
+void collie__tele_row_init(struct collie__timing_rec *rec, const char *opname, uint64_t size,
+                           int category, const char *label, const char *phase);
+/* Stamps rec with op's step and times (t0 = op's start, now = its end) and
+ * queues it. For the members of a send/recv group, whose op (opname NULL)
+ * writes no row itself. */
+void collie__tele_push_row(struct collie__tele *t, const struct collie__tele_op *op,
+                           struct collie__timing_rec *rec, int64_t end_ns);
+/* Queues a user record (collie_timing_record); no log open: nothing. */
+void collie__tele_user_record(struct collie__tele *t, const char *op, const char *layer,
+                              const char *phase, uint64_t size, double start, double end);
 
 #endif /* COLLIE_TELEMETRY_H */

@@ -1,0 +1,220 @@
+/*
+ * tele.c - a communicator tree's telemetry: the step accounting (steps.c)
+ * and the timing log (timing.c) that every communicator of one
+ * collie_comm_init shares with its splits, and the per-operation hooks the
+ * core calls at issue and at completion.
+ *
+ * The timing log can be opened and closed while operations are in flight on
+ * other threads, so hooks never hold a pointer to a log across the
+ * operation: issue only decides whether a row is due, and completion takes
+ * the log under the tree's lock, pushes (non-blocking) and lets go. Close
+ * swaps the log out under the same lock before stopping it.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "telemetry/telemetry.h"
+#include "util/error.h"
+#include "util/util.h"
+
+struct collie__tele {
+  _Atomic int refs;
+  struct collie__steps *steps;
+  int rows; /* this rank writes comms.csv */
+  pthread_mutex_t lock;
+  struct collie__timing *timing; /* under lock */
+  _Atomic int timing_on;
+  struct collie__timing_cfg timing_cfg;
+  char host[128];
+};
+
+collie_result_t
+collie__tele_open(const struct collie__tele_cfg *cfg, struct collie__tele **out)
+{
+  collie_result_t rc;
+  char path[1200];
+  struct collie__tele *t = calloc(1, sizeof(*t));
+  if (!t) return collie__err(COLLIE_SYSTEM_ERROR, "out of memory for telemetry");
+  atomic_init(&t->refs, 1);
+  pthread_mutex_init(&t->lock, NULL);
+  snprintf(t->host, sizeof(t->host), "%s", cfg->host ? cfg->host : "");
+  t->timing_cfg = (struct collie__timing_cfg){.rank = cfg->rank,
+                                              .world_size = cfg->world_size,
+                                              .host = t->host,
+                                              .capacity = cfg->timing_queue,
+                                              .flush_ms = cfg->timing_flush_ms};
+  t->rows = cfg->rank == 0 && cfg->comms_log;
+  snprintf(path, sizeof(path), "%s/comms.csv", cfg->log_dir && *cfg->log_dir ? cfg->log_dir : ".");
+  rc = collie__steps_open(t->rows ? path : NULL, cfg->world_size, &t->steps);
+  if (rc == COLLIE_SUCCESS && cfg->timing_dir && *cfg->timing_dir)
+    rc = collie__tele_timing_open(t, cfg->timing_dir);
+  if (rc != COLLIE_SUCCESS) {
+    collie__tele_release(t);
+    return rc;
+  }
+  *out = t;
+  return COLLIE_SUCCESS;
+}
+
+void
+collie__tele_retain(struct collie__tele *t)
+{
+  atomic_fetch_add(&t->refs, 1);
+}
+
+void
+collie__tele_release(struct collie__tele *t)
+{
+  if (!t || atomic_fetch_sub(&t->refs, 1) != 1) return;
+  collie__tele_timing_close(t);
+  collie__steps_close(t->steps);
+  pthread_mutex_destroy(&t->lock);
+  free(t);
+}
+
+collie_result_t
+collie__tele_step_begin(struct collie__tele *t, int64_t step, int64_t epoch)
+{
+  return collie__steps_begin(t->steps, step, epoch);
+}
+
+collie_result_t
+collie__tele_step_end(struct collie__tele *t)
+{
+  return collie__steps_end(t->steps);
+}
+
+int
+collie__tele_categories(const struct collie__tele *t)
+{
+  return collie__steps_categories(t->steps);
+}
+
+/* ---- The timing log ---- */
+
+collie_result_t
+collie__tele_timing_open(struct collie__tele *t, const char *dir)
+{
+  collie_result_t rc = COLLIE_SUCCESS;
+  pthread_mutex_lock(&t->lock);
+  if (t->timing) {
+    if (strcmp(collie__timing_dir(t->timing), dir) != 0)
+      rc = collie__err(COLLIE_INVALID_USAGE,
+                       "collie_timing_open(\"%s\"): the timing log is already open in %s "
+                       "(collie_timing_close it first)",
+                       dir, collie__timing_dir(t->timing));
+  } else if ((rc = collie__timing_open(dir, &t->timing_cfg, &t->timing)) == COLLIE_SUCCESS) {
+    atomic_store(&t->timing_on, 1);
+  }
+  pthread_mutex_unlock(&t->lock);
+  return rc;
+}
+
+collie_result_t
+collie__tele_timing_flush(struct collie__tele *t)
+{
+  collie_result_t rc = COLLIE_SUCCESS;
+  pthread_mutex_lock(&t->lock);
+  if (t->timing) rc = collie__timing_flush(t->timing);
+  pthread_mutex_unlock(&t->lock);
+  return rc;
+}
+
+void
+collie__tele_timing_close(struct collie__tele *t)
+{
+  pthread_mutex_lock(&t->lock);
+  struct collie__timing *log = t->timing;
+  t->timing = NULL;
+  atomic_store(&t->timing_on, 0);
+  pthread_mutex_unlock(&t->lock);
+  collie__timing_close(log); /* no push can reach it now: pushes hold the lock */
+}
+
+int
+collie__tele_timing_on(const struct collie__tele *t)
+{
+  return atomic_load_explicit(&t->timing_on, memory_order_relaxed);
+}
+
+/* Queues rec if a log is open. */
+static void
+tele_push(struct collie__tele *t, const struct collie__timing_rec *rec)
+{
+  pthread_mutex_lock(&t->lock);
+  if (t->timing) collie__timing_push(t->timing, rec);
+  pthread_mutex_unlock(&t->lock);
+}
+
+/* ---- Per operation ---- */
+
+void
+collie__tele_row_init(struct collie__timing_rec *rec, const char *opname, uint64_t size,
+                      int category, const char *label, const char *phase)
+{
+  snprintf(rec->op, sizeof(rec->op), "%s", opname ? opname : "");
+  snprintf(rec->layer, sizeof(rec->layer), "%s", label ? label : "");
+  snprintf(rec->phase, sizeof(rec->phase), "%s", phase && *phase ? phase : "dense");
+  rec->size = size;
+  rec->category = category;
+}
+
+void
+collie__tele_issue(struct collie__tele *t, struct collie__tele_op *op, const char *label,
+                   const char *phase)
+{
+  op->active = 0;
+  op->acc = NULL;
+  op->timed = collie__tele_timing_on(t);
+  if (!op->timed && !(t->rows && collie__steps_in_step(t->steps))) return;
+  op->active = 1;
+  op->t0_ns = collie__now_ns();
+  op->acc =
+      collie__steps_charge(t->steps, op->tc, op->category, op->wire, &op->iteration, &op->epoch);
+  if (op->timed && op->opname)
+    collie__tele_row_init(&op->row, op->opname, op->size, op->category, label, phase);
+}
+
+void
+collie__tele_push_row(struct collie__tele *t, const struct collie__tele_op *op,
+                      struct collie__timing_rec *rec, int64_t end_ns)
+{
+  rec->iteration = op->iteration;
+  rec->epoch = op->epoch;
+  rec->start = (double)op->t0_ns / 1e9;
+  rec->end = (double)end_ns / 1e9;
+  tele_push(t, rec);
+}
+
+void
+collie__tele_complete(struct collie__tele *t, struct collie__tele_op *op, int failed)
+{
+  if (!op->active) return;
+  op->active = 0;
+  int64_t now = collie__now_ns();
+  collie__steps_done(t->steps, op->acc, op->tc, now - op->t0_ns);
+  op->acc = NULL;
+  if (op->timed && op->opname) collie__tele_push_row(t, op, &op->row, now);
+  if (failed && op->timed) { /* the caller is reporting the failure: keep its message */
+    char saved[COLLIE_ERRMSG_LEN];
+    snprintf(saved, sizeof(saved), "%s", collie__err_msg());
+    collie__tele_timing_flush(t);
+    collie__err_set_text(saved);
+  }
+}
+
+void
+collie__tele_user_record(struct collie__tele *t, const char *opname, const char *layer,
+                         const char *phase, uint64_t size, double start, double end)
+{
+  if (!collie__tele_timing_on(t)) return;
+  struct collie__timing_rec rec;
+  collie__tele_row_init(&rec, opname, size, -1, layer, phase);
+  collie__steps_numbers(t->steps, &rec.iteration, &rec.epoch);
+  rec.start = start;
+  rec.end = end;
+  tele_push(t, &rec);
+}
