@@ -107,7 +107,8 @@ static collie_result_t
 api_finish(collie_comm_t *comm, struct collie__call *call, const collie_opts_t *opts,
            collie_work_t **work)
 {
-  struct collie__op op = {.call = *call};
+  struct collie__op op; /* not zeroed whole: prepare sets what is read (telemetry's row is big) */
+  op.call = *call;
   collie_result_t rc = collie__dispatch_prepare(comm, &op, opts);
   if (rc != COLLIE_SUCCESS) return rc;
   return collie__work_issue(comm, &op, NULL, work);

@@ -153,7 +153,7 @@ void collie__group_skipped(collie_comm_t *comm, struct collie__group *g);
  * same; a queued group is owned by the queue from then on. Errors: the run's
  * (blocking), SYSTEM_ERROR (no memory, no thread; the comm is poisoned, as
  * the op already took its sequence number). */
-collie_result_t collie__work_issue(collie_comm_t *comm, const struct collie__op *op,
+collie_result_t collie__work_issue(collie_comm_t *comm, struct collie__op *op,
                                    struct collie__group *g, collie_work_t **work);
 /* Waits until comm's queue is empty, at most until deadline_ns: SUCCESS, or
  * TIMEOUT with the error set. Immediate when no worker was ever started. */

@@ -48,6 +48,10 @@ dispatch_tele_issue(collie_comm_t *comm, struct collie__op *op, const collie_opt
 {
   const struct collie__call *c = &op->call;
   struct collie__tele_op *t = &op->tele;
+  if (!collie__tele_wanted(comm->tele)) {
+    t->active = 0;
+    return;
+  }
   uint64_t es = c->esize, n = c->count * es, others = 0;
   static const struct {
     int tc;

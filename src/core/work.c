@@ -168,6 +168,18 @@ work_skip(collie_comm_t *comm, collie_work_t *w)
   return rc;
 }
 
+/* work_skip (fail = 1) or work_skipped for a blocking op or group that has
+ * no work item: the rare path builds one. */
+static collie_result_t
+work_skip_now(collie_comm_t *comm, const struct collie__op *op, struct collie__group *g, int fail)
+{
+  struct collie_work tmp = {.group = g};
+  if (op) tmp.op = *op;
+  if (fail) return work_skip(comm, &tmp);
+  work_skipped(comm, &tmp);
+  return COLLIE_SUCCESS;
+}
+
 static void
 work_run(collie_comm_t *comm, collie_work_t *w)
 {
@@ -244,26 +256,23 @@ work_start(collie_comm_t *comm)
 /* ---- Issue ---- */
 
 collie_result_t
-collie__work_issue(collie_comm_t *comm, const struct collie__op *op, struct collie__group *g,
+collie__work_issue(collie_comm_t *comm, struct collie__op *op, struct collie__group *g,
                    collie_work_t **work)
 {
   collie_result_t rc;
   if (!work) {
     /* Blocking: wait for the queue to be empty (this call's turn), then run
      * here. With nothing pending this is one lock-free check. */
-    struct collie_work tmp = {.group = g};
-    if (op) tmp.op = *op;
     if (comm->workq && (rc = collie__work_drain(comm, comm->timeout_ms)) != COLLIE_SUCCESS) {
       collie__err_prefix("%s issued behind async work",
                          op ? collie__kind_name(op->call.kind) : "group");
       collie__comm_poison(comm, rc);
-      work_skipped(comm, &tmp);
+      work_skip_now(comm, op, g, 0);
       return rc;
     }
-    if (collie__comm_poisoned(comm) != COLLIE_SUCCESS) return work_skip(comm, &tmp);
+    if (collie__comm_poisoned(comm) != COLLIE_SUCCESS) return work_skip_now(comm, op, g, 1);
     if (g) return collie__group_run(comm, g, comm->timeout_ms);
-    struct collie__op run = *op;
-    return collie__dispatch_run(comm, &run);
+    return collie__dispatch_run(comm, op);
   }
 
   /* The op already took its sequence number: failing to queue it leaves

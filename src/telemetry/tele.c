@@ -151,15 +151,32 @@ tele_push(struct collie__tele *t, const struct collie__timing_rec *rec)
 
 /* ---- Per operation ---- */
 
+/* Copies src (NULL: def) into dst[cap], truncating; snprintf costs more than
+ * the whole queue push on this path. */
+static void
+tele_copy(char *dst, size_t cap, const char *src, const char *def)
+{
+  if (!src || !*src) src = def;
+  size_t n = strnlen(src, cap - 1);
+  memcpy(dst, src, n);
+  dst[n] = '\0';
+}
+
 void
 collie__tele_row_init(struct collie__timing_rec *rec, const char *opname, uint64_t size,
                       int category, const char *label, const char *phase)
 {
-  snprintf(rec->op, sizeof(rec->op), "%s", opname ? opname : "");
-  snprintf(rec->layer, sizeof(rec->layer), "%s", label ? label : "");
-  snprintf(rec->phase, sizeof(rec->phase), "%s", phase && *phase ? phase : "dense");
+  tele_copy(rec->op, sizeof(rec->op), opname, "");
+  tele_copy(rec->layer, sizeof(rec->layer), label, "");
+  tele_copy(rec->phase, sizeof(rec->phase), phase, "dense");
   rec->size = size;
   rec->category = category;
+}
+
+int
+collie__tele_wanted(const struct collie__tele *t)
+{
+  return collie__tele_timing_on(t) || (t->rows && collie__steps_in_step(t->steps));
 }
 
 void

@@ -228,6 +228,9 @@ struct collie__tele_op {
   struct collie__timing_rec row; /* its text fields, stamped at completion */
 };
 
+/* Whether an operation issued now would record anything (a racy hint: the
+ * core skips describing the operation when not). */
+int collie__tele_wanted(const struct collie__tele *t);
 /* Stamps op's start and step, charges the step, and prepares the timing row
  * (label and phase copied: the caller's strings need not outlive the call).
  * Cheap when nothing records: one load and a branch. */
