@@ -1,8 +1,11 @@
 /*
  * collie-report - reads what collie leaves behind (flight-recorder dumps,
- * later timing logs) and explains it in plain words. One subcommand per
- * file (report_<name>.c), listed in the table below; this file only
- * dispatches. docs/flight-recorder.md describes `hang`.
+ * comms.csv and the per-rank timing logs) and explains it in plain words:
+ * who is stuck (hang), where the bytes and milliseconds went (summary), who
+ * keeps the others waiting (stragglers), a timeline for Perfetto (trace) and
+ * a picture of the steps (plot). One subcommand per file (report_<name>.c),
+ * listed in the table below; this file only dispatches.
+ * docs/flight-recorder.md describes `hang`, docs/collie-report.md the rest.
  */
 #include <stdio.h>
 #include <string.h>
@@ -17,6 +20,12 @@ struct report_cmd {
 
 static const struct report_cmd report_cmds[] = {
     {"hang", "which ranks are stuck on which operation (flight-recorder dumps)", report_hang},
+    {"summary", "bytes, time, bandwidth, latency percentiles (comms.csv, timing logs)",
+     report_summary},
+    {"stragglers", "which rank arrives last at collectives, per host (timing logs)",
+     report_stragglers},
+    {"trace", "timing logs as a Chrome/Perfetto trace (JSON)", report_trace},
+    {"plot", "comms.csv as an SVG: bytes per category, time per collective", report_plot},
 };
 
 static void

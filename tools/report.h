@@ -1,7 +1,9 @@
 /*
  * report.h - what the pieces of collie-report share: a small JSON reader
- * (report_json.c), the loader of flight-recorder dumps (report_dumps.c) and
- * one entry point per subcommand (report_hang.c, ...). collie-report.c maps
+ * (report_json.c), the loader of flight-recorder dumps (report_dumps.c), a
+ * CSV reader (report_csv.c), the loader of telemetry directories
+ * (report_telemetry.c) and one entry point per subcommand (report_hang.c,
+ * report_summary.c, ...). collie-report.c maps
  * subcommand names to those entry points; a new subcommand is one file plus
  * one line in its table.
  */
@@ -72,10 +74,148 @@ int rd_is_p2p(const char *kind);
 int rd_load_dir(const char *dir, struct rd_dump **out, int *n, char *err, size_t errlen);
 void rd_free(struct rd_dump *dumps, int n);
 
+/* ---- report_csv.c: a CSV reader for the telemetry files ---- */
+
+/* One CSV file in memory: RFC 4180 fields (quoted with doubled quotes, line
+ * breaks allowed inside quotes), LF or CRLF line ends, blank lines skipped, a
+ * UTF-8 byte-order mark ignored. The first record is the header; every other
+ * record must have as many fields. All strings point into buf. */
+struct rc_table {
+  char path[1024]; /* as given to rc_load: every message names it */
+  char *buf;       /* the unquoted fields, each NUL-terminated */
+  int ncols;
+  char **head;  /* ncols column names */
+  size_t nrows; /* records after the header */
+  char **cells; /* nrows * ncols, row-major */
+  int *lines;   /* 1-based line of the file where each record starts */
+};
+
+/* Reads and parses the file at path into t (zeroed first). Returns 0, or -1
+ * with a message in err naming the file and line ("DIR/comms.csv:7: 3 fields,
+ * but the header has 33"); t holds nothing to free then. */
+int rc_load(const char *path, struct rc_table *t, char *err, size_t errlen);
+void rc_free(struct rc_table *t);
+/* The index of the first column called name, or -1. */
+int rc_col(const struct rc_table *t, const char *name);
+/* Checks that every name of names[0..n) is a column; else -1 with
+ * "FILE:1: no column \"x\" in the header". */
+int rc_require(const struct rc_table *t, const char *const *names, int n, char *err, size_t errlen);
+/* The field of record row, column col. */
+const char *rc_cell(const struct rc_table *t, size_t row, int col);
+/* The field as a finite number (rc_double) or a whole number (rc_int64); else
+ * -1 with "FILE:LINE: column \"x\": \"abc\" is not a number". */
+int rc_double(const struct rc_table *t, size_t row, int col, double *out, char *err, size_t errlen);
+int rc_int64(const struct rc_table *t, size_t row, int col, int64_t *out, char *err, size_t errlen);
+
+/* ---- report_telemetry.c: a telemetry directory, loaded once (docs/telemetry.md) ---- */
+
+/* One row of timing-rank{i}.csv. Strings point into the rank's table. */
+struct rt_row {
+  const char *op, *label, *phase;
+  const char *start_s, *end_s; /* start_counter, end_counter as written (the join key) */
+  int64_t iteration, epoch;
+  uint64_t size; /* message_size_bytes */
+  double elapsed_ms;
+  int64_t start_us, end_us; /* the counters in whole microseconds, exactly */
+  int line;
+};
+
+/* One row of timing-rank{i}.categories.csv. */
+struct rt_catrow {
+  const char *start_s, *end_s, *op, *cat;
+};
+
+struct rt_rank {
+  int rank; /* the i of timing-rank{i}.csv */
+  struct rc_table tab;
+  size_t nrows;
+  struct rt_row *rows; /* in file order */
+  int has_meta;
+  char host[256]; /* "host=" of the .meta; "" when absent */
+  int has_offset;
+  int64_t offset_us; /* clock_offset_s in microseconds */
+  int64_t dropped;   /* records_dropped */
+  int has_cats;
+  struct rc_table cats_tab;
+  size_t ncats;
+  struct rt_catrow *cats; /* sorted for rt_category's binary search */
+};
+
+struct rt_comms {
+  struct rc_table tab;
+  double *v; /* tab.nrows * tab.ncols: every field of comms.csv is a number */
+  int c_step, c_epoch, c_bytes_total, c_t_total;
+};
+
+struct rt_data {
+  char dir[1024], timing_dir[1024];
+  int has_comms;
+  struct rt_comms comms;
+  int nranks;
+  struct rt_rank *ranks; /* sorted by rank */
+};
+
+/* What column col of comms.csv holds, read from the header so registered
+ * categories need no change here: bytes_X is a collective when a t_X_ms column
+ * exists (RT_COL_COLL; *t_col is that column), else a payload category
+ * (RT_COL_CAT); a repeated bytes_X is a category. Anything else: RT_COL_OTHER. */
+enum { RT_COL_OTHER = 0, RT_COL_COLL, RT_COL_CAT };
+int rt_comms_kind(const struct rt_comms *c, int col, int *t_col);
+
+/* What rt_load reads: comms.csv, the timing logs with their .meta, the
+ * .categories.csv sidecars. */
+enum { RT_COMMS = 1, RT_TIMING = 2, RT_CATS = 4 };
+
+/* Loads from dir (comms.csv) and timing_dir (timing-rank*.csv and sidecars;
+ * NULL: dir) whatever of `what` exists; a missing file is not an error, a
+ * missing or unreadable directory is. Returns 0, or -1 with a message in err
+ * naming the directory, or the file and line of malformed input. Free with
+ * rt_free (also after a failure). */
+int rt_load(struct rt_data *d, const char *dir, const char *timing_dir, unsigned what, char *err,
+            size_t errlen);
+void rt_free(struct rt_data *d);
+/* The payload category of a timing row: its .categories.csv match on
+ * (start_counter, end_counter, operation), else "other" for operations collie
+ * records and "user" for the rest. */
+const char *rt_category(const struct rt_rank *r, const struct rt_row *row);
+/* Whether op is a name collie writes (ALLREDUCE ... RECV). */
+int rt_is_collie_op(const char *op);
+/* Whether op is a collective: a collie name other than SEND and RECV. */
+int rt_is_collective(const char *op);
+/* The nearest-rank p-th percentile (0 < p <= 100) of sorted[0..n), n >= 1. */
+double rt_percentile(const double *sorted, size_t n, double p);
+/* "4 MiB", "1.5 KiB", "100 B". */
+void rt_bytes_label(char *buf, size_t len, double bytes);
+/* Writes s as a JSON string literal (quotes included); bytes that are not
+ * UTF-8 become U+FFFD so the output stays valid JSON. */
+void rt_json_string(FILE *f, const char *s);
+/* Writes s as XML character data (&, <, >, quotes escaped; bad UTF-8 as U+FFFD). */
+void rt_xml_text(FILE *f, const char *s);
+
+/* Command line of the telemetry subcommands: DIR [--timing DIR2] [-o PATH] [--csv]. */
+struct rt_args {
+  const char *dir, *timing, *out;
+  int csv;
+};
+enum { RT_ARG_OUT = 1, RT_ARG_CSV = 2 };
+/* Parses argv[1..argc) allowing the options in `allowed` (RT_ARG_*; --timing
+ * always). Returns 0, 1 when --help was asked (usage() printed), or -1 after
+ * printing a message to stderr. */
+int rt_parse_args(int argc, char **argv, const char *cmd, unsigned allowed, void (*usage)(void),
+                  struct rt_args *a);
+
 /* ---- subcommands: argv[0] is the subcommand's name; returns an exit code ----
  */
 
 int report_hang(int argc, char **argv);
 void report_hang_usage(void);
+int report_summary(int argc, char **argv);
+void report_summary_usage(void);
+int report_stragglers(int argc, char **argv);
+void report_stragglers_usage(void);
+int report_trace(int argc, char **argv);
+void report_trace_usage(void);
+int report_plot(int argc, char **argv);
+void report_plot_usage(void);
 
 #endif /* COLLIE_REPORT_H */
