@@ -53,10 +53,11 @@ case "$what" in
     build build-clang -DCMAKE_C_COMPILER=clang
     ./build-clang/tests/collie_tests $(./build-clang/tests/collie_tests --list | grep -E '_(shm|tcp)_3$|^(api|reduce|select|bootstrap)_')
     # Data races: the tests whose processes run threads (the tcp store's server,
-    # an abort from a second thread), under ThreadSanitizer.
+    # an abort from a second thread, async work and the timing log's writer),
+    # under ThreadSanitizer.
     build build-tsan -DCOLLIE_TSAN=ON
     TSAN_OPTIONS=halt_on_error=1 COLLIE_TEST_TIMEOUT_MULT=5 ./build-tsan/tests/collie_tests \
-      $(./build-tsan/tests/collie_tests --list | grep -E 'bootstrap_tcp|thread')
+      $(./build-tsan/tests/collie_tests --list | grep -E 'bootstrap_tcp|thread|telemetry_(async|timing)')
     # The whole suite last, so that its summary closes the output.
     ctest --test-dir build --output-on-failure -j"$jobs" --timeout 300
     ;;

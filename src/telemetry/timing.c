@@ -214,10 +214,20 @@ timing_flush_all(void)
   pthread_mutex_unlock(&timing_reg_lock);
 }
 
+/* A child of fork() must not write its parent's queued rows a second time at
+ * its own exit: it forgets the parent's logs. */
+static void
+timing_forget_in_child(void)
+{
+  pthread_mutex_init(&timing_reg_lock, NULL);
+  timing_reg = NULL;
+}
+
 static void
 timing_register_atexit(void)
 {
   atexit(timing_flush_all);
+  pthread_atfork(NULL, NULL, timing_forget_in_child);
 }
 
 static void
