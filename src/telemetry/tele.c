@@ -10,11 +10,13 @@
  * the log under the tree's lock, pushes (non-blocking) and lets go. Close
  * swaps the log out under the same lock before stopping it.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "telemetry/telemetry.h"
 #include "util/error.h"
@@ -47,7 +49,13 @@ collie__tele_open(const struct collie__tele_cfg *cfg, struct collie__tele **out)
                                               .capacity = cfg->timing_queue,
                                               .flush_ms = cfg->timing_flush_ms};
   t->rows = cfg->rank == 0 && cfg->comms_log;
-  snprintf(path, sizeof(path), "%s/comms.csv", cfg->log_dir && *cfg->log_dir ? cfg->log_dir : ".");
+  const char *dir = cfg->log_dir && *cfg->log_dir ? cfg->log_dir : ".";
+  snprintf(path, sizeof(path), "%s/comms.csv", dir);
+  if (t->rows && mkdir(dir, 0777) != 0 && errno != EEXIST) { /* one level, as the flight dumps */
+    rc = collie__err_errno(COLLIE_SYSTEM_ERROR, "comms.csv: cannot create directory %s", dir);
+    collie__tele_release(t);
+    return rc;
+  }
   rc = collie__steps_open(t->rows ? path : NULL, cfg->world_size, &t->steps);
   if (rc == COLLIE_SUCCESS && cfg->timing_dir && *cfg->timing_dir)
     rc = collie__tele_timing_open(t, cfg->timing_dir);
