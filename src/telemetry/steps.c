@@ -81,31 +81,41 @@ steps_header(char *buf, size_t cap, int ncat)
 #undef STEPS_PUT
 }
 
+/* Microseconds as milliseconds with three decimals, exactly (no float). */
+static const char *
+steps_ms(int64_t us, char buf[32])
+{
+  snprintf(buf, 32, "%" PRId64 ".%03d", us / 1000, (int)(us % 1000));
+  return buf;
+}
+
 /* Formats acc's row (with newline) into buf; returns its length. */
 static size_t
 steps_row(const struct collie__steps *s, const struct collie__step_acc *a, char *buf, size_t cap)
 {
   size_t n = 0;
+  char ms[32];
   uint64_t total = 0;
-  int64_t total_ns = 0;
+  /* Times in whole microseconds, as printed: the total is the sum of the
+   * printed columns and the bandwidth follows from printed values, so a
+   * reader who recomputes either from the file gets the file's number. */
+  int64_t us[COLLIE_TC_COUNT_], total_us = 0;
   for (int tc = 0; tc < COLLIE_TC_COUNT_; tc++) {
+    us[tc] = (a->ns[tc] + 500) / 1000;
     total += a->bytes[tc];
-    total_ns += a->ns[tc];
+    total_us += us[tc];
   }
-  double ms = (double)total_ns / 1e6;
-  double bw = total_ns > 0 ? ((double)total / 1048576.0) / (ms / 1000.0) : 0.0;
+  double bw = total_us > 0 ? ((double)total / 1048576.0) / ((double)total_us / 1e6) : 0.0;
 #define STEPS_PUT(...) n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0, __VA_ARGS__)
   STEPS_PUT("%" PRId64 ",%" PRId64 ",%d", a->step, a->epoch, s->world_size);
   for (int i = 0; i < STEPS_N(steps_first); i++) STEPS_PUT(",%" PRIu64, a->bytes[steps_first[i]]);
   STEPS_PUT(",%" PRIu64, total);
-  for (int i = 0; i < STEPS_N(steps_first); i++)
-    STEPS_PUT(",%.3f", (double)a->ns[steps_first[i]] / 1e6);
-  STEPS_PUT(",%.3f,%.3f", ms, bw);
+  for (int i = 0; i < STEPS_N(steps_first); i++) STEPS_PUT(",%s", steps_ms(us[steps_first[i]], ms));
+  STEPS_PUT(",%s,%.3f", steps_ms(total_us, ms), bw);
   for (int i = 0; i < STEPS_N(steps_builtin_cats); i++)
     STEPS_PUT(",%" PRIu64, a->cat_bytes[steps_builtin_cats[i]]);
   for (int i = 0; i < STEPS_N(steps_more); i++) STEPS_PUT(",%" PRIu64, a->bytes[steps_more[i]]);
-  for (int i = 0; i < STEPS_N(steps_more); i++)
-    STEPS_PUT(",%.3f", (double)a->ns[steps_more[i]] / 1e6);
+  for (int i = 0; i < STEPS_N(steps_more); i++) STEPS_PUT(",%s", steps_ms(us[steps_more[i]], ms));
   for (int c = COLLIE_CAT_BUILTIN_COUNT_; c < s->ncat; c++) STEPS_PUT(",%" PRIu64, a->cat_bytes[c]);
   STEPS_PUT("\n");
 #undef STEPS_PUT
