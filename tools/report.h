@@ -39,6 +39,12 @@ void rj_free(struct rj_val *v);
 /* The member `key` of an object, or NULL (also when obj is not an object). */
 const struct rj_val *rj_get(const struct rj_val *obj, const char *key);
 
+/* ---- report_csv.c also holds the file reader every loader uses ---- */
+
+/* Reads the whole file at path, NUL-terminated (one spare byte past len);
+ * NULL with errno on failure. The caller frees. */
+char *rt_slurp(const char *path, size_t *len);
+
 /* ---- report_dumps.c: flight-recorder dumps ---- */
 
 enum { RD_QUEUED = 0, RD_STARTED, RD_COMPLETED, RD_FAILED };

@@ -22,10 +22,8 @@
 
 #include "report.h"
 
-/* Reads the whole file; NULL with errno on failure. One spare byte at the
- * end holds the last field's NUL when the file does not end in a newline. */
-static char *
-csv_slurp(const char *path, size_t *len)
+char *
+rt_slurp(const char *path, size_t *len)
 {
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
@@ -104,7 +102,7 @@ rc_load(const char *path, struct rc_table *t, char *err, size_t errlen)
   memset(t, 0, sizeof(*t));
   snprintf(t->path, sizeof(t->path), "%s", path);
   size_t len = 0;
-  char *buf = csv_slurp(path, &len);
+  char *buf = rt_slurp(path, &len);
   if (!buf) {
     snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
     return -1;

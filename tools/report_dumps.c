@@ -27,38 +27,6 @@ rd_is_p2p(const char *kind)
   return strncmp(kind, "send", 4) == 0 || strncmp(kind, "recv", 4) == 0;
 }
 
-/* Reads a whole file; NULL with errno on failure. */
-static char *
-rd_slurp(const char *path, size_t *len)
-{
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  size_t cap = 1 << 16, n = 0;
-  char *buf = malloc(cap);
-  while (buf) {
-    size_t got = fread(buf + n, 1, cap - n, f);
-    n += got;
-    if (n < cap) break;
-    char *bigger = realloc(buf, cap * 2);
-    if (!bigger) {
-      free(buf);
-      buf = NULL;
-      break;
-    }
-    buf = bigger;
-    cap *= 2;
-  }
-  int bad = ferror(f);
-  fclose(f);
-  if (bad) {
-    free(buf);
-    errno = EIO;
-    return NULL;
-  }
-  *len = n;
-  return buf;
-}
-
 /* Field getters: each fails with a message naming the field. */
 static int
 rd_int(const struct rj_val *obj, const char *key, int64_t *out, const char *where, char *err,
@@ -146,7 +114,7 @@ static int
 rd_load_file(struct rd_dump *d, char *err, size_t errlen)
 {
   size_t len = 0;
-  char *text = rd_slurp(d->path, &len);
+  char *text = rt_slurp(d->path, &len);
   if (!text) {
     snprintf(err, errlen, "cannot read: %s", strerror(errno));
     return -1;
