@@ -51,7 +51,7 @@ collie__tele_open(const struct collie__tele_cfg *cfg, struct collie__tele **out)
   t->rows = cfg->rank == 0 && cfg->comms_log;
   const char *dir = cfg->log_dir && *cfg->log_dir ? cfg->log_dir : ".";
   snprintf(path, sizeof(path), "%s/comms.csv", dir);
-  if (t->rows && mkdir(dir, 0777) != 0 && errno != EEXIST) { /* one level, as the flight dumps */
+  if (t->rows && collie__mkdir_p(dir) != 0) {
     rc = collie__err_errno(COLLIE_SYSTEM_ERROR, "comms.csv: cannot create directory %s", dir);
     collie__tele_release(t);
     return rc;

@@ -61,8 +61,8 @@ void collie__flight_state(struct collie__flight *fr, int64_t id, int state, cons
 /* Writes the recorder as JSON to dir/flight-rank{rank}-{comm_hash as 16 hex
  * digits}.json (one file per communicator: ranks differ between a comm and its
  * splits), replacing it atomically (temp file + rename), with `reason`
- * ("timeout", "failure", "SIGUSR1", "user"); dir is created if missing (one
- * level). Format: docs/flight-recorder.md. Errors: SYSTEM_ERROR naming the
+ * ("timeout", "failure", "SIGUSR1", "user"); dir is created if missing (with
+ * its parents). Format: docs/flight-recorder.md. Errors: SYSTEM_ERROR naming the
  * path; INVALID_ARGUMENT when fr is NULL. */
 collie_result_t collie__flight_dump(struct collie__flight *fr, const char *dir, const char *reason);
 
@@ -141,8 +141,8 @@ struct collie__timing_cfg {
 
 struct collie__timing;
 
-/* Opens dir/timing-rank{rank}.csv (+ .meta, .categories.csv; dir created one
- * level deep), allocates the queue and starts the drain thread. Errors:
+/* Opens dir/timing-rank{rank}.csv (+ .meta, .categories.csv; dir created with
+ * its parents), allocates the queue and starts the drain thread. Errors:
  * SYSTEM_ERROR naming the path, INVALID_USAGE (existing file, other header). */
 collie_result_t collie__timing_open(const char *dir, const struct collie__timing_cfg *cfg,
                                     struct collie__timing **out);

@@ -320,7 +320,7 @@ collie__timing_open(const char *dir, const struct collie__timing_cfg *cfg,
     goto fail;
   }
   for (uint64_t i = 0; i < t->cap; i++) atomic_init(&t->cells[i].seq, i);
-  if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+  if (collie__mkdir_p(dir) != 0) {
     rc = collie__err_errno(COLLIE_SYSTEM_ERROR, "timing log: cannot create directory %s", dir);
     goto fail;
   }

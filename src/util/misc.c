@@ -2,7 +2,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "util/util.h"
 
@@ -36,4 +38,31 @@ collie__fmt(char *buf, size_t len, const char *fmt, ...)
   va_start(ap, fmt);
   vsnprintf(buf, len, fmt, ap);
   va_end(ap);
+}
+
+int
+collie__mkdir_p(const char *path)
+{
+  char buf[4096];
+  size_t n = strlen(path);
+  if (n == 0 || n >= sizeof(buf)) {
+    errno = n ? ENAMETOOLONG : ENOENT;
+    return -1;
+  }
+  memcpy(buf, path, n + 1);
+  /* Each prefix ending before a '/', then the whole path. */
+  for (size_t i = 1; i <= n; i++) {
+    if (buf[i] != '/' && buf[i] != '\0') continue;
+    char c = buf[i];
+    buf[i] = '\0';
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+    buf[i] = c;
+  }
+  struct stat st;
+  if (stat(path, &st) != 0) return -1;
+  if (!S_ISDIR(st.st_mode)) {
+    errno = ENOTDIR;
+    return -1;
+  }
+  return 0;
 }

@@ -65,6 +65,9 @@ int collie__sock_local_addr(const char *ifname, char *out, size_t outlen);
 uint64_t collie__hash64(const void *data, size_t n, uint64_t seed);
 /* strdup that returns NULL only on allocation failure; NULL in, NULL out. */
 char *collie__strdup(const char *s);
+/* Creates directory path and its missing parents (mode 0777 before umask), as
+ * mkdir -p. Returns 0 (also when it exists), or -1 with errno. */
+int collie__mkdir_p(const char *path);
 /* Formats into a fixed buffer, always NUL-terminated, truncating. */
 void collie__fmt(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

@@ -561,9 +561,19 @@ TEST_IMPL(telemetry_timing_open)
   char *now = csv_slurp(path, NULL);
   ASSERT(now && !strcmp(now, old));
   free(now);
-  /* A directory more than one level from existing: SYSTEM_ERROR naming it. */
-  snprintf(path, sizeof(path), "%s/no/such/dir", test_dir());
-  ASSERT_RC(COLLIE_SYSTEM_ERROR, "no/such", collie_timing_open(comm, path));
+  /* A directory under a regular file cannot exist: SYSTEM_ERROR naming it. */
+  snprintf(path, sizeof(path), "%s/plainfile-%d", test_dir(), r);
+  fp = fopen(path, "w");
+  ASSERT(fp && fclose(fp) == 0);
+  snprintf(path, sizeof(path), "%s/plainfile-%d/dir", test_dir(), r);
+  ASSERT_RC(COLLIE_SYSTEM_ERROR, "plainfile", collie_timing_open(comm, path));
+  /* Missing parents are created, as mkdir -p. */
+  char nested[600];
+  snprintf(nested, sizeof(nested), "%s/no/such/dir", test_dir());
+  ASSERT_OK(collie_timing_open(comm, nested));
+  ASSERT_OK(collie_timing_close(comm));
+  tim_path(path, sizeof(path), nested, r, ".csv");
+  ASSERTF(access(path, R_OK) == 0, "%s was not created", path);
   /* The other directory now opens (nothing is open). */
   ASSERT_OK(collie_timing_open(comm, other));
   ASSERT_OK(collie_timing_close(comm));
