@@ -20,6 +20,7 @@
 #include "list_matrix.h"
 #include "list_tools.h"
 #include "list_telemetry.h"
+#include "list_bench.h"
 
 #define TEST_LIST(XX)                                                                              \
   TEST_LIST_CORE(XX)                                                                               \
@@ -30,7 +31,8 @@
   TEST_LIST_COLL(XX)                                                                               \
   TEST_LIST_MATRIX(XX)                                                                             \
   TEST_LIST_TOOLS(XX)                                                                              \
-  TEST_LIST_TELEMETRY(XX)
+  TEST_LIST_TELEMETRY(XX)                                                                          \
+  TEST_LIST_BENCH(XX)
 
 #define XX_DECL(name, fn, ranks, transport, timeout) TEST_IMPL(fn);
 TEST_LIST(XX_DECL)

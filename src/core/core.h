@@ -123,6 +123,18 @@ void collie__dispatch_skipped(collie_comm_t *comm, struct collie__op *op);
  * are logged, not returned (the caller is already reporting an error). */
 void collie__comm_flight_dump(collie_comm_t *comm, const char *reason);
 
+/* ---- introspect.c ---- */
+
+/* The algorithm comm would run for a regular collective of this shape (kind
+ * COLLIE_KIND_*, count as the collie_* call takes it) under models (NULL:
+ * comm's own), honouring COLLIE_ALGO. Local, no communication, no log.
+ * Errors: those of collie__algo_select; INVALID_ARGUMENT for p2p and the
+ * v-variants. */
+collie_result_t collie__comm_select(collie_comm_t *comm, int kind, size_t count,
+                                    collie_dtype_t dtype, collie_op_t op, int root,
+                                    const struct collie__models *models,
+                                    const struct collie__algo **out);
+
 /* ---- check.c ---- */
 
 /* COLLIE_CHECK=1: exchanges a fingerprint of call with every rank (a ring of

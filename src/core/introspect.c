@@ -1,0 +1,36 @@
+/*
+ * introspect.c - what a communicator would decide, asked from outside a
+ * call: which algorithm the cost model picks for a shape, under the
+ * communicator's own models or under others (a tuning file being judged).
+ * For tools (collie-bench), which link the static library; nothing here
+ * communicates or changes the communicator.
+ */
+#include "core/core.h"
+
+collie_result_t
+collie__comm_select(collie_comm_t *comm, int kind, size_t count, collie_dtype_t dtype,
+                    collie_op_t op, int root, const struct collie__models *models,
+                    const struct collie__algo **out)
+{
+  collie_result_t rc = collie__comm_check(comm, "collie__comm_select");
+  if (rc != COLLIE_SUCCESS) return rc;
+  /* v-variants need per-rank arrays: tools ask about the regular ones. */
+  if (kind <= COLLIE_KIND_NONE || kind >= COLLIE_KIND_P2P || kind == COLLIE_KIND_ALLGATHERV ||
+      kind == COLLIE_KIND_ALLTOALLV)
+    return collie__err(COLLIE_INVALID_ARGUMENT, "collie__comm_select: kind %d has no selection",
+                       kind);
+  struct collie__call call = {.kind = kind,
+                              .count = count,
+                              .dtype = dtype,
+                              .op = op,
+                              .esize = collie_dtype_size(dtype),
+                              .root = root,
+                              .rank = comm->rank,
+                              .size = comm->size,
+                              .all_shm = comm->all_shm,
+                              .reduce = collie__reduce_kernel(dtype, op)};
+  struct collie__select_log quiet = {{0}};
+  for (int k = 0; k < COLLIE_KIND_COUNT_; k++) quiet.logged[k] = ~(uint64_t)0; /* no INFO table */
+  return collie__algo_select(&call, COLLIE_ALGO_AUTO, &comm->algos, models ? models : &comm->models,
+                             &quiet, out);
+}
