@@ -7,8 +7,11 @@
  * The timing log can be opened and closed while operations are in flight on
  * other threads, so hooks never hold a pointer to a log across the
  * operation: issue only decides whether a row is due, and completion takes
- * the log under the tree's lock, pushes (non-blocking) and lets go. Close
- * swaps the log out under the same lock before stopping it.
+ * the log under the tree's lock, pushes (non-blocking) and lets go. That
+ * lock is never held for I/O, so a push never waits for a file: open creates
+ * the files before it installs the log, a flush writes outside it (counted
+ * in timing_users), and close swaps the log out, waits for flushes in
+ * progress, then stops it.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -25,9 +28,11 @@
 struct collie__tele {
   _Atomic int refs;
   struct collie__steps *steps;
-  int rows; /* this rank writes comms.csv */
-  pthread_mutex_t lock;
+  int rows;                      /* this rank writes comms.csv */
+  pthread_mutex_t lock;          /* the timing pointer: held briefly, never for I/O */
+  pthread_mutex_t open_lock;     /* serialises open and close */
   struct collie__timing *timing; /* under lock */
+  _Atomic int timing_users;      /* flushes writing the log outside lock */
   _Atomic int timing_on;
   struct collie__timing_cfg timing_cfg;
   char host[128];
@@ -42,6 +47,7 @@ collie__tele_open(const struct collie__tele_cfg *cfg, struct collie__tele **out)
   if (!t) return collie__err(COLLIE_SYSTEM_ERROR, "out of memory for telemetry");
   atomic_init(&t->refs, 1);
   pthread_mutex_init(&t->lock, NULL);
+  pthread_mutex_init(&t->open_lock, NULL);
   snprintf(t->host, sizeof(t->host), "%s", cfg->host ? cfg->host : "");
   t->timing_cfg = (struct collie__timing_cfg){.rank = cfg->rank,
                                               .world_size = cfg->world_size,
@@ -80,6 +86,7 @@ collie__tele_release(struct collie__tele *t)
   collie__tele_timing_close(t);
   collie__steps_close(t->steps);
   pthread_mutex_destroy(&t->lock);
+  pthread_mutex_destroy(&t->open_lock);
   free(t);
 }
 
@@ -107,17 +114,22 @@ collie_result_t
 collie__tele_timing_open(struct collie__tele *t, const char *dir)
 {
   collie_result_t rc = COLLIE_SUCCESS;
-  pthread_mutex_lock(&t->lock);
-  if (t->timing) {
-    if (strcmp(collie__timing_dir(t->timing), dir) != 0)
+  pthread_mutex_lock(&t->open_lock);
+  struct collie__timing *log = t->timing; /* only open/close change it, under open_lock */
+  if (log) {
+    if (strcmp(collie__timing_dir(log), dir) != 0)
       rc = collie__err(COLLIE_INVALID_USAGE,
                        "collie_timing_open(\"%s\"): the timing log is already open in %s "
                        "(collie_timing_close it first)",
-                       dir, collie__timing_dir(t->timing));
-  } else if ((rc = collie__timing_open(dir, &t->timing_cfg, &t->timing)) == COLLIE_SUCCESS) {
+                       dir, collie__timing_dir(log));
+  } else if ((rc = collie__timing_open(dir, &t->timing_cfg, &log)) == COLLIE_SUCCESS) {
+    /* Files are opened outside t->lock: pushes never wait for I/O. */
+    pthread_mutex_lock(&t->lock);
+    t->timing = log;
+    pthread_mutex_unlock(&t->lock);
     atomic_store(&t->timing_on, 1);
   }
-  pthread_mutex_unlock(&t->lock);
+  pthread_mutex_unlock(&t->open_lock);
   return rc;
 }
 
@@ -126,20 +138,30 @@ collie__tele_timing_flush(struct collie__tele *t)
 {
   collie_result_t rc = COLLIE_SUCCESS;
   pthread_mutex_lock(&t->lock);
-  if (t->timing) rc = collie__timing_flush(t->timing);
+  struct collie__timing *log = t->timing;
+  if (log) atomic_fetch_add(&t->timing_users, 1);
   pthread_mutex_unlock(&t->lock);
+  if (log) {
+    rc = collie__timing_flush(log); /* outside t->lock: pushes go on meanwhile */
+    atomic_fetch_sub(&t->timing_users, 1);
+  }
   return rc;
 }
 
 void
 collie__tele_timing_close(struct collie__tele *t)
 {
+  pthread_mutex_lock(&t->open_lock);
   pthread_mutex_lock(&t->lock);
   struct collie__timing *log = t->timing;
   t->timing = NULL;
   atomic_store(&t->timing_on, 0);
   pthread_mutex_unlock(&t->lock);
-  collie__timing_close(log); /* no push can reach it now: pushes hold the lock */
+  /* No push can reach the log now (they hold t->lock); a flush may still be
+   * writing it. */
+  while (atomic_load(&t->timing_users) > 0) collie__sleep_ns(100000);
+  collie__timing_close(log);
+  pthread_mutex_unlock(&t->open_lock);
 }
 
 int
