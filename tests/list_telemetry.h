@@ -1,6 +1,7 @@
 /* Tests of telemetry (comms.csv, timing logs, categories, collie-report's
  * telemetry commands); see test-list.h for the entry format. */
 #define TEST_LIST_TELEMETRY(XX)                                                                    \
+  XX(telemetry_timing_threads_shm_2, telemetry_timing_threads, 2, "shm", 60)                       \
   XX(telemetry_category_rules, telemetry_category_rules, 0, "auto", 20)                            \
   XX(telemetry_categories_csv_shm_2, telemetry_categories_csv, 2, "shm", 20)                       \
   XX(telemetry_values_shm_1, telemetry_values, 1, "shm", 20)                                       \
