@@ -17,67 +17,84 @@
 #include "telemetry/telemetry.h"
 #include "util/error.h"
 
-/* The 1-based column where two different header lines first differ, and the
- * names found there in each ("(none)" past the end of a line). */
-static int
-csv_first_difference(const char *have, const char *want, char *h, size_t hl, char *w, size_t wl)
+/* Says in words where the header line `have` first departs from `want`. */
+static void
+csv_describe_difference(const char *have, const char *want, char *out, size_t len)
 {
   for (int col = 1;; col++) {
-    size_t a = have ? strcspn(have, ",") : 0, b = want ? strcspn(want, ",") : 0;
-    if (!have || !want || a != b || strncmp(have, want, a) != 0) {
-      snprintf(h, hl, "%.*s", have ? (int)a : 6, have ? have : "(none)");
-      snprintf(w, wl, "%.*s", want ? (int)b : 6, want ? want : "(none)");
-      return col;
+    size_t a = strcspn(have, ","), b = strcspn(want, ",");
+    if (a != b || strncmp(have, want, a) != 0) {
+      if (!*have)
+        snprintf(out, len, "it ends before column %d, where collie writes '%.*s'", col, (int)b,
+                 want);
+      else if (!*want)
+        snprintf(out, len, "its column %d '%.*s' is past the %d that collie writes", col, (int)a,
+                 have, col - 1);
+      else
+        snprintf(out, len, "column %d is '%.*s', where collie writes '%.*s'", col, (int)a, have,
+                 (int)b, want);
+      return;
     }
-    have = have[a] ? have + a + 1 : NULL;
-    want = want[b] ? want + b + 1 : NULL;
+    have += a + (have[a] ? 1 : 0);
+    want += b + (want[b] ? 1 : 0);
   }
+}
+
+/* Writes the header into the empty file f. */
+static collie_result_t
+csv_write_header(int f, const char *path, const char *header)
+{
+  if (collie__csv_write(f, header, strlen(header)) == 0 && collie__csv_write(f, "\n", 1) == 0)
+    return COLLIE_SUCCESS;
+  return collie__err_errno(COLLIE_SYSTEM_ERROR, "writing the header of %s", path);
 }
 
 collie_result_t
 collie__csv_open(const char *path, const char *header, int *fd)
 {
-  int f = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (f < 0) return collie__err_errno(COLLIE_SYSTEM_ERROR, "opening %s", path);
-  /* The existing header: the first line, read in one go (headers are short). */
-  size_t want = strlen(header), cap = want + 2;
-  char *line = malloc(cap + 1);
-  if (!line) {
-    close(f);
-    return collie__err(COLLIE_SYSTEM_ERROR, "out of memory reading %s", path);
-  }
-  ssize_t n = pread(f, line, cap, 0);
-  if (n < 0) {
-    free(line);
-    close(f);
-    return collie__err_errno(COLLIE_SYSTEM_ERROR, "reading %s", path);
-  }
-  line[n] = '\0';
-  if (n == 0) {
-    line[0] = '\0';
-    int ok = collie__csv_write(f, header, want) == 0 && collie__csv_write(f, "\n", 1) == 0;
-    free(line);
-    if (!ok) {
-      collie_result_t rc = collie__err_errno(COLLIE_SYSTEM_ERROR, "writing the header of %s", path);
+  enum { HEADER_MAX = 64 * 1024 };
+  collie_result_t rc;
+  /* Whoever creates the file writes the header; everyone else reads it. */
+  int f = open(path, O_RDWR | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (f >= 0) {
+    if ((rc = csv_write_header(f, path, header)) != COLLIE_SUCCESS) {
       close(f);
       return rc;
     }
     *fd = f;
     return COLLIE_SUCCESS;
   }
-  line[strcspn(line, "\r\n")] = '\0';
-  if (strcmp(line, header) != 0) {
-    char have[64], exp[64];
-    int col = csv_first_difference(line, header, have, sizeof(have), exp, sizeof(exp));
-    free(line);
+  if (errno != EEXIST || (f = open(path, O_RDWR | O_APPEND | O_CLOEXEC)) < 0)
+    return collie__err_errno(COLLIE_SYSTEM_ERROR, "opening %s", path);
+  char *line = malloc(HEADER_MAX + 1);
+  if (!line) {
     close(f);
-    return collie__err(COLLIE_INVALID_USAGE,
-                       "%s exists with a different header (column %d is '%s', collie writes "
-                       "'%s'); move the old file away or log elsewhere (COLLIE_LOG_DIR, "
-                       "COLLIE_TIMING_LOG)",
-                       path, col, have, exp);
+    return collie__err(COLLIE_SYSTEM_ERROR, "out of memory reading %s", path);
+  }
+  ssize_t n = pread(f, line, HEADER_MAX, 0);
+  if (n < 0) {
+    rc = collie__err_errno(COLLIE_SYSTEM_ERROR, "reading %s", path);
+  } else if (n == 0) { /* an empty file (made by hand, or its creator died): ours to head */
+    rc = csv_write_header(f, path, header);
+  } else {
+    line[n] = '\0';
+    line[strcspn(line, "\r\n")] = '\0';
+    rc = COLLIE_SUCCESS;
+    if (strcmp(line, header) != 0) {
+      char why[256];
+      csv_describe_difference(line, header, why, sizeof(why));
+      rc = collie__err(COLLIE_INVALID_USAGE,
+                       "%s exists with a different header (%s); move the old file away, log "
+                       "elsewhere (COLLIE_LOG_DIR, COLLIE_TIMING_LOG) or turn the log off "
+                       "(COLLIE_COMMS_LOG=0)",
+                       path, why);
+    }
   }
   free(line);
+  if (rc != COLLIE_SUCCESS) {
+    close(f);
+    return rc;
+  }
   *fd = f;
   return COLLIE_SUCCESS;
 }
