@@ -5,10 +5,12 @@
 #                            same suite under AddressSanitizer+UndefinedBehaviorSanitizer,
 #                            multi-rank tests of 2 and 3 ranks under valgrind, and
 #                            a clang build with a part of the suite, the threaded
-#                            tests under ThreadSanitizer, and the
+#                            tests under ThreadSanitizer, the Python binding's
+#                            pytest suite at 1, 2 and 4 ranks, and the
 #                            export, layering and install checks
-# On a fresh Debian 12 machine it first installs what the build needs (gcc, make,
-# cmake, pkg-config) with apt-get when they are missing.
+# On a fresh Debian 12 machine it first installs what the build and the tests
+# need (gcc, clang, make, cmake, pkg-config, valgrind; for `test` also Debian's
+# python3-numpy, python3-pytest and python3-torch) with apt-get when missing.
 set -eu
 cd "$(dirname "$0")/.."
 what=${1:-test}
@@ -16,12 +18,18 @@ jobs=$(nproc 2>/dev/null || echo 2)
 
 need=""
 for tool in cc clang make cmake pkg-config valgrind; do command -v $tool >/dev/null 2>&1 || need="$need $tool"; done
+pkgs=""
+[ -z "$need" ] || pkgs="gcc clang make cmake libc6-dev pkg-config valgrind"
+# The Python tests run Debian's interpreter with Debian's numpy, pytest and torch.
+if [ "$what" = test ] && ! /usr/bin/python3 -c 'import numpy, pytest, torch' >/dev/null 2>&1; then
+  need="$need python3-numpy python3-pytest python3-torch"
+  pkgs="$pkgs python3 python3-numpy python3-pytest python3-torch"
+fi
 if [ -n "$need" ]; then
-  echo "run.sh: installing build tools (missing:$need)"
+  echo "run.sh: installing (missing:$need)"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
   $SUDO apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends \
-    gcc clang make cmake libc6-dev pkg-config valgrind
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends $pkgs
 fi
 
 build() { # dir, extra cmake args...
@@ -58,6 +66,8 @@ case "$what" in
     build build-tsan -DCOLLIE_TSAN=ON
     TSAN_OPTIONS=halt_on_error=1 COLLIE_TEST_TIMEOUT_MULT=5 ./build-tsan/tests/collie_tests \
       $(./build-tsan/tests/collie_tests --list | grep -E 'bootstrap_tcp|thread|telemetry_(async|timing)')
+    # The Python binding: pytest under collierun at 1, 2 and 4 ranks.
+    sh tests/python/run.sh build
     # The whole suite last, so that its summary closes the output.
     ctest --test-dir build --output-on-failure -j"$jobs" --timeout 300
     ;;

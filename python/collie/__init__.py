@@ -1,0 +1,75 @@
+"""collie - Python binding of the collie collective-communication library.
+
+A torchcomms-like API over libcollie.so (ctypes; the standard library only at
+import: numpy and torch are never imported, their arrays are recognised by
+duck typing):
+
+    import collie, numpy as np
+    comm = collie.new_comm()                  # rank/size/store from collierun, torchrun, Slurm...
+    x = np.ones(1024, dtype=np.float32)
+    comm.all_reduce(x)                        # in place, zero-copy
+    w = comm.all_reduce(x, async_op=True)     # overlap with compute
+    w.wait()
+    comm.finalize()
+
+Submodules: collie.objcol (pickled-object collectives), collie.distributed
+(torch.distributed-style functions with telemetry categories and steps),
+collie.timing (the per-rank timing logger). docs/python.md is the guide.
+"""
+
+from ._comm import (
+    BatchSendRecv,
+    Comm,
+    Work,
+    get_default_comm,
+    new_comm,
+    register_category,
+    set_default_comm,
+)
+from ._enums import ALGORITHMS, DType, PayloadCategory, ReduceOp, dtype_of
+from ._errors import (
+    CollieError,
+    CollieSystemError,
+    InternalError,
+    InvalidArgument,
+    InvalidUsage,
+    LibraryNotFound,
+    RemoteError,
+    Timeout,
+    Unsupported,
+)
+from ._lib import SPLIT_NONE
+
+
+def library_path():
+    """Path of the libcollie.so in use (loads it; LibraryNotFound if none)."""
+    from . import _lib
+
+    return _lib.path()
+
+
+__all__ = [
+    "ALGORITHMS",
+    "BatchSendRecv",
+    "CollieError",
+    "CollieSystemError",
+    "Comm",
+    "DType",
+    "InternalError",
+    "InvalidArgument",
+    "InvalidUsage",
+    "LibraryNotFound",
+    "PayloadCategory",
+    "ReduceOp",
+    "RemoteError",
+    "SPLIT_NONE",
+    "Timeout",
+    "Unsupported",
+    "Work",
+    "dtype_of",
+    "get_default_comm",
+    "library_path",
+    "new_comm",
+    "register_category",
+    "set_default_comm",
+]

@@ -1,0 +1,990 @@
+"""_comm.py - communicators, collectives and work handles over libcollie.
+
+A Comm wraps one collie_comm_t. Every collective method validates its arrays
+in Python first (contiguity, writability, dtype, sizes: InvalidArgument before
+any communication), then makes one C call with the arrays' own pointers
+(zero-copy). async_op=True returns a Work at once; the Work holds every array
+(and every ctypes object the C call points at) until the operation has
+completed, so a buffer can never be freed or resized under a running
+operation, even when the caller drops the Work (the communicator adopts it).
+
+List forms (all_gather, reduce_scatter, gather, scatter, all_gather_v) run
+zero-copy when the list's arrays lie back to back in one block in rank order
+(views of one array); otherwise they go through one contiguous staging buffer
+(copy in before, copy out when the operation completes).
+
+Threading: one thread issues calls on a communicator at a time (the C
+contract); a per-communicator lock enforces it. Blocking calls release the
+GIL, so other Python threads run meanwhile. abort() may come from any thread.
+"""
+
+import atexit
+import contextlib
+import ctypes
+import os
+import threading
+
+from . import _lib
+from ._buffers import Staging, as_buf, as_bufs, contiguous_run, overlaps, release_all
+from ._enums import ReduceOp, to_algorithm, to_category, to_ms, to_op
+from ._errors import InvalidArgument, InvalidUsage, check, last_error
+
+_c_size_t_p = ctypes.POINTER(ctypes.c_size_t)
+
+# Registry: every live Comm (finalized at exit in reverse creation order),
+# the default communicator, and the settings collie.distributed.configure()
+# queued for communicators created afterwards.
+_registry_lock = threading.RLock()
+_live = []
+_default = None
+_pending_env = {}
+_env_lock = threading.Lock()
+_new_comm_hooks = []  # called with each new world Comm (timing logger)
+
+
+def get_default_comm():
+    """The default communicator (the first one new_comm created, or the one
+    set_default_comm set). InvalidUsage when there is none."""
+    c = _default
+    if c is None or c._h is None:
+        raise InvalidUsage("no default communicator: call collie.new_comm() first (or pass group=)")
+    return c
+
+
+def has_default_comm():
+    return _default is not None and _default._h is not None
+
+
+def set_default_comm(comm):
+    """Makes comm the default communicator (None: no default)."""
+    global _default
+    if comm is not None and not isinstance(comm, Comm):
+        raise InvalidArgument("set_default_comm: %r is not a collie Comm" % (comm,))
+    with _registry_lock:
+        _default = comm
+
+
+def resolve(group):
+    """group (a Comm) or the default communicator."""
+    if group is None:
+        return get_default_comm()
+    if not isinstance(group, Comm):
+        raise InvalidArgument("group = %r is not a collie Comm (or None for the default)" % (group,))
+    return group
+
+
+def register_category(name):
+    """Registers a payload category named name (1..32 of [A-Za-z0-9_], not a
+    built-in) and returns its id for category=. Register before new_comm:
+    a communicator's comms.csv columns are fixed at its creation."""
+    if not isinstance(name, str):
+        raise InvalidArgument("register_category: name = %r must be a str" % (name,))
+    out = ctypes.c_int()
+    check(_lib.need("collie_category_register")(name.encode(), ctypes.byref(out)))
+    return out.value
+
+
+def _env_value(key, value):
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
+
+
+def _env_name(key):
+    k = str(key).upper()
+    return k if k.startswith("COLLIE_") else "COLLIE_" + k
+
+
+@contextlib.contextmanager
+def _environment(overrides):
+    """Applies overrides (name -> str, or None to unset) to os.environ for
+    the duration of a C init, which reads COLLIE_* there. Serialised: the
+    environment is process-wide."""
+    with _env_lock:
+        saved = {k: os.environ.get(k) for k in overrides}
+        try:
+            for k, v in overrides.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+            yield
+        finally:
+            # glibc keeps the strings setenv allocated, so pointers the library
+            # kept from getenv() (COLLIE_LOG_DIR, ...) stay valid after this.
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+
+def new_comm(name="main_comm", timeout=None, store=None, hints=None, *, rank=None, world_size=None,
+             job_token=None):
+    """Creates a world communicator: collective over every rank of the job.
+
+    Rank, size and store come from the launcher's environment as in C's
+    collie_comm_init (collierun, torchrun, Slurm, Open MPI, MPICH/PMI), unless
+    rank and world_size are given (then collie_comm_init_config is used).
+
+    - name: a label for get_name() and error messages (Python-side only).
+    - timeout: datetime.timedelta or seconds: the default deadline of init
+      and of every operation on this communicator and its splits. None:
+      COLLIE_TIMEOUT_MS when it is set, else 30 seconds.
+    - store: "tcp://host:port" or "file:///dir" instead of the environment's.
+    - hints: {setting: value} of COLLIE_* variables for this init, with or
+      without the COLLIE_ prefix, any case: {"transport": "tcp",
+      "algo": "allreduce=ring", "log_dir": "/tmp/logs"}. Values: str, int,
+      bool (1/0), None (unset).
+    - job_token: the job's shared secret (default: the launcher's).
+
+    The first communicator created becomes the default one (used by
+    collie.distributed, collie.objcol and collie.timing when group=None).
+    Errors: InvalidArgument (bad environment or hint, naming it), Timeout
+    (a rank never arrived), RemoteError, CollieSystemError."""
+    global _default
+    if not isinstance(name, str):
+        raise InvalidArgument("new_comm: name = %r must be a str" % (name,))
+    ms = to_ms(timeout, "new_comm: timeout")
+    env = {}
+    with _registry_lock:
+        env.update(_pending_env)
+    if hints is not None:
+        if not hasattr(hints, "items"):
+            raise InvalidArgument("new_comm: hints = %r must be a dict of COLLIE_* settings" % (hints,))
+        for k, v in hints.items():
+            env[_env_name(k)] = None if v is None else _env_value(k, v)
+    if ms is not None:
+        env["COLLIE_TIMEOUT_MS"] = str(ms)
+    elif "COLLIE_TIMEOUT_MS" not in env and not os.environ.get("COLLIE_TIMEOUT_MS"):
+        env["COLLIE_TIMEOUT_MS"] = "30000"
+    if store is not None:
+        if not isinstance(store, str) or not (store.startswith("tcp://") or store.startswith("file://")):
+            raise InvalidArgument('new_comm: store = %r must be "tcp://host:port" or "file:///dir"' % (store,))
+        env["COLLIE_STORE"] = store
+    if job_token is not None:
+        env["COLLIE_JOB_TOKEN"] = str(job_token)
+    # COLLIE_LIBRARY is the binding's, not the C library's: hide it from the
+    # C library's scan for misspelt COLLIE_* variables.
+    env.setdefault("COLLIE_LIBRARY", None)
+    L = _lib.lib()
+    h = ctypes.c_void_p()
+    with _environment(env):
+        if rank is None and world_size is None:
+            rc = L.collie_comm_init(ctypes.byref(h))
+        else:
+            if rank is None or world_size is None:
+                raise InvalidArgument("new_comm: give both rank and world_size, or neither")
+            cfg = _lib.config_init()
+            cfg.rank = int(rank)
+            cfg.world_size = int(world_size)
+            rc = L.collie_comm_init_config(ctypes.byref(cfg), ctypes.byref(h))
+    check(rc)
+    comm = Comm(h.value, name, None)
+    with _registry_lock:
+        if _default is None or _default._h is None:
+            _default = comm
+    for hook in list(_new_comm_hooks):
+        try:
+            hook(comm)
+        except Exception as e:  # the communicator exists: report, do not lose it
+            import warnings
+
+            warnings.warn("collie.new_comm: %s" % e, stacklevel=2)
+    return comm
+
+
+class Work:
+    """One operation's handle (torchcomms' / torch.distributed's Work).
+
+    wait(timeout=None) blocks until the operation completes and raises its
+    error (a CollieError subclass); with a timeout it raises Timeout when the
+    operation is still running then (it goes on: wait again). is_completed()
+    never blocks. The arrays of the operation stay referenced until it has
+    completed. A Work returned by a blocking call is already complete."""
+
+    __slots__ = ("_comm", "_h", "_keep", "_post", "_exc", "_done", "__weakref__")
+
+    def __init__(self, comm, handle, keep, post=None):
+        self._comm = comm
+        self._h = handle
+        self._keep = keep
+        self._post = post
+        self._exc = None
+        self._done = handle is None
+
+    def _complete(self, exc):
+        """The operation has finished (exc None: successfully): copy out,
+        release the arrays and the handle."""
+        self._done = True
+        self._exc = exc
+        post, self._post = self._post, None
+        try:
+            if exc is None and post is not None:
+                post()
+        finally:
+            keep, self._keep = self._keep, None
+            release_all(b for b in keep or () if hasattr(b, "release"))
+            h, self._h = self._h, None
+            if h:
+                _lib.lib().collie_work_free(h)
+
+    def wait(self, timeout=None):
+        """Blocks until done (timeout None: the operation's own deadline;
+        else a timedelta or seconds). Returns True; raises the operation's
+        error, or Timeout when it is still running at timeout."""
+        if self._done:
+            if self._exc is not None:
+                raise self._exc
+            return True
+        ms = to_ms(timeout, "Work.wait: timeout")
+        L = _lib.lib()
+        rc = L.collie_wait(self._h, -1 if ms is None else ms)
+        if rc == _lib.SUCCESS:
+            self._complete(None)
+            return True
+        exc = last_error(rc)
+        if rc == _lib.TIMEOUT and L.collie_test(self._h) == _lib.IN_PROGRESS:
+            raise exc  # only the wait timed out: the operation goes on
+        self._complete(exc)
+        raise exc
+
+    def is_completed(self):
+        """True once the operation has finished (successfully or not: wait()
+        then returns or raises at once). Never blocks."""
+        if self._done:
+            return True
+        rc = _lib.lib().collie_test(self._h)
+        if rc == _lib.IN_PROGRESS:
+            return False
+        self._complete(None if rc == _lib.SUCCESS else last_error(rc))
+        return True
+
+    def is_success(self):
+        """True when completed without error."""
+        return self.is_completed() and self._exc is None
+
+    def exception(self):
+        """The operation's error once completed (None: none or not yet)."""
+        return self._exc if self.is_completed() else None
+
+    def __del__(self):
+        # Dropped before completion: the communicator keeps the arrays until
+        # the operation ends (a zero-copy buffer must outlive the operation).
+        try:
+            if not self._done and self._h:
+                h, keep = self._h, self._keep
+                self._h, self._keep, self._done = None, None, True
+                if self._comm._h is None:
+                    # Finalized: destroy drained every operation, so it has ended.
+                    _lib.lib().collie_work_free(h)
+                    release_all(b for b in keep or () if hasattr(b, "release"))
+                else:
+                    self._comm._adopt(h, keep)
+        except Exception:
+            pass
+
+
+class _Call:
+    """One API call in progress: builds the opts, acquires arrays (released
+    if validation fails), then issues the C call and hands everything the
+    call points at to the Work."""
+
+    def __init__(self, comm, fn, async_op, timeout, category, label, phase, algorithm):
+        self.comm = comm
+        self.fn = fn
+        self.async_op = bool(async_op)
+        self.keep = []
+        self.opts = None
+        ms = to_ms(timeout, fn + ": timeout")
+        if ms is not None or category is not None or label is not None or phase is not None or algorithm is not None:
+            o = _lib.Opts()
+            o.timeout_ms = ms or 0
+            o.category = to_category(category)
+            o.algorithm = to_algorithm(algorithm)
+            if label is not None:
+                lb = str(label).encode()
+                self.keep.append(lb)
+                o.label = lb
+            if phase is not None:
+                ph = str(phase).encode()
+                self.keep.append(ph)
+                o.phase = ph
+            self.opts = o
+            self.keep.append(o)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, et, ev, tb):
+        if et is not None:
+            release_all(b for b in self.keep if hasattr(b, "release"))
+            self.keep = []
+        return False
+
+    def buf(self, obj, what, out=False):
+        b = as_buf(obj, "%s: %s" % (self.fn, what), out)
+        self.keep.append(b)
+        return b
+
+    def bufs(self, objs, what, out=False, n=None):
+        bs = as_bufs(objs, "%s: %s" % (self.fn, what), out)
+        self.keep.extend(bs)
+        if n is not None and len(bs) != n:
+            raise InvalidArgument(
+                "%s: %s has %d arrays, expected %d (one per rank of the communicator)" % (self.fn, what, len(bs), n)
+            )
+        return bs
+
+    def hold(self, obj):
+        self.keep.append(obj)
+        return obj
+
+    def sizes(self, values):
+        arr = (ctypes.c_size_t * max(len(values), 1))(*values)
+        self.keep.append(arr)
+        return ctypes.cast(arr, _c_size_t_p)
+
+    def same_dtype(self, a, an, b, bn):
+        if a.dtype != b.dtype:
+            raise InvalidArgument(
+                "%s: %s is %s but %s is %s (one dtype per call)" % (self.fn, an, a.dtype_name, bn, b.dtype_name)
+            )
+
+    def count_is(self, b, bn, want, why):
+        if b.count != want:
+            raise InvalidArgument("%s: %s has %d elements, expected %d (%s)" % (self.fn, bn, b.count, want, why))
+
+    def no_alias(self, a, an, b, bn, allowed_ptr=None, allowed_text=""):
+        """a and b may not overlap, except a starting exactly at allowed_ptr."""
+        if overlaps(a, b) and a.ptr != allowed_ptr:
+            raise InvalidArgument(
+                "%s: %s overlaps %s%s" % (self.fn, an, bn, (": in place, " + allowed_text) if allowed_text else "")
+            )
+
+    def run(self, cfn, *args, post=None):
+        c = self.comm
+        keep, self.keep = self.keep, []
+        try:
+            return c._issue(cfn, args, self.opts, self.async_op, keep, post)
+        except BaseException:
+            release_all(b for b in keep if hasattr(b, "release"))
+            raise
+
+
+class Comm:
+    """A collie communicator (torchcomms-like). Create with collie.new_comm()
+    or Comm.split(); finalize() (or a with block) frees it."""
+
+    def __init__(self, handle, name, parent):
+        self._h = handle
+        self._name = name
+        self._lock = threading.RLock()
+        self._orphans = []  # (handle, keep) of dropped, unfinished Works
+        self._root = parent._root if parent is not None else self
+        self._step = None  # (step, epoch) open on this init tree (kept on the root)
+        L = _lib.lib()
+        self._rank = L.collie_comm_rank(handle)
+        self._size = L.collie_comm_size(handle)
+        self._aborted = False
+        with _registry_lock:
+            _live.append(self)
+
+    # ---- identity ----
+
+    def get_rank(self):
+        """This process's rank in the communicator."""
+        return self._rank
+
+    def get_size(self):
+        """Number of ranks."""
+        return self._size
+
+    def get_name(self):
+        return self._name
+
+    rank = property(get_rank)
+    size = property(get_size)
+    name = property(get_name)
+
+    @property
+    def handle(self):
+        """The collie_comm_t * as an int (for C extensions); None once finalized."""
+        return self._h
+
+    def __repr__(self):
+        state = "finalized" if self._h is None else ("aborted" if self._aborted else "live")
+        return "<collie.Comm %r rank %d of %d, %s>" % (self._name, self._rank, self._size, state)
+
+    # ---- lifetime ----
+
+    def _live_handle(self, fn):
+        h = self._h
+        if h is None:
+            raise InvalidUsage("%s: communicator %r was finalized" % (fn, self._name))
+        return h
+
+    def _adopt(self, handle, keep):
+        with self._lock:
+            self._orphans.append((handle, keep))
+
+    def _sweep(self, all_done=False):
+        """Frees adopted Works that have finished (all of them: after destroy)."""
+        if not self._orphans:
+            return
+        L = _lib.lib()
+        left = []
+        for h, keep in self._orphans:
+            if all_done or L.collie_test(h) != _lib.IN_PROGRESS:
+                L.collie_work_free(h)
+                release_all(b for b in keep or () if hasattr(b, "release"))
+            else:
+                left.append((h, keep))
+        self._orphans = left
+
+    def finalize(self):
+        """Frees the communicator (collie_comm_destroy): waits for its pending
+        async operations (each bounded by its deadline) and, on a healthy
+        communicator, for the other ranks (a closing barrier). Idempotent.
+        Finalize splits before their parent."""
+        global _default
+        with self._lock:
+            h, self._h = self._h, None
+            if h is None:
+                return
+            try:
+                check(_lib.lib().collie_comm_destroy(h))
+            finally:
+                self._sweep(all_done=True)
+                with _registry_lock:
+                    if self in _live:
+                        _live.remove(self)
+                    if _default is self:
+                        _default = None
+
+    destroy = finalize
+
+    def abort(self):
+        """Fails every pending operation on this communicator (and makes the
+        peers' fail), never blocks; may be called from any thread. Later
+        calls raise InvalidUsage; finalize() it afterwards."""
+        h = self._h
+        if h is None:
+            return
+        self._aborted = True
+        check(_lib.lib().collie_comm_abort(h))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, et, ev, tb):
+        # Leaving with an exception: the peers may be waiting for this rank in
+        # a collective; aborting first makes them fail now instead of at
+        # their deadline.
+        if et is not None and self._h is not None:
+            try:
+                self.abort()
+            except Exception:
+                pass
+        self.finalize()
+        return False
+
+    # ---- split ----
+
+    def split(self, ranks, name=None):
+        """A new communicator of the listed ranks (ordered as listed); None on
+        ranks not listed. Collective over this communicator: every rank passes
+        the same list."""
+        fn = "split"
+        try:
+            ranks = [int(r) for r in ranks]
+        except (TypeError, ValueError):
+            raise InvalidArgument("split: ranks = %r must be a list of ints" % (ranks,)) from None
+        for r in ranks:
+            if not 0 <= r < self._size:
+                raise InvalidArgument("%s: rank %d is outside 0..%d (communicator of %d)" % (fn, r, self._size - 1, self._size))
+        if len(set(ranks)) != len(ranks):
+            raise InvalidArgument("%s: ranks = %r lists a rank twice" % (fn, ranks))
+        if self._rank in ranks:
+            return self.split_color(0, ranks.index(self._rank), name)
+        return self.split_color(None, 0, name)
+
+    def split_color(self, color, key=None, name=None):
+        """MPI_Comm_split: ranks passing the same color >= 0 form one new
+        communicator, ordered by key (default: their rank here); color None
+        (or COLLIE_SPLIT_NONE = -1) leaves this rank out and returns None."""
+        if color is None:
+            color = _lib.SPLIT_NONE
+        if key is None:
+            key = self._rank
+        if name is None:
+            name = "%s.split" % self._name
+        out = ctypes.c_void_p()
+        with self._lock:
+            h = self._live_handle("split")
+            check(_lib.lib().collie_comm_split(h, int(color), int(key), ctypes.byref(out)))
+        if not out.value:
+            return None
+        return Comm(out.value, name, self)
+
+    # ---- issuing ----
+
+    def _issue(self, cfn, args, opts, async_op, keep, post):
+        with self._lock:
+            h = self._live_handle(cfn.__name__)
+            self._sweep()
+            optp = ctypes.byref(opts) if opts is not None else None
+            if async_op:
+                w = ctypes.c_void_p()
+                rc = cfn(h, *args, optp, ctypes.byref(w))
+            else:
+                rc = cfn(h, *args, optp, None)
+            if rc != _lib.SUCCESS:
+                raise last_error(rc)
+        if async_op:
+            return Work(self, w.value, keep, post)
+        try:
+            if post is not None:
+                post()
+        finally:
+            release_all(b for b in keep if hasattr(b, "release"))
+        return Work(self, None, None)
+
+    def _call(self, fn, async_op=False, timeout=None, category=None, label=None, phase=None, algorithm=None):
+        return _Call(self, fn, async_op, timeout, category, label, phase, algorithm)
+
+    # ---- collectives ----
+    # Common keyword arguments: async_op (return at once; wait on the Work),
+    # timeout (timedelta or seconds; None: the communicator's), and the
+    # telemetry options category (PayloadCategory, default OTHER), label
+    # (layer or bucket name), phase ("dense", ...), plus algorithm ("ring",
+    # ...; None: the cost model picks).
+
+    def all_reduce(self, tensor, op=ReduceOp.SUM, async_op=False, timeout=None, **kw):
+        """tensor = op over ranks of tensor, in place, on every rank."""
+        with self._call("all_reduce", async_op, timeout, **kw) as c:
+            op = to_op(op)
+            t = c.buf(tensor, "tensor", out=True)
+            return c.run(_lib.lib().collie_allreduce, t.ptr, t.ptr, t.count, t.dtype, op)
+
+    def all_gather(self, output_list, tensor, async_op=False, timeout=None, **kw):
+        """output_list[q] = rank q's tensor (size arrays like tensor)."""
+        with self._call("all_gather", async_op, timeout, **kw) as c:
+            t = c.buf(tensor, "tensor")
+            outs = c.bufs(output_list, "output_list", out=True, n=self._size)
+            for i, o in enumerate(outs):
+                c.same_dtype(o, "output_list[%d]" % i, t, "tensor")
+                c.count_is(o, "output_list[%d]" % i, t.count, "as many as tensor")
+            if contiguous_run(outs):
+                base = outs[0].ptr
+                _span(c, t, "tensor", base, t.nbytes * self._size, base + self._rank * t.nbytes,
+                      "tensor must be output_list[rank]")
+                return c.run(_lib.lib().collie_allgather, t.ptr, base, t.count, t.dtype)
+            st = c.hold(Staging(t.count * self._size, t.dtype))
+            return c.run(_lib.lib().collie_allgather, t.ptr, st.ptr, t.count, t.dtype,
+                         post=lambda: st.copy_out(outs))
+
+    def all_gather_single(self, output, input, async_op=False, timeout=None, **kw):
+        """output (size x input's elements) = every rank's input, in rank order.
+        In place: input is output's block `rank`."""
+        with self._call("all_gather_single", async_op, timeout, **kw) as c:
+            i = c.buf(input, "input")
+            o = c.buf(output, "output", out=True)
+            c.same_dtype(o, "output", i, "input")
+            c.count_is(o, "output", i.count * self._size, "size x input's %d" % i.count)
+            c.no_alias(i, "input", o, "output", o.ptr + self._rank * i.nbytes, "input must be output's block rank")
+            return c.run(_lib.lib().collie_allgather, i.ptr, o.ptr, i.count, i.dtype)
+
+    def all_gather_v(self, output_list, tensor, async_op=False, timeout=None, **kw):
+        """output_list[q] = rank q's tensor, whose sizes may differ per rank;
+        output_list[rank] must have tensor's size."""
+        with self._call("all_gather_v", async_op, timeout, **kw) as c:
+            t = c.buf(tensor, "tensor")
+            outs = c.bufs(output_list, "output_list", out=True, n=self._size)
+            for q, o in enumerate(outs):
+                c.same_dtype(o, "output_list[%d]" % q, t, "tensor")
+            if outs[self._rank].count != t.count:
+                raise InvalidArgument(
+                    "all_gather_v: output_list[%d] has %d elements but tensor has %d (this rank's block)"
+                    % (self._rank, outs[self._rank].count, t.count)
+                )
+            counts = [o.count for o in outs]
+            displs = _prefix(counts)
+            cp, dp = c.sizes(counts), c.sizes(displs)
+            if contiguous_run(outs):
+                base = outs[0].ptr
+                _span(c, t, "tensor", base, sum(o.nbytes for o in outs), outs[self._rank].ptr,
+                      "tensor must be output_list[rank]")
+                return c.run(_lib.lib().collie_allgatherv, t.ptr, t.count, base, cp, dp, t.dtype)
+            st = c.hold(Staging(sum(counts), t.dtype))
+            return c.run(_lib.lib().collie_allgatherv, t.ptr, t.count, st.ptr, cp, dp, t.dtype,
+                         post=lambda: st.copy_out(outs))
+
+    def reduce_scatter(self, output, input_list, op=ReduceOp.SUM, async_op=False, timeout=None, **kw):
+        """output = op over ranks of their input_list[rank] (size arrays like output)."""
+        with self._call("reduce_scatter", async_op, timeout, **kw) as c:
+            op = to_op(op)
+            o = c.buf(output, "output", out=True)
+            ins = c.bufs(input_list, "input_list", n=self._size)
+            for q, b in enumerate(ins):
+                c.same_dtype(b, "input_list[%d]" % q, o, "output")
+                c.count_is(b, "input_list[%d]" % q, o.count, "as many as output")
+            if contiguous_run(ins):
+                base = ins[0].ptr
+                _span(c, o, "output", base, o.nbytes * self._size, base + self._rank * o.nbytes,
+                      "output must be input_list[rank]")
+                return c.run(_lib.lib().collie_reduce_scatter, base, o.ptr, o.count, o.dtype, op)
+            st = c.hold(Staging(o.count * self._size, o.dtype))
+            st.copy_in(ins)
+            return c.run(_lib.lib().collie_reduce_scatter, st.ptr, o.ptr, o.count, o.dtype, op)
+
+    def reduce_scatter_single(self, output, input, op=ReduceOp.SUM, async_op=False, timeout=None, **kw):
+        """output = op over ranks of block `rank` of input (size x output's
+        elements). In place: output is input's block rank."""
+        with self._call("reduce_scatter_single", async_op, timeout, **kw) as c:
+            op = to_op(op)
+            o = c.buf(output, "output", out=True)
+            i = c.buf(input, "input")
+            c.same_dtype(o, "output", i, "input")
+            c.count_is(i, "input", o.count * self._size, "size x output's %d" % o.count)
+            c.no_alias(o, "output", i, "input", i.ptr + self._rank * o.nbytes, "output must be input's block rank")
+            return c.run(_lib.lib().collie_reduce_scatter, i.ptr, o.ptr, o.count, o.dtype, op)
+
+    def broadcast(self, tensor, root, async_op=False, timeout=None, **kw):
+        """Every rank's tensor = root's tensor, in place."""
+        with self._call("broadcast", async_op, timeout, **kw) as c:
+            root = _int(root, "broadcast: root")
+            t = c.buf(tensor, "tensor", out=(root != self._rank))
+            return c.run(_lib.lib().collie_broadcast, t.ptr, t.count, t.dtype, root)
+
+    def reduce(self, tensor, root, op=ReduceOp.SUM, async_op=False, timeout=None, **kw):
+        """Root's tensor = op over ranks of tensor, in place; other ranks'
+        tensors are left unchanged."""
+        with self._call("reduce", async_op, timeout, **kw) as c:
+            op = to_op(op)
+            root = _int(root, "reduce: root")
+            at_root = root == self._rank
+            t = c.buf(tensor, "tensor", out=at_root)
+            return c.run(_lib.lib().collie_reduce, t.ptr, t.ptr if at_root else None, t.count, t.dtype, op, root)
+
+    def all_to_all_single(self, output, input, async_op=False, timeout=None, **kw):
+        """Block q of input goes to rank q, landing in its output block `rank`
+        (input and output of equal size, divisible by the size). In place:
+        output is input."""
+        with self._call("all_to_all_single", async_op, timeout, **kw) as c:
+            i = c.buf(input, "input")
+            o = c.buf(output, "output", out=True)
+            c.same_dtype(o, "output", i, "input")
+            c.count_is(o, "output", i.count, "as many as input")
+            if i.count % self._size:
+                raise InvalidArgument(
+                    "all_to_all_single: input has %d elements, not a multiple of the size %d" % (i.count, self._size)
+                )
+            c.no_alias(i, "input", o, "output", o.ptr, "output must be input itself")
+            return c.run(_lib.lib().collie_alltoall, i.ptr, o.ptr, i.count // self._size, i.dtype)
+
+    def all_to_all_v_single(self, output, input, output_split_sizes=None, input_split_sizes=None,
+                            async_op=False, timeout=None, **kw):
+        """As torch's all_to_all_single with split sizes: input_split_sizes[q]
+        rows (first-dimension slices) of input go to rank q, and
+        output_split_sizes[q] rows from rank q land in output, in rank order.
+        None: equal splits. In place: output is input (equal splits)."""
+        with self._call("all_to_all_v_single", async_op, timeout, **kw) as c:
+            i = c.buf(input, "input")
+            o = c.buf(output, "output", out=True)
+            c.same_dtype(o, "output", i, "input")
+            irows, irow = _rows(i, "input")
+            orows, orow = _rows(o, "output")
+            if irow != orow and i.count and o.count:
+                raise InvalidArgument(
+                    "all_to_all_v_single: a row of input has %d elements but a row of output has %d" % (irow, orow)
+                )
+            row = irow or orow
+            isp = _splits(input_split_sizes, irows, self._size, "input_split_sizes", "input")
+            osp = _splits(output_split_sizes, orows, self._size, "output_split_sizes", "output")
+            if isp[self._rank] != osp[self._rank]:
+                raise InvalidArgument(
+                    "all_to_all_v_single: input_split_sizes[%d] = %d differs from output_split_sizes[%d] = %d "
+                    "(the block a rank keeps for itself has one size)" % (self._rank, isp[self._rank], self._rank, osp[self._rank])
+                )
+            sc = [n * row for n in isp]
+            rcn = [n * row for n in osp]
+            c.no_alias(i, "input", o, "output", o.ptr if sc == rcn else None, "output must be input itself, with equal splits")
+            return c.run(_lib.lib().collie_alltoallv, i.ptr, c.sizes(sc), c.sizes(_prefix(sc)), o.ptr,
+                         c.sizes(rcn), c.sizes(_prefix(rcn)), i.dtype)
+
+    def gather(self, output_list, tensor, root, async_op=False, timeout=None, **kw):
+        """Root's output_list[q] = rank q's tensor; output_list is ignored
+        (may be None) on other ranks."""
+        with self._call("gather", async_op, timeout, **kw) as c:
+            root = _int(root, "gather: root")
+            t = c.buf(tensor, "tensor")
+            if root != self._rank:
+                return c.run(_lib.lib().collie_gather, t.ptr, None, t.count, t.dtype, root)
+            outs = c.bufs(output_list, "output_list", out=True, n=self._size)
+            for q, o in enumerate(outs):
+                c.same_dtype(o, "output_list[%d]" % q, t, "tensor")
+                c.count_is(o, "output_list[%d]" % q, t.count, "as many as tensor")
+            if contiguous_run(outs):
+                base = outs[0].ptr
+                _span(c, t, "tensor", base, t.nbytes * self._size, base + root * t.nbytes,
+                      "tensor must be output_list[root]")
+                return c.run(_lib.lib().collie_gather, t.ptr, base, t.count, t.dtype, root)
+            st = c.hold(Staging(t.count * self._size, t.dtype))
+            return c.run(_lib.lib().collie_gather, t.ptr, st.ptr, t.count, t.dtype, root,
+                         post=lambda: st.copy_out(outs))
+
+    def scatter(self, output, input_list, root, async_op=False, timeout=None, **kw):
+        """output = root's input_list[rank]; input_list is ignored (may be
+        None) on other ranks."""
+        with self._call("scatter", async_op, timeout, **kw) as c:
+            root = _int(root, "scatter: root")
+            o = c.buf(output, "output", out=True)
+            if root != self._rank:
+                return c.run(_lib.lib().collie_scatter, None, o.ptr, o.count, o.dtype, root)
+            ins = c.bufs(input_list, "input_list", n=self._size)
+            for q, b in enumerate(ins):
+                c.same_dtype(b, "input_list[%d]" % q, o, "output")
+                c.count_is(b, "input_list[%d]" % q, o.count, "as many as output")
+            if contiguous_run(ins):
+                base = ins[0].ptr
+                _span(c, o, "output", base, o.nbytes * self._size, base + root * o.nbytes,
+                      "output must be input_list[root]")
+                return c.run(_lib.lib().collie_scatter, base, o.ptr, o.count, o.dtype, root)
+            st = c.hold(Staging(o.count * self._size, o.dtype))
+            st.copy_in(ins)
+            return c.run(_lib.lib().collie_scatter, st.ptr, o.ptr, o.count, o.dtype, root)
+
+    def barrier(self, async_op=False, timeout=None, **kw):
+        """Returns once every rank has entered the barrier."""
+        with self._call("barrier", async_op, timeout, **kw) as c:
+            return c.run(_lib.lib().collie_barrier)
+
+    def send(self, tensor, dst, tag=0, async_op=False, timeout=None, **kw):
+        """Sends tensor to rank dst; matches dst's recv(…, src=this rank, tag)
+        in issue order. A blocking send may wait for the matching recv."""
+        with self._call("send", async_op, timeout, **kw) as c:
+            t = c.buf(tensor, "tensor")
+            return c.run(_lib.lib().collie_send, t.ptr, t.count, t.dtype, _int(dst, "send: dst"), _int(tag, "send: tag"))
+
+    def recv(self, tensor, src, tag=0, async_op=False, timeout=None, **kw):
+        """Receives into tensor from rank src (size, dtype and tag must match
+        the send)."""
+        with self._call("recv", async_op, timeout, **kw) as c:
+            t = c.buf(tensor, "tensor", out=True)
+            return c.run(_lib.lib().collie_recv, t.ptr, t.count, t.dtype, _int(src, "recv: src"), _int(tag, "recv: tag"))
+
+    def batch_op_create(self):
+        """A batch of sends and receives that progress together
+        (collie_group_start/end): .send(t, dst), .recv(t, src), .issue()."""
+        return BatchSendRecv(self)
+
+    # ---- telemetry ----
+
+    def step_begin(self, step, epoch=0):
+        """Opens training step `step` (>= 1) of `epoch` (>= 0) for comms.csv:
+        operations issued until step_end() on this communicator's tree are
+        accounted to it (rank 0 writes the row). Local."""
+        step, epoch = _int(step, "step_begin: step"), _int(epoch, "step_begin: epoch")
+        with self._lock:
+            check(_lib.need("collie_step_begin")(self._live_handle("step_begin"), step, epoch))
+        self._root._step = (step, epoch)
+
+    def step_end(self):
+        """Closes the open step (its row is written once its operations completed)."""
+        with self._lock:
+            check(_lib.need("collie_step_end")(self._live_handle("step_end")))
+        self._root._step = None
+
+    @contextlib.contextmanager
+    def step(self, step, epoch=0):
+        """with comm.step(step, epoch): ... (step_begin / step_end)."""
+        self.step_begin(step, epoch)
+        try:
+            yield self
+        finally:
+            self.step_end()
+
+    @property
+    def current_step(self):
+        """(step, epoch) opened through this binding on this tree, or None."""
+        return self._root._step
+
+    def timing_open(self, log_dir):
+        """Opens the tree's timing log: log_dir/timing-rank{i}.csv (created
+        with its parents)."""
+        with self._lock:
+            check(_lib.need("collie_timing_open")(self._live_handle("timing_open"), os.fsencode(log_dir)))
+
+    def timing_flush(self):
+        with self._lock:
+            check(_lib.need("collie_timing_flush")(self._live_handle("timing_flush")))
+
+    def timing_close(self):
+        with self._lock:
+            check(_lib.need("collie_timing_close")(self._live_handle("timing_close")))
+
+    def timing_record(self, operation, start, end, layer_name=None, phase=None, message_size=0):
+        """Queues a user-timed region (monotonic seconds, time.monotonic())
+        for the timing log; never blocks; no log open: does nothing."""
+        rec = _lib.TimingRec()
+        rec.operation = str(operation).encode()
+        rec.layer_name = None if layer_name is None else str(layer_name).encode()
+        rec.phase = None if phase is None else str(phase).encode()
+        rec.message_size_bytes = int(message_size)
+        rec.start_counter = float(start)
+        rec.end_counter = float(end)
+        h = self._live_handle("timing_record")
+        check(_lib.need("collie_timing_record")(h, ctypes.byref(rec)))
+
+    def flight_dump(self):
+        """Writes this rank's flight recorder to COLLIE_LOG_DIR (local)."""
+        check(_lib.need("collie_flight_dump")(self._live_handle("flight_dump")))
+
+
+class BatchSendRecv:
+    """Sends and receives recorded now and posted together by issue(), so a
+    ring exchange cannot deadlock whatever the sizes (NCCL groups)."""
+
+    def __init__(self, comm):
+        self._comm = comm
+        self._ops = []  # (is_send, Buf, peer, tag)
+        self._issued = False
+
+    def _add(self, is_send, tensor, peer, tag):
+        if self._issued:
+            raise InvalidUsage("batch: already issued; create a new one with batch_op_create()")
+        fn = "batch.send" if is_send else "batch.recv"
+        peer = _int(peer, fn + ": peer")
+        tag = _int(tag, fn + ": tag")
+        if not 0 <= peer < self._comm._size:
+            raise InvalidArgument("%s: peer = %d is outside 0..%d (communicator of %d)"
+                                  % (fn, peer, self._comm._size - 1, self._comm._size))
+        if tag < 0:
+            raise InvalidArgument("%s: tag = %d must be >= 0" % (fn, tag))
+        b = as_buf(tensor, fn + ": tensor", not is_send)
+        self._ops.append((is_send, b, peer, tag))
+        return self
+
+    def send(self, tensor, dst, tag=0):
+        return self._add(True, tensor, dst, tag)
+
+    def recv(self, tensor, src, tag=0):
+        return self._add(False, tensor, src, tag)
+
+    def __len__(self):
+        return len(self._ops)
+
+    def issue(self, async_op=False, **kw):
+        """Posts every recorded send and recv at once; blocks until all are
+        done, or (async_op) returns one Work for the whole batch. The batch
+        runs under the communicator's timeout (a C group has one deadline,
+        the communicator's; per-call timeouts do not apply to it). kw:
+        category, label, phase (telemetry: the batch is charged to the first
+        category given)."""
+        if self._issued:
+            raise InvalidUsage("batch: already issued; create a new one with batch_op_create()")
+        comm = self._comm
+        L = _lib.lib()
+        with comm._call("batch.issue", async_op, None, **kw) as c:
+            c.keep.extend(b for _, b, _, _ in self._ops)
+            self._issued = True
+            optp = ctypes.byref(c.opts) if c.opts is not None else None
+            with comm._lock:
+                h = comm._live_handle("batch.issue")
+                check(L.collie_group_start(h))
+                for is_send, b, peer, tag in self._ops:
+                    fn = L.collie_send if is_send else L.collie_recv
+                    rc = fn(h, b.ptr, b.count, b.dtype, peer, tag, optp, None)
+                    if rc != _lib.SUCCESS:
+                        exc = last_error(rc)
+                        # Close the group; what was recorded still runs (peers expect it).
+                        L.collie_group_end(h, None)
+                        raise exc
+                keep, c.keep = c.keep, []
+                if async_op:
+                    w = ctypes.c_void_p()
+                    rc = L.collie_group_end(h, ctypes.byref(w))
+                else:
+                    rc = L.collie_group_end(h, None)
+                if rc != _lib.SUCCESS:
+                    exc = last_error(rc)
+                    release_all(b for b in keep if hasattr(b, "release"))
+                    raise exc
+            if async_op:
+                return Work(comm, w.value, keep)
+            release_all(b for b in keep if hasattr(b, "release"))
+            return Work(comm, None, None)
+
+
+# ---- helpers ------------------------------------------------------------------
+
+def _int(v, what):
+    if isinstance(v, bool) or not hasattr(v, "__index__"):
+        raise InvalidArgument("%s = %r must be an int" % (what, v))
+    return int(v.__index__())
+
+
+def _prefix(counts):
+    out, s = [], 0
+    for n in counts:
+        out.append(s)
+        s += n
+    return out
+
+
+class _Span:
+    __slots__ = ("ptr", "nbytes", "end")
+
+    def __init__(self, ptr, nbytes):
+        self.ptr, self.nbytes, self.end = ptr, nbytes, ptr + nbytes
+
+
+def _span(c, b, bn, base, nbytes, allowed, text):
+    """b may overlap the block [base, base+nbytes) of a list only in place."""
+    c.no_alias(b, bn, _Span(base, nbytes), "the list's memory", allowed, text)
+
+
+def _rows(b, what):
+    """(rows, elements per row) of b along its first dimension."""
+    if not b.shape:
+        return (b.count, 1)
+    rows = b.shape[0]
+    if rows == 0:
+        return (0, 0)
+    return (rows, b.count // rows)
+
+
+def _splits(splits, rows, size, name, arr):
+    if splits is None:
+        if rows % size:
+            raise InvalidArgument(
+                "all_to_all_v_single: %s has %d rows, not a multiple of the size %d; pass %s" % (arr, rows, size, name)
+            )
+        return [rows // size] * size
+    try:
+        sp = [int(x) for x in splits]
+    except (TypeError, ValueError):
+        raise InvalidArgument("all_to_all_v_single: %s = %r must be a list of ints" % (name, splits)) from None
+    if len(sp) != size:
+        raise InvalidArgument("all_to_all_v_single: %s has %d entries, expected %d (one per rank)" % (name, len(sp), size))
+    if any(x < 0 for x in sp):
+        raise InvalidArgument("all_to_all_v_single: %s = %r has a negative entry" % (name, sp))
+    if sum(sp) != rows:
+        raise InvalidArgument(
+            "all_to_all_v_single: %s sums to %d but %s has %d rows" % (name, sum(sp), arr, rows)
+        )
+    return sp
+
+
+@atexit.register
+def _finalize_all():
+    """Finalizes communicators the program left open, newest first (splits
+    before their parents), so that rank 0's store outlives its peers' use."""
+    with _registry_lock:
+        live = list(_live)
+    for c in reversed(live):
+        try:
+            c.finalize()
+        except Exception:
+            pass

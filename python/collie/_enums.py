@@ -1,0 +1,155 @@
+"""_enums.py - the Python faces of collie_op_t, collie_category_t,
+collie_dtype_t and collie_algo_t, plus the converters every call uses.
+
+The values equal the C enums of include/collie.h, so they pass to ctypes as
+they are.
+"""
+
+import datetime
+import enum
+import math
+
+from . import _lib
+from ._errors import InvalidArgument
+
+
+class ReduceOp(enum.IntEnum):
+    """Reduction operations (collie_op_t). PRODUCT is C's COLLIE_PROD (PROD is
+    an alias). AVG divides the sum by the size (integers: truncated toward
+    zero). BAND/BOR/BXOR need an integer dtype (Unsupported otherwise)."""
+
+    SUM = 0
+    PRODUCT = 1
+    PROD = 1
+    MIN = 2
+    MAX = 3
+    AVG = 4
+    BAND = 5
+    BOR = 6
+    BXOR = 7
+
+
+class PayloadCategory(enum.IntEnum):
+    """Telemetry payload categories (collie_category_t): the comms.csv column
+    bytes_<name> a call's bytes are charged to. OTHER is the default."""
+
+    OTHER = 0
+    FEATURES_ALLGATHER = 1
+    MOMENTS_MU = 2
+    MOMENTS_SIGMA_FULL = 3
+    MOMENTS_SIGMA_DIAG = 4
+    MIXTURE_MU_K = 5
+    MIXTURE_SIGMA_K = 6
+    THIRD_MOMENT_SKETCH = 7
+    TOPR_INDICES = 8
+
+
+class DType(enum.IntEnum):
+    """collie's element types (collie_dtype_t)."""
+
+    INT8 = 0
+    UINT8 = 1
+    INT32 = 2
+    UINT32 = 3
+    INT64 = 4
+    UINT64 = 5
+    FLOAT16 = 6
+    BFLOAT16 = 7
+    FLOAT32 = 8
+    FLOAT64 = 9
+
+
+# collie_algo_t names, in the header's order (COLLIE_ALGO_MAP).
+ALGORITHMS = (
+    "auto",
+    "ring",
+    "tree",
+    "dissemination",
+    "linear",
+    "recursive_doubling",
+    "rabenseifner",
+    "bruck",
+    "recursive_halving",
+    "scatter_allgather",
+    "chain",
+    "pairwise",
+    "reduce_scatter_gather",
+    "shm_flat",
+)
+
+
+def to_op(op):
+    """collie_op_t value of a ReduceOp, an int or a name ("sum", "PRODUCT")."""
+    if isinstance(op, str):
+        try:
+            return int(ReduceOp[op.upper()])
+        except KeyError:
+            raise InvalidArgument(
+                "op = %r is not a ReduceOp (%s)" % (op, ", ".join(ReduceOp.__members__))
+            ) from None
+    if isinstance(op, bool) or not isinstance(op, int) or not 0 <= op <= 7:
+        raise InvalidArgument("op = %r is not a ReduceOp (%s)" % (op, ", ".join(ReduceOp.__members__)))
+    return int(op)
+
+
+def to_category(cat):
+    """Category id of a PayloadCategory, an int (a registered id) or a name
+    (built-in, any case, or a registered one)."""
+    if cat is None:
+        return 0
+    if isinstance(cat, str):
+        up = cat.upper()
+        if up in PayloadCategory.__members__:
+            return int(PayloadCategory[up])
+        from ._comm import register_category
+
+        return register_category(cat)
+    if isinstance(cat, bool) or not isinstance(cat, int) or cat < 0:
+        raise InvalidArgument("category = %r is not a PayloadCategory or a registered category id" % (cat,))
+    return int(cat)
+
+
+def to_algorithm(algo):
+    """collie_algo_t value of a name ("ring") or an int; None: auto."""
+    if algo is None:
+        return 0
+    if isinstance(algo, str):
+        try:
+            return ALGORITHMS.index(algo.lower())
+        except ValueError:
+            raise InvalidArgument(
+                "algorithm = %r is not one of %s" % (algo, ", ".join(ALGORITHMS))
+            ) from None
+    if isinstance(algo, bool) or not isinstance(algo, int) or not 0 <= algo < len(ALGORITHMS):
+        raise InvalidArgument("algorithm = %r is not one of %s" % (algo, ", ".join(ALGORITHMS)))
+    return int(algo)
+
+
+def to_ms(timeout, what="timeout"):
+    """Milliseconds (> 0) of a timedelta or a number of seconds; None: None."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, datetime.timedelta):
+        secs = timeout.total_seconds()
+    elif isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
+        secs = float(timeout)
+    else:
+        raise InvalidArgument("%s = %r must be a datetime.timedelta or seconds" % (what, timeout))
+    if not secs > 0 or math.isinf(secs):
+        raise InvalidArgument("%s = %r must be positive and finite" % (what, timeout))
+    return max(1, int(math.ceil(secs * 1000)))
+
+
+def dtype_of(obj):
+    """The collie DType of an array (numpy, torch CPU tensor, buffer)."""
+    from ._buffers import as_buf
+
+    b = as_buf(obj, "dtype_of")
+    try:
+        return DType(b.dtype)
+    finally:
+        b.release()
+
+
+_lib_dtype_names = tuple(n for n, _, _ in _lib.DTYPES)
+assert tuple(d.name.lower() for d in DType) == _lib_dtype_names

@@ -1,0 +1,275 @@
+"""_lib.py - finds libcollie.so and declares its C API for ctypes.
+
+This module mirrors include/collie.h: the enum values, the two structs the
+binding passes (collie_config_t, collie_opts_t, collie_timing_t) and the
+signature of every function. ctypes trusts these declarations blindly, so a
+signature that drifts from the header corrupts the stack silently: keep them in
+the header's order and check them against it when the header changes.
+
+The library is found lazily, at the first call that needs it, so that
+``import collie`` works on a machine without the library (to read the docs,
+build the enums, run a linter). The search order is documented in
+docs/python.md and in LibraryNotFound's message.
+"""
+
+import ctypes
+import ctypes.util
+import glob
+import os
+import threading
+
+# ---- enums (the values of include/collie.h) ---------------------------------
+
+SUCCESS = 0
+IN_PROGRESS = 1
+INVALID_ARGUMENT = 2
+INVALID_USAGE = 3
+SYSTEM_ERROR = 4
+REMOTE_ERROR = 5
+TIMEOUT = 6
+UNSUPPORTED = 7
+INTERNAL_ERROR = 8
+
+RESULT_NAMES = {
+    SUCCESS: "success",
+    IN_PROGRESS: "operation in progress",
+    INVALID_ARGUMENT: "invalid argument",
+    INVALID_USAGE: "invalid usage",
+    SYSTEM_ERROR: "system error",
+    REMOTE_ERROR: "remote error",
+    TIMEOUT: "timeout",
+    UNSUPPORTED: "unsupported",
+    INTERNAL_ERROR: "internal error",
+}
+
+# collie_dtype_t, in the header's order: (name, element size in bytes, is_float).
+DTYPES = (
+    ("int8", 1, False),
+    ("uint8", 1, False),
+    ("int32", 4, False),
+    ("uint32", 4, False),
+    ("int64", 8, False),
+    ("uint64", 8, False),
+    ("float16", 2, True),
+    ("bfloat16", 2, True),
+    ("float32", 4, True),
+    ("float64", 8, True),
+)
+
+SPLIT_NONE = -1
+CONFIG_MAGIC = 0xC0111E
+VERSION_CODE = 0 * 10000 + 1 * 100 + 0  # COLLIE_VERSION_CODE the binding was written against
+
+
+class Config(ctypes.Structure):
+    """collie_config_t."""
+
+    _fields_ = [
+        ("size", ctypes.c_size_t),
+        ("magic", ctypes.c_uint),
+        ("version", ctypes.c_uint),
+        ("rank", ctypes.c_int),
+        ("world_size", ctypes.c_int),
+        ("store", ctypes.c_char_p),
+        ("job_token", ctypes.c_char_p),
+        ("timeout_ms", ctypes.c_int64),
+        ("transport", ctypes.c_char_p),
+    ]
+
+
+def config_init():
+    """A collie_config_t as COLLIE_CONFIG_INIT initialises it."""
+    cfg = Config()
+    cfg.size = ctypes.sizeof(Config)
+    cfg.magic = CONFIG_MAGIC
+    cfg.version = VERSION_CODE
+    cfg.rank = -1
+    cfg.world_size = 0
+    return cfg
+
+
+class Opts(ctypes.Structure):
+    """collie_opts_t."""
+
+    _fields_ = [
+        ("timeout_ms", ctypes.c_int64),
+        ("category", ctypes.c_int),
+        ("label", ctypes.c_char_p),
+        ("phase", ctypes.c_char_p),
+        ("algorithm", ctypes.c_int),
+    ]
+
+
+class TimingRec(ctypes.Structure):
+    """collie_timing_t."""
+
+    _fields_ = [
+        ("operation", ctypes.c_char_p),
+        ("layer_name", ctypes.c_char_p),
+        ("phase", ctypes.c_char_p),
+        ("message_size_bytes", ctypes.c_uint64),
+        ("start_counter", ctypes.c_double),
+        ("end_counter", ctypes.c_double),
+    ]
+
+
+# ---- signatures ---------------------------------------------------------------
+
+_R = ctypes.c_int  # collie_result_t
+_P = ctypes.c_void_p  # buffers, comm, work
+_PP = ctypes.POINTER(ctypes.c_void_p)  # collie_comm_t **, collie_work_t **
+_SZ = ctypes.c_size_t
+_SZP = ctypes.POINTER(ctypes.c_size_t)
+_I = ctypes.c_int
+_OPTS = ctypes.POINTER(Opts)
+
+# name: (restype, argtypes); in include/collie.h's order.
+_SIGNATURES = {
+    "collie_dtype_size": (_SZ, [_I]),
+    "collie_dtype_name": (ctypes.c_char_p, [_I]),
+    "collie_op_name": (ctypes.c_char_p, [_I]),
+    "collie_result_string": (ctypes.c_char_p, [_I]),
+    "collie_last_error": (ctypes.c_char_p, []),
+    "collie_comm_init": (_R, [_PP]),
+    "collie_comm_init_config": (_R, [ctypes.POINTER(Config), _PP]),
+    "collie_comm_split": (_R, [_P, _I, _I, _PP]),
+    "collie_comm_destroy": (_R, [_P]),
+    "collie_comm_abort": (_R, [_P]),
+    "collie_comm_rank": (_I, [_P]),
+    "collie_comm_size": (_I, [_P]),
+    "collie_allreduce": (_R, [_P, _P, _P, _SZ, _I, _I, _OPTS, _PP]),
+    "collie_allgather": (_R, [_P, _P, _P, _SZ, _I, _OPTS, _PP]),
+    "collie_allgatherv": (_R, [_P, _P, _SZ, _P, _SZP, _SZP, _I, _OPTS, _PP]),
+    "collie_reduce_scatter": (_R, [_P, _P, _P, _SZ, _I, _I, _OPTS, _PP]),
+    "collie_broadcast": (_R, [_P, _P, _SZ, _I, _I, _OPTS, _PP]),
+    "collie_reduce": (_R, [_P, _P, _P, _SZ, _I, _I, _I, _OPTS, _PP]),
+    "collie_alltoall": (_R, [_P, _P, _P, _SZ, _I, _OPTS, _PP]),
+    "collie_alltoallv": (_R, [_P, _P, _SZP, _SZP, _P, _SZP, _SZP, _I, _OPTS, _PP]),
+    "collie_gather": (_R, [_P, _P, _P, _SZ, _I, _I, _OPTS, _PP]),
+    "collie_scatter": (_R, [_P, _P, _P, _SZ, _I, _I, _OPTS, _PP]),
+    "collie_barrier": (_R, [_P, _OPTS, _PP]),
+    "collie_send": (_R, [_P, _P, _SZ, _I, _I, _I, _OPTS, _PP]),
+    "collie_recv": (_R, [_P, _P, _SZ, _I, _I, _I, _OPTS, _PP]),
+    "collie_group_start": (_R, [_P]),
+    "collie_group_end": (_R, [_P, _PP]),
+    "collie_wait": (_R, [_P, ctypes.c_int64]),
+    "collie_test": (_R, [_P]),
+    "collie_work_free": (None, [_P]),
+    "collie_step_begin": (_R, [_P, ctypes.c_int64, ctypes.c_int64]),
+    "collie_step_end": (_R, [_P]),
+    "collie_category_register": (_R, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]),
+    "collie_timing_open": (_R, [_P, ctypes.c_char_p]),
+    "collie_timing_flush": (_R, [_P]),
+    "collie_timing_close": (_R, [_P]),
+    "collie_timing_record": (_R, [_P, ctypes.POINTER(TimingRec)]),
+    "collie_flight_dump": (_R, [_P]),
+}
+
+# ---- loading ------------------------------------------------------------------
+
+_lock = threading.Lock()
+_lib = None
+
+
+class LibraryNotFoundError(OSError):
+    """libcollie.so could not be loaded (the message lists what was tried).
+
+    collie.LibraryNotFound derives from this and from collie.CollieError."""
+
+
+def _is_sanitized(build_dir):
+    """True when build_dir was configured with ASan or TSan: such a library
+    aborts the process when dlopen'ed into an uninstrumented python."""
+    try:
+        with open(os.path.join(build_dir, "CMakeCache.txt")) as f:
+            text = f.read()
+    except OSError:
+        return False
+    return "COLLIE_SANITIZE:BOOL=ON" in text or "COLLIE_TSAN:BOOL=ON" in text
+
+
+def candidates():
+    """The paths the loader tries, in order, without COLLIE_LIBRARY (which,
+    when set, is the only one tried)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = []
+    for name in ("libcollie.so.0", "libcollie.so"):
+        out.append(os.path.join(root, "build", name))
+    others = []
+    for d in glob.glob(os.path.join(root, "build-*")):
+        lib = os.path.join(d, "libcollie.so.0")
+        if os.path.isfile(lib) and not _is_sanitized(d):
+            others.append((os.path.getmtime(lib), lib))
+    out.extend(lib for _, lib in sorted(others, reverse=True))
+    found = ctypes.util.find_library("collie")
+    if found:
+        out.append(found)
+    return out
+
+
+def _bind(cdll):
+    for name, (restype, argtypes) in _SIGNATURES.items():
+        fn = getattr(cdll, name, None)
+        if fn is None:
+            continue  # an older library: the call that needs it says so (need())
+        fn.restype = restype
+        fn.argtypes = argtypes
+    return cdll
+
+
+def lib():
+    """The loaded library (loads it at the first call). Raises
+    LibraryNotFound naming COLLIE_LIBRARY and every path tried."""
+    global _lib
+    if _lib is not None:
+        return _lib
+    with _lock:
+        if _lib is not None:
+            return _lib
+        tried = []
+        env = os.environ.get("COLLIE_LIBRARY")
+        paths = [env] if env else candidates()
+        for path in paths:
+            if not env and os.path.sep in path and not os.path.exists(path):
+                tried.append("%s (absent)" % path)
+                continue
+            try:
+                cdll = ctypes.CDLL(path)
+            except OSError as e:
+                tried.append("%s (%s)" % (path, e))
+                continue
+            if not hasattr(cdll, "collie_allreduce"):
+                tried.append("%s (not libcollie: no collie_allreduce)" % path)
+                continue
+            _lib = _bind(cdll)
+            _lib._collie_path = path
+            return _lib
+        from ._errors import LibraryNotFound
+
+        if env:
+            msg = "COLLIE_LIBRARY=%s could not be loaded: %s" % (env, "; ".join(tried))
+        else:
+            msg = (
+                "libcollie.so not found; set COLLIE_LIBRARY to its path (e.g. build/libcollie.so) "
+                "or build it with `cmake -S . -B build && cmake --build build`. Tried: %s"
+                % ("; ".join(tried) if tried else "nothing (no build tree, find_library('collie') found none)")
+            )
+        raise LibraryNotFound(msg)
+
+
+def need(name):
+    """The C function name, or CollieError(UNSUPPORTED) when the loaded
+    library predates it."""
+    fn = getattr(lib(), name, None)
+    if fn is None:
+        from ._errors import make_error
+
+        raise make_error(
+            UNSUPPORTED, "%s: not in the loaded library %s (too old?)" % (name, lib()._collie_path)
+        )
+    return fn
+
+
+def path():
+    """Path of the loaded library (loads it)."""
+    return lib()._collie_path

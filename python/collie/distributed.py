@@ -1,0 +1,260 @@
+"""collie.distributed - torch.distributed-style functions with telemetry.
+
+For training code written against torch.distributed (or against the
+in-house telemetry wrappers that mimicked it): the same signatures, plus
+``category=PayloadCategory.X`` (the comms.csv column the bytes go to),
+``label`` (layer or bucket name for the timing log) and ``phase``. They run
+on ``group`` (a Comm) or, when None, on the default communicator (the first
+new_comm() / init() created). With async_op=True they return a Work, else
+None, as torch.distributed does.
+
+Telemetry switches:
+- ``with step(step, epoch):`` delimits a training step; rank 0 appends its
+  row to COLLIE_LOG_DIR/comms.csv (docs/telemetry.md).
+- ``configure({"runtime": {"comms_log": {"enabled": True, "dir": "logs"}}})``
+  (or a JSON file path; YAML when PyYAML is importable) switches comms.csv
+  and its directory. The C library reads these settings when a communicator
+  is created, so configure() applies to communicators created after it; call
+  it before init()/new_comm().
+"""
+
+import collections.abc
+import contextlib
+import json
+import os
+import warnings
+
+from . import _comm
+from ._comm import get_default_comm, new_comm, resolve, set_default_comm
+from ._enums import PayloadCategory, ReduceOp
+from ._errors import InvalidArgument
+
+__all__ = [
+    "PayloadCategory",
+    "ReduceOp",
+    "init",
+    "is_initialized",
+    "get_rank",
+    "get_world_size",
+    "destroy",
+    "all_reduce",
+    "all_gather",
+    "all_gather_into_tensor",
+    "reduce_scatter",
+    "reduce_scatter_tensor",
+    "broadcast",
+    "barrier",
+    "step",
+    "configure",
+    "current_config",
+]
+
+
+def init(name="main_comm", timeout=None, store=None, hints=None, **kw):
+    """Creates a communicator (collie.new_comm) and makes it the default one."""
+    comm = new_comm(name, timeout, store, hints, **kw)
+    set_default_comm(comm)
+    return comm
+
+
+def is_initialized():
+    """True when a default communicator exists."""
+    return _comm.has_default_comm()
+
+
+def get_rank(group=None):
+    return resolve(group).get_rank()
+
+
+def get_world_size(group=None):
+    return resolve(group).get_size()
+
+
+def destroy(group=None):
+    """Finalizes group (default: the default communicator)."""
+    resolve(group).finalize()
+
+
+def _ret(work, async_op):
+    return work if async_op else None
+
+
+def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False, category=PayloadCategory.OTHER,
+               label=None, phase=None, timeout=None):
+    """tensor = op over ranks of tensor, in place."""
+    w = resolve(group).all_reduce(tensor, op, async_op, timeout, category=category, label=label, phase=phase)
+    return _ret(w, async_op)
+
+
+def all_gather(tensor_list, tensor, group=None, async_op=False, category=PayloadCategory.OTHER,
+               label=None, phase=None, timeout=None):
+    """tensor_list[q] = rank q's tensor."""
+    w = resolve(group).all_gather(tensor_list, tensor, async_op, timeout, category=category, label=label,
+                                  phase=phase)
+    return _ret(w, async_op)
+
+
+def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False,
+                           category=PayloadCategory.OTHER, label=None, phase=None, timeout=None):
+    """output_tensor (size x input's elements) = every rank's input, in rank order."""
+    w = resolve(group).all_gather_single(output_tensor, input_tensor, async_op, timeout, category=category,
+                                         label=label, phase=phase)
+    return _ret(w, async_op)
+
+
+def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False,
+                   category=PayloadCategory.OTHER, label=None, phase=None, timeout=None):
+    """output = op over ranks of their input_list[rank]."""
+    w = resolve(group).reduce_scatter(output, input_list, op, async_op, timeout, category=category, label=label,
+                                      phase=phase)
+    return _ret(w, async_op)
+
+
+def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False,
+                          category=PayloadCategory.OTHER, label=None, phase=None, timeout=None):
+    """output = op over ranks of block `rank` of input."""
+    w = resolve(group).reduce_scatter_single(output, input, op, async_op, timeout, category=category,
+                                             label=label, phase=phase)
+    return _ret(w, async_op)
+
+
+def broadcast(tensor, src, group=None, async_op=False, category=PayloadCategory.OTHER, label=None, phase=None,
+              timeout=None):
+    """Every rank's tensor = src's tensor, in place."""
+    w = resolve(group).broadcast(tensor, src, async_op, timeout, category=category, label=label, phase=phase)
+    return _ret(w, async_op)
+
+
+def barrier(group=None, async_op=False, timeout=None):
+    return _ret(resolve(group).barrier(async_op, timeout), async_op)
+
+
+@contextlib.contextmanager
+def step(step, epoch=0, group=None):
+    """with step(step, epoch): every operation issued inside (on the
+    communicator's whole tree, whenever it completes) is accounted to this
+    step in comms.csv, written by rank 0 once the step ended and its
+    operations completed. step >= 1, epoch >= 0."""
+    comm = resolve(group)
+    comm.step_begin(step, epoch)
+    try:
+        yield comm
+    finally:
+        comm.step_end()
+
+
+# ---- configuration ----------------------------------------------------------------
+
+_config = {}
+
+
+def _load(path):
+    path = os.fspath(path)
+    ext = os.path.splitext(path)[1].lower()
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError as e:
+        raise InvalidArgument("configure: cannot read %s: %s" % (path, e.strerror)) from None
+    try:
+        import yaml  # optional
+    except ImportError:
+        yaml = None
+    if ext in (".yaml", ".yml"):
+        if yaml is None:
+            raise InvalidArgument("configure: %s is YAML but PyYAML is not installed; use a JSON file" % path)
+        return yaml.safe_load(text)
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        if yaml is None or ext == ".json":
+            raise InvalidArgument("configure: %s is not valid JSON: %s" % (path, e)) from None
+    try:
+        return yaml.safe_load(text)
+    except Exception as e:
+        raise InvalidArgument("configure: %s is neither JSON nor YAML: %s" % (path, e)) from None
+
+
+def _section(m, key, where):
+    v = m.get(key)
+    if v is None:
+        return {}
+    if isinstance(v, bool) and key in ("comms_log", "timing_log"):
+        return {"enabled": v}
+    if not isinstance(v, collections.abc.Mapping):
+        raise InvalidArgument("configure: %s.%s must be a mapping, got %r" % (where, key, v))
+    return v
+
+
+def _bool(v, where):
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, int) and v in (0, 1):
+        return bool(v)
+    if isinstance(v, str) and v.lower() in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+        return v.lower() in ("true", "1", "yes", "on")
+    raise InvalidArgument("configure: %s = %r must be a boolean" % (where, v))
+
+
+def configure(config):
+    """Applies a telemetry configuration to communicators created afterwards.
+
+    config: a mapping, or the path of a JSON file (or YAML when PyYAML is
+    importable), or None to clear what an earlier configure() set.
+    Recognised keys (others are ignored: the file may configure the whole
+    training run):
+
+        runtime:
+          comms_log:   {enabled: bool, dir: path}   # COLLIE_COMMS_LOG, COLLIE_LOG_DIR
+          timing_log:  {enabled: bool, dir: path}   # COLLIE_TIMING_LOG (dir required when enabled)
+
+    These override the environment variables for communicators created after
+    the call (explicit new_comm(hints=...) override them in turn). Returns the
+    COLLIE_* settings now in effect for new communicators."""
+    global _config
+    if config is None:
+        with _comm._registry_lock:
+            _comm._pending_env.clear()
+        _config = {}
+        return {}
+    if isinstance(config, (str, bytes, os.PathLike)):
+        config = _load(config)
+    if not isinstance(config, collections.abc.Mapping):
+        raise InvalidArgument("configure: config must be a mapping or a file path, got %s" % type(config).__name__)
+    runtime = _section(config, "runtime", "config")
+    env = {}
+    cl = _section(runtime, "comms_log", "runtime")
+    if "enabled" in cl:
+        env["COLLIE_COMMS_LOG"] = "1" if _bool(cl["enabled"], "runtime.comms_log.enabled") else "0"
+    for key in ("dir", "log_dir"):
+        if cl.get(key) is not None:
+            env["COLLIE_LOG_DIR"] = os.fspath(cl[key])
+    tl = _section(runtime, "timing_log", "runtime")
+    if "enabled" in tl or tl.get("dir") is not None:
+        on = _bool(tl.get("enabled", True), "runtime.timing_log.enabled")
+        d = tl.get("dir") or tl.get("log_dir")
+        if on and not d:
+            raise InvalidArgument("configure: runtime.timing_log.enabled is true but runtime.timing_log.dir is missing")
+        env["COLLIE_TIMING_LOG"] = os.fspath(d) if on else None
+    with _comm._registry_lock:
+        _comm._pending_env.update(env)
+        effective = dict(_comm._pending_env)
+        live = [c for c in _comm._live if c._h is not None]
+    if live and env:
+        warnings.warn(
+            "collie.distributed.configure: %d communicator(s) already exist and keep their settings; the "
+            "configuration applies to communicators created from now on" % len(live),
+            stacklevel=2,
+        )
+    _config = dict(config)
+    return effective
+
+
+def current_config():
+    """The COLLIE_* settings configure() queued for new communicators."""
+    with _comm._registry_lock:
+        return dict(_comm._pending_env)
+
+
+# Re-exported for `from collie.distributed import *` users.
+get_default_comm = get_default_comm

@@ -1,0 +1,69 @@
+"""collie.objcol: every object collective, with objects of different sizes
+per rank (sizes exchanged first), on the default communicator and on an
+explicit group, and their argument errors."""
+
+import pytest
+
+import collie
+from collie import objcol
+
+
+def obj_of(rank):
+    return {"rank": rank, "payload": "x" * (rank * 1000 + 1), "nested": [rank, (rank, None)], "set": {rank}}
+
+
+def test_all_gather_object(comm, rank, size):
+    out = [None] * size
+    objcol.all_gather_object(out, obj_of(rank), group=comm)
+    assert out == [obj_of(q) for q in range(size)]
+    out2 = [None] * size
+    objcol.all_gather_object(out2, rank)  # group=None: the default communicator
+    assert out2 == list(range(size))
+
+
+def test_gather_object(comm, rank, size):
+    for dst in range(size):
+        out = [None] * size if rank == dst else None
+        objcol.gather_object(obj_of(rank), out, dst=dst, group=comm)
+        if rank == dst:
+            assert out == [obj_of(q) for q in range(size)]
+
+
+def test_broadcast_object_list(comm, rank, size):
+    src = size - 1
+    lst = [obj_of(src), "two", 3.0] if rank == src else [None, None, None]
+    objcol.broadcast_object_list(lst, src=src, group=comm)
+    assert lst == [obj_of(src), "two", 3.0]
+
+
+def test_scatter_object_list(comm, rank, size):
+    out = [None]
+    objcol.scatter_object_list(out, [obj_of(q) for q in range(size)] if rank == 0 else None, src=0, group=comm)
+    assert out[0] == obj_of(rank)
+
+
+def test_send_recv_object_list(comm, rank, size):
+    if size < 2:
+        pytest.skip("needs 2 ranks")
+    if rank == 0:
+        objcol.send_object_list([obj_of(0), b"bytes"], dst=size - 1, group=comm, tag=5)
+    elif rank == size - 1:
+        got = [None, None]
+        assert objcol.recv_object_list(got, src=0, group=comm, tag=5) == 0
+        assert got == [obj_of(0), b"bytes"]
+
+
+def test_objcol_errors(comm, rank, size):
+    with pytest.raises(collie.InvalidArgument, match="object_list has %d entries, expected %d" % (size + 1, size)):
+        objcol.all_gather_object([None] * (size + 1), 1, group=comm)
+    with pytest.raises(collie.InvalidArgument, match="must be a list"):
+        objcol.broadcast_object_list((1, 2), group=comm)
+    with pytest.raises(collie.InvalidArgument, match="at least one entry"):
+        objcol.scatter_object_list([], None, group=comm)
+    with pytest.raises(collie.InvalidArgument, match="src is required"):
+        objcol.recv_object_list([None], None, group=comm)
+    with pytest.raises(collie.InvalidArgument, match="not a collie Comm"):
+        objcol.all_gather_object([None] * size, 1, group="world")
+    out = [None] * size
+    objcol.all_gather_object(out, "still fine", group=comm)
+    assert out == ["still fine"] * size
