@@ -164,6 +164,7 @@ comm_free(collie_comm_t *c)
   if (c->store) collie__store_release(c->store);
   if (c->job_store) collie__store_release(c->job_store);
   collie__scratch_free(&c->scratch);
+  collie__models_free(&c->models);
   free(c->peers);
   free(c->p2p_send_seq);
   free(c->p2p_recv_seq);
@@ -253,7 +254,7 @@ comm_create(const struct collie__params *params, const char *token, int64_t time
   c->rank = rank;
   c->size = size;
   c->hash = hash;
-  c->params = *params;
+  collie__params_copy(&c->params, params);
   c->timeout_ms = timeout_ms;
   snprintf(c->token, sizeof(c->token), "%s", token);
   c->transport = !strcmp(transport, "shm") ? "shm" : !strcmp(transport, "tcp") ? "tcp" : "auto";

@@ -35,13 +35,17 @@ struct collie__params {
 #define X(name, type, def, help) COLLIE_PARAM_CTYPE_##type name;
 #include "core/params.def"
 #undef X
+  char strings_[8192]; /* the string values, copied from the environment */
 };
 
-/* Parses every COLLIE_* variable through getenv_fn (NULL: getenv). Strings point
- * into the environment (valid while it is not modified). Errors: INVALID_ARGUMENT
+/* Parses every COLLIE_* variable through getenv_fn (NULL: getenv). Strings are
+ * copied into p (the environment may change later). Errors: INVALID_ARGUMENT
  * naming the variable and its value. Unknown COLLIE_* names get a warning. */
 collie_result_t collie__params_load(struct collie__params *p,
                                     const char *(*getenv_fn)(const char *name));
+/* Copies src to dst, its strings included (a plain struct copy would leave
+ * dst's strings pointing into src). */
+void collie__params_copy(struct collie__params *dst, const struct collie__params *src);
 #include "core/params.h" /* collie__params_describe */
 
 /* ---- comm.c ---- */
@@ -134,6 +138,13 @@ collie_result_t collie__comm_select(collie_comm_t *comm, int kind, size_t count,
                                     collie_dtype_t dtype, collie_op_t op, int root,
                                     const struct collie__models *models,
                                     const struct collie__algo **out);
+/* The models a tuning file gives this communicator: path loaded over a copy
+ * of comm's class constants (the built-in defaults, or COLLIE_TUNING_FILE's
+ * over them), without comm's own fit lines. Fills out (overwritten; the
+ * caller frees it with collie__models_free). Local, no communication.
+ * Errors: collie__models_load's; INVALID_USAGE for a dead comm. */
+collie_result_t collie__comm_models_load(collie_comm_t *comm, const char *path,
+                                         struct collie__models *out);
 
 /* ---- check.c ---- */
 

@@ -46,28 +46,46 @@ params_word(const char *name, const char *v, const char *const *words, int nword
 
 /* Each typed setter: parse v (the environment's or the default) into field. */
 static collie_result_t
-params_set_INT(const char *name, const char *v, int64_t *field)
+params_set_INT(struct collie__params *p, size_t *used, const char *name, const char *v,
+               int64_t *field)
 {
+  (void)p;
+  (void)used;
   return params_int(name, v, field);
 }
 static collie_result_t
-params_set_STR(const char *name, const char *v, const char **field)
+params_set_STR(struct collie__params *p, size_t *used, const char *name, const char *v,
+               const char **field)
 {
-  (void)name;
-  *field = v;
+  /* Copied: the environment may change after init (a Python program setting
+   * os.environ), and the communicator keeps these strings. */
+  size_t n = strlen(v) + 1;
+  if (n > sizeof(p->strings_) - *used)
+    return collie__err(COLLIE_INVALID_ARGUMENT,
+                       "COLLIE_%s is %zu bytes long: the COLLIE_* strings together may take %zu",
+                       name, n - 1, sizeof(p->strings_) - 1);
+  memcpy(p->strings_ + *used, v, n);
+  *field = p->strings_ + *used;
+  *used += n;
   return COLLIE_SUCCESS;
 }
 static collie_result_t
-params_set_LEVEL(const char *name, const char *v, collie__loglevel_t *field)
+params_set_LEVEL(struct collie__params *p, size_t *used, const char *name, const char *v,
+                 collie__loglevel_t *field)
 {
+  (void)p;
+  (void)used;
   int i = 0;
   collie_result_t rc = params_word(name, v, params_levels, 4, &i);
   if (rc == COLLIE_SUCCESS) *field = (collie__loglevel_t)i;
   return rc;
 }
 static collie_result_t
-params_set_TRANSPORT(const char *name, const char *v, const char **field)
+params_set_TRANSPORT(struct collie__params *p, size_t *used, const char *name, const char *v,
+                     const char **field)
 {
+  (void)p;
+  (void)used;
   int i = 0;
   collie_result_t rc = params_word(name, v, params_transports, 3, &i);
   if (rc == COLLIE_SUCCESS) *field = params_transports[i];
@@ -120,12 +138,13 @@ collie__params_load(struct collie__params *p, const char *(*getenv_fn)(const cha
 {
   collie_result_t rc;
   const char *v;
+  size_t used = 0;
   if (!getenv_fn) getenv_fn = params_getenv;
   memset(p, 0, sizeof(*p));
 #define X(name, type, def, help)                                                                   \
   v = getenv_fn("COLLIE_" #name);                                                                  \
   if (!v) v = PARAMS_DEF_##type(def);                                                              \
-  if (v && (rc = params_set_##type(#name, v, &p->name)) != COLLIE_SUCCESS) return rc;
+  if (v && (rc = params_set_##type(p, &used, #name, v, &p->name)) != COLLIE_SUCCESS) return rc;
 #include "core/params.def"
 #undef X
   rc = params_check(p);
@@ -134,7 +153,10 @@ collie__params_load(struct collie__params *p, const char *(*getenv_fn)(const cha
   /* A misspelt variable silently ignored is a classic lost afternoon: warn. */
   if (getenv_fn == params_getenv && p->DEBUG >= COLLIE_LOG_WARN) {
     for (char **e = environ; e && *e; e++) {
-      if (strncmp(*e, "COLLIE_", 7) != 0 || !strncmp(*e, "COLLIE_TEST_", 12)) continue;
+      /* COLLIE_TEST_* belong to the test harness, COLLIE_LIBRARY to the Python binding. */
+      if (strncmp(*e, "COLLIE_", 7) != 0 || !strncmp(*e, "COLLIE_TEST_", 12) ||
+          !strncmp(*e, "COLLIE_LIBRARY=", 15))
+        continue;
       size_t n = strcspn(*e + 7, "=");
       int known = 0;
 #define X(name, type, def, help)                                                                   \
@@ -147,6 +169,27 @@ collie__params_load(struct collie__params *p, const char *(*getenv_fn)(const cha
     }
   }
   return COLLIE_SUCCESS;
+}
+
+/* A string field of dst that points into src's copies points into dst's. */
+static void
+params_rebase(struct collie__params *dst, const struct collie__params *src, const char **field)
+{
+  if (*field >= src->strings_ && *field < src->strings_ + sizeof(src->strings_))
+    *field = dst->strings_ + (*field - src->strings_);
+}
+#define PARAMS_REBASE_INT(name)
+#define PARAMS_REBASE_LEVEL(name)
+#define PARAMS_REBASE_STR(name) params_rebase(dst, src, &dst->name);
+#define PARAMS_REBASE_TRANSPORT(name) params_rebase(dst, src, &dst->name);
+
+void
+collie__params_copy(struct collie__params *dst, const struct collie__params *src)
+{
+  *dst = *src;
+#define X(name, type, def, help) PARAMS_REBASE_##type(name)
+#include "core/params.def"
+#undef X
 }
 
 void
