@@ -40,8 +40,11 @@ api_op(const char *fn, collie_dtype_t dtype, collie_op_t op)
 static collie_result_t
 api_count(const char *fn, const char *what, size_t count, size_t blocks, collie_dtype_t dtype)
 {
-  size_t es = collie_dtype_size(dtype);
-  if (count && (blocks == 0 || count > SIZE_MAX / es / blocks))
+  size_t es = collie_dtype_size(dtype), total;
+  /* Multiplications that report overflow: two divisions here would cost more
+   * than the rest of a small call's validation. */
+  if (count && (blocks == 0 || __builtin_mul_overflow(count, es, &total) ||
+                __builtin_mul_overflow(total, blocks, &total)))
     return collie__err(COLLIE_INVALID_ARGUMENT,
                        "%s: %s = %zu elements of %s (x %zu) overflows the addressable bytes", fn,
                        what, count, collie_dtype_name(dtype), blocks);

@@ -50,6 +50,15 @@ void collie__params_copy(struct collie__params *dst, const struct collie__params
 
 /* ---- comm.c ---- */
 
+/* The last algorithm dispatch picked for a collective, and the shape it was for. */
+struct collie__select_memo {
+  const struct collie__algo *algo; /* NULL: none yet */
+  size_t count;
+  collie_dtype_t dtype;
+  collie_op_t op;
+  int root, opts_algo;
+};
+
 #define COLLIE_COMM_MAGIC 0xC0CC1E11u
 
 struct collie_comm {
@@ -68,6 +77,7 @@ struct collie_comm {
   struct collie__algo_table algos; /* COLLIE_ALGO overrides */
   struct collie__models models;    /* cost model (defaults or COLLIE_TUNING_FILE) */
   struct collie__select_log select_log;
+  struct collie__select_memo select_memo[COLLIE_KIND_COUNT_]; /* dispatch.c: last pick per kind */
   struct collie__flight *flight; /* last COLLIE_FR_SIZE operations (NULL: off) */
   struct collie__tele *tele;     /* shared with the whole collie_comm_init tree */
   int all_shm;                   /* every rank shares this host and shm serves them */
@@ -104,7 +114,8 @@ struct collie__op {
   struct collie__call call;
   const struct collie__algo *algo;
   int64_t timeout_ms;
-  int64_t fr_id; /* its flight-recorder record (-1: none) */
+  int64_t fr_id;   /* its flight-recorder record (-1: none) */
+  int64_t t_issue; /* collie__now_ns() at issue */
   struct collie__tele_op tele;
 };
 
@@ -114,10 +125,12 @@ struct collie__op {
  * number is taken (the communicator stays usable). Does not block. */
 collie_result_t collie__dispatch_prepare(collie_comm_t *comm, struct collie__op *op,
                                          const collie_opts_t *opts);
-/* Run-time half, on the thread that owns comm's channels: sets the deadline,
+/* Run-time half, on the thread that owns comm's channels, starting at `now`
+ * (collie__now_ns(); a blocking call that runs at once passes its issue
+ * time, saving a clock read): sets the deadline,
  * runs, and on failure prefixes the message with the operation and poisons
  * the communicator. Blocks until done or the op's deadline. */
-collie_result_t collie__dispatch_run(collie_comm_t *comm, struct collie__op *op);
+collie_result_t collie__dispatch_run(collie_comm_t *comm, struct collie__op *op, int64_t now);
 
 /* Ends op's records (flight recorder, telemetry) for an op that will never
  * run because the communicator failed before its turn. */

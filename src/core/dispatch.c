@@ -10,6 +10,7 @@
  * ("allreduce #5 (1048576 x float32, ring)") in front of the transport's
  * diagnosis, then poisoning of the communicator.
  */
+#include <stdint.h>
 #include <stdio.h>
 
 #include "core/core.h"
@@ -37,7 +38,7 @@ dispatch_record(collie_comm_t *comm, struct collie__op *op)
                   ? c->root
                   : -1,
   };
-  op->fr_id = collie__flight_queued(comm->flight, &fo);
+  op->fr_id = collie__flight_queued_at(comm->flight, &fo, op->t_issue);
 }
 
 /* The operation in telemetry's terms: which comms.csv column, the caller's
@@ -98,7 +99,8 @@ dispatch_tele_issue(collie_comm_t *comm, struct collie__op *op, const collie_opt
   t->wire = c->kind == COLLIE_KIND_ALLGATHERV || c->kind == COLLIE_KIND_ALLTOALLV
                 ? others
                 : collie__wire_bytes(t->tc, c->size, n);
-  collie__tele_issue(comm->tele, t, opts ? opts->label : NULL, opts ? opts->phase : NULL);
+  collie__tele_issue(comm->tele, t, opts ? opts->label : NULL, opts ? opts->phase : NULL,
+                     op->t_issue);
 }
 
 /* Ends the records with the outcome; a failure also dumps the recorder, so the
@@ -106,10 +108,11 @@ dispatch_tele_issue(collie_comm_t *comm, struct collie__op *op, const collie_opt
 static collie_result_t
 dispatch_done(collie_comm_t *comm, struct collie__op *op, collie_result_t rc)
 {
-  collie__tele_complete(comm->tele, &op->tele, rc != COLLIE_SUCCESS);
+  int64_t now = collie__now_ns();
+  collie__tele_complete(comm->tele, &op->tele, rc != COLLIE_SUCCESS, now);
   if (!comm->flight) return rc;
-  collie__flight_state(comm->flight, op->fr_id,
-                       rc == COLLIE_SUCCESS ? COLLIE_FR_COMPLETED : COLLIE_FR_FAILED, NULL);
+  collie__flight_state_at(comm->flight, op->fr_id,
+                          rc == COLLIE_SUCCESS ? COLLIE_FR_COMPLETED : COLLIE_FR_FAILED, NULL, now);
   if (rc != COLLIE_SUCCESS)
     collie__comm_flight_dump(comm, rc == COLLIE_TIMEOUT ? "timeout" : "failure");
   return rc;
@@ -118,8 +121,36 @@ dispatch_done(collie_comm_t *comm, struct collie__op *op, collie_result_t rc)
 void
 collie__dispatch_skipped(collie_comm_t *comm, struct collie__op *op)
 {
-  collie__tele_complete(comm->tele, &op->tele, 1);
-  if (comm->flight) collie__flight_state(comm->flight, op->fr_id, COLLIE_FR_FAILED, NULL);
+  int64_t now = collie__now_ns();
+  collie__tele_complete(comm->tele, &op->tele, 1, now);
+  if (comm->flight) collie__flight_state_at(comm->flight, op->fr_id, COLLIE_FR_FAILED, NULL, now);
+}
+
+/* The algorithm for call. Training loops repeat the same calls, so the last
+ * decision per collective is kept and reused when the shape is the same
+ * (the models and COLLIE_ALGO never change after init); the v-variants,
+ * whose cost depends on per-rank counts, always ask the model. */
+static collie_result_t
+dispatch_select(collie_comm_t *comm, const struct collie__call *call, int opts_algo,
+                const struct collie__algo **out)
+{
+  struct collie__select_memo *m = &comm->select_memo[call->kind];
+  int memo = call->kind != COLLIE_KIND_ALLGATHERV && call->kind != COLLIE_KIND_ALLTOALLV;
+  if (memo && m->algo && m->count == call->count && m->dtype == call->dtype && m->op == call->op &&
+      m->root == call->root && m->opts_algo == opts_algo) {
+    *out = m->algo;
+    return COLLIE_SUCCESS;
+  }
+  collie_result_t rc =
+      collie__algo_select(call, opts_algo, &comm->algos, &comm->models, &comm->select_log, out);
+  if (rc == COLLIE_SUCCESS && memo)
+    *m = (struct collie__select_memo){.algo = *out,
+                                      .count = call->count,
+                                      .dtype = call->dtype,
+                                      .op = call->op,
+                                      .root = call->root,
+                                      .opts_algo = opts_algo};
+  return rc;
 }
 
 collie_result_t
@@ -129,6 +160,7 @@ collie__dispatch_prepare(collie_comm_t *comm, struct collie__op *op, const colli
   int opts_algo = opts ? opts->algorithm : COLLIE_ALGO_AUTO;
 
   op->algo = NULL;
+  op->t_issue = collie__now_ns();
   op->timeout_ms = opts && opts->timeout_ms > 0 ? opts->timeout_ms : comm->timeout_ms;
   call->rank = comm->rank;
   call->size = comm->size;
@@ -144,8 +176,7 @@ collie__dispatch_prepare(collie_comm_t *comm, struct collie__op *op, const colli
   }
   /* An unusable algorithm choice is an argument error: reported before the
    * call takes a sequence number, so the communicator stays usable. */
-  collie_result_t rc = collie__algo_select(call, opts_algo, &comm->algos, &comm->models,
-                                           &comm->select_log, &op->algo);
+  collie_result_t rc = dispatch_select(comm, call, opts_algo, &op->algo);
   if (rc != COLLIE_SUCCESS) return rc;
   call->algo = op->algo->id;
   call->seq = comm->seq++;
@@ -155,14 +186,15 @@ collie__dispatch_prepare(collie_comm_t *comm, struct collie__op *op, const colli
 }
 
 collie_result_t
-collie__dispatch_run(collie_comm_t *comm, struct collie__op *op)
+collie__dispatch_run(collie_comm_t *comm, struct collie__op *op, int64_t now)
 {
   struct collie__call *call = &op->call;
   const struct collie__algo *algo = op->algo;
   collie_result_t rc;
 
-  call->deadline_ns = collie__deadline_after_ms(op->timeout_ms);
-  if (comm->flight) collie__flight_state(comm->flight, op->fr_id, COLLIE_FR_STARTED, NULL);
+  call->deadline_ns =
+      op->timeout_ms > INT64_MAX / 2000000 ? INT64_MAX : now + op->timeout_ms * 1000000;
+  if (comm->flight) collie__flight_state_at(comm->flight, op->fr_id, COLLIE_FR_STARTED, NULL, now);
   if (call->kind == COLLIE_KIND_P2P) {
     rc = (call->sendbuf ? collie__p2p_send : collie__p2p_recv)(call);
     if (rc == COLLIE_SUCCESS) return dispatch_done(comm, op, rc);

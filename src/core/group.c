@@ -78,18 +78,18 @@ group_tele_issue(collie_comm_t *comm, struct collie__group *g)
   g->tele.opname = NULL;
   g->tele.size = bytes;
   g->tele.wire = collie__wire_bytes(COLLIE_TC_SEND_RECV, 2, bytes);
-  collie__tele_issue(comm->tele, &g->tele, NULL, NULL);
+  collie__tele_issue(comm->tele, &g->tele, NULL, NULL, collie__now_ns());
 }
 
 /* At completion (or when the group will never run): rows, then the step. */
 static void
 group_tele_done(collie_comm_t *comm, struct collie__group *g, int failed)
 {
+  int64_t now = collie__now_ns();
   if (g->tele.active && g->tele.timed) {
-    int64_t now = collie__now_ns();
     for (size_t i = 0; i < g->n; i++) collie__tele_push_row(comm->tele, &g->tele, &g->rows[i], now);
   }
-  collie__tele_complete(comm->tele, &g->tele, failed);
+  collie__tele_complete(comm->tele, &g->tele, failed, now);
   g->tele.category = COLLIE_CAT_OTHER;
 }
 

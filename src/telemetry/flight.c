@@ -42,8 +42,12 @@
 #include "util/error.h"
 #include "util/util.h"
 
-#define FL_LD(p) __atomic_load_n((p), __ATOMIC_SEQ_CST)
-#define FL_ST(p, v) __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
+/* Fields are relaxed atomics ordered by the seqlock's fences (a writer
+ * publishes with the release of its unlock, a reader checks the version after
+ * an acquire fence): sequentially consistent stores cost a locked instruction
+ * each, and a record has fifteen, on every operation's hot path. */
+#define FL_LD(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define FL_ST(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 
 /* One operation. Every field is read and written atomically (see above). */
 struct flight_rec {
@@ -100,8 +104,11 @@ flight_lock(struct flight_rec *r)
   for (;;) {
     uint64_t v = FL_LD(&r->ver);
     if (!(v & 1) &&
-        __atomic_compare_exchange_n(&r->ver, &v, v + 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+        __atomic_compare_exchange_n(&r->ver, &v, v + 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+      /* The odd version is visible before any field changes. */
+      __atomic_thread_fence(__ATOMIC_RELEASE);
       return;
+    }
     collie__cpu_relax();
   }
 }
@@ -109,11 +116,17 @@ flight_lock(struct flight_rec *r)
 static void
 flight_unlock(struct flight_rec *r)
 {
-  __atomic_fetch_add(&r->ver, 1, __ATOMIC_SEQ_CST);
+  __atomic_fetch_add(&r->ver, 1, __ATOMIC_RELEASE);
 }
 
 int64_t
 collie__flight_queued(struct collie__flight *fr, const struct collie__flight_op *op)
+{
+  return collie__flight_queued_at(fr, op, collie__now_ns());
+}
+
+int64_t
+collie__flight_queued_at(struct collie__flight *fr, const struct collie__flight_op *op, int64_t now)
 {
   if (!fr || !op) return -1;
   int64_t id = __atomic_fetch_add(&fr->next_id, 1, __ATOMIC_SEQ_CST);
@@ -130,7 +143,7 @@ collie__flight_queued(struct collie__flight *fr, const struct collie__flight_op 
   FL_ST(&r->count, (uint64_t)op->count);
   FL_ST(&r->bytes, (uint64_t)op->bytes);
   FL_ST(&r->root, op->root);
-  FL_ST(&r->t_queued, collie__now_ns());
+  FL_ST(&r->t_queued, now);
   FL_ST(&r->t_started, (int64_t)0);
   FL_ST(&r->t_done, (int64_t)0);
   flight_unlock(r);
@@ -140,11 +153,17 @@ collie__flight_queued(struct collie__flight *fr, const struct collie__flight_op 
 void
 collie__flight_state(struct collie__flight *fr, int64_t id, int state, const char *algo)
 {
+  collie__flight_state_at(fr, id, state, algo, collie__now_ns());
+}
+
+void
+collie__flight_state_at(struct collie__flight *fr, int64_t id, int state, const char *algo,
+                        int64_t now)
+{
   if (!fr || id < 0 || state < COLLIE_FR_STARTED || state > COLLIE_FR_FAILED) return;
   struct flight_rec *r = &fr->recs[id % fr->capacity];
   flight_lock(r);
   if (FL_LD(&r->id) == id) { /* else overwritten by a newer op: nothing to update */
-    int64_t now = collie__now_ns();
     FL_ST(&r->state, state);
     if (algo) FL_ST(&r->algo, algo);
     if (state == COLLIE_FR_STARTED)
@@ -161,7 +180,7 @@ flight_read(struct collie__flight *fr, int64_t id, struct flight_rec *out)
 {
   struct flight_rec *r = &fr->recs[id % fr->capacity];
   for (int tries = 0; tries < 1000; tries++) {
-    uint64_t v1 = FL_LD(&r->ver);
+    uint64_t v1 = __atomic_load_n(&r->ver, __ATOMIC_ACQUIRE);
     if (v1 & 1) {
       collie__cpu_relax();
       continue;
@@ -180,6 +199,7 @@ flight_read(struct collie__flight *fr, int64_t id, struct flight_rec *out)
     out->t_queued = FL_LD(&r->t_queued);
     out->t_started = FL_LD(&r->t_started);
     out->t_done = FL_LD(&r->t_done);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the fields above are read before ver again */
     if (FL_LD(&r->ver) == v1) return out->id == id ? 0 : -1;
   }
   return -1; /* a writer kept it busy: leave it out rather than print a torn

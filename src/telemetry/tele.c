@@ -211,14 +211,14 @@ collie__tele_wanted(const struct collie__tele *t)
 
 void
 collie__tele_issue(struct collie__tele *t, struct collie__tele_op *op, const char *label,
-                   const char *phase)
+                   const char *phase, int64_t now)
 {
   op->active = 0;
   op->acc = NULL;
   op->timed = collie__tele_timing_on(t);
   if (!op->timed && !(t->rows && collie__steps_in_step(t->steps))) return;
   op->active = 1;
-  op->t0_ns = collie__now_ns();
+  op->t0_ns = now;
   op->acc =
       collie__steps_charge(t->steps, op->tc, op->category, op->wire, &op->iteration, &op->epoch);
   if (op->timed && op->opname)
@@ -237,11 +237,10 @@ collie__tele_push_row(struct collie__tele *t, const struct collie__tele_op *op,
 }
 
 void
-collie__tele_complete(struct collie__tele *t, struct collie__tele_op *op, int failed)
+collie__tele_complete(struct collie__tele *t, struct collie__tele_op *op, int failed, int64_t now)
 {
   if (!op->active) return;
   op->active = 0;
-  int64_t now = collie__now_ns();
   collie__steps_done(t->steps, op->acc, op->tc, now - op->t0_ns);
   op->acc = NULL;
   if (op->timed && op->opname) collie__tele_push_row(t, op, &op->row, now);

@@ -57,6 +57,12 @@ int64_t collie__flight_queued(struct collie__flight *fr, const struct collie__fl
  * algo may be set at STARTED (NULL keeps it). A record already overwritten by
  * newer ones is ignored. */
 void collie__flight_state(struct collie__flight *fr, int64_t id, int state, const char *algo);
+/* The same with the time (collie__now_ns()) given: the core reads the clock
+ * once per event and shares it with telemetry and the deadline. */
+int64_t collie__flight_queued_at(struct collie__flight *fr, const struct collie__flight_op *op,
+                                 int64_t now);
+void collie__flight_state_at(struct collie__flight *fr, int64_t id, int state, const char *algo,
+                             int64_t now);
 
 /* Writes the recorder as JSON to dir/flight-rank{rank}-{comm_hash as 16 hex
  * digits}.json (one file per communicator: ranks differ between a comm and its
@@ -235,10 +241,11 @@ int collie__tele_wanted(const struct collie__tele *t);
  * (label and phase copied: the caller's strings need not outlive the call).
  * Cheap when nothing records: one load and a branch. */
 void collie__tele_issue(struct collie__tele *t, struct collie__tele_op *op, const char *label,
-                        const char *phase);
+                        const char *phase, int64_t now);
 /* Ends op: time to the step, the row to the timing log (and, when failed,
  * flushes the log so a crash after a failure loses nothing). */
-void collie__tele_complete(struct collie__tele *t, struct collie__tele_op *op, int failed);
+void collie__tele_complete(struct collie__tele *t, struct collie__tele_op *op, int failed,
+                           int64_t now);
 /* Whether a timing log is open (a racy hint: the row may still be refused). */
 int collie__tele_timing_on(const struct collie__tele *t);
 /* Fills rec's text fields, size and category for a row to be finished by
