@@ -11,6 +11,7 @@
  * open the channels (shm with same-host peers, tcp with the rest).
  */
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,27 +21,55 @@
 
 /* ---- Registry of live communicators ---- */
 
+/* Every public call checks its communicator here, so lookups take no lock:
+ * slots live in chunks that are allocated once and never move or go away,
+ * a destroyed communicator's slot is cleared (never compacted, so a reader
+ * cannot miss a live entry while another moves), and comm_reg_hi only grows.
+ * Adding and removing are serialised by comm_reg_lock. */
+#define COMM_REG_CHUNK 256
+#define COMM_REG_CHUNKS 64 /* at most 16384 live communicators per process */
+
+typedef _Atomic(collie_comm_t *) comm_reg_slot;
 static pthread_mutex_t comm_reg_lock = PTHREAD_MUTEX_INITIALIZER;
-static collie_comm_t **comm_reg;
-static size_t comm_reg_n, comm_reg_cap;
+static _Atomic(comm_reg_slot *) comm_reg_chunks[COMM_REG_CHUNKS];
+static _Atomic size_t comm_reg_hi; /* slots ever used */
+static size_t comm_reg_live;       /* under comm_reg_lock */
+
+static comm_reg_slot *
+comm_reg_slot_at(size_t i)
+{
+  comm_reg_slot *chunk =
+      atomic_load_explicit(&comm_reg_chunks[i / COMM_REG_CHUNK], memory_order_acquire);
+  return &chunk[i % COMM_REG_CHUNK];
+}
 
 static int
 comm_reg_add(collie_comm_t *c)
 {
+  int rc = 0;
   pthread_mutex_lock(&comm_reg_lock);
-  if (comm_reg_n == comm_reg_cap) {
-    size_t cap = comm_reg_cap ? comm_reg_cap * 2 : 16;
-    collie_comm_t **n = realloc(comm_reg, cap * sizeof(*n));
-    if (!n) {
-      pthread_mutex_unlock(&comm_reg_lock);
-      return -1;
-    }
-    comm_reg = n;
-    comm_reg_cap = cap;
+  size_t hi = atomic_load_explicit(&comm_reg_hi, memory_order_relaxed), i;
+  for (i = 0; i < hi && atomic_load_explicit(comm_reg_slot_at(i), memory_order_relaxed); i++) {
   }
-  comm_reg[comm_reg_n++] = c;
+  if (i == hi) { /* no free slot: a new one, in a new chunk every COMM_REG_CHUNK */
+    if (hi == (size_t)COMM_REG_CHUNK * COMM_REG_CHUNKS) {
+      rc = -1;
+    } else if (hi % COMM_REG_CHUNK == 0 &&
+               !atomic_load_explicit(&comm_reg_chunks[hi / COMM_REG_CHUNK], memory_order_relaxed)) {
+      comm_reg_slot *chunk = calloc(COMM_REG_CHUNK, sizeof(*chunk));
+      if (!chunk)
+        rc = -1;
+      else
+        atomic_store_explicit(&comm_reg_chunks[hi / COMM_REG_CHUNK], chunk, memory_order_release);
+    }
+  }
+  if (rc == 0) {
+    atomic_store_explicit(comm_reg_slot_at(i), c, memory_order_release);
+    if (i == hi) atomic_store_explicit(&comm_reg_hi, hi + 1, memory_order_release);
+    comm_reg_live++;
+  }
   pthread_mutex_unlock(&comm_reg_lock);
-  return 0;
+  return rc;
 }
 
 /* The job's store, shared by every world communicator this process inits
@@ -58,16 +87,14 @@ comm_reg_remove(const collie_comm_t *c)
   int found = 0;
   collie__store_t *drop = NULL;
   pthread_mutex_lock(&comm_reg_lock);
-  for (size_t i = 0; i < comm_reg_n; i++)
-    if (comm_reg[i] == c) {
-      comm_reg[i] = comm_reg[--comm_reg_n];
+  size_t hi = atomic_load_explicit(&comm_reg_hi, memory_order_relaxed);
+  for (size_t i = 0; i < hi && !found; i++)
+    if (atomic_load_explicit(comm_reg_slot_at(i), memory_order_relaxed) == c) {
+      atomic_store_explicit(comm_reg_slot_at(i), NULL, memory_order_release);
+      comm_reg_live--;
       found = 1;
-      break;
     }
-  if (comm_reg_n == 0) {
-    free(comm_reg);
-    comm_reg = NULL;
-    comm_reg_cap = 0;
+  if (found && comm_reg_live == 0) {
     drop = comm_store_cache.store;
     comm_store_cache.store = NULL;
   }
@@ -106,11 +133,10 @@ comm_store_remember(const char *key, collie__store_t *s)
 static int
 comm_reg_has(const collie_comm_t *c)
 {
-  int found = 0;
-  pthread_mutex_lock(&comm_reg_lock);
-  for (size_t i = 0; i < comm_reg_n && !found; i++) found = comm_reg[i] == c;
-  pthread_mutex_unlock(&comm_reg_lock);
-  return found;
+  size_t hi = atomic_load_explicit(&comm_reg_hi, memory_order_acquire);
+  for (size_t i = 0; i < hi; i++)
+    if (atomic_load_explicit(comm_reg_slot_at(i), memory_order_acquire) == c) return 1;
+  return 0;
 }
 
 collie_result_t
@@ -352,7 +378,9 @@ comm_create(const struct collie__params *params, const char *token, int64_t time
       (c->flight = collie__flight_new((int)params->FR_SIZE, rank, size, hash)))
     collie__flight_watch(c->flight, params->LOG_DIR);
   if (comm_reg_add(c) != 0) {
-    rc = collie__err(COLLIE_SYSTEM_ERROR, "out of memory registering a communicator");
+    rc = collie__err(COLLIE_SYSTEM_ERROR,
+                     "cannot register a communicator: out of memory, or %d live in this process",
+                     COMM_REG_CHUNK * COMM_REG_CHUNKS);
     goto out_free;
   }
   COLLIE_INFO("INIT", "communicator ready (%d ranks, transport %s)", size, transport);

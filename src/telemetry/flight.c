@@ -42,12 +42,13 @@
 #include "util/error.h"
 #include "util/util.h"
 
-/* Fields are relaxed atomics ordered by the seqlock's fences (a writer
- * publishes with the release of its unlock, a reader checks the version after
- * an acquire fence): sequentially consistent stores cost a locked instruction
- * each, and a record has fifteen, on every operation's hot path. */
-#define FL_LD(p) __atomic_load_n((p), __ATOMIC_RELAXED)
-#define FL_ST(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+/* Field stores are releases (each is ordered after the writer's odd version)
+ * and field loads acquires (each is ordered before the reader's second look
+ * at the version): on x86 both are plain moves, where sequentially consistent
+ * stores cost a locked instruction each, and a record has fifteen, on every
+ * operation's hot path. No fences: ThreadSanitizer does not model them. */
+#define FL_LD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define FL_ST(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 
 /* One operation. Every field is read and written atomically (see above). */
 struct flight_rec {
@@ -104,11 +105,8 @@ flight_lock(struct flight_rec *r)
   for (;;) {
     uint64_t v = FL_LD(&r->ver);
     if (!(v & 1) &&
-        __atomic_compare_exchange_n(&r->ver, &v, v + 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
-      /* The odd version is visible before any field changes. */
-      __atomic_thread_fence(__ATOMIC_RELEASE);
+        __atomic_compare_exchange_n(&r->ver, &v, v + 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
       return;
-    }
     collie__cpu_relax();
   }
 }
@@ -199,7 +197,6 @@ flight_read(struct collie__flight *fr, int64_t id, struct flight_rec *out)
     out->t_queued = FL_LD(&r->t_queued);
     out->t_started = FL_LD(&r->t_started);
     out->t_done = FL_LD(&r->t_done);
-    __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the fields above are read before ver again */
     if (FL_LD(&r->ver) == v1) return out->id == id ? 0 : -1;
   }
   return -1; /* a writer kept it busy: leave it out rather than print a torn
