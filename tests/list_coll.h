@@ -1,6 +1,11 @@
 /* Multi-rank collective tests; see test-list.h for the entry format.
  * Generated shape: each collective x transport x world size. */
 #define TEST_LIST_COLL(XX)                                                                         \
+  XX(shm_cma_every_message_shm_2, shm_cma_every_message, 2, "shm", 60)                             \
+  XX(shm_cma_every_message_shm_3, shm_cma_every_message, 3, "shm", 60)                             \
+  XX(shm_cma_off_shm_3, shm_cma_off, 3, "shm", 60)                                                 \
+  XX(shm_cma_send_waits_shm_2, shm_cma_send_waits, 2, "shm", 30)                                   \
+  XX(shm_slots_send_eager_shm_2, shm_slots_send_eager, 2, "shm", 30)                               \
   XX(allreduce_matrix_shm_1, allreduce_matrix, 1, "shm", 90)                                       \
   XX(allreduce_matrix_shm_2, allreduce_matrix, 2, "shm", 90)                                       \
   XX(allreduce_matrix_shm_3, allreduce_matrix, 3, "shm", 90)                                       \

@@ -116,6 +116,9 @@ params_check(const struct collie__params *p)
   if (p->COMMS_LOG != 0 && p->COMMS_LOG != 1)
     return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_COMMS_LOG=%lld must be 0 or 1",
                        (long long)p->COMMS_LOG);
+  if (p->SHM_CMA_MIN < 0)
+    return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_SHM_CMA_MIN=%lld must be >= 0 (bytes)",
+                       (long long)p->SHM_CMA_MIN);
   if (p->TIMING_QUEUE <= 0 || p->TIMING_QUEUE > 100000000)
     return collie__err(COLLIE_INVALID_ARGUMENT,
                        "COLLIE_TIMING_QUEUE=%lld must be 1..100000000 (records)",

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "transport/shm.h"
@@ -176,16 +177,55 @@ shm_fail(struct collie__shm_xport *x, collie_result_t rc)
   return x->failed;
 }
 
-/* Copies queued sends into free slots of the peer's ring. Never blocks. */
+/* Whether r goes as a single copy: large enough, and the peer proved it can
+ * read our memory (checked once per channel, then remembered). */
+static int
+shm_single_copy(struct collie__shm_xport *x, struct collie__shm_chan *ch,
+                const struct collie__req *r)
+{
+  if (!x->cma_min || r->len < x->cma_min || r->off != 0) return 0;
+  if (!ch->cma) ch->cma = atomic_load_explicit(&ch->out->cma_ok, memory_order_acquire) != 0;
+  return ch->cma;
+}
+
+/* Copies queued sends into free slots of the peer's ring. Never blocks.
+ *
+ * Single copy. A send of at least cma_min bytes to a peer that can read our
+ * memory takes one slot holding only its address; the receiver copies the
+ * bytes straight from our buffer into its own (process_vm_readv) and then
+ * consumes the slot, so the ring's head passing that slot is the
+ * acknowledgement that completes the send (until then the buffer must stay,
+ * as for any posted send). One copy instead of two halves the memory
+ * traffic of large messages, the cost that dominates them. */
 static void
 shm_push(struct collie__shm_xport *x, struct collie__shm_chan *ch)
 {
   uint64_t tail = ch->out_tail;
   struct collie__req *r;
   while ((r = ch->sendq) != NULL) {
+    if (r->xseq) { /* a single copy in flight: done once the peer consumed its slot */
+      ch->out_head_seen = atomic_load_explicit(&ch->out->head, memory_order_acquire);
+      if (ch->out_head_seen < r->xseq) break;
+      r->xseq = 0;
+      shm_finish_head(x, &ch->sendq, &ch->sendq_last);
+      continue;
+    }
     if (tail - ch->out_head_seen >= COLLIE_SHM_NSLOTS) {
       ch->out_head_seen = atomic_load_explicit(&ch->out->head, memory_order_acquire);
       if (tail - ch->out_head_seen >= COLLIE_SHM_NSLOTS) break;
+    }
+    if (shm_single_copy(x, ch, r)) {
+      struct collie__shm_chunk *c = shm_chunk(ch->out, tail);
+      c->slot = r->slot;
+      c->total = r->len;
+      c->off = 0;
+      c->len = 0;
+      c->flags = COLLIE_SHM_CHUNK_CMA;
+      c->addr = (uint64_t)(uintptr_t)r->buf;
+      r->off = r->len;
+      r->xseq = tail + 1; /* complete when head reaches it */
+      atomic_store_explicit(&ch->out->tail, ++tail, memory_order_release);
+      continue;
     }
     size_t n = r->len - r->off;
     if (n > COLLIE_SHM_SLOT_BYTES) n = COLLIE_SHM_SLOT_BYTES;
@@ -194,6 +234,7 @@ shm_push(struct collie__shm_xport *x, struct collie__shm_chan *ch)
     c->total = r->len;
     c->off = r->off;
     c->len = (uint32_t)n;
+    c->flags = 0;
     if (n) memcpy(c + 1, (const char *)r->buf + r->off, n);
     r->off += n;
     /* Publish each chunk at once so a polling receiver can copy it out while
@@ -221,6 +262,30 @@ shm_mismatch(const struct collie__shm_chan *ch, const struct collie__shm_chunk *
       ch->rank, ch->world_rank, got, c->total, want, r->len);
 }
 
+/* Reads a single-copy message (its length already checked against r) from
+ * the sender's memory straight into r->buf. The kernel may move less than
+ * asked in one call; the rest follows. */
+static collie_result_t
+shm_read_peer(const struct collie__shm_chan *ch, const struct collie__shm_chunk *c,
+              struct collie__req *r)
+{
+  size_t done = 0;
+  while (done < r->len) {
+    struct iovec local = {.iov_base = (char *)r->buf + done, .iov_len = r->len - done};
+    struct iovec remote = {.iov_base = (void *)(uintptr_t)(c->addr + done),
+                           .iov_len = r->len - done};
+    ssize_t n = process_vm_readv(ch->pid, &local, 1, &remote, 1, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      return collie__err_errno(COLLIE_REMOTE_ERROR,
+                               "shm: reading %zu bytes of rank %d's (world rank %d, pid %d) "
+                               "buffer directly (process_vm_readv) after %zu",
+                               r->len, ch->rank, ch->world_rank, ch->pid, done);
+    done += (size_t)n;
+  }
+  return COLLIE_SUCCESS;
+}
+
 /* Copies arrived chunks into the posted receives, in order. Never blocks.
  * A chunk whose slot or length does not match the head receive fails the
  * transport and is left in the ring, uncopied. */
@@ -239,6 +304,19 @@ shm_pull(struct collie__shm_xport *x, struct collie__shm_chan *ch)
     if (c->slot != r->slot || c->total != r->len) {
       rc = shm_mismatch(ch, c, r);
       break;
+    }
+    if (c->flags & COLLIE_SHM_CHUNK_CMA) {
+      if (r->off != 0 || (rc = shm_read_peer(ch, c, r)) != COLLIE_SUCCESS) {
+        if (rc == COLLIE_SUCCESS)
+          rc = collie__err(COLLIE_INTERNAL_ERROR,
+                           "shm: single-copy chunk from rank %d in the middle of a message",
+                           ch->rank);
+        break;
+      }
+      r->off = r->len;
+      atomic_store_explicit(&ch->in->head, ++head, memory_order_release);
+      shm_finish_head(x, &ch->recvq, &ch->recvq_last);
+      continue;
     }
     if (c->off != r->off || c->len > r->len - r->off || c->len > COLLIE_SHM_SLOT_BYTES ||
         (c->len == 0 && r->len != 0)) {
@@ -378,6 +456,7 @@ shm_post(struct collie__xport *xp, struct collie__req *r)
   r->done = 0;
   r->rc = COLLIE_SUCCESS;
   r->off = 0;
+  r->xseq = 0;
   r->next = NULL;
   shm_lock(x);
   if (x->failed) {

@@ -65,7 +65,7 @@
 #define COLLIE_SHM_REASON_LEN 256u
 
 #define COLLIE_SHM_MAGIC 0x636f6c6c69657368ull /* "collie" "sh" */
-#define COLLIE_SHM_VERSION 2u
+#define COLLIE_SHM_VERSION 3u
 
 /* Values of collie__shm_ctrl.state. 0 means the rank has not attached yet. */
 enum {
@@ -111,7 +111,11 @@ struct collie__shm_ctrl {
   _Atomic uint32_t sleeping;
   _Atomic uint32_t state; /* COLLIE_SHM_UNATTACHED, _ALIVE, _CLOSED, _ABORTED */
   int32_t pid;            /* owner's pid, written before state becomes ALIVE */
-  char pad_[COLLIE_SHM_LINE - 16];
+  /* Address, in the owner's memory, of collie__shm_cma_probe: a peer that
+   * reads the right value there with process_vm_readv may read the owner's
+   * buffers directly (written before state becomes ALIVE). */
+  uint64_t cma_addr;
+  char pad_[COLLIE_SHM_LINE - 24];
   /* Why the owner aborted, when it knows (its own failure, e.g. "rank 3
    * died"): written before state becomes ABORTED, so a rank that only waited
    * on the owner can still name the root cause. NUL-terminated. */
@@ -135,16 +139,23 @@ struct collie__shm_chunk {
   uint64_t slot;  /* the message's slot tag (collie__slot) */
   uint64_t total; /* the message's length */
   uint64_t off;   /* where this chunk starts within the message */
-  uint32_t len;   /* payload bytes in this chunk (0 only for an empty message) */
-  uint32_t pad0_;
-  char pad1_[64 - 32];
+  uint32_t len;   /* payload bytes in this chunk (0 for an empty or a single-copy message) */
+  uint32_t flags; /* COLLIE_SHM_CHUNK_CMA: no payload; read `total` bytes at addr instead */
+  uint64_t addr;  /* single copy: the message's address in the sender's memory */
+  char pad1_[64 - 40];
 };
+
+enum { COLLIE_SHM_CHUNK_CMA = 1u };
 
 struct collie__shm_ring {
   _Atomic uint64_t tail; /* slots published by the producer */
   char pad0_[COLLIE_SHM_LINE - 8];
   _Atomic uint64_t head; /* slots consumed by the consumer */
-  char pad1_[COLLIE_SHM_LINE - 8];
+  /* Set by the consumer once it proved it can read the producer's memory
+   * (process_vm_readv): the producer may then send large messages as an
+   * address instead of copying them into slots. */
+  _Atomic uint32_t cma_ok;
+  char pad1_[COLLIE_SHM_LINE - 12];
   /* followed by COLLIE_SHM_NSLOTS x (struct collie__shm_chunk + COLLIE_SHM_SLOT_BYTES) */
 };
 
@@ -193,6 +204,7 @@ struct collie__shm_chan {
   int pid;                      /* the peer's pid, as it wrote it when attaching */
   int pidfd;                    /* pidfd of the peer, or -1 (then kill(2) / /proc) */
   int pid_check;                /* 0 when the pid is not ours to check (other pid namespace) */
+  int cma;                      /* out->cma_ok seen set: large sends go as addresses */
   struct collie__shm_ring *out; /* this rank -> peer: we produce */
   struct collie__shm_ring *in;  /* peer -> this rank: we consume */
   uint64_t out_tail;            /* our copy of out->tail (we own it) */
@@ -228,7 +240,8 @@ struct collie__shm_xport {
   struct collie__shm_chan *chans; /* nlocal - 1 channels, ascending comm rank */
   int nchans;
   char name[64];
-  int spin; /* cfg->spin: polls before sleeping in a flat sync */
+  int spin;       /* cfg->spin: polls before sleeping in a flat sync */
+  size_t cma_min; /* cfg->cma_min: single-copy sends from this size (0: never) */
   void *base;
   size_t bytes;
   struct collie__shm_layout layout;
@@ -259,6 +272,10 @@ collie__shm_futex_word(_Atomic uint32_t *w)
 }
 
 /* ---- shm_setup.c ---- */
+
+/* The value a peer must read at our collie__shm_ctrl.cma_addr to prove that
+ * single-copy reads of our memory work (same user, no ptrace restriction). */
+extern const uint64_t collie__shm_cma_probe;
 
 /* The ops' can_connect: a peer on the same host (equal host identity),
  * never this rank itself, never when COLLIE_TRANSPORT forces tcp. Pure. */

@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "bootstrap/bootstrap.h"
@@ -306,6 +307,23 @@ shm_attach(struct collie__shm_xport *x, const struct collie__net_cfg *cfg, const
   }
 }
 
+const uint64_t collie__shm_cma_probe = 0x636d612d70726f62ull; /* "cma-prob" */
+
+/* Whether this process can read the peer's memory with process_vm_readv:
+ * reads the probe value at the address the peer published. Fails (and the
+ * channel keeps copying through slots) under a ptrace policy that forbids
+ * it, across users, in another pid namespace, or without the syscall. */
+static int
+shm_cma_works(const struct collie__shm_chan *ch, uint64_t addr)
+{
+  uint64_t got = 0;
+  struct iovec local = {.iov_base = &got, .iov_len = sizeof(got)};
+  struct iovec remote = {.iov_base = (void *)(uintptr_t)addr, .iov_len = sizeof(got)};
+  if (!ch->pid_check || !addr) return 0;
+  ssize_t n = process_vm_readv(ch->pid, &local, 1, &remote, 1, 0);
+  return n == (ssize_t)sizeof(got) && got == collie__shm_cma_probe;
+}
+
 /* Marks this rank attached; the rank that completes the group unlinks the
  * name. Then waits until every local rank has attached. */
 static collie_result_t
@@ -313,6 +331,7 @@ shm_join(struct collie__shm_xport *x, const struct collie__net_cfg *cfg, const i
 {
   struct collie__shm_ctrl *mine = &x->ctrl[x->me];
   mine->pid = (int32_t)getpid();
+  mine->cma_addr = (uint64_t)(uintptr_t)&collie__shm_cma_probe;
   atomic_store_explicit(&mine->state, COLLIE_SHM_ALIVE, memory_order_release);
   uint32_t n = atomic_fetch_add_explicit(&x->hdr->attached, 1, memory_order_acq_rel) + 1;
   if (n == (uint32_t)x->nlocal) {
@@ -451,8 +470,13 @@ collie__shm_open(const struct collie__net_cfg *cfg, const int *peers, int npeers
        * sharing /dev/shm. Rely on its state word alone. */
       ch->pid_check = 0;
     }
+    /* This rank reads what the peer sends: say whether it can read the
+     * peer's memory directly (the peer's sends check before using it). */
+    if (cfg->cma_min > 0 && shm_cma_works(ch, x->ctrl[i].cma_addr))
+      atomic_store_explicit(&ch->in->cma_ok, 1, memory_order_release);
     x->chan_of_rank[group[i]] = c++;
   }
+  x->cma_min = cfg->cma_min;
   x->events_seen = atomic_load_explicit(&x->hdr->events, memory_order_acquire);
   shm_flat_init(x);
   COLLIE_INFO("SHM",

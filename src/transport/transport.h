@@ -100,6 +100,7 @@ struct collie__req {
   void *buf;
   size_t len;
   size_t off;               /* bytes moved so far */
+  uint64_t xseq;            /* transport's own use (shm: a single-copy send's slot + 1) */
   struct collie__req *next; /* the channel's FIFO of posted requests */
 };
 
@@ -115,6 +116,7 @@ struct collie__net_cfg {
   const char *transport;            /* "auto", "shm" or "tcp" */
   const char *ifname;               /* COLLIE_SOCKET_IFNAME or NULL */
   int spin;                         /* polls before sleeping in wait (0: sleep at once) */
+  size_t cma_min;                   /* shm: single-copy (CMA) from this many bytes; 0: never */
   int64_t deadline_ns;              /* setup deadline */
 };
 

@@ -1,0 +1,132 @@
+/*
+ * shm_cma_test.c - the shared-memory transport's single-copy path (the
+ * receiver reads the sender's buffer with process_vm_readv): every large
+ * message of allgather, alltoall, broadcast, allreduce and send/recv arrives
+ * intact whatever the threshold, and a send that goes as a single copy stays
+ * in progress until the receiver takes it (the proof that the path is used),
+ * while the same send through slots completes at once.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "coll/ref.h"
+#include "runner.h"
+
+/* Each collective on sizes around the threshold and a large one. */
+static void
+cma_collectives(collie_comm_t *comm)
+{
+  int p = test_size(), me = test_rank();
+  static const size_t counts[] = {1, 4095, 4096, 4097, 100003, 1 << 20};
+  for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+    size_t n = counts[k];
+    float *s = malloc(n * (size_t)p * sizeof(float)), *d = malloc(n * (size_t)p * sizeof(float));
+    ASSERT(s && d);
+    /* allgather: rank q's block is pattern q */
+    ref_fill_pattern(s, n, COLLIE_FLOAT32, me);
+    ASSERT_OK(collie_allgather(comm, s, d, n, COLLIE_FLOAT32, NULL, NULL));
+    for (int q = 0; q < p; q++)
+      ASSERTF(ref_pattern_diff(d + (size_t)q * n, n, COLLIE_FLOAT32, q) < 0,
+              "allgather of %zu: block %d wrong", n, q);
+    /* alltoall: block q of rank me is pattern me*p+q, lands in block me of q */
+    for (int q = 0; q < p; q++) ref_fill_pattern(s + (size_t)q * n, n, COLLIE_FLOAT32, me * p + q);
+    ASSERT_OK(collie_alltoall(comm, s, d, n, COLLIE_FLOAT32, NULL, NULL));
+    for (int q = 0; q < p; q++)
+      ASSERTF(ref_pattern_diff(d + (size_t)q * n, n, COLLIE_FLOAT32, q * p + me) < 0,
+              "alltoall of %zu: block from %d wrong", n, q);
+    /* broadcast from the last rank */
+    if (me == p - 1)
+      ref_fill_pattern(d, n, COLLIE_FLOAT32, 77);
+    else
+      memset(d, 0, n * sizeof(float));
+    ASSERT_OK(collie_broadcast(comm, d, n, COLLIE_FLOAT32, p - 1, NULL, NULL));
+    ASSERTF(ref_pattern_diff(d, n, COLLIE_FLOAT32, 77) < 0, "broadcast of %zu wrong", n);
+    /* allreduce, ring (messages of n/p elements) */
+    char why[256];
+    ref_fill(s, n, COLLIE_FLOAT32, COLLIE_SUM, me);
+    collie_opts_t ring = {.algorithm = COLLIE_ALGO_RING};
+    ASSERT_OK(collie_allreduce(comm, s, d, n, COLLIE_FLOAT32, COLLIE_SUM, &ring, NULL));
+    ASSERTF(ref_check(d, n, COLLIE_FLOAT32, COLLIE_SUM, p, why, sizeof(why)) < 0,
+            "allreduce of %zu: %s", n, why);
+    free(s);
+    free(d);
+  }
+}
+
+TEST_IMPL(shm_cma_every_message)
+{
+  setenv("COLLIE_SHM_CMA_MIN", "1", 1); /* every non-empty message goes as a single copy */
+  collie_comm_t *comm = test_comm();
+  cma_collectives(comm);
+  ASSERT_OK(collie_comm_destroy(comm));
+}
+
+TEST_IMPL(shm_cma_off)
+{
+  setenv("COLLIE_SHM_CMA_MIN", "0", 1);
+  collie_comm_t *comm = test_comm();
+  cma_collectives(comm);
+  ASSERT_OK(collie_comm_destroy(comm));
+}
+
+/* Whether this machine lets a process read a sibling's memory (the check
+ * collie makes per peer): a ptrace policy (Yama) above 0 forbids it. */
+static int
+cma_allowed(void)
+{
+  FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+  int scope = 0;
+  if (f) {
+    if (fscanf(f, "%d", &scope) != 1) scope = 1;
+    fclose(f);
+  }
+  return scope == 0;
+}
+
+/* 256 KiB fits the ring's eight 64 KiB slots, so through slots the send
+ * completes before the receiver posts; as a single copy it waits for it. */
+static void
+cma_send_waits(const char *threshold, int expect_waits)
+{
+  setenv("COLLIE_SHM_CMA_MIN", threshold, 1);
+  collie_comm_t *comm = test_comm();
+  size_t n = 256 * 1024;
+  char *buf = malloc(n);
+  ASSERT(buf);
+  memset(buf, test_rank() + 1, n);
+  if (test_rank() == 0) {
+    collie_work_t *w;
+    ASSERT_OK(collie_send(comm, buf, n, COLLIE_UINT8, 1, 0, NULL, &w));
+    usleep(200000); /* rank 1 posts its receive after 400 ms */
+    collie_result_t rc = collie_test(w);
+    if (expect_waits)
+      ASSERTF(rc == COLLIE_IN_PROGRESS, "single-copy send finished before the receive (%s)",
+              collie_result_string(rc));
+    else
+      ASSERTF(rc == COLLIE_SUCCESS, "a send through slots did not finish eagerly (%s)",
+              collie_result_string(rc));
+    ASSERT_OK(collie_wait(w, -1));
+    collie_work_free(w);
+  } else {
+    usleep(400000);
+    ASSERT_OK(collie_recv(comm, buf, n, COLLIE_UINT8, 0, 0, NULL, NULL));
+    for (size_t i = 0; i < n; i++) ASSERTF(buf[i] == 1, "byte %zu is %d", i, buf[i]);
+  }
+  free(buf);
+  ASSERT_OK(collie_comm_destroy(comm));
+}
+
+TEST_IMPL(shm_cma_send_waits)
+{
+  if (!cma_allowed()) {
+    printf("skipped: ptrace_scope forbids process_vm_readv here\n");
+    return;
+  }
+  cma_send_waits("65536", 1);
+}
+
+TEST_IMPL(shm_slots_send_eager)
+{
+  cma_send_waits("0", 0);
+}
