@@ -126,6 +126,7 @@ shm_complete(struct collie__shm_xport *x, struct collie__req *r, collie_result_t
   r->rc = rc;
   r->done = 1;
   x->npending--;
+  if (!r->is_send) x->nrecvs--;
 }
 
 /* Completes the head request of the FIFO first..last once all its bytes
@@ -173,17 +174,26 @@ shm_fail(struct collie__shm_xport *x, collie_result_t rc)
     ch->sendq_last = ch->recvq_last = NULL;
   }
   x->npending = 0;
+  x->nrecvs = 0;
   collie__err_set_text(x->errmsg);
   return x->failed;
 }
 
-/* Whether r goes as a single copy: large enough, and the peer proved it can
- * read our memory (checked once per channel, then remembered). */
+/* Whether r goes as a single copy: large enough, the peer proved it can
+ * read our memory (checked once per channel, then remembered), and this
+ * rank's core has other work meanwhile. A single copy is one pass over the
+ * bytes instead of two, but it is the receiver's pass alone and runs below
+ * memcpy speed (the kernel pins the sender's pages), while through slots the
+ * sender's copy-in and the receiver's copy-out overlap on two cores. So it
+ * wins when this rank is also receiving (exchanges: allgather, alltoall,
+ * ring steps), or when ranks outnumber cores (no core is idle anyway), and
+ * loses for a one-way stream such as a broadcast's. */
 static int
 shm_single_copy(struct collie__shm_xport *x, struct collie__shm_chan *ch,
                 const struct collie__req *r)
 {
   if (!x->cma_min || r->len < x->cma_min || r->off != 0) return 0;
+  if (x->nrecvs == 0 && x->nlocal <= x->cores) return 0;
   if (!ch->cma) ch->cma = atomic_load_explicit(&ch->out->cma_ok, memory_order_acquire) != 0;
   return ch->cma;
 }
@@ -475,6 +485,7 @@ shm_post(struct collie__xport *xp, struct collie__req *r)
     *first = r;
   *last = r;
   x->npending++;
+  if (!r->is_send) x->nrecvs++;
   shm_unlock(x);
   return COLLIE_SUCCESS;
 }
@@ -580,6 +591,7 @@ shm_drop_requests(struct collie__shm_xport *x)
     ch->sendq = ch->sendq_last = ch->recvq = ch->recvq_last = NULL;
   }
   x->npending = 0;
+  x->nrecvs = 0;
 }
 
 static void

@@ -242,6 +242,7 @@ struct collie__shm_xport {
   char name[64];
   int spin;       /* cfg->spin: polls before sleeping in a flat sync */
   size_t cma_min; /* cfg->cma_min: single-copy sends from this size (0: never) */
+  int cores;      /* the host's cores (hdr->ncpus): more local ranks means oversubscribed */
   void *base;
   size_t bytes;
   struct collie__shm_layout layout;
@@ -252,6 +253,7 @@ struct collie__shm_xport {
   uint32_t events_seen; /* hdr->events at the last peer check */
   int64_t next_check_ns;
   int npending;
+  int nrecvs;             /* posted receives not complete yet (of npending) */
   collie_result_t failed; /* first failure; errmsg holds its text */
   char errmsg[COLLIE_ERRMSG_LEN];
   /* The only words touched by two threads of this process: abort() may come

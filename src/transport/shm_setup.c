@@ -477,6 +477,7 @@ collie__shm_open(const struct collie__net_cfg *cfg, const int *peers, int npeers
     x->chan_of_rank[group[i]] = c++;
   }
   x->cma_min = cfg->cma_min;
+  x->cores = x->hdr->ncpus > 0 ? (int)x->hdr->ncpus : 1;
   x->events_seen = atomic_load_explicit(&x->hdr->events, memory_order_acquire);
   shm_flat_init(x);
   COLLIE_INFO("SHM",
