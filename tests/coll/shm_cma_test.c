@@ -2,9 +2,9 @@
  * shm_cma_test.c - the shared-memory transport's single-copy path (the
  * receiver reads the sender's buffer with process_vm_readv): every large
  * message of allgather, alltoall, broadcast, allreduce and send/recv arrives
- * intact whatever the threshold, and a send that goes as a single copy stays
- * in progress until the receiver takes it (the proof that the path is used),
- * while the same send through slots completes at once.
+ * intact whatever the threshold, and an exchange's large send is read from
+ * the sender's buffer when the receiver takes it (the proof that the path is
+ * used), while through slots it was copied out at once.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -84,49 +84,59 @@ cma_allowed(void)
   return scope == 0;
 }
 
-/* 256 KiB fits the ring's eight 64 KiB slots, so through slots the send
- * completes before the receiver posts; as a single copy it waits for it. */
+/* Which copy a send took, seen from its receiver: rank 0 sends 256 KiB
+ * (it fits the ring's eight 64 KiB slots) in a group with a receive (an
+ * exchange: the case where a single copy is used), then, against the rules,
+ * overwrites its buffer before rank 1 has posted its receive. Through slots
+ * the bytes were copied out at once and rank 1 gets the original; as a
+ * single copy rank 1 reads the buffer when it receives, and gets the new
+ * bytes. */
 static void
-cma_send_waits(const char *threshold, int expect_waits)
+cma_observe(const char *threshold, int expect_single_copy)
 {
   setenv("COLLIE_SHM_CMA_MIN", threshold, 1);
   collie_comm_t *comm = test_comm();
   size_t n = 256 * 1024;
-  char *buf = malloc(n);
+  unsigned char *buf = malloc(n), back = 0;
   ASSERT(buf);
-  memset(buf, test_rank() + 1, n);
+  memset(buf, 1, n);
   if (test_rank() == 0) {
     collie_work_t *w;
-    ASSERT_OK(collie_send(comm, buf, n, COLLIE_UINT8, 1, 0, NULL, &w));
-    usleep(200000); /* rank 1 posts its receive after 400 ms */
-    collie_result_t rc = collie_test(w);
-    if (expect_waits)
-      ASSERTF(rc == COLLIE_IN_PROGRESS, "single-copy send finished before the receive (%s)",
-              collie_result_string(rc));
-    else
-      ASSERTF(rc == COLLIE_SUCCESS, "a send through slots did not finish eagerly (%s)",
-              collie_result_string(rc));
+    ASSERT_OK(collie_group_start(comm));
+    ASSERT_OK(collie_recv(comm, &back, 1, COLLIE_UINT8, 1, 1, NULL, NULL));
+    ASSERT_OK(collie_send(comm, buf, n, COLLIE_UINT8, 1, 0, NULL, NULL));
+    ASSERT_OK(collie_group_end(comm, &w));
+    usleep(200000); /* rank 1 receives after 400 ms */
+    memset(buf, 0xEE, n);
     ASSERT_OK(collie_wait(w, -1));
     collie_work_free(w);
+    ASSERT(back == 2);
   } else {
     usleep(400000);
+    back = 2;
+    ASSERT_OK(collie_group_start(comm));
     ASSERT_OK(collie_recv(comm, buf, n, COLLIE_UINT8, 0, 0, NULL, NULL));
-    for (size_t i = 0; i < n; i++) ASSERTF(buf[i] == 1, "byte %zu is %d", i, buf[i]);
+    ASSERT_OK(collie_send(comm, &back, 1, COLLIE_UINT8, 0, 1, NULL, NULL));
+    ASSERT_OK(collie_group_end(comm, NULL));
+    unsigned char want = expect_single_copy ? 0xEE : 1;
+    for (size_t i = 0; i < n; i++)
+      ASSERTF(buf[i] == want, "byte %zu is %#x: the send %s", i, buf[i],
+              expect_single_copy ? "was copied through slots" : "was read late (single copy)");
   }
   free(buf);
   ASSERT_OK(collie_comm_destroy(comm));
 }
 
-TEST_IMPL(shm_cma_send_waits)
+TEST_IMPL(shm_cma_reads_at_receive)
 {
   if (!cma_allowed()) {
     printf("skipped: ptrace_scope forbids process_vm_readv here\n");
     return;
   }
-  cma_send_waits("65536", 1);
+  cma_observe("65536", 1);
 }
 
-TEST_IMPL(shm_slots_send_eager)
+TEST_IMPL(shm_slots_copy_at_send)
 {
-  cma_send_waits("0", 0);
+  cma_observe("0", 0);
 }
