@@ -110,6 +110,60 @@ int cb_measure(collie_comm_t *comm, const struct cb_opts *o, int coll, int algo,
 const char *cb_auto_algo(collie_comm_t *comm, int coll, const struct cb_shape *shape,
                          collie_dtype_t dtype, int *algo_id);
 
+/* ---- collie-bench's own pieces (cbench_shape.c, cbench_measure.c,
+ * cbench_output.c, cbench_plot.c) ---- */
+
+/* The COLLIE_KIND_* of coll (COLLIE_KIND_P2P for sendrecv), or -1. */
+int cb_coll_kind(int coll);
+/* Whether coll combines values with the -r operation. */
+int cb_coll_reduces(int coll);
+/* Whether coll takes a root (broadcast, reduce, gather, scatter). */
+int cb_coll_rooted(int coll);
+/* COLLIE_ALGO_MAP's name of algo ("ring"; "auto" for COLLIE_ALGO_AUTO), "?"
+ * out of range. */
+const char *cb_algo_name(int algo);
+/* The COLLIE_ALGO_* named name ("auto" included), or -1. */
+int cb_algo_parse(const char *name);
+/* The library's algorithms of coll (COLLIE_ALGO_* ids, in the library's
+ * table order) into ids[0..max); returns how many there are (0 for
+ * sendrecv, which has no choice). */
+int cb_algos_of(int coll, int *ids, int max);
+/* Whether coll has algorithm algo (AUTO: always). */
+int cb_coll_has_algo(int coll, int algo);
+/* The transports comm's ranks use between them: "shm", "tcp", "shm+tcp", or
+ * "self" for one rank; the union over all ranks. Collective (one allreduce);
+ * NULL when it fails (collie_last_error() says why). */
+const char *cb_transport_used(collie_comm_t *comm);
+
+/* Binary size with a unit for humans: "8 B", "4 KiB", "1.5 MiB". */
+void cb_fmt_size(char *buf, size_t len, size_t bytes);
+/* The text table (stdout, rank 0), nccl-tests style: a comment naming coll
+ * and the mode, then two header lines; one fixed-width row per point. */
+void cb_table_header(FILE *f, int coll, int inplace);
+void cb_table_row(FILE *f, const struct cb_point *p, const struct cb_opts *o);
+/* --csv: the header line, and one row per point (the MPI anchors' collective
+ * names: "bcast" for broadcast; wrong is -1 when checking was off). */
+void cb_csv_header(FILE *f);
+void cb_csv_row(FILE *f, const struct cb_point *p, const char *transport, int nranks);
+/* The seed profile (docs/collie-bench.md): banner, configuration, then one
+ * "Tensor Size" block per distinct element count among pts (in their
+ * order), a line per point of that count. Returns 0, or -1 when writing
+ * fails (errno set). */
+int cb_profile_write(FILE *f, const struct cb_point *pts, int npts, int nranks,
+                     const char *transport, collie_dtype_t dtype);
+/* dir/profile_collie_world{N}_{YYYYmmdd_HHMMSS}.txt for local time when. */
+void cb_profile_path(char *buf, size_t len, const char *dir, int nranks, long long when);
+/* The progress line on f ("\r[k/N] allreduce 4 MiB ring", overwriting the
+ * previous one); cb_progress_end erases it. The caller decides whether f is
+ * a terminal worth writing to. */
+void cb_progress(FILE *f, int k, int total, int coll, size_t bytes, const char *algo);
+void cb_progress_end(FILE *f);
+
+/* --plot: an SVG (two log-log panels: bus bandwidth and time against size,
+ * one line per (collective, algorithm), legend) of the points with a size
+ * (barrier has none). Returns 0, or -1 with a message on stderr naming path. */
+int cb_plot_write(const char *path, const struct cb_point *pts, int npts, const char *title);
+
 /* ---- cbench_fit.c: the alpha-beta model from measurements ---- */
 
 /* Least squares of t = alpha + beta * m over n points. Returns 0, or -1 when
@@ -120,5 +174,69 @@ struct cb_fit {
   int n;
 };
 int cb_fit_line(const double *m, const double *t, int n, struct cb_fit *out);
+/* As cb_fit_line, but minimising relative errors (weights 1/t^2), so that a
+ * sweep over decades of sizes fits its small sizes (alpha) as well as its
+ * large ones (beta), and with alpha, beta >= 0 (the better boundary line
+ * when the free fit has a negative one). r2 is the weighted R^2. Returns 0,
+ * or -1 when n < 2, every m is equal, or some t <= 0. */
+int cb_fit_line_rel(const double *m, const double *t, int n, struct cb_fit *out);
+
+/* One range of a piecewise model: time = alpha_us + beta_us_per_byte x bytes
+ * for bytes in [lo, hi]. */
+struct cb_seg {
+  size_t lo, hi;
+  double alpha_us, beta_us_per_byte;
+};
+/* Splits a sweep (m strictly increasing sizes in bytes, t > 0 times) into
+ * runs of consecutive points, greedily from the smallest: a run grows while
+ * its cb_fit_line_rel line stays within tol (relative) of every point of it,
+ * so tol 0 reproduces every point. A run of one point gets the line through
+ * it with the mean slope of its secants to its neighbours (kept within
+ * [0, t/m], so alpha >= 0). Ranges meet halfway (geometric mean) between the
+ * last point of one run and the first of the next; the first starts at m[0],
+ * the last ends at m[n-1]. Every line has alpha, beta >= 0. Returns the
+ * number of segments written to seg (at most n and maxseg), or -1 when
+ * n < 1, m is not increasing, some t <= 0, or maxseg is too small. */
+int cb_fit_segments(const double *m, const double *t, int n, double tol, struct cb_seg *seg,
+                    int maxseg);
+
+/* A tuning file's content (docs/tuning.md). Classes are COLLIE_CLASS_*
+ * (0 shm, 1 tcp, src/coll/coll.h), kinds COLLIE_KIND_*, algorithms
+ * COLLIE_ALGO_*. */
+struct cb_tune_consts {
+  int have[2]; /* class c's constants are written */
+  double alpha_us[2], beta_us[2], gamma_us[2];
+};
+struct cb_tune_algo {
+  int cls, nranks, kind, algo;
+  int nseg;
+  const struct cb_seg *seg;
+};
+/* Writes the '#'-comment lines of comment (may be NULL; several lines
+ * allowed), the class constants, then one fit line per segment of each of
+ * the na algorithms, numbers with 6 significant digits. Returns 0, or -1
+ * (errno set) when writing fails or a class, kind or algorithm is out of
+ * range. */
+int cb_tune_write(FILE *f, const char *comment, const struct cb_tune_consts *c,
+                  const struct cb_tune_algo *a, int na);
+
+/* collie-bench --fit (tune_path NULL), --tune FILE (check_only 0) and
+ * --tune-check FILE (check_only 1), run by every rank of comm (collective
+ * calls: every rank passes the same arguments). --fit measures point-to-point
+ * latency and bandwidth per transport class (a second communicator is made
+ * for the other class when it can exist), the reduction kernels' cost per
+ * dtype, and every algorithm of each collective selected in o over o's sweep,
+ * and prints the fitted alpha, bandwidth and R^2 (rank 0, stdout). --tune
+ * does the same and writes FILE (rank 0) in COLLIE_TUNING_FILE's format:
+ * class constants and per-algorithm fit lines (docs/tuning.md).
+ * --tune-check measures afresh and prints, per collective and size, the
+ * default and tuned picks against the measured best. Blocks for the length
+ * of the measurements. Returns the exit status, the same on every rank
+ * (collie-bench's): 0; 1 when --tune-check finds a tuned pick more than
+ * 10 % slower than the best, or a result was wrong (that point is left out
+ * of the fits); 2 when FILE cannot be written or read; 3 when collie failed
+ * (messages on stderr). */
+int cb_fit_main(collie_comm_t *comm, const struct cb_opts *o, const char *tune_path,
+                int check_only);
 
 #endif /* COLLIE_CBENCH_H */

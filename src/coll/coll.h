@@ -86,17 +86,39 @@ struct collie__model {
   double alpha_us, beta_us, gamma_us;
 };
 
+/* One measured cost line of a tuning file ("fit.shm.2.allreduce.ring = lo hi
+ * alpha beta"): an algorithm's time on a communicator of one class and size,
+ * for calls whose collie__call_bytes is in [lo, hi], is alpha + beta x bytes. */
+struct collie__fit {
+  int cls, nranks, kind, algo; /* COLLIE_CLASS_*, ranks, COLLIE_KIND_*, COLLIE_ALGO_* */
+  size_t lo, hi;               /* byte range, inclusive */
+  double alpha_us, beta_us;    /* us, us per byte */
+  int line;                    /* in the tuning file, for messages */
+};
+
+/* The model of a communicator: class constants, and the tuning file's fit
+ * lines (heap array owned by the struct, sorted by cls, kind, nranks, algo, lo;
+ * ranges of one algorithm never overlap). Start from a zeroed struct. */
 struct collie__models {
   struct collie__model cls[COLLIE_CLASS_COUNT_];
+  struct collie__fit *fits;
+  int nfits;
 };
 
 /* Built-in defaults, measured on the reference machine (docs/algorithms.md).
- * oversubscribed: more local ranks than cores, so a step also pays a wake-up. */
+ * oversubscribed: more local ranks than cores, so a step also pays a wake-up.
+ * Sets the class constants only: fit lines already loaded are kept. */
 void collie__models_default(struct collie__models *m, int oversubscribed);
-/* Reads a tuning file ("shm.alpha_us = 1.5" lines, '#' comments) over m.
- * INVALID_ARGUMENT naming file:line on a malformed line or unknown key;
- * SYSTEM_ERROR when it cannot be read. */
+/* Reads a tuning file over m: "shm.alpha_us = 1.5" lines set class
+ * constants, "fit.<class>.<nranks>.<collective>.<algorithm> = lo hi alpha
+ * beta" lines replace m's fit lines (loading twice keeps one copy), '#'
+ * starts a comment. All or nothing: on error m is unchanged. INVALID_ARGUMENT
+ * naming file:line on a malformed line, unknown key, class, collective or
+ * algorithm, a bad number or overlapping ranges; SYSTEM_ERROR when it cannot
+ * be read or memory runs out. Blocks on file I/O only. */
 collie_result_t collie__models_load(const char *path, struct collie__models *m);
+/* Frees m's fit lines (m stays usable: constants kept, no fit lines). */
+void collie__models_free(struct collie__models *m);
 
 /* Bytes of the largest buffer of a call (nccl-tests "size"): allreduce,
  * broadcast, reduce: count; allgather, reduce_scatter, alltoall, gather,
@@ -176,7 +198,10 @@ struct collie__select_log {
 
 /* Picks the algorithm for call: opts_algo (COLLIE_ALGO_* from the call's opts)
  * first, then the table's forced choice, else the cheapest under the model of
- * the call's transport class. INVALID_ARGUMENT when a named algorithm does not
+ * the call's transport class. When models has fit lines for (class, call's
+ * size, kind), only the algorithms with lines are candidates, each costed by
+ * its line for the call's bytes (collie__fit_cost); the formula model decides
+ * only when none of them can run the call. INVALID_ARGUMENT when a named algorithm does not
  * implement this collective or cannot run this call. At COLLIE_DEBUG=INFO the
  * decision table is logged once per (collective, power-of-two size bucket). */
 collie_result_t collie__algo_select(const struct collie__call *call, int opts_algo,
@@ -184,6 +209,14 @@ collie_result_t collie__algo_select(const struct collie__call *call, int opts_al
                                     const struct collie__models *models,
                                     struct collie__select_log *log,
                                     const struct collie__algo **out);
+
+/* The cost of algorithm algo (COLLIE_ALGO_*) for call under models' fit lines:
+ * the line of (call's class, size, kind, algo) whose range holds the call's
+ * bytes, else the nearest range's (by byte ratio; ties to the lower), its
+ * line extrapolated. < 0 when that algorithm has no line there. *extrapolated
+ * (may be NULL) tells whether the bytes lay outside every range. */
+double collie__fit_cost(const struct collie__models *models, const struct collie__call *call,
+                        int algo, int *extrapolated);
 
 /* ---- Helpers shared by the families ---- */
 

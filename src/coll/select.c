@@ -13,6 +13,13 @@
  * docs/algorithms.md says how); COLLIE_TUNING_FILE replaces them with what
  * collie-bench measures on yours. Oversubscription (more local ranks than
  * cores) raises alpha: a step then waits for the peer to get a core.
+ *
+ * A tuning file may also carry fit lines: each algorithm's measured time as
+ * alpha + beta x bytes over byte ranges, per class and communicator size
+ * (collie-bench --tune writes them; docs/tuning.md). Where they exist for a
+ * call's class, size and collective they replace the formulas, since a
+ * measurement of the algorithm itself beats any model of it. Every rank must
+ * read the same file, as every rank must pick the same algorithm.
  */
 #include <errno.h>
 #include <math.h>
@@ -60,27 +67,203 @@ collie__models_default(struct collie__models *m, int oversubscribed)
 
 static const char *select_class_names[COLLIE_CLASS_COUNT_] = {"shm", "tcp"};
 
+/* ---- The tuning file ----
+ *
+ * Two kinds of line. "shm.alpha_us = 1.5" sets one constant of a class's
+ * formula model. "fit.shm.2.allreduce.ring = 0 4095 1.2 2.5e-4" is a line
+ * measured by collie-bench: on 2-rank shm communicators, allreduce with ring
+ * takes 1.2 us + 2.5e-4 us per byte for 0..4095 bytes. Several disjoint
+ * ranges of one algorithm make a piecewise model, since one line cannot
+ * follow a curve that bends where messages leave the cache or switch from
+ * latency- to bandwidth-bound. The file is parsed into a fresh table and
+ * swapped in only when every line is valid, so a bad file leaves the model
+ * as it was, and loading the same file twice leaves one copy of its lines. */
+
+#define SELECT_FIT_SYNTAX                                                                          \
+  "\"fit.<shm|tcp>.<nranks>.<collective>.<algorithm> = <lo_bytes> <hi_bytes> <alpha_us> "          \
+  "<beta_us_per_byte>\""
+
+/* Orders fit lines by (cls, kind, nranks, algo, lo): the lines one call can
+ * use are adjacent, and each algorithm's ranges follow in byte order. */
+static int
+select_fit_cmp(const void *pa, const void *pb)
+{
+  const struct collie__fit *a = pa, *b = pb;
+  if (a->cls != b->cls) return a->cls < b->cls ? -1 : 1;
+  if (a->kind != b->kind) return a->kind < b->kind ? -1 : 1;
+  if (a->nranks != b->nranks) return a->nranks < b->nranks ? -1 : 1;
+  if (a->algo != b->algo) return a->algo < b->algo ? -1 : 1;
+  if (a->lo != b->lo) return a->lo < b->lo ? -1 : 1;
+  return 0;
+}
+
+/* Whether tok is a non-negative finite number; sets *v. */
+static int
+select_number(const char *tok, double *v)
+{
+  char *end;
+  errno = 0;
+  *v = strtod(tok, &end);
+  return !errno && end != tok && !*end && *v >= 0 && !isinf(*v);
+}
+
+/* Whether tok is a byte count (decimal digits only, no sign); sets *v. */
+static int
+select_bytes(const char *tok, size_t *v)
+{
+  char *end;
+  if (*tok < '0' || *tok > '9') return 0;
+  errno = 0;
+  unsigned long long x = strtoull(tok, &end, 10);
+  if (errno || *end || x > SIZE_MAX) return 0;
+  *v = (size_t)x;
+  return 1;
+}
+
+/* Parses one fit line: key (the text before '=', trimmed) and val (after it)
+ * into f. INVALID_ARGUMENT naming path:lineno and the offending part. */
+static collie_result_t
+select_parse_fit(const char *path, int lineno, char *key, char *val, struct collie__fit *f)
+{
+  char *part[6];
+  int n = 0;
+  for (char *p = key; n < 6; n++) {
+    part[n] = p;
+    char *dot = strchr(p, '.');
+    if (!dot) {
+      n++;
+      break;
+    }
+    *dot = '\0';
+    p = dot + 1;
+  }
+  if (n != 5 || !*part[1] || !*part[2] || !*part[3] || !*part[4])
+    return collie__err(COLLIE_INVALID_ARGUMENT, "%s:%d: expected " SELECT_FIT_SYNTAX, path, lineno);
+  memset(f, 0, sizeof(*f));
+  f->line = lineno;
+  f->cls = -1;
+  for (int i = 0; i < COLLIE_CLASS_COUNT_; i++)
+    if (!strcmp(part[1], select_class_names[i])) f->cls = i;
+  if (f->cls < 0)
+    return collie__err(COLLIE_INVALID_ARGUMENT, "%s:%d: unknown class \"%s\" (shm or tcp)", path,
+                       lineno, part[1]);
+  size_t nr;
+  if (!select_bytes(part[2], &nr) || nr < 1 || nr > (1u << 24))
+    return collie__err(COLLIE_INVALID_ARGUMENT,
+                       "%s:%d: \"%s\" is not a number of ranks (an integer, 1 or more)", path,
+                       lineno, part[2]);
+  f->nranks = (int)nr;
+  f->kind = -1;
+  for (int k = 1; k < COLLIE_KIND_COUNT_; k++)
+    for (int i = 0; i < SELECT_N; i++)
+      if (select_table[i]->kind == k && !strcmp(part[3], collie__kind_name(k))) f->kind = k;
+  if (f->kind < 0)
+    return collie__err(COLLIE_INVALID_ARGUMENT, "%s:%d: unknown collective \"%s\"", path, lineno,
+                       part[3]);
+  f->algo = -1;
+  for (int a = 1; a < COLLIE_ALGO_COUNT_; a++)
+    if (!strcmp(part[4], select_algo_names[a])) f->algo = a;
+  if (f->algo < 0)
+    return collie__err(COLLIE_INVALID_ARGUMENT, "%s:%d: unknown algorithm \"%s\"", path, lineno,
+                       part[4]);
+  if (!select_find(f->kind, f->algo))
+    return collie__err(COLLIE_INVALID_ARGUMENT, "%s:%d: %s has no algorithm \"%s\"", path, lineno,
+                       part[3], part[4]);
+  char *tok[5], *save = NULL;
+  int nt = 0;
+  for (char *t = strtok_r(val, " \t\r\n", &save); t && nt < 5; t = strtok_r(NULL, " \t\r\n", &save))
+    tok[nt++] = t;
+  if (nt != 4)
+    return collie__err(COLLIE_INVALID_ARGUMENT,
+                       "%s:%d: expected 4 values after '=' (<lo_bytes> <hi_bytes> <alpha_us> "
+                       "<beta_us_per_byte>), got %s",
+                       path, lineno, nt < 4 ? "fewer" : "more");
+  for (int i = 0; i < 2; i++)
+    if (!select_bytes(tok[i], i ? &f->hi : &f->lo))
+      return collie__err(COLLIE_INVALID_ARGUMENT, "%s:%d: \"%s\" is not a byte count", path, lineno,
+                         tok[i]);
+  if (f->lo > f->hi)
+    return collie__err(COLLIE_INVALID_ARGUMENT,
+                       "%s:%d: empty range: lo_bytes %zu is above hi_bytes %zu", path, lineno,
+                       f->lo, f->hi);
+  for (int i = 2; i < 4; i++)
+    if (!select_number(tok[i], i == 2 ? &f->alpha_us : &f->beta_us))
+      return collie__err(COLLIE_INVALID_ARGUMENT, "%s:%d: \"%s\" is not a non-negative number",
+                         path, lineno, tok[i]);
+  return COLLIE_SUCCESS;
+}
+
+/* Sorts fits and refuses two ranges of one algorithm that share a byte. */
+static collie_result_t
+select_check_fits(const char *path, struct collie__fit *fits, int n)
+{
+  if (n > 1) qsort(fits, (size_t)n, sizeof(*fits), select_fit_cmp);
+  for (int i = 1; i < n; i++) {
+    const struct collie__fit *a = &fits[i - 1], *b = &fits[i];
+    if (a->cls != b->cls || a->kind != b->kind || a->nranks != b->nranks || a->algo != b->algo ||
+        a->hi < b->lo)
+      continue;
+    const struct collie__fit *first = a->line < b->line ? a : b, *later = a->line < b->line ? b : a;
+    return collie__err(COLLIE_INVALID_ARGUMENT,
+                       "%s:%d: fit.%s.%d.%s.%s range %zu..%zu overlaps %zu..%zu of line %d", path,
+                       later->line, select_class_names[a->cls], a->nranks,
+                       collie__kind_name(a->kind), select_algo_names[a->algo], later->lo, later->hi,
+                       first->lo, first->hi, first->line);
+  }
+  return COLLIE_SUCCESS;
+}
+
 collie_result_t
 collie__models_load(const char *path, struct collie__models *m)
 {
   FILE *f = fopen(path, "r");
   if (!f) return collie__err_errno(COLLIE_SYSTEM_ERROR, "COLLIE_TUNING_FILE %s", path);
-  char line[256];
+  struct collie__model cls[COLLIE_CLASS_COUNT_];
+  memcpy(cls, m->cls, sizeof(cls));
+  struct collie__fit *fits = NULL;
+  int nfits = 0, cap = 0;
+  char line[512];
   int lineno = 0;
   collie_result_t rc = COLLIE_SUCCESS;
   while (rc == COLLIE_SUCCESS && fgets(line, sizeof(line), f)) {
-    char cls[16], key[32], *end;
+    char c[16], key[32], *end;
     lineno++;
+    size_t len = strlen(line);
+    int more = len == sizeof(line) - 1 && line[len - 1] != '\n' ? fgetc(f) : EOF;
+    if (more != EOF) {
+      rc = collie__err(COLLIE_INVALID_ARGUMENT, "%s:%d: line longer than %zu characters", path,
+                       lineno, sizeof(line) - 2);
+      break;
+    }
     char *hash = strchr(line, '#');
     if (hash) *hash = '\0';
     char *p = line + strspn(line, " \t\r\n");
     if (!*p) continue;
     char *eq = strchr(p, '=');
+    if (eq && !strncmp(p, "fit.", 4)) {
+      char *kend = eq;
+      while (kend > p && (kend[-1] == ' ' || kend[-1] == '\t')) kend--;
+      *kend = '\0';
+      if (nfits == cap) {
+        int ncap = cap ? 2 * cap : 64;
+        struct collie__fit *g = realloc(fits, (size_t)ncap * sizeof(*fits));
+        if (!g) {
+          rc = collie__err(COLLIE_SYSTEM_ERROR, "%s:%d: out of memory for fit lines", path, lineno);
+          break;
+        }
+        fits = g;
+        cap = ncap;
+      }
+      rc = select_parse_fit(path, lineno, p, eq + 1, &fits[nfits]);
+      if (rc == COLLIE_SUCCESS) nfits++;
+      continue;
+    }
     int n = 0;
-    if (!eq || sscanf(p, "%15[a-z].%31[a-z_] %n", cls, key, &n) != 2 || p + n != eq) {
+    if (!eq || sscanf(p, "%15[a-z].%31[a-z_] %n", c, key, &n) != 2 || p + n != eq) {
       rc = collie__err(COLLIE_INVALID_ARGUMENT,
-                       "%s:%d: expected \"<shm|tcp>.<alpha_us|beta_us|gamma_us> = <number>\"", path,
-                       lineno);
+                       "%s:%d: expected \"<shm|tcp>.<alpha_us|beta_us|gamma_us> = <number>\" or "
+                       "" SELECT_FIT_SYNTAX,
+                       path, lineno);
       break;
     }
     errno = 0;
@@ -91,21 +274,102 @@ collie__models_load(const char *path, struct collie__models *m)
                        lineno, eq + 1 + strspn(eq + 1, " \t"));
       break;
     }
-    int c = -1;
+    int ci = -1;
     for (int i = 0; i < COLLIE_CLASS_COUNT_; i++)
-      if (!strcmp(cls, select_class_names[i])) c = i;
+      if (!strcmp(c, select_class_names[i])) ci = i;
     double *field = NULL;
-    if (c >= 0 && !strcmp(key, "alpha_us")) field = &m->cls[c].alpha_us;
-    if (c >= 0 && !strcmp(key, "beta_us")) field = &m->cls[c].beta_us;
-    if (c >= 0 && !strcmp(key, "gamma_us")) field = &m->cls[c].gamma_us;
+    if (ci >= 0 && !strcmp(key, "alpha_us")) field = &cls[ci].alpha_us;
+    if (ci >= 0 && !strcmp(key, "beta_us")) field = &cls[ci].beta_us;
+    if (ci >= 0 && !strcmp(key, "gamma_us")) field = &cls[ci].gamma_us;
     if (!field)
-      rc = collie__err(COLLIE_INVALID_ARGUMENT, "%s:%d: unknown key \"%s.%s\"", path, lineno, cls,
+      rc = collie__err(COLLIE_INVALID_ARGUMENT, "%s:%d: unknown key \"%s.%s\"", path, lineno, c,
                        key);
     else
       *field = v;
   }
+  if (rc == COLLIE_SUCCESS && ferror(f))
+    rc = collie__err_errno(COLLIE_SYSTEM_ERROR, "COLLIE_TUNING_FILE %s: read failed", path);
   fclose(f);
-  return rc;
+  if (rc == COLLIE_SUCCESS) rc = select_check_fits(path, fits, nfits);
+  if (rc != COLLIE_SUCCESS) {
+    free(fits);
+    return rc;
+  }
+  free(m->fits);
+  m->fits = fits;
+  m->nfits = nfits;
+  memcpy(m->cls, cls, sizeof(cls));
+  return COLLIE_SUCCESS;
+}
+
+void
+collie__models_free(struct collie__models *m)
+{
+  free(m->fits);
+  m->fits = NULL;
+  m->nfits = 0;
+}
+
+/* The fit lines for calls of (cls, kind) on nranks ranks: *n of them,
+ * starting at the returned one (NULL when there are none). Binary search, as
+ * it runs for every call once a tuning file has lines. */
+static const struct collie__fit *
+select_fit_group(const struct collie__models *m, int cls, int kind, int nranks, int *n)
+{
+  *n = 0;
+  if (!m->nfits) return NULL;
+  /* algo -1 sorts before every real line of the group. */
+  struct collie__fit key = {.cls = cls, .kind = kind, .nranks = nranks, .algo = -1};
+  int lo = 0, hi = m->nfits;
+  while (lo < hi) {
+    int mid = lo + (hi - lo) / 2;
+    if (select_fit_cmp(&m->fits[mid], &key) < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  int e = lo;
+  while (e < m->nfits && m->fits[e].cls == cls && m->fits[e].kind == kind &&
+         m->fits[e].nranks == nranks)
+    e++;
+  *n = e - lo;
+  return *n ? &m->fits[lo] : NULL;
+}
+
+/* The cost of algo at bytes from the group's lines (see collie__fit_cost). */
+static double
+select_group_cost(const struct collie__fit *g, int n, int algo, size_t bytes, int *extrapolated)
+{
+  const struct collie__fit *prev = NULL, *use = NULL;
+  int outside = 1;
+  for (int i = 0; i < n && !use; i++) {
+    if (g[i].algo != algo) continue;
+    if (bytes < g[i].lo) {
+      /* In the gap after prev (or before the first range): the range nearer in
+       * ratio, as sweeps are geometric; +1 keeps 0 bytes finite. */
+      double b = (double)bytes + 1;
+      use = prev && b * b <= ((double)prev->hi + 1) * ((double)g[i].lo + 1) ? prev : &g[i];
+    } else if (bytes <= g[i].hi) {
+      use = &g[i];
+      outside = 0;
+    } else {
+      prev = &g[i];
+    }
+  }
+  if (!use) use = prev;
+  if (!use) return -1;
+  if (extrapolated) *extrapolated = outside;
+  return use->alpha_us + use->beta_us * (double)bytes;
+}
+
+double
+collie__fit_cost(const struct collie__models *models, const struct collie__call *call, int algo,
+                 int *extrapolated)
+{
+  int n, cls = call->all_shm ? COLLIE_CLASS_SHM : COLLIE_CLASS_TCP;
+  const struct collie__fit *g = select_fit_group(models, cls, call->kind, call->size, &n);
+  if (!g) return -1;
+  return select_group_cost(g, n, algo, collie__call_bytes(call), extrapolated);
 }
 
 size_t
@@ -185,10 +449,12 @@ select_cost(const struct collie__algo *a, const struct collie__call *c,
   return a->cost_us(c, m);
 }
 
-/* Logs every candidate's estimate once per (collective, size bucket). */
+/* Logs every candidate's estimate once per (collective, size bucket); g/ng:
+ * the fit lines that decided (NULL: the formula model did). */
 static void
 select_log_table(const struct collie__call *c, const struct collie__model *m, int cls,
-                 const struct collie__algo *chosen, struct collie__select_log *log)
+                 const struct collie__fit *g, int ng, const struct collie__algo *chosen,
+                 struct collie__select_log *log)
 {
   size_t bytes = collie__call_bytes(c);
   int bucket = 0;
@@ -201,15 +467,19 @@ select_log_table(const struct collie__call *c, const struct collie__model *m, in
     const struct collie__algo *a = select_table[i];
     if (a->kind != c->kind) continue;
     double t = select_cost(a, c, m);
+    int extra = 0;
+    if (t >= 0 && g) t = select_group_cost(g, ng, a->id, bytes, &extra);
     if (t < 0)
-      o += (size_t)snprintf(line + o, sizeof(line) - o, " %s n/a", a->name);
+      o += (size_t)snprintf(line + o, sizeof(line) - o, " %s %s", a->name,
+                            g && select_cost(a, c, m) >= 0 ? "unfitted" : "n/a");
     else
-      o += (size_t)snprintf(line + o, sizeof(line) - o, " %s %.1f us%s", a->name, t,
+      o += (size_t)snprintf(line + o, sizeof(line) - o, " %s %.1f us%s%s", a->name, t,
+                            g ? (extra ? " (fit, extrapolated)" : " (fit)") : "",
                             a == chosen ? " <-" : "");
   }
-  COLLIE_INFO("COLL", "%s of %zu bytes (%zu x %s, %d ranks, %s model):%s",
-              collie__kind_name(c->kind), bytes, c->count, collie_dtype_name(c->dtype), c->size,
-              select_class_names[cls], line);
+  COLLIE_INFO("COLL", "%s of %zu bytes (%zu x %s, %d ranks, %s %s):%s", collie__kind_name(c->kind),
+              bytes, c->count, collie_dtype_name(c->dtype), c->size, select_class_names[cls],
+              g ? "fit lines" : "model", line);
 }
 
 collie_result_t
@@ -237,22 +507,31 @@ collie__algo_select(const struct collie__call *call, int opts_algo,
     *out = a;
     return COLLIE_SUCCESS;
   }
+  /* Measured lines for this communicator's class, size and collective
+   * replace the formula: only the algorithms that were measured compete. */
+  int ng = 0;
+  const struct collie__fit *g = select_fit_group(models, cls, call->kind, call->size, &ng);
+  size_t bytes = g ? collie__call_bytes(call) : 0;
   const struct collie__algo *best = NULL;
   double best_t = 0;
-  for (int i = 0; i < SELECT_N; i++) {
-    const struct collie__algo *a = select_table[i];
-    if (a->kind != call->kind) continue;
-    double t = select_cost(a, call, m);
-    /* Ties go to the earlier entry, so every rank breaks them the same way. */
-    if (t >= 0 && (!best || t < best_t)) {
-      best = a;
-      best_t = t;
+  for (int pass = g ? 0 : 1; pass < 2 && !best; pass++) {
+    if (pass == 1) g = NULL; /* no fitted algorithm can run it: the formula decides */
+    for (int i = 0; i < SELECT_N; i++) {
+      const struct collie__algo *a = select_table[i];
+      if (a->kind != call->kind) continue;
+      double t = select_cost(a, call, m);
+      if (t >= 0 && g) t = select_group_cost(g, ng, a->id, bytes, NULL);
+      /* Ties go to the earlier entry, so every rank breaks them the same way. */
+      if (t >= 0 && (!best || t < best_t)) {
+        best = a;
+        best_t = t;
+      }
     }
   }
   if (!best)
     return collie__err(COLLIE_INTERNAL_ERROR, "no algorithm can run %s",
                        collie__kind_name(call->kind));
-  if (collie__log_level >= COLLIE_LOG_INFO) select_log_table(call, m, cls, best, log);
+  if (collie__log_level >= COLLIE_LOG_INFO) select_log_table(call, m, cls, g, ng, best, log);
   *out = best;
   return COLLIE_SUCCESS;
 }

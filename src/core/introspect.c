@@ -5,6 +5,8 @@
  * For tools (collie-bench), which link the static library; nothing here
  * communicates or changes the communicator.
  */
+#include <string.h>
+
 #include "core/core.h"
 
 collie_result_t
@@ -28,9 +30,22 @@ collie__comm_select(collie_comm_t *comm, int kind, size_t count, collie_dtype_t 
                               .rank = comm->rank,
                               .size = comm->size,
                               .all_shm = comm->all_shm,
+                              .net = comm->net, /* shm_flat asks it whether it can run */
                               .reduce = collie__reduce_kernel(dtype, op)};
   struct collie__select_log quiet = {{0}};
   for (int k = 0; k < COLLIE_KIND_COUNT_; k++) quiet.logged[k] = ~(uint64_t)0; /* no INFO table */
   return collie__algo_select(&call, COLLIE_ALGO_AUTO, &comm->algos, models ? models : &comm->models,
                              &quiet, out);
+}
+
+collie_result_t
+collie__comm_models_load(collie_comm_t *comm, const char *path, struct collie__models *out)
+{
+  collie_result_t rc = collie__comm_check(comm, "collie__comm_models_load");
+  if (rc != COLLIE_SUCCESS) return rc;
+  /* The constants only: the comm's own fit lines stay the comm's (a shallow
+   * copy would share, and the load would free, its array). */
+  memset(out, 0, sizeof(*out));
+  memcpy(out->cls, comm->models.cls, sizeof(out->cls));
+  return collie__models_load(path, out);
 }
