@@ -195,8 +195,6 @@ void rt_bytes_label(char *buf, size_t len, double bytes);
 /* Writes s as a JSON string literal (quotes included); bytes that are not
  * UTF-8 become U+FFFD so the output stays valid JSON. */
 void rt_json_string(FILE *f, const char *s);
-/* Writes s as XML character data (&, <, >, quotes escaped; bad UTF-8 as U+FFFD). */
-void rt_xml_text(FILE *f, const char *s);
 
 /* Command line of the telemetry subcommands: DIR [--timing DIR2] [-o PATH] [--csv]. */
 struct rt_args {

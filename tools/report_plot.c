@@ -1,7 +1,7 @@
 /*
  * report_plot.c - `collie-report plot DIR -o comms.svg`: comms.csv as one
- * picture, an SVG file written by hand so the tool needs no plotting
- * library and any browser shows the result.
+ * picture, an SVG file drawn with svg.c's primitives so the tool needs no
+ * plotting library and any browser shows the result.
  *
  * Top panel: one stacked bar per step, the bytes of each payload category
  * (every bytes_<category> column, registered ones included), which shows
@@ -15,16 +15,16 @@
  * and point stands for. Categories and collectives that are zero in every
  * step are left out of the panels and legends.
  *
- * Every text comes from the CSV header, so it is escaped; the output is
- * well-formed XML.
+ * Every text comes from the CSV header, so it goes through svg.c's
+ * escaping; the output is well-formed XML.
  */
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "report.h"
+#include "svg.h"
 
 #define PLOT_MAX_BARS 500
 
@@ -40,11 +40,6 @@ enum {
   PLOT_B1 = 720,
 };
 
-static const char *const plot_colors[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2",
-                                          "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
-                                          "#9c755f", "#bab0ac", "#1b9e77", "#7570b3"};
-#define PLOT_NCOLORS (sizeof(plot_colors) / sizeof(plot_colors[0]))
-
 void
 report_plot_usage(void)
 {
@@ -57,78 +52,32 @@ report_plot_usage(void)
          PLOT_MAX_BARS, PLOT_MAX_BARS);
 }
 
-/* A round tick step for [0, max] in about five ticks; returns the axis top. */
-static double
-plot_nice(double max, double *step)
+/* A panel's y axis: ticks with grid lines, the axis line, and label turned up its side. */
+static void
+plot_yaxis(FILE *f, const struct svg_axis *y, const char *label)
 {
-  if (!(max > 0)) {
-    *step = 0.2;
-    return 1;
-  }
-  double raw = max / 5, mag = pow(10, floor(log10(raw))), norm = raw / mag;
-  double s = (norm <= 1 ? 1 : norm <= 2 ? 2 : norm <= 5 ? 5 : 10) * mag;
-  *step = s;
-  return ceil(max / s - 1e-9) * s;
+  svg_group(f, "yaxis", NULL);
+  svg_yticks(f, y, PLOT_L, PLOT_R);
+  svg_line(f, PLOT_L, y->p1, PLOT_L, y->p0, "black");
+  svg_vtext(f, PLOT_L - 60, (y->p0 + y->p1) / 2, "", label);
+  svg_group_end(f);
 }
 
-/* A y axis from y0 (top) to y1 (bottom) for values 0..top, with grid lines. */
+/* The x axis under a panel at height y: a tick every few groups, labelled by
+ * the first step of the group. */
 static void
-plot_yaxis(FILE *f, double y0, double y1, double top, double step, const char *label)
+plot_xaxis(FILE *f, double y, const struct svg_axis *x, int groups, const double *first_step)
 {
-  fprintf(f, "<g class=\"yaxis\">\n");
-  int nt = (int)floor(top / step + 0.5);
-  for (int i = 0; i <= nt; i++) {
-    double v = i * step, y = y1 - (y1 - y0) * v / top;
-    fprintf(f,
-            "<line x1=\"%d\" y1=\"%.2f\" x2=\"%d\" y2=\"%.2f\" stroke=\"#ddd\"/>"
-            "<text x=\"%d\" y=\"%.2f\" text-anchor=\"end\">%.6g</text>\n",
-            PLOT_L, y, PLOT_R, y, PLOT_L - 6, y + 4, v);
-  }
-  fprintf(f, "<line x1=\"%d\" y1=\"%.2f\" x2=\"%d\" y2=\"%.2f\" stroke=\"black\"/>\n", PLOT_L, y0,
-          PLOT_L, y1);
-  double my = (y0 + y1) / 2;
-  fprintf(f, "<text x=\"%d\" y=\"%.2f\" text-anchor=\"middle\" transform=\"rotate(-90 %d %.2f)\">",
-          PLOT_L - 60, my, PLOT_L - 60, my);
-  rt_xml_text(f, label);
-  fprintf(f, "</text>\n</g>\n");
-}
-
-/* The x axis under a panel: a tick every few groups, labelled by step. */
-static void
-plot_xaxis(FILE *f, double y, int groups, double slot, const double *first_step)
-{
-  fprintf(f,
-          "<g class=\"xaxis\">\n<line x1=\"%d\" y1=\"%.2f\" x2=\"%d\" y2=\"%.2f\" "
-          "stroke=\"black\"/>\n",
-          PLOT_L, y, PLOT_R, y);
+  svg_group(f, "xaxis", NULL);
+  svg_line(f, PLOT_L, y, PLOT_R, y, "black");
   int every = (groups + 9) / 10;
   if (every < 1) every = 1;
   for (int j = 0; j < groups; j += every) {
-    double x = PLOT_L + slot * (j + 0.5);
-    fprintf(f,
-            "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"black\"/>"
-            "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"middle\">%.0f</text>\n",
-            x, y, x, y + 5, x, y + 18, first_step[j]);
+    double px = svg_pos(x, j + 0.5);
+    svg_line(f, px, y, px, y + 5, "black");
+    svg_textf(f, px, y + 18, "text-anchor=\"middle\"", "%.0f", first_step[j]);
   }
-  fprintf(f, "</g>\n");
-}
-
-/* A legend entry: a swatch (box or line) and the name. */
-static void
-plot_legend(FILE *f, double y, const char *color, const char *name, int line)
-{
-  if (line)
-    fprintf(f,
-            "<line class=\"legend\" x1=\"%d\" y1=\"%.2f\" x2=\"%d\" y2=\"%.2f\" stroke=\"%s\" "
-            "stroke-width=\"3\"/>",
-            PLOT_R + 20, y + 6, PLOT_R + 34, y + 6, color);
-  else
-    fprintf(f,
-            "<rect class=\"legend\" x=\"%d\" y=\"%.2f\" width=\"12\" height=\"12\" fill=\"%s\"/>",
-            PLOT_R + 20, y, color);
-  fprintf(f, "<text x=\"%d\" y=\"%.2f\">", PLOT_R + 40, y + 11);
-  rt_xml_text(f, name);
-  fprintf(f, "</text>\n");
+  svg_group_end(f);
 }
 
 struct plot_series {
@@ -199,15 +148,11 @@ plot_write(FILE *f, const struct rt_comms *c)
     scale *= 1024;
     u++;
   }
-  double tstep, bstep;
-  double ttop = plot_nice(tmax / scale, &tstep), btop = plot_nice(bmax, &bstep);
+  struct svg_axis ty, by, x = {0, groups, PLOT_L, PLOT_R, 1, 0}; /* x: group j spans [j, j+1] */
+  svg_axis_linear(&ty, tmax / scale, PLOT_T1, PLOT_T0);
+  svg_axis_linear(&by, bmax, PLOT_B1, PLOT_B0);
   double slot = (double)(PLOT_R - PLOT_L) / groups;
 
-  fprintf(f,
-          "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-          "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-          "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n",
-          PLOT_W, PLOT_H, PLOT_W, PLOT_H);
   char title[512];
   if (g > 1)
     snprintf(title, sizeof(title),
@@ -217,72 +162,55 @@ plot_write(FILE *f, const struct rt_comms *c)
   else
     snprintf(title, sizeof(title), "comms.csv: %zu step%s (%.0f to %.0f)", n, n == 1 ? "" : "s",
              smin, smax);
-  fprintf(f, "<title>");
-  rt_xml_text(f, title);
-  fprintf(f,
-          "</title>\n<rect class=\"background\" x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" "
-          "fill=\"white\"/>\n<text x=\"%d\" y=\"30\" font-size=\"16\">",
-          PLOT_W, PLOT_H, PLOT_L);
-  rt_xml_text(f, title);
-  fprintf(f, "</text>\n");
+  svg_open(f, PLOT_W, PLOT_H, title);
+  svg_text(f, PLOT_L, 30, "font-size=\"16\"", title);
 
   /* Top panel. */
-  fprintf(f,
-          "<text x=\"%d\" y=\"%d\" font-weight=\"bold\">bytes per step by payload category%s"
-          "</text>\n",
-          PLOT_L, PLOT_T0 - 12, ncat ? "" : " (no bytes recorded)");
+  svg_textf(f, PLOT_L, PLOT_T0 - 12, "font-weight=\"bold\"", "bytes per step by payload category%s",
+            ncat ? "" : " (no bytes recorded)");
   char ylabel[64];
   snprintf(ylabel, sizeof(ylabel), "bytes (%s)", units[u]);
-  plot_yaxis(f, PLOT_T0, PLOT_T1, ttop, tstep, ylabel);
-  fprintf(f, "<g class=\"bars\">\n");
+  plot_yaxis(f, &ty, ylabel);
+  svg_group(f, "bars", NULL);
   double bw = slot * 0.8;
   for (int j = 0; j < groups; j++) {
-    double y = PLOT_T1;
+    double below = 0;
     for (int s = 0; s < ncat; s++) {
       double v = cats[s].mean[j] / scale;
       if (!(v > 0)) continue;
-      double h = (PLOT_T1 - PLOT_T0) * v / ttop;
-      y -= h;
-      fprintf(f,
-              "<rect class=\"bar\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
-              "fill=\"%s\"/>\n",
-              PLOT_L + slot * j + (slot - bw) / 2, y, bw, h, plot_colors[s % PLOT_NCOLORS]);
+      double y0 = svg_pos(&ty, below), y1 = svg_pos(&ty, below + v);
+      below += v;
+      svg_rect(f, "bar", svg_pos(&x, j) + (slot - bw) / 2, y1, bw, y0 - y1, svg_color(s), NULL);
     }
   }
-  fprintf(f, "</g>\n");
-  plot_xaxis(f, PLOT_T1, groups, slot, first_step);
+  svg_group_end(f);
+  plot_xaxis(f, PLOT_T1, &x, groups, first_step);
   for (int s = 0; s < ncat; s++)
     /* Listed top down as stacked, so each entry sits level with its band. */
-    plot_legend(f, PLOT_T0 + 18.0 * (ncat - 1 - s), plot_colors[s % PLOT_NCOLORS], cats[s].name, 0);
+    svg_legend(f, PLOT_R + 20, PLOT_T0 + 6 + 18.0 * (ncat - 1 - s), SVG_BOX, svg_color(s), NULL,
+               cats[s].name);
 
   /* Bottom panel. */
-  fprintf(f, "<text x=\"%d\" y=\"%d\" font-weight=\"bold\">time per step by collective%s</text>\n",
-          PLOT_L, PLOT_B0 - 12, ncoll ? "" : " (no time recorded)");
-  plot_yaxis(f, PLOT_B0, PLOT_B1, btop, bstep, "time (ms)");
-  fprintf(f, "<g class=\"lines\">\n");
+  svg_textf(f, PLOT_L, PLOT_B0 - 12, "font-weight=\"bold\"", "time per step by collective%s",
+            ncoll ? "" : " (no time recorded)");
+  plot_yaxis(f, &by, "time (ms)");
+  svg_group(f, "lines", NULL);
   for (int s = 0; s < ncoll; s++) {
-    const char *color = plot_colors[s % PLOT_NCOLORS];
-    fprintf(f,
-            "<polyline class=\"line\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" "
-            "points=\"",
-            color);
+    svg_polyline(f, "line", svg_color(s), 1.5);
     for (int j = 0; j < groups; j++)
-      fprintf(f, "%s%.2f,%.2f", j ? " " : "", PLOT_L + slot * (j + 0.5),
-              PLOT_B1 - (PLOT_B1 - PLOT_B0) * colls[s].mean[j] / btop);
-    fprintf(f, "\"/>\n");
+      svg_polyline_point(f, j, svg_pos(&x, j + 0.5), svg_pos(&by, colls[s].mean[j]));
+    svg_polyline_end(f);
     if (groups <= 60)
       for (int j = 0; j < groups; j++)
-        fprintf(f, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"2.5\" fill=\"%s\"/>\n",
-                PLOT_L + slot * (j + 0.5), PLOT_B1 - (PLOT_B1 - PLOT_B0) * colls[s].mean[j] / btop,
-                color);
+        svg_circle(f, svg_pos(&x, j + 0.5), svg_pos(&by, colls[s].mean[j]), 2.5, svg_color(s));
   }
-  fprintf(f, "</g>\n");
-  plot_xaxis(f, PLOT_B1, groups, slot, first_step);
+  svg_group_end(f);
+  plot_xaxis(f, PLOT_B1, &x, groups, first_step);
   for (int s = 0; s < ncoll; s++)
-    plot_legend(f, PLOT_B0 + 18.0 * s, plot_colors[s % PLOT_NCOLORS], colls[s].name, 1);
-  fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">step%s</text>\n",
-          (PLOT_L + PLOT_R) / 2, PLOT_B1 + 45, g > 1 ? " (first of each group)" : "");
-  fprintf(f, "</svg>\n");
+    svg_legend(f, PLOT_R + 20, PLOT_B0 + 6 + 18.0 * s, SVG_LINE, svg_color(s), NULL, colls[s].name);
+  svg_textf(f, (PLOT_L + PLOT_R) / 2, PLOT_B1 + 45, "text-anchor=\"middle\"", "step%s",
+            g > 1 ? " (first of each group)" : "");
+  svg_close(f);
   rc = 0;
 out:
   if (cats)

@@ -5,7 +5,8 @@
  * rows, its .meta sidecar (host, clock offset, dropped records) and its
  * .categories.csv sidecar, sorted so a timing row finds its category by
  * binary search. Also what those commands share to print: percentiles, byte
- * labels, JSON and XML escaping, the command line.
+ * labels, JSON escaping (UTF-8 repaired by svg.c's rule, as the plot's XML
+ * is), the command line.
  *
  * Every malformed thing is an error naming the file and line, checked here at
  * load, so the commands themselves work on clean data and cannot crash on a
@@ -22,6 +23,7 @@
 #include <sys/stat.h>
 
 #include "report.h"
+#include "svg.h"
 
 static const char *const tel_collie_ops[] = {
     "ALLREDUCE", "ALLGATHER", "REDUCE_SCATTER", "BCAST", "REDUCE", "ALLTOALL",
@@ -410,34 +412,6 @@ rt_bytes_label(char *buf, size_t len, double bytes)
     snprintf(buf, len, "%.1f %s", v, units[u]);
 }
 
-/* Length of the valid UTF-8 sequence at s (1 to 4), or 0 when it is not one. */
-static int
-tel_utf8_len(const unsigned char *s)
-{
-  if (s[0] < 0x80) return 1;
-  int n;
-  unsigned cp;
-  if ((s[0] & 0xE0) == 0xC0) {
-    n = 2;
-    cp = s[0] & 0x1F;
-  } else if ((s[0] & 0xF0) == 0xE0) {
-    n = 3;
-    cp = s[0] & 0x0F;
-  } else if ((s[0] & 0xF8) == 0xF0) {
-    n = 4;
-    cp = s[0] & 0x07;
-  } else {
-    return 0;
-  }
-  for (int k = 1; k < n; k++) {
-    if ((s[k] & 0xC0) != 0x80) return 0; /* also stops at the NUL */
-    cp = (cp << 6) | (s[k] & 0x3F);
-  }
-  static const unsigned min[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (cp < min[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  return n;
-}
-
 void
 rt_json_string(FILE *f, const char *s)
 {
@@ -450,7 +424,7 @@ rt_json_string(FILE *f, const char *s)
     } else if (*p < 0x20 || *p == 0x7F) {
       fprintf(f, "\\u%04x", *p++);
     } else {
-      int n = tel_utf8_len(p);
+      int n = svg_utf8_len(p);
       if (n == 0) {
         fputs("\\ufffd", f);
         p++;
@@ -461,45 +435,6 @@ rt_json_string(FILE *f, const char *s)
     }
   }
   fputc('"', f);
-}
-
-void
-rt_xml_text(FILE *f, const char *s)
-{
-  const unsigned char *p = (const unsigned char *)s;
-  while (*p) {
-    switch (*p) {
-    case '&':
-      fputs("&amp;", f);
-      break;
-    case '<':
-      fputs("&lt;", f);
-      break;
-    case '>':
-      fputs("&gt;", f);
-      break;
-    case '"':
-      fputs("&quot;", f);
-      break;
-    case '\'':
-      fputs("&apos;", f);
-      break;
-    default:
-      /* XML 1.0 forbids most control characters even as references. */
-      if (*p < 0x20 && *p != '\t' && *p != '\n' && *p != '\r') {
-        fputc('?', f);
-      } else {
-        int n = tel_utf8_len(p);
-        if (n == 0) {
-          fputs("\xEF\xBF\xBD", f);
-        } else {
-          fwrite(p, 1, (size_t)n, f);
-          p += n - 1;
-        }
-      }
-    }
-    p++;
-  }
 }
 
 int

@@ -10,7 +10,8 @@
  * seed profile file, bad options (exit 2, one message, from rank 0 only) and
  * running alone without a launcher.
  *
- * The tool's pieces are compiled into this file. collie_alltoall is renamed
+ * cbench_measure.c and cbench_output.c are compiled into this file (the
+ * tool's other pieces come from tools_impl.c). collie_alltoall is renamed
  * inside cbench_measure.c to a wrapper that can damage one element of its
  * result, so the path from a wrong element to the #wrong count is tested
  * against a real collective.
@@ -34,8 +35,6 @@ static collie_result_t bt_alltoall(collie_comm_t *comm, const void *sendbuf, voi
 #include "../../tools/cbench_measure.c"
 #undef collie_alltoall
 #include "../../tools/cbench_output.c"
-#include "../../tools/cbench_plot.c"
-#include "../../tools/cbench_shape.c"
 
 #define BT_BENCH COLLIE_BUILD_DIR "/collie-bench"
 #define BT_RUN COLLIE_BUILD_DIR "/collierun"
@@ -577,11 +576,13 @@ TEST_IMPL(bench_plot_svg)
 
   /* One rank: no bus bandwidth, so that panel says so instead of drawing. */
   struct cb_point one = bt_point(CB_ALLREDUCE, "ring", 256, 1024, 3, 1);
-  ASSERT(cb_plot_write(path, &one, 1, "one") == 0);
+  /* A title that is not UTF-8 and holds a control character XML forbids. */
+  ASSERT(cb_plot_write(path, &one, 1, "one \xff\x01") == 0);
   svg = bt_slurp(path);
   ASSERTF(bt_xml_ok(svg, why, sizeof(why)), "%s", why);
   ASSERT(bt_paths_in(svg, "busbw") == 0 && bt_paths_in(svg, "time") == 1);
   ASSERT(strstr(svg, "nothing to show"));
+  ASSERT(strstr(svg, ">one \xEF\xBF\xBD?</text>") && !strchr(svg, '\x01'));
   free(svg);
   /* Nothing at all, and an unwritable path. */
   ASSERT(cb_plot_write(path, pts + 6, 1, NULL) == 0);

@@ -19,9 +19,9 @@
 #include "telemetry/telemetry.h"
 #include "util/util.h"
 
-/* collie-report's reader and loader, so that what we write is what it reads. */
-#include "../../tools/report_dumps.c"
-#include "../../tools/report_json.c"
+/* collie-report's reader and loader (compiled in by tools_impl.c), so that
+ * what we write is what it reads. */
+#include "../../tools/report.h"
 
 #define FT_HASH 0x00c0ffee12345678ULL
 

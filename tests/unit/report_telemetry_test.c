@@ -20,14 +20,9 @@
 
 #include "runner.h"
 
-/* collie-report's readers, compiled in. flight_test.c compiles the JSON
- * reader too, so its exported names are renamed here to keep one definition
- * per name in the test binary. */
-#define rj_parse tt_rj_parse
-#define rj_free tt_rj_free
-#define rj_get tt_rj_get
-#include "../../tools/report_json.c"
-#include "../../tools/report_csv.c"
+/* The telemetry loader is compiled in here (and only here: tools_impl.c
+ * lists it) so the test can reach its static tel_micros; the JSON and CSV
+ * readers come from tools_impl.c. */
 #include "../../tools/report_telemetry.c"
 
 #define TT_BIN COLLIE_BUILD_DIR "/collie-report"
