@@ -154,6 +154,7 @@ struct collie__algo {
   XX(allgather_ring)                                                                               \
   XX(allgather_recursive_doubling)                                                                 \
   XX(allgather_bruck)                                                                              \
+  XX(allgather_shm_flat)                                                                           \
   XX(allgatherv_ring)                                                                              \
   XX(reduce_scatter_ring)                                                                          \
   XX(reduce_scatter_recursive_halving)                                                             \
@@ -165,6 +166,7 @@ struct collie__algo {
   XX(reduce_reduce_scatter_gather)                                                                 \
   XX(alltoall_pairwise)                                                                            \
   XX(alltoall_bruck)                                                                               \
+  XX(alltoall_shm_flat)                                                                            \
   XX(alltoallv_pairwise)                                                                           \
   XX(gather_tree)                                                                                  \
   XX(gather_linear)                                                                                \
