@@ -1,7 +1,6 @@
 /*
  * shm_flat.c - the shm-only family: allreduce, reduce_scatter, allgather,
- * alltoall and barrier
- * for communicators whose ranks all share one host. Instead of passing
+ * alltoall and barrier for communicators whose ranks all share one host. Instead of passing
  * messages through the rings, every rank reads the others' data straight out
  * of the communicator's shared segment (the "flat area" of transport/shm.h:
  * per rank two buffers of 1 MiB and one phase word, set up at open with the
