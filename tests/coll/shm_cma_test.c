@@ -106,13 +106,13 @@ cma_observe(const char *threshold, int expect_single_copy)
     ASSERT_OK(collie_recv(comm, &back, 1, COLLIE_UINT8, 1, 1, NULL, NULL));
     ASSERT_OK(collie_send(comm, buf, n, COLLIE_UINT8, 1, 0, NULL, NULL));
     ASSERT_OK(collie_group_end(comm, &w));
-    usleep(200000); /* rank 1 receives after 400 ms */
+    usleep(200000); /* rank 1 receives after 700 ms */
     memset(buf, 0xEE, n);
     ASSERT_OK(collie_wait(w, -1));
     collie_work_free(w);
     ASSERT(back == 2);
   } else {
-    usleep(400000);
+    usleep(700000);
     back = 2;
     ASSERT_OK(collie_group_start(comm));
     ASSERT_OK(collie_recv(comm, buf, n, COLLIE_UINT8, 0, 0, NULL, NULL));
