@@ -103,6 +103,45 @@ test_die_by_sigkill(void)
   _exit(99); /* not reached */
 }
 
+/* Everything left in f, NUL-terminated (the caller frees), growing as it goes. */
+static char *
+runner_read_all(FILE *f, size_t *len)
+{
+  size_t cap = 1 << 16, n = 0, got;
+  char *buf = malloc(cap);
+  ASSERT(buf != NULL);
+  while ((got = fread(buf + n, 1, cap - 1 - n, f)) > 0) {
+    n += got;
+    if (n + 1 == cap) {
+      buf = realloc(buf, cap *= 2);
+      ASSERT(buf != NULL);
+    }
+  }
+  buf[n] = '\0';
+  if (len) *len = n;
+  return buf;
+}
+
+char *
+test_read_file(const char *path, size_t *len)
+{
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  char *buf = runner_read_all(f, len);
+  fclose(f);
+  return buf;
+}
+
+int
+test_shell(const char *cmd, char **out)
+{
+  FILE *p = popen(cmd, "r");
+  ASSERTF(p != NULL, "cannot run %s", cmd);
+  *out = runner_read_all(p, NULL);
+  int status = pclose(p);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 char *
 test_capture_stderr(void (*fn)(void *arg), void *arg)
 {

@@ -33,6 +33,13 @@ void test_die_by_sigkill(void) __attribute__((noreturn));
  * assertion inside fn prints into the capture, so fn should only call the
  * library and record results for the caller to check afterwards. */
 char *test_capture_stderr(void (*fn)(void *arg), void *arg);
+/* The whole file at path, NUL-terminated, its length in *len when len is
+ * not NULL; NULL when it cannot be opened. The caller frees. */
+char *test_read_file(const char *path, size_t *len);
+/* Runs the shell command cmd and returns its exit status (-1 when it did
+ * not exit normally), with everything it wrote on stdout in *out (caller
+ * frees); redirect stderr in cmd to capture it too. */
+int test_shell(const char *cmd, char **out);
 /* Deterministic pseudo-random fill (seeded) for data tests. */
 unsigned test_rand(unsigned *state);
 

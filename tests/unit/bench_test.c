@@ -59,22 +59,7 @@ bt_alltoall(collie_comm_t *comm, const void *sendbuf, void *recvbuf, size_t coun
 static char *
 bt_slurp(const char *path)
 {
-  FILE *f = fopen(path, "r");
-  if (!f) return NULL;
-  size_t cap = 1 << 16, len = 0, got;
-  char *buf = malloc(cap);
-  ASSERT(buf != NULL);
-  while ((got = fread(buf + len, 1, cap - 1 - len, f)) > 0) {
-    len += got;
-    if (len + 1 == cap) {
-      cap *= 2;
-      buf = realloc(buf, cap);
-      ASSERT(buf != NULL);
-    }
-  }
-  buf[len] = '\0';
-  fclose(f);
-  return buf;
+  return test_read_file(path, NULL);
 }
 
 static char *

@@ -60,20 +60,8 @@ cr_path(const char *name)
 static char *
 cr_slurp(const char *path)
 {
-  FILE *f = fopen(path, "r");
-  char *s = calloc(1, 1);
-  size_t len = 0;
-  if (!f) return s;
-  char chunk[4096];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-    s = realloc(s, len + n + 1);
-    ASSERT(s != NULL);
-    memcpy(s + len, chunk, n);
-    len += n;
-    s[len] = '\0';
-  }
-  fclose(f);
+  char *s = test_read_file(path, NULL);
+  if (!s) ASSERT((s = calloc(1, 1)) != NULL);
   return s;
 }
 

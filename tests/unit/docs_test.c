@@ -10,25 +10,12 @@
 static char *
 docs_slurp(const char *cmd_or_path, int is_cmd)
 {
-  FILE *f = is_cmd ? popen(cmd_or_path, "r") : fopen(cmd_or_path, "r");
-  ASSERTF(f, "cannot open %s", cmd_or_path);
-  size_t cap = 1 << 16, n = 0;
-  char *buf = malloc(cap);
-  ASSERT(buf);
-  size_t k;
-  while ((k = fread(buf + n, 1, cap - 1 - n, f)) > 0) {
-    n += k;
-    if (n + 1 >= cap) {
-      cap *= 2;
-      buf = realloc(buf, cap);
-      ASSERT(buf);
-    }
-  }
-  buf[n] = '\0';
+  char *buf = NULL;
   if (is_cmd)
-    pclose(f);
+    test_shell(cmd_or_path, &buf);
   else
-    fclose(f);
+    buf = test_read_file(cmd_or_path, NULL);
+  ASSERTF(buf, "cannot open %s", cmd_or_path);
   return buf;
 }
 

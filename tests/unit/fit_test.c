@@ -721,16 +721,7 @@ fit_shell(const char *cmd, char **out)
 {
   char full[4096];
   snprintf(full, sizeof(full), "%s 2>&1", cmd);
-  FILE *p = popen(full, "r");
-  ASSERT(p != NULL);
-  size_t cap = 1 << 20, len = 0, got;
-  char *buf = malloc(cap);
-  ASSERT(buf != NULL);
-  while ((got = fread(buf + len, 1, cap - 1 - len, p)) > 0) len += got;
-  buf[len] = '\0';
-  int status = pclose(p);
-  *out = buf;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return test_shell(full, out);
 }
 
 /* The real binary under collierun, on a tiny sweep: --fit prints every

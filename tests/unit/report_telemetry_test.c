@@ -34,23 +34,7 @@ tt_run(const char *args, int with_stderr, char **out)
 {
   char cmd[4096];
   snprintf(cmd, sizeof(cmd), "'%s' %s %s", TT_BIN, args, with_stderr ? "2>&1" : "2>/dev/null");
-  FILE *p = popen(cmd, "r");
-  ASSERT(p != NULL);
-  size_t cap = 1 << 16, len = 0, got;
-  char *buf = malloc(cap);
-  ASSERT(buf != NULL);
-  while ((got = fread(buf + len, 1, cap - 1 - len, p)) > 0) {
-    len += got;
-    if (len + 1 == cap) {
-      cap *= 2;
-      buf = realloc(buf, cap);
-      ASSERT(buf != NULL);
-    }
-  }
-  buf[len] = '\0';
-  int status = pclose(p);
-  *out = buf;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return test_shell(cmd, out);
 }
 
 /* Runs and checks the exit status and that the output (with stderr) contains text. */
@@ -97,17 +81,8 @@ tt_write(const char *rel, const char *text)
 static char *
 tt_slurp(const char *path, size_t *len)
 {
-  FILE *f = fopen(path, "rb");
-  ASSERTF(f != NULL, "cannot read %s", path);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  ASSERT(buf != NULL);
-  ASSERT(fread(buf, 1, (size_t)n, f) == (size_t)n);
-  buf[n] = '\0';
-  fclose(f);
-  if (len) *len = (size_t)n;
+  char *buf = test_read_file(path, len);
+  ASSERTF(buf != NULL, "cannot read %s", path);
   return buf;
 }
 

@@ -24,17 +24,7 @@ rt_run(const char *args, char **out)
 {
   char cmd[2048];
   snprintf(cmd, sizeof(cmd), "'%s' %s 2>&1", RT_BIN, args);
-  FILE *p = popen(cmd, "r");
-  ASSERT(p != NULL);
-  size_t cap = 1 << 16, len = 0;
-  char *buf = malloc(cap);
-  ASSERT(buf != NULL);
-  size_t got;
-  while ((got = fread(buf + len, 1, cap - 1 - len, p)) > 0) len += got;
-  buf[len] = '\0';
-  int status = pclose(p);
-  *out = buf;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return test_shell(cmd, out);
 }
 
 /* Writes rank r's dump of communicator "00000000000000aa" (4 ranks) with ops_json. */
