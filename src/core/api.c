@@ -457,9 +457,10 @@ collie_timing_record(collie_comm_t *comm, const collie_timing_t *rec)
   if (!rec->operation || !*rec->operation)
     return collie__err(COLLIE_INVALID_ARGUMENT, "collie_timing_record: rec->operation is empty");
   if (!(rec->end_counter >= rec->start_counter))
-    return collie__err(COLLIE_INVALID_ARGUMENT,
-                       "collie_timing_record: end_counter %.6f is before start_counter %.6f",
-                       rec->end_counter, rec->start_counter);
+    return collie__err(
+        COLLIE_INVALID_ARGUMENT,
+        "collie_timing_record: end_counter %.6f is not at or after start_counter %.6f",
+        rec->end_counter, rec->start_counter);
   collie__tele_user_record(comm->tele, rec->operation, rec->layer_name, rec->phase,
                            rec->message_size_bytes, rec->start_counter, rec->end_counter);
   return COLLIE_SUCCESS;

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <stdint.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -496,6 +497,9 @@ TEST_IMPL(telemetry_timing_open)
   rec.operation = "BACKWARDS";
   rec.end_counter = rec.start_counter - 1;
   ASSERT_RC(COLLIE_INVALID_ARGUMENT, "", collie_timing_record(comm, &rec));
+  rec.end_counter = NAN; /* not a time: refused like a backwards one */
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "not at or after start_counter",
+            collie_timing_record(comm, &rec));
 
   struct tim_list l = {0};
   struct tim_exp *e;

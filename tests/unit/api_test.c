@@ -147,6 +147,12 @@ TEST_IMPL(api_init_errors)
   setenv("COLLIE_TRANSPORT", "ib", 1);
   ASSERT_RC(COLLIE_INVALID_ARGUMENT, "COLLIE_TRANSPORT", collie_comm_init_config(&one, &comm));
   unsetenv("COLLIE_TRANSPORT");
+  setenv("COLLIE_SHM_CMA_MIN", "-1", 1);
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "COLLIE_SHM_CMA_MIN=-1", collie_comm_init_config(&one, &comm));
+  setenv("COLLIE_SHM_CMA_MIN", "64k", 1);
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "COLLIE_SHM_CMA_MIN=\"64k\"",
+            collie_comm_init_config(&one, &comm));
+  unsetenv("COLLIE_SHM_CMA_MIN");
   setenv("COLLIE_ALGO", "allreduce=magic", 1);
   ASSERT_RC(COLLIE_INVALID_ARGUMENT, "unknown algorithm \"magic\"",
             collie_comm_init_config(&one, &comm));
