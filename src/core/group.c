@@ -73,6 +73,10 @@ static void
 group_tele_issue(collie_comm_t *comm, struct collie__group *g)
 {
   uint64_t bytes = 0;
+  if (!collie__tele_wanted(comm->tele)) {
+    g->tele.active = 0;
+    return;
+  }
   for (size_t i = 0; i < g->n; i++) bytes += g->ops[i].bytes;
   g->tele.tc = COLLIE_TC_SEND_RECV;
   g->tele.opname = NULL;
@@ -85,12 +89,12 @@ group_tele_issue(collie_comm_t *comm, struct collie__group *g)
 static void
 group_tele_done(collie_comm_t *comm, struct collie__group *g, int failed)
 {
-  int64_t now = collie__now_ns();
-  if (g->tele.active && g->tele.timed) {
-    for (size_t i = 0; i < g->n; i++) collie__tele_push_row(comm->tele, &g->tele, &g->rows[i], now);
-  }
-  collie__tele_complete(comm->tele, &g->tele, failed, now);
   g->tele.category = COLLIE_CAT_OTHER;
+  if (!g->tele.active) return; /* nothing recorded it: no clock read */
+  int64_t now = collie__now_ns();
+  if (g->tele.timed)
+    for (size_t i = 0; i < g->n; i++) collie__tele_push_row(comm->tele, &g->tele, &g->rows[i], now);
+  collie__tele_complete(comm->tele, &g->tele, failed, now);
 }
 
 void

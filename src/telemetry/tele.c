@@ -213,11 +213,8 @@ void
 collie__tele_issue(struct collie__tele *t, struct collie__tele_op *op, const char *label,
                    const char *phase, int64_t now)
 {
-  op->active = 0;
-  op->acc = NULL;
-  op->timed = collie__tele_timing_on(t);
-  if (!op->timed && !(t->rows && collie__steps_in_step(t->steps))) return;
   op->active = 1;
+  op->timed = collie__tele_timing_on(t);
   op->t0_ns = now;
   op->acc =
       collie__steps_charge(t->steps, op->tc, op->category, op->wire, &op->iteration, &op->epoch);

@@ -237,9 +237,10 @@ struct collie__tele_op {
 /* Whether an operation issued now would record anything (a racy hint: the
  * core skips describing the operation when not). */
 int collie__tele_wanted(const struct collie__tele *t);
-/* Stamps op's start and step, charges the step, and prepares the timing row
- * (label and phase copied: the caller's strings need not outlive the call).
- * Cheap when nothing records: one load and a branch. */
+/* For an op issued when collie__tele_wanted said yes (else the caller sets
+ * op->active = 0 and skips describing it): stamps its start and step,
+ * charges the step, and prepares the timing row (label and phase copied:
+ * the caller's strings need not outlive the call). */
 void collie__tele_issue(struct collie__tele *t, struct collie__tele_op *op, const char *label,
                         const char *phase, int64_t now);
 /* Ends op: time to the step, the row to the timing log (and, when failed,
