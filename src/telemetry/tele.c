@@ -9,9 +9,9 @@
  * operation: issue only decides whether a row is due, and completion takes
  * the log under the tree's lock, pushes (non-blocking) and lets go. That
  * lock is never held for I/O, so a push never waits for a file: open creates
- * the files before it installs the log, a flush writes outside it (counted
- * in timing_users), and close swaps the log out, waits for flushes in
- * progress, then stops it.
+ * the files before it installs the log, and a flush writes under open_lock
+ * instead, which also keeps close (swap the log out, then stop it) from
+ * freeing a log that is being written.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -30,9 +30,8 @@ struct collie__tele {
   struct collie__steps *steps;
   int rows;                      /* this rank writes comms.csv */
   pthread_mutex_t lock;          /* the timing pointer: held briefly, never for I/O */
-  pthread_mutex_t open_lock;     /* serialises open and close */
+  pthread_mutex_t open_lock;     /* serialises open, flush and close */
   struct collie__timing *timing; /* under lock */
-  _Atomic int timing_users;      /* flushes writing the log outside lock */
   _Atomic int timing_on;
   struct collie__timing_cfg timing_cfg;
   char host[128];
@@ -136,15 +135,12 @@ collie__tele_timing_open(struct collie__tele *t, const char *dir)
 collie_result_t
 collie__tele_timing_flush(struct collie__tele *t)
 {
+  /* Under open_lock, not t->lock: the log cannot close meanwhile, and pushes
+   * (which take only t->lock) go on while the file is written. */
   collie_result_t rc = COLLIE_SUCCESS;
-  pthread_mutex_lock(&t->lock);
-  struct collie__timing *log = t->timing;
-  if (log) atomic_fetch_add(&t->timing_users, 1);
-  pthread_mutex_unlock(&t->lock);
-  if (log) {
-    rc = collie__timing_flush(log); /* outside t->lock: pushes go on meanwhile */
-    atomic_fetch_sub(&t->timing_users, 1);
-  }
+  pthread_mutex_lock(&t->open_lock);
+  if (t->timing) rc = collie__timing_flush(t->timing);
+  pthread_mutex_unlock(&t->open_lock);
   return rc;
 }
 
@@ -157,9 +153,7 @@ collie__tele_timing_close(struct collie__tele *t)
   t->timing = NULL;
   atomic_store(&t->timing_on, 0);
   pthread_mutex_unlock(&t->lock);
-  /* No push can reach the log now (they hold t->lock); a flush may still be
-   * writing it. */
-  while (atomic_load(&t->timing_users) > 0) collie__sleep_ns(100000);
+  /* No push can reach the log now (they hold t->lock), nor a flush (open_lock). */
   collie__timing_close(log);
   pthread_mutex_unlock(&t->open_lock);
 }
