@@ -667,7 +667,7 @@ collie__shm_flat_of(struct collie__xport *xp)
 int
 collie__shm_flat_cores(const struct collie__shm_flat *f)
 {
-  return f->cores;
+  return f->x->cores;
 }
 
 size_t

@@ -221,7 +221,6 @@ struct collie__shm_flat {
   struct collie__shm_flat_ctrl *ctrl; /* nlocal entries; local index == comm rank */
   char *regions;                      /* nlocal x 2 x buf_bytes */
   size_t buf_bytes;
-  int cores;       /* hdr->ncpus */
   uint64_t phase;  /* the last phase this rank published */
   uint64_t calls;  /* flat calls begun (selects desc[calls & 1]) */
   uint64_t pieces; /* buffers handed out (selects buffer pieces & 1) */

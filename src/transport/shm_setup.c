@@ -98,7 +98,6 @@ shm_flat_init(struct collie__shm_xport *x)
   f->ctrl = (struct collie__shm_flat_ctrl *)((char *)x->base + x->layout.flat_ctrl_off);
   f->regions = (char *)x->base + x->layout.flat_off;
   f->buf_bytes = COLLIE_SHM_FLAT_BUF_BYTES;
-  f->cores = x->hdr->ncpus > 0 ? (int)x->hdr->ncpus : 1;
 }
 
 /* ---- open ---- */
