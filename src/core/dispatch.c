@@ -10,7 +10,6 @@
  * ("allreduce #5 (1048576 x float32, ring)") in front of the transport's
  * diagnosis, then poisoning of the communicator.
  */
-#include <stdint.h>
 #include <stdio.h>
 
 #include "core/core.h"
@@ -192,8 +191,7 @@ collie__dispatch_run(collie_comm_t *comm, struct collie__op *op, int64_t now)
   const struct collie__algo *algo = op->algo;
   collie_result_t rc;
 
-  call->deadline_ns =
-      op->timeout_ms > INT64_MAX / 2000000 ? INT64_MAX : now + op->timeout_ms * 1000000;
+  call->deadline_ns = collie__deadline_from(now, op->timeout_ms);
   if (comm->flight) collie__flight_state_at(comm->flight, op->fr_id, COLLIE_FR_STARTED, NULL, now);
   if (call->kind == COLLIE_KIND_P2P) {
     rc = (call->sendbuf ? collie__p2p_send : collie__p2p_recv)(call);

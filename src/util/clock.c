@@ -18,8 +18,14 @@ collie__now_ns(void)
 int64_t
 collie__deadline_after_ms(int64_t timeout_ms)
 {
+  return collie__deadline_from(collie__now_ns(), timeout_ms);
+}
+
+int64_t
+collie__deadline_from(int64_t now_ns, int64_t timeout_ms)
+{
   if (timeout_ms < 0 || timeout_ms > INT64_MAX / 2000000) return INT64_MAX;
-  return collie__now_ns() + timeout_ms * 1000000;
+  return now_ns + timeout_ms * 1000000;
 }
 
 int

@@ -15,6 +15,8 @@
 int64_t collie__now_ns(void);
 /* Deadline timeout_ms from now; timeout_ms < 0 means "never" (INT64_MAX). */
 int64_t collie__deadline_after_ms(int64_t timeout_ms);
+/* The same from a time already read (now_ns from collie__now_ns()). */
+int64_t collie__deadline_from(int64_t now_ns, int64_t timeout_ms);
 /* Milliseconds left until deadline_ns, clamped to [0, INT32_MAX]; for poll(). */
 int collie__ms_until(int64_t deadline_ns);
 /* Sleeps ns nanoseconds (nanosleep, restarted on EINTR). */
