@@ -207,6 +207,13 @@ enum { RT_ARG_OUT = 1, RT_ARG_CSV = 2 };
  * printing a message to stderr. */
 int rt_parse_args(int argc, char **argv, const char *cmd, unsigned allowed, void (*usage)(void),
                   struct rt_args *a);
+/* The common start of a telemetry subcommand: its options (as rt_parse_args;
+ * RT_ARG_OUT in allowed makes -o required), then the files of `what` in DIR
+ * (rt_load), of which those in `need` (RT_COMMS, RT_TIMING) must exist.
+ * Returns -1 to go on (the caller then owns d: rt_free), else the exit code
+ * to return, after a message "collie-report CMD: ..." on stderr (d freed). */
+int rt_start(int argc, char **argv, const char *cmd, unsigned allowed, void (*usage)(void),
+             unsigned what, unsigned need, struct rt_args *a, struct rt_data *d);
 
 /* ---- subcommands: argv[0] is the subcommand's name; returns an exit code ----
  */

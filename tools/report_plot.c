@@ -228,24 +228,10 @@ int
 report_plot(int argc, char **argv)
 {
   struct rt_args a;
-  int prc = rt_parse_args(argc, argv, "plot", RT_ARG_OUT, report_plot_usage, &a);
-  if (prc != 0) return prc > 0 ? REPORT_OK : REPORT_BAD_INPUT;
-  if (!a.out) {
-    fprintf(stderr, "collie-report plot: -o FILE is required (-o - for stdout)\n");
-    return REPORT_BAD_INPUT;
-  }
   struct rt_data d;
-  char err[2048];
-  if (rt_load(&d, a.dir, NULL, RT_COMMS, err, sizeof(err)) != 0) {
-    fprintf(stderr, "collie-report plot: %s\n", err);
-    rt_free(&d);
-    return REPORT_BAD_INPUT;
-  }
-  if (!d.has_comms) {
-    fprintf(stderr, "collie-report plot: no comms.csv in %s\n", d.dir);
-    rt_free(&d);
-    return REPORT_BAD_INPUT;
-  }
+  int start =
+      rt_start(argc, argv, "plot", RT_ARG_OUT, report_plot_usage, RT_COMMS, RT_COMMS, &a, &d);
+  if (start >= 0) return start;
   if (d.comms.tab.nrows == 0) {
     fprintf(stderr, "collie-report plot: %s has no step rows: nothing to plot\n", d.comms.tab.path);
     rt_free(&d);

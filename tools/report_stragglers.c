@@ -153,20 +153,10 @@ int
 report_stragglers(int argc, char **argv)
 {
   struct rt_args a;
-  int prc = rt_parse_args(argc, argv, "stragglers", 0, report_stragglers_usage, &a);
-  if (prc != 0) return prc > 0 ? REPORT_OK : REPORT_BAD_INPUT;
   struct rt_data d;
-  char err[2048];
-  if (rt_load(&d, a.dir, a.timing, RT_TIMING, err, sizeof(err)) != 0) {
-    fprintf(stderr, "collie-report stragglers: %s\n", err);
-    rt_free(&d);
-    return REPORT_BAD_INPUT;
-  }
-  if (d.nranks == 0) {
-    fprintf(stderr, "collie-report stragglers: no timing-rank*.csv in %s\n", d.timing_dir);
-    rt_free(&d);
-    return REPORT_BAD_INPUT;
-  }
+  int start =
+      rt_start(argc, argv, "stragglers", 0, report_stragglers_usage, RT_TIMING, RT_TIMING, &a, &d);
+  if (start >= 0) return start;
   int rc = REPORT_OK, p = d.nranks;
   struct str_seq *seq = calloc((size_t)p, sizeof(*seq));
   int *members = calloc((size_t)p, sizeof(*members));

@@ -325,15 +325,10 @@ int
 report_summary(int argc, char **argv)
 {
   struct rt_args a;
-  int prc = rt_parse_args(argc, argv, "summary", RT_ARG_CSV, report_summary_usage, &a);
-  if (prc != 0) return prc > 0 ? REPORT_OK : REPORT_BAD_INPUT;
   struct rt_data d;
-  char err[2048];
-  if (rt_load(&d, a.dir, a.timing, RT_COMMS | RT_TIMING, err, sizeof(err)) != 0) {
-    fprintf(stderr, "collie-report summary: %s\n", err);
-    rt_free(&d);
-    return REPORT_BAD_INPUT;
-  }
+  int start = rt_start(argc, argv, "summary", RT_ARG_CSV, report_summary_usage,
+                       RT_COMMS | RT_TIMING, 0, &a, &d);
+  if (start >= 0) return start;
   if (!d.has_comms && d.nranks == 0) {
     fprintf(stderr, "collie-report summary: neither %s/comms.csv nor %s/timing-rank*.csv exists\n",
             d.dir, d.timing_dir);

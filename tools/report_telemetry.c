@@ -438,6 +438,29 @@ rt_json_string(FILE *f, const char *s)
 }
 
 int
+rt_start(int argc, char **argv, const char *cmd, unsigned allowed, void (*usage)(void),
+         unsigned what, unsigned need, struct rt_args *a, struct rt_data *d)
+{
+  int prc = rt_parse_args(argc, argv, cmd, allowed, usage, a);
+  if (prc != 0) return prc > 0 ? REPORT_OK : REPORT_BAD_INPUT;
+  if ((allowed & RT_ARG_OUT) && !a->out) {
+    fprintf(stderr, "collie-report %s: -o FILE is required (-o - for stdout)\n", cmd);
+    return REPORT_BAD_INPUT;
+  }
+  char err[2048];
+  if (rt_load(d, a->dir, a->timing, what, err, sizeof(err)) != 0)
+    fprintf(stderr, "collie-report %s: %s\n", cmd, err);
+  else if ((need & RT_COMMS) && !d->has_comms)
+    fprintf(stderr, "collie-report %s: no comms.csv in %s\n", cmd, d->dir);
+  else if ((need & RT_TIMING) && d->nranks == 0)
+    fprintf(stderr, "collie-report %s: no timing-rank*.csv in %s\n", cmd, d->timing_dir);
+  else
+    return -1;
+  rt_free(d);
+  return REPORT_BAD_INPUT;
+}
+
+int
 rt_parse_args(int argc, char **argv, const char *cmd, unsigned allowed, void (*usage)(void),
               struct rt_args *a)
 {

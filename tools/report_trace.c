@@ -105,24 +105,10 @@ int
 report_trace(int argc, char **argv)
 {
   struct rt_args a;
-  int prc = rt_parse_args(argc, argv, "trace", RT_ARG_OUT, report_trace_usage, &a);
-  if (prc != 0) return prc > 0 ? REPORT_OK : REPORT_BAD_INPUT;
-  if (!a.out) {
-    fprintf(stderr, "collie-report trace: -o FILE is required (-o - for stdout)\n");
-    return REPORT_BAD_INPUT;
-  }
   struct rt_data d;
-  char err[2048];
-  if (rt_load(&d, a.dir, a.timing, RT_TIMING | RT_CATS, err, sizeof(err)) != 0) {
-    fprintf(stderr, "collie-report trace: %s\n", err);
-    rt_free(&d);
-    return REPORT_BAD_INPUT;
-  }
-  if (d.nranks == 0) {
-    fprintf(stderr, "collie-report trace: no timing-rank*.csv in %s\n", d.timing_dir);
-    rt_free(&d);
-    return REPORT_BAD_INPUT;
-  }
+  int start = rt_start(argc, argv, "trace", RT_ARG_OUT, report_trace_usage, RT_TIMING | RT_CATS,
+                       RT_TIMING, &a, &d);
+  if (start >= 0) return start;
   int64_t t0 = INT64_MAX;
   int without = 0, with = 0;
   for (int i = 0; i < d.nranks; i++) {
