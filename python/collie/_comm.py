@@ -355,6 +355,12 @@ class _Call:
         if b.count != want:
             raise InvalidArgument("%s: %s has %d elements, expected %d (%s)" % (self.fn, bn, b.count, want, why))
 
+    def blocks_like(self, blocks, what, ref, refname):
+        """Every array of a list form has ref's dtype and element count."""
+        for q, b in enumerate(blocks):
+            self.same_dtype(b, "%s[%d]" % (what, q), ref, refname)
+            self.count_is(b, "%s[%d]" % (what, q), ref.count, "as many as %s" % refname)
+
     def no_alias(self, a, an, b, bn, allowed_ptr=None, allowed_text=""):
         """a and b may not overlap, except a starting exactly at allowed_ptr."""
         if overlaps(a, b) and a.ptr != allowed_ptr:
@@ -572,9 +578,7 @@ class Comm:
         with self._call("all_gather", async_op, timeout, **kw) as c:
             t = c.buf(tensor, "tensor")
             outs = c.bufs(output_list, "output_list", out=True, n=self._size)
-            for i, o in enumerate(outs):
-                c.same_dtype(o, "output_list[%d]" % i, t, "tensor")
-                c.count_is(o, "output_list[%d]" % i, t.count, "as many as tensor")
+            c.blocks_like(outs, "output_list", t, "tensor")
             if contiguous_run(outs):
                 base = outs[0].ptr
                 _span(c, t, "tensor", base, t.nbytes * self._size, base + self._rank * t.nbytes,
@@ -626,9 +630,7 @@ class Comm:
             op = to_op(op)
             o = c.buf(output, "output", out=True)
             ins = c.bufs(input_list, "input_list", n=self._size)
-            for q, b in enumerate(ins):
-                c.same_dtype(b, "input_list[%d]" % q, o, "output")
-                c.count_is(b, "input_list[%d]" % q, o.count, "as many as output")
+            c.blocks_like(ins, "input_list", o, "output")
             if contiguous_run(ins):
                 base = ins[0].ptr
                 _span(c, o, "output", base, o.nbytes * self._size, base + self._rank * o.nbytes,
@@ -722,9 +724,7 @@ class Comm:
             if root != self._rank:
                 return c.run(_lib.lib().collie_gather, t.ptr, None, t.count, t.dtype, root)
             outs = c.bufs(output_list, "output_list", out=True, n=self._size)
-            for q, o in enumerate(outs):
-                c.same_dtype(o, "output_list[%d]" % q, t, "tensor")
-                c.count_is(o, "output_list[%d]" % q, t.count, "as many as tensor")
+            c.blocks_like(outs, "output_list", t, "tensor")
             if contiguous_run(outs):
                 base = outs[0].ptr
                 _span(c, t, "tensor", base, t.nbytes * self._size, base + root * t.nbytes,
@@ -743,9 +743,7 @@ class Comm:
             if root != self._rank:
                 return c.run(_lib.lib().collie_scatter, None, o.ptr, o.count, o.dtype, root)
             ins = c.bufs(input_list, "input_list", n=self._size)
-            for q, b in enumerate(ins):
-                c.same_dtype(b, "input_list[%d]" % q, o, "output")
-                c.count_is(b, "input_list[%d]" % q, o.count, "as many as output")
+            c.blocks_like(ins, "input_list", o, "output")
             if contiguous_run(ins):
                 base = ins[0].ptr
                 _span(c, o, "output", base, o.nbytes * self._size, base + root * o.nbytes,
