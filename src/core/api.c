@@ -112,7 +112,7 @@ api_finish(collie_comm_t *comm, struct collie__call *call, const collie_opts_t *
 {
   struct collie__op op; /* not zeroed whole: prepare sets what is read (telemetry's row is big) */
   op.call = *call;
-  collie_result_t rc = collie__dispatch_prepare(comm, &op, opts);
+  collie_result_t rc = collie__dispatch_prepare(comm, &op, opts, work == NULL);
   if (rc != COLLIE_SUCCESS) return rc;
   return collie__work_issue(comm, &op, NULL, work);
 }

@@ -116,15 +116,17 @@ struct collie__op {
   int64_t timeout_ms;
   int64_t fr_id;   /* its flight-recorder record (-1: none) */
   int64_t t_issue; /* collie__now_ns() at issue */
+  int at_once;     /* blocking with no queue: runs on the issuing thread now */
   struct collie__tele_op tele;
 };
 
 /* Issue-time half, on the caller's thread: fills op->call's comm fields,
- * picks the algorithm and takes the collective's sequence number. An
+ * picks the algorithm and takes the collective's sequence number; blocking
+ * says the caller waits for the call (no work handle). An
  * unusable algorithm choice returns an argument error before any sequence
  * number is taken (the communicator stays usable). Does not block. */
 collie_result_t collie__dispatch_prepare(collie_comm_t *comm, struct collie__op *op,
-                                         const collie_opts_t *opts);
+                                         const collie_opts_t *opts, int blocking);
 /* Run-time half, on the thread that owns comm's channels, starting at `now`
  * (collie__now_ns(); a blocking call that runs at once passes its issue
  * time, saving a clock read): sets the deadline,

@@ -9,12 +9,16 @@
  * (collie__flight_state), and a dump may read any record at any time. Each
  * record carries a version word used as a seqlock: a writer makes it odd
  * (compare-and-swap, so the two writers exclude each other on the rare record
- * they share at wraparound), stores the fields, and makes it even again; a
- * reader copies the fields and retries when the version moved or was odd. All
- * fields are accessed with sequentially consistent atomics: the record is
- * touched a handful of times per operation, so the cost is noise next to a
- * collective, and ThreadSanitizer sees every access as what it is. Nothing
- * here allocates or takes a lock after collie__flight_new.
+ * they share at wraparound), stores the fields, and makes it even again with
+ * a plain release store (only the holder writes an odd version); a reader
+ * copies the fields and retries when the version moved or was odd. Every
+ * field is an atomic, so ThreadSanitizer sees each access as what it is. Ids
+ * come from a counter only the issuing thread advances (one thread issues on
+ * a communicator at a time, collie.h), so taking one needs no locked
+ * instruction: a blocking call costs two compare-and-swaps in all (recorded
+ * already started, then completed), where a small collective takes a few
+ * hundred nanoseconds. Nothing here allocates or takes a lock after
+ * collie__flight_new.
  *
  * File per communicator. A process may hold several communicators (world and
  * splits), and its rank differs between them, so each recorder dumps to its
@@ -114,7 +118,7 @@ flight_lock(struct flight_rec *r)
 static void
 flight_unlock(struct flight_rec *r)
 {
-  __atomic_fetch_add(&r->ver, 1, __ATOMIC_RELEASE);
+  FL_ST(&r->ver, FL_LD(&r->ver) + 1);
 }
 
 int64_t
@@ -127,13 +131,14 @@ int64_t
 collie__flight_queued_at(struct collie__flight *fr, const struct collie__flight_op *op, int64_t now)
 {
   if (!fr || !op) return -1;
-  int64_t id = __atomic_fetch_add(&fr->next_id, 1, __ATOMIC_SEQ_CST);
+  int64_t id = __atomic_load_n(&fr->next_id, __ATOMIC_RELAXED);
+  __atomic_store_n(&fr->next_id, id + 1, __ATOMIC_RELAXED);
   struct flight_rec *r = &fr->recs[id % fr->capacity];
   flight_lock(r);
   FL_ST(&r->id, id);
   FL_ST(&r->comm_hash, op->comm_hash);
   FL_ST(&r->seq, op->seq);
-  FL_ST(&r->state, (int)COLLIE_FR_QUEUED);
+  FL_ST(&r->state, op->started ? (int)COLLIE_FR_STARTED : (int)COLLIE_FR_QUEUED);
   FL_ST(&r->kind, op->kind);
   FL_ST(&r->dtype, op->dtype);
   FL_ST(&r->op, op->op);
@@ -142,7 +147,7 @@ collie__flight_queued_at(struct collie__flight *fr, const struct collie__flight_
   FL_ST(&r->bytes, (uint64_t)op->bytes);
   FL_ST(&r->root, op->root);
   FL_ST(&r->t_queued, now);
-  FL_ST(&r->t_started, (int64_t)0);
+  FL_ST(&r->t_started, op->started ? now : (int64_t)0);
   FL_ST(&r->t_done, (int64_t)0);
   flight_unlock(r);
   return id;

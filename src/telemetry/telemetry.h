@@ -40,6 +40,8 @@ struct collie__flight_op {
   size_t count;      /* elements, as the caller passed */
   size_t bytes;      /* the caller's buffer size in bytes */
   int root;          /* root or peer; -1 when none */
+  int started;       /* runs at once on the issuing thread: record it STARTED at
+                        queue time (one record update less per call) */
 };
 
 struct collie__flight;
