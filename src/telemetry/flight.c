@@ -6,19 +6,23 @@
  *
  * Concurrency. The issuing thread writes new records (collie__flight_queued)
  * while the comm's worker thread moves older ones forward
- * (collie__flight_state), and a dump may read any record at any time. Each
- * record carries a version word used as a seqlock: a writer makes it odd
- * (compare-and-swap, so the two writers exclude each other on the rare record
- * they share at wraparound), stores the fields, and makes it even again with
- * a plain release store (only the holder writes an odd version); a reader
- * copies the fields and retries when the version moved or was odd. Every
- * field is an atomic, so ThreadSanitizer sees each access as what it is. Ids
- * come from a counter only the issuing thread advances (one thread issues on
- * a communicator at a time, collie.h), so taking one needs no locked
- * instruction: a blocking call costs two compare-and-swaps in all (recorded
- * already started, then completed), where a small collective takes a few
- * hundred nanoseconds. Nothing here allocates or takes a lock after
- * collie__flight_new.
+ * (collie__flight_state), and a dump may read any record at any time. So a
+ * record has two halves, each with one writer and a version word used as a
+ * seqlock: what the issuer knows (the op, its id, when it was queued) and
+ * what the runner knows (state and times, with the id they belong to). A
+ * writer makes its version odd, stores, and makes it even again, all plain
+ * release stores: one writer per half needs no locked instruction, and a
+ * blocking call (recorded as started at issue) costs a few dozen plain
+ * stores where a small collective takes a few hundred nanoseconds. The
+ * runner's half belongs to the record only while its id matches the
+ * issuer's: at wraparound the issuer may refill a slot whose op is still
+ * running, and the reader then shows the new op as queued. One writer per
+ * half holds because one thread issues on a communicator at a time
+ * (collie.h), ops run in issue order, and the issuer writes a runner half
+ * only for a call that runs at once on its own thread, when no worker runs.
+ * A reader copies a half and retries when its version moved or was odd.
+ * Every field is an atomic, so ThreadSanitizer sees each access as what it
+ * is. Nothing here allocates or takes a lock after collie__flight_new.
  *
  * File per communicator. A process may hold several communicators (world and
  * splits), and its rank differs between them, so each recorder dumps to its
@@ -54,17 +58,22 @@
 #define FL_LD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define FL_ST(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 
-/* One operation. Every field is read and written atomically (see above). */
+/* One operation: the issuer's half, then the runner's (see above). Every
+ * field is read and written atomically. */
 struct flight_rec {
-  uint64_t ver; /* seqlock: odd while a writer is inside */
+  uint64_t ver; /* seqlock of the issuer's half: odd while it writes */
   int64_t id;   /* -1: never written */
   uint64_t comm_hash;
   uint32_t seq;
-  int state;
   const char *kind, *dtype, *op, *algo;
   uint64_t count, bytes;
   int root;
-  int64_t t_queued, t_started, t_done;
+  int64_t t_queued;
+  uint64_t run_ver; /* seqlock of the runner's half */
+  int64_t run_id;   /* the op the fields below describe */
+  int state;
+  const char *run_algo; /* set at STARTED, or NULL: keep algo */
+  int64_t t_started, t_done;
 };
 
 struct collie__flight {
@@ -85,7 +94,7 @@ collie__flight_new(int capacity, int rank, int size, uint64_t comm_hash)
     free(fr);
     return NULL;
   }
-  for (int i = 0; i < capacity; i++) fr->recs[i].id = -1;
+  for (int i = 0; i < capacity; i++) fr->recs[i].id = fr->recs[i].run_id = -1;
   fr->capacity = capacity;
   fr->rank = rank;
   fr->size = size;
@@ -101,24 +110,31 @@ collie__flight_free(struct collie__flight *fr)
   free(fr);
 }
 
-/* Makes r's version odd. The only competitor is the other writer on the same
- * record (wraparound), inside a few stores, so a short spin always ends. */
+/* A half's single writer: odd version, stores, even version. */
 static void
-flight_lock(struct flight_rec *r)
+flight_begin(uint64_t *ver)
 {
-  for (;;) {
-    uint64_t v = FL_LD(&r->ver);
-    if (!(v & 1) &&
-        __atomic_compare_exchange_n(&r->ver, &v, v + 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-      return;
-    collie__cpu_relax();
-  }
+  FL_ST(ver, FL_LD(ver) + 1);
 }
 
 static void
-flight_unlock(struct flight_rec *r)
+flight_end(uint64_t *ver)
 {
-  FL_ST(&r->ver, FL_LD(&r->ver) + 1);
+  FL_ST(ver, FL_LD(ver) + 1);
+}
+
+/* The runner's half of r for op id (caller: its one writer). */
+static void
+flight_run_write(struct flight_rec *r, int64_t id, int state, const char *algo, int64_t started,
+                 int64_t done)
+{
+  flight_begin(&r->run_ver);
+  FL_ST(&r->run_id, id);
+  FL_ST(&r->state, state);
+  FL_ST(&r->run_algo, algo);
+  FL_ST(&r->t_started, started);
+  FL_ST(&r->t_done, done);
+  flight_end(&r->run_ver);
 }
 
 int64_t
@@ -134,11 +150,10 @@ collie__flight_queued_at(struct collie__flight *fr, const struct collie__flight_
   int64_t id = __atomic_load_n(&fr->next_id, __ATOMIC_RELAXED);
   __atomic_store_n(&fr->next_id, id + 1, __ATOMIC_RELAXED);
   struct flight_rec *r = &fr->recs[id % fr->capacity];
-  flight_lock(r);
+  flight_begin(&r->ver);
   FL_ST(&r->id, id);
   FL_ST(&r->comm_hash, op->comm_hash);
   FL_ST(&r->seq, op->seq);
-  FL_ST(&r->state, op->started ? (int)COLLIE_FR_STARTED : (int)COLLIE_FR_QUEUED);
   FL_ST(&r->kind, op->kind);
   FL_ST(&r->dtype, op->dtype);
   FL_ST(&r->op, op->op);
@@ -147,9 +162,8 @@ collie__flight_queued_at(struct collie__flight *fr, const struct collie__flight_
   FL_ST(&r->bytes, (uint64_t)op->bytes);
   FL_ST(&r->root, op->root);
   FL_ST(&r->t_queued, now);
-  FL_ST(&r->t_started, op->started ? now : (int64_t)0);
-  FL_ST(&r->t_done, (int64_t)0);
-  flight_unlock(r);
+  flight_end(&r->ver);
+  if (op->started) flight_run_write(r, id, COLLIE_FR_STARTED, NULL, now, 0);
   return id;
 }
 
@@ -165,25 +179,38 @@ collie__flight_state_at(struct collie__flight *fr, int64_t id, int state, const 
 {
   if (!fr || id < 0 || state < COLLIE_FR_STARTED || state > COLLIE_FR_FAILED) return;
   struct flight_rec *r = &fr->recs[id % fr->capacity];
-  flight_lock(r);
-  if (FL_LD(&r->id) == id) { /* else overwritten by a newer op: nothing to update */
-    FL_ST(&r->state, state);
-    if (algo) FL_ST(&r->algo, algo);
-    if (state == COLLIE_FR_STARTED)
-      FL_ST(&r->t_started, now);
-    else
-      FL_ST(&r->t_done, now);
+  if (FL_LD(&r->id) != id) return; /* overwritten by a newer op: nothing to update */
+  if (state == COLLIE_FR_STARTED) {
+    flight_run_write(r, id, state, algo, now, 0);
+    return;
   }
-  flight_unlock(r);
+  /* Done: keeps what STARTED wrote (an op may finish without having started,
+   * e.g. skipped after a failure: then it has no start time). */
+  int64_t started = FL_LD(&r->run_id) == id ? FL_LD(&r->t_started) : 0;
+  const char *ralgo = FL_LD(&r->run_id) == id ? FL_LD(&r->run_algo) : NULL;
+  flight_run_write(r, id, state, algo ? algo : ralgo, started, now);
 }
+
+/* A snapshot of one record. */
+struct flight_view {
+  int64_t id;
+  uint64_t comm_hash;
+  uint32_t seq;
+  int state;
+  const char *kind, *dtype, *op, *algo;
+  uint64_t count, bytes;
+  int root;
+  int64_t t_queued, t_started, t_done;
+};
 
 /* Copies record slot into out; 0 when it holds operation `id` consistently. */
 static int
-flight_read(struct collie__flight *fr, int64_t id, struct flight_rec *out)
+flight_read(struct collie__flight *fr, int64_t id, struct flight_view *out)
 {
   struct flight_rec *r = &fr->recs[id % fr->capacity];
-  for (int tries = 0; tries < 1000; tries++) {
-    uint64_t v1 = __atomic_load_n(&r->ver, __ATOMIC_ACQUIRE);
+  int have = 0;
+  for (int tries = 0; tries < 1000 && !have; tries++) {
+    uint64_t v1 = FL_LD(&r->ver);
     if (v1 & 1) {
       collie__cpu_relax();
       continue;
@@ -191,7 +218,6 @@ flight_read(struct collie__flight *fr, int64_t id, struct flight_rec *out)
     out->id = FL_LD(&r->id);
     out->comm_hash = FL_LD(&r->comm_hash);
     out->seq = FL_LD(&r->seq);
-    out->state = FL_LD(&r->state);
     out->kind = FL_LD(&r->kind);
     out->dtype = FL_LD(&r->dtype);
     out->op = FL_LD(&r->op);
@@ -200,12 +226,32 @@ flight_read(struct collie__flight *fr, int64_t id, struct flight_rec *out)
     out->bytes = FL_LD(&r->bytes);
     out->root = FL_LD(&r->root);
     out->t_queued = FL_LD(&r->t_queued);
-    out->t_started = FL_LD(&r->t_started);
-    out->t_done = FL_LD(&r->t_done);
-    if (FL_LD(&r->ver) == v1) return out->id == id ? 0 : -1;
+    have = FL_LD(&r->ver) == v1;
   }
-  return -1; /* a writer kept it busy: leave it out rather than print a torn
-                record */
+  /* A writer kept it busy: leave it out rather than print a torn record. */
+  if (!have || out->id != id) return -1;
+  out->state = COLLIE_FR_QUEUED;
+  out->t_started = out->t_done = 0;
+  for (int tries = 0; tries < 1000; tries++) {
+    uint64_t v1 = FL_LD(&r->run_ver);
+    if (v1 & 1) {
+      collie__cpu_relax();
+      continue;
+    }
+    int64_t rid = FL_LD(&r->run_id);
+    int state = FL_LD(&r->state);
+    const char *ralgo = FL_LD(&r->run_algo);
+    int64_t ts = FL_LD(&r->t_started), td = FL_LD(&r->t_done);
+    if (FL_LD(&r->run_ver) != v1) continue;
+    if (rid == id) { /* else the runner's half still describes an older op */
+      out->state = state;
+      if (ralgo) out->algo = ralgo;
+      out->t_started = ts;
+      out->t_done = td;
+    }
+    return 0;
+  }
+  return -1;
 }
 
 static const char *const flight_state_names[] = {"queued", "started", "completed", "failed"};
@@ -275,7 +321,7 @@ flight_write(struct collie__flight *fr, FILE *f, const char *reason)
   int64_t first = next > fr->capacity ? next - fr->capacity : 0;
   int n = 0;
   for (int64_t id = first; id < next; id++) {
-    struct flight_rec r;
+    struct flight_view r;
     if (flight_read(fr, id, &r) != 0) continue;
     int st = r.state >= 0 && r.state <= COLLIE_FR_FAILED ? r.state : 0;
     fprintf(f, "%s\n{\"id\":%lld,\"seq\":%u,\"kind\":", n++ ? "," : "", (long long)r.id,
