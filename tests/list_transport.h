@@ -23,6 +23,19 @@
   XX(shm_stale_segment_3, shm_stale_segment, 3, "shm", 30)                                         \
   XX(shm_bad_input_2, shm_bad_input, 2, "shm", 30)                                                 \
   XX(shm_pingpong_2, shm_pingpong, 2, "shm", 60)                                                   \
+  XX(shm_layout_bounds, shm_layout_bounds, 0, "auto", 30)                                          \
+  XX(shm_layout_default_geometry, shm_layout_default_geometry, 0, "auto", 10)                      \
+  XX(shm_layout_shrinks, shm_layout_shrinks, 0, "auto", 10)                                        \
+  XX(shm_layout_param_default, shm_layout_param_default, 0, "auto", 10)                            \
+  XX(shm_bytes_min4_shm_2, shm_bytes_min4, 2, "shm", 60)                                           \
+  XX(shm_bytes_min4_shm_4, shm_bytes_min4, 4, "shm", 90)                                           \
+  XX(shm_bytes_1mib_shm_2, shm_bytes_1mib, 2, "shm", 60)                                           \
+  XX(shm_bytes_1mib_shm_4, shm_bytes_1mib, 4, "shm", 90)                                           \
+  XX(shm_bytes_default_shm_3, shm_bytes_default, 3, "shm", 30)                                     \
+  XX(shm_bytes_bad_env_shm_2, shm_bytes_bad_env, 2, "shm", 30)                                     \
+  XX(shm_bytes_mismatch_shm_2, shm_bytes_mismatch, 2, "shm", 30)                                   \
+  XX(large_allreduce_1gib_shm, large_allreduce_1gib, 2, "shm", 120)                                \
+  XX(large_allreduce_1gib_small_shm, large_allreduce_1gib_small, 2, "shm", 180)                    \
   XX(tcp_ring_sizes_2, tcp_ring_sizes, 2, "tcp", 30)                                               \
   XX(tcp_ring_sizes_3, tcp_ring_sizes, 3, "tcp", 30)                                               \
   XX(tcp_ring_sizes_8, tcp_ring_sizes, 8, "tcp", 30)                                               \

@@ -3,8 +3,9 @@
  * alltoall and barrier for communicators whose ranks all share one host. Instead of passing
  * messages through the rings, every rank reads the others' data straight out
  * of the communicator's shared segment (the "flat area" of transport/shm.h:
- * per rank two buffers of 1 MiB and one phase word, set up at open with the
- * rest of the segment). A "sync" is one flag round: a rank publishes its next
+ * per rank two buffers of 1 MiB, or smaller when COLLIE_SHM_BYTES bounds the
+ * segment tightly, and one phase word, set up at open with the rest of the
+ * segment). A "sync" is one flag round: a rank publishes its next
  * phase and waits until every rank has published it, spinning as long as the
  * transport spins (but at most ~20 us: a sync still open after that means a
  * peer is off its core) and then sleeping on its futex doorbell, which
@@ -16,7 +17,7 @@
  * tree away).
  *
  * allreduce, S bytes, p ranks, cut into pieces (1 MiB oversubscribed, 512 KiB
- * otherwise). Per piece:
+ * otherwise; at most a flat buffer). Per piece:
  *   1. every rank copies its piece of sendbuf into its own buffer; sync;
  *   2a. small S (replicated; see flat_shape): every rank reduces the whole
  *       piece itself, reading every rank's buffer in rank order 0..p-1, so all

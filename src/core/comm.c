@@ -358,6 +358,7 @@ comm_create(const struct collie__params *params, const char *token, int64_t time
         /* Spin while every local rank can have a core; sleep at once when oversubscribed. */
         .spin = params->SPIN >= 0 ? (int)params->SPIN : (local <= collie__ncpus() ? 20000 : 0),
         .cma_min = (size_t)params->SHM_CMA_MIN,
+        .shm_bytes = (size_t)params->SHM_BYTES,
         .deadline_ns = deadline,
     };
     COLLIE_CHECK_GOTO(collie__net_open(&cfg, &c->net), rc, out_free);

@@ -119,6 +119,11 @@ params_check(const struct collie__params *p)
   if (p->SHM_CMA_MIN < 0)
     return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_SHM_CMA_MIN=%lld must be >= 0 (bytes)",
                        (long long)p->SHM_CMA_MIN);
+  /* The minimum depends on the local rank count: the shm transport checks it. */
+  if (p->SHM_BYTES <= 0)
+    return collie__err(COLLIE_INVALID_ARGUMENT,
+                       "COLLIE_SHM_BYTES=%lld must be > 0 (bytes of shared memory per local rank)",
+                       (long long)p->SHM_BYTES);
   if (p->TIMING_QUEUE <= 0 || p->TIMING_QUEUE > 100000000)
     return collie__err(COLLIE_INVALID_ARGUMENT,
                        "COLLIE_TIMING_QUEUE=%lld must be 1..100000000 (records)",

@@ -6,7 +6,8 @@
  *
  * Messages. Each ordered pair (i -> j) has a FIFO ring of fixed-size slots
  * (single producer, single consumer). A message is cut into chunks of at
- * most COLLIE_SHM_SLOT_BYTES; each chunk's header repeats the message's slot
+ * most the segment's slot size (x->layout.slot_bytes: 64 KiB unless
+ * COLLIE_SHM_BYTES made it smaller); each chunk's header repeats the message's slot
  * tag and total length, so the receiver checks both against its posted
  * receive before copying anything. A zero-length message is one empty
  * chunk. Both sides copy (sender into the slot, receiver out of it); there
@@ -74,11 +75,12 @@ shm_unlock(struct collie__shm_xport *x)
   atomic_store_explicit(&x->busy, 0, memory_order_release);
 }
 
+/* Slot seq of ring r; the stride is the segment's (set once at open). */
 static struct collie__shm_chunk *
-shm_chunk(struct collie__shm_ring *r, uint64_t seq)
+shm_chunk(const struct collie__shm_xport *x, struct collie__shm_ring *r, uint64_t seq)
 {
   return (struct collie__shm_chunk *)((char *)(r + 1) + (size_t)(seq & (COLLIE_SHM_NSLOTS - 1)) *
-                                                            COLLIE_SHM_SLOT_STRIDE);
+                                                            x->layout.slot_stride);
 }
 
 /* ---- Wake-ups ----
@@ -225,7 +227,7 @@ shm_push(struct collie__shm_xport *x, struct collie__shm_chan *ch)
       if (tail - ch->out_head_seen >= COLLIE_SHM_NSLOTS) break;
     }
     if (shm_single_copy(x, ch, r)) {
-      struct collie__shm_chunk *c = shm_chunk(ch->out, tail);
+      struct collie__shm_chunk *c = shm_chunk(x, ch->out, tail);
       c->slot = r->slot;
       c->total = r->len;
       c->off = 0;
@@ -238,8 +240,8 @@ shm_push(struct collie__shm_xport *x, struct collie__shm_chan *ch)
       continue;
     }
     size_t n = r->len - r->off;
-    if (n > COLLIE_SHM_SLOT_BYTES) n = COLLIE_SHM_SLOT_BYTES;
-    struct collie__shm_chunk *c = shm_chunk(ch->out, tail);
+    if (n > x->layout.slot_bytes) n = x->layout.slot_bytes;
+    struct collie__shm_chunk *c = shm_chunk(x, ch->out, tail);
     c->slot = r->slot;
     c->total = r->len;
     c->off = r->off;
@@ -310,7 +312,7 @@ shm_pull(struct collie__shm_xport *x, struct collie__shm_chan *ch)
       ch->in_tail_seen = atomic_load_explicit(&ch->in->tail, memory_order_acquire);
       if (head == ch->in_tail_seen) break;
     }
-    const struct collie__shm_chunk *c = shm_chunk(ch->in, head);
+    const struct collie__shm_chunk *c = shm_chunk(x, ch->in, head);
     if (c->slot != r->slot || c->total != r->len) {
       rc = shm_mismatch(ch, c, r);
       break;
@@ -328,7 +330,7 @@ shm_pull(struct collie__shm_xport *x, struct collie__shm_chan *ch)
       shm_finish_head(x, &ch->recvq, &ch->recvq_last);
       continue;
     }
-    if (c->off != r->off || c->len > r->len - r->off || c->len > COLLIE_SHM_SLOT_BYTES ||
+    if (c->off != r->off || c->len > r->len - r->off || c->len > x->layout.slot_bytes ||
         (c->len == 0 && r->len != 0)) {
       rc = collie__err(COLLIE_INTERNAL_ERROR,
                        "shm: corrupt chunk from rank %d (world rank %d): offset %" PRIu64
@@ -737,7 +739,7 @@ shm_flat_stray(struct collie__shm_flat *f, uint64_t *slot, uint64_t *total)
     struct collie__shm_chan *ch = &x->chans[i];
     uint64_t tail = atomic_load_explicit(&ch->in->tail, memory_order_acquire);
     for (uint64_t k = ch->in_head; k != tail; k++) {
-      const struct collie__shm_chunk *c = shm_chunk(ch->in, k);
+      const struct collie__shm_chunk *c = shm_chunk(x, ch->in, k);
       int kind = (int)(c->slot >> 56);
       if (kind == COLLIE_KIND_NONE || kind >= COLLIE_KIND_P2P) continue;
       if ((int32_t)((uint32_t)(c->slot >> 24) - seq) < 0) continue;

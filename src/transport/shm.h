@@ -66,7 +66,9 @@ struct collie__shm_flat *collie__shm_flat_of(struct collie__xport *x);
  * the same answer on every rank, so algorithms may shape calls by it (more
  * ranks than cores: syncs cost wake-ups). Never blocks. */
 int collie__shm_flat_cores(const struct collie__shm_flat *f);
-/* Bytes of each of a rank's two buffers (COLLIE_SHM_FLAT_BUF_BYTES). */
+/* Bytes of each of a rank's two buffers: 1 MiB unless COLLIE_SHM_BYTES made
+ * the segment's layout shrink them (to 64 KiB at least), a multiple of the
+ * page size. The same on every rank. */
 size_t collie__shm_flat_buf_bytes(const struct collie__shm_flat *f);
 /* Buffer b (0 or 1) of comm rank `rank`'s region; page-aligned. Others'
  * buffers are read-only for the caller. */

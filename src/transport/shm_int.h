@@ -12,14 +12,22 @@
  *   shm_layout.ctrl_off          struct collie__shm_ctrl ctrl[nlocal]
  *   shm_layout.rings_off         rings, one per ordered pair (i -> j), i != j
  *   shm_layout.flat_ctrl_off     struct collie__shm_flat_ctrl fctrl[nlocal]   (only when the
- *   shm_layout.flat_off          nlocal x 2 buffers of COLLIE_SHM_FLAT_BUF_BYTES  group is the
+ *   shm_layout.flat_off          nlocal x 2 buffers of flat_buf_bytes          group is the
  *                                                                 whole communicator)
  *
  * A ring is a single-producer single-consumer FIFO of COLLIE_SHM_NSLOTS slots.
  * The producer (rank i) owns tail, the consumer (rank j) owns head; both count
  * slots from 0 and never wrap (64 bits), so tail - head is the fill level.
  * A slot holds one chunk: a header (which message, where in it) and up to
- * COLLIE_SHM_SLOT_BYTES of payload.
+ * slot_bytes of payload.
+ *
+ * Size. The segment is bounded by COLLIE_SHM_BYTES per local rank
+ * (collie__shm_layout): today's geometry (64 KiB slots, 1 MiB flat buffers)
+ * whenever it fits, which with the default 64 MiB is up to 124 local ranks;
+ * beyond, or with a smaller budget, slots and flat buffers shrink by halves
+ * (the flat area goes last). Slot and flat buffer sizes are therefore
+ * runtime values: the leader records them in the header and every joiner
+ * checks them against its own layout.
  *
  * The flat area (see shm.h) serves the shm-only algorithms: per rank a phase
  * word and two buffers that every other rank reads directly. It exists only
@@ -41,21 +49,31 @@
 #include "transport/transport.h"
 #include "util/error.h"
 
-/* Tunables. 8 x 64 KiB per direction per pair: deep enough that a sender
- * rarely waits on a receiver that is merely late. The segment grows with the
- * square of the local rank count and is reserved up front (posix_fallocate):
- * 2 ranks 1 MiB, 8 ranks 28 MiB, 16 ranks 120 MiB, 64 ranks 2 GiB; large
- * nodes will want fewer or smaller slots (see the tuning issue). */
+/* Tunables. 8 slots per direction per pair: deep enough that a sender
+ * rarely waits on a receiver that is merely late. The slot size is chosen
+ * per segment by collie__shm_layout: 64 KiB (a chunk that large amortises its
+ * bookkeeping and a wake-up) unless the budget forces it down, by halves, to
+ * at least 4 KiB. The rings grow with the square of the local rank count:
+ * at 64 KiB slots a rank's share is ~0.5 MiB per peer (2 ranks: 1 MiB of
+ * rings, 8 ranks 28 MiB, 64 ranks 2 GiB in all). */
 #define COLLIE_SHM_NSLOTS 8u
-#define COLLIE_SHM_SLOT_BYTES (64u * 1024u)
+#define COLLIE_SHM_SLOT_BYTES_DEFAULT (64u * 1024u)
+#define COLLIE_SHM_SLOT_BYTES_MIN (4u * 1024u)
 
 /* Each buffer of a rank's flat region (two per rank). 1 MiB: a piece that
  * large amortises a sync (~1 us busy, ~30 us through wake-ups) over enough
  * bytes, and the flat area grows only linearly: 2 MiB per rank, so 8 ranks
  * add 16 MiB to their 28 MiB of rings. Reserved with the rest, and only in a
  * segment that serves the whole communicator (the only case where the
- * shm-only algorithms run). */
-#define COLLIE_SHM_FLAT_BUF_BYTES (1u << 20)
+ * shm-only algorithms run). Under a tight budget it shrinks by halves to
+ * 64 KiB (below that, syncs would cost more than the pieces save), then the
+ * area is left out and the message algorithms serve every call. */
+#define COLLIE_SHM_FLAT_BUF_BYTES_DEFAULT (1u << 20)
+#define COLLIE_SHM_FLAT_BUF_BYTES_MIN (64u * 1024u)
+
+/* COLLIE_SHM_BYTES' default (params.def repeats it as a literal; a unit test
+ * checks they agree): the most one local rank's share of a segment takes. */
+#define COLLIE_SHM_BYTES_DEFAULT ((size_t)64 << 20)
 
 /* 128, not 64: x86 prefetches cache lines in pairs, so words written by
  * different processes are kept 128 bytes apart to avoid false sharing. */
@@ -65,7 +83,7 @@
 #define COLLIE_SHM_REASON_LEN 256u
 
 #define COLLIE_SHM_MAGIC 0x636f6c6c69657368ull /* "collie" "sh" */
-#define COLLIE_SHM_VERSION 3u
+#define COLLIE_SHM_VERSION 4u
 
 /* Values of collie__shm_ctrl.state. 0 means the rank has not attached yet. */
 enum {
@@ -73,6 +91,8 @@ enum {
   COLLIE_SHM_ALIVE = 1,
   COLLIE_SHM_CLOSED = 2,  /* close(): left normally */
   COLLIE_SHM_ABORTED = 3, /* abort(), or open() failed after attaching */
+  COLLIE_SHM_REFUSED = 4, /* never attached: the segment's layout is not the one it computed
+                             (reason says how); the others fail open at once */
 };
 
 /* Written once by the leader before magic; afterwards only attached and
@@ -91,7 +111,8 @@ struct collie__shm_header {
   uint32_t flat_buf_bytes; /* 0: no flat area */
   uint32_t ncpus;          /* the host's cores as the leader counted them: one answer for all */
   uint32_t pad0_;
-  char pad1_[COLLIE_SHM_LINE - 64];
+  uint64_t shm_bytes; /* the leader's COLLIE_SHM_BYTES: named when a joiner's layout differs */
+  char pad1_[COLLIE_SHM_LINE - 72];
   /* Own line: bumped by every rank as it maps the segment; futex word. */
   _Atomic uint32_t attached;
   char pad2_[COLLIE_SHM_LINE - 4];
@@ -156,15 +177,10 @@ struct collie__shm_ring {
    * address instead of copying them into slots. */
   _Atomic uint32_t cma_ok;
   char pad1_[COLLIE_SHM_LINE - 12];
-  /* followed by COLLIE_SHM_NSLOTS x (struct collie__shm_chunk + COLLIE_SHM_SLOT_BYTES) */
+  /* followed by COLLIE_SHM_NSLOTS x (struct collie__shm_chunk + the layout's slot_bytes) */
 };
 
-#define COLLIE_SHM_SLOT_STRIDE (sizeof(struct collie__shm_chunk) + COLLIE_SHM_SLOT_BYTES)
 #define COLLIE_SHM_ALIGN_UP(x, a) (((x) + (a)-1) / (a) * (a))
-#define COLLIE_SHM_RING_BYTES                                                                      \
-  COLLIE_SHM_ALIGN_UP(sizeof(struct collie__shm_ring) +                                            \
-                          COLLIE_SHM_NSLOTS * COLLIE_SHM_SLOT_STRIDE,                              \
-                      COLLIE_SHM_PAGE)
 
 _Static_assert(sizeof(struct collie__shm_header) == 3 * COLLIE_SHM_LINE, "header: 3 lines");
 _Static_assert(offsetof(struct collie__shm_header, attached) == COLLIE_SHM_LINE,
@@ -177,21 +193,33 @@ _Static_assert(sizeof(struct collie__shm_ctrl) == COLLIE_SHM_LINE + COLLIE_SHM_R
 _Static_assert(sizeof(struct collie__shm_chunk) == 64, "chunk header: one 64-byte line");
 _Static_assert(sizeof(struct collie__shm_flat_ctrl) == 2 * COLLIE_SHM_LINE,
                "flat ctrl: a phase line, then a line of descriptors");
-_Static_assert(COLLIE_SHM_FLAT_BUF_BYTES % COLLIE_SHM_PAGE == 0, "flat buffers: whole pages");
+_Static_assert(COLLIE_SHM_FLAT_BUF_BYTES_MIN % COLLIE_SHM_PAGE == 0 &&
+                   (COLLIE_SHM_FLAT_BUF_BYTES_MIN & (COLLIE_SHM_FLAT_BUF_BYTES_MIN - 1)) == 0 &&
+                   COLLIE_SHM_FLAT_BUF_BYTES_DEFAULT % COLLIE_SHM_FLAT_BUF_BYTES_MIN == 0,
+               "flat buffers: whole pages at every halving");
 _Static_assert(sizeof(struct collie__shm_ring) == 2 * COLLIE_SHM_LINE, "ring: head, tail lines");
 _Static_assert(offsetof(struct collie__shm_ring, head) == COLLIE_SHM_LINE, "head: own line");
 _Static_assert(sizeof(_Atomic uint32_t) == sizeof(uint32_t), "futex words are plain 32-bit");
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2,
                "shared counters must be lock-free: a lock would live in one process only");
 _Static_assert((COLLIE_SHM_NSLOTS & (COLLIE_SHM_NSLOTS - 1)) == 0, "NSLOTS: power of two");
-_Static_assert(COLLIE_SHM_SLOT_BYTES % 64 == 0 && COLLIE_SHM_SLOT_BYTES <= UINT32_MAX,
-               "slot payload: whole lines, fits the 32-bit chunk length");
+_Static_assert(COLLIE_SHM_SLOT_BYTES_MIN % 64 == 0 &&
+                   (COLLIE_SHM_SLOT_BYTES_MIN & (COLLIE_SHM_SLOT_BYTES_MIN - 1)) == 0 &&
+                   COLLIE_SHM_SLOT_BYTES_DEFAULT % COLLIE_SHM_SLOT_BYTES_MIN == 0 &&
+                   COLLIE_SHM_SLOT_BYTES_DEFAULT <= UINT32_MAX,
+               "slot payload: whole lines at every halving, fits the 32-bit chunk length");
 
-/* Where each part of a segment of nlocal ranks lives (shm_setup.c computes it). */
+/* A segment's geometry and where each part of it lives, for nlocal ranks:
+ * computed once, by collie__shm_layout, and read from here by everything
+ * else (the data path reads slot_stride and slot_bytes per chunk). */
 struct collie__shm_layout {
   size_t ranks_off, ctrl_off, rings_off;
   size_t flat_ctrl_off, flat_off; /* 0 without a flat area */
-  size_t bytes;
+  size_t slot_bytes;              /* payload of one slot */
+  size_t slot_stride;             /* chunk header + slot_bytes: slot k starts k strides in */
+  size_t ring_bytes;              /* one ring with its slots, whole pages */
+  size_t flat_buf_bytes;          /* each of a rank's two flat buffers; 0 without a flat area */
+  size_t bytes;                   /* the whole segment */
 };
 
 /* ---- This rank's private state (not in shared memory) ---- */
@@ -243,7 +271,8 @@ struct collie__shm_xport {
   size_t cma_min; /* cfg->cma_min: single-copy sends from this size (0: never) */
   int cores;      /* the host's cores (hdr->ncpus): more local ranks means oversubscribed */
   void *base;
-  size_t bytes;
+  size_t bytes;     /* layout.bytes once laid out: what is mapped at base */
+  size_t shm_bytes; /* the budget per local rank (cfg->shm_bytes, or the default) */
   struct collie__shm_layout layout;
   struct collie__shm_flat flat; /* usable when flat.ctrl is set */
   struct collie__shm_header *hdr;
@@ -273,6 +302,23 @@ collie__shm_futex_word(_Atomic uint32_t *w)
 }
 
 /* ---- shm_setup.c ---- */
+
+/* Lays out the segment of nlocal (>= 1) local ranks within budget bytes per
+ * local rank (COLLIE_SHM_BYTES; 0 means the default), so that out->bytes <=
+ * nlocal x budget, with a flat area when flat is set and the budget allows
+ * one. Today's geometry (64 KiB slots, 1 MiB flat buffers) when it fits;
+ * else, repeatedly, the larger share of a rank (its rings or its two flat
+ * buffers) is halved, down to COLLIE_SHM_SLOT_BYTES_MIN and
+ * COLLIE_SHM_FLAT_BUF_BYTES_MIN; when even that does not fit, the flat area
+ * is left out and the slots are sized again without it. Pure (the same
+ * arguments give the same layout on every rank); never blocks. Error:
+ * INVALID_ARGUMENT when even the smallest layout does not fit, naming
+ * COLLIE_SHM_BYTES, the value, nlocal and the minimum (out is untouched). */
+collie_result_t collie__shm_layout(int nlocal, int flat, size_t budget,
+                                   struct collie__shm_layout *out);
+/* The smallest COLLIE_SHM_BYTES collie__shm_layout accepts for nlocal (>= 1)
+ * local ranks (smallest slots, no flat area). Pure. */
+size_t collie__shm_layout_min(int nlocal);
 
 /* The value a peer must read at our collie__shm_ctrl.cma_addr to prove that
  * single-copy reads of our memory work (same user, no ptrace restriction). */

@@ -56,26 +56,104 @@ collie__shm_can_connect(const struct collie__net_cfg *cfg, int peer)
 
 /* ---- Layout ---- */
 
-/* With flat set (the group is the whole communicator), the flat area
- * follows the rings, page-aligned so that every buffer starts a page. */
-static struct collie__shm_layout
-shm_layout(int nlocal, int flat)
+/* Places every part of a segment of n ranks with slots of slot bytes and
+ * flat buffers of flat_buf bytes (0: no flat area). The flat area follows
+ * the rings, page-aligned so that every buffer starts a page. */
+static void
+shm_layout_place(struct collie__shm_layout *l, size_t n, size_t slot, size_t flat_buf)
+{
+  l->slot_bytes = slot;
+  l->slot_stride = sizeof(struct collie__shm_chunk) + slot;
+  l->ring_bytes = COLLIE_SHM_ALIGN_UP(
+      sizeof(struct collie__shm_ring) + COLLIE_SHM_NSLOTS * l->slot_stride, COLLIE_SHM_PAGE);
+  l->ranks_off = sizeof(struct collie__shm_header);
+  l->ctrl_off = l->ranks_off + COLLIE_SHM_ALIGN_UP(n * sizeof(int32_t), COLLIE_SHM_LINE);
+  l->rings_off =
+      COLLIE_SHM_ALIGN_UP(l->ctrl_off + n * sizeof(struct collie__shm_ctrl), COLLIE_SHM_PAGE);
+  l->bytes = l->rings_off + n * (n - 1) * l->ring_bytes;
+  l->flat_ctrl_off = l->flat_off = 0;
+  l->flat_buf_bytes = flat_buf;
+  if (flat_buf) {
+    l->flat_ctrl_off = l->bytes;
+    l->flat_off = COLLIE_SHM_ALIGN_UP(l->flat_ctrl_off + n * sizeof(struct collie__shm_flat_ctrl),
+                                      COLLIE_SHM_PAGE);
+    l->bytes = l->flat_off + n * 2 * flat_buf;
+  }
+}
+
+/* One rank's share of the segment, rounded up: share <= budget exactly when
+ * bytes <= n x budget, without the product's overflow. */
+static size_t
+shm_layout_share(const struct collie__shm_layout *l, size_t n)
+{
+  return l->bytes / n + (l->bytes % n != 0);
+}
+
+/* Far beyond any host (the segment of even the smallest layout would take
+ * terabytes), and low enough that no size computation above overflows. */
+#define SHM_LAYOUT_MAX_RANKS 65536
+
+size_t
+collie__shm_layout_min(int nlocal)
 {
   struct collie__shm_layout l;
-  size_t n = (size_t)nlocal;
-  l.ranks_off = sizeof(struct collie__shm_header);
-  l.ctrl_off = l.ranks_off + COLLIE_SHM_ALIGN_UP(n * sizeof(int32_t), COLLIE_SHM_LINE);
-  l.rings_off =
-      COLLIE_SHM_ALIGN_UP(l.ctrl_off + n * sizeof(struct collie__shm_ctrl), COLLIE_SHM_PAGE);
-  l.bytes = l.rings_off + n * (n - 1) * COLLIE_SHM_RING_BYTES;
-  l.flat_ctrl_off = l.flat_off = 0;
-  if (flat) {
-    l.flat_ctrl_off = l.bytes;
-    l.flat_off = COLLIE_SHM_ALIGN_UP(l.flat_ctrl_off + n * sizeof(struct collie__shm_flat_ctrl),
-                                     COLLIE_SHM_PAGE);
-    l.bytes = l.flat_off + n * 2 * (size_t)COLLIE_SHM_FLAT_BUF_BYTES;
+  size_t n = nlocal < 1 ? 1 : nlocal > SHM_LAYOUT_MAX_RANKS ? SHM_LAYOUT_MAX_RANKS : (size_t)nlocal;
+  shm_layout_place(&l, n, COLLIE_SHM_SLOT_BYTES_MIN, 0);
+  return shm_layout_share(&l, n);
+}
+
+/* Tries to fit the segment of n ranks into budget per rank, starting from
+ * 64 KiB slots and flat buffers of flat_buf bytes (0: no flat area) and
+ * halving the larger of a rank's two shares (its rings, its two flat
+ * buffers) while neither is at its floor. Why the larger: the rings grow
+ * with the peers and dominate on large hosts, where smaller slots cost
+ * little (a ring step moves a p-th of the message anyway); the flat buffers
+ * dominate on small hosts, where pieces of a few hundred KiB still amortise
+ * a sync. Returns 1 with *l set when it fits. */
+static int
+shm_layout_fit(size_t n, size_t flat_buf, size_t budget, struct collie__shm_layout *l)
+{
+  size_t slot = COLLIE_SHM_SLOT_BYTES_DEFAULT;
+  for (;;) {
+    shm_layout_place(l, n, slot, flat_buf);
+    if (shm_layout_share(l, n) <= budget) return 1;
+    size_t rings = (n - 1) * l->ring_bytes, flats = 2 * flat_buf;
+    int can_flat = flat_buf > COLLIE_SHM_FLAT_BUF_BYTES_MIN;
+    int can_slot = slot > COLLIE_SHM_SLOT_BYTES_MIN;
+    if (can_flat && (flats >= rings || !can_slot))
+      flat_buf /= 2;
+    else if (can_slot)
+      slot /= 2;
+    else
+      return 0;
   }
-  return l;
+}
+
+/* The flat area goes last: the shm-only algorithms are the fastest there
+ * are, but the message algorithms serve every call without them; and
+ * without it the slots start again from 64 KiB, so they take back the room
+ * the flat buffers leave. */
+collie_result_t
+collie__shm_layout(int nlocal, int flat, size_t budget, struct collie__shm_layout *out)
+{
+  if (nlocal < 1 || nlocal > SHM_LAYOUT_MAX_RANKS)
+    return collie__err(COLLIE_INVALID_ARGUMENT,
+                       "shm: cannot lay out a segment for %d local ranks (1..%d)", nlocal,
+                       SHM_LAYOUT_MAX_RANKS);
+  if (budget == 0) budget = COLLIE_SHM_BYTES_DEFAULT;
+  size_t n = (size_t)nlocal;
+  struct collie__shm_layout l;
+  if ((flat && shm_layout_fit(n, COLLIE_SHM_FLAT_BUF_BYTES_DEFAULT, budget, &l)) ||
+      shm_layout_fit(n, 0, budget, &l)) {
+    *out = l;
+    return COLLIE_SUCCESS;
+  }
+  size_t min = collie__shm_layout_min(nlocal);
+  return collie__err(COLLIE_INVALID_ARGUMENT,
+                     "COLLIE_SHM_BYTES=%zu is too small for the shared-memory segment of %d local "
+                     "ranks: the smallest one (%u-byte slots, no flat area) takes %zu bytes per "
+                     "local rank; set COLLIE_SHM_BYTES >= %zu",
+                     budget, nlocal, COLLIE_SHM_SLOT_BYTES_MIN, min, min);
 }
 
 /* The ring carrying i -> j (local indices, i != j). */
@@ -84,7 +162,7 @@ shm_ring(const struct collie__shm_xport *x, int i, int j)
 {
   size_t k = (size_t)i * (size_t)(x->nlocal - 1) + (size_t)(j < i ? j : j - 1);
   return (struct collie__shm_ring *)((char *)x->base + x->layout.rings_off +
-                                     k * COLLIE_SHM_RING_BYTES);
+                                     k * x->layout.ring_bytes);
 }
 
 /* Points this rank's view of the flat area into the mapped segment. Phase
@@ -97,7 +175,7 @@ shm_flat_init(struct collie__shm_xport *x)
   f->x = x;
   f->ctrl = (struct collie__shm_flat_ctrl *)((char *)x->base + x->layout.flat_ctrl_off);
   f->regions = (char *)x->base + x->layout.flat_off;
-  f->buf_bytes = COLLIE_SHM_FLAT_BUF_BYTES;
+  f->buf_bytes = x->layout.flat_buf_bytes;
 }
 
 /* ---- open ---- */
@@ -186,8 +264,9 @@ shm_create(struct collie__shm_xport *x, const struct collie__net_cfg *cfg, const
   h->version = COLLIE_SHM_VERSION;
   h->nlocal = (uint32_t)x->nlocal;
   h->nslots = COLLIE_SHM_NSLOTS;
-  h->slot_bytes = COLLIE_SHM_SLOT_BYTES;
-  h->flat_buf_bytes = l.flat_off ? COLLIE_SHM_FLAT_BUF_BYTES : 0;
+  h->slot_bytes = (uint32_t)l.slot_bytes;
+  h->flat_buf_bytes = (uint32_t)l.flat_buf_bytes;
+  h->shm_bytes = x->shm_bytes;
   h->ncpus = (uint32_t)collie__ncpus();
   h->leader_pid = (int32_t)getpid();
   int32_t *ranks = (int32_t *)((char *)base + l.ranks_off);
@@ -211,9 +290,63 @@ out_close:
   return rc;
 }
 
+/* INVALID_USAGE: the leader's segment h (ours by its nonce) has another
+ * geometry than this rank's layout, most likely because the ranks of this
+ * host run with different COLLIE_SHM_BYTES (or different library builds). */
+static collie_result_t
+shm_layout_mismatch(const struct collie__shm_xport *x, const int *group,
+                    const struct collie__shm_header *h)
+{
+  return collie__err(COLLIE_INVALID_USAGE,
+                     "shm: segment /dev/shm%s of rank %d does not match this rank's layout: it has "
+                     "layout version %u, %u local ranks, %u-byte slots, flat buffers of %u bytes, "
+                     "%" PRIu64 " bytes (COLLIE_SHM_BYTES=%" PRIu64
+                     " there); this rank expects version %u, %d local ranks, %zu-byte slots, "
+                     "flat buffers of %zu bytes (0: no flat area), %zu bytes (COLLIE_SHM_BYTES=%zu "
+                     "here): every rank of "
+                     "a host must run the same library with the same COLLIE_SHM_BYTES",
+                     x->name, group[0], h->version, h->nlocal, h->slot_bytes, h->flat_buf_bytes,
+                     h->seg_bytes, h->shm_bytes, COLLIE_SHM_VERSION, x->nlocal,
+                     x->layout.slot_bytes, x->layout.flat_buf_bytes, x->bytes, x->shm_bytes);
+}
+
+/* Tells the ranks waiting in shm_join on the leader's segment (header h,
+ * size bytes, open as fd) that this rank will never attach, and why (in
+ * short: the reason must fit its slot): they fail at once instead of at the
+ * setup deadline. Only when the control entries sit where this rank's layout puts
+ * them (same version and rank count: they do not depend on the slots); else
+ * the others wait for their deadline, which names this rank. */
+static void
+shm_refuse(const struct collie__shm_xport *x, const struct collie__shm_header *h, size_t bytes,
+           int fd)
+{
+  char why[COLLIE_SHM_REASON_LEN];
+  if (h->version != COLLIE_SHM_VERSION || h->nlocal != (uint32_t)x->nlocal ||
+      h->seg_bytes != bytes || bytes < x->layout.rings_off)
+    return;
+  void *base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (base == MAP_FAILED) return;
+  struct collie__shm_header *hdr = base;
+  struct collie__shm_ctrl *mine = (struct collie__shm_ctrl *)((char *)base + x->layout.ctrl_off);
+  mine += x->me;
+  collie__fmt(why, sizeof(why),
+              "its COLLIE_SHM_BYTES=%zu lays out %zu-byte slots and flat buffers of %zu bytes (0: "
+              "none), the segment has %u and %u (COLLIE_SHM_BYTES=%" PRIu64
+              "): every rank of a host needs the same value",
+              x->shm_bytes, x->layout.slot_bytes, x->layout.flat_buf_bytes, h->slot_bytes,
+              h->flat_buf_bytes, h->shm_bytes);
+  memcpy(mine->reason, why, sizeof(why));
+  atomic_store_explicit(&mine->state, COLLIE_SHM_REFUSED, memory_order_release);
+  atomic_fetch_add_explicit(&hdr->events, 1, memory_order_seq_cst);
+  collie__futex_wake_all(collie__shm_futex_word(&hdr->attached));
+  munmap(base, bytes);
+}
+
 /* Maps the segment if it is the leader's current one. Returns 1 when mapped
  * and checked, 0 to retry later (not there yet, stale, still being built),
- * or -1 with the error set. */
+ * or -1 with the error set. The header is read first, on its own: the
+ * segment's size only tells whether it has the shape this rank expects, and
+ * a leader whose layout differs must be named, not waited for. */
 static int
 shm_try_map(struct collie__shm_xport *x, const struct collie__net_cfg *cfg, const int *group,
             uint64_t nonce, collie_result_t *rc)
@@ -230,10 +363,36 @@ shm_try_map(struct collie__shm_xport *x, const struct collie__net_cfg *cfg, cons
     close(fd);
     return -1;
   }
-  if ((size_t)st.st_size != x->bytes) {
+  size_t hbytes = sizeof(struct collie__shm_header);
+  if ((size_t)st.st_size < hbytes) {
     close(fd); /* not sized yet, or a stale segment of another shape */
     return 0;
   }
+  struct collie__shm_header *h = mmap(NULL, hbytes, PROT_READ, MAP_SHARED, fd, 0);
+  if (h == MAP_FAILED) {
+    *rc = collie__err_errno(COLLIE_SYSTEM_ERROR, "shm: cannot map segment /dev/shm%s", x->name);
+    close(fd);
+    return -1;
+  }
+  if (atomic_load_explicit(&h->magic, memory_order_acquire) != COLLIE_SHM_MAGIC ||
+      h->nonce != nonce) {
+    munmap(h, hbytes); /* a stale segment, or ours still being built */
+    close(fd);
+    return 0;
+  }
+  struct collie__shm_layout l = x->layout;
+  int same = h->version == COLLIE_SHM_VERSION && h->nlocal == (uint32_t)x->nlocal &&
+             h->comm_hash == cfg->comm_hash && h->seg_bytes == x->bytes &&
+             (size_t)st.st_size == x->bytes && h->nslots == COLLIE_SHM_NSLOTS &&
+             h->slot_bytes == l.slot_bytes && h->flat_buf_bytes == l.flat_buf_bytes;
+  if (!same) {
+    *rc = shm_layout_mismatch(x, group, h);
+    shm_refuse(x, h, (size_t)st.st_size, fd);
+    munmap(h, hbytes);
+    close(fd);
+    return -1;
+  }
+  munmap(h, hbytes);
   void *base = mmap(NULL, x->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close(fd);
   if (base == MAP_FAILED) {
@@ -241,24 +400,15 @@ shm_try_map(struct collie__shm_xport *x, const struct collie__net_cfg *cfg, cons
                             x->name, x->bytes);
     return -1;
   }
-  struct collie__shm_header *h = base;
-  if (atomic_load_explicit(&h->magic, memory_order_acquire) != COLLIE_SHM_MAGIC ||
-      h->nonce != nonce) {
-    munmap(base, x->bytes);
-    return 0;
-  }
-  struct collie__shm_layout l = x->layout;
+  h = base;
   const int32_t *ranks = (const int32_t *)((char *)base + l.ranks_off);
-  int same = h->version == COLLIE_SHM_VERSION && h->nlocal == (uint32_t)x->nlocal &&
-             h->comm_hash == cfg->comm_hash && h->seg_bytes == x->bytes &&
-             h->nslots == COLLIE_SHM_NSLOTS && h->slot_bytes == COLLIE_SHM_SLOT_BYTES &&
-             h->flat_buf_bytes == (l.flat_off ? COLLIE_SHM_FLAT_BUF_BYTES : 0);
+  same = h->nonce == nonce;
   for (int i = 0; same && i < x->nlocal; i++) same = ranks[i] == group[i];
   if (!same) {
     *rc = collie__err(COLLIE_INTERNAL_ERROR,
-                      "shm: segment /dev/shm%s of rank %d does not match this rank's view (layout "
-                      "version %u vs %u, %u vs %d local ranks, or another rank set)",
-                      x->name, group[0], h->version, COLLIE_SHM_VERSION, h->nlocal, x->nlocal);
+                      "shm: segment /dev/shm%s of rank %d lists another set of local ranks than "
+                      "this rank's view",
+                      x->name, group[0]);
     munmap(base, x->bytes);
     return -1;
   }
@@ -345,6 +495,14 @@ shm_join(struct collie__shm_xport *x, const struct collie__net_cfg *cfg, const i
     int quit = -1;
     for (int i = 0; i < x->nlocal && quit < 0; i++) {
       uint32_t st = atomic_load_explicit(&x->ctrl[i].state, memory_order_acquire);
+      if (st == COLLIE_SHM_REFUSED) {
+        /* Written before the state, which we read with acquire. */
+        const char *r = x->ctrl[i].reason;
+        return collie__err(COLLIE_INVALID_USAGE,
+                           "shm: rank %d (world rank %d) refused the shared-memory segment: %.*s",
+                           group[i], cfg->peers[group[i]].world_rank,
+                           (int)strnlen(r, COLLIE_SHM_REASON_LEN - 1), r);
+      }
       if (st == COLLIE_SHM_ABORTED || st == COLLIE_SHM_CLOSED) quit = i;
     }
     int64_t now = collie__now_ns();
@@ -437,8 +595,12 @@ collie__shm_open(const struct collie__net_cfg *cfg, const int *peers, int npeers
   }
 
   /* The flat area only where the shm-only algorithms can run: every rank
-   * of the communicator is in this group. */
-  x->layout = shm_layout(x->nlocal, x->nlocal == cfg->size);
+   * of the communicator is in this group. Every local rank computes the
+   * same layout from the same inputs; the leader records it in the header
+   * and the others check it there. */
+  x->shm_bytes = cfg->shm_bytes ? cfg->shm_bytes : COLLIE_SHM_BYTES_DEFAULT;
+  rc = collie__shm_layout(x->nlocal, x->nlocal == cfg->size, x->shm_bytes, &x->layout);
+  if (rc != COLLIE_SUCCESS) goto out_free;
   x->bytes = x->layout.bytes;
   collie__fmt(x->name, sizeof(x->name), "/collie-%016llx-%016llx-%d",
               (unsigned long long)collie__hash64(cfg->token, strlen(cfg->token), 0),
@@ -480,10 +642,10 @@ collie__shm_open(const struct collie__net_cfg *cfg, const int *peers, int npeers
   x->events_seen = atomic_load_explicit(&x->hdr->events, memory_order_acquire);
   shm_flat_init(x);
   COLLIE_INFO("SHM",
-              "segment %s: %d local ranks (this is index %d), %zu bytes, %u x %u-byte slots, "
-              "flat area of 2 x %u KiB per rank",
-              x->name, x->nlocal, x->me, x->bytes, COLLIE_SHM_NSLOTS, COLLIE_SHM_SLOT_BYTES,
-              x->flat.ctrl ? COLLIE_SHM_FLAT_BUF_BYTES / 1024 : 0);
+              "segment %s: %d local ranks (this is index %d), %zu bytes (COLLIE_SHM_BYTES=%zu per "
+              "local rank), %u x %zu-byte slots per ring, flat area of 2 x %zu KiB per rank",
+              x->name, x->nlocal, x->me, x->bytes, x->shm_bytes, COLLIE_SHM_NSLOTS,
+              x->layout.slot_bytes, x->layout.flat_buf_bytes / 1024);
   free(group);
   *out = (struct collie__xport *)(void *)x;
   return COLLIE_SUCCESS;

@@ -117,6 +117,7 @@ struct collie__net_cfg {
   const char *ifname;               /* COLLIE_SOCKET_IFNAME or NULL */
   int spin;                         /* polls before sleeping in wait (0: sleep at once) */
   size_t cma_min;                   /* shm: single-copy (CMA) from this many bytes; 0: never */
+  size_t shm_bytes;                 /* shm: segment budget per local rank; 0: the default */
   int64_t deadline_ns;              /* setup deadline */
 };
 
