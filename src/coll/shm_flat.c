@@ -206,14 +206,14 @@ flat_allreduce_run(struct collie__call *c)
   do {
     size_t len = bytes - done < piece ? bytes - done : piece;
     int b = collie__shm_flat_next_buf(f);
-    char *mine = collie__shm_flat_buf(f, r, b);
+    char *mine = collie__shm_flat_piece(f, r, b, len);
     if (len) memcpy(mine, in + done, len);
     if ((rc = collie__shm_flat_sync(f, c->deadline_ns)) != COLLIE_SUCCESS) return rc;
     char *dst = out + done;
     if (replicate) {
       if (len) {
-        memcpy(dst, collie__shm_flat_buf(f, 0, b), len);
-        for (int q = 1; q < p; q++) c->reduce(dst, collie__shm_flat_buf(f, q, b), len / es);
+        memcpy(dst, collie__shm_flat_piece(f, 0, b, len), len);
+        for (int q = 1; q < p; q++) c->reduce(dst, collie__shm_flat_piece(f, q, b, len), len / es);
         if (c->op == COLLIE_AVG) collie__reduce_avg_finish(dst, len / es, c->dtype, p);
       }
     } else {
@@ -221,14 +221,15 @@ flat_allreduce_run(struct collie__call *c)
       if (hi > lo) {
         for (int q = 0; q < p; q++)
           if (q != r)
-            c->reduce(mine + lo, (const char *)collie__shm_flat_buf(f, q, b) + lo, (hi - lo) / es);
+            c->reduce(mine + lo, (const char *)collie__shm_flat_piece(f, q, b, len) + lo,
+                      (hi - lo) / es);
         if (c->op == COLLIE_AVG) collie__reduce_avg_finish(mine + lo, (hi - lo) / es, c->dtype, p);
       }
       if ((rc = collie__shm_flat_sync(f, c->deadline_ns)) != COLLIE_SUCCESS) return rc;
       for (int q = 0; q < p; q++) {
         size_t qlo = flat_cut(len, p, q), qhi = flat_cut(len, p, q + 1);
         if (qhi > qlo)
-          memcpy(dst + qlo, (const char *)collie__shm_flat_buf(f, q, b) + qlo, qhi - qlo);
+          memcpy(dst + qlo, (const char *)collie__shm_flat_piece(f, q, b, len) + qlo, qhi - qlo);
       }
     }
     done += len;
@@ -274,9 +275,9 @@ flat_reduce_scatter_run(struct collie__call *c)
   flat_begin(f, c, 1, (uint32_t)per);
   size_t o = 0;
   do {
-    size_t k = n - o < per ? n - o : per, kb = k * es;
+    size_t k = n - o < per ? n - o : per, kb = k * es, all = (size_t)p * kb;
     int b = collie__shm_flat_next_buf(f);
-    char *mine = collie__shm_flat_buf(f, r, b);
+    char *mine = collie__shm_flat_piece(f, r, b, all);
     for (int q = 0; q < p; q++)
       if (q != r && kb) memcpy(mine + (size_t)q * kb, in + ((size_t)q * n + o) * es, kb);
     if ((rc = collie__shm_flat_sync(f, c->deadline_ns)) != COLLIE_SUCCESS) return rc;
@@ -285,7 +286,8 @@ flat_reduce_scatter_run(struct collie__call *c)
       const char *own = in + ((size_t)r * n + o) * es;
       if (dst != own) memcpy(dst, own, kb);
       for (int q = 0; q < p; q++)
-        if (q != r) c->reduce(dst, (const char *)collie__shm_flat_buf(f, q, b) + (size_t)r * kb, k);
+        if (q != r)
+          c->reduce(dst, (const char *)collie__shm_flat_piece(f, q, b, all) + (size_t)r * kb, k);
       if (c->op == COLLIE_AVG) collie__reduce_avg_finish(dst, k, c->dtype, p);
     }
     o += k;
@@ -340,9 +342,9 @@ flat_gather_pieces(struct collie__call *c, int all_to_all)
   flat_begin(f, c, 0, (uint32_t)per);
   size_t o = 0;
   do {
-    size_t k = n - o < per ? n - o : per, kb = k * es;
+    size_t k = n - o < per ? n - o : per, kb = k * es, all = all_to_all ? (size_t)p * kb : kb;
     int b = collie__shm_flat_next_buf(f);
-    char *mine = collie__shm_flat_buf(f, r, b);
+    char *mine = collie__shm_flat_piece(f, r, b, all);
     if (kb) {
       if (all_to_all) {
         for (int q = 0; q < p; q++)
@@ -355,7 +357,9 @@ flat_gather_pieces(struct collie__call *c, int all_to_all)
     for (int q = 0; q < p && kb; q++)
       if (q != r)
         memcpy(out + ((size_t)q * n + o) * es,
-               (const char *)collie__shm_flat_buf(f, q, b) + (all_to_all ? (size_t)r * kb : 0), kb);
+               (const char *)collie__shm_flat_piece(f, q, b, all) +
+                   (all_to_all ? (size_t)r * kb : 0),
+               kb);
     o += k;
   } while (o < n);
   return COLLIE_SUCCESS;

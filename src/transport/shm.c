@@ -14,9 +14,9 @@
  * is no allocation per message.
  *
  * Sleeping. Each rank has a 32-bit doorbell futex word. Whoever moves a ring
- * counter another rank may wait on bumps that rank's doorbell afterwards and
- * calls futex_wake only when the rank announced it sleeps (see shm_notify
- * and shm_wait for why no wake-up is lost). A rank that dies cannot ring,
+ * counter another rank may wait on bumps that rank's doorbell and calls
+ * futex_wake only when the rank announced it sleeps (see shm_signal and
+ * shm_wait for why no wake-up is lost). A rank that dies cannot ring,
  * so a rank with requests outstanding checks its peers at least every
  * SHM_CHECK_NS: their state word (closed, aborted) and whether their process
  * still exists (a pidfd, or kill/proc as a fallback).
@@ -85,26 +85,27 @@ shm_chunk(const struct collie__shm_xport *x, struct collie__shm_ring *r, uint64_
 
 /* ---- Wake-ups ----
  *
- * The lost wake-up race, and why it cannot happen here. The waiter (W) runs
- *   progress: s = doorbell (acquire); read the rings, find nothing to do
- *   wait:     sleeping = 1 (seq_cst); if doorbell == s: futex_wait(doorbell, s)
- * and a producer (P) that makes W's work possible runs
- *   publish tail/head (release); doorbell += 1 (seq_cst read-modify-write);
- *   if sleeping (seq_cst): futex_wake(doorbell).
- * 1. If W's ring reads missed P's publish, W's snapshot s predates P's bump:
- *    had W read the bumped value, its acquire would have synchronised with
- *    the bump (a release), which follows the publish, and W's later ring
- *    reads would have seen it. So the doorbell differs from s after the bump.
- * 2. W's store of sleeping and P's bump are both seq_cst, and so are the
- *    loads after them: in the single total order, either W's load of the
- *    doorbell comes after P's bump (W sees it and does not sleep), or P's
- *    load of sleeping comes after W's store (P sees 1 and wakes W). This is
- *    the store-then-load (Dekker) pattern; acquire/release alone would not
- *    rule out both sides missing each other.
- * 3. futex_wait re-compares the word with s in the kernel, so a bump landing
- *    between W's compare and its sleep makes it return at once.
- * The bump is unconditional (only the syscall is skipped when W is awake):
- * skipping it would let an awake W take a stale snapshot and then sleep. */
+ * The lost wake-up race, and why it cannot happen here. A producer (P) that
+ * makes a waiter's (W's) work possible runs, all seq_cst,
+ *   publish tail/head; if W.sleeping: W.doorbell += 1; futex_wake(W.doorbell)
+ * and W, having found nothing to do, runs in wait(), all seq_cst,
+ *   sleeping = 1; s = doorbell;
+ *   look at the rings again (shm_look); if nothing moved: futex_wait(doorbell, s)
+ * 1. Store then load on both sides (the Dekker pattern): in the single total
+ *    order of seq_cst operations, either W's second look comes after P's
+ *    publish and sees it (W does not sleep), or P's load of sleeping comes
+ *    after W's store and sees 1. (Fences would do the same, but
+ *    ThreadSanitizer does not model them.)
+ * 2. In the second case P bumps the doorbell: before W's snapshot s (then
+ *    W's look, after the snapshot, sees the publish that preceded the bump)
+ *    or after it (then futex_wait, which compares the word with s in the
+ *    kernel, returns at once).
+ * So a producer pays a locked store and one load of a line the waiter writes only
+ * when it goes to sleep, and touches the doorbell only for a sleeper: an
+ * awake peer's line is left alone (a bump per message used to move the
+ * doorbell's cache line between the cores twice per message). Departures
+ * and aborts ring unconditionally (shm_notify); the flat area (below) keeps
+ * its own words and the same rule. */
 static void
 shm_notify(struct collie__shm_xport *x, int local)
 {
@@ -112,6 +113,13 @@ shm_notify(struct collie__shm_xport *x, int local)
   atomic_fetch_add_explicit(&c->doorbell, 1, memory_order_seq_cst);
   if (atomic_load_explicit(&c->sleeping, memory_order_seq_cst))
     collie__futex_wake_all(collie__shm_futex_word(&c->doorbell));
+}
+
+/* After publishing a ring counter local may wait on: wakes it if asleep. */
+static void
+shm_signal(struct collie__shm_xport *x, int local)
+{
+  if (atomic_load_explicit(&x->ctrl[local].sleeping, memory_order_seq_cst)) shm_notify(x, local);
 }
 
 static void
@@ -236,7 +244,7 @@ shm_push(struct collie__shm_xport *x, struct collie__shm_chan *ch)
       c->addr = (uint64_t)(uintptr_t)r->buf;
       r->off = r->len;
       r->xseq = tail + 1; /* complete when head reaches it */
-      atomic_store_explicit(&ch->out->tail, ++tail, memory_order_release);
+      atomic_store_explicit(&ch->out->tail, ++tail, memory_order_seq_cst);
       continue;
     }
     size_t n = r->len - r->off;
@@ -251,12 +259,12 @@ shm_push(struct collie__shm_xport *x, struct collie__shm_chan *ch)
     r->off += n;
     /* Publish each chunk at once so a polling receiver can copy it out while
      * we fill the next slot; the doorbell is rung once, below. */
-    atomic_store_explicit(&ch->out->tail, ++tail, memory_order_release);
+    atomic_store_explicit(&ch->out->tail, ++tail, memory_order_seq_cst);
     shm_finish_head(x, &ch->sendq, &ch->sendq_last);
   }
   if (tail != ch->out_tail) {
     ch->out_tail = tail;
-    shm_notify(x, ch->local);
+    shm_signal(x, ch->local);
   }
 }
 
@@ -326,7 +334,7 @@ shm_pull(struct collie__shm_xport *x, struct collie__shm_chan *ch)
         break;
       }
       r->off = r->len;
-      atomic_store_explicit(&ch->in->head, ++head, memory_order_release);
+      atomic_store_explicit(&ch->in->head, ++head, memory_order_seq_cst);
       shm_finish_head(x, &ch->recvq, &ch->recvq_last);
       continue;
     }
@@ -340,12 +348,12 @@ shm_pull(struct collie__shm_xport *x, struct collie__shm_chan *ch)
     }
     if (c->len) memcpy((char *)r->buf + r->off, c + 1, c->len);
     r->off += c->len;
-    atomic_store_explicit(&ch->in->head, ++head, memory_order_release);
+    atomic_store_explicit(&ch->in->head, ++head, memory_order_seq_cst);
     shm_finish_head(x, &ch->recvq, &ch->recvq_last);
   }
   if (head != ch->in_head) {
     ch->in_head = head;
-    shm_notify(x, ch->local);
+    shm_signal(x, ch->local);
   }
   return rc;
 }
@@ -504,8 +512,6 @@ shm_progress_locked(struct collie__shm_xport *x, int *pending)
     *pending = x->npending;
     return COLLIE_SUCCESS;
   }
-  /* Taken before looking at any ring: see shm_notify. */
-  x->snapshot = atomic_load_explicit(&x->ctrl[x->me].doorbell, memory_order_acquire);
   if (x->npending == 0) {
     *pending = 0;
     return COLLIE_SUCCESS;
@@ -550,6 +556,24 @@ shm_progress(struct collie__xport *xp, int *pending)
   return rc;
 }
 
+/* Whether anything a waiter could act on moved since the last progress():
+ * a ring of a posted request (data in, space freed, a single copy taken) or
+ * a departure. Part of the wake-up protocol (see shm_signal). */
+static int
+shm_look(struct collie__shm_xport *x)
+{
+  if (atomic_load_explicit(&x->hdr->events, memory_order_seq_cst) != x->events_seen) return 1;
+  for (int i = 0; i < x->nchans; i++) {
+    struct collie__shm_chan *ch = &x->chans[i];
+    if (ch->recvq && atomic_load_explicit(&ch->in->tail, memory_order_seq_cst) != ch->in_head)
+      return 1;
+    if (ch->sendq &&
+        atomic_load_explicit(&ch->out->head, memory_order_seq_cst) != ch->out_head_seen)
+      return 1;
+  }
+  return 0;
+}
+
 static void
 shm_wait(struct collie__xport *xp, int64_t until_ns)
 {
@@ -561,8 +585,11 @@ shm_wait(struct collie__xport *xp, int64_t until_ns)
   if (limit <= now) return;
   struct collie__shm_ctrl *c = &x->ctrl[x->me];
   atomic_store_explicit(&c->sleeping, 1, memory_order_seq_cst);
-  if (atomic_load_explicit(&c->doorbell, memory_order_seq_cst) == x->snapshot)
-    collie__futex_wait(collie__shm_futex_word(&c->doorbell), x->snapshot, limit);
+  uint32_t s = atomic_load_explicit(&c->doorbell, memory_order_seq_cst);
+  shm_lock(x);
+  int moved = shm_look(x);
+  shm_unlock(x);
+  if (!moved) collie__futex_wait(collie__shm_futex_word(&c->doorbell), s, limit);
   atomic_store_explicit(&c->sleeping, 0, memory_order_relaxed);
 }
 
@@ -684,6 +711,13 @@ collie__shm_flat_buf(const struct collie__shm_flat *f, int rank, int b)
   return f->regions + ((size_t)rank * 2 + (size_t)(b & 1)) * f->buf_bytes;
 }
 
+void *
+collie__shm_flat_piece(const struct collie__shm_flat *f, int rank, int b, size_t len)
+{
+  if (len <= COLLIE_SHM_FLAT_INLINE) return f->ctrl[rank].inline_piece[b & 1];
+  return collie__shm_flat_buf(f, rank, b);
+}
+
 int
 collie__shm_flat_next_buf(struct collie__shm_flat *f)
 {
@@ -694,10 +728,13 @@ void
 collie__shm_flat_begin(struct collie__shm_flat *f, const struct collie__shm_flat_desc *d)
 {
   f->cur = *d;
+  f->cur_digest = collie__hash64(d, sizeof(*d), 0);
   f->calls++;
-  /* Published by the release of our next phase word; no rank reads this
-   * entry now (see struct collie__shm_flat_ctrl). */
-  f->ctrl[f->x->me].desc[f->calls & 1] = *d;
+  /* Published by the release of our next phase word; no rank reads these
+   * entries now (see struct collie__shm_flat_ctrl). */
+  struct collie__shm_flat_ctrl *me = &f->ctrl[f->x->me];
+  me->desc[f->calls & 1] = *d;
+  atomic_store_explicit(&me->digest[f->calls & 1], f->cur_digest, memory_order_relaxed);
   f->check = 1;
   f->step = 0;
 }
@@ -821,8 +858,10 @@ shm_flat_compare(struct collie__shm_flat *f)
   struct collie__shm_xport *x = f->x;
   for (int i = 0; i < x->nchans; i++) {
     struct collie__shm_chan *ch = &x->chans[i];
-    struct collie__shm_flat_desc d = f->ctrl[ch->local].desc[f->calls & 1];
-    if (memcmp(&d, &f->cur, sizeof(d)) == 0) continue;
+    const struct collie__shm_flat_ctrl *q = &f->ctrl[ch->local];
+    if (atomic_load_explicit(&q->digest[f->calls & 1], memory_order_relaxed) == f->cur_digest)
+      continue;
+    struct collie__shm_flat_desc d = q->desc[f->calls & 1];
     char theirs[96], ours[96];
     collie__slot_describe(d.slot, theirs, sizeof(theirs));
     collie__slot_describe(f->cur.slot, ours, sizeof(ours));

@@ -73,6 +73,14 @@ size_t collie__shm_flat_buf_bytes(const struct collie__shm_flat *f);
 /* Buffer b (0 or 1) of comm rank `rank`'s region; page-aligned. Others'
  * buffers are read-only for the caller. */
 void *collie__shm_flat_buf(const struct collie__shm_flat *f, int rank, int b);
+/* Pieces of at most this many bytes travel in the cache line of the
+ * owner's phase word (collie__shm_flat_piece): a peer's sync brings them
+ * over with the phase, one transfer between cores instead of two. */
+#define COLLIE_SHM_FLAT_INLINE 16
+/* Where comm rank `rank` puts a piece of len bytes (the same len on every
+ * rank) for buffer b: beside its phase word when len <= COLLIE_SHM_FLAT_INLINE,
+ * else buffer b (collie__shm_flat_buf). Others' pieces are read-only. */
+void *collie__shm_flat_piece(const struct collie__shm_flat *f, int rank, int b, size_t len);
 /* Which buffer (0 or 1) this rank writes for its next piece: alternates over
  * every piece of every flat call of the communicator (the counter lives here
  * so that it continues across calls). */

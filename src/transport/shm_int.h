@@ -83,7 +83,7 @@
 #define COLLIE_SHM_REASON_LEN 256u
 
 #define COLLIE_SHM_MAGIC 0x636f6c6c69657368ull /* "collie" "sh" */
-#define COLLIE_SHM_VERSION 4u
+#define COLLIE_SHM_VERSION 5u
 
 /* Values of collie__shm_ctrl.state. 0 means the rank has not attached yet. */
 enum {
@@ -145,9 +145,17 @@ struct collie__shm_ctrl {
 
 /* One per local rank in the flat area, written only by its owner. */
 struct collie__shm_flat_ctrl {
-  /* Syncs published so far (collie__shm_flat_sync); monotonic, never wraps. */
+  /* The line a peer's wait reads, so that one transfer of it brings all a
+   * small call needs. Syncs published so far (collie__shm_flat_sync);
+   * monotonic, never wraps. */
   _Atomic uint64_t phase;
-  char pad0_[COLLIE_SHM_LINE - 8];
+  /* Hash of desc[i] below: the mismatch check compares these and reads a
+   * full descriptor only to explain a mismatch. */
+  _Atomic uint64_t digest[2];
+  /* Pieces of at most COLLIE_SHM_FLAT_INLINE bytes, by buffer parity
+   * (collie__shm_flat_piece). */
+  unsigned char inline_piece[2][COLLIE_SHM_FLAT_INLINE];
+  char pad0_[COLLIE_SHM_LINE - 24 - 2 * COLLIE_SHM_FLAT_INLINE];
   /* What the owner's current and previous flat calls are (indexed by the
    * parity of its call counter): written before the call's first phase,
    * read by the others after they see that phase. A rank is at most one
@@ -256,6 +264,7 @@ struct collie__shm_flat {
   uint32_t step;   /* syncs of the current call so far, for messages */
   int hint;        /* the rank that was missing last time: checked first */
   struct collie__shm_flat_desc cur;
+  uint64_t cur_digest; /* hash of cur */
 };
 
 /* The transport state of one communicator on this rank. struct collie__xport
@@ -277,7 +286,6 @@ struct collie__shm_xport {
   struct collie__shm_flat flat; /* usable when flat.ctrl is set */
   struct collie__shm_header *hdr;
   struct collie__shm_ctrl *ctrl;
-  uint32_t snapshot;    /* my doorbell at the start of the last progress() */
   uint32_t events_seen; /* hdr->events at the last peer check */
   int64_t next_check_ns;
   int npending;
