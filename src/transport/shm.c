@@ -724,11 +724,25 @@ collie__shm_flat_next_buf(struct collie__shm_flat *f)
   return (int)(f->pieces++ & 1);
 }
 
+/* The descriptor's digest: a few multiplies (a byte-wise hash of the 64-byte
+ * line cost ~80 ns, a sizeable part of an 8-byte allreduce). Only equality
+ * matters, and every field moves it. */
+static uint64_t
+shm_flat_digest(const struct collie__shm_flat_desc *d)
+{
+  uint64_t h = (d->slot ^ 0x243f6a8885a308d3ull) * 0x9e3779b97f4a7c15ull;
+  h = (h ^ (h >> 29) ^ d->count) * 0xbf58476d1ce4e5b9ull;
+  h = (h ^ (h >> 31) ^ ((uint64_t)(uint32_t)d->dtype << 32 | (uint32_t)d->op)) *
+      0x94d049bb133111ebull;
+  h = (h ^ (h >> 29) ^ ((uint64_t)(uint32_t)d->root << 32 | d->shape)) * 0x9e3779b97f4a7c15ull;
+  return h ^ (h >> 32);
+}
+
 void
 collie__shm_flat_begin(struct collie__shm_flat *f, const struct collie__shm_flat_desc *d)
 {
   f->cur = *d;
-  f->cur_digest = collie__hash64(d, sizeof(*d), 0);
+  f->cur_digest = shm_flat_digest(d);
   f->calls++;
   /* Published by the release of our next phase word; no rank reads these
    * entries now (see struct collie__shm_flat_ctrl). */
