@@ -244,7 +244,7 @@ shm_push(struct collie__shm_xport *x, struct collie__shm_chan *ch)
       c->addr = (uint64_t)(uintptr_t)r->buf;
       r->off = r->len;
       r->xseq = tail + 1; /* complete when head reaches it */
-      atomic_store_explicit(&ch->out->tail, ++tail, memory_order_seq_cst);
+      atomic_store_explicit(&c->seq, ++tail, memory_order_release);
       continue;
     }
     size_t n = r->len - r->off;
@@ -255,14 +255,19 @@ shm_push(struct collie__shm_xport *x, struct collie__shm_chan *ch)
     c->off = r->off;
     c->len = (uint32_t)n;
     c->flags = 0;
-    if (n) memcpy(c + 1, (const char *)r->buf + r->off, n);
+    if (n)
+      memcpy(n <= COLLIE_SHM_CHUNK_INLINE ? (void *)c->inline_payload : (void *)(c + 1),
+             (const char *)r->buf + r->off, n);
     r->off += n;
     /* Publish each chunk at once so a polling receiver can copy it out while
-     * we fill the next slot; the doorbell is rung once, below. */
-    atomic_store_explicit(&ch->out->tail, ++tail, memory_order_seq_cst);
+     * we fill the next slot; the tail and the doorbell follow once, below. */
+    atomic_store_explicit(&c->seq, ++tail, memory_order_release);
     shm_finish_head(x, &ch->sendq, &ch->sendq_last);
   }
   if (tail != ch->out_tail) {
+    /* The tail is for a waiter about to sleep (shm_look) and for the stray
+     * check: receivers that poll read the slots' seq. */
+    atomic_store_explicit(&ch->out->tail, tail, memory_order_seq_cst);
     ch->out_tail = tail;
     shm_signal(x, ch->local);
   }
@@ -316,11 +321,8 @@ shm_pull(struct collie__shm_xport *x, struct collie__shm_chan *ch)
   collie_result_t rc = COLLIE_SUCCESS;
   struct collie__req *r;
   while ((r = ch->recvq) != NULL) {
-    if (head == ch->in_tail_seen) {
-      ch->in_tail_seen = atomic_load_explicit(&ch->in->tail, memory_order_acquire);
-      if (head == ch->in_tail_seen) break;
-    }
     const struct collie__shm_chunk *c = shm_chunk(x, ch->in, head);
+    if (atomic_load_explicit(&c->seq, memory_order_acquire) != head + 1) break;
     if (c->slot != r->slot || c->total != r->len) {
       rc = shm_mismatch(ch, c, r);
       break;
@@ -346,7 +348,11 @@ shm_pull(struct collie__shm_xport *x, struct collie__shm_chan *ch)
                        ch->rank, ch->world_rank, c->off, c->len, r->off, r->len);
       break;
     }
-    if (c->len) memcpy((char *)r->buf + r->off, c + 1, c->len);
+    if (c->len)
+      memcpy((char *)r->buf + r->off,
+             c->len <= COLLIE_SHM_CHUNK_INLINE ? (const void *)c->inline_payload
+                                               : (const void *)(c + 1),
+             c->len);
     r->off += c->len;
     atomic_store_explicit(&ch->in->head, ++head, memory_order_seq_cst);
     shm_finish_head(x, &ch->recvq, &ch->recvq_last);

@@ -83,7 +83,7 @@
 #define COLLIE_SHM_REASON_LEN 256u
 
 #define COLLIE_SHM_MAGIC 0x636f6c6c69657368ull /* "collie" "sh" */
-#define COLLIE_SHM_VERSION 5u
+#define COLLIE_SHM_VERSION 6u
 
 /* Values of collie__shm_ctrl.state. 0 means the rank has not attached yet. */
 enum {
@@ -171,8 +171,16 @@ struct collie__shm_chunk {
   uint32_t len;   /* payload bytes in this chunk (0 for an empty or a single-copy message) */
   uint32_t flags; /* COLLIE_SHM_CHUNK_CMA: no payload; read `total` bytes at addr instead */
   uint64_t addr;  /* single copy: the message's address in the sender's memory */
-  char pad1_[64 - 40];
+  /* The ring position + 1 once this chunk is complete: stored last, with
+   * release, so the receiver polls the slot itself and a small message costs
+   * it one cache line (this one) instead of the ring's tail, the header and
+   * the payload. Positions never repeat, so a stale value never matches. */
+  _Atomic uint64_t seq;
+  /* The payload of a chunk of at most COLLIE_SHM_CHUNK_INLINE bytes; larger
+   * ones follow the header. */
+  unsigned char inline_payload[64 - 48];
 };
+#define COLLIE_SHM_CHUNK_INLINE (64 - 48)
 
 enum { COLLIE_SHM_CHUNK_CMA = 1u };
 
@@ -246,7 +254,6 @@ struct collie__shm_chan {
   uint64_t out_tail;            /* our copy of out->tail (we own it) */
   uint64_t out_head_seen;       /* out->head as last read */
   uint64_t in_head;             /* our copy of in->head (we own it) */
-  uint64_t in_tail_seen;        /* in->tail as last read */
   struct collie__req *sendq, *sendq_last;
   struct collie__req *recvq, *recvq_last;
 };
