@@ -48,10 +48,23 @@ ring_block(const struct collie__call *c, size_t total, int i, size_t *off, size_
   }
 }
 
+/* An allgather's own block: sent straight from the caller's sendbuf in the
+ * first step, and copied into place while that step's first chunk moves
+ * (one rank's copy overlaps the peer's read; copying first made the 2-rank
+ * exchange wait for it). */
+struct ring_own {
+  const char *src; /* the rank's input: the bytes of block sb */
+  char *dst;       /* where they belong in buf (== src in place) */
+  size_t len;
+};
+
 /* Sends block sb and receives block rb for one step; when tmp is not NULL the
- * received bytes are combined into buf, else they land in buf directly. */
+ * received bytes are combined into buf, else they land in buf directly. With
+ * own, block sb's bytes come from own->src, and own is copied into place
+ * after the first chunk is posted. */
 static collie_result_t
-ring_step(struct collie__call *c, char *buf, size_t total, char *tmp, int sb, int rb, uint32_t step)
+ring_step(struct collie__call *c, char *buf, size_t total, char *tmp, int sb, int rb, uint32_t step,
+          const struct ring_own *own)
 {
   int right = (c->rank + 1) % c->size, left = (c->rank + c->size - 1) % c->size;
   size_t es = c->esize, s_off, s_len, r_off, r_len;
@@ -64,6 +77,7 @@ ring_step(struct collie__call *c, char *buf, size_t total, char *tmp, int sb, in
   struct collie__req sreq[2], rreq[2];
   struct collie__req *w[2];
   uint64_t slot = collie__call_slot(c, step);
+  const char *sbase = own ? own->src : buf + s_off;
   collie_result_t rc;
 
   for (size_t k = 0; k <= nmax; k++) {
@@ -76,11 +90,14 @@ ring_step(struct collie__call *c, char *buf, size_t total, char *tmp, int sb, in
       }
       if (k < ns) {
         size_t o = k * chunk, l = s_len - o < chunk ? s_len - o : chunk;
-        rc = collie__net_isend(c->net, right, buf + s_off + o, l, slot, &sreq[k & 1]);
+        rc = collie__net_isend(c->net, right, sbase + o, l, slot, &sreq[k & 1]);
         if (rc != COLLIE_SUCCESS) return rc;
       }
     }
-    if (k == 0) continue;
+    if (k == 0) {
+      if (own && own->len && own->dst != own->src) memcpy(own->dst, own->src, own->len);
+      continue;
+    }
     /* Finish chunk k-1 while chunk k moves. */
     size_t j = k - 1;
     w[0] = j < nr ? &rreq[j & 1] : NULL;
@@ -110,20 +127,24 @@ ring_reduce_scatter_phase(struct collie__call *c, char *buf, size_t total, char 
   int p = c->size, r = c->rank;
   for (int s = 0; s < p - 1; s++) {
     int sb = ((r - s + shift) % p + 2 * p) % p, rb = (sb - 1 + p) % p;
-    collie_result_t rc = ring_step(c, buf, total, tmp, sb, rb, (uint32_t)s);
+    collie_result_t rc = ring_step(c, buf, total, tmp, sb, rb, (uint32_t)s, NULL);
     if (rc != COLLIE_SUCCESS) return rc;
   }
   return COLLIE_SUCCESS;
 }
 
-/* p-1 allgather steps over buf; rank r starts owning block (r + 1 + shift) mod p. */
+/* p-1 allgather steps over buf; rank r starts owning block (r + 1 + shift)
+ * mod p, whose bytes are at own->src when own is not NULL (see ring_own). */
 static collie_result_t
-ring_allgather_phase(struct collie__call *c, char *buf, size_t total, int shift, uint32_t step0)
+ring_allgather_phase(struct collie__call *c, char *buf, size_t total, int shift, uint32_t step0,
+                     const struct ring_own *own)
 {
   int p = c->size, r = c->rank;
+  if (p == 1 && own && own->len && own->dst != own->src) memcpy(own->dst, own->src, own->len);
   for (int s = 0; s < p - 1; s++) {
     int sb = ((r + 1 + shift - s) % p + 2 * p) % p, rb = (sb - 1 + p) % p;
-    collie_result_t rc = ring_step(c, buf, total, NULL, sb, rb, step0 + (uint32_t)s);
+    collie_result_t rc =
+        ring_step(c, buf, total, NULL, sb, rb, step0 + (uint32_t)s, s == 0 ? own : NULL);
     if (rc != COLLIE_SUCCESS) return rc;
   }
   return COLLIE_SUCCESS;
@@ -149,7 +170,7 @@ ring_allreduce_run(struct collie__call *c)
     collie__reduce_avg_finish(buf + collie__block_off(c->count, p, own) * c->esize,
                               collie__block_len(c->count, p, own), c->dtype, p);
   }
-  return ring_allgather_phase(c, buf, c->count, 0, (uint32_t)(p - 1));
+  return ring_allgather_phase(c, buf, c->count, 0, (uint32_t)(p - 1), NULL);
 }
 
 static double
@@ -215,9 +236,8 @@ ring_allgather_run(struct collie__call *c)
 {
   size_t off, len, total = c->count * (size_t)c->size;
   ring_block(c, total, c->rank, &off, &len);
-  char *own = (char *)c->recvbuf + off;
-  if (len && c->sendbuf != own) memcpy(own, c->sendbuf, len);
-  return ring_allgather_phase(c, c->recvbuf, total, -1, 0);
+  struct ring_own own = {c->sendbuf, (char *)c->recvbuf + off, len};
+  return ring_allgather_phase(c, c->recvbuf, total, -1, 0, &own);
 }
 
 static double
