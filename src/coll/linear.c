@@ -28,9 +28,13 @@
 #define LIN_WINDOW 64
 
 /* The root's side: one message with every other rank, into or out of its
- * block of buf (send: buf is the source, else the destination). */
+ * block of buf (send: buf is the source, else the destination). Its own
+ * block (own_len bytes from own_src to own_dst) is copied once everything
+ * is posted, so that the copy overlaps the messages; the sends say the root
+ * is busy, so a receiver may read the root's block itself (shm single copy). */
 static collie_result_t
-lin_root(struct collie__call *c, int send, char *buf, size_t blk)
+lin_root(struct collie__call *c, int send, char *buf, size_t blk, const void *own_src,
+         void *own_dst)
 {
   int p = c->size;
   struct collie__req req[LIN_WINDOW];
@@ -47,11 +51,12 @@ lin_root(struct collie__call *c, int send, char *buf, size_t blk)
     }
     struct collie__req *r = &req[posted % LIN_WINDOW];
     char *b = buf + (size_t)q * blk;
-    rc = send ? collie__net_isend(c->net, q, b, blk, slot, r)
+    rc = send ? collie__net_isend_busy(c->net, q, b, blk, slot, r)
               : collie__net_irecv(c->net, q, b, blk, slot, r);
     if (rc != COLLIE_SUCCESS) return rc;
     posted++;
   }
+  if (own_src != own_dst) memcpy(own_dst, own_src, blk);
   for (; retired < posted; retired++) {
     w = &req[retired % LIN_WINDOW];
     if ((rc = collie__net_wait(c->net, &w, 1, c->deadline_ns)) != COLLIE_SUCCESS) return rc;
@@ -74,9 +79,7 @@ lin_gather_run(struct collie__call *c)
   size_t blk = c->count * c->esize;
   if (blk == 0) return COLLIE_SUCCESS; /* every rank passed count 0 */
   if (c->rank != c->root) return collie__sendrecv(c, c->root, c->sendbuf, blk, -1, NULL, 0, 0);
-  char *own = (char *)c->recvbuf + (size_t)c->root * blk;
-  if (c->sendbuf != own) memcpy(own, c->sendbuf, blk);
-  return lin_root(c, 0, c->recvbuf, blk);
+  return lin_root(c, 0, c->recvbuf, blk, c->sendbuf, (char *)c->recvbuf + (size_t)c->root * blk);
 }
 
 const struct collie__algo collie__algo_gather_linear = {
@@ -90,10 +93,9 @@ lin_scatter_run(struct collie__call *c)
   size_t blk = c->count * c->esize;
   if (blk == 0) return COLLIE_SUCCESS;
   if (c->rank != c->root) return collie__sendrecv(c, -1, NULL, 0, c->root, c->recvbuf, blk, 0);
-  const char *own = (const char *)c->sendbuf + (size_t)c->root * blk;
-  if (c->recvbuf != own) memcpy(c->recvbuf, own, blk);
   /* The sends only read sendbuf; the cast is for the shared helper. */
-  return lin_root(c, 1, (char *)c->sendbuf, blk);
+  return lin_root(c, 1, (char *)c->sendbuf, blk, (const char *)c->sendbuf + (size_t)c->root * blk,
+                  c->recvbuf);
 }
 
 const struct collie__algo collie__algo_scatter_linear = {

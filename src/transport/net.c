@@ -156,11 +156,12 @@ net_fail(struct collie__net *n, collie_result_t rc)
 
 static collie_result_t
 net_post(struct collie__net *n, int peer, void *buf, size_t len, uint64_t slot, int is_send,
-         struct collie__req *r)
+         int busy, struct collie__req *r)
 {
   memset(r, 0, sizeof(*r));
   r->peer = peer;
   r->is_send = is_send;
+  r->busy = busy;
   r->slot = slot;
   r->buf = buf;
   r->len = len;
@@ -185,14 +186,21 @@ collie_result_t
 collie__net_isend(struct collie__net *n, int peer, const void *buf, size_t len, uint64_t slot,
                   struct collie__req *r)
 {
-  return net_post(n, peer, (void *)buf, len, slot, 1, r);
+  return net_post(n, peer, (void *)buf, len, slot, 1, 0, r);
+}
+
+collie_result_t
+collie__net_isend_busy(struct collie__net *n, int peer, const void *buf, size_t len, uint64_t slot,
+                       struct collie__req *r)
+{
+  return net_post(n, peer, (void *)buf, len, slot, 1, 1, r);
 }
 
 collie_result_t
 collie__net_irecv(struct collie__net *n, int peer, void *buf, size_t len, uint64_t slot,
                   struct collie__req *r)
 {
-  return net_post(n, peer, buf, len, slot, 0, r);
+  return net_post(n, peer, buf, len, slot, 0, 0, r);
 }
 
 /* Names up to a few pending requests, for a timeout message. */

@@ -96,6 +96,7 @@ struct collie__req {
   /* private to the transport */
   int peer;
   int is_send;
+  int busy; /* a send whose sender has other work meanwhile (collie__net_isend_busy) */
   uint64_t slot;
   void *buf;
   size_t len;
@@ -172,6 +173,12 @@ collie_result_t collie__net_isend(struct collie__net *n, int peer, const void *b
                                   uint64_t slot, struct collie__req *r);
 collie_result_t collie__net_irecv(struct collie__net *n, int peer, void *buf, size_t len,
                                   uint64_t slot, struct collie__req *r);
+/* As collie__net_isend, from a sender that has work of its own while the
+ * message moves (a root copying its own block): a transport that can let the
+ * receiver copy the bytes straight out of buf does so, since the sender's
+ * core is not free to copy them. */
+collie_result_t collie__net_isend_busy(struct collie__net *n, int peer, const void *buf, size_t len,
+                                       uint64_t slot, struct collie__req *r);
 /* Drives every transport until all of reqs[0..n) are done, spinning briefly and
  * then sleeping; fails with TIMEOUT at deadline_ns (the message names the
  * pending peers) or with the first transport failure. NULL entries are skipped. */

@@ -1,7 +1,7 @@
 /*
  * shm_cma_test.c - the shared-memory transport's single-copy path (the
  * receiver reads the sender's buffer with process_vm_readv): every large
- * message of allgather, alltoall, broadcast, allreduce and send/recv arrives
+ * message of allgather, alltoall, broadcast, scatter, gather, allreduce and send/recv arrives
  * intact whatever the threshold, and an exchange's large send is read from
  * the sender's buffer when the receiver takes it (the proof that the path is
  * used), while through slots it was copied out at once.
@@ -42,6 +42,20 @@ cma_collectives(collie_comm_t *comm)
       memset(d, 0, n * sizeof(float));
     ASSERT_OK(collie_broadcast(comm, d, n, COLLIE_FLOAT32, p - 1, NULL, NULL));
     ASSERTF(ref_pattern_diff(d, n, COLLIE_FLOAT32, 77) < 0, "broadcast of %zu wrong", n);
+    /* scatter and gather, linear, rooted at rank 0: the root's sends say it is
+     * busy with its own block, so from 1 MiB they go as single copies */
+    collie_opts_t linear = {.algorithm = COLLIE_ALGO_LINEAR};
+    if (me == 0)
+      for (int q = 0; q < p; q++) ref_fill_pattern(s + (size_t)q * n, n, COLLIE_FLOAT32, 40 + q);
+    memset(d, 0, n * sizeof(float));
+    ASSERT_OK(collie_scatter(comm, s, d, n, COLLIE_FLOAT32, 0, &linear, NULL));
+    ASSERTF(ref_pattern_diff(d, n, COLLIE_FLOAT32, 40 + me) < 0, "scatter of %zu wrong", n);
+    ref_fill_pattern(s, n, COLLIE_FLOAT32, 60 + me);
+    if (me == 0) memset(d, 0, n * (size_t)p * sizeof(float));
+    ASSERT_OK(collie_gather(comm, s, d, n, COLLIE_FLOAT32, 0, &linear, NULL));
+    for (int q = 0; q < p && me == 0; q++)
+      ASSERTF(ref_pattern_diff(d + (size_t)q * n, n, COLLIE_FLOAT32, 60 + q) < 0,
+              "gather of %zu: block %d wrong", n, q);
     /* allreduce, ring (messages of n/p elements) */
     char why[256];
     ref_fill(s, n, COLLIE_FLOAT32, COLLIE_SUM, me);
