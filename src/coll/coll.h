@@ -162,6 +162,7 @@ struct collie__algo {
   XX(broadcast_tree)                                                                               \
   XX(broadcast_scatter_allgather)                                                                  \
   XX(broadcast_chain)                                                                              \
+  XX(broadcast_linear)                                                                             \
   XX(reduce_tree)                                                                                  \
   XX(reduce_reduce_scatter_gather)                                                                 \
   XX(alltoall_pairwise)                                                                            \

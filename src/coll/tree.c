@@ -17,7 +17,8 @@
  *   cost: ceil(log2 p) (alpha + S beta) unpipelined; with k chunks
  *   ceil(log2 p) alpha + (ceil(log2 p) + k - 1) S/k beta: only the pipeline's
  *   fill pays the latency, later chunks are posted while earlier ones travel
- *   (measured on 2-8 ranks: the tree is the fastest broadcast at most sizes).
+ *   (measured on 2-8 ranks: the tree is the fastest broadcast from tens of
+ *   KiB up; below, linear.c's eager fan-out is as fast or faster).
  *
  * reduce. The mirror image: every rank combines its children's partial
  * results with its own input and sends the sum to its parent; the root's sum

@@ -184,7 +184,7 @@ TEST_IMPL(bench_names)
   for (int i = 0; i < n; i++) seen |= 1 << ids[i];
   ASSERT(seen == (1 << COLLIE_ALGO_RING | 1 << COLLIE_ALGO_RECURSIVE_DOUBLING |
                   1 << COLLIE_ALGO_RABENSEIFNER | 1 << COLLIE_ALGO_SHM_FLAT));
-  ASSERT(cb_algos_of(CB_BROADCAST, ids, COLLIE_ALGO_COUNT_) == 3);
+  ASSERT(cb_algos_of(CB_BROADCAST, ids, COLLIE_ALGO_COUNT_) == 4);
   ASSERT(cb_algos_of(CB_BARRIER, ids, COLLIE_ALGO_COUNT_) == 2);
   ASSERT(cb_algos_of(CB_SENDRECV, ids, COLLIE_ALGO_COUNT_) == 0);
   ASSERT(cb_coll_has_algo(CB_BROADCAST, COLLIE_ALGO_CHAIN) &&
@@ -911,8 +911,8 @@ TEST_IMPL(bench_run_tcp_refused)
   ASSERT(bt_count(err, "needs every rank on one host") == 2); /* rank 0 only, once each */
   char *csv = bt_slurp(bt_path("t.csv"));
   ASSERT(csv && !strstr(csv, "shm_flat") && !strstr(csv, ",shm,"));
-  /* 3 allreduce algorithms x 3 sizes (64, 256, 1024), 3 broadcast x 3, 1 barrier. */
-  ASSERTF(bt_count(csv, "\ncollie,allreduce,") == 9 && bt_count(csv, "\ncollie,bcast,") == 9 &&
+  /* 3 allreduce algorithms x 3 sizes (64, 256, 1024), 4 broadcast x 3, 1 barrier. */
+  ASSERTF(bt_count(csv, "\ncollie,allreduce,") == 9 && bt_count(csv, "\ncollie,bcast,") == 12 &&
               bt_count(csv, "\ncollie,barrier,dissemination,tcp,3,0,0,") == 1,
           "%s", csv);
   free(csv);
