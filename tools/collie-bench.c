@@ -132,6 +132,16 @@ static int __attribute__((format(printf, 1, 2))) bench_usage(const char *fmt, ..
   return -1;
 }
 
+/* The exit status for a usage error that every rank found alike: rank 0
+ * says why and exits 2; the others exit 0, because a launcher stops the
+ * whole job at the first rank that fails, which could cut rank 0 off before
+ * it printed the reason (collierun's status is the failed rank's: 2). */
+static int
+bench_usage_status(void)
+{
+  return bench_rank0 ? BENCH_EXIT_USAGE : 0;
+}
+
 /* ---- Option values ---- */
 
 /* A size: digits (a fraction allowed) and an optional binary K, M or G,
@@ -617,7 +627,7 @@ main(int argc, char **argv)
   struct bench_args a;
   if (bench_parse_args(argc, argv, &a)) {
     free(argv0);
-    return BENCH_EXIT_USAGE;
+    return bench_usage_status();
   }
   struct cb_opts *o = &a.o;
   if (a.transport) setenv("COLLIE_TRANSPORT", a.transport, 1);
@@ -652,7 +662,7 @@ main(int argc, char **argv)
 
   if (o->root >= nranks) {
     bench_usage("--root %d is not a rank of this %d-rank job", o->root, nranks);
-    status = BENCH_EXIT_USAGE;
+    status = bench_usage_status();
     goto out_destroy;
   }
   const char *transport = cb_transport_used(comm);
@@ -693,7 +703,7 @@ main(int argc, char **argv)
     goto out_destroy;
   }
   if (bad) {
-    status = BENCH_EXIT_USAGE;
+    status = bench_usage_status();
     goto out_destroy;
   }
 
