@@ -912,11 +912,16 @@ shm_flat_wait(struct collie__shm_flat *f, uint64_t target, int64_t deadline_ns)
   struct collie__shm_xport *x = f->x;
   if (shm_flat_missing(f, target) < 0) return COLLIE_SUCCESS;
   if (x->spin > 0) {
-    int64_t until = collie__now_ns() + SHM_FLAT_SPIN_NS;
+    /* The clock only once a sync outlasts 64 polls (a read costs a few). */
+    int64_t until = 0;
     for (int i = 0; i < x->spin; i++) {
       collie__cpu_relax();
       if (shm_flat_missing(f, target) < 0) return COLLIE_SUCCESS;
-      if ((i & 63) == 63 && collie__now_ns() >= until) break;
+      if ((i & 63) == 63) {
+        int64_t now = collie__now_ns();
+        if (!until) until = now + SHM_FLAT_SPIN_NS;
+        if (now >= until) break;
+      }
     }
   } else {
     /* Oversubscribed: give the core to a runnable peer a few times before
