@@ -1,5 +1,6 @@
 #!/bin/sh
-# compare.sh - collie side by side with Open MPI and MPICH on this machine.
+# compare.sh - collie side by side with Open MPI and MPICH (and, over TCP,
+# Gloo and raw TCP) on this machine.
 #
 # Why: a collie figure alone says little on a shared 2-core VM whose memory
 # bandwidth moves 2x between minutes. The same collectives and sizes, with
@@ -12,7 +13,24 @@
 # behind marked. docs/performance.md explains the table and has this
 # machine's figures.
 #
-# Noise is the enemy here, so by default the three libraries take turns at
+# --transport tcp forces every library onto TCP over loopback: Open MPI's
+# tcp btl (lo), MPICH with UCX_TLS=tcp,self, Gloo (the anchors' gloo_perf.py
+# under /usr/bin/python3, when that imports torch) and collie-bench
+# --transport tcp. The raw TCP limits (the anchors' tcp_pingpong.c: 8 B
+# half round trip, one-way stream, and both sides sending at once) are
+# measured once and printed above the tables, and under each table the tcp
+# targets of issue 8: 8 B allreduce against Open MPI, the largest allreduce's
+# busbw against Gloo's and as % of the raw exchange bandwidth. Tables get a
+# Gloo column and collie's time / Gloo's (t/gloo).
+# --netns does the same between two network namespaces joined by a veth
+# pair (COMPARE_NS0/1 below, 192.168.78.0/24), which it creates and removes
+# (trap on every exit, signals included; root only): 2 ranks, one per
+# namespace; collie as two collierun "nodes", MPICH through
+# bench/netns_wrap.sh, tcp_pingpong as client and server. Open MPI cannot
+# (its ranks cannot reach mpirun's PMIx server from another namespace) and
+# Gloo cannot (gloo_perf.py spawns both ranks itself, in one namespace).
+#
+# Noise is the enemy here, so by default the libraries take turns at
 # each size (the ratios of one row are measured within seconds of each
 # other), every launch records how much CPU other processes took meanwhile,
 # and a launch that saw such load is measured again (--retries).
@@ -21,18 +39,24 @@
 #                       [-t 0.1] [--build DIR] [--work DIR] [--timeout S] [--retries R]
 #                       [--idle-wait S] [--per-library] [--mpi-nommap]
 #                       [--collie-args "..."] [--no-install] [--tables-only]
+#                       [--transport shm|tcp] [--netns]
 #
-# Everything goes to the work dir (default BUILD/compare): the anchor
+# Everything goes to the work dir (default BUILD/compare; BUILD/compare-tcp
+# with --transport tcp, BUILD/compare-netns with --netns): the anchor
 # binaries, one CSV and one log per library and rank count (ompi_npN.csv,
-# mpich_npN.csv, collie_npN.csv with a foreign_load_pct column added;
-# collie_npN.txt is collie-bench's own table), membw.csv, env.txt,
-# commands.log (every launch: exit status, wall time, load), compare_npN.csv
-# (the joined rows), table_npN.txt, table.txt and table.md (all tables).
+# mpich_npN.csv, gloo_npN.csv, collie_npN.csv with a foreign_load_pct column
+# added; collie_npN.txt is collie-bench's own table), membw.csv, tcp_raw.csv
+# (tcp_pingpong), env.txt, commands.log (every launch: exit status, wall
+# time, load), compare_npN.csv (the joined rows), table_npN.txt, table.txt
+# and table.md (all tables).
 # Exit status: 0; 1 when a run failed, timed out or left processes behind, a
-# CSV is missing, or collie reported wrong results; 2 for bad usage.
+# CSV is missing, collie reported wrong results, or --netns cannot set up
+# its namespaces; 2 for bad usage.
 #
 # POSIX sh (Debian's dash) and mawk: nothing beyond the base system apart
-# from the MPI packages, which it installs when they are missing.
+# from the MPI packages, which it installs when they are missing (and
+# iproute2 for --netns). COMPARE_GLOO_PYTHON overrides the interpreter that
+# runs gloo_perf.py (default /usr/bin/python3: Debian's, with python3-torch).
 
 # "A && B || fail" is meant (fail only exits); the traps call their functions.
 # shellcheck disable=SC2015,SC2317
@@ -59,6 +83,16 @@ NOMMAP=0
 COLLIE_ARGS=
 INSTALL=1
 TABLES_ONLY=0
+TRANSPORT=shm
+TRANSPORT_SET=0
+NETNS=0
+NRANKS_SET=0
+GLOO_PY=${COMPARE_GLOO_PYTHON:-/usr/bin/python3}
+# --netns: our namespaces, veth ends and subnet; names and subnet differ from
+# the anchors' (anchtest/anchtest2, vanch0/vanch1, 192.168.77.0/24).
+COMPARE_NS0=collie0 COMPARE_NS1=collie1
+COMPARE_DEV0=vcollie0 COMPARE_DEV1=vcollie1
+NS_ADDR0=192.168.78.1 NS_ADDR1=192.168.78.2 NS_PREFIX=24
 
 usage() {
   cat <<EOF
@@ -68,9 +102,27 @@ Runs the same collectives and sizes with Open MPI, MPICH (the anchors'
 mpi_coll_perf.c) and collie-bench, one after the other, and prints per rank
 count a table with collie's time and busbw relative to the faster MPI.
 
-  -n "N ..."         rank counts (default "2 8"). More ranks than CPUs are
-                     oversubscribed: Open MPI then gets --oversubscribe and
-                     --mca mpi_yield_when_idle 1, as the anchors ran it
+  --transport T      shm (default): each library as it runs on one host
+                     (shared memory). tcp: all over TCP on loopback: Open MPI
+                     --mca btl tcp,self (lo), MPICH UCX_TLS=tcp,self, Gloo
+                     (gloo_perf.py under $GLOO_PY; left out, with a
+                     note, when that cannot import torch), collie-bench
+                     --transport tcp. Adds the raw TCP figures (tcp_pingpong)
+                     above each table and, under it, the tcp targets: 8 B
+                     allreduce against Open MPI; the largest allreduce's busbw
+                     against Gloo's and as % of the raw TCP exchange. The
+                     sizes then always end with -e itself
+  --netns            as --transport tcp, but the 2 ranks live in two network
+                     namespaces, $COMPARE_NS0 and $COMPARE_NS1, joined by a veth pair
+                     ($COMPARE_DEV0 $NS_ADDR0, $COMPARE_DEV1 $NS_ADDR1), made here and
+                     removed on every exit; needs root and -n 2. MPICH and
+                     collie (two collierun nodes) only: Open MPI's ranks cannot
+                     reach its PMIx server from another namespace, and
+                     gloo_perf.py starts both ranks in one namespace
+  -n "N ..."         rank counts (default "2 8"; over tcp "2"). More ranks
+                     than CPUs are oversubscribed: Open MPI then gets
+                     --oversubscribe and --mca mpi_yield_when_idle 1, as the
+                     anchors ran it
   -b SIZE            smallest size in bytes (default 8; K/M/G suffixes, binary)
   -e SIZE            largest size (default 64M)
   -f N               size step factor, an integer >= 2 (default 2)
@@ -81,7 +133,8 @@ count a table with collie's time and busbw relative to the faster MPI.
   -t SEC             target seconds per (collective, size) point (default 0.1)
   --build DIR        collie build dir with collie-bench and collierun
                      (default build; configured and built when they are missing)
-  --work DIR         where binaries, CSVs, logs and tables go (default BUILD/compare)
+  --work DIR         where binaries, CSVs, logs and tables go (default
+                     BUILD/compare, BUILD/compare-tcp, BUILD/compare-netns)
   --timeout S        limit of each launch in seconds (default 600)
   --retries R        measure a launch again, up to R times, when other processes
                      took >= $LOAD_PCT % of the CPUs during it; the attempt with the
@@ -94,14 +147,16 @@ count a table with collie's time and busbw relative to the faster MPI.
   --mpi-nommap       run the MPIs with glibc's malloc never using mmap (the
                      anchors' "+nommap" variant: no page faults from their
                      temporary buffers at large sizes)
-  --collie-args "A"  extra arguments for collie-bench (e.g. "--transport tcp")
+  --collie-args "A"  extra arguments for collie-bench (e.g. "--algo ring"; over
+                     tcp no --transport: the option above passes it)
   --no-install       never run apt-get; fail if an MPI command is missing
   --tables-only      run nothing: remake the tables from the CSVs already in
-                     the work dir (give the same -n and -o)
+                     the work dir (give the same -n, -o, --transport, --netns)
   -h, --help         this text
 
-Exit status: 0; 1 when a run failed or timed out, a CSV is missing or collie
-reported wrong results; 2 for bad usage.
+Exit status: 0; 1 when a run failed or timed out, a CSV is missing, collie
+reported wrong results or --netns could not set up its namespaces; 2 for bad
+usage.
 EOF
 }
 
@@ -119,7 +174,7 @@ bad_usage() {
 need_arg() { [ "$2" -ge 2 ] || bad_usage "option $1 needs a value"; }
 while [ $# -gt 0 ]; do
   case $1 in
-  -n) need_arg "$1" $#; NRANKS=$2; shift 2 ;;
+  -n) need_arg "$1" $#; NRANKS=$2; NRANKS_SET=1; shift 2 ;;
   -b) need_arg "$1" $#; MINB=$2; shift 2 ;;
   -e) need_arg "$1" $#; MAXB=$2; shift 2 ;;
   -f) need_arg "$1" $#; STEP=$2; shift 2 ;;
@@ -131,6 +186,8 @@ while [ $# -gt 0 ]; do
   --retries) need_arg "$1" $#; RETRIES=$2; shift 2 ;;
   --idle-wait) need_arg "$1" $#; IDLE_WAIT=$2; shift 2 ;;
   --collie-args) need_arg "$1" $#; COLLIE_ARGS=$2; shift 2 ;;
+  --transport) need_arg "$1" $#; TRANSPORT=$2; TRANSPORT_SET=1; shift 2 ;;
+  --netns) NETNS=1; shift ;;
   --per-library) PER_LIBRARY=1; shift ;;
   --mpi-nommap) NOMMAP=1; shift ;;
   --no-install) INSTALL=0; shift ;;
@@ -157,6 +214,21 @@ hsize() {
     else if (b >= 1024 && b % 1024 == 0) printf "%d KiB", b / 1024; else printf "%d B", b }'
 }
 
+case $TRANSPORT in
+shm | tcp) ;;
+*) bad_usage "--transport: '$TRANSPORT' is not a transport (shm or tcp)" ;;
+esac
+if [ "$NETNS" = 1 ]; then
+  [ "$TRANSPORT_SET" = 1 ] && [ "$TRANSPORT" != tcp ] &&
+    bad_usage "--netns measures TCP between two namespaces: it cannot go with --transport $TRANSPORT"
+  TRANSPORT=tcp
+fi
+if [ "$TRANSPORT" = tcp ]; then
+  [ "$NRANKS_SET" = 1 ] || NRANKS=2
+  case " $COLLIE_ARGS " in
+  *" --transport"*) bad_usage "--collie-args: '--transport' there would fight --transport $TRANSPORT; leave it out" ;;
+  esac
+fi
 NRANKS=$(echo "$NRANKS" | tr ',' ' ')
 [ -n "$(echo "$NRANKS" | tr -d ' ')" ] || bad_usage "-n: no rank count given"
 for n in $NRANKS; do
@@ -173,6 +245,10 @@ is_num "$TSEC" && awk "BEGIN { exit !($TSEC > 0 && $TSEC <= 60) }" || bad_usage 
 is_uint "$RUN_TIMEOUT" && [ "$RUN_TIMEOUT" -ge 1 ] || bad_usage "--timeout: '$RUN_TIMEOUT' is not a whole number of seconds"
 is_uint "$RETRIES" && [ "$RETRIES" -le 10 ] || bad_usage "--retries: '$RETRIES' is not a count (0..10)"
 is_uint "$IDLE_WAIT" || bad_usage "--idle-wait: '$IDLE_WAIT' is not a whole number of seconds"
+if [ "$NETNS" = 1 ]; then
+  [ "$(echo "$NRANKS" | tr -d ' ')" = 2 ] ||
+    bad_usage "--netns: -n '$NRANKS': two namespaces hold exactly 2 ranks (give -n 2 or leave -n out)"
+fi
 
 # Collective names: the MPI anchor says "bcast", collie-bench's -o
 # "broadcast" (its CSV may say either); the joined rows use the anchor's.
@@ -197,10 +273,60 @@ for op in $OPLIST; do
   COLLIE_OPS="$COLLIE_OPS${COLLIE_OPS:+,}$op"
 done
 
-# The sizes of nccl-tests' -b/-e/-f: b, b*f, b*f^2, ... <= e.
-SIZES=$(awk -v b="$MINB_B" -v e="$MAXB_B" -v f="$STEP" 'BEGIN { for (s = b; s <= e; s *= f) printf "%.0f ", s }')
+# Gloo's names (gloo_perf.py) for the same collectives.
+GLOO_OPS=
+for op in $OPLIST; do
+  case $op in
+  allreduce) op=all_reduce ;;
+  allgather) op=all_gather ;;
+  bcast) op=broadcast ;;
+  alltoall) op=all_to_all ;;
+  esac
+  GLOO_OPS="$GLOO_OPS${GLOO_OPS:+,}$op"
+done
 
-[ -z "$WORK" ] && WORK=$BUILD/compare
+# The sizes of nccl-tests' -b/-e/-f: b, b*f, b*f^2, ... <= e. Over TCP the
+# targets are at the -e size (64 MiB), so it is always measured: when the
+# steps miss it (-b 8 -f 8 ends at 16 MiB), it is added as SIZE_EXTRA, and
+# SWEEP_HI is the last size the steps reach.
+SIZES=$(awk -v b="$MINB_B" -v e="$MAXB_B" -v f="$STEP" 'BEGIN { for (s = b; s <= e; s *= f) printf "%.0f ", s }')
+SWEEP_HI=$MAXB_B
+SIZE_EXTRA=
+if [ "$TRANSPORT" = tcp ]; then
+  last=$(echo "$SIZES" | awk '{ print $NF }')
+  if [ "$last" != "$MAXB_B" ]; then
+    SWEEP_HI=$last SIZE_EXTRA=$MAXB_B
+    SIZES="$SIZES$MAXB_B "
+  fi
+fi
+
+# The libraries of this mode, in launch order (collie last, as always).
+if [ "$NETNS" = 1 ]; then
+  LIBS="mpich collie" MODE_NAME="TCP between two network namespaces joined by a veth pair"
+elif [ "$TRANSPORT" = tcp ]; then
+  LIBS="ompi mpich gloo collie" MODE_NAME="TCP over loopback"
+else
+  LIBS="ompi mpich collie" MODE_NAME=
+fi
+
+if [ "$NETNS" = 1 ] && [ "$TABLES_ONLY" = 0 ]; then
+  [ "$(id -u)" = 0 ] ||
+    die "--netns creates network namespaces and a veth pair, which needs root: rerun as root (or measure loopback only: --transport tcp)"
+  command -v ip >/dev/null 2>&1 ||
+    die "--netns needs the ip command (Debian: apt-get install iproute2)"
+  err=$(ip netns list 2>&1 >/dev/null) ||
+    die "--netns: 'ip netns list' fails here ($(echo "$err" | head -n 1)): network namespaces are not available"
+fi
+
+if [ -z "$WORK" ]; then
+  if [ "$NETNS" = 1 ]; then
+    WORK=$BUILD/compare-netns
+  elif [ "$TRANSPORT" = tcp ]; then
+    WORK=$BUILD/compare-tcp
+  else
+    WORK=$BUILD/compare
+  fi
+fi
 mkdir -p "$WORK/parts" || die "cannot create the work dir $WORK"
 WORK=$(cd "$WORK" && pwd)
 BUILD=$(mkdir -p "$BUILD" && cd "$BUILD" && pwd) || die "cannot create the build dir"
@@ -208,6 +334,8 @@ PARTS=$WORK/parts
 OMPI_BIN=$WORK/mpi_coll_perf_ompi
 MPICH_BIN=$WORK/mpi_coll_perf_mpich
 MEMBW_BIN=$WORK/membw
+TCP_BIN=$WORK/tcp_pingpong
+WRAP=$ROOT/bench/netns_wrap.sh
 BENCH=$BUILD/collie-bench
 RUNNER=$BUILD/collierun
 NCPU=$(nproc)
@@ -218,7 +346,19 @@ TMPD=$(mktemp -d "${TMPDIR:-/tmp}/collie_compare.XXXXXX") || die "mktemp failed"
 # `timeout` puts each launch in its own process group, so a Ctrl-C on the
 # terminal reaches only this shell: the trap passes it on.
 CUR_PID=
-cleanup() { rm -rf "$TMPD"; }
+NS_MADE=
+# netns_down: removes the namespaces this run created (their veth pair goes
+# with them); safe to call twice.
+netns_down() {
+  for ns in $NS_MADE; do
+    ip netns del "$ns" 2>/dev/null || echo "$ME: could not remove network namespace $ns: ip netns del $ns" >&2
+  done
+  NS_MADE=
+}
+cleanup() {
+  netns_down
+  rm -rf "$TMPD"
+}
 on_signal() {
   trap '' INT TERM HUP
   if [ -n "$CUR_PID" ]; then
@@ -296,9 +436,33 @@ build_anchors() {
   [ -f "$ANCHORS/mpi_coll_perf.c" ] && [ -f "$ANCHORS/membw.c" ] ||
     die "the MPI anchors are not in $ANCHORS (mpi_coll_perf.c, membw.c); set COLLIE_ANCHORS=DIR"
   echo "== building the anchors in $WORK"
-  build "$OMPI_BIN" "$ANCHORS/mpi_coll_perf.c" mpicc.openmpi -O2 -Wall
+  case " $LIBS " in *" ompi "*) build "$OMPI_BIN" "$ANCHORS/mpi_coll_perf.c" mpicc.openmpi -O2 -Wall ;; esac
   build "$MPICH_BIN" "$ANCHORS/mpi_coll_perf.c" mpicc.mpich -O2 -Wall
   build "$MEMBW_BIN" "$ANCHORS/membw.c" gcc -O3 -march=native -fopenmp -Wall
+  if [ "$TRANSPORT" = tcp ]; then
+    [ -f "$ANCHORS/tcp_pingpong.c" ] || die "the raw TCP anchor $ANCHORS/tcp_pingpong.c is missing; set COLLIE_ANCHORS=DIR"
+    build "$TCP_BIN" "$ANCHORS/tcp_pingpong.c" gcc -O2 -Wall
+  fi
+}
+
+# gloo_check: keeps gloo in LIBS only when gloo_perf.py is there and GLOO_PY
+# imports torch.distributed; otherwise drops it and says why (GLOO_NOTE, also
+# printed under the tables). GLOO_VERSION: torch's version.
+GLOO_NOTE='' GLOO_VERSION=''
+gloo_check() {
+  case " $LIBS " in *" gloo "*) ;; *) return 0 ;; esac
+  if [ ! -f "$ANCHORS/gloo_perf.py" ]; then
+    GLOO_NOTE="Gloo left out: $ANCHORS/gloo_perf.py is missing"
+  elif ! GLOO_VERSION=$("$GLOO_PY" -c 'import torch, torch.distributed as d
+assert d.is_available() and d.is_gloo_available()
+print(torch.__version__)' 2>"$TMPD/gloo.err"); then
+    GLOO_NOTE="Gloo left out: $GLOO_PY cannot import torch with gloo ($(grep -v '^ ' "$TMPD/gloo.err" | tail -n 1)); on Debian: apt-get install python3-torch, or set COMPARE_GLOO_PYTHON"
+    GLOO_VERSION=
+  fi
+  if [ -n "$GLOO_NOTE" ]; then
+    LIBS=$(echo " $LIBS " | sed 's/ gloo / /; s/^ //; s/ $//')
+    echo "$ME: $GLOO_NOTE" >&2
+  fi
 }
 
 # ---- 3. collie ----
@@ -352,13 +516,20 @@ child_cpu() {
       printf "%.3f\n", s }' "$TMPD/times")
 }
 # reap_leftovers: kills (by pid) any rank binary of ours still alive after a
-# launch; returns 1 when there was one.
+# launch; returns 1 when there was one. Gloo's ranks are python processes
+# like any other: only those whose environment carries this run's
+# COMPARE_SH_OWNER mark (set on the Gloo launches) are ours.
 reap_leftovers() {
   found=
   for p in /proc/[0-9]*; do
     exe=$(readlink "$p/exe" 2>/dev/null) || continue
     case $exe in
     "$OMPI_BIN" | "$MPICH_BIN" | "$BENCH" | "$RUNNER") found="$found ${p#/proc/}" ;;
+    "$TCP_BIN") [ "$TRANSPORT" = tcp ] && found="$found ${p#/proc/}" ;;
+    */python*)
+      [ "$TRANSPORT" = tcp ] && tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -qx "COMPARE_SH_OWNER=$$" &&
+        found="$found ${p#/proc/}"
+      ;;
     esac
   done
   [ -n "$found" ] || return 0
@@ -414,8 +585,10 @@ run() {
   fi
 }
 
-# launch LIB N LO HI TAG LABEL: one launch of LIB (ompi, mpich, collie) at N
-# ranks over the sizes LO..HI; its CSV ends up in PARTS/TAG.csv.
+# launch LIB N LO HI TAG LABEL: one launch of LIB (ompi, mpich, gloo,
+# collie) at N ranks over the sizes LO..HI, over the mode's transport; its
+# CSV ends up in PARTS/TAG.csv.
+NS_SEQ=0
 launch() {
   l_lib=$1 l_n=$2 l_lo=$3 l_hi=$4 l_tag=$5 l_label=$6
   case $l_lib in
@@ -428,21 +601,63 @@ launch() {
       set -- --bind-to none
     fi
     [ "$NOMMAP" = 1 ] && set -- "$@" -x "GLIBC_TUNABLES=$NOMMAP_TUN"
-    run "$l_tag" "$l_label" mpirun.openmpi -np "$l_n" "$@" "$OMPI_BIN" -i openmpi \
+    l_impl=openmpi
+    if [ "$TRANSPORT" = tcp ]; then
+      # The anchors' tcp run, with pml ob1 named so that the btl list is
+      # what carries the bytes (pml ucx would bypass it).
+      set -- "$@" --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo
+      l_impl=openmpi-tcp-lo
+    fi
+    run "$l_tag" "$l_label" mpirun.openmpi -np "$l_n" "$@" "$OMPI_BIN" -i "$l_impl" \
       -b "$l_lo" -e "$l_hi" -t "$TSEC" -c "$MPI_OPS"
     mv "$PARTS/$l_tag.out" "$PARTS/$l_tag.csv"
     ;;
   mpich)
-    set -- mpiexec.mpich -n "$l_n" "$MPICH_BIN" -i mpich -b "$l_lo" -e "$l_hi" -t "$TSEC" -c "$MPI_OPS"
+    if [ "$NETNS" = 1 ]; then
+      # hydra hands PMI over an inherited fd: each rank enters its namespace.
+      set -- mpiexec.mpich -n "$l_n" sh "$WRAP" mpi "$MPICH_BIN" -i mpich-ucxtcp-veth
+    elif [ "$TRANSPORT" = tcp ]; then
+      set -- env UCX_TLS=tcp,self mpiexec.mpich -n "$l_n" "$MPICH_BIN" -i mpich-ucxtcp-lo
+    else
+      set -- mpiexec.mpich -n "$l_n" "$MPICH_BIN" -i mpich
+    fi
+    set -- "$@" -b "$l_lo" -e "$l_hi" -t "$TSEC" -c "$MPI_OPS"
     [ "$NOMMAP" = 1 ] && set -- env "GLIBC_TUNABLES=$NOMMAP_TUN" "$@"
     run "$l_tag" "$l_label" "$@"
     mv "$PARTS/$l_tag.out" "$PARTS/$l_tag.csv"
     ;;
+  gloo)
+    run "$l_tag" "$l_label" env GLOO_SOCKET_IFNAME=lo COMPARE_SH_OWNER=$$ "$GLOO_PY" "$ANCHORS/gloo_perf.py" \
+      -n "$l_n" -i gloo-lo -b "$l_lo" -e "$l_hi" -t "$TSEC" -c "$GLOO_OPS"
+    mv "$PARTS/$l_tag.out" "$PARTS/$l_tag.csv"
+    ;;
   collie)
     rm -f "$PARTS/$l_tag.csv"
-    # shellcheck disable=SC2086 # --collie-args is a word list
-    run "$l_tag" "$l_label" "$RUNNER" -n "$l_n" "$BENCH" -b "$l_lo" -e "$l_hi" -f "$STEP" \
-      -o "$COLLIE_OPS" -t "$TSEC" --csv "$PARTS/$l_tag.csv" $COLLIE_ARGS
+    if [ "$NETNS" = 1 ]; then
+      # Two collierun "nodes" of one rank each, one per namespace; rank 0
+      # serves the store on its veth address. A fresh port per launch keeps
+      # clear of the last launch's TIME_WAIT sockets. The namespaces share
+      # the kernel and hostname, so collie takes them for one host; with
+      # COLLIE_SOCKET_IFNAME set it still publishes that interface's address
+      # rather than 127.0.0.1, which the other namespace cannot reach.
+      NS_SEQ=$((NS_SEQ + 1))
+      l_port=$((29500 + NS_SEQ % 10000))
+      l_tok=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+      set -- "$BENCH" -b "$l_lo" -e "$l_hi" -f "$STEP" -o "$COLLIE_OPS" -t "$TSEC" --transport tcp
+      # shellcheck disable=SC2086 # --collie-args is a word list
+      run "$l_tag" "$l_label" sh "$WRAP" pair \
+        env COLLIE_JOB_TOKEN="$l_tok" COLLIE_TRANSPORT=tcp COLLIE_SOCKET_IFNAME="$COMPARE_DEV0" \
+        "$RUNNER" --nnodes 2 --node-rank 0 -n 1 --master-addr "$NS_ADDR0" --master-port "$l_port" \
+        "$@" --csv "$PARTS/$l_tag.csv" $COLLIE_ARGS -- \
+        env COLLIE_JOB_TOKEN="$l_tok" COLLIE_TRANSPORT=tcp COLLIE_SOCKET_IFNAME="$COMPARE_DEV1" \
+        "$RUNNER" --nnodes 2 --node-rank 1 -n 1 --master-addr "$NS_ADDR0" --master-port "$l_port" \
+        "$@" $COLLIE_ARGS
+    else
+      [ "$TRANSPORT" = tcp ] && set -- --transport tcp || set --
+      # shellcheck disable=SC2086 # --collie-args is a word list
+      run "$l_tag" "$l_label" "$RUNNER" -n "$l_n" "$BENCH" -b "$l_lo" -e "$l_hi" -f "$STEP" \
+        -o "$COLLIE_OPS" -t "$TSEC" --csv "$PARTS/$l_tag.csv" "$@" $COLLIE_ARGS
+    fi
     mv "$PARTS/$l_tag.out" "$PARTS/$l_tag.txt"
     ;;
   esac
@@ -455,7 +670,7 @@ launch() {
 point() {
   plib=$1 pn=$2 plo=$3 phi=$4
   key=${plib}_np${pn}_$plo
-  case $plib in ompi) plabel="Open MPI" ;; mpich) plabel=MPICH ;; *) plabel=collie ;; esac
+  case $plib in ompi) plabel="Open MPI" ;; mpich) plabel=MPICH ;; gloo) plabel=Gloo ;; *) plabel=collie ;; esac
   [ "$plo" = "$phi" ] && plabel="$plabel $(hsize "$plo") ($pn ranks)" || plabel="$plabel ($pn ranks)"
   try=0 best='' best_load='' note=''
   while :; do
@@ -524,6 +739,83 @@ membw_line() {
   }
 }
 
+# raw_line: sets RAW (tcp_pingpong's figures as one line) and RAW_EX (the
+# exchange bandwidth, GB/s per direction, "" when missing) from tcp_raw.csv.
+raw_line() {
+  RAW_EX=$(awk -F, '$1 == "exchange_per_direction" { print $4 }' "$WORK/tcp_raw.csv" 2>/dev/null)
+  RAW=$(awk -F, -v where="$RAW_WHERE" '{ v[$1] = $4; t[$1] = $3; b[$1] = $2 }
+    END { if (!("exchange_per_direction" in v)) exit
+      printf "raw TCP (tcp_pingpong, %s, %s): both sides sending at once %s GB/s per direction, one way %s GB/s;", where, hs(b["exchange_per_direction"]), bw(v["exchange_per_direction"]), bw(v["stream"])
+      printf " 8 B half round trip %.1f us (blocking recv), %.1f us (busy poll)", t["rtt_block_half"], t["rtt_spin_half"] }
+    function bw(x) { return (x + 0 >= 0.1) ? sprintf("%.2f", x) : sprintf("%.3g", x) }
+    function hs(x) { return (x >= 1048576 && x % 1048576 == 0) ? sprintf("%d MiB", x / 1048576) : ((x >= 1024 && x % 1024 == 0) ? sprintf("%d KiB", x / 1024) : sprintf("%d B", x)) }' "$WORK/tcp_raw.csv" 2>/dev/null)
+  [ -n "$RAW" ] || {
+    fail "tcp_pingpong wrote no exchange row ($WORK/tcp_raw.csv)"
+    RAW="raw TCP: not measured"
+  }
+}
+RAW_WHERE=loopback
+[ "$NETNS" = 1 ] && RAW_WHERE="veth $COMPARE_NS0 -> $COMPARE_NS1"
+
+# raw_tcp: tcp_pingpong at the -e size (its exchange is what the largest
+# allreduce is held against), again while loaded (as point does), into
+# WORK/tcp_raw.csv and .log.
+raw_tcp() {
+  echo "== raw TCP (tcp_pingpong, $(hsize "$MAXB_B"), $RAW_WHERE)"
+  rm -f "$WORK/tcp_raw.csv" "$WORK/tcp_raw.log"
+  try=0 best='' best_load='' note=''
+  while :; do
+    try=$((try + 1))
+    if [ "$NETNS" = 1 ]; then
+      # server on the second namespace's address, client in the first
+      NS_SEQ=$((NS_SEQ + 1))
+      port=$((29500 + NS_SEQ % 10000))
+      run "tcp_raw.try$try" "raw TCP (tcp_pingpong)" sh "$WRAP" pair \
+        "$TCP_BIN" -c "$NS_ADDR1" "$port" -S "$MAXB_B" -- "$TCP_BIN" -s "$port" -a "$NS_ADDR1" -S "$MAXB_B"
+    else
+      run "tcp_raw.try$try" "raw TCP (tcp_pingpong)" "$TCP_BIN" -l -S "$MAXB_B"
+    fi
+    load=$RUN_LOAD
+    if [ -z "$best" ] || { [ -n "$load" ] && [ -n "$best_load" ] && [ "$load" -lt "$best_load" ]; }; then
+      best=$try best_load=$load
+    fi
+    note="$note${note:+; }${RUN_WALL} s, load ${load:-?} %"
+    [ "$RUN_RC" = 0 ] && [ -n "$load" ] && [ "$load" -ge "$LOAD_PCT" ] && [ "$try" -le "$RETRIES" ] || break
+  done
+  [ -s "$PARTS/tcp_raw.try$best.out" ] && mv "$PARTS/tcp_raw.try$best.out" "$WORK/tcp_raw.csv"
+  mv "$PARTS/tcp_raw.try$best.log" "$WORK/tcp_raw.log" 2>/dev/null
+  rm -f "$PARTS"/tcp_raw.try*
+  raw_line
+  echo "   $RAW ($note)"
+}
+
+# netns_up: the two namespaces and the veth pair between them; dies (the
+# EXIT trap then removes what was made) when a step fails. Namespaces of
+# the same names that exist already are not touched: a concurrent run, or
+# one killed by SIGKILL, which no trap sees.
+netns_up() {
+  for ns in "$COMPARE_NS0" "$COMPARE_NS1"; do
+    if ip netns list | awk '{ print $1 }' | grep -qx "$ns"; then
+      die "network namespace $ns exists already: another compare.sh --netns is running, or one was killed before it could clean up (then: ip netns del $COMPARE_NS0; ip netns del $COMPARE_NS1)"
+    fi
+  done
+  echo "== network namespaces $COMPARE_NS0 ($NS_ADDR0 on $COMPARE_DEV0) and $COMPARE_NS1 ($NS_ADDR1 on $COMPARE_DEV1), veth pair"
+  for ns in "$COMPARE_NS0" "$COMPARE_NS1"; do
+    ip netns add "$ns" 2>"$TMPD/ip.err" || die "ip netns add $ns failed: $(head -n 1 "$TMPD/ip.err")"
+    NS_MADE="$NS_MADE $ns"
+  done
+  # One command per step, so that a failure names its step.
+  for step in "link add $COMPARE_DEV0 netns $COMPARE_NS0 type veth peer name $COMPARE_DEV1 netns $COMPARE_NS1" \
+    "-n $COMPARE_NS0 addr add $NS_ADDR0/$NS_PREFIX dev $COMPARE_DEV0" \
+    "-n $COMPARE_NS1 addr add $NS_ADDR1/$NS_PREFIX dev $COMPARE_DEV1" \
+    "-n $COMPARE_NS0 link set $COMPARE_DEV0 up" "-n $COMPARE_NS1 link set $COMPARE_DEV1 up" \
+    "-n $COMPARE_NS0 link set lo up" "-n $COMPARE_NS1 link set lo up"; do
+    # shellcheck disable=SC2086 # a word list
+    ip $step 2>"$TMPD/ip.err" || die "setting up the namespaces: 'ip $step' failed: $(head -n 1 "$TMPD/ip.err")"
+  done
+  export COMPARE_NS0 COMPARE_NS1 COMPARE_DEV0 COMPARE_DEV1
+}
+
 # ---- 4. the runs ----
 measure() {
   : >"$WORK/commands.log"
@@ -535,7 +827,16 @@ measure() {
     echo "Open MPI: $(mpirun.openmpi --version 2>/dev/null | head -n 1)"
     echo "MPICH: $(mpiexec.mpich --version 2>/dev/null | grep -m 1 Version | sed 's/.*: *//')"
     echo "collie: git $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)$(test -n "$(git -C "$ROOT" status --porcelain 2>/dev/null | head -n 1)" && echo ' + uncommitted changes'), build $BUILD ($(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=\(..*\)/\1/p' "$BUILD/CMakeCache.txt" 2>/dev/null || true))"
-    echo "options: -n \"$NRANKS\" -b $MINB -e $MAXB -f $STEP -o $MPI_OPS -t $TSEC --retries $RETRIES$([ "$PER_LIBRARY" = 1 ] && echo ' --per-library')$([ "$NOMMAP" = 1 ] && echo ' --mpi-nommap')${COLLIE_ARGS:+ --collie-args \"$COLLIE_ARGS\"}"
+    if [ "$TRANSPORT" = tcp ]; then
+      case " $LIBS " in *" gloo "*) echo "Gloo: torch $GLOO_VERSION ($GLOO_PY)" ;; esac
+      [ -n "$GLOO_NOTE" ] && echo "$GLOO_NOTE"
+      if [ "$NETNS" = 1 ]; then
+        echo "transport: TCP between network namespaces $COMPARE_NS0 ($NS_ADDR0 on $COMPARE_DEV0) and $COMPARE_NS1 ($NS_ADDR1 on $COMPARE_DEV1), veth MTU $(ip -n "$COMPARE_NS0" link show "$COMPARE_DEV0" 2>/dev/null | sed -n 's/.* mtu \([0-9]*\).*/\1/p')"
+      else
+        echo "transport: TCP over loopback"
+      fi
+    fi
+    echo "options: -n \"$NRANKS\" -b $MINB -e $MAXB -f $STEP -o $MPI_OPS -t $TSEC --retries $RETRIES$([ "$PER_LIBRARY" = 1 ] && echo ' --per-library')$([ "$NOMMAP" = 1 ] && echo ' --mpi-nommap')${COLLIE_ARGS:+ --collie-args \"$COLLIE_ARGS\"}$([ "$NETNS" = 1 ] && echo ' --netns' || { [ "$TRANSPORT" = tcp ] && echo ' --transport tcp'; })"
   } >"$WORK/env.txt"
   cat "$WORK/env.txt"
 
@@ -546,20 +847,29 @@ measure() {
   mv "$PARTS/membw.log" "$WORK/membw.log" 2>/dev/null
   membw_line
   echo "   $MEMBW"
+  [ "$TRANSPORT" = tcp ] && raw_tcp
 
   for n in $NRANKS; do
-    echo "== $n ranks on $NCPU CPUs$([ "$n" -gt "$NCPU" ] && echo ', oversubscribed')"
-    rm -f "$WORK/ompi_np$n".* "$WORK/mpich_np$n".* "$WORK/collie_np$n".*
+    echo "== $n ranks on $NCPU CPUs$([ "$n" -gt "$NCPU" ] && echo ', oversubscribed')${MODE_NAME:+, $MODE_NAME}"
+    rm -f "$WORK/ompi_np$n".* "$WORK/mpich_np$n".* "$WORK/gloo_np$n".* "$WORK/collie_np$n".*
     if [ "$PER_LIBRARY" = 1 ]; then
-      # Each library over every size in one launch; the anchor only doubles,
-      # so with another step factor it gets one launch per size.
-      for lib in ompi mpich collie; do
+      # Each library over every size in one launch; the anchors only double,
+      # so with another step factor they get one launch per size. Over TCP
+      # an -e the steps miss is one more launch.
+      for lib in $LIBS; do
         if [ "$lib" = collie ] || [ "$STEP" = 2 ]; then
-          point "$lib" "$n" "$MINB_B" "$MAXB_B"
-          mv "$PARTS/${lib}_np${n}_$MINB_B.csv" "$WORK/${lib}_np$n.csv" 2>/dev/null
-          mv "$PARTS/${lib}_np${n}_$MINB_B.log" "$WORK/${lib}_np$n.log" 2>/dev/null
-          mv "$PARTS/${lib}_np${n}_$MINB_B.txt" "$WORK/${lib}_np$n.txt" 2>/dev/null
-          echo "   $lib: $POINT_NOTE"
+          point "$lib" "$n" "$MINB_B" "$SWEEP_HI"
+          if [ -z "$SIZE_EXTRA" ]; then
+            mv "$PARTS/${lib}_np${n}_$MINB_B.csv" "$WORK/${lib}_np$n.csv" 2>/dev/null
+            mv "$PARTS/${lib}_np${n}_$MINB_B.log" "$WORK/${lib}_np$n.log" 2>/dev/null
+            mv "$PARTS/${lib}_np${n}_$MINB_B.txt" "$WORK/${lib}_np$n.txt" 2>/dev/null
+            echo "   $lib: $POINT_NOTE"
+          else
+            note1=$POINT_NOTE
+            point "$lib" "$n" "$SIZE_EXTRA" "$SIZE_EXTRA"
+            echo "   $lib: $note1; $(hsize "$SIZE_EXTRA"): $POINT_NOTE"
+            assemble "$lib" "$n"
+          fi
         else
           for s in $SIZES; do
             point "$lib" "$n" "$s" "$s"
@@ -571,17 +881,23 @@ measure() {
     else
       for s in $SIZES; do
         line=
-        for lib in ompi mpich collie; do
+        for lib in $LIBS; do
           point "$lib" "$n" "$s" "$s"
           line="$line${line:+ | }$lib $POINT_NOTE"
         done
         printf '   %-8s %s\n' "$(hsize "$s")" "$line"
       done
-      for lib in ompi mpich collie; do assemble "$lib" "$n"; done
+      for lib in $LIBS; do assemble "$lib" "$n"; done
     fi
-    check_csv "$WORK/ompi_np$n.csv" "Open MPI ($n ranks)"
-    check_csv "$WORK/mpich_np$n.csv" "MPICH ($n ranks)"
-    check_csv "$WORK/collie_np$n.csv" "collie ($n ranks)"
+    check_libs "$n"
+  done
+}
+
+# check_libs N: check_csv for every library of this mode at N ranks.
+check_libs() {
+  for lib in $LIBS; do
+    case $lib in ompi) l="Open MPI" ;; mpich) l=MPICH ;; gloo) l=Gloo ;; *) l=collie ;; esac
+    check_csv "$WORK/${lib}_np$1.csv" "$l ($1 ranks)"
   done
 }
 
@@ -591,16 +907,22 @@ measure() {
 join_csv() {
   n=$1
   files=
-  for f in ompi mpich collie; do [ -f "$WORK/${f}_np$n.csv" ] && files="$files $WORK/${f}_np$n.csv"; done
+  for f in $LIBS; do [ -f "$WORK/${f}_np$n.csv" ] && files="$files $WORK/${f}_np$n.csv"; done
+  # Over TCP three columns follow: Gloo's time and busbw, collie's time /
+  # Gloo's. Gloo's names are mapped to the anchor's; its "unsupported" rows
+  # are dropped.
   # shellcheck disable=SC2086 # a list of files
-  awk -F, -v ops="$OPLIST" -v n="$n" '
-    BEGIN { k = split(ops, o, " "); for (i = 1; i <= k; i++) order[o[i]] = i }
+  awk -F, -v ops="$OPLIST" -v n="$n" -v tcp="$([ "$TRANSPORT" = tcp ] && echo 1 || echo 0)" '
+    BEGIN { k = split(ops, o, " "); for (i = 1; i <= k; i++) order[o[i]] = i
+            gname["all_reduce"] = "allreduce"; gname["all_gather"] = "allgather"; gname["all_to_all"] = "alltoall" }
     FNR == 1 { src = FILENAME; sub(/.*\//, "", src); sub(/_np.*/, "", src)
                split("", col)
                for (i = 1; i <= NF; i++) col[$i] = i
                next }
     /^#/ || NF < 5 { next }
     { c = $col["collective"]; if (c == "broadcast") c = "bcast"
+      if (c in gname) c = gname[c]
+      if ($col["bytes"] == "NA") next
       if (!(c in order) || $col["nranks"] != n) next
       key = c SUBSEP $col["bytes"]; keys[key] = 1
       t = $col["time_us"] + 0; bw = $col["busbw_GBps"] + 0
@@ -615,7 +937,7 @@ join_csv() {
     }
     function maxl(a, b) { if (a == "") return b; if (b == "") return a; return (a + 0 > b + 0) ? a : b }
     END {
-      print "collective,nranks,bytes,ompi_time_us,ompi_busbw_GBps,mpich_time_us,mpich_busbw_GBps,collie_time_us,collie_busbw_GBps,collie_algorithm,collie_wrong,best_mpi,time_ratio,busbw_ratio,collie_behind,max_foreign_load_pct"
+      print "collective,nranks,bytes,ompi_time_us,ompi_busbw_GBps,mpich_time_us,mpich_busbw_GBps,collie_time_us,collie_busbw_GBps,collie_algorithm,collie_wrong,best_mpi,time_ratio,busbw_ratio,collie_behind,max_foreign_load_pct" ((tcp) ? ",gloo_time_us,gloo_busbw_GBps,gloo_time_ratio" : "")
       for (key in keys) {
         split(key, kk, SUBSEP); c = kk[1]; by = kk[2]
         best = ""
@@ -630,8 +952,14 @@ join_csv() {
           tr = sprintf("%.3f", ct[key] / mt[best, key]); behind = (tr + 0 > 1) ? 1 : 0
           if (mb[best, key] > 0) br = sprintf("%.3f", cb[key] / mb[best, key])
         }
-        load = maxl(maxl(ml["ompi", key], ml["mpich", key]), cl[key])
-        printf "%d\t%s\t%s,%s,%s,%s,%s,%s\n", order[c], by, line, best, tr, br, behind, load
+        load = maxl(maxl(maxl(ml["ompi", key], ml["mpich", key]), ml["gloo", key]), cl[key])
+        gl = ""
+        if (tcp) {
+          gr = ""
+          if (have["gloo", key] && (key in ct) && mt["gloo", key] > 0) gr = sprintf("%.3f", ct[key] / mt["gloo", key])
+          gl = "," (have["gloo", key] ? mt["gloo", key] "," mb["gloo", key] : ",") "," gr
+        }
+        printf "%d\t%s\t%s,%s,%s,%s,%s,%s%s\n", order[c], by, line, best, tr, br, behind, load, gl
       }
     }' $files >"$TMPD/join.txt"
   grep -v '	' "$TMPD/join.txt"
@@ -639,10 +967,16 @@ join_csv() {
 }
 
 # table N FMT NOTES: compare_npN.csv as a text (FMT=txt) or Markdown (md)
-# table, then a summary per collective. (awk: a ternary in a print argument
-# list must be parenthesised, or mawk reads ">" as a redirection.)
+# table, then a summary per collective. Over TCP (TABLE_REFS, TABLE_GLOO)
+# the MPI columns are those of the libraries that ran, a Gloo column and
+# t/gloo follow, and the raw TCP line and TABLE_LEFTOUT go above the table.
+# (awk: a ternary in a print argument list must be parenthesised, or mawk
+# reads ">" as a redirection.)
+TABLE_REFS="ompi mpich" TABLE_GLOO=0 TABLE_LEFTOUT=
 table() {
-  awk -F, -v n="$1" -v fmt="$2" -v notes="$3" -v ncpu="$NCPU" -v membw="$MEMBW" -v lpct="$LOAD_PCT" '
+  awk -F, -v n="$1" -v fmt="$2" -v notes="$3" -v ncpu="$NCPU" -v membw="$MEMBW" -v lpct="$LOAD_PCT" \
+    -v tcp="$([ "$TRANSPORT" = tcp ] && echo 1 || echo 0)" -v refs="$TABLE_REFS" -v gloo="$TABLE_GLOO" \
+    -v raw="${RAW:-}" -v mode="$MODE_NAME" -v leftout="$TABLE_LEFTOUT" '
     function hsize(b) {
       if (b >= 1073741824 && b % 1073741824 == 0) return sprintf("%d GiB", b / 1073741824)
       if (b >= 1048576 && b % 1048576 == 0) return sprintf("%d MiB", b / 1048576)
@@ -653,19 +987,60 @@ table() {
     function f2(v) { return (v == "") ? "-" : sprintf("%.2f", v) }
     function g3(v) { return (v == "") ? "-" : ((v + 0 >= 100) ? sprintf("%.0f", v) : sprintf("%.3g", v)) }
     function cname(c) { return (c == "bcast") ? "broadcast" : c }
-    function row(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14) {
-      if (fmt == "md")
-        printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14
-      else
-        printf "%-14s %7s | %8s %6s | %8s %6s | %8s %6s %-18s | %5s %6s %6s %4s  %s\n", a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14
+    # One row from the cells C[1..NC]: collective, size, (time, busbw) per
+    # MPI column, [Gloo time, busbw,] collie time, busbw, algorithm, best,
+    # t/best, bw/bst, [t/gloo,] load, mark.
+    function row(   s, i, k) {
+      if (fmt == "md") {
+        s = "|"
+        for (i = 1; i <= NC; i++) s = s " " C[i] " |"
+        print s
+        return
+      }
+      s = sprintf("%-14s %7s |", C[1], C[2]); k = 3
+      for (i = 1; i <= nref + gloo; i++) { s = s sprintf(" %8s %6s |", C[k], C[k + 1]); k += 2 }
+      s = s sprintf(" %8s %6s %-18s |", C[k], C[k + 1], C[k + 2]); k += 3
+      s = s sprintf(" %5s %6s %6s", C[k], C[k + 1], C[k + 2]); k += 3
+      if (gloo) s = s sprintf(" %6s", C[k++])
+      s = s sprintf(" %4s  %s", C[k], C[k + 1])
+      lastlen = length(s)
+      print s
+    }
+    function cell(v) { C[++NC] = v }
+    BEGIN {
+      nref = split(refs, ref, " ")
+      # columns of compare_npN.csv holding each library time and busbw
+      tc["ompi"] = 4; tc["mpich"] = 6; tc["gloo"] = 17
+      rname["ompi"] = "OMPI"; rname["mpich"] = "MPICH"
     }
     NR == 1 {
-      if (fmt == "md") printf "**%d ranks on %d CPUs%s.** %s.%s\n\n", n, ncpu, ((n > ncpu) ? ", oversubscribed" : ""), membw, notes
-      else printf "%d ranks on %d CPUs%s: collie against the faster MPI at each point\n%s\n%s\n", n, ncpu, ((n > ncpu) ? " (oversubscribed)" : ""), membw, notes
-      if (fmt != "md") printf "time: us per call (max over ranks of the mean); busbw: GB/s (nccl-tests factors); load: %% of the CPUs other processes used\n\n"
-      row("collective", "size", "OMPI us", "busbw", "MPICH us", "busbw", "collie us", "busbw", "algorithm", "best", "t/best", "bw/bst", "load", "")
-      if (fmt == "md") print "|---|--:|--:|--:|--:|--:|--:|--:|---|---|--:|--:|--:|---|"
-      else print "--------------------------------------------------------------------------------------------------------------------"
+      if (!tcp) {
+        if (fmt == "md") printf "**%d ranks on %d CPUs%s.** %s.%s\n\n", n, ncpu, ((n > ncpu) ? ", oversubscribed" : ""), membw, notes
+        else printf "%d ranks on %d CPUs%s: collie against the faster MPI at each point\n%s\n%s\n", n, ncpu, ((n > ncpu) ? " (oversubscribed)" : ""), membw, notes
+      } else {
+        if (fmt == "md") printf "**%d ranks on %d CPUs%s, %s.** %s. %s.%s%s\n\n", n, ncpu, ((n > ncpu) ? ", oversubscribed" : ""), mode, membw, raw, notes, ((leftout == "") ? "" : " " leftout)
+        else {
+          printf "%d ranks on %d CPUs%s, %s: collie against the faster MPI at each point%s\n", n, ncpu, ((n > ncpu) ? " (oversubscribed)" : ""), mode, ((gloo) ? ", and against Gloo" : "")
+          printf "%s\n%s\n%s\n", membw, raw, notes
+          if (leftout != "") print leftout
+        }
+      }
+      if (fmt != "md") printf "time: us per call (max over ranks of the mean); busbw: GB/s (nccl-tests factors); load: %% of the CPUs other processes used%s\n\n", ((gloo) ? "; t/gloo: collie time / Gloo time" : "")
+      NC = 0; cell("collective"); cell("size")
+      for (i = 1; i <= nref; i++) { cell(rname[ref[i]] " us"); cell("busbw") }
+      if (gloo) { cell("Gloo us"); cell("busbw") }
+      cell("collie us"); cell("busbw"); cell("algorithm"); cell("best"); cell("t/best"); cell("bw/bst")
+      if (gloo) cell("t/gloo")
+      cell("load"); cell("")
+      row()
+      if (fmt == "md") {
+        s = "|---|--:|"
+        for (i = 1; i <= nref + gloo; i++) s = s "--:|--:|"
+        s = s "--:|--:|---|---|--:|--:|"
+        if (gloo) s = s "--:|"
+        print s "--:|---|"
+      } else if (!tcp) print "--------------------------------------------------------------------------------------------------------------------"
+      else { s = ""; for (i = 0; i < lastlen; i++) s = s "-"; print s }
       next
     }
     {
@@ -676,8 +1051,15 @@ table() {
       else if (tr != "" && tr + 0 > 1.25) mark = "<< behind"
       else if (tr != "" && tr + 0 > 1) mark = "<  behind"
       if (ld != "" && ld + 0 >= lpct) { mark = mark ((mark == "") ? "" : ", ") "loaded"; nload++ }
-      row(cname(c), hsize($3), t($4), g3($5), t($6), g3($7), t($8), g3($9), (($10 == "") ? "-" : $10), ((best == "") ? "-" : best), f2(tr), f2($14), ((ld == "") ? "-" : ld), mark)
+      NC = 0; cell(cname(c)); cell(hsize($3))
+      for (i = 1; i <= nref; i++) { k = tc[ref[i]]; cell(t($k)); cell(g3($(k + 1))) }
+      if (gloo) { cell(t($17)); cell(g3($18)) }
+      cell(t($8)); cell(g3($9)); cell((($10 == "") ? "-" : $10)); cell(((best == "") ? "-" : best)); cell(f2(tr)); cell(f2($14))
+      if (gloo) cell(f2($19))
+      cell(((ld == "") ? "-" : ld)); cell(mark)
+      row()
       if (!(c in seen)) { seen[c] = 1; corder[++nc] = c }
+      if (gloo && $19 != "") { grows[c]++; gsum[c] += log($19 + 0) }
       if (tr == "") next
       v = tr + 0
       rows[c]++; lsum[c] += log(v); if (v > 1) beh[c]++; if (v > 1.25) beh25[c]++
@@ -685,24 +1067,25 @@ table() {
       if (!(c in hi) || v > hi[c]) { hi[c] = v; his[c] = hsize($3) }
       all++; alls += log(v); if (v > 1) allb++; if (v > 1.25) allb25++
     }
+    function gm(c) { return (grows[c]) ? sprintf("%.2f", exp(gsum[c] / grows[c])) : "-" }
     END {
       print ""
       if (fmt == "md") {
-        print "| collective | points | t/best > 1 | > 1.25 | geomean t/best | best t/best (size) | worst t/best (size) |"
-        print "|---|--:|--:|--:|--:|--:|--:|"
+        print "| collective | points | t/best > 1 | > 1.25 | geomean t/best | best t/best (size) | worst t/best (size) |" ((gloo) ? " geomean t/gloo |" : "")
+        print "|---|--:|--:|--:|--:|--:|--:|" ((gloo) ? "--:|" : "")
       } else {
         print "summary (t/best: collie time / the faster MPI time at that point; below 1 collie is faster)"
-        printf "%-14s %6s %10s %6s %14s %20s %20s\n", "collective", "points", "t/best > 1", "> 1.25", "geomean t/best", "best t/best (size)", "worst t/best (size)"
+        printf "%-14s %6s %10s %6s %14s %20s %20s%s\n", "collective", "points", "t/best > 1", "> 1.25", "geomean t/best", "best t/best (size)", "worst t/best (size)", ((gloo) ? sprintf(" %14s", "geomean t/gloo") : "")
       }
       for (i = 1; i <= nc; i++) {
         c = corder[i]
         if (!rows[c]) continue
         b1 = sprintf("%.2f (%s)", lo[c], los[c]); w1 = sprintf("%.2f (%s)", hi[c], his[c])
-        if (fmt == "md") printf "| %s | %d | %d | %d | %.2f | %s | %s |\n", cname(c), rows[c], beh[c], beh25[c], exp(lsum[c] / rows[c]), b1, w1
-        else printf "%-14s %6d %10d %6d %14.2f %20s %20s\n", cname(c), rows[c], beh[c], beh25[c], exp(lsum[c] / rows[c]), b1, w1
+        if (fmt == "md") printf "| %s | %d | %d | %d | %.2f | %s | %s |%s\n", cname(c), rows[c], beh[c], beh25[c], exp(lsum[c] / rows[c]), b1, w1, ((gloo) ? " " gm(c) " |" : "")
+        else printf "%-14s %6d %10d %6d %14.2f %20s %20s%s\n", cname(c), rows[c], beh[c], beh25[c], exp(lsum[c] / rows[c]), b1, w1, ((gloo) ? sprintf(" %14s", gm(c)) : "")
       }
       if (all) {
-        if (fmt == "md") printf "| all | %d | %d | %d | %.2f | | |\n", all, allb, allb25, exp(alls / all)
+        if (fmt == "md") printf "| all | %d | %d | %d | %.2f | | |%s\n", all, allb, allb25, exp(alls / all), ((gloo) ? " |" : "")
         else printf "%-14s %6d %10d %6d %14.2f\n", "all", all, allb, allb25, exp(alls / all)
       }
       if (fmt != "md") {
@@ -712,20 +1095,91 @@ table() {
     }' "$WORK/compare_np$1.csv"
 }
 
+# tcp_targets N FMT: issue 8's tcp targets, checked on compare_npN.csv: the
+# smallest allreduce against Open MPI (MPICH with --netns, where Open MPI
+# cannot run), the largest allreduce's busbw against Gloo's and against the
+# raw TCP exchange bandwidth (RAW_EX). busbw of an allreduce is the bytes
+# each rank sends (and receives) per second, 2(n-1)/n x size / time, which
+# is what tcp_pingpong's exchange measures per direction.
+tcp_targets() {
+  awk -F, -v n="$1" -v fmt="$2" -v rawex="${RAW_EX:-}" -v maxb="$MAXB_B" -v netns="$NETNS" '
+    function hsize(b) {
+      if (b >= 1048576 && b % 1048576 == 0) return sprintf("%d MiB", b / 1048576)
+      if (b >= 1024 && b % 1024 == 0) return sprintf("%d KiB", b / 1024)
+      return sprintf("%d B", b)
+    }
+    function bw(x) { return (x + 0 >= 0.1) ? sprintf("%.2f", x) : sprintf("%.3g", x) }
+    function out(s) { print ((fmt == "md") ? "- " s : "  " s) }
+    NR > 1 && $1 == "allreduce" {
+      if (small == "" || $3 + 0 < small + 0) { small = $3; st = $8; so = $4; sm = $6 }
+      if ($3 + 0 == maxb + 0) { big = 1; bb = $9; bg = $18 }
+    }
+    END {
+      print ((fmt == "md") ? "tcp targets of issue 8 (" n " ranks):\n" : "tcp targets (issue 8), " n " ranks:")
+      if (small == "") out("allreduce: not measured (-o has no allreduce)")
+      else if (small + 0 > 1024) out(sprintf("allreduce 8 B: not measured (the sizes start at %s)", hsize(small)))
+      else {
+        where = (small + 0 == 8) ? "" : " (smallest size measured; the target is at 8 B)"
+        if (netns) { rn = "MPICH (Open MPI cannot run across namespaces)"; rt = sm } else { rn = "Open MPI"; rt = so }
+        if (st == "" || rt == "") out(sprintf("allreduce %s%s: collie %s us, %s %s us: cannot tell", hsize(small), where, ((st == "") ? "-" : st), rn, ((rt == "") ? "-" : rt)))
+        else out(sprintf("allreduce %s%s: collie %.2f us, %s %.2f us: collie/%s time %.2f: %s (target: no slower)", hsize(small), where, st, rn, rt, ((netns) ? "MPICH" : "Open MPI"), st / rt, ((st + 0 <= rt + 0) ? "met" : "NOT MET")))
+      }
+      if (small != "" && !big) out(sprintf("allreduce %s: not measured", hsize(maxb)))
+      else if (big) {
+        where = (maxb + 0 == 67108864) ? "" : " (the targets are at 64 MiB)"
+        if (netns) out(sprintf("allreduce %s%s: Gloo not measured (gloo_perf.py spawns both ranks in one namespace)", hsize(maxb), where))
+        else if (bg == "" || bb == "") out(sprintf("allreduce %s%s: collie busbw %s GB/s, Gloo %s: cannot tell", hsize(maxb), where, ((bb == "") ? "-" : bb), ((bg == "") ? "not measured" : bg " GB/s")))
+        else out(sprintf("allreduce %s%s: collie busbw %s GB/s, Gloo %s GB/s: collie/Gloo %.2f: %s (target: at least Gloo)", hsize(maxb), where, bw(bb), bw(bg), bb / bg, ((bb + 0 >= bg + 0) ? "met" : "NOT MET")))
+        if (rawex == "" || bb == "") out(sprintf("allreduce %s%s: raw TCP exchange not measured: cannot tell", hsize(maxb), where))
+        else out(sprintf("allreduce %s%s: collie busbw %s GB/s = %.0f %% of the raw TCP exchange, %s GB/s per direction: %s (target: at least 70 %%)", hsize(maxb), where, bw(bb), 100 * bb / rawex, bw(rawex), ((bb / rawex >= 0.7) ? "met" : "NOT MET")))
+      }
+      if (fmt == "md") print "\n(busbw of an allreduce = 2(n-1)/n x size / time = the bytes each rank sends, and receives, per second: what the raw exchange measures per direction.)"
+    }' "$WORK/compare_np$1.csv"
+}
+
+# gloo_leftout N: the note on what Gloo could not do at N ranks.
+gloo_leftout() {
+  u=$(awk -F, '$5 == "unsupported" && !($2 in seen) { seen[$2] = 1; c = $2; if (c == "all_to_all") c = "alltoall"; s = s ((s == "") ? "" : ", ") c } END { print s }' "$WORK/gloo_np$1.csv" 2>/dev/null)
+  [ -z "$u" ] || echo "Gloo (torch ${GLOO_VERSION:-?}) has no $u: no Gloo figure there."
+}
+
 # ---- main ----
 if [ "$TABLES_ONLY" = 0 ]; then
   install_missing
+  gloo_check
   build_anchors
   build_collie
+  [ "$NETNS" = 1 ] && netns_up
   measure
 else
-  [ -f "$WORK/env.txt" ] && cat "$WORK/env.txt"
-  for n in $NRANKS; do
-    check_csv "$WORK/ompi_np$n.csv" "Open MPI ($n ranks)"
-    check_csv "$WORK/mpich_np$n.csv" "MPICH ($n ranks)"
-    check_csv "$WORK/collie_np$n.csv" "collie ($n ranks)"
-  done
+  if [ -f "$WORK/env.txt" ]; then
+    # The work dir must hold the runs of the mode asked for.
+    opts=$(grep '^options:' "$WORK/env.txt")
+    case "$opts" in *" --netns"*) was=netns ;; *" --transport tcp"*) was=tcp ;; *) was=shm ;; esac
+    now=$TRANSPORT
+    [ "$NETNS" = 1 ] && now=netns
+    [ "$was" = "$now" ] || bad_usage "--tables-only: the runs in $WORK were made with $was, not $now (give the same --transport/--netns, or another --work)"
+    cat "$WORK/env.txt"
+    GLOO_VERSION=$(sed -n 's/^Gloo: torch \([^ ]*\).*/\1/p' "$WORK/env.txt")
+  fi
+  if [ "$TRANSPORT" = tcp ] && [ "$NETNS" = 0 ]; then
+    have=0
+    for n in $NRANKS; do [ -f "$WORK/gloo_np$n.csv" ] && have=1; done
+    if [ "$have" = 0 ]; then
+      GLOO_NOTE=$(grep '^Gloo left out' "$WORK/env.txt" 2>/dev/null)
+      [ -n "$GLOO_NOTE" ] || GLOO_NOTE="Gloo left out: no gloo_npN.csv in $WORK"
+      LIBS=$(echo " $LIBS " | sed 's/ gloo / /; s/^ //; s/ $//')
+    fi
+  fi
+  for n in $NRANKS; do check_libs "$n"; done
   membw_line
+  [ "$TRANSPORT" = tcp ] && raw_line
+fi
+
+if [ "$NETNS" = 1 ]; then
+  TABLE_REFS=mpich
+elif [ "$TRANSPORT" = tcp ]; then
+  case " $LIBS " in *" gloo "*) TABLE_GLOO=1 ;; esac
 fi
 
 echo
@@ -735,8 +1189,21 @@ for n in $NRANKS; do
   join_csv "$n" >"$WORK/compare_np$n.csv"
   notes=$(awk -F, -v lpct="$LOAD_PCT" 'NR > 1 && $16 != "" { k++; if ($16 + 0 >= lpct) m++; if ($16 + 0 > mx) mx = $16 + 0 }
     END { if (k) printf " Other processes used up to %d %% of the CPUs during a launch; %d of %d rows saw >= %d %%.", mx, m, k, lpct }' "$WORK/compare_np$n.csv")
+  if [ "$NETNS" = 1 ]; then
+    TABLE_LEFTOUT="Not measured here: Open MPI (its ranks cannot reach mpirun's PMIx server from another namespace) and Gloo (gloo_perf.py spawns both ranks in one namespace)."
+  elif [ "$TRANSPORT" = tcp ]; then
+    if [ "$TABLE_GLOO" = 1 ]; then
+      TABLE_LEFTOUT=$(gloo_leftout "$n")
+    else
+      TABLE_LEFTOUT="$GLOO_NOTE."
+    fi
+  fi
   table "$n" txt "${notes# }" >"$WORK/table_np$n.txt"
   table "$n" md "$notes" >"$WORK/table_np$n.md"
+  if [ "$TRANSPORT" = tcp ]; then
+    { echo; tcp_targets "$n" txt; } >>"$WORK/table_np$n.txt"
+    { echo; tcp_targets "$n" md; } >>"$WORK/table_np$n.md"
+  fi
   cat "$WORK/table_np$n.txt"
   echo
   { cat "$WORK/table_np$n.txt"; echo; } >>"$WORK/table.txt"
@@ -744,7 +1211,11 @@ for n in $NRANKS; do
   wrong=$(awk -F, 'NR > 1 && $11 + 0 > 0 { w += $11 } END { print w + 0 }' "$WORK/compare_np$n.csv")
   [ "$wrong" = 0 ] || fail "collie reported $wrong wrong elements at $n ranks (see $WORK/collie_np$n.txt)"
 done
-echo "files in $WORK: env.txt, commands.log, membw.csv, {ompi,mpich,collie}_npN.csv and .log, collie_npN.txt, compare_npN.csv, table.txt, table.md"
+if [ "$TRANSPORT" = tcp ]; then
+  echo "files in $WORK: env.txt, commands.log, membw.csv, tcp_raw.csv, {$(echo "$LIBS" | tr ' ' ',')}_npN.csv and .log, collie_npN.txt, compare_npN.csv, table.txt, table.md"
+else
+  echo "files in $WORK: env.txt, commands.log, membw.csv, {ompi,mpich,collie}_npN.csv and .log, collie_npN.txt, compare_npN.csv, table.txt, table.md"
+fi
 if [ "$FAILED" -gt 0 ]; then
   echo "$ME: $FAILED problem(s), listed above; the tables may be incomplete" >&2
   exit 1

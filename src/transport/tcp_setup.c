@@ -77,7 +77,11 @@ tcp_listen_publish(struct collie__tcp_xport *t, const struct collie__net_cfg *cf
   const char *me = cfg->peers[cfg->rank].host;
   for (int i = 0; i < t->nchan; i++)
     if (strncmp(cfg->peers[t->chans[i].peer].host, me, COLLIE_HOSTID_LEN) != 0) same_host = 0;
-  if (same_host) {
+  /* Loopback only when every peer shares the host and no interface was
+   * named: ranks in separate network namespaces of one host share its
+   * identity (hostname, boot id) but not its loopback, and name their
+   * interfaces (COLLIE_SOCKET_IFNAME). */
+  if (same_host && !(cfg->ifname && cfg->ifname[0])) {
     collie__fmt(host, sizeof(host), "127.0.0.1"); /* nobody else needs to reach us */
   } else if (collie__sock_local_addr(cfg->ifname, host, sizeof(host)) < 0) {
     return collie__err_errno(COLLIE_SYSTEM_ERROR,

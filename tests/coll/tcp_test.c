@@ -21,6 +21,8 @@
 #include <dirent.h>
 #include <endian.h>
 #include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -92,6 +94,67 @@ TEST_IMPL(tcp_ring_fake_hosts)
   }
   xfix_ring_sizes(&t, 0);
   xfix_barrier(&t, "end");
+  xfix_done(&t);
+}
+
+/* The name of a non-loopback interface with an IPv4 address, or 0. */
+static int
+tcpt_real_ifname(char *name, size_t len)
+{
+  struct ifaddrs *ifa = NULL;
+  int found = 0;
+  if (getifaddrs(&ifa) != 0) return 0;
+  for (struct ifaddrs *it = ifa; it && !found; it = it->ifa_next)
+    if (it->ifa_addr && it->ifa_addr->sa_family == AF_INET && !(it->ifa_flags & IFF_LOOPBACK)) {
+      snprintf(name, len, "%s", it->ifa_name);
+      found = 1;
+    }
+  freeifaddrs(ifa);
+  return found;
+}
+
+/* Every rank on one host, with COLLIE_SOCKET_IFNAME set: listeners publish
+ * that interface's address, not loopback (ranks in separate network
+ * namespaces of one host share its identity but not its loopback). */
+TEST_IMPL(tcp_ifname_same_host)
+{
+  struct xfix t;
+  char ifname[64];
+  if (!tcpt_real_ifname(ifname, sizeof(ifname))) {
+    printf("skipped: no non-loopback IPv4 interface\n");
+    return;
+  }
+  tcpt_meet(&t, 0, 10000);
+  t.cfg.ifname = ifname;
+  xfix_open(&t);
+  if (t.rank < t.size - 1) { /* the last rank only connects: it publishes nothing */
+    char addr[128], local[64];
+    tcpt_published_addr(&t, t.rank, addr, sizeof(addr), 1000);
+    ASSERT(collie__sock_local_addr(ifname, local, sizeof(local)) == 0);
+    ASSERTF(strncmp(addr, local, strlen(local)) == 0 && strncmp(addr, "127.", 4) != 0,
+            "published %s, %s has %s", addr, ifname, local);
+  }
+  xfix_ring_sizes(&t, 0);
+  xfix_barrier(&t, "end");
+  xfix_done(&t);
+}
+
+/* An interface that does not exist fails the open, naming it, also when
+ * every peer shares the host (it used to be ignored there). The last rank
+ * only connects, so it learns of it as a peer that never published. */
+TEST_IMPL(tcp_ifname_missing)
+{
+  struct xfix t;
+  tcpt_meet(&t, 0, 2000);
+  t.cfg.ifname = "nosuchif0";
+  collie_result_t rc = xfix_try_open(&t);
+  if (t.rank < t.size - 1)
+    ASSERTF(rc == COLLIE_SYSTEM_ERROR && strstr(collie__err_msg(), "nosuchif0"), "rc %d: %s", rc,
+            collie__err_msg());
+  else
+    ASSERTF(rc != COLLIE_SUCCESS && strstr(collie__err_msg(), "never published"), "rc %d: %s", rc,
+            collie__err_msg());
+  ASSERT(t.x == NULL);
   xfix_done(&t);
 }
 
