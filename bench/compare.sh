@@ -663,6 +663,18 @@ launch() {
   esac
 }
 
+# attempt_again: after attempt $try of a launch, keeps the least loaded
+# attempt so far in best and best_load, adds this one to note, and succeeds
+# when another attempt is due (this one ran but saw load, retries remain).
+attempt_again() {
+  load=$RUN_LOAD
+  if [ -z "$best" ] || { [ -n "$load" ] && [ -n "$best_load" ] && [ "$load" -lt "$best_load" ]; }; then
+    best=$try best_load=$load
+  fi
+  note="$note${note:+; }${RUN_WALL} s, load ${load:-?} %"
+  [ "$RUN_RC" = 0 ] && [ -n "$load" ] && [ "$load" -ge "$LOAD_PCT" ] && [ "$try" -le "$RETRIES" ]
+}
+
 # point LIB N LO HI: launch, again while other processes took >= LOAD_PCT %
 # of the CPUs (at most RETRIES more times), keep the least loaded attempt as
 # PARTS/LIB_npN_LO.{csv,log,txt} with a foreign_load_pct column appended to
@@ -676,12 +688,7 @@ point() {
   while :; do
     try=$((try + 1))
     launch "$plib" "$pn" "$plo" "$phi" "$key.try$try" "$plabel"
-    load=$RUN_LOAD
-    if [ -z "$best" ] || { [ -n "$load" ] && [ -n "$best_load" ] && [ "$load" -lt "$best_load" ]; }; then
-      best=$try best_load=$load
-    fi
-    note="$note${note:+; }${RUN_WALL} s, load ${load:-?} %"
-    [ "$RUN_RC" = 0 ] && [ -n "$load" ] && [ "$load" -ge "$LOAD_PCT" ] && [ "$try" -le "$RETRIES" ] || break
+    attempt_again || break
   done
   for ext in csv log txt; do
     [ -f "$PARTS/$key.try$best.$ext" ] && mv "$PARTS/$key.try$best.$ext" "$PARTS/$key.$ext"
@@ -775,12 +782,7 @@ raw_tcp() {
     else
       run "tcp_raw.try$try" "raw TCP (tcp_pingpong)" "$TCP_BIN" -l -S "$MAXB_B"
     fi
-    load=$RUN_LOAD
-    if [ -z "$best" ] || { [ -n "$load" ] && [ -n "$best_load" ] && [ "$load" -lt "$best_load" ]; }; then
-      best=$try best_load=$load
-    fi
-    note="$note${note:+; }${RUN_WALL} s, load ${load:-?} %"
-    [ "$RUN_RC" = 0 ] && [ -n "$load" ] && [ "$load" -ge "$LOAD_PCT" ] && [ "$try" -le "$RETRIES" ] || break
+    attempt_again || break
   done
   [ -s "$PARTS/tcp_raw.try$best.out" ] && mv "$PARTS/tcp_raw.try$best.out" "$WORK/tcp_raw.csv"
   mv "$PARTS/tcp_raw.try$best.log" "$WORK/tcp_raw.log" 2>/dev/null
