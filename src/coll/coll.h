@@ -246,6 +246,9 @@ collie__log2_ceil(int p)
   return k;
 }
 
+/* One blocking send of step `step` to `to`, direct (collie__net_isend_direct). */
+collie_result_t collie__send_direct(struct collie__call *c, int to, const void *buf, size_t bytes,
+                                    uint32_t step);
 /* Posts a send to `to` and a receive from `from` (either may be -1 for none)
  * of one step and waits for both. */
 collie_result_t collie__sendrecv(struct collie__call *c, int to, const void *sbuf, size_t sbytes,

@@ -2,6 +2,16 @@
 #include "coll/coll.h"
 
 collie_result_t
+collie__send_direct(struct collie__call *c, int to, const void *buf, size_t bytes, uint32_t step)
+{
+  struct collie__req s;
+  struct collie__req *w = &s;
+  collie_result_t rc =
+      collie__net_isend_direct(c->net, to, buf, bytes, collie__call_slot(c, step), &s);
+  return rc != COLLIE_SUCCESS ? rc : collie__net_wait(c->net, &w, 1, c->deadline_ns);
+}
+
+collie_result_t
 collie__sendrecv(struct collie__call *c, int to, const void *sbuf, size_t sbytes, int from,
                  void *rbuf, size_t rbytes, uint32_t step)
 {

@@ -30,9 +30,9 @@
 /* The root's side: one message of blk bytes with every other rank q, into
  * or out of buf + q * stride (send: buf is the source, else the
  * destination). Its own block (blk bytes from own_src to own_dst) is copied
- * once everything is posted, so that the copy overlaps the messages; the
- * sends say the root is busy, so a receiver may read the root's block itself
- * (shm single copy). */
+ * once everything is posted, so that the copy overlaps the messages. The
+ * root's sends go direct (it is busy) and so do the gather's (the root takes
+ * them from everyone): a shm receiver reads the sender's block itself. */
 static collie_result_t
 lin_root(struct collie__call *c, int send, char *buf, size_t blk, size_t stride,
          const void *own_src, void *own_dst)
@@ -52,7 +52,7 @@ lin_root(struct collie__call *c, int send, char *buf, size_t blk, size_t stride,
     }
     struct collie__req *r = &req[posted % LIN_WINDOW];
     char *b = buf + (size_t)q * stride;
-    rc = send ? collie__net_isend_busy(c->net, q, b, blk, slot, r)
+    rc = send ? collie__net_isend_direct(c->net, q, b, blk, slot, r)
               : collie__net_irecv(c->net, q, b, blk, slot, r);
     if (rc != COLLIE_SUCCESS) return rc;
     posted++;
@@ -79,7 +79,7 @@ lin_gather_run(struct collie__call *c)
 {
   size_t blk = c->count * c->esize;
   if (blk == 0) return COLLIE_SUCCESS; /* every rank passed count 0 */
-  if (c->rank != c->root) return collie__sendrecv(c, c->root, c->sendbuf, blk, -1, NULL, 0, 0);
+  if (c->rank != c->root) return collie__send_direct(c, c->root, c->sendbuf, blk, 0);
   return lin_root(c, 0, c->recvbuf, blk, blk, c->sendbuf,
                   (char *)c->recvbuf + (size_t)c->root * blk);
 }

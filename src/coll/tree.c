@@ -134,9 +134,10 @@ tree_broadcast_run(struct collie__call *c)
         return rc;
       if ((rc = collie__net_wait(c->net, &rr, 1, c->deadline_ns)) != COLLIE_SUCCESS) return rc;
     }
+    /* One chunk is the whole call: nothing to pipeline, so one copy. */
     for (int i = 0; i < nchild; i++)
-      if ((rc = collie__net_isend(c->net, child[i], buf + o, l, slot, &sreq[k & 1][i])) !=
-          COLLIE_SUCCESS)
+      if ((rc = (nchunks == 1 ? collie__net_isend_direct : collie__net_isend)(
+               c->net, child[i], buf + o, l, slot, &sreq[k & 1][i])) != COLLIE_SUCCESS)
         return rc;
     if (k > 0) { /* keep at most two chunks of sends in flight */
       for (int i = 0; i < nchild; i++) w[i] = &sreq[(k - 1) & 1][i];
@@ -285,7 +286,9 @@ tree_reduce_run(struct collie__call *c)
       continue;
     }
     if ((rc = tree_reduce_wait_send(&r, set)) != COLLIE_SUCCESS) return rc;
-    rc = collie__net_isend(c->net, r.parent, acc, l, r.slot, &r.sreq[set]);
+    /* One chunk is the whole call: one copy (as broadcast's). */
+    rc = (nchunks == 1 ? collie__net_isend_direct : collie__net_isend)(c->net, r.parent, acc, l,
+                                                                       r.slot, &r.sreq[set]);
     if (rc != COLLIE_SUCCESS) return rc;
     r.sactive[set] = 1;
   }

@@ -156,12 +156,12 @@ net_fail(struct collie__net *n, collie_result_t rc)
 
 static collie_result_t
 net_post(struct collie__net *n, int peer, void *buf, size_t len, uint64_t slot, int is_send,
-         int busy, struct collie__req *r)
+         int direct, struct collie__req *r)
 {
   memset(r, 0, sizeof(*r));
   r->peer = peer;
   r->is_send = is_send;
-  r->busy = busy;
+  r->direct = direct;
   r->slot = slot;
   r->buf = buf;
   r->len = len;
@@ -190,8 +190,8 @@ collie__net_isend(struct collie__net *n, int peer, const void *buf, size_t len, 
 }
 
 collie_result_t
-collie__net_isend_busy(struct collie__net *n, int peer, const void *buf, size_t len, uint64_t slot,
-                       struct collie__req *r)
+collie__net_isend_direct(struct collie__net *n, int peer, const void *buf, size_t len,
+                         uint64_t slot, struct collie__req *r)
 {
   return net_post(n, peer, (void *)buf, len, slot, 1, 1, r);
 }

@@ -44,8 +44,6 @@
 /* How often a rank with outstanding requests looks for dead peers, and the
  * longest single sleep in wait() (a death rings no doorbell). */
 #define SHM_CHECK_NS (50 * 1000000LL)
-/* A busy one-way sender's single copies start here (see shm_single_copy). */
-#define SHM_BUSY_CMA_MIN ((size_t)1 << 20)
 /* sched_yield rounds of an oversubscribed flat sync before it sleeps. */
 #define SHM_FLAT_YIELDS 16
 
@@ -205,12 +203,13 @@ shm_single_copy(struct collie__shm_xport *x, struct collie__shm_chan *ch,
                 const struct collie__req *r)
 {
   if (!x->cma_min || r->len < x->cma_min || r->off != 0) return 0;
-  /* One way, a single copy pays only when the sender is busy otherwise and
-   * the message has left the caches: while it fits a core's L2, the slots'
-   * two memcpys (one per core) beat the kernel's single slower copy (a
-   * scatter root's 512 KiB sends: 47 us through slots, 72 us single copy;
-   * 1 MiB and up: single copy 5-20 % faster). */
-  if (x->nrecvs == 0 && x->nlocal <= x->cores && (!r->busy || r->len < SHM_BUSY_CMA_MIN)) return 0;
+  /* One way, the slots let the two cores share a stream's copying (each
+   * does one memcpy, overlapped), which beats the receiver's single slower
+   * copy (2-rank broadcast of 2 MiB in 512 KiB pieces: 150 us through slots,
+   * 305 us single copy), unless the send says otherwise: a whole call in one
+   * message (broadcast 512 KiB: 23 us single copy, 30 through slots), a busy
+   * sender or a receiver fed by many (scatter and gather roots, 10-30 %). */
+  if (x->nrecvs == 0 && x->nlocal <= x->cores && !r->direct) return 0;
   if (!ch->cma) ch->cma = atomic_load_explicit(&ch->out->cma_ok, memory_order_acquire) != 0;
   return ch->cma;
 }

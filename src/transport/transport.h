@@ -96,7 +96,7 @@ struct collie__req {
   /* private to the transport */
   int peer;
   int is_send;
-  int busy; /* a send whose sender has other work meanwhile (collie__net_isend_busy) */
+  int direct; /* a send to copy once if the transport can (collie__net_isend_direct) */
   uint64_t slot;
   void *buf;
   size_t len;
@@ -173,12 +173,14 @@ collie_result_t collie__net_isend(struct collie__net *n, int peer, const void *b
                                   uint64_t slot, struct collie__req *r);
 collie_result_t collie__net_irecv(struct collie__net *n, int peer, void *buf, size_t len,
                                   uint64_t slot, struct collie__req *r);
-/* As collie__net_isend, from a sender that has work of its own while the
- * message moves (a root copying its own block): a transport that can let the
- * receiver copy the bytes straight out of buf does so, since the sender's
- * core is not free to copy them. */
-collie_result_t collie__net_isend_busy(struct collie__net *n, int peer, const void *buf, size_t len,
-                                       uint64_t slot, struct collie__req *r);
+/* As collie__net_isend, for a message that should move in one copy if the
+ * transport can do it (shm: the receiver reads buf itself), even where a
+ * one-way stream would rather split the copying between the two cores: the
+ * sender has work of its own meanwhile (a root copying its own block), the
+ * receiver takes such messages from many ranks (a gather root), or the
+ * message is a whole call in itself (no pipeline to fill). */
+collie_result_t collie__net_isend_direct(struct collie__net *n, int peer, const void *buf,
+                                         size_t len, uint64_t slot, struct collie__req *r);
 /* Drives every transport until all of reqs[0..n) are done, spinning briefly and
  * then sleeping; fails with TIMEOUT at deadline_ns (the message names the
  * pending peers) or with the first transport failure. NULL entries are skipped. */
