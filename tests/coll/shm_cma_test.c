@@ -1,10 +1,10 @@
 /*
  * shm_cma_test.c - the shared-memory transport's single-copy path (the
  * receiver reads the sender's buffer with process_vm_readv): every large
- * message of allgather, alltoall, broadcast, scatter, gather, allreduce and send/recv arrives
- * intact whatever the threshold, and an exchange's large send is read from
- * the sender's buffer when the receiver takes it (the proof that the path is
- * used), while through slots it was copied out at once.
+ * message of allgather, alltoall, broadcast, scatter, gather, reduce, allreduce and send/recv
+ * arrives intact whatever the threshold, and an exchange's large send is read from the sender's
+ * buffer when the receiver takes it (the proof that the path is used), while through slots it was
+ * copied out at once.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +56,16 @@ cma_collectives(collie_comm_t *comm)
     for (int q = 0; q < p && me == 0; q++)
       ASSERTF(ref_pattern_diff(d + (size_t)q * n, n, COLLIE_FLOAT32, 60 + q) < 0,
               "gather of %zu: block %d wrong", n, q);
+    /* reduce, tree, to the last rank: a call of one chunk goes as one copy */
+    collie_opts_t tree = {.algorithm = COLLIE_ALGO_TREE};
+    ref_fill(s, n, COLLIE_FLOAT32, COLLIE_SUM, me);
+    memset(d, 0, n * sizeof(float));
+    ASSERT_OK(collie_reduce(comm, s, d, n, COLLIE_FLOAT32, COLLIE_SUM, p - 1, &tree, NULL));
+    if (me == p - 1) {
+      char rwhy[256];
+      ASSERTF(ref_check(d, n, COLLIE_FLOAT32, COLLIE_SUM, p, rwhy, sizeof(rwhy)) < 0,
+              "reduce of %zu: %s", n, rwhy);
+    }
     /* allreduce, ring (messages of n/p elements) */
     char why[256];
     ref_fill(s, n, COLLIE_FLOAT32, COLLIE_SUM, me);
