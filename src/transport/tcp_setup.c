@@ -67,6 +67,13 @@ tcp_sockaddr_str(const struct sockaddr_storage *ss, socklen_t sl, char *buf, siz
     collie__fmt(buf, len, "%s:%s", host, serv);
 }
 
+/* Socket buffers of a channel, each way. Both directions of an exchange of
+ * MiB-sized messages then stay in flight at once: with the kernel's
+ * autotuned sizes a 2-rank allgather of 2 MiB over loopback ran at half
+ * speed in about half the runs (560 against 280 us), and at 16 MiB 1.5-1.8x
+ * slower; small messages do not notice. */
+#define TCP_SOCKET_BUFFER (4 << 20)
+
 /* Listens where peers can reach us and publishes the address. */
 static collie_result_t
 tcp_listen_publish(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg, int *lfd,
@@ -494,6 +501,10 @@ collie__tcp_open(const struct collie__net_cfg *cfg, const int *peers, int npeers
     int one = 1;
     collie__sock_set_nonblock(t->chans[i].fd, 1);
     setsockopt(t->chans[i].fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    /* Best effort: the kernel caps it at net.core.[rw]mem_max. */
+    int bufsz = TCP_SOCKET_BUFFER;
+    setsockopt(t->chans[i].fd, SOL_SOCKET, SO_SNDBUF, &bufsz, sizeof(bufsz));
+    setsockopt(t->chans[i].fd, SOL_SOCKET, SO_RCVBUF, &bufsz, sizeof(bufsz));
   }
   COLLIE_INFO("TCP", "tcp: rank %d connected to %d peer(s)%s%s", t->rank, t->nchan,
               laddr[0] ? ", listened on " : "", laddr);
