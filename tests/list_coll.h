@@ -243,4 +243,5 @@
   XX(flight_sigusr1_comm_shm_2, flight_sigusr1_comm, 2, "shm", 30)                                 \
   XX(flight_sigusr1_comm_tcp_2, flight_sigusr1_comm, 2, "tcp", 30)                                 \
   XX(init_twice_shm_3, init_twice, 3, "shm", 30)                                                   \
-  XX(init_twice_tcp_2, init_twice, 2, "tcp", 30)
+  XX(init_twice_tcp_2, init_twice, 2, "tcp", 30)                                                   \
+  XX(init_again_shm_3, init_again, 3, "shm", 30)

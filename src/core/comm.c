@@ -74,7 +74,13 @@ comm_reg_add(collie_comm_t *c)
 
 /* The job's store, shared by every world communicator this process inits
  * (a second init must not serve the same tcp address again). The cache holds
- * a reference until the last communicator is gone. Guarded by comm_reg_lock. */
+ * a reference for the life of the process, or until an init with another
+ * store takes its place: rank 0 serving the store only while it has
+ * communicators made a program that destroys the world and inits it again
+ * fail, because a faster rank reached the old server just before it closed
+ * (or the port while it was down). Kept, the server also keeps the count of
+ * world inits that tells the k-th init of every rank apart. Guarded by
+ * comm_reg_lock. */
 static struct {
   char key[1024]; /* url, token, rank */
   collie__store_t *store;
@@ -85,7 +91,6 @@ static int
 comm_reg_remove(const collie_comm_t *c)
 {
   int found = 0;
-  collie__store_t *drop = NULL;
   pthread_mutex_lock(&comm_reg_lock);
   size_t hi = atomic_load_explicit(&comm_reg_hi, memory_order_relaxed);
   for (size_t i = 0; i < hi && !found; i++)
@@ -94,12 +99,7 @@ comm_reg_remove(const collie_comm_t *c)
       comm_reg_live--;
       found = 1;
     }
-  if (found && comm_reg_live == 0) {
-    drop = comm_store_cache.store;
-    comm_store_cache.store = NULL;
-  }
   pthread_mutex_unlock(&comm_reg_lock);
-  if (drop) collie__store_release(drop);
   return found;
 }
 
@@ -117,17 +117,22 @@ comm_store_cached(const char *key)
   return s;
 }
 
-/* Offers s to the cache (which takes its own reference) when it is empty. */
+/* Makes s the cached store for key (the cache takes its own reference); a
+ * store cached for another key is let go (communicators still using it hold
+ * references of their own). */
 static void
 comm_store_remember(const char *key, collie__store_t *s)
 {
+  collie__store_t *drop = NULL;
   pthread_mutex_lock(&comm_reg_lock);
-  if (!comm_store_cache.store) {
+  if (comm_store_cache.store != s) {
+    drop = comm_store_cache.store;
     snprintf(comm_store_cache.key, sizeof(comm_store_cache.key), "%s", key);
     comm_store_cache.store = s;
     collie__store_retain(s);
   }
   pthread_mutex_unlock(&comm_reg_lock);
+  if (drop) collie__store_release(drop);
 }
 
 static int

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "runner.h"
+#include "util/util.h"
 
 /* Nobody leaves the barrier before everybody arrived: each rank leaves a mark
  * before it enters, and looks for every mark after it leaves. Rank r sleeps r
@@ -191,4 +192,23 @@ TEST_IMPL(init_twice)
   ASSERT_OK(collie_comm_destroy(a));
   ASSERT_OK(collie_barrier(b, NULL, NULL));
   ASSERT_OK(collie_comm_destroy(b));
+}
+
+/* A process may destroy every communicator and init the world again, over
+ * and over (test suites and frameworks do): each round is a new world of all
+ * ranks, even when one rank starts the next round while another still
+ * destroys the last (over the tcp store that used to find rank 0's server
+ * closing, or gone). */
+TEST_IMPL(init_again)
+{
+  int r = test_rank(), p = test_size();
+  for (int round = 0; round < 6; round++) {
+    collie_comm_t *comm = test_comm();
+    int64_t x = r + round, s = 0;
+    ASSERT_OK(collie_allreduce(comm, &x, &s, 1, COLLIE_INT64, COLLIE_SUM, NULL, NULL));
+    ASSERTF(s == (int64_t)p * (p - 1) / 2 + (int64_t)p * round, "round %d: sum %lld", round,
+            (long long)s);
+    if (r == 0 && round % 2) collie__sleep_ns(20 * 1000000LL); /* rank 0 destroys last */
+    ASSERT_OK(collie_comm_destroy(comm));
+  }
 }

@@ -644,6 +644,14 @@ TEST_IMPL(collierun_real_job)
   ASSERTF(r.code == 0, "init twice over the tcp store exited %d: %s", r.code, r.err);
   cr_free(&r);
 
+  /* ... and destroy the world and init it again, round after round. */
+  const char *again[] = {
+      "collierun",        "-n", "3", COLLIE_BUILD_DIR "/tests/collie_tests", "--as-rank",
+      "init_again_shm_3", NULL};
+  r = cr_run(again, NULL);
+  ASSERTF(r.code == 0, "init again over the tcp store exited %d: %s", r.code, r.err);
+  cr_free(&r);
+
   const char *killed[] = {"collierun", "-n",
                           "3",         "--grace",
                           "1",         COLLIE_BUILD_DIR "/tests/collie_tests",
