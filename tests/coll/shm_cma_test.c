@@ -80,7 +80,8 @@ cma_collectives(collie_comm_t *comm)
 
 TEST_IMPL(shm_cma_every_message)
 {
-  setenv("COLLIE_SHM_CMA_MIN", "1", 1); /* every non-empty message goes as a single copy */
+  setenv("COLLIE_SHM_CMA_MIN", "1",
+         1); /* every exchange message, and one-way ones from 64 KiB, go as one copy */
   collie_comm_t *comm = test_comm();
   cma_collectives(comm);
   ASSERT_OK(collie_comm_destroy(comm));
