@@ -659,21 +659,25 @@ TEST_IMPL(collierun_real_job)
   ASSERTF(strstr(r.out, "all results correct"), "demo output: %s", r.out);
   cr_free(&r);
 
-  /* Two world communicators in one process share the tcp store rank 0 serves. */
-  const char *twice[] = {
-      "collierun",        "-n", "2", COLLIE_BUILD_DIR "/tests/collie_tests", "--as-rank",
-      "init_twice_tcp_2", NULL};
-  r = cr_run(twice, NULL);
-  ASSERTF(r.code == 0, "init twice over the tcp store exited %d: %s", r.code, r.err);
-  cr_free(&r);
-
-  /* ... and destroy the world and init it again, round after round. */
-  const char *again[] = {
-      "collierun",        "-n", "3", COLLIE_BUILD_DIR "/tests/collie_tests", "--as-rank",
-      "init_again_shm_3", NULL};
-  r = cr_run(again, NULL);
-  ASSERTF(r.code == 0, "init again over the tcp store exited %d: %s", r.code, r.err);
-  cr_free(&r);
+  /* Over the tcp store rank 0 serves: two world communicators in one
+   * process, and destroying the world and initing it again, round after
+   * round. */
+  static const struct {
+    const char *ranks, *test;
+  } tcp_store_jobs[] = {{"2", "init_twice_tcp_2"}, {"3", "init_again_shm_3"}};
+  for (size_t i = 0; i < sizeof(tcp_store_jobs) / sizeof(tcp_store_jobs[0]); i++) {
+    const char *job[] = {"collierun",
+                         "-n",
+                         tcp_store_jobs[i].ranks,
+                         COLLIE_BUILD_DIR "/tests/collie_tests",
+                         "--as-rank",
+                         tcp_store_jobs[i].test,
+                         NULL};
+    r = cr_run(job, NULL);
+    ASSERTF(r.code == 0, "%s over the tcp store exited %d: %s", tcp_store_jobs[i].test, r.code,
+            r.err);
+    cr_free(&r);
+  }
 
   const char *killed[] = {"collierun", "-n",
                           "3",         "--grace",
