@@ -21,7 +21,8 @@
  * half of the buffer would have to be staged.) Both forms post the same
  * messages in the same order, so ranks may even disagree on in-place.
  *
- * Pipelining. A block is cut into chunks of at most PW_CHUNK bytes; a piece
+ * Pipelining. A block is cut into chunks of at most PW_CHUNK bytes (two
+ * ranks, which run a single swap, send it whole: pw_chunk); a piece
  * is (step, chunk), with a send and/or a receive. Up to PW_WINDOW pieces are
  * in flight: the oldest is retired before a new one is posted. Pieces are
  * posted in the same global order on every rank and both partners of a step
@@ -88,9 +89,20 @@ pw_block(const struct collie__call *c, int send, int q, size_t *off, size_t *len
 }
 
 static size_t
-pw_nchunks(size_t len)
+pw_nchunks(size_t len, size_t chunk)
 {
-  return len ? (len + PW_CHUNK - 1) / PW_CHUNK : 1;
+  return len ? (len + chunk - 1) / chunk : 1;
+}
+
+/* The chunk of a swap of sl bytes out and rl in; both partners compute the
+ * same (the other's sl is this rl). Two ranks forward nothing and run one
+ * swap: whole blocks, which a single copy then moves in one pass. */
+static size_t
+pw_chunk(const struct collie__call *c, size_t sl, size_t rl)
+{
+  if (c->size != 2) return PW_CHUNK;
+  size_t m = sl > rl ? sl : rl;
+  return m ? m : 1;
 }
 
 static collie_result_t
@@ -114,7 +126,8 @@ pw_exchange(struct collie__call *c, const struct pw_bufs *b)
     size_t so, sl, ro, rl;
     pw_block(c, 1, q, &so, &sl);
     pw_block(c, 0, q, &ro, &rl);
-    size_t ns = pw_nchunks(sl), nr = pw_nchunks(rl), n = ns > nr ? ns : nr;
+    size_t chunk = pw_chunk(c, sl, rl);
+    size_t ns = pw_nchunks(sl, chunk), nr = pw_nchunks(rl, chunk), n = ns > nr ? ns : nr;
     uint64_t slot = collie__call_slot(c, (uint32_t)s);
     for (size_t k = 0; k < n; k++) {
       if (posted - retired == PW_WINDOW) {
@@ -122,12 +135,12 @@ pw_exchange(struct collie__call *c, const struct pw_bufs *b)
         retired++;
       }
       struct pw_piece *pc = &win[posted % PW_WINDOW];
-      size_t o = k * PW_CHUNK;
+      size_t o = k * chunk;
       pc->w[0] = pc->w[1] = NULL;
       const char *src = NULL;
       size_t slen = 0;
       if (k < ns && sl) {
-        slen = sl - o < PW_CHUNK ? sl - o : PW_CHUNK;
+        slen = sl - o < chunk ? sl - o : chunk;
         src = b->sbase + (so - b->sshift) + o;
         if (b->stage) {
           /* The receive below overwrites these bytes: send a copy. */
@@ -137,7 +150,7 @@ pw_exchange(struct collie__call *c, const struct pw_bufs *b)
         }
       }
       if (k < nr) {
-        size_t rlen = rl - o < PW_CHUNK ? rl - o : PW_CHUNK;
+        size_t rlen = rl - o < chunk ? rl - o : chunk;
         char *dst = rlen ? b->rbase + ro + o : NULL;
         if ((rc = collie__net_irecv(c->net, q, dst, rlen, slot, &pc->rreq)) != COLLIE_SUCCESS)
           return rc;
@@ -168,8 +181,10 @@ pw_alltoall_run(struct collie__call *c)
   if (c->size == 1) return COLLIE_SUCCESS;
   struct pw_bufs b = {c->sendbuf, 0, c->recvbuf, NULL, 0};
   if (inplace) {
-    b.stage_chunk = blk < PW_CHUNK ? blk : PW_CHUNK;
-    if (!(b.stage = collie__scratch_get(c->scratch, PW_WINDOW * b.stage_chunk)))
+    /* Two ranks swap one whole block (pw_chunk): one staging slot of it. */
+    b.stage_chunk = c->size == 2 || blk < PW_CHUNK ? blk : PW_CHUNK;
+    size_t slots = c->size == 2 ? 1 : PW_WINDOW;
+    if (!(b.stage = collie__scratch_get(c->scratch, slots * b.stage_chunk)))
       return COLLIE_SYSTEM_ERROR;
   }
   return pw_exchange(c, &b);
