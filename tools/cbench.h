@@ -135,8 +135,6 @@ int cb_coll_has_algo(int coll, int algo);
  * NULL when it fails (collie_last_error() says why). */
 const char *cb_transport_used(collie_comm_t *comm);
 
-/* Binary size with a unit for humans: "8 B", "4 KiB", "1.5 MiB". */
-void cb_fmt_size(char *buf, size_t len, size_t bytes);
 /* The text table (stdout, rank 0), nccl-tests style: a comment naming coll
  * and the mode, then two header lines; one fixed-width row per point. */
 void cb_table_header(FILE *f, int coll, int inplace);

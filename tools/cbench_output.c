@@ -19,22 +19,7 @@
 #include <time.h>
 
 #include "cbench.h"
-
-void
-cb_fmt_size(char *buf, size_t len, size_t bytes)
-{
-  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = (double)bytes;
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    u++;
-  }
-  if (u == 0 || v == (double)(long long)v)
-    snprintf(buf, len, "%lld %s", (long long)v, units[u]);
-  else
-    snprintf(buf, len, "%.1f %s", v, units[u]);
-}
+#include "units.h"
 
 /* ---- Text table ---- */
 
@@ -163,7 +148,7 @@ void
 cb_progress(FILE *f, int k, int total, int coll, size_t bytes, const char *algo)
 {
   char size[32];
-  cb_fmt_size(size, sizeof(size), bytes);
+  tool_bytes_label(size, sizeof(size), bytes);
   int w = fprintf(f, "\r[%d/%d] %s %s %s", k, total, cb_coll_name(coll), size, algo ? algo : "");
   /* Blank out the tail of a longer previous line. */
   if (w < out_progress_width) fprintf(f, "%*s", out_progress_width - w, "");

@@ -22,6 +22,7 @@
 
 #include "cbench.h"
 #include "svg.h"
+#include "units.h"
 
 enum {
   PLOT_W = 1080,
@@ -93,7 +94,7 @@ plot_panel(FILE *f, int panel, const struct cb_point *pts, int npts, const struc
     svg_line(f, px, top, px, bot, "#eee");
     if (k % step) continue; /* multiples of step: 1 KiB, 1 MiB show when step divides 10 */
     char lab[32];
-    cb_fmt_size(lab, sizeof(lab), (size_t)1 << k);
+    tool_bytes_label(lab, sizeof(lab), (uint64_t)1 << k);
     svg_text(f, px, bot + 16, "font-size=\"11\" text-anchor=\"middle\"", lab);
   }
   svg_text(f, (PLOT_L + PLOT_R) / 2, bot + 34, "font-size=\"13\" text-anchor=\"middle\"",

@@ -190,8 +190,6 @@ int rt_is_collie_op(const char *op);
 int rt_is_collective(const char *op);
 /* The nearest-rank p-th percentile (0 < p <= 100) of sorted[0..n), n >= 1. */
 double rt_percentile(const double *sorted, size_t n, double p);
-/* "4 MiB", "1.5 KiB", "100 B". */
-void rt_bytes_label(char *buf, size_t len, double bytes);
 /* Writes s as a JSON string literal (quotes included); bytes that are not
  * UTF-8 become U+FFFD so the output stays valid JSON. */
 void rt_json_string(FILE *f, const char *s);

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "report.h"
+#include "units.h"
 
 void
 report_hang_usage(void)
@@ -37,31 +38,12 @@ report_hang_usage(void)
          "unreadable input.\n");
 }
 
-/* "4 MiB", "1.5 KiB", "100 B". */
-static void
-hang_bytes(char *buf, size_t len, uint64_t b)
-{
-  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = (double)b;
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    u++;
-  }
-  if (u == 0)
-    snprintf(buf, len, "%llu B", (unsigned long long)b);
-  else if (v == (double)(uint64_t)v)
-    snprintf(buf, len, "%llu %s", (unsigned long long)v, units[u]);
-  else
-    snprintf(buf, len, "%.1f %s", v, units[u]);
-}
-
 /* "allreduce #5 (4 MiB float32)". */
 static void
 hang_describe(char *buf, size_t len, const struct rd_op *op)
 {
   char size[32];
-  hang_bytes(size, sizeof(size), op->bytes);
+  tool_bytes_label(size, sizeof(size), op->bytes);
   if (op->dtype[0])
     snprintf(buf, len, "%s #%lld (%s %s)", op->kind, (long long)op->seq, size, op->dtype);
   else

@@ -397,22 +397,6 @@ rt_percentile(const double *sorted, size_t n, double p)
 }
 
 void
-rt_bytes_label(char *buf, size_t len, double bytes)
-{
-  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  double v = bytes;
-  int u = 0;
-  while (v >= 1024 && u < 5) {
-    v /= 1024;
-    u++;
-  }
-  if (v == (double)(int64_t)v)
-    snprintf(buf, len, "%lld %s", (long long)v, units[u]);
-  else
-    snprintf(buf, len, "%.1f %s", v, units[u]);
-}
-
-void
 rt_json_string(FILE *f, const char *s)
 {
   const unsigned char *p = (const unsigned char *)s;

@@ -349,11 +349,11 @@ bt_point(int coll, const char *algo, size_t count, size_t bytes, double us, int 
 TEST_IMPL(bench_output_formats)
 {
   char buf[64];
-  cb_fmt_size(buf, sizeof(buf), 8);
+  tool_bytes_label(buf, sizeof(buf), 8);
   ASSERT(!strcmp(buf, "8 B"));
-  cb_fmt_size(buf, sizeof(buf), 4096);
+  tool_bytes_label(buf, sizeof(buf), 4096);
   ASSERT(!strcmp(buf, "4 KiB"));
-  cb_fmt_size(buf, sizeof(buf), 3 << 19);
+  tool_bytes_label(buf, sizeof(buf), 3 << 19);
   ASSERT(!strcmp(buf, "1.5 MiB"));
   out_thousands(buf, sizeof(buf), 16777216);
   ASSERT(!strcmp(buf, "16,777,216"));

@@ -18,3 +18,4 @@
 #include "../../tools/report_dumps.c"
 #include "../../tools/report_json.c"
 #include "../../tools/svg.c"
+#include "../../tools/units.c"
