@@ -160,18 +160,10 @@ usage.
 EOF
 }
 
-die() {
-  echo "$ME: $*" >&2
-  exit 1
-}
-bad_usage() {
-  echo "$ME: $*" >&2
-  echo "$ME: see sh bench/compare.sh --help" >&2
-  exit 2
-}
+# shellcheck source=bench/sh_lib.sh
+. "$ROOT/bench/sh_lib.sh"
 
 # ---- options ----
-need_arg() { [ "$2" -ge 2 ] || bad_usage "option $1 needs a value"; }
 while [ $# -gt 0 ]; do
   case $1 in
   -n) need_arg "$1" $#; NRANKS=$2; NRANKS_SET=1; shift 2 ;;
@@ -197,7 +189,6 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-is_uint() { case $1 in '' | *[!0-9]*) return 1 ;; *) return 0 ;; esac; }
 is_num() { echo "$1" | grep -Eq '^([0-9]+\.?[0-9]*|\.[0-9]+)$'; }
 
 # parse_size TEXT: bytes (K/M/G binary suffixes), or nothing when malformed.
@@ -421,17 +412,6 @@ install_missing() {
 }
 
 # ---- 2. the anchors ----
-# build OUT SRC CMD...: (re)built when missing or older than its source.
-build() {
-  out=$1 src=$2
-  shift 2
-  if [ ! -x "$out" ] || [ -n "$(find "$src" -newer "$out")" ]; then
-    "$@" -o "$out" "$src" >"$TMPD/cc.log" 2>&1 || {
-      cat "$TMPD/cc.log" >&2
-      die "building $out failed: $*"
-    }
-  fi
-}
 build_anchors() {
   [ -f "$ANCHORS/mpi_coll_perf.c" ] && [ -f "$ANCHORS/membw.c" ] ||
     die "the MPI anchors are not in $ANCHORS (mpi_coll_perf.c, membw.c); set COLLIE_ANCHORS=DIR"

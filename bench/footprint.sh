@@ -16,6 +16,8 @@
 # rest is the library's (and the process's). Prints one table and writes
 # WORK/footprint.md and WORK/startup.csv (hyperfine's export). Exit status:
 # 0; 1 when a run failed; 2 for bad usage.
+# "A && B || bad_usage" is meant (bad_usage only exits).
+# shellcheck disable=SC2015
 set -u
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -47,16 +49,8 @@ root it installs what is missing).
 EOF
 }
 
-die() {
-  echo "$ME: $*" >&2
-  exit 1
-}
-bad_usage() {
-  echo "$ME: $*" >&2
-  echo "Try 'sh bench/footprint.sh --help'." >&2
-  exit 2
-}
-need_arg() { [ "$2" -ge 2 ] || bad_usage "option $1 needs a value"; }
+# shellcheck source=bench/sh_lib.sh
+. "$ROOT/bench/sh_lib.sh"
 
 while [ $# -gt 0 ]; do
   case $1 in
@@ -69,9 +63,9 @@ while [ $# -gt 0 ]; do
   *) bad_usage "unknown argument '$1'" ;;
   esac
 done
-case $N in '' | *[!0-9]*) bad_usage "-n: '$N' is not a rank count" ;; esac
+is_uint "$N" || bad_usage "-n: '$N' is not a rank count"
 [ "$N" -ge 1 ] && [ "$N" -le 64 ] || bad_usage "-n: $N is outside 1..64"
-case $RUNS in '' | *[!0-9]*) bad_usage "--runs: '$RUNS' is not a count" ;; esac
+is_uint "$RUNS" || bad_usage "--runs: '$RUNS' is not a count"
 [ "$RUNS" -ge 2 ] || bad_usage "--runs: at least 2"
 SIZE_B=$(echo "$SIZE" | awk '/^[0-9]+[KMG]?$/ { n = $0 + 0; u = substr($0, length($0));
   m = (u == "K") ? 1024 : (u == "M") ? 1048576 : (u == "G") ? 1073741824 : 1; printf "%.0f", n * m }')
@@ -98,12 +92,8 @@ fi
 [ -f "$ANCHORS/mpi_coll_perf.c" ] || die "the MPI anchor is not in $ANCHORS; set COLLIE_ANCHORS=DIR"
 OMPI_BIN=$WORK/mpi_coll_perf_ompi
 MPICH_BIN=$WORK/mpi_coll_perf_mpich
-for pair in "$OMPI_BIN mpicc.openmpi" "$MPICH_BIN mpicc.mpich"; do
-  set -- $pair
-  if [ ! -x "$1" ] || [ "$ANCHORS/mpi_coll_perf.c" -nt "$1" ]; then
-    "$2" -O2 -Wall -o "$1" "$ANCHORS/mpi_coll_perf.c" >"$WORK/cc.log" 2>&1 || die "building $1 failed (log: $WORK/cc.log)"
-  fi
-done
+build "$OMPI_BIN" "$ANCHORS/mpi_coll_perf.c" mpicc.openmpi -O2 -Wall
+build "$MPICH_BIN" "$ANCHORS/mpi_coll_perf.c" mpicc.mpich -O2 -Wall
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 OVER=
 [ "$N" -gt "$(nproc)" ] && OVER="--oversubscribe"
@@ -123,15 +113,14 @@ hyperfine --style basic --warmup 2 --runs "$RUNS" --export-csv "$WORK/startup.cs
 }
 
 # ---- memory ----
-# peak LABEL CMD...: GNU time's maximum RSS (KiB) of the launch into RSS_LABEL.
+# peak LABEL CMD...: GNU time's maximum RSS (KiB) of the launch, into
+# WORK/rss_LABEL.txt (left empty when the launch failed).
 peak() {
   label=$1
   shift
-  if /usr/bin/time -f '%M' -o "$WORK/rss_$label.txt" "$@" >"$WORK/mem_$label.log" 2>&1; then
-    eval "RSS_$label=\$(tail -n 1 \"\$WORK/rss_\$label.txt\")"
-  else
+  if ! /usr/bin/time -f '%M' -o "$WORK/rss_$label.txt" "$@" >"$WORK/mem_$label.log" 2>&1; then
     echo "$ME: the $label run failed (log: $WORK/mem_$label.log)" >&2
-    eval "RSS_$label="
+    : >"$WORK/rss_$label.txt"
     FAILED=$((FAILED + 1))
   fi
 }
@@ -148,7 +137,7 @@ peak collie $COLLIE_RUN "$BUILD/collie-bench" -o allreduce -b "$SIZE_B" -e "$SIZ
   echo "| library | start-up s (mean ± sd, min) | peak RSS MiB | of it beyond the 2 x $SIZE buffers |"
   echo "|---|--:|--:|--:|"
   for lib in openmpi mpich collie; do
-    eval "rss=\${RSS_$lib:-}"
+    rss=$(tail -n 1 "$WORK/rss_$lib.txt")
     awk -F, -v lib="$lib" -v rss="$rss" -v buf="$SIZE_B" '
       $1 == lib { t = sprintf("%.3f ± %.3f, %.3f", $2, $3, $7) }
       END {
