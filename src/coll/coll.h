@@ -246,6 +246,13 @@ collie__log2_ceil(int p)
   return k;
 }
 
+/* The chunk of a step that sends sl bytes to a partner and receives rl
+ * from it, for an algorithm that would cut at `chunk` (whole elements):
+ * two ranks forward nothing, so they send blocks whole, one message that a
+ * single copy moves in one pass (allgather and alltoall of 32-64 MiB: 6-10 %
+ * faster than 256 KiB chunks). Both partners get the same (one's sl is the
+ * other's rl). */
+size_t collie__swap_chunk(const struct collie__call *c, size_t sl, size_t rl, size_t chunk);
 /* One blocking send of step `step` to `to`, direct (collie__net_isend_direct). */
 collie_result_t collie__send_direct(struct collie__call *c, int to, const void *buf, size_t bytes,
                                     uint32_t step);

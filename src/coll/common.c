@@ -1,6 +1,14 @@
 /* common.c - small pieces every algorithm family uses. */
 #include "coll/coll.h"
 
+size_t
+collie__swap_chunk(const struct collie__call *c, size_t sl, size_t rl, size_t chunk)
+{
+  if (c->size != 2) return chunk;
+  size_t whole = sl > rl ? sl : rl;
+  return whole ? whole : 1;
+}
+
 collie_result_t
 collie__send_direct(struct collie__call *c, int to, const void *buf, size_t bytes, uint32_t step)
 {

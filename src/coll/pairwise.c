@@ -22,7 +22,7 @@
  * messages in the same order, so ranks may even disagree on in-place.
  *
  * Pipelining. A block is cut into chunks of at most PW_CHUNK bytes (two
- * ranks, which run a single swap, send it whole: pw_chunk); a piece
+ * ranks, which run a single swap, send it whole: collie__swap_chunk); a piece
  * is (step, chunk), with a send and/or a receive. Up to PW_WINDOW pieces are
  * in flight: the oldest is retired before a new one is posted. Pieces are
  * posted in the same global order on every rank and both partners of a step
@@ -94,17 +94,6 @@ pw_nchunks(size_t len, size_t chunk)
   return len ? (len + chunk - 1) / chunk : 1;
 }
 
-/* The chunk of a swap of sl bytes out and rl in; both partners compute the
- * same (the other's sl is this rl). Two ranks forward nothing and run one
- * swap: whole blocks, which a single copy then moves in one pass. */
-static size_t
-pw_chunk(const struct collie__call *c, size_t sl, size_t rl)
-{
-  if (c->size != 2) return PW_CHUNK;
-  size_t m = sl > rl ? sl : rl;
-  return m ? m : 1;
-}
-
 static collie_result_t
 pw_retire(struct collie__call *c, struct pw_piece *pc)
 {
@@ -126,7 +115,7 @@ pw_exchange(struct collie__call *c, const struct pw_bufs *b)
     size_t so, sl, ro, rl;
     pw_block(c, 1, q, &so, &sl);
     pw_block(c, 0, q, &ro, &rl);
-    size_t chunk = pw_chunk(c, sl, rl);
+    size_t chunk = collie__swap_chunk(c, sl, rl, PW_CHUNK);
     size_t ns = pw_nchunks(sl, chunk), nr = pw_nchunks(rl, chunk), n = ns > nr ? ns : nr;
     uint64_t slot = collie__call_slot(c, (uint32_t)s);
     for (size_t k = 0; k < n; k++) {
@@ -181,7 +170,7 @@ pw_alltoall_run(struct collie__call *c)
   if (c->size == 1) return COLLIE_SUCCESS;
   struct pw_bufs b = {c->sendbuf, 0, c->recvbuf, NULL, 0};
   if (inplace) {
-    /* Two ranks swap one whole block (pw_chunk): one staging slot of it. */
+    /* Two ranks swap one whole block (collie__swap_chunk): one staging slot of it. */
     b.stage_chunk = c->size == 2 || blk < PW_CHUNK ? blk : PW_CHUNK;
     size_t slots = c->size == 2 ? 1 : PW_WINDOW;
     if (!(b.stage = collie__scratch_get(c->scratch, slots * b.stage_chunk)))

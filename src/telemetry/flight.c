@@ -186,9 +186,12 @@ collie__flight_state_at(struct collie__flight *fr, int64_t id, int state, const 
   }
   /* Done: keeps what STARTED wrote (an op may finish without having started,
    * e.g. skipped after a failure: then it has no start time). */
-  int64_t started = FL_LD(&r->run_id) == id ? FL_LD(&r->t_started) : 0;
-  const char *ralgo = FL_LD(&r->run_id) == id ? FL_LD(&r->run_algo) : NULL;
-  flight_run_write(r, id, state, algo ? algo : ralgo, started, now);
+  int mine = FL_LD(&r->run_id) == id;
+  flight_run_write(r, id, state,
+                   algo   ? algo
+                   : mine ? FL_LD(&r->run_algo)
+                          : NULL,
+                   mine ? FL_LD(&r->t_started) : 0, now);
 }
 
 /* A snapshot of one record. */
