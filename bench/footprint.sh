@@ -6,7 +6,7 @@
 # (GNU time's maximum RSS: the largest process of the launcher's tree, i.e.
 # the fattest rank, its buffers included).
 #
-#   sh bench/footprint.sh [-n N] [-s SIZE] [--runs R] [--build DIR] [--work DIR]
+#   sh bench/footprint.sh [-n N] [-s SIZE] [--runs R] [--timeout S] [--build DIR] [--work DIR]
 #
 # The programs are the anchors' mpi_coll_perf (built with each mpicc into the
 # work dir, as compare.sh does) and collie-bench under collierun, with the
@@ -26,6 +26,7 @@ ME=footprint.sh
 N=2
 SIZE=64M
 RUNS=10
+RUN_TIMEOUT=600
 BUILD=$ROOT/build
 WORK=
 
@@ -39,6 +40,8 @@ resident memory of one allreduce, collie beside Open MPI and MPICH.
   -n N          ranks (default 2)
   -s SIZE       allreduce size for the memory run (default 64M; K/M/G binary)
   --runs R      hyperfine runs per library (default 10, after 2 warm-ups)
+  --timeout S   limit for the start-up measurement and for each memory run
+                (default 600 s): a hung job fails the script, not the machine
   --build DIR   collie's build dir with collie-bench and collierun (default build)
   --work DIR    where the anchors are built and results go (default BUILD/footprint)
   -h, --help    this text
@@ -57,6 +60,7 @@ while [ $# -gt 0 ]; do
   -n) need_arg "$1" $#; N=$2; shift 2 ;;
   -s) need_arg "$1" $#; SIZE=$2; shift 2 ;;
   --runs) need_arg "$1" $#; RUNS=$2; shift 2 ;;
+  --timeout) need_arg "$1" $#; RUN_TIMEOUT=$2; shift 2 ;;
   --build) need_arg "$1" $#; BUILD=$2; shift 2 ;;
   --work) need_arg "$1" $#; WORK=$2; shift 2 ;;
   -h | --help) usage; exit 0 ;;
@@ -66,6 +70,7 @@ done
 is_uint "$N" || bad_usage "-n: '$N' is not a rank count"
 [ "$N" -ge 1 ] && [ "$N" -le 64 ] || bad_usage "-n: $N is outside 1..64"
 is_uint "$RUNS" || bad_usage "--runs: '$RUNS' is not a count"
+is_uint "$RUN_TIMEOUT" && [ "$RUN_TIMEOUT" -ge 1 ] || bad_usage "--timeout: '$RUN_TIMEOUT' is not a whole number of seconds"
 [ "$RUNS" -ge 2 ] || bad_usage "--runs: at least 2"
 SIZE_B=$(echo "$SIZE" | awk '/^[0-9]+[KMG]?$/ { n = $0 + 0; u = substr($0, length($0));
   m = (u == "K") ? 1024 : (u == "M") ? 1048576 : (u == "G") ? 1073741824 : 1; printf "%.0f", n * m }')
@@ -104,7 +109,7 @@ FAILED=0
 
 # ---- start-up ----
 echo "== start-up: $N ranks, init + barrier sweep + finalize (hyperfine, $RUNS runs each)"
-hyperfine --style basic --warmup 2 --runs "$RUNS" --export-csv "$WORK/startup.csv" \
+timeout -k 10 "$RUN_TIMEOUT" hyperfine --style basic --warmup 2 --runs "$RUNS" --export-csv "$WORK/startup.csv" \
   -n openmpi "$OMPI_RUN $OMPI_BIN -c barrier -t 0.001" \
   -n mpich "$MPICH_RUN $MPICH_BIN -c barrier -t 0.001" \
   -n collie "$COLLIE_RUN $BUILD/collie-bench -o barrier -t 0.001" >"$WORK/startup.log" 2>&1 || {
@@ -118,7 +123,7 @@ hyperfine --style basic --warmup 2 --runs "$RUNS" --export-csv "$WORK/startup.cs
 peak() {
   label=$1
   shift
-  if ! /usr/bin/time -f '%M' -o "$WORK/rss_$label.txt" "$@" >"$WORK/mem_$label.log" 2>&1; then
+  if ! timeout -k 10 "$RUN_TIMEOUT" /usr/bin/time -f '%M' -o "$WORK/rss_$label.txt" "$@" >"$WORK/mem_$label.log" 2>&1; then
     echo "$ME: the $label run failed (log: $WORK/mem_$label.log)" >&2
     : >"$WORK/rss_$label.txt"
     FAILED=$((FAILED + 1))
