@@ -132,6 +132,15 @@ test_read_file(const char *path, size_t *len)
   return buf;
 }
 
+void
+test_write_file(const char *path, const char *text)
+{
+  FILE *f = fopen(path, "w");
+  ASSERTF(f, "%s: %s", path, strerror(errno));
+  ASSERT(fputs(text, f) >= 0);
+  ASSERT(fclose(f) == 0);
+}
+
 int
 test_shell(const char *cmd, char **out)
 {

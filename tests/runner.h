@@ -36,6 +36,8 @@ char *test_capture_stderr(void (*fn)(void *arg), void *arg);
 /* The whole file at path, NUL-terminated, its length in *len when len is
  * not NULL; NULL when it cannot be opened. The caller frees. */
 char *test_read_file(const char *path, size_t *len);
+/* Writes text to path (created or truncated); asserts every step. */
+void test_write_file(const char *path, const char *text);
 /* Runs the shell command cmd and returns its exit status (-1 when it did
  * not exit normally), with everything it wrote on stdout in *out (caller
  * frees); redirect stderr in cmd to capture it too. */

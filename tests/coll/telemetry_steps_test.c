@@ -786,15 +786,6 @@ TEST_IMPL(telemetry_log_dir_default)
   csv_free(&t);
 }
 
-static void
-steps_write_file(const char *path, const char *text)
-{
-  FILE *f = fopen(path, "w");
-  ASSERTF(f, "%s: %s", path, strerror(errno));
-  ASSERT(fputs(text, f) >= 0);
-  ASSERT(fclose(f) == 0);
-}
-
 /* Runs `nsteps` broadcast steps numbered from first on a fresh communicator,
  * filling exp. */
 static void
@@ -824,7 +815,7 @@ TEST_IMPL(telemetry_append)
   int r = test_rank(), p = test_size();
   char path[512];
   steps_path(path, sizeof(path));
-  if (r == 0) steps_write_file(path, STEPS_HEADER "\n");
+  if (r == 0) test_write_file(path, STEPS_HEADER "\n");
   struct steps_row exp[5];
   steps_append_round(1, 2, exp);
   steps_append_round(20, 3, exp + 2);
@@ -875,7 +866,7 @@ TEST_IMPL(telemetry_header_mismatch)
   /* The doc's header with bytes_broadcast renamed, and an old row. */
   const char *old = "step,epoch,world_size,bytes_all_reduce,bytes_all_gather,"
                     "bytes_reduce_scatter,bytes_bcast,bytes_total\n1,0,4,10,20,30,40,100\n";
-  if (r == 0) steps_write_file(path, old);
+  if (r == 0) test_write_file(path, old);
   collie_comm_t *comm = NULL;
   double t0 = csv_now_mono();
   collie_result_t rc = collie_comm_init(&comm);

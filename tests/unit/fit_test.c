@@ -117,6 +117,21 @@ TEST_IMPL(fit_line_degenerate)
           "alpha %g beta %g", f.alpha_us, f.beta_us_per_byte);
 }
 
+/* Every point (m[i], t[i]) lies in one of the ns segments and within
+ * rel * t[i] + abs of that segment's line. */
+static void
+fit_check_points(const double *m, const double *t, int n, const struct cb_seg *seg, int ns,
+                 double rel, double abs, const char *what)
+{
+  for (int i = 0; i < n; i++) {
+    int s = 0;
+    while (s < ns && (size_t)m[i] > seg[s].hi) s++;
+    ASSERTF(s < ns && (size_t)m[i] >= seg[s].lo, "%s, size %g: in no segment", what, m[i]);
+    double est = seg[s].alpha_us + seg[s].beta_us_per_byte * m[i];
+    ASSERTF(fabs(est - t[i]) <= rel * t[i] + abs, "%s, size %g: %g vs %g", what, m[i], est, t[i]);
+  }
+}
+
 TEST_IMPL(fit_segments)
 {
   /* Flat (latency-bound) up to 4 KiB, then a slope: two lines. */
@@ -133,13 +148,7 @@ TEST_IMPL(fit_segments)
   ASSERT(seg[0].lo == 8 && seg[ns - 1].hi == 65536);
   for (int s = 1; s < ns; s++) ASSERT(seg[s].lo == seg[s - 1].hi + 1);
   /* Every point within 2 % of its segment's line. */
-  for (int i = 0; i < 14; i++) {
-    int s = 0;
-    while (s < ns && (size_t)m[i] > seg[s].hi) s++;
-    ASSERT(s < ns && (size_t)m[i] >= seg[s].lo);
-    double est = seg[s].alpha_us + seg[s].beta_us_per_byte * m[i];
-    ASSERTF(fabs(est - t[i]) <= 0.02 * t[i] + 1e-9, "size %g: %g vs %g", m[i], est, t[i]);
-  }
+  fit_check_points(m, t, 14, seg, ns, 0.02, 1e-9, "2 %");
   ASSERTF(fit_close(seg[0].alpha_us, 2, 1e-9) && seg[0].beta_us_per_byte < 1e-9, "first: %g + %g",
           seg[0].alpha_us, seg[0].beta_us_per_byte);
   /* One exact line: one segment. */
@@ -150,23 +159,15 @@ TEST_IMPL(fit_segments)
   for (int i = 0; i < 14; i++) t[i] = 1 + 1e-4 * m[i] * (i % 2 ? 1.3 : 1);
   ns = cb_fit_segments(m, t, 14, 0, seg, 14);
   ASSERT(ns > 1);
-  for (int i = 0, s = 0; i < 14; i++) {
-    while ((size_t)m[i] > seg[s].hi) s++;
-    double est = seg[s].alpha_us + seg[s].beta_us_per_byte * m[i];
-    ASSERTF(fabs(est - t[i]) <= 1e-9 * t[i], "tol 0, size %g: %g vs %g", m[i], est, t[i]);
-  }
+  fit_check_points(m, t, 14, seg, ns, 1e-9, 0, "tol 0");
   /* A convex curve (time per byte growing, as past a cache): no line with
    * alpha >= 0 joins two points, so at tolerance 0 single points take lines
    * through themselves; every point is still reproduced, no line negative. */
   for (int i = 0; i < 14; i++) t[i] = 1 + 1e-9 * m[i] * m[i];
   ns = cb_fit_segments(m, t, 14, 0, seg, 14);
   ASSERT(ns > 1);
-  for (int i = 0, s = 0; i < 14; i++) {
-    while ((size_t)m[i] > seg[s].hi) s++;
-    double est = seg[s].alpha_us + seg[s].beta_us_per_byte * m[i];
-    ASSERTF(fabs(est - t[i]) <= 1e-9 * t[i], "convex, size %g: %g vs %g", m[i], est, t[i]);
-    ASSERT(seg[s].alpha_us >= 0 && seg[s].beta_us_per_byte >= 0);
-  }
+  fit_check_points(m, t, 14, seg, ns, 1e-9, 0, "convex");
+  for (int s = 0; s < ns; s++) ASSERT(seg[s].alpha_us >= 0 && seg[s].beta_us_per_byte >= 0);
   /* One point: a flat line over it. */
   ASSERT(cb_fit_segments(m, t, 1, 0.1, seg, 1) == 1);
   ASSERT(seg[0].lo == 8 && seg[0].hi == 8 && seg[0].alpha_us == t[0]);
@@ -180,15 +181,6 @@ TEST_IMPL(fit_segments)
 }
 
 /* ---- The tuning file ---- */
-
-static void
-fit_write_text(const char *path, const char *text)
-{
-  FILE *f = fopen(path, "w");
-  ASSERT(f);
-  fputs(text, f);
-  fclose(f);
-}
 
 /* A file from the writer: constants for both classes, and allreduce lines
  * for tcp 4-rank communicators: recursive_doubling below 4 KiB, ring above. */
@@ -243,7 +235,7 @@ TEST_IMPL(fit_tune_file_roundtrip)
   /* A file without fit lines drops them; its constants apply over the old. */
   char path2[600];
   snprintf(path2, sizeof(path2), "%s/consts.txt", test_dir());
-  fit_write_text(path2, "tcp.alpha_us = 3\n");
+  test_write_file(path2, "tcp.alpha_us = 3\n");
   ASSERT_OK(collie__models_load(path2, &m));
   ASSERT(m.nfits == 0 && m.fits == NULL && m.cls[COLLIE_CLASS_TCP].alpha_us == 3 &&
          m.cls[COLLIE_CLASS_SHM].alpha_us == 0.75);
@@ -348,14 +340,14 @@ TEST_IMPL(fit_tune_select)
   }
   /* A fitted algorithm that cannot run the call (shm_flat across hosts):
    * the formula decides among the others. */
-  fit_write_text(path, "fit.tcp.2.allreduce.shm_flat = 0 1000000 0 0\n");
+  test_write_file(path, "fit.tcp.2.allreduce.shm_flat = 0 1000000 0 0\n");
   ASSERT_OK(collie__models_load(path, &tuned));
   c = fit_call(COLLIE_KIND_ALLREDUCE, 1024, 2, 0);
   ASSERT(!strcmp(fit_pick_name(&c, &tuned), fit_pick_name(&c, &def)));
   /* Between two ranges: the nearer in ratio. 1000 B is nearer 100 (x10) than
    * 1e6 (x1000); 100000 B nearer 1e6. */
-  fit_write_text(path, "fit.tcp.2.allreduce.ring = 0 100 1 0\n"
-                       "fit.tcp.2.allreduce.ring = 1000000 2000000 7 0\n");
+  test_write_file(path, "fit.tcp.2.allreduce.ring = 0 100 1 0\n"
+                        "fit.tcp.2.allreduce.ring = 1000000 2000000 7 0\n");
   ASSERT_OK(collie__models_load(path, &tuned));
   c = fit_call(COLLIE_KIND_ALLREDUCE, 250, 2, 0);
   ASSERT(collie__fit_cost(&tuned, &c, COLLIE_ALGO_RING, &ex) == 1 && ex == 1);
@@ -372,7 +364,7 @@ TEST_IMPL(fit_tune_file_errors)
   snprintf(path, sizeof(path), "%s/bad.txt", test_dir());
   struct collie__models m = {0};
   collie__models_default(&m, 0);
-  fit_write_text(path, "fit.tcp.2.allreduce.ring = 0 100 1 0\n");
+  test_write_file(path, "fit.tcp.2.allreduce.ring = 0 100 1 0\n");
   ASSERT_OK(collie__models_load(path, &m));
   struct {
     const char *text, *msg;
@@ -409,7 +401,7 @@ TEST_IMPL(fit_tune_file_errors)
       {"shm.alpha_us = 2\nfit.tcp.2.allreduce.ring 0 1 1 1\n", "bad.txt:2: expected"},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-    fit_write_text(path, cases[i].text);
+    test_write_file(path, cases[i].text);
     ASSERT_RC(COLLIE_INVALID_ARGUMENT, cases[i].msg, collie__models_load(path, &m));
     /* All or nothing: the earlier load's line and constants stand. */
     ASSERTF(m.nfits == 1 && m.fits[0].algo == COLLIE_ALGO_RING &&
@@ -417,29 +409,29 @@ TEST_IMPL(fit_tune_file_errors)
             "case %zu changed the models", i);
   }
   /* Disjoint ranges, other algorithms, other sizes and classes are fine. */
-  fit_write_text(path, "fit.shm.2.allreduce.ring = 0 100 1 1\n"
-                       "fit.shm.2.allreduce.ring = 101 200 1 1\n"
-                       "fit.shm.2.allreduce.rabenseifner = 0 200 1 1\n"
-                       "fit.shm.4.allreduce.ring = 0 200 1 1\n"
-                       "fit.tcp.2.allreduce.ring = 0 200 1 1\n"
-                       "  fit.tcp.2.barrier.dissemination\t=  0 0 3.5 0   # a comment\n");
+  test_write_file(path, "fit.shm.2.allreduce.ring = 0 100 1 1\n"
+                        "fit.shm.2.allreduce.ring = 101 200 1 1\n"
+                        "fit.shm.2.allreduce.rabenseifner = 0 200 1 1\n"
+                        "fit.shm.4.allreduce.ring = 0 200 1 1\n"
+                        "fit.tcp.2.allreduce.ring = 0 200 1 1\n"
+                        "  fit.tcp.2.barrier.dissemination\t=  0 0 3.5 0   # a comment\n");
   ASSERT_OK(collie__models_load(path, &m));
   ASSERT(m.nfits == 6);
   /* A line too long for the reader is refused, not split. */
   char longline[1200];
   snprintf(longline, sizeof(longline), "fit.shm.2.allreduce.ring = 0 1 1 1 %0900d\n", 0);
-  fit_write_text(path, longline);
+  test_write_file(path, longline);
   ASSERT_RC(COLLIE_INVALID_ARGUMENT, "bad.txt:1: line longer than", collie__models_load(path, &m));
   ASSERT(m.nfits == 6);
   /* The longest line allowed (510 characters and its newline), and one of
    * 511 that ends the file without a newline, are read whole. */
   snprintf(longline, sizeof(longline), "fit.shm.2.allreduce.ring = 0 1 1 1%*s\n", 510 - 34, "");
   ASSERT(strlen(longline) == 511);
-  fit_write_text(path, longline);
+  test_write_file(path, longline);
   ASSERT_OK(collie__models_load(path, &m));
   ASSERT(m.nfits == 1);
   snprintf(longline, sizeof(longline), "fit.shm.2.allreduce.ring = 0 1 1 2%*s", 511 - 34, "");
-  fit_write_text(path, longline);
+  test_write_file(path, longline);
   ASSERT_OK(collie__models_load(path, &m));
   ASSERT(m.nfits == 1 && m.fits[0].beta_us == 2);
   collie__models_free(&m);
@@ -478,7 +470,7 @@ TEST_IMPL(fit_tuning_env)
            "fit.%s.%d.broadcast.chain = 0 10 0.5 0\n"
            "fit.%s.%d.broadcast.tree = 0 10 5 0\n",
            cls, size, cls, size, cls, size, cls, size, cls, size);
-  if (test_rank() == 0) fit_write_text(path, text);
+  if (test_rank() == 0) test_write_file(path, text);
   /* Every rank reads the file at init; the barrier of the first comm orders it. */
   comm = test_comm();
   ASSERT_OK(collie_barrier(comm, NULL, NULL));
@@ -513,8 +505,8 @@ TEST_IMPL(fit_tuning_env)
     collie_config_t cfg = COLLIE_CONFIG_INIT;
     cfg.rank = 0;
     cfg.world_size = 1;
-    fit_write_text(path,
-                   "fit.shm.1.allreduce.ring = 0 10 1 1\nfit.shm.1.allreduce.ring = 5 6 1 1\n");
+    test_write_file(path,
+                    "fit.shm.1.allreduce.ring = 0 10 1 1\nfit.shm.1.allreduce.ring = 5 6 1 1\n");
     ASSERT_RC(COLLIE_INVALID_ARGUMENT, "tuning.txt:2: fit.shm.1.allreduce.ring range 5..6",
               collie_comm_init_config(&cfg, &comm));
     ASSERT(comm == NULL);
@@ -676,12 +668,12 @@ TEST_IMPL(fit_main_fake)
              "fit.%s.%d.allreduce.rabenseifner = 0 10000000 1 0\n",
              cls, collie_comm_size(comm), cls, collie_comm_size(comm), cls, collie_comm_size(comm),
              cls, collie_comm_size(comm));
-    fit_write_text(path, text);
+    test_write_file(path, text);
   }
   ASSERT_OK(collie_barrier(comm, NULL, NULL));
   ASSERT(cb_fit_main(comm, &o, path, 1) == 1);
   /* A file that does not load: status 2 on every rank, nothing measured. */
-  if (test_rank() == 0) fit_write_text(path, "fit.shm.2.allreduce.rung = 0 1 1 1\n");
+  if (test_rank() == 0) test_write_file(path, "fit.shm.2.allreduce.rung = 0 1 1 1\n");
   ASSERT_OK(collie_barrier(comm, NULL, NULL));
   ASSERT(cb_fit_main(comm, &o, path, 1) == 2);
   char missing[600];

@@ -9,15 +9,6 @@
 
 #include "runner.h"
 
-static void
-sel_write(const char *path, const char *text)
-{
-  FILE *f = fopen(path, "w");
-  ASSERT(f);
-  fputs(text, f);
-  fclose(f);
-}
-
 static collie_result_t
 sel_init_one(collie_comm_t **comm)
 {
@@ -34,21 +25,21 @@ TEST_IMPL(select_tuning_file)
   snprintf(path, sizeof(path), "%s/tuning.txt", test_dir());
   setenv("COLLIE_TUNING_FILE", path, 1);
 
-  sel_write(path, "# measured by hand\nshm.alpha_us = 2.5\n\ntcp.beta_us=0.0003  # loopback\n"
-                  "shm.gamma_us = 1e-4\n");
+  test_write_file(path, "# measured by hand\nshm.alpha_us = 2.5\n\ntcp.beta_us=0.0003  # loopback\n"
+                        "shm.gamma_us = 1e-4\n");
   ASSERT_OK(sel_init_one(&comm));
   ASSERT_OK(collie_comm_destroy(comm));
 
-  sel_write(path, "shm.alpha_us = 2.5\nshm.alpha = 3\n");
+  test_write_file(path, "shm.alpha_us = 2.5\nshm.alpha = 3\n");
   ASSERT_RC(COLLIE_INVALID_ARGUMENT, "tuning.txt:2: unknown key \"shm.alpha\"",
             sel_init_one(&comm));
-  sel_write(path, "ib.alpha_us = 1\n");
+  test_write_file(path, "ib.alpha_us = 1\n");
   ASSERT_RC(COLLIE_INVALID_ARGUMENT, ":1: unknown key \"ib.alpha_us\"", sel_init_one(&comm));
-  sel_write(path, "shm.beta_us = fast\n");
+  test_write_file(path, "shm.beta_us = fast\n");
   ASSERT_RC(COLLIE_INVALID_ARGUMENT, ":1: \"fast", sel_init_one(&comm));
-  sel_write(path, "shm.beta_us = -1\n");
+  test_write_file(path, "shm.beta_us = -1\n");
   ASSERT_RC(COLLIE_INVALID_ARGUMENT, "non-negative", sel_init_one(&comm));
-  sel_write(path, "just words\n");
+  test_write_file(path, "just words\n");
   ASSERT_RC(COLLIE_INVALID_ARGUMENT, ":1: expected", sel_init_one(&comm));
   unlink(path);
   ASSERT_RC(COLLIE_SYSTEM_ERROR, "tuning.txt", sel_init_one(&comm));
