@@ -132,6 +132,16 @@ test_read_file(const char *path, size_t *len)
   return buf;
 }
 
+const char *
+test_path(const char *name)
+{
+  static char buf[4][1024];
+  static int k;
+  k = (k + 1) % 4;
+  snprintf(buf[k], sizeof(buf[k]), "%s/%s", test_dir(), name);
+  return buf[k];
+}
+
 void
 test_write_file(const char *path, const char *text)
 {

@@ -36,6 +36,9 @@ char *test_capture_stderr(void (*fn)(void *arg), void *arg);
 /* The whole file at path, NUL-terminated, its length in *len when len is
  * not NULL; NULL when it cannot be opened. The caller frees. */
 char *test_read_file(const char *path, size_t *len);
+/* test_dir()/name, in one of four static buffers used in turn (so up to
+ * four results may be held at once, e.g. as arguments of one call). */
+const char *test_path(const char *name);
 /* Writes text to path (created or truncated); asserts every step. */
 void test_write_file(const char *path, const char *text);
 /* Runs the shell command cmd and returns its exit status (-1 when it did

@@ -62,16 +62,6 @@ bt_slurp(const char *path)
   return test_read_file(path, NULL);
 }
 
-static char *
-bt_path(const char *name)
-{
-  static char buf[4][1024];
-  static int k;
-  k = (k + 1) % 4;
-  snprintf(buf[k], sizeof(buf[k]), "%s/%s", test_dir(), name);
-  return buf[k];
-}
-
 /* Runs the shell command cmd in the test directory (at most 90 s); returns
  * its exit status, stdout in *out and stderr in *err (caller frees). */
 static int
@@ -82,10 +72,10 @@ bt_sh(const char *cmd, char **out, char **err)
            "cd '%s' && env -u COLLIE_RANK -u COLLIE_WORLD_SIZE -u COLLIE_STORE -u "
            "COLLIE_JOB_TOKEN -u COLLIE_LOCAL_RANK -u COLLIE_LOCAL_SIZE -u COLLIE_TRANSPORT "
            "timeout -k 5 90 %s > '%s' 2> '%s'",
-           test_dir(), cmd, bt_path("stdout.txt"), bt_path("stderr.txt"));
+           test_dir(), cmd, test_path("stdout.txt"), test_path("stderr.txt"));
   int st = system(full);
-  *out = bt_slurp(bt_path("stdout.txt"));
-  *err = bt_slurp(bt_path("stderr.txt"));
+  *out = bt_slurp(test_path("stdout.txt"));
+  *err = bt_slurp(test_path("stderr.txt"));
   ASSERT(*out && *err);
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
@@ -542,7 +532,7 @@ TEST_IMPL(bench_plot_svg)
       bt_point(CB_SENDRECV, "-", 2, 8, 1, 2),
       bt_point(CB_SENDRECV, "-", 2048, 8192, 4, 2),
   };
-  const char *path = bt_path("plot.svg");
+  const char *path = test_path("plot.svg");
   ASSERT(cb_plot_write(path, pts, 9, "2 ranks <shm> & more") == 0);
   char *svg = bt_slurp(path), why[128] = "";
   ASSERT(svg);
@@ -574,7 +564,7 @@ TEST_IMPL(bench_plot_svg)
   svg = bt_slurp(path);
   ASSERT(bt_xml_ok(svg, why, sizeof(why)) && strstr(svg, "no point"));
   free(svg);
-  ASSERT(cb_plot_write(bt_path("no/such/dir/x.svg"), pts, 9, "x") == -1);
+  ASSERT(cb_plot_write(test_path("no/such/dir/x.svg"), pts, 9, "x") == -1);
 }
 
 /* ---- cb_measure on real ranks ---- */
@@ -684,7 +674,7 @@ TEST_IMPL(bench_run_csv)
   ASSERT(strstr(out, "COLLIE_JOB_TOKEN=(set, not shown)"));
   ASSERT(strstr(out, "# wrong elements: 0 OK"));
 
-  char *csv = bt_slurp(bt_path("run.csv"));
+  char *csv = bt_slurp(test_path("run.csv"));
   ASSERT(csv);
   const char *hdr = "impl,collective,algorithm,transport,nranks,bytes,count,time_us,algbw_GBps,"
                     "busbw_GBps,wrong\n";
@@ -750,7 +740,7 @@ TEST_IMPL(bench_run_csv)
   ASSERTF(trows == rows, "table %d rows, csv %d", trows, rows);
 
   /* The plot: one path per (collective, algorithm) with a size, per panel. */
-  char *svg = bt_slurp(bt_path("run.svg")), why[128];
+  char *svg = bt_slurp(test_path("run.svg")), why[128];
   ASSERT(svg && bt_xml_ok(svg, why, sizeof(why)));
   int series = 0;
   for (int c = 0; c < CB_NCOLL; c++) {
@@ -772,7 +762,7 @@ TEST_IMPL(bench_run_profile)
   ASSERTF(rc == 2 && strstr(err, "--profile-dir prof: not a directory"), "%d: %s", rc, err);
   free(out);
   free(err);
-  ASSERT(mkdir(bt_path("prof"), 0755) == 0);
+  ASSERT(mkdir(test_path("prof"), 0755) == 0);
   rc = bt_sh("'" BT_RUN "' -n 2 '" BT_BENCH "' -n 2 -w 1 --profile-dir prof", &out, &err);
   ASSERTF(rc == 0, "exit %d\n%s\n%s", rc, out, err);
   const char *at = strstr(out, "# profile written to prof/profile_collie_world2_");
@@ -780,7 +770,7 @@ TEST_IMPL(bench_run_profile)
   char name[256];
   ASSERT(sscanf(at, "# profile written to %255s", name) == 1);
   ASSERT(strlen(name) == strlen("prof/profile_collie_world2_20260101_000000.txt"));
-  char *text = bt_slurp(bt_path(name));
+  char *text = bt_slurp(test_path(name));
   ASSERTF(text, "no %s", name);
   /* The same block is on stdout. */
   ASSERT(strstr(out, text));
@@ -817,7 +807,7 @@ TEST_IMPL(bench_run_profile)
     }
   }
   free(text);
-  text = bt_slurp(bt_path(name));
+  text = bt_slurp(test_path(name));
   ASSERT(strstr(text, "(4.00 MB)\n  AllReduce") && strstr(text, "GB/s\n\nTensor Size: 4,194,304"));
   free(text);
   free(out);
@@ -887,7 +877,7 @@ TEST_IMPL(bench_help_and_alone)
   ASSERT(strstr(out, "# nranks: 1 (no launcher environment") && strstr(out, "# transport: self"));
   ASSERT(strstr(out, "# wrong elements: 0 OK"));
   ASSERT(strstr(out, "# env: COLLIE_COMMS_LOG=0 (set by collie-bench"));
-  ASSERT(access(bt_path("comms.csv"), F_OK) != 0); /* no empty telemetry file left behind */
+  ASSERT(access(test_path("comms.csv"), F_OK) != 0); /* no empty telemetry file left behind */
   free(out);
   free(err);
   /* -c 0: nothing is checked, and the table says so. */
@@ -909,7 +899,7 @@ TEST_IMPL(bench_run_tcp_refused)
   ASSERT(bt_count(out, "# note: allreduce with shm_flat not measured") == 1);
   ASSERT(bt_count(out, "# note: barrier with shm_flat not measured") == 1);
   ASSERT(bt_count(err, "needs every rank on one host") == 2); /* rank 0 only, once each */
-  char *csv = bt_slurp(bt_path("t.csv"));
+  char *csv = bt_slurp(test_path("t.csv"));
   ASSERT(csv && !strstr(csv, "shm_flat") && !strstr(csv, ",shm,"));
   /* 3 allreduce algorithms x 3 sizes (64, 256, 1024), 4 broadcast x 3, 1 barrier. */
   ASSERTF(bt_count(csv, "\ncollie,allreduce,") == 9 && bt_count(csv, "\ncollie,bcast,") == 12 &&

@@ -47,16 +47,6 @@ cr_now(void)
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static char *
-cr_path(const char *name)
-{
-  static char buf[4][600];
-  static int k;
-  k = (k + 1) % 4;
-  snprintf(buf[k], sizeof(buf[k]), "%s/%s", test_dir(), name);
-  return buf[k];
-}
-
 /* Reads a whole file; "" when it does not exist. Caller frees. */
 static char *
 cr_slurp(const char *path)
@@ -71,7 +61,7 @@ cr_slurp(const char *path)
 static pid_t
 cr_start(const char *const *argv, const char *token)
 {
-  char *outp = cr_path("out.txt"), *errp = cr_path("err.txt");
+  const char *outp = test_path("out.txt"), *errp = test_path("err.txt");
   pid_t pid = fork();
   ASSERT(pid >= 0);
   if (pid == 0) {
@@ -122,8 +112,8 @@ cr_run(const char *const *argv, const char *token)
   pid_t pid = cr_start(argv, token);
   r.code = cr_wait(pid, 10);
   r.secs = cr_now() - t0;
-  r.out = cr_slurp(cr_path("out.txt"));
-  r.err = cr_slurp(cr_path("err.txt"));
+  r.out = cr_slurp(test_path("out.txt"));
+  r.err = cr_slurp(test_path("err.txt"));
   return r;
 }
 
@@ -154,7 +144,7 @@ cr_alive(pid_t pid)
 static pid_t
 cr_read_pid(const char *name)
 {
-  char *s = cr_slurp(cr_path(name));
+  char *s = cr_slurp(test_path(name));
   pid_t pid = (pid_t)atoi(s);
   free(s);
   return pid;
@@ -168,7 +158,7 @@ cr_wait_pidfiles(int n)
   for (int r = 0; r < n; r++) {
     char name[32];
     snprintf(name, sizeof(name), "pid.%d", r);
-    while (access(cr_path(name), F_OK) != 0) {
+    while (access(test_path(name), F_OK) != 0) {
       ASSERTF(cr_now() < end, "rank %d never wrote its pid file", r);
       usleep(10000);
     }
@@ -216,7 +206,7 @@ cr_check_env(int first, int n, int world, char *store, char *tok)
   for (int l = 0; l < n; l++) {
     char name[32];
     snprintf(name, sizeof(name), "env.%d", first + l);
-    char *s = cr_slurp(cr_path(name));
+    char *s = cr_slurp(test_path(name));
     int rank, ws, lr, ls;
     char st[600], tk[300];
     ASSERTF(sscanf(s, "%d|%d|%d|%d|%599[^|]|%299[^\n]", &rank, &ws, &lr, &ls, st, tk) == 6,
@@ -360,7 +350,7 @@ TEST_IMPL(collierun_all_succeed)
   for (int k = 0; k < 4; k++) {
     char name[32];
     snprintf(name, sizeof(name), "done.%d", k);
-    ASSERTF(access(cr_path(name), F_OK) == 0, "rank %d did not run to the end", k);
+    ASSERTF(access(test_path(name), F_OK) == 0, "rank %d did not run to the end", k);
   }
   cr_free(&r);
 }
@@ -423,13 +413,13 @@ TEST_IMPL(collierun_sigterm_forwarded)
   cr_wait_pidfiles(3);
   ASSERT(kill(pid, SIGTERM) == 0);
   int code = cr_wait(pid, 8);
-  char *err = cr_slurp(cr_path("err.txt"));
+  char *err = cr_slurp(test_path("err.txt"));
   ASSERTF(code == 128 + SIGTERM, "exit %d, stderr: %s", code, err);
   ASSERTF(strstr(err, "SIGTERM"), "stderr: %s", err);
   for (int k = 0; k < 3; k++) {
     char name[32];
     snprintf(name, sizeof(name), "term.%d", k);
-    ASSERTF(access(cr_path(name), F_OK) == 0, "rank %d never saw SIGTERM", k);
+    ASSERTF(access(test_path(name), F_OK) == 0, "rank %d never saw SIGTERM", k);
   }
   cr_assert_dead("pid.", 3, 3);
   free(err);
