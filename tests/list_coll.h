@@ -6,6 +6,12 @@
   XX(shm_cma_off_shm_3, shm_cma_off, 3, "shm", 60)                                                 \
   XX(shm_cma_reads_at_receive_shm_2, shm_cma_reads_at_receive, 2, "shm", 30)                       \
   XX(shm_slots_copy_at_send_shm_2, shm_slots_copy_at_send, 2, "shm", 30)                           \
+  XX(gather_push_shm_2, gather_push, 2, "shm", 60)                                                 \
+  XX(gather_push_shm_3, gather_push, 3, "shm", 60)                                                 \
+  XX(gather_push_shm_5, gather_push, 5, "shm", 90)                                                 \
+  XX(gather_push_mixed_3, gather_push, 3, "mixed", 90)                                             \
+  XX(gather_push_refused_shm_2, gather_push_refused, 2, "shm", 60)                                 \
+  XX(gather_push_refused_shm_3, gather_push_refused, 3, "shm", 60)                                 \
   XX(allreduce_matrix_shm_1, allreduce_matrix, 1, "shm", 90)                                       \
   XX(allreduce_matrix_shm_2, allreduce_matrix, 2, "shm", 90)                                       \
   XX(allreduce_matrix_shm_3, allreduce_matrix, 3, "shm", 90)                                       \

@@ -30,6 +30,7 @@ static const struct collie__xport_ops *const net_table[] = {&collie__shm_ops, &c
 struct collie__net {
   int rank, size;
   int spin;
+  int single_copy; /* COLLIE_SHM_CMA_MIN > 0 */
   struct collie__xport *xp[NET_NX];
   signed char *peer_xp; /* index into net_table per peer; -1 for self */
   /* Messages to self: FIFOs of posted sends and receives, matched in order. */
@@ -53,6 +54,7 @@ collie__net_open(const struct collie__net_cfg *cfg, struct collie__net **out)
   n->rank = cfg->rank;
   n->size = cfg->size;
   n->spin = cfg->spin;
+  n->single_copy = cfg->cma_min > 0;
   for (int p = 0; p < cfg->size; p++) {
     n->peer_xp[p] = -1;
     if (p == cfg->rank) continue;
@@ -201,6 +203,24 @@ collie__net_irecv(struct collie__net *n, int peer, void *buf, size_t len, uint64
                   struct collie__req *r)
 {
   return net_post(n, peer, buf, len, slot, 0, 0, r);
+}
+
+collie_result_t
+collie__net_write_peer(struct collie__net *n, int peer, uint64_t addr, const void *buf, size_t len)
+{
+  if (peer < 0 || peer >= n->size)
+    return collie__err(COLLIE_INVALID_ARGUMENT, "write to rank %d of %d", peer, n->size);
+  int i = n->peer_xp[peer];
+  if (i < 0 || !net_table[i]->write_peer)
+    return collie__err(COLLIE_UNSUPPORTED, "rank %d's memory is not reachable over %s", peer,
+                       i < 0 ? "self" : net_table[i]->name);
+  return net_table[i]->write_peer(n->xp[i], peer, addr, buf, len);
+}
+
+int
+collie__net_single_copy(const struct collie__net *n)
+{
+  return n->single_copy;
 }
 
 /* Names up to a few pending requests, for a timeout message. */

@@ -299,28 +299,58 @@ shm_mismatch(const struct collie__shm_chan *ch, const struct collie__shm_chunk *
       ch->rank, ch->world_rank, got, c->total, want, r->len);
 }
 
+/* Moves len bytes between local and the peer's memory at remote, straight
+ * (process_vm_readv, or process_vm_writev when write is set). The kernel may
+ * move less than asked in one call; the rest follows. */
+static collie_result_t
+shm_peer_copy(const struct collie__shm_chan *ch, void *local, uint64_t remote, size_t len,
+              int write)
+{
+  size_t done = 0;
+  while (done < len) {
+    struct iovec l = {.iov_base = (char *)local + done, .iov_len = len - done};
+    struct iovec r = {.iov_base = (void *)(uintptr_t)(remote + done), .iov_len = len - done};
+    ssize_t n = write ? process_vm_writev(ch->pid, &l, 1, &r, 1, 0)
+                      : process_vm_readv(ch->pid, &l, 1, &r, 1, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      return collie__err_errno(COLLIE_REMOTE_ERROR,
+                               "shm: %s %zu bytes %s rank %d's (world rank %d, pid %d) "
+                               "memory directly (%s) after %zu",
+                               write ? "writing" : "reading", len, write ? "into" : "of", ch->rank,
+                               ch->world_rank, ch->pid,
+                               write ? "process_vm_writev" : "process_vm_readv", done);
+    done += (size_t)n;
+  }
+  return COLLIE_SUCCESS;
+}
+
 /* Reads a single-copy message (its length already checked against r) from
- * the sender's memory straight into r->buf. The kernel may move less than
- * asked in one call; the rest follows. */
+ * the sender's memory straight into r->buf. */
 static collie_result_t
 shm_read_peer(const struct collie__shm_chan *ch, const struct collie__shm_chunk *c,
               struct collie__req *r)
 {
-  size_t done = 0;
-  while (done < r->len) {
-    struct iovec local = {.iov_base = (char *)r->buf + done, .iov_len = r->len - done};
-    struct iovec remote = {.iov_base = (void *)(uintptr_t)(c->addr + done),
-                           .iov_len = r->len - done};
-    ssize_t n = process_vm_readv(ch->pid, &local, 1, &remote, 1, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0)
-      return collie__err_errno(COLLIE_REMOTE_ERROR,
-                               "shm: reading %zu bytes of rank %d's (world rank %d, pid %d) "
-                               "buffer directly (process_vm_readv) after %zu",
-                               r->len, ch->rank, ch->world_rank, ch->pid, done);
-    done += (size_t)n;
-  }
-  return COLLIE_SUCCESS;
+  return shm_peer_copy(ch, r->buf, c->addr, r->len, 0);
+}
+
+/* The write half of single copy (transport.h: write_peer): this rank's core
+ * copies into a peer's buffer whose address the peer handed over. Allowed
+ * where this rank may read the peer's memory (checked at open: the same
+ * permission), never when COLLIE_SHM_CMA_MIN=0. */
+static collie_result_t
+shm_write_peer(struct collie__xport *xp, int peer, uint64_t addr, const void *buf, size_t len)
+{
+  struct collie__shm_xport *x = shm_of(xp);
+  if (peer < 0 || peer >= x->comm_size || x->chan_of_rank[peer] < 0)
+    return collie__err(COLLIE_INVALID_ARGUMENT, "shm: rank %d is not a shm peer of rank %d", peer,
+                       x->rank);
+  const struct collie__shm_chan *ch = &x->chans[x->chan_of_rank[peer]];
+  if (!x->cma_min || !atomic_load_explicit(&ch->in->cma_ok, memory_order_acquire))
+    return collie__err(
+        COLLIE_UNSUPPORTED, "shm: rank %d may not write rank %d's memory directly (%s)", x->rank,
+        ch->rank, x->cma_min ? "process_vm_readv was refused at open" : "COLLIE_SHM_CMA_MIN=0");
+  return shm_peer_copy(ch, (void *)(uintptr_t)buf, addr, len, 1);
 }
 
 /* Copies arrived chunks into the posted receives, in order. Never blocks.
@@ -513,7 +543,10 @@ shm_post(struct collie__xport *xp, struct collie__req *r)
     *first = r;
   *last = r;
   x->npending++;
-  if (!r->is_send) x->nrecvs++;
+  if (!r->is_send)
+    x->nrecvs++;
+  else
+    shm_push(x, ch);
   shm_unlock(x);
   return COLLIE_SUCCESS;
 }
@@ -1024,4 +1057,5 @@ const struct collie__xport_ops collie__shm_ops = {
     .wait = shm_wait,
     .abort = shm_abort,
     .close = shm_close,
+    .write_peer = shm_write_peer,
 };

@@ -156,6 +156,12 @@ struct collie__xport_ops {
   void (*abort)(struct collie__xport *x);
   /* Frees everything, tells peers we left. Never touches posted requests either. */
   void (*close)(struct collie__xport *x);
+  /* Optional (NULL: cannot). Copies len bytes from buf into peer's memory at
+   * addr, an address the peer handed over in a message, and returns once they
+   * are there. Synchronous, on the caller's core. Errors: UNSUPPORTED when this
+   * rank may not reach the peer's memory, REMOTE_ERROR when the copy fails. */
+  collie_result_t (*write_peer)(struct collie__xport *x, int peer, uint64_t addr, const void *buf,
+                                size_t len);
 };
 
 extern const struct collie__xport_ops collie__shm_ops;
@@ -181,6 +187,18 @@ collie_result_t collie__net_irecv(struct collie__net *n, int peer, void *buf, si
  * message is a whole call in itself (no pipeline to fill). */
 collie_result_t collie__net_isend_direct(struct collie__net *n, int peer, const void *buf,
                                          size_t len, uint64_t slot, struct collie__req *r);
+/* Writes len bytes of buf into peer's memory at addr (an address the peer sent
+ * us), with this rank's core doing the copy: a receiver fed by many, such as a
+ * gather root, then copies only its own share. Errors: UNSUPPORTED where the
+ * peer's transport cannot (tcp, self, COLLIE_SHM_CMA_MIN=0, no permission to
+ * read the peer's memory), REMOTE_ERROR when the copy fails. A caller falls
+ * back to a message on any error. */
+collie_result_t collie__net_write_peer(struct collie__net *n, int peer, uint64_t addr,
+                                       const void *buf, size_t len);
+/* Whether this net may use single copies at all (COLLIE_SHM_CMA_MIN > 0): the
+ * same on every rank of a job that sets the same environment, so algorithms
+ * may pick a protocol by it. */
+int collie__net_single_copy(const struct collie__net *n);
 /* Drives every transport until all of reqs[0..n) are done, spinning briefly and
  * then sleeping; fails with TIMEOUT at deadline_ns (the message names the
  * pending peers) or with the first transport failure. NULL entries are skipped. */
