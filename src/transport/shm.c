@@ -543,9 +543,14 @@ shm_post(struct collie__xport *xp, struct collie__req *r)
     *first = r;
   *last = r;
   x->npending++;
+  /* A send moves at once, so that a peer can take it while this rank goes on
+   * with work of its own (a root copying its own block) before it waits;
+   * except an undirected one that may go as a single copy, which waits for
+   * progress: whether it does depends on receives posted after it (an
+   * exchange posts both before it waits). */
   if (!r->is_send)
     x->nrecvs++;
-  else
+  else if (r->direct || !x->cma_min || r->len < x->cma_min)
     shm_push(x, ch);
   shm_unlock(x);
   return COLLIE_SUCCESS;
