@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include "coll/coll.h"
+#include "util/util.h"
 #include "util/error.h"
 
 /* ---- allgather ---- */
@@ -75,7 +76,7 @@ bruck_allgather_run(struct collie__call *c)
   char *buf = c->recvbuf;
   collie_result_t rc;
   if (blk == 0) return COLLIE_SUCCESS;
-  if (c->sendbuf != buf + (size_t)r * blk) memcpy(buf + (size_t)r * blk, c->sendbuf, blk);
+  if (c->sendbuf != buf + (size_t)r * blk) collie__copy(buf + (size_t)r * blk, c->sendbuf, blk);
   uint32_t round = 0;
   for (int d = 1; d < p; d <<= 1, round++) {
     int n = d < p - d ? d : p - d, to = (r - d + p) % p, from = (r + d) % p;
@@ -114,7 +115,7 @@ bruck_alltoall_run(struct collie__call *c)
   collie_result_t rc;
   if (blk == 0) return COLLIE_SUCCESS;
   if (p == 1) {
-    if (in != out) memcpy(out, in, blk);
+    if (in != out) collie__copy(out, in, blk);
     return COLLIE_SUCCESS;
   }
   /* A round carries the indices with one bit set: at most floor(p/2) blocks. */
@@ -136,7 +137,7 @@ bruck_alltoall_run(struct collie__call *c)
       if (i & d) memcpy(tmp + (size_t)i * blk, rpack + blk * n++, blk);
   }
   for (int j = 0; j < p; j++)
-    memcpy(out + (size_t)j * blk, tmp + (size_t)((r - j + p) % p) * blk, blk);
+    collie__copy(out + (size_t)j * blk, tmp + (size_t)((r - j + p) % p) * blk, blk);
   return COLLIE_SUCCESS;
 }
 

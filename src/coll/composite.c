@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include "coll/coll.h"
+#include "util/util.h"
 #include "coll/coll_int.h"
 #include "util/error.h"
 
@@ -91,7 +92,7 @@ composite_reduce_run(struct collie__call *c)
   char *work, *tmp;
   collie_result_t rc;
   if (p == 1) {
-    if (bytes && c->recvbuf != in) memcpy(c->recvbuf, in, bytes);
+    if (bytes && c->recvbuf != in) collie__copy(c->recvbuf, in, bytes);
     if (bytes && c->op == COLLIE_AVG) collie__reduce_avg_finish(c->recvbuf, c->count, c->dtype, p);
     return COLLIE_SUCCESS;
   }

@@ -52,6 +52,7 @@
 #include <string.h>
 
 #include "coll/coll.h"
+#include "util/util.h"
 #include "util/error.h"
 
 #define PW_CHUNK ((size_t)256 * 1024)
@@ -166,7 +167,7 @@ pw_alltoall_run(struct collie__call *c)
   size_t blk = c->count * c->esize, own = (size_t)c->rank * blk;
   int inplace = c->sendbuf == c->recvbuf;
   if (blk == 0) return COLLIE_SUCCESS; /* every rank passed count 0 */
-  if (!inplace) memcpy((char *)c->recvbuf + own, (const char *)c->sendbuf + own, blk);
+  if (!inplace) collie__copy((char *)c->recvbuf + own, (const char *)c->sendbuf + own, blk);
   if (c->size == 1) return COLLIE_SUCCESS;
   struct pw_bufs b = {c->sendbuf, 0, c->recvbuf, NULL, 0};
   if (inplace) {
@@ -222,7 +223,7 @@ pw_alltoallv_run(struct collie__call *c)
   if (own) {
     const char *src = b.sbase + (c->sdispls[r] * es - b.sshift);
     char *dst = (char *)c->recvbuf + c->rdispls[r] * es;
-    if (src != dst) memcpy(dst, src, own);
+    if (src != dst) collie__copy(dst, src, own);
   }
   if (p == 1) return COLLIE_SUCCESS;
   return pw_exchange(c, &b);

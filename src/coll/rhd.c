@@ -66,6 +66,7 @@
 #include <string.h>
 
 #include "coll/coll.h"
+#include "util/util.h"
 
 #define RHD_CHUNK ((size_t)256 * 1024)
 
@@ -236,7 +237,7 @@ rhd_allreduce_folded(struct collie__call *c, const struct rhd_fold *f, size_t by
 static collie_result_t
 rhd_allreduce_begin(struct collie__call *c, const struct rhd_fold *f, size_t bytes, char **tmp)
 {
-  if (c->sendbuf != c->recvbuf) memcpy(c->recvbuf, c->sendbuf, bytes);
+  if (c->sendbuf != c->recvbuf) collie__copy(c->recvbuf, c->sendbuf, bytes);
   *tmp = NULL;
   if (c->size == 1) return COLLIE_SUCCESS;
   if (!(*tmp = collie__scratch_get(c->scratch, rhd_tmp_bytes(c, bytes))))
@@ -339,7 +340,7 @@ rhd_allgather_run(struct collie__call *c)
      */
     return rhd_xfer(c, -1, NULL, 0, f.partner, buf, total, NULL, out_step);
   }
-  if (c->sendbuf != own) memcpy(own, c->sendbuf, blk);
+  if (c->sendbuf != own) collie__copy(own, c->sendbuf, blk);
   if (f.partner >= 0) {
     rc = rhd_xfer(c, -1, NULL, 0, f.partner, buf + (size_t)f.partner * blk, blk, NULL, 0);
     if (rc != COLLIE_SUCCESS) return rc;
@@ -384,7 +385,7 @@ rhd_reduce_scatter_run(struct collie__call *c)
   if (!blk) return COLLIE_SUCCESS;
   if (c->size == 1) {
     /* AVG over one rank is the identity. */
-    if (out != in) memcpy(out, in, blk);
+    if (out != in) collie__copy(out, in, blk);
     return COLLIE_SUCCESS;
   }
   if (f.nr < 0) {
@@ -411,7 +412,7 @@ rhd_reduce_scatter_run(struct collie__call *c)
     size_t o = rhd_bound(c, &f, f.nr), l = rhd_bound(c, &f, f.nr + 1) - o;
     collie__reduce_avg_finish(work + o, l / c->esize, c->dtype, c->size);
   }
-  memcpy(out, work + (size_t)c->rank * blk, blk);
+  collie__copy(out, work + (size_t)c->rank * blk, blk);
   if (f.partner < 0) return COLLIE_SUCCESS;
   return rhd_xfer(c, f.partner, work + (size_t)f.partner * blk, blk, -1, NULL, 0, NULL, out_step);
 }

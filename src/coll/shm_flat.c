@@ -75,6 +75,7 @@
 #include <string.h>
 
 #include "coll/coll.h"
+#include "util/util.h"
 #include "transport/shm.h"
 #include "util/error.h"
 
@@ -229,7 +230,8 @@ flat_allreduce_run(struct collie__call *c)
       for (int q = 0; q < p; q++) {
         size_t qlo = flat_cut(len, p, q), qhi = flat_cut(len, p, q + 1);
         if (qhi > qlo)
-          memcpy(dst + qlo, (const char *)collie__shm_flat_piece(f, q, b, len) + qlo, qhi - qlo);
+          collie__copy_part(dst + qlo, (const char *)collie__shm_flat_piece(f, q, b, len) + qlo,
+                            qhi - qlo, bytes);
       }
     }
     done += len;
@@ -356,10 +358,10 @@ flat_gather_pieces(struct collie__call *c, int all_to_all)
     if ((rc = collie__shm_flat_sync(f, c->deadline_ns)) != COLLIE_SUCCESS) return rc;
     for (int q = 0; q < p && kb; q++)
       if (q != r)
-        memcpy(out + ((size_t)q * n + o) * es,
-               (const char *)collie__shm_flat_piece(f, q, b, all) +
-                   (all_to_all ? (size_t)r * kb : 0),
-               kb);
+        collie__copy_part(out + ((size_t)q * n + o) * es,
+                          (const char *)collie__shm_flat_piece(f, q, b, all) +
+                              (all_to_all ? (size_t)r * kb : 0),
+                          kb, n * es * (size_t)p);
     o += k;
   } while (o < n);
   return COLLIE_SUCCESS;

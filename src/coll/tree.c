@@ -56,6 +56,7 @@
 #include <string.h>
 
 #include "coll/coll.h"
+#include "util/util.h"
 #include "coll/coll_int.h"
 #include "util/error.h"
 
@@ -236,7 +237,7 @@ tree_reduce_run(struct collie__call *c)
   r.bytes = c->count * es;
   if (c->rank == c->root) r.out = c->recvbuf;
   if (p == 1) {
-    if (r.bytes && r.out != r.in) memcpy(r.out, r.in, r.bytes);
+    if (r.bytes && r.out != r.in) collie__copy(r.out, r.in, r.bytes);
     if (r.bytes && c->op == COLLIE_AVG) collie__reduce_avg_finish(r.out, c->count, c->dtype, p);
     return COLLIE_SUCCESS;
   }
@@ -423,7 +424,7 @@ tree_gather_run(struct collie__call *c)
   if (v == 0) { /* the root's buffer is the destination, rank order */
     base = (char *)c->recvbuf;
     char *own = base + (size_t)c->rank * blk;
-    if (own != in) memcpy(own, in, blk);
+    if (own != in) collie__copy(own, in, blk);
     return collie__tree_gather_phase(c, total, base, 0, 0);
   }
   if (tree_subtree(p, v) == 1) /* a leaf sends its input as is */
@@ -463,7 +464,7 @@ tree_scatter_run(struct collie__call *c)
     base = (char *)c->sendbuf;
     if ((rc = collie__tree_scatter_phase(c, total, base, 0, 0)) != COLLIE_SUCCESS) return rc;
     char *own = base + (size_t)c->rank * blk;
-    if (own != out) memcpy(out, own, blk);
+    if (own != out) collie__copy(out, own, blk);
     return COLLIE_SUCCESS;
   }
   if (tree_subtree(p, v) == 1) /* a leaf receives its block where it belongs */
@@ -471,7 +472,7 @@ tree_scatter_run(struct collie__call *c)
   base = collie__scratch_get(c->scratch, collie__tree_subtree_bytes(c, total));
   if (!base) return COLLIE_SYSTEM_ERROR;
   if ((rc = collie__tree_scatter_phase(c, total, base, 1, 0)) != COLLIE_SUCCESS) return rc;
-  memcpy(out, base, blk);
+  collie__copy(out, base, blk);
   return COLLIE_SUCCESS;
 }
 

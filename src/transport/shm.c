@@ -391,10 +391,10 @@ shm_pull(struct collie__shm_xport *x, struct collie__shm_chan *ch)
       break;
     }
     if (c->len)
-      memcpy((char *)r->buf + r->off,
-             c->len <= COLLIE_SHM_CHUNK_INLINE ? (const void *)c->inline_payload
-                                               : (const void *)(c + 1),
-             c->len);
+      collie__copy_part((char *)r->buf + r->off,
+                        c->len <= COLLIE_SHM_CHUNK_INLINE ? (const void *)c->inline_payload
+                                                          : (const void *)(c + 1),
+                        c->len, r->len);
     r->off += c->len;
     atomic_store_explicit(&ch->in->head, ++head, memory_order_seq_cst);
     shm_finish_head(x, &ch->recvq, &ch->recvq_last);

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* ---- clock.c ---- */
 
@@ -25,6 +26,27 @@ void collie__sleep_ns(int64_t ns);
 void collie__cpu_relax(void);
 /* Number of online CPUs (>= 1). */
 int collie__ncpus(void);
+
+/* ---- copy.c ---- */
+
+/* Where collie__copy switches to non-temporal stores. */
+#define COLLIE__COPY_NT_MIN ((size_t)4 << 20)
+/* memcpy of a block the caller will not read back soon (an output block of a
+ * collective); non-temporal from COLLIE__COPY_NT_MIN bytes up on x86-64.
+ * The regions must not overlap. */
+void collie__copy(void *dst, const void *src, size_t n);
+/* The same, non-temporal whatever n (x86-64; memcpy elsewhere). */
+void collie__copy_stream(void *dst, const void *src, size_t n);
+/* n bytes of an output of `whole` bytes that arrives in parts (a message's
+ * chunks, a flat area's pieces): non-temporal when the whole is large. */
+static inline void
+collie__copy_part(void *dst, const void *src, size_t n, size_t whole)
+{
+  if (whole >= COLLIE__COPY_NT_MIN)
+    collie__copy_stream(dst, src, n);
+  else
+    memcpy(dst, src, n);
+}
 
 /* ---- futex.c ---- */
 
