@@ -35,8 +35,8 @@ copy_check(void (*fn)(void *, const void *, size_t), size_t n, size_t so, size_t
   for (size_t i = 0; i < len; i++) {
     size_t at = COPY_PAD + doff;
     unsigned char want = i >= at && i < at + n ? src[COPY_PAD + so + (i - at)] : 0xA5;
-    ASSERTF(dst[i] == want, "%s of %zu bytes (src +%zu, dst +%zu): byte %zd is %#x, want %#x",
-            what, n, so, doff, (ssize_t)i - (ssize_t)at, dst[i], want);
+    ASSERTF(dst[i] == want, "%s of %zu bytes (src +%zu, dst +%zu): byte %zd is %#x, want %#x", what,
+            n, so, doff, (ssize_t)i - (ssize_t)at, dst[i], want);
   }
   free(src);
   free(dst);
