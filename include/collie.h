@@ -326,6 +326,25 @@ COLLIE_API collie_result_t collie_recv(collie_comm_t *comm, void *buf, size_t co
 COLLIE_API collie_result_t collie_group_start(collie_comm_t *comm);
 COLLIE_API collie_result_t collie_group_end(collie_comm_t *comm, collie_work_t **work);
 
+/* ---- Memory that peers read in place -------------------------------------------------- */
+
+/* Allocates bytes (> 0) of zeroed memory, page-aligned, that the ranks on this
+ * host read in place. Use it as any buffer; a send (or the send side of a
+ * collective) whose buffer lies inside it, over shared memory and at least
+ * COLLIE_SHM_CMA_MIN bytes, is copied by the receiver straight out of its own
+ * mapping of this memory, at memcpy speed, instead of through the kernel
+ * (process_vm_readv) or the slots. Everywhere else (tcp, small messages,
+ * COLLIE_SHM_CMA_MIN=0, a kernel without pidfd_getfd) it behaves as malloc'd
+ * memory. Peers keep a mapping of up to 8 of a rank's regions each until the
+ * communicator is destroyed. comm must be valid; the memory is not tied to it.
+ * Returns NULL on failure, and collie_last_error() says why: INVALID_ARGUMENT
+ * (comm invalid, bytes 0), SYSTEM_ERROR (the OS refused). */
+COLLIE_API void *collie_mem_alloc(collie_comm_t *comm, size_t bytes);
+/* Frees memory from collie_mem_alloc, before or after any communicator is
+ * destroyed; NULL is a no-op. No operation may still use it. INVALID_ARGUMENT
+ * for any other pointer (nothing is freed). */
+COLLIE_API collie_result_t collie_mem_free(void *ptr);
+
 /* ---- Work handles ---------------------------------------------------------------------- */
 
 /* Waits for work up to timeout_ms (< 0: until the operation's own deadline).

@@ -6,6 +6,15 @@
   XX(shm_cma_off_shm_3, shm_cma_off, 3, "shm", 60)                                                 \
   XX(shm_cma_reads_at_receive_shm_2, shm_cma_reads_at_receive, 2, "shm", 30)                       \
   XX(shm_slots_copy_at_send_shm_2, shm_slots_copy_at_send, 2, "shm", 30)                           \
+  XX(mem_alloc_bad_arguments_shm_1, mem_alloc_bad_arguments, 1, "shm", 30)                         \
+  XX(mem_alloc_collectives_shm_2, mem_alloc_collectives, 2, "shm", 90)                             \
+  XX(mem_alloc_collectives_shm_3, mem_alloc_collectives, 3, "shm", 90)                             \
+  XX(mem_alloc_collectives_tcp_2, mem_alloc_collectives, 2, "tcp", 90)                             \
+  XX(mem_alloc_collectives_mixed_3, mem_alloc_collectives, 3, "mixed", 90)                         \
+  XX(mem_alloc_read_in_place_shm_2, mem_alloc_read_in_place, 2, "shm", 60)                         \
+  XX(mem_alloc_read_in_place_shm_3, mem_alloc_read_in_place, 3, "shm", 60)                         \
+  XX(mem_alloc_reuse_after_free_shm_2, mem_alloc_reuse_after_free, 2, "shm", 60)                   \
+  XX(mem_alloc_reuse_after_free_shm_3, mem_alloc_reuse_after_free, 3, "shm", 60)                   \
   XX(gather_push_shm_2, gather_push, 2, "shm", 60)                                                 \
   XX(gather_push_shm_3, gather_push, 3, "shm", 60)                                                 \
   XX(gather_push_shm_5, gather_push, 5, "shm", 90)                                                 \

@@ -77,6 +77,7 @@ struct cb_opts {
   int check;                 /* -c (1) */
   int algo;                  /* --algo: COLLIE_ALGO_AUTO or one id */
   int inplace;               /* --inplace */
+  int mem_collie;            /* --mem collie: buffers from collie_mem_alloc */
 };
 
 /* One measured point. Times are in microseconds per call: time_us is the

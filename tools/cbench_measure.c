@@ -358,6 +358,25 @@ static int64_t *meas_stamps;
 static size_t meas_stamps_cap;
 static double *meas_sorted;
 
+static collie_comm_t *meas_mem; /* --mem collie: collie_mem_alloc's comm */
+
+static void *
+meas_alloc(size_t cap)
+{
+  void *p = NULL;
+  if (meas_mem) return collie_mem_alloc(meas_mem, cap);
+  return posix_memalign(&p, 4096, cap) ? NULL : p;
+}
+
+static void
+meas_release(void *p)
+{
+  if (meas_mem)
+    collie_mem_free(p);
+  else
+    free(p);
+}
+
 /* Grows both buffers to bytes (touching every page once) and the per-iteration
  * arrays to iters. Returns 0, or -1 when memory runs out. */
 static int
@@ -365,15 +384,15 @@ meas_reserve(size_t bytes, long iters)
 {
   if (bytes > meas_cap) {
     size_t cap = (bytes + 4095) / 4096 * 4096;
-    void *s = NULL, *r = NULL;
-    if (posix_memalign(&s, 4096, cap) || posix_memalign(&r, 4096, cap)) {
-      free(s);
+    void *s = meas_alloc(cap), *r = s ? meas_alloc(cap) : NULL;
+    if (!r) {
+      meas_release(s);
       return -1;
     }
     memset(s, 0, cap);
     memset(r, 0, cap);
-    free(meas_sbuf);
-    free(meas_rbuf);
+    meas_release(meas_sbuf);
+    meas_release(meas_rbuf);
     meas_sbuf = s;
     meas_rbuf = r;
     meas_cap = cap;
@@ -659,6 +678,7 @@ cb_measure(collie_comm_t *comm, const struct cb_opts *o, int coll, int algo, siz
    * first call, or a rank that ran out would leave the others waiting. */
   size_t need = out->shape.bytes > esize ? out->shape.bytes : esize;
   long max_iters = o->iters > 0 ? o->iters : CB_MAX_ITERS;
+  meas_mem = o->mem_collie ? comm : NULL;
   struct meas_data *d = calloc(1, sizeof(*d));
   int32_t nomem = !d || meas_reserve(need, max_iters) != 0 ? rank + 1 : 0;
   collie_result_t arc =

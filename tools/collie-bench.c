@@ -74,6 +74,8 @@ static const char bench_help[] =
     "                         each collective, one line each (default: what collie picks)\n"
     "      --root N           root of broadcast, reduce, gather, scatter (default 0)\n"
     "      --inplace          in-place calls (sendbuf == recvbuf, as collie.h defines)\n"
+    "      --mem KIND         malloc (default, as the MPI anchors) or collie: buffers from\n"
+    "                         collie_mem_alloc, which shm peers read in place\n"
     "      --transport T      auto, shm or tcp (sets COLLIE_TRANSPORT before init)\n"
     "How long:\n"
     "  -n, --iters N          timed calls per size; 0: enough for -t seconds (default 0)\n"
@@ -269,6 +271,7 @@ bench_parse_args(int argc, char **argv, struct bench_args *a)
   enum {
     OPT_ALGO = 256,
     OPT_INPLACE,
+    OPT_MEM,
     OPT_TRANSPORT,
     OPT_CSV,
     OPT_PLOT,
@@ -292,6 +295,7 @@ bench_parse_args(int argc, char **argv, struct bench_args *a)
       {"help", no_argument, NULL, 'h'},
       {"algo", required_argument, NULL, OPT_ALGO},
       {"inplace", no_argument, NULL, OPT_INPLACE},
+      {"mem", required_argument, NULL, OPT_MEM},
       {"transport", required_argument, NULL, OPT_TRANSPORT},
       {"csv", required_argument, NULL, OPT_CSV},
       {"plot", required_argument, NULL, OPT_PLOT},
@@ -389,6 +393,11 @@ bench_parse_args(int argc, char **argv, struct bench_args *a)
       break;
     case OPT_INPLACE:
       o->inplace = 1;
+      break;
+    case OPT_MEM:
+      if (strcmp(optarg, "malloc") && strcmp(optarg, "collie"))
+        return bench_usage("--mem: '%s' is not malloc or collie", optarg);
+      o->mem_collie = !strcmp(optarg, "collie");
       break;
     case OPT_TRANSPORT:
       if (strcmp(optarg, "auto") && strcmp(optarg, "shm") && strcmp(optarg, "tcp"))

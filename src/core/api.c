@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "transport/shm.h"
 
 /* ---- Validation helpers: each returns SUCCESS or sets the message ---- */
 
@@ -495,4 +496,19 @@ const char *
 collie_last_error(void)
 {
   return collie__err_msg();
+}
+
+/* ---- Memory peers read in place ---- */
+
+void *
+collie_mem_alloc(collie_comm_t *comm, size_t bytes)
+{
+  if (collie__comm_check(comm, "collie_mem_alloc") != COLLIE_SUCCESS) return NULL;
+  return collie__shm_mem_alloc(bytes);
+}
+
+collie_result_t
+collie_mem_free(void *ptr)
+{
+  return collie__shm_mem_free(ptr);
 }

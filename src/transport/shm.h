@@ -104,4 +104,9 @@ void collie__shm_flat_begin(struct collie__shm_flat *f, const struct collie__shm
  * aborted, naming it and its reason, instead of waiting for the deadline. */
 collie_result_t collie__shm_flat_sync(struct collie__shm_flat *f, int64_t deadline_ns);
 
+/* collie_mem_alloc / collie_mem_free (shm_mem.c): memory of this process that
+ * shm peers map and copy from in place. Errors as collie.h says. */
+void *collie__shm_mem_alloc(size_t bytes);
+collie_result_t collie__shm_mem_free(void *ptr);
+
 #endif /* COLLIE_TRANSPORT_SHM_H */

@@ -182,7 +182,10 @@ struct collie__shm_chunk {
 };
 #define COLLIE_SHM_CHUNK_INLINE (64 - 48)
 
-enum { COLLIE_SHM_CHUNK_CMA = 1u };
+/* CMA: no payload; read `total` bytes at addr instead. MAPPED (with CMA): the
+ * bytes lie in a collie_mem_alloc region of the sender: inline_payload holds
+ * its id and length (two uint64), off the offset within it (shm_mem.c). */
+enum { COLLIE_SHM_CHUNK_CMA = 1u, COLLIE_SHM_CHUNK_MAPPED = 2u };
 
 struct collie__shm_ring {
   _Atomic uint64_t tail; /* slots published by the producer */
@@ -241,6 +244,14 @@ struct collie__shm_layout {
 /* ---- This rank's private state (not in shared memory) ---- */
 
 /* A channel: this rank's two rings with one peer, and its posted requests. */
+/* A peer's collie_mem_alloc region mapped here (shm_mem.c). */
+#define COLLIE__SHM_MEM_MAPS 8
+struct collie__shm_mem_map {
+  uint64_t id;
+  size_t len;
+  const char *base; /* NULL: unused */
+};
+
 struct collie__shm_chan {
   int rank;                     /* the peer's comm rank */
   int world_rank;               /* for messages */
@@ -256,6 +267,9 @@ struct collie__shm_chan {
   uint64_t in_head;             /* our copy of in->head (we own it) */
   struct collie__req *sendq, *sendq_last;
   struct collie__req *recvq, *recvq_last;
+  struct collie__shm_mem_map maps[COLLIE__SHM_MEM_MAPS]; /* the peer's regions we mapped */
+  int maps_next;                                         /* the entry replaced next */
+  int maps_failed; /* pidfd_getfd refused once: read the peer's regions with the kernel */
 };
 
 /* This rank's view of the flat area (shm.h), inside its transport state. */
@@ -361,5 +375,23 @@ void collie__shm_leave(struct collie__shm_xport *x, uint32_t state, const char *
  * frees x. Never touches posted requests; does not announce anything
  * (collie__shm_leave does). Used by close() and a failed open(). */
 void collie__shm_free(struct collie__shm_xport *x);
+
+/* ---- shm_mem.c: collie_mem_alloc regions ---- */
+
+/* Where a buffer lies in a region of this process. */
+struct collie__shm_mem_ref {
+  uint64_t id;
+  size_t region_len;
+  size_t off;
+};
+/* Whether [buf, buf+len) lies inside one region (then fills out). Lock-free
+ * "no" while no region exists. */
+int collie__shm_mem_find(const void *buf, size_t len, struct collie__shm_mem_ref *out);
+/* The peer's region id (region_len bytes) mapped here, mapping it on first
+ * use; NULL when it cannot be (the caller reads the sender's address). */
+const char *collie__shm_mem_map(struct collie__shm_chan *ch, uint64_t id, size_t region_len);
+void collie__shm_mem_unmap_all(struct collie__shm_chan *ch);
+/* Copies served from a mapping instead of the kernel (tests prove the path). */
+extern _Atomic uint64_t collie__shm_mem_mapped_reads;
 
 #endif /* COLLIE_TRANSPORT_SHM_INT_H */
