@@ -9,13 +9,29 @@
  * stale mapping.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "coll/ref.h"
 #include "runner.h"
 #include "transport/shm_int.h"
+
+/* Whether this process can take a descriptor of another through a pidfd
+ * (the mapping's way in; valgrind 3.19, for one, knows neither syscall). */
+static int
+pidfd_getfd_works(void)
+{
+  int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+  if (pidfd < 0) return 0;
+  int fd = (int)syscall(SYS_pidfd_getfd, pidfd, 1, 0);
+  close(pidfd);
+  if (fd < 0) return 0;
+  close(fd);
+  return 1;
+}
 
 static uint64_t
 mapped_reads(void)
@@ -152,7 +168,10 @@ TEST_IMPL(mem_alloc_read_in_place)
   for (int q = 0; q < p; q++)
     ASSERTF(ref_pattern_diff(out + (size_t)q * n, n, COLLIE_FLOAT32, 10 + q) < 0, "block %d wrong",
             q);
-  ASSERTF(mapped_reads() > before, "no block of collie memory was read from a mapping");
+  if (pidfd_getfd_works())
+    ASSERTF(mapped_reads() > before, "no block of collie memory was read from a mapping");
+  else if (me == 0)
+    printf("skipped the mapped-read check: no pidfd_getfd here (blocks went through the kernel)\n");
   ASSERT_OK(collie_mem_free(mine));
   free(heap);
   free(out);
