@@ -24,6 +24,11 @@ static const struct collie__xport_ops *const net_table[] = {&collie__shm_ops, &c
  * not hold a core the peer needs (measured: 8 B allreduce with two ranks on
  * one core went from ~400 us to ~23 us with a 20 us cap). */
 #define NET_SPIN_NS 20000
+/* Then, with a core of our own, sched_yield polls up to this long before
+ * sleeping: a futex wake-up takes longer than the spin on a VM, and a pair
+ * that both sleep wake each other on every message from then on (see
+ * shm.c's SHM_FLAT_YIELD_NS). */
+#define NET_YIELD_NS 500000
 /* sched_yield rounds of an oversubscribed wait before it sleeps. */
 #define NET_YIELDS 16
 
@@ -247,7 +252,7 @@ collie__net_wait(struct collie__net *n, struct collie__req *const *reqs, int nre
                  int64_t deadline_ns)
 {
   int spins = 0, yields = 0;
-  int64_t spin_until = 0;
+  int64_t spin_until = 0, yield_until = 0;
   for (;;) {
     int active[NET_NX] = {0}, nactive = 0;
     if (n->failed != COLLIE_SUCCESS) {
@@ -287,6 +292,14 @@ collie__net_wait(struct collie__net *n, struct collie__req *const *reqs, int nre
       spins++;
       collie__cpu_relax();
       continue;
+    }
+    if (n->spin > 0) {
+      int64_t t = collie__now_ns();
+      if (!yield_until) yield_until = t + NET_YIELD_NS - NET_SPIN_NS;
+      if (t < yield_until && t < deadline_ns) {
+        sched_yield();
+        continue;
+      }
     }
     /* Oversubscribed (no spinning): hand the core to a runnable peer a few
      * times before sleeping; when the peer we wait for shares our core this

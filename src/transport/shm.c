@@ -60,6 +60,14 @@
  * with two ranks squeezed onto one core by other load, an 8-byte allreduce
  * took 400 us spinning out the count and 23 us with this cap. */
 #define SHM_FLAT_SPIN_NS (20 * 1000LL)
+/* After the spin, a waiter with a core of its own yields (sched_yield)
+ * until this long before it sleeps. A futex wake-up takes 50-100 us on the
+ * reference VM, longer than the spin: once one rank of a pair had slept,
+ * its peer spun out waiting for it to wake, slept too, and from then on the
+ * two woke each other on every call (2-rank allreduce of 512 B-2 KiB: 74-97
+ * us instead of 0.4 for whole runs). A yield costs a syscall when the core
+ * is ours, and hands the core over when a peer shares it. */
+#define SHM_FLAT_YIELD_NS (500 * 1000LL)
 
 static struct collie__shm_xport *
 shm_of(struct collie__xport *x)
@@ -991,6 +999,11 @@ shm_flat_wait(struct collie__shm_flat *f, uint64_t target, int64_t deadline_ns)
         if (!until) until = now + SHM_FLAT_SPIN_NS;
         if (now >= until) break;
       }
+    }
+    for (int64_t end = collie__now_ns() + SHM_FLAT_YIELD_NS - SHM_FLAT_SPIN_NS;;) {
+      sched_yield();
+      if (shm_flat_missing(f, target) < 0) return COLLIE_SUCCESS;
+      if (collie__now_ns() >= end || atomic_load_explicit(&x->stopped, memory_order_acquire)) break;
     }
   } else {
     /* Oversubscribed: give the core to a runnable peer a few times before
