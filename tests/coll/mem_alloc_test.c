@@ -15,6 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "coll/moves.h"
 #include "coll/ref.h"
 #include "runner.h"
 #include "transport/shm_int.h"
@@ -83,37 +84,7 @@ mem_collectives(collie_comm_t *comm, size_t n, size_t off, int dst_collie)
   float *s = sreg + off, *d = dreg;
   char why[256];
 
-  ref_fill_pattern(s, n, COLLIE_FLOAT32, me);
-  ASSERT_OK(collie_allgather(comm, s, d, n, COLLIE_FLOAT32, NULL, NULL));
-  for (int q = 0; q < p; q++)
-    ASSERTF(ref_pattern_diff(d + (size_t)q * n, n, COLLIE_FLOAT32, q) < 0,
-            "allgather of %zu: block %d wrong", n, q);
-
-  for (int q = 0; q < p; q++) ref_fill_pattern(s + (size_t)q * n, n, COLLIE_FLOAT32, me * p + q);
-  ASSERT_OK(collie_alltoall(comm, s, d, n, COLLIE_FLOAT32, NULL, NULL));
-  for (int q = 0; q < p; q++)
-    ASSERTF(ref_pattern_diff(d + (size_t)q * n, n, COLLIE_FLOAT32, q * p + me) < 0,
-            "alltoall of %zu: block from %d wrong", n, q);
-
-  if (me == p - 1)
-    ref_fill_pattern(s, n, COLLIE_FLOAT32, 77);
-  else
-    memset(s, 0, n * sizeof(float));
-  ASSERT_OK(collie_broadcast(comm, s, n, COLLIE_FLOAT32, p - 1, NULL, NULL));
-  ASSERTF(ref_pattern_diff(s, n, COLLIE_FLOAT32, 77) < 0, "broadcast of %zu wrong", n);
-
-  if (me == 0)
-    for (int q = 0; q < p; q++) ref_fill_pattern(s + (size_t)q * n, n, COLLIE_FLOAT32, 40 + q);
-  memset(d, 0, n * sizeof(float));
-  ASSERT_OK(collie_scatter(comm, s, d, n, COLLIE_FLOAT32, 0, NULL, NULL));
-  ASSERTF(ref_pattern_diff(d, n, COLLIE_FLOAT32, 40 + me) < 0, "scatter of %zu wrong", n);
-
-  ref_fill_pattern(s, n, COLLIE_FLOAT32, 60 + me);
-  if (me == 0) memset(d, 0, all * sizeof(float));
-  ASSERT_OK(collie_gather(comm, s, d, n, COLLIE_FLOAT32, 0, NULL, NULL));
-  for (int q = 0; q < p && me == 0; q++)
-    ASSERTF(ref_pattern_diff(d + (size_t)q * n, n, COLLIE_FLOAT32, 60 + q) < 0,
-            "gather of %zu: block %d wrong", n, q);
+  moves_check(comm, s, d, n, NULL);
 
   ref_fill(s, n, COLLIE_FLOAT32, COLLIE_SUM, me);
   collie_opts_t ring = {.algorithm = COLLIE_ALGO_RING};

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "coll/moves.h"
 #include "coll/ref.h"
 #include "runner.h"
 
@@ -23,39 +24,10 @@ cma_collectives(collie_comm_t *comm)
     size_t n = counts[k];
     float *s = malloc(n * (size_t)p * sizeof(float)), *d = malloc(n * (size_t)p * sizeof(float));
     ASSERT(s && d);
-    /* allgather: rank q's block is pattern q */
-    ref_fill_pattern(s, n, COLLIE_FLOAT32, me);
-    ASSERT_OK(collie_allgather(comm, s, d, n, COLLIE_FLOAT32, NULL, NULL));
-    for (int q = 0; q < p; q++)
-      ASSERTF(ref_pattern_diff(d + (size_t)q * n, n, COLLIE_FLOAT32, q) < 0,
-              "allgather of %zu: block %d wrong", n, q);
-    /* alltoall: block q of rank me is pattern me*p+q, lands in block me of q */
-    for (int q = 0; q < p; q++) ref_fill_pattern(s + (size_t)q * n, n, COLLIE_FLOAT32, me * p + q);
-    ASSERT_OK(collie_alltoall(comm, s, d, n, COLLIE_FLOAT32, NULL, NULL));
-    for (int q = 0; q < p; q++)
-      ASSERTF(ref_pattern_diff(d + (size_t)q * n, n, COLLIE_FLOAT32, q * p + me) < 0,
-              "alltoall of %zu: block from %d wrong", n, q);
-    /* broadcast from the last rank */
-    if (me == p - 1)
-      ref_fill_pattern(d, n, COLLIE_FLOAT32, 77);
-    else
-      memset(d, 0, n * sizeof(float));
-    ASSERT_OK(collie_broadcast(comm, d, n, COLLIE_FLOAT32, p - 1, NULL, NULL));
-    ASSERTF(ref_pattern_diff(d, n, COLLIE_FLOAT32, 77) < 0, "broadcast of %zu wrong", n);
-    /* scatter and gather, linear, rooted at rank 0: the root's sends say it is
-     * busy with its own block, so from 1 MiB they go as single copies */
+    /* scatter and gather linear: the root's sends say it is busy with its
+     * own block, so from 64 KiB they go as single copies */
     collie_opts_t linear = {.algorithm = COLLIE_ALGO_LINEAR};
-    if (me == 0)
-      for (int q = 0; q < p; q++) ref_fill_pattern(s + (size_t)q * n, n, COLLIE_FLOAT32, 40 + q);
-    memset(d, 0, n * sizeof(float));
-    ASSERT_OK(collie_scatter(comm, s, d, n, COLLIE_FLOAT32, 0, &linear, NULL));
-    ASSERTF(ref_pattern_diff(d, n, COLLIE_FLOAT32, 40 + me) < 0, "scatter of %zu wrong", n);
-    ref_fill_pattern(s, n, COLLIE_FLOAT32, 60 + me);
-    if (me == 0) memset(d, 0, n * (size_t)p * sizeof(float));
-    ASSERT_OK(collie_gather(comm, s, d, n, COLLIE_FLOAT32, 0, &linear, NULL));
-    for (int q = 0; q < p && me == 0; q++)
-      ASSERTF(ref_pattern_diff(d + (size_t)q * n, n, COLLIE_FLOAT32, 60 + q) < 0,
-              "gather of %zu: block %d wrong", n, q);
+    moves_check(comm, s, d, n, &linear);
     /* reduce, tree, to the last rank: a call of one chunk goes as one copy */
     collie_opts_t tree = {.algorithm = COLLIE_ALGO_TREE};
     ref_fill(s, n, COLLIE_FLOAT32, COLLIE_SUM, me);
