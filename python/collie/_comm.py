@@ -23,6 +23,7 @@ import contextlib
 import ctypes
 import os
 import threading
+import weakref
 
 from . import _lib
 from ._buffers import Staging, as_buf, as_bufs, contiguous_run, overlaps, release_all
@@ -421,6 +422,24 @@ class Comm:
     def __repr__(self):
         state = "finalized" if self._h is None else ("aborted" if self._aborted else "live")
         return "<collie.Comm %r rank %d of %d, %s>" % (self._name, self._rank, self._size, state)
+
+    # ---- memory ----
+
+    def mem_alloc(self, nbytes):
+        """nbytes of zeroed memory from collie_mem_alloc, as a writable ctypes
+        byte array (wrap it with numpy.frombuffer). Over shared memory, peers
+        read sends from it in place instead of through the kernel
+        (docs/performance.md). Freed (collie_mem_free) when the array and
+        every view of it are gone; it may outlive the communicator."""
+        n = int(nbytes)
+        if n <= 0:
+            raise InvalidArgument("mem_alloc: nbytes must be > 0, got %r" % (nbytes,))
+        ptr = _lib.lib().collie_mem_alloc(self._live_handle("mem_alloc"), n)
+        if not ptr:
+            raise last_error(_lib.SYSTEM_ERROR)
+        buf = (ctypes.c_ubyte * n).from_address(ptr)
+        weakref.finalize(buf, _lib.lib().collie_mem_free, ptr)
+        return buf
 
     # ---- lifetime ----
 

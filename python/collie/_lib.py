@@ -152,6 +152,8 @@ _SIGNATURES = {
     "collie_recv": (_R, [_P, _P, _SZ, _I, _I, _I, _OPTS, _PP]),
     "collie_group_start": (_R, [_P]),
     "collie_group_end": (_R, [_P, _PP]),
+    "collie_mem_alloc": (_P, [_P, _SZ]),
+    "collie_mem_free": (_R, [_P]),
     "collie_wait": (_R, [_P, ctypes.c_int64]),
     "collie_test": (_R, [_P]),
     "collie_work_free": (None, [_P]),

@@ -2,6 +2,9 @@
 reference, blocking and async, in place and out of place, list forms both
 zero-copy (views of one array) and staged (separate arrays), count 0."""
 
+import ctypes
+import gc
+
 import numpy as np
 import pytest
 
@@ -338,3 +341,26 @@ def test_context_manager_and_new_comm(comm, rank, size):
     with pytest.raises(collie.InvalidUsage, match="finalized"):
         c2.barrier()
     assert collie.get_default_comm() is comm
+
+
+def test_mem_alloc(comm, rank, size):
+    """Collectives on collie_mem_alloc memory (large enough to be read in
+    place over shm), freed when the last view goes."""
+    n = 1 << 18
+    buf = comm.mem_alloc(n * 4 * size)
+    x = np.frombuffer(buf, dtype=np.float32)
+    assert x.size == n * size and not x.any()  # zeroed
+    x[:n] = contrib(rank, n)
+    out = np.zeros(n * size, dtype=np.float32)
+    comm.all_gather_single(out, x[:n])
+    for q in range(size):
+        np.testing.assert_array_equal(out[q * n:(q + 1) * n], contrib(q, n))
+    y = x[:n]
+    comm.all_reduce(y)
+    np.testing.assert_array_equal(y, reference(ReduceOp.SUM, size, n))
+    ptr = ctypes.addressof(buf)
+    del x, y, buf  # the memory goes with the last reference
+    gc.collect()
+    assert collie._lib.lib().collie_mem_free(ptr) == collie._lib.INVALID_ARGUMENT  # freed already
+    with pytest.raises(collie.InvalidArgument):
+        comm.mem_alloc(0)
