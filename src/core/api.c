@@ -107,15 +107,16 @@ api_enter(collie_comm_t *comm, const char *fn, const collie_opts_t *opts, collie
 }
 
 /* Common tail: the issue-time decisions, then run now or queue (work set). */
+/* op: only op->call set by the caller, in place (copying the call in from
+ * a struct just zeroed stalls on store forwarding); not zeroed whole:
+ * prepare sets what is read (telemetry's row is big). */
 static collie_result_t
-api_finish(collie_comm_t *comm, struct collie__call *call, const collie_opts_t *opts,
+api_finish(collie_comm_t *comm, struct collie__op *op, const collie_opts_t *opts,
            collie_work_t **work)
 {
-  struct collie__op op; /* not zeroed whole: prepare sets what is read (telemetry's row is big) */
-  op.call = *call;
-  collie_result_t rc = collie__dispatch_prepare(comm, &op, opts, work == NULL);
+  collie_result_t rc = collie__dispatch_prepare(comm, op, opts, work == NULL);
   if (rc != COLLIE_SUCCESS) return rc;
-  return collie__work_issue(comm, &op, NULL, work);
+  return collie__work_issue(comm, op, NULL, work);
 }
 
 #define API_TRY(expr)                                                                              \
@@ -138,14 +139,15 @@ collie_allreduce(collie_comm_t *comm, const void *sendbuf, void *recvbuf, size_t
   API_TRY(api_count(fn, "count", count, 1, dtype));
   API_TRY(api_buf(fn, "sendbuf", sendbuf, count));
   API_TRY(api_buf(fn, "recvbuf", recvbuf, count));
-  struct collie__call call = {.kind = COLLIE_KIND_ALLREDUCE,
-                              .sendbuf = sendbuf,
-                              .recvbuf = recvbuf,
-                              .count = count,
-                              .dtype = dtype,
-                              .op = op,
-                              .reduce = collie__reduce_kernel(dtype, op)};
-  return api_finish(comm, &call, opts, work);
+  struct collie__op issue;
+  issue.call = (struct collie__call){.kind = COLLIE_KIND_ALLREDUCE,
+                                     .sendbuf = sendbuf,
+                                     .recvbuf = recvbuf,
+                                     .count = count,
+                                     .dtype = dtype,
+                                     .op = op,
+                                     .reduce = collie__reduce_kernel(dtype, op)};
+  return api_finish(comm, &issue, opts, work);
 }
 
 collie_result_t
@@ -158,21 +160,23 @@ collie_broadcast(collie_comm_t *comm, void *buf, size_t count, collie_dtype_t dt
   API_TRY(api_count(fn, "count", count, 1, dtype));
   API_TRY(api_buf(fn, "buf", buf, count));
   API_TRY(api_rank(comm, fn, "root", root));
-  struct collie__call call = {.kind = COLLIE_KIND_BROADCAST,
-                              .sendbuf = buf,
-                              .recvbuf = buf,
-                              .count = count,
-                              .dtype = dtype,
-                              .root = root};
-  return api_finish(comm, &call, opts, work);
+  struct collie__op issue;
+  issue.call = (struct collie__call){.kind = COLLIE_KIND_BROADCAST,
+                                     .sendbuf = buf,
+                                     .recvbuf = buf,
+                                     .count = count,
+                                     .dtype = dtype,
+                                     .root = root};
+  return api_finish(comm, &issue, opts, work);
 }
 
 collie_result_t
 collie_barrier(collie_comm_t *comm, const collie_opts_t *opts, collie_work_t **work)
 {
   API_TRY(api_enter(comm, "collie_barrier", opts, work));
-  struct collie__call call = {.kind = COLLIE_KIND_BARRIER, .dtype = COLLIE_UINT8};
-  return api_finish(comm, &call, opts, work);
+  struct collie__op issue;
+  issue.call = (struct collie__call){.kind = COLLIE_KIND_BARRIER, .dtype = COLLIE_UINT8};
+  return api_finish(comm, &issue, opts, work);
 }
 
 collie_result_t
@@ -185,12 +189,13 @@ collie_allgather(collie_comm_t *comm, const void *sendbuf, void *recvbuf, size_t
   API_TRY(api_count(fn, "sendcount", sendcount, (size_t)comm->size, dtype));
   API_TRY(api_buf(fn, "sendbuf", sendbuf, sendcount));
   API_TRY(api_buf(fn, "recvbuf", recvbuf, sendcount));
-  struct collie__call call = {.kind = COLLIE_KIND_ALLGATHER,
-                              .sendbuf = sendbuf,
-                              .recvbuf = recvbuf,
-                              .count = sendcount,
-                              .dtype = dtype};
-  return api_finish(comm, &call, opts, work);
+  struct collie__op issue;
+  issue.call = (struct collie__call){.kind = COLLIE_KIND_ALLGATHER,
+                                     .sendbuf = sendbuf,
+                                     .recvbuf = recvbuf,
+                                     .count = sendcount,
+                                     .dtype = dtype};
+  return api_finish(comm, &issue, opts, work);
 }
 
 /* A v-variant's counts and displacements (named cn and dn in messages): both
@@ -230,14 +235,15 @@ collie_allgatherv(collie_comm_t *comm, const void *sendbuf, size_t sendcount, vo
     return collie__err(COLLIE_INVALID_ARGUMENT,
                        "%s: recvcounts[%d] = %zu differs from sendcount %zu", fn, comm->rank,
                        recvcounts[comm->rank], sendcount);
-  struct collie__call call = {.kind = COLLIE_KIND_ALLGATHERV,
-                              .sendbuf = sendbuf,
-                              .recvbuf = recvbuf,
-                              .count = sendcount,
-                              .recvcounts = recvcounts,
-                              .rdispls = displs,
-                              .dtype = dtype};
-  return api_finish(comm, &call, opts, work);
+  struct collie__op issue;
+  issue.call = (struct collie__call){.kind = COLLIE_KIND_ALLGATHERV,
+                                     .sendbuf = sendbuf,
+                                     .recvbuf = recvbuf,
+                                     .count = sendcount,
+                                     .recvcounts = recvcounts,
+                                     .rdispls = displs,
+                                     .dtype = dtype};
+  return api_finish(comm, &issue, opts, work);
 }
 
 collie_result_t
@@ -252,14 +258,15 @@ collie_reduce_scatter(collie_comm_t *comm, const void *sendbuf, void *recvbuf, s
   API_TRY(api_count(fn, "recvcount", recvcount, (size_t)comm->size, dtype));
   API_TRY(api_buf(fn, "sendbuf", sendbuf, recvcount));
   API_TRY(api_buf(fn, "recvbuf", recvbuf, recvcount));
-  struct collie__call call = {.kind = COLLIE_KIND_REDUCE_SCATTER,
-                              .sendbuf = sendbuf,
-                              .recvbuf = recvbuf,
-                              .count = recvcount,
-                              .dtype = dtype,
-                              .op = op,
-                              .reduce = collie__reduce_kernel(dtype, op)};
-  return api_finish(comm, &call, opts, work);
+  struct collie__op issue;
+  issue.call = (struct collie__call){.kind = COLLIE_KIND_REDUCE_SCATTER,
+                                     .sendbuf = sendbuf,
+                                     .recvbuf = recvbuf,
+                                     .count = recvcount,
+                                     .dtype = dtype,
+                                     .op = op,
+                                     .reduce = collie__reduce_kernel(dtype, op)};
+  return api_finish(comm, &issue, opts, work);
 }
 
 collie_result_t
@@ -275,15 +282,16 @@ collie_reduce(collie_comm_t *comm, const void *sendbuf, void *recvbuf, size_t co
   API_TRY(api_rank(comm, fn, "root", root));
   API_TRY(api_buf(fn, "sendbuf", sendbuf, count));
   if (comm->rank == root) API_TRY(api_buf(fn, "recvbuf (at the root)", recvbuf, count));
-  struct collie__call call = {.kind = COLLIE_KIND_REDUCE,
-                              .sendbuf = sendbuf,
-                              .recvbuf = recvbuf,
-                              .count = count,
-                              .dtype = dtype,
-                              .op = op,
-                              .root = root,
-                              .reduce = collie__reduce_kernel(dtype, op)};
-  return api_finish(comm, &call, opts, work);
+  struct collie__op issue;
+  issue.call = (struct collie__call){.kind = COLLIE_KIND_REDUCE,
+                                     .sendbuf = sendbuf,
+                                     .recvbuf = recvbuf,
+                                     .count = count,
+                                     .dtype = dtype,
+                                     .op = op,
+                                     .root = root,
+                                     .reduce = collie__reduce_kernel(dtype, op)};
+  return api_finish(comm, &issue, opts, work);
 }
 
 collie_result_t
@@ -296,12 +304,13 @@ collie_alltoall(collie_comm_t *comm, const void *sendbuf, void *recvbuf, size_t 
   API_TRY(api_count(fn, "count_per_rank", count_per_rank, (size_t)comm->size, dtype));
   API_TRY(api_buf(fn, "sendbuf", sendbuf, count_per_rank));
   API_TRY(api_buf(fn, "recvbuf", recvbuf, count_per_rank));
-  struct collie__call call = {.kind = COLLIE_KIND_ALLTOALL,
-                              .sendbuf = sendbuf,
-                              .recvbuf = recvbuf,
-                              .count = count_per_rank,
-                              .dtype = dtype};
-  return api_finish(comm, &call, opts, work);
+  struct collie__op issue;
+  issue.call = (struct collie__call){.kind = COLLIE_KIND_ALLTOALL,
+                                     .sendbuf = sendbuf,
+                                     .recvbuf = recvbuf,
+                                     .count = count_per_rank,
+                                     .dtype = dtype};
+  return api_finish(comm, &issue, opts, work);
 }
 
 collie_result_t
@@ -322,15 +331,16 @@ collie_alltoallv(collie_comm_t *comm, const void *sendbuf, const size_t *sendcou
                        "%s: sendcounts[%d] = %zu differs from recvcounts[%d] = %zu (the block a "
                        "rank keeps for itself has one size)",
                        fn, comm->rank, sendcounts[comm->rank], comm->rank, recvcounts[comm->rank]);
-  struct collie__call call = {.kind = COLLIE_KIND_ALLTOALLV,
-                              .sendbuf = sendbuf,
-                              .recvbuf = recvbuf,
-                              .sendcounts = sendcounts,
-                              .sdispls = sdispls,
-                              .recvcounts = recvcounts,
-                              .rdispls = rdispls,
-                              .dtype = dtype};
-  return api_finish(comm, &call, opts, work);
+  struct collie__op issue;
+  issue.call = (struct collie__call){.kind = COLLIE_KIND_ALLTOALLV,
+                                     .sendbuf = sendbuf,
+                                     .recvbuf = recvbuf,
+                                     .sendcounts = sendcounts,
+                                     .sdispls = sdispls,
+                                     .recvcounts = recvcounts,
+                                     .rdispls = rdispls,
+                                     .dtype = dtype};
+  return api_finish(comm, &issue, opts, work);
 }
 
 collie_result_t
@@ -344,13 +354,14 @@ collie_gather(collie_comm_t *comm, const void *sendbuf, void *recvbuf, size_t co
   API_TRY(api_rank(comm, fn, "root", root));
   API_TRY(api_buf(fn, "sendbuf", sendbuf, count));
   if (comm->rank == root) API_TRY(api_buf(fn, "recvbuf (at the root)", recvbuf, count));
-  struct collie__call call = {.kind = COLLIE_KIND_GATHER,
-                              .sendbuf = sendbuf,
-                              .recvbuf = recvbuf,
-                              .count = count,
-                              .dtype = dtype,
-                              .root = root};
-  return api_finish(comm, &call, opts, work);
+  struct collie__op issue;
+  issue.call = (struct collie__call){.kind = COLLIE_KIND_GATHER,
+                                     .sendbuf = sendbuf,
+                                     .recvbuf = recvbuf,
+                                     .count = count,
+                                     .dtype = dtype,
+                                     .root = root};
+  return api_finish(comm, &issue, opts, work);
 }
 
 collie_result_t
@@ -364,13 +375,14 @@ collie_scatter(collie_comm_t *comm, const void *sendbuf, void *recvbuf, size_t c
   API_TRY(api_rank(comm, fn, "root", root));
   if (comm->rank == root) API_TRY(api_buf(fn, "sendbuf (at the root)", sendbuf, count));
   API_TRY(api_buf(fn, "recvbuf", recvbuf, count));
-  struct collie__call call = {.kind = COLLIE_KIND_SCATTER,
-                              .sendbuf = sendbuf,
-                              .recvbuf = recvbuf,
-                              .count = count,
-                              .dtype = dtype,
-                              .root = root};
-  return api_finish(comm, &call, opts, work);
+  struct collie__op issue;
+  issue.call = (struct collie__call){.kind = COLLIE_KIND_SCATTER,
+                                     .sendbuf = sendbuf,
+                                     .recvbuf = recvbuf,
+                                     .count = count,
+                                     .dtype = dtype,
+                                     .root = root};
+  return api_finish(comm, &issue, opts, work);
 }
 
 /* ---- Point to point ---- */
@@ -397,16 +409,17 @@ api_p2p(collie_comm_t *comm, const char *fn, const void *sbuf, void *rbuf, size_
                        "%s: a blocking %s to itself would never complete; put the send and the "
                        "recv in one group (collie_group_start/end)",
                        fn, sbuf ? "send" : "recv");
-  struct collie__call call = {.kind = COLLIE_KIND_P2P,
-                              .sendbuf = sbuf,
-                              .recvbuf = rbuf,
-                              .count = count,
-                              .dtype = dtype,
-                              .root = peer,
-                              .tag = tag};
+  struct collie__op issue;
+  issue.call = (struct collie__call){.kind = COLLIE_KIND_P2P,
+                                     .sendbuf = sbuf,
+                                     .recvbuf = rbuf,
+                                     .count = count,
+                                     .dtype = dtype,
+                                     .root = peer,
+                                     .tag = tag};
   /* Counted before the call so that both ends of the pair keep step even if it fails. */
-  call.p2p_seq = sbuf ? comm->p2p_send_seq[peer]++ : comm->p2p_recv_seq[peer]++;
-  return api_finish(comm, &call, opts, work);
+  issue.call.p2p_seq = sbuf ? comm->p2p_send_seq[peer]++ : comm->p2p_recv_seq[peer]++;
+  return api_finish(comm, &issue, opts, work);
 }
 
 collie_result_t
