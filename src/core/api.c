@@ -119,6 +119,29 @@ api_finish(collie_comm_t *comm, struct collie__op *op, const collie_opts_t *opts
   return collie__work_issue(comm, op, NULL, work);
 }
 
+/* The call of a regular collective, built in place (see api_finish). */
+static void
+api_call(struct collie__call *call, int kind, const void *sendbuf, void *recvbuf, size_t count,
+         collie_dtype_t dtype, int root)
+{
+  *call = (struct collie__call){.kind = kind,
+                                .sendbuf = sendbuf,
+                                .recvbuf = recvbuf,
+                                .count = count,
+                                .dtype = dtype,
+                                .root = root};
+}
+
+/* The same for a reducing collective (root: reduce's; 0 for the others). */
+static void
+api_reduction(struct collie__call *call, int kind, const void *sendbuf, void *recvbuf, size_t count,
+              collie_dtype_t dtype, collie_op_t op, int root)
+{
+  api_call(call, kind, sendbuf, recvbuf, count, dtype, root);
+  call->op = op;
+  call->reduce = collie__reduce_kernel(dtype, op);
+}
+
 #define API_TRY(expr)                                                                              \
   do {                                                                                             \
     collie_result_t rc_ = (expr);                                                                  \
@@ -140,13 +163,7 @@ collie_allreduce(collie_comm_t *comm, const void *sendbuf, void *recvbuf, size_t
   API_TRY(api_buf(fn, "sendbuf", sendbuf, count));
   API_TRY(api_buf(fn, "recvbuf", recvbuf, count));
   struct collie__op issue;
-  issue.call = (struct collie__call){.kind = COLLIE_KIND_ALLREDUCE,
-                                     .sendbuf = sendbuf,
-                                     .recvbuf = recvbuf,
-                                     .count = count,
-                                     .dtype = dtype,
-                                     .op = op,
-                                     .reduce = collie__reduce_kernel(dtype, op)};
+  api_reduction(&issue.call, COLLIE_KIND_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0);
   return api_finish(comm, &issue, opts, work);
 }
 
@@ -161,12 +178,7 @@ collie_broadcast(collie_comm_t *comm, void *buf, size_t count, collie_dtype_t dt
   API_TRY(api_buf(fn, "buf", buf, count));
   API_TRY(api_rank(comm, fn, "root", root));
   struct collie__op issue;
-  issue.call = (struct collie__call){.kind = COLLIE_KIND_BROADCAST,
-                                     .sendbuf = buf,
-                                     .recvbuf = buf,
-                                     .count = count,
-                                     .dtype = dtype,
-                                     .root = root};
+  api_call(&issue.call, COLLIE_KIND_BROADCAST, buf, buf, count, dtype, root);
   return api_finish(comm, &issue, opts, work);
 }
 
@@ -190,11 +202,7 @@ collie_allgather(collie_comm_t *comm, const void *sendbuf, void *recvbuf, size_t
   API_TRY(api_buf(fn, "sendbuf", sendbuf, sendcount));
   API_TRY(api_buf(fn, "recvbuf", recvbuf, sendcount));
   struct collie__op issue;
-  issue.call = (struct collie__call){.kind = COLLIE_KIND_ALLGATHER,
-                                     .sendbuf = sendbuf,
-                                     .recvbuf = recvbuf,
-                                     .count = sendcount,
-                                     .dtype = dtype};
+  api_call(&issue.call, COLLIE_KIND_ALLGATHER, sendbuf, recvbuf, sendcount, dtype, 0);
   return api_finish(comm, &issue, opts, work);
 }
 
@@ -259,13 +267,7 @@ collie_reduce_scatter(collie_comm_t *comm, const void *sendbuf, void *recvbuf, s
   API_TRY(api_buf(fn, "sendbuf", sendbuf, recvcount));
   API_TRY(api_buf(fn, "recvbuf", recvbuf, recvcount));
   struct collie__op issue;
-  issue.call = (struct collie__call){.kind = COLLIE_KIND_REDUCE_SCATTER,
-                                     .sendbuf = sendbuf,
-                                     .recvbuf = recvbuf,
-                                     .count = recvcount,
-                                     .dtype = dtype,
-                                     .op = op,
-                                     .reduce = collie__reduce_kernel(dtype, op)};
+  api_reduction(&issue.call, COLLIE_KIND_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op, 0);
   return api_finish(comm, &issue, opts, work);
 }
 
@@ -283,14 +285,7 @@ collie_reduce(collie_comm_t *comm, const void *sendbuf, void *recvbuf, size_t co
   API_TRY(api_buf(fn, "sendbuf", sendbuf, count));
   if (comm->rank == root) API_TRY(api_buf(fn, "recvbuf (at the root)", recvbuf, count));
   struct collie__op issue;
-  issue.call = (struct collie__call){.kind = COLLIE_KIND_REDUCE,
-                                     .sendbuf = sendbuf,
-                                     .recvbuf = recvbuf,
-                                     .count = count,
-                                     .dtype = dtype,
-                                     .op = op,
-                                     .root = root,
-                                     .reduce = collie__reduce_kernel(dtype, op)};
+  api_reduction(&issue.call, COLLIE_KIND_REDUCE, sendbuf, recvbuf, count, dtype, op, root);
   return api_finish(comm, &issue, opts, work);
 }
 
@@ -305,11 +300,7 @@ collie_alltoall(collie_comm_t *comm, const void *sendbuf, void *recvbuf, size_t 
   API_TRY(api_buf(fn, "sendbuf", sendbuf, count_per_rank));
   API_TRY(api_buf(fn, "recvbuf", recvbuf, count_per_rank));
   struct collie__op issue;
-  issue.call = (struct collie__call){.kind = COLLIE_KIND_ALLTOALL,
-                                     .sendbuf = sendbuf,
-                                     .recvbuf = recvbuf,
-                                     .count = count_per_rank,
-                                     .dtype = dtype};
+  api_call(&issue.call, COLLIE_KIND_ALLTOALL, sendbuf, recvbuf, count_per_rank, dtype, 0);
   return api_finish(comm, &issue, opts, work);
 }
 
@@ -355,12 +346,7 @@ collie_gather(collie_comm_t *comm, const void *sendbuf, void *recvbuf, size_t co
   API_TRY(api_buf(fn, "sendbuf", sendbuf, count));
   if (comm->rank == root) API_TRY(api_buf(fn, "recvbuf (at the root)", recvbuf, count));
   struct collie__op issue;
-  issue.call = (struct collie__call){.kind = COLLIE_KIND_GATHER,
-                                     .sendbuf = sendbuf,
-                                     .recvbuf = recvbuf,
-                                     .count = count,
-                                     .dtype = dtype,
-                                     .root = root};
+  api_call(&issue.call, COLLIE_KIND_GATHER, sendbuf, recvbuf, count, dtype, root);
   return api_finish(comm, &issue, opts, work);
 }
 
@@ -376,12 +362,7 @@ collie_scatter(collie_comm_t *comm, const void *sendbuf, void *recvbuf, size_t c
   if (comm->rank == root) API_TRY(api_buf(fn, "sendbuf (at the root)", sendbuf, count));
   API_TRY(api_buf(fn, "recvbuf", recvbuf, count));
   struct collie__op issue;
-  issue.call = (struct collie__call){.kind = COLLIE_KIND_SCATTER,
-                                     .sendbuf = sendbuf,
-                                     .recvbuf = recvbuf,
-                                     .count = count,
-                                     .dtype = dtype,
-                                     .root = root};
+  api_call(&issue.call, COLLIE_KIND_SCATTER, sendbuf, recvbuf, count, dtype, root);
   return api_finish(comm, &issue, opts, work);
 }
 
