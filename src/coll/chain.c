@@ -88,7 +88,9 @@ chain_broadcast_cost(const struct collie__call *c, const struct collie__model *m
   double p = c->size, S = (double)collie__call_bytes(c);
   double k = S > (double)CHAIN_CHUNK ? S / (double)CHAIN_CHUNK : 1;
   /* As the tree: the fill pays the latency, each chunk its bytes. */
-  return (p - 1) * m->alpha_us + (p - 1 + k - 1) * S / k * m->beta_us;
+  double t = (p - 1) * m->alpha_us + (p - 1 + k - 1) * S / k * m->beta_us;
+  double floor = collie__oversub_floor(c, m, 2 * (p - 1));
+  return t > floor ? t : floor;
 }
 
 const struct collie__algo collie__algo_broadcast_chain = {

@@ -84,6 +84,10 @@ enum { COLLIE_CLASS_SHM = 0, COLLIE_CLASS_TCP, COLLIE_CLASS_COUNT_ };
  * gamma: time per byte reduced (us/B). */
 struct collie__model {
   double alpha_us, beta_us, gamma_us;
+  /* When some host runs more of the ranks than it has cores: those cores
+   * (the fewest of such hosts), else 0. Every byte copied then takes a turn
+   * on them, whichever rank copies it (collie__oversub_floor). */
+  double cores;
 };
 
 /* One measured cost line of a tuning file ("fit.shm.2.allreduce.ring = lo hi
@@ -106,9 +110,10 @@ struct collie__models {
 };
 
 /* Built-in defaults, measured on the reference machine (docs/algorithms.md).
- * oversubscribed: more local ranks than cores, so a step also pays a wake-up.
- * Sets the class constants only: fit lines already loaded are kept. */
-void collie__models_default(struct collie__models *m, int oversubscribed);
+ * oversub_cores: 0, or the cores of a host with more ranks than cores (a
+ * step then also pays a wake-up, and copies share those cores). Sets the
+ * class constants only: fit lines already loaded are kept. */
+void collie__models_default(struct collie__models *m, int oversub_cores);
 /* Reads a tuning file over m: "shm.alpha_us = 1.5" lines set class
  * constants, "fit.<class>.<nranks>.<collective>.<algorithm> = lo hi alpha
  * beta" lines replace m's fit lines (loading twice keeps one copy), '#'
@@ -253,6 +258,14 @@ collie__log2_ceil(int p)
  * faster than 256 KiB chunks). Both partners get the same (one's sl is the
  * other's rl). */
 size_t collie__swap_chunk(const struct collie__call *c, size_t sl, size_t rl, size_t chunk);
+/* When ranks outnumber cores (m->cores > 0): a lower bound on an algorithm
+ * that copies `copies` x S bytes in all (S = collie__call_bytes), whichever
+ * ranks copy them, since they all take turns on those cores; 0 otherwise.
+ * A tree that forwards through slots copies 2 (p-1) S for a broadcast
+ * (in and out at every hop) however short its critical path is. */
+double collie__oversub_floor(const struct collie__call *c, const struct collie__model *m,
+                             double copies);
+
 /* One blocking send of step `step` to `to`, direct (collie__net_isend_direct). */
 collie_result_t collie__send_direct(struct collie__call *c, int to, const void *buf, size_t bytes,
                                     uint32_t step);

@@ -9,6 +9,13 @@ collie__swap_chunk(const struct collie__call *c, size_t sl, size_t rl, size_t ch
   return whole ? whole : 1;
 }
 
+double
+collie__oversub_floor(const struct collie__call *c, const struct collie__model *m, double copies)
+{
+  if (m->cores <= 0) return 0;
+  return copies * (double)collie__call_bytes(c) * m->beta_us / m->cores;
+}
+
 collie_result_t
 collie__send_direct(struct collie__call *c, int to, const void *buf, size_t bytes, uint32_t step)
 {

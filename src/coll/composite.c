@@ -73,7 +73,9 @@ static double
 composite_bcast_cost(const struct collie__call *c, const struct collie__model *m)
 {
   double p = c->size, S = (double)collie__call_bytes(c);
-  return (collie__log2_ceil(c->size) + p - 1) * m->alpha_us + 2 * (p - 1) / p * S * m->beta_us;
+  double t = (collie__log2_ceil(c->size) + p - 1) * m->alpha_us + 2 * (p - 1) / p * S * m->beta_us;
+  double floor = collie__oversub_floor(c, m, 2 * (p - 1));
+  return t > floor ? t : floor;
 }
 
 const struct collie__algo collie__algo_broadcast_scatter_allgather = {

@@ -225,7 +225,10 @@ static double
 lin_broadcast_cost(const struct collie__call *c, const struct collie__model *m)
 {
   double p = c->size, S = (double)collie__call_bytes(c);
-  return lin_alpha(c, m) + (p - 1) * S * m->beta_us;
+  /* With more ranks than cores the receivers' copies (single copies from 64
+   * KiB) run on all the cores at once, not one after the other at the root. */
+  double lanes = m->cores > 0 ? (m->cores < p - 1 ? m->cores : p - 1) : 1;
+  return lin_alpha(c, m) + (p - 1) * S * m->beta_us / lanes;
 }
 
 const struct collie__algo collie__algo_broadcast_linear = {

@@ -54,15 +54,18 @@ select_find(int kind, int id)
 /* ---- The model ---- */
 
 void
-collie__models_default(struct collie__models *m, int oversubscribed)
+collie__models_default(struct collie__models *m, int oversub_cores)
 {
+  int oversubscribed = oversub_cores > 0;
   /* shm: a step is a flag handoff (~1 us busy; ~3 us oversubscribed, where
    * waits yield the core to the peer before they sleep); bytes go through a
    * slot (two copies at ~10 GB/s each). tcp over loopback: ~8 us a step busy,
    * ~15 us oversubscribed, ~2.5 GB/s a stream. Reducing float32 runs at
    * ~10 GB/s of input. */
-  m->cls[COLLIE_CLASS_SHM] = (struct collie__model){oversubscribed ? 3.0 : 1.0, 2.0e-4, 1.0e-4};
-  m->cls[COLLIE_CLASS_TCP] = (struct collie__model){oversubscribed ? 15.0 : 8.0, 4.0e-4, 1.0e-4};
+  m->cls[COLLIE_CLASS_SHM] =
+      (struct collie__model){oversubscribed ? 3.0 : 1.0, 2.0e-4, 1.0e-4, oversub_cores};
+  m->cls[COLLIE_CLASS_TCP] =
+      (struct collie__model){oversubscribed ? 15.0 : 8.0, 4.0e-4, 1.0e-4, oversub_cores};
 }
 
 static const char *select_class_names[COLLIE_CLASS_COUNT_] = {"shm", "tcp"};

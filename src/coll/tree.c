@@ -163,7 +163,9 @@ tree_broadcast_cost(const struct collie__call *c, const struct collie__model *m)
   double k = tree_chunks(S, TREE_CHUNK);
   /* Only the pipeline's fill pays the latency: later chunks are posted while
    * earlier ones travel, so each costs its bytes. */
-  return depth * m->alpha_us + (depth + k - 1) * S / k * m->beta_us;
+  double t = depth * m->alpha_us + (depth + k - 1) * S / k * m->beta_us;
+  double floor = collie__oversub_floor(c, m, 2 * (c->size - 1));
+  return t > floor ? t : floor;
 }
 
 const struct collie__algo collie__algo_broadcast_tree = {

@@ -205,16 +205,19 @@ comm_free(collie_comm_t *c)
   free(c);
 }
 
-/* Whether some host runs more of the peers than it has cores. */
+/* The cores of the smallest host that runs more of the peers than it has
+ * cores, or 0 when none does. */
 static int
-comm_any_host_oversubscribed(const struct collie__peer *peers, int size)
+comm_oversub_cores(const struct collie__peer *peers, int size)
 {
+  int cores = 0;
   for (int p = 0; p < size; p++) {
     int on_host = 0;
     for (int q = 0; q < size; q++) on_host += !strcmp(peers[q].host, peers[p].host);
-    if (on_host > peers[p].ncpus) return 1;
+    int n = peers[p].ncpus > 0 ? peers[p].ncpus : 1;
+    if (on_host > n && (cores == 0 || n < cores)) cores = n;
   }
-  return 0;
+  return cores;
 }
 
 /* Opens a world communicator's telemetry (comms.csv, timing log); a failure is
@@ -350,7 +353,7 @@ comm_create(const struct collie__params *params, const char *token, int64_t time
     /* Every rank must pick the same algorithm, so the model may only depend on
      * what all ranks know: oversubscribed if any host has more of this
      * communicator's ranks than cores. */
-    collie__models_default(&c->models, comm_any_host_oversubscribed(c->peers, size));
+    collie__models_default(&c->models, comm_oversub_cores(c->peers, size));
     struct collie__net_cfg cfg = {
         .rank = rank,
         .size = size,
