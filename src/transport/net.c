@@ -6,7 +6,6 @@
  * calls, then sleeping in the transport's wait() so that eight ranks on two
  * cores do not grind. Every wait ends by its deadline.
  */
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,19 +17,6 @@
 
 static const struct collie__xport_ops *const net_table[] = {&collie__shm_ops, &collie__tcp_ops};
 #define NET_NX (int)(sizeof(net_table) / sizeof(net_table[0]))
-
-/* Longest busy-poll of one wait before it sleeps. Long enough to catch a
- * peer that answers within a few microseconds; short enough that a wait does
- * not hold a core the peer needs (measured: 8 B allreduce with two ranks on
- * one core went from ~400 us to ~23 us with a 20 us cap). */
-#define NET_SPIN_NS 20000
-/* Then, with a core of our own, sched_yield polls up to this long before
- * sleeping: a futex wake-up takes longer than the spin on a VM, and a pair
- * that both sleep wake each other on every message from then on (see
- * shm.c's SHM_FLAT_YIELD_NS). */
-#define NET_YIELD_NS 500000
-/* sched_yield rounds of an oversubscribed wait before it sleeps. */
-#define NET_YIELDS 16
 
 struct collie__net {
   int rank, size;
@@ -251,8 +237,8 @@ collie_result_t
 collie__net_wait(struct collie__net *n, struct collie__req *const *reqs, int nreq,
                  int64_t deadline_ns)
 {
-  int spins = 0, yields = 0;
-  int64_t spin_until = 0, yield_until = 0;
+  struct collie__backoff b;
+  collie__backoff_init(&b, n->spin);
   for (;;) {
     int active[NET_NX] = {0}, nactive = 0;
     if (n->failed != COLLIE_SUCCESS) {
@@ -279,36 +265,7 @@ collie__net_wait(struct collie__net *n, struct collie__req *const *reqs, int nre
       }
     }
     if (all) return COLLIE_SUCCESS;
-    /* Spin at most NET_SPIN_NS as well as n->spin polls: when another process
-     * shares our core, spinning only delays the peer we wait for. */
-    if (spins < n->spin) {
-      /* The clock from the 64th poll on: most waits of small messages end
-       * before it, and a read costs as much as a few polls. */
-      if ((spins & 63) == 63) {
-        int64_t t = collie__now_ns();
-        if (!spin_until) spin_until = t + NET_SPIN_NS;
-        if (t >= spin_until) spins = n->spin;
-      }
-      spins++;
-      collie__cpu_relax();
-      continue;
-    }
-    if (n->spin > 0) {
-      int64_t t = collie__now_ns();
-      if (!yield_until) yield_until = t + NET_YIELD_NS - NET_SPIN_NS;
-      if (t < yield_until && t < deadline_ns) {
-        sched_yield();
-        continue;
-      }
-    }
-    /* Oversubscribed (no spinning): hand the core to a runnable peer a few
-     * times before sleeping; when the peer we wait for shares our core this
-     * is far cheaper than a futex sleep and wake-up. */
-    if (n->spin == 0 && yields < NET_YIELDS) {
-      yields++;
-      sched_yield();
-      continue;
-    }
+    if (collie__backoff_next(&b, deadline_ns)) continue;
     int64_t now = collie__now_ns();
     if (now >= deadline_ns) {
       char what[400];

@@ -27,7 +27,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,26 +48,6 @@
  * root: 5-25 % slower as one copy), while an exchange gains from 16 KiB
  * (COLLIE_SHM_CMA_MIN; 2-rank allgather of 32 KiB 3.9 -> 2.5 us). */
 #define SHM_ONEWAY_CMA_MIN ((size_t)64 << 10)
-/* sched_yield rounds of an oversubscribed flat sync before it sleeps. */
-#define SHM_FLAT_YIELDS 16
-
-/* The longest a flat sync spins (within the transport's spin count) before
- * it sleeps. Ranks that all run finish a sync in about a microsecond, and
- * the skew of big pieces stays well under this; a sync still open after it
- * means a peer is not running (the cores are busy with other work), and
- * spinning on would only keep it off the core for the rest of a time slice:
- * with two ranks squeezed onto one core by other load, an 8-byte allreduce
- * took 400 us spinning out the count and 23 us with this cap. */
-#define SHM_FLAT_SPIN_NS (20 * 1000LL)
-/* After the spin, a waiter with a core of its own yields (sched_yield)
- * until this long before it sleeps. A futex wake-up takes 50-100 us on the
- * reference VM, longer than the spin: once one rank of a pair had slept,
- * its peer spun out waiting for it to wake, slept too, and from then on the
- * two woke each other on every call (2-rank allreduce of 512 B-2 KiB: 74-97
- * us instead of 0.4 for whole runs). A yield costs a syscall when the core
- * is ours, and hands the core over when a peer shares it. */
-#define SHM_FLAT_YIELD_NS (500 * 1000LL)
-
 static struct collie__shm_xport *
 shm_of(struct collie__xport *x)
 {
@@ -761,7 +740,7 @@ shm_close(struct collie__xport *xp)
  * ahead of the slowest rank and a stale reading can only be too low, never
  * misleading.
  *
- * Waking. A waiter spins for x->spin polls (at most SHM_FLAT_SPIN_NS), then
+ * Waking. A waiter spins and yields first (collie__backoff), then
  * announces itself in its sleeping word, takes a snapshot of its doorbell,
  * looks at the words again and sleeps on the doorbell. A publisher stores its word and rings the
  * doorbell of every peer whose sleeping word is set. Both sides store
@@ -988,31 +967,11 @@ shm_flat_wait(struct collie__shm_flat *f, uint64_t target, int64_t deadline_ns)
 {
   struct collie__shm_xport *x = f->x;
   if (shm_flat_missing(f, target) < 0) return COLLIE_SUCCESS;
-  if (x->spin > 0) {
-    /* The clock only once a sync outlasts 64 polls (a read costs a few). */
-    int64_t until = 0;
-    for (int i = 0; i < x->spin; i++) {
-      collie__cpu_relax();
-      if (shm_flat_missing(f, target) < 0) return COLLIE_SUCCESS;
-      if ((i & 63) == 63) {
-        int64_t now = collie__now_ns();
-        if (!until) until = now + SHM_FLAT_SPIN_NS;
-        if (now >= until) break;
-      }
-    }
-    for (int64_t end = collie__now_ns() + SHM_FLAT_YIELD_NS - SHM_FLAT_SPIN_NS;;) {
-      sched_yield();
-      if (shm_flat_missing(f, target) < 0) return COLLIE_SUCCESS;
-      if (collie__now_ns() >= end || atomic_load_explicit(&x->stopped, memory_order_acquire)) break;
-    }
-  } else {
-    /* Oversubscribed: give the core to a runnable peer a few times before
-     * sleeping (the same policy as net.c's waits; ~5x cheaper than a futex
-     * round trip when the peer we wait for shares our core). */
-    for (int i = 0; i < SHM_FLAT_YIELDS; i++) {
-      sched_yield();
-      if (shm_flat_missing(f, target) < 0) return COLLIE_SUCCESS;
-    }
+  struct collie__backoff b;
+  collie__backoff_init(&b, x->spin);
+  while (collie__backoff_next(&b, deadline_ns)) {
+    if (shm_flat_missing(f, target) < 0) return COLLIE_SUCCESS;
+    if (atomic_load_explicit(&x->stopped, memory_order_acquire)) break;
   }
   struct collie__shm_ctrl *me = &x->ctrl[x->me];
   collie_result_t rc = COLLIE_SUCCESS;

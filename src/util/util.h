@@ -27,6 +27,21 @@ void collie__cpu_relax(void);
 /* Number of online CPUs (>= 1). */
 int collie__ncpus(void);
 
+/* ---- backoff.c: waiting for another process, before sleeping ---- */
+
+struct collie__backoff {
+  int spin;            /* polls allowed; 0: oversubscribed, yield at once */
+  int polls, yields;   /* done so far */
+  int64_t until;       /* end of the spin (set at the 64th poll) */
+  int64_t yield_until; /* end of the yields, with a core of our own */
+};
+/* Starts a wait that may spin spin polls (0: ranks outnumber cores). */
+void collie__backoff_init(struct collie__backoff *b, int spin);
+/* One round between two looks at what the caller waits for: relaxes the CPU
+ * or yields it and returns 1, or returns 0 once the caller should sleep (the
+ * spin and the yields are over, or deadline_ns passed while yielding). */
+int collie__backoff_next(struct collie__backoff *b, int64_t deadline_ns);
+
 /* ---- copy.c ---- */
 
 /* Where collie__copy switches to non-temporal stores. */
