@@ -88,9 +88,8 @@ chain_broadcast_cost(const struct collie__call *c, const struct collie__model *m
   double p = c->size, S = (double)collie__call_bytes(c);
   double k = S > (double)CHAIN_CHUNK ? S / (double)CHAIN_CHUNK : 1;
   /* As the tree: the fill pays the latency, each chunk its bytes. */
-  double t = (p - 1) * m->alpha_us + (p - 1 + k - 1) * S / k * m->beta_us;
-  double floor = collie__oversub_floor(c, m, 2 * (p - 1));
-  return t > floor ? t : floor;
+  return collie__oversub_cost(c, m, (p - 1) * m->alpha_us + (p - 1 + k - 1) * S / k * m->beta_us,
+                              2 * (p - 1));
 }
 
 const struct collie__algo collie__algo_broadcast_chain = {

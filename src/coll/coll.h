@@ -86,7 +86,7 @@ struct collie__model {
   double alpha_us, beta_us, gamma_us;
   /* When some host runs more of the ranks than it has cores: those cores
    * (the fewest of such hosts), else 0. Every byte copied then takes a turn
-   * on them, whichever rank copies it (collie__oversub_floor). */
+   * on them, whichever rank copies it (collie__oversub_cost). */
   double cores;
 };
 
@@ -258,13 +258,13 @@ collie__log2_ceil(int p)
  * faster than 256 KiB chunks). Both partners get the same (one's sl is the
  * other's rl). */
 size_t collie__swap_chunk(const struct collie__call *c, size_t sl, size_t rl, size_t chunk);
-/* When ranks outnumber cores (m->cores > 0): a lower bound on an algorithm
- * that copies `copies` x S bytes in all (S = collie__call_bytes), whichever
- * ranks copy them, since they all take turns on those cores; 0 otherwise.
- * A tree that forwards through slots copies 2 (p-1) S for a broadcast
- * (in and out at every hop) however short its critical path is. */
-double collie__oversub_floor(const struct collie__call *c, const struct collie__model *m,
-                             double copies);
+/* An algorithm's cost t, raised, when ranks outnumber cores (m->cores > 0),
+ * to the time of the `copies` x S bytes it copies in all (S =
+ * collie__call_bytes), whichever ranks copy them, since they all take turns
+ * on those cores. A tree that forwards through slots copies 2 (p-1) S for a
+ * broadcast (in and out at every hop) however short its critical path is. */
+double collie__oversub_cost(const struct collie__call *c, const struct collie__model *m, double t,
+                            double copies);
 
 /* One blocking send of step `step` to `to`, direct (collie__net_isend_direct). */
 collie_result_t collie__send_direct(struct collie__call *c, int to, const void *buf, size_t bytes,

@@ -10,10 +10,12 @@ collie__swap_chunk(const struct collie__call *c, size_t sl, size_t rl, size_t ch
 }
 
 double
-collie__oversub_floor(const struct collie__call *c, const struct collie__model *m, double copies)
+collie__oversub_cost(const struct collie__call *c, const struct collie__model *m, double t,
+                     double copies)
 {
-  if (m->cores <= 0) return 0;
-  return copies * (double)collie__call_bytes(c) * m->beta_us / m->cores;
+  if (m->cores <= 0) return t;
+  double floor = copies * (double)collie__call_bytes(c) * m->beta_us / m->cores;
+  return t > floor ? t : floor;
 }
 
 collie_result_t

@@ -40,9 +40,9 @@
 #include <string.h>
 
 #include "coll/coll.h"
-#include "util/util.h"
 #include "coll/coll_int.h"
 #include "util/error.h"
+#include "util/util.h"
 
 /* ---- broadcast ---- */
 
@@ -74,8 +74,7 @@ composite_bcast_cost(const struct collie__call *c, const struct collie__model *m
 {
   double p = c->size, S = (double)collie__call_bytes(c);
   double t = (collie__log2_ceil(c->size) + p - 1) * m->alpha_us + 2 * (p - 1) / p * S * m->beta_us;
-  double floor = collie__oversub_floor(c, m, 2 * (p - 1));
-  return t > floor ? t : floor;
+  return collie__oversub_cost(c, m, t, 2 * (p - 1));
 }
 
 const struct collie__algo collie__algo_broadcast_scatter_allgather = {

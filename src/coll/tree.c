@@ -56,9 +56,9 @@
 #include <string.h>
 
 #include "coll/coll.h"
-#include "util/util.h"
 #include "coll/coll_int.h"
 #include "util/error.h"
+#include "util/util.h"
 
 #define TREE_CHUNK ((size_t)512 * 1024)
 #define TREE_RCHUNK ((size_t)256 * 1024)
@@ -163,9 +163,8 @@ tree_broadcast_cost(const struct collie__call *c, const struct collie__model *m)
   double k = tree_chunks(S, TREE_CHUNK);
   /* Only the pipeline's fill pays the latency: later chunks are posted while
    * earlier ones travel, so each costs its bytes. */
-  double t = depth * m->alpha_us + (depth + k - 1) * S / k * m->beta_us;
-  double floor = collie__oversub_floor(c, m, 2 * (c->size - 1));
-  return t > floor ? t : floor;
+  return collie__oversub_cost(c, m, depth * m->alpha_us + (depth + k - 1) * S / k * m->beta_us,
+                              2 * (c->size - 1));
 }
 
 const struct collie__algo collie__algo_broadcast_tree = {
