@@ -40,8 +40,8 @@
 #include <string.h>
 
 #include "coll/coll.h"
-#include "util/util.h"
 #include "util/error.h"
+#include "util/util.h"
 
 /* ---- allgather ---- */
 

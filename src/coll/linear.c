@@ -28,8 +28,8 @@
 #include <string.h>
 
 #include "coll/coll.h"
-#include "util/util.h"
 #include "util/error.h"
+#include "util/util.h"
 
 #define LIN_WINDOW 64
 

@@ -52,8 +52,8 @@
 #include <string.h>
 
 #include "coll/coll.h"
-#include "util/util.h"
 #include "util/error.h"
+#include "util/util.h"
 
 #define PW_CHUNK ((size_t)256 * 1024)
 #define PW_WINDOW 8

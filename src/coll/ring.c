@@ -30,9 +30,9 @@
 #include <string.h>
 
 #include "coll/coll.h"
-#include "util/util.h"
 #include "coll/coll_int.h"
 #include "util/error.h"
+#include "util/util.h"
 
 #define RING_CHUNK ((size_t)256 * 1024)
 

@@ -75,9 +75,9 @@
 #include <string.h>
 
 #include "coll/coll.h"
-#include "util/util.h"
 #include "transport/shm.h"
 #include "util/error.h"
+#include "util/util.h"
 
 /* One plain copy of a byte, in the model's beta (which prices the two copies
  * of a ring slot plus its per-chunk bookkeeping): fitted to 16 MiB allreduce
