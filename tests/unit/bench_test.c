@@ -755,6 +755,20 @@ TEST_IMPL(bench_run_csv)
   free(err);
 }
 
+/* --mem collie: the buffers come from collie_mem_alloc, grow (each growth
+ * frees the old regions) and every result is still checked right. */
+TEST_IMPL(bench_run_mem_collie)
+{
+  char *out, *err;
+  int rc = bt_sh("'" BT_RUN "' -n 2 '" BT_BENCH "' --mem collie -b 8 -e 1M -f 16 "
+                 "-o allgather,alltoall,scatter,sendrecv -n 3 -w 1",
+                 &out, &err);
+  ASSERTF(rc == 0, "exit %d\n%s\n%s", rc, out, err);
+  ASSERTF(strstr(out, "--mem collie") && strstr(out, "# wrong elements: 0 OK"), "%s", out);
+  free(out);
+  free(err);
+}
+
 TEST_IMPL(bench_run_profile)
 {
   char *out, *err;
@@ -852,6 +866,7 @@ TEST_IMPL(bench_bad_options)
   bt_bad("-w x", "-w: 'x' is not an integer", 0);
   bt_bad("-t 0", "-t: '0' must be a number of seconds", 0);
   bt_bad("--transport udp", "--transport: 'udp' is not auto, shm or tcp", 0);
+  bt_bad("--mem huge", "--mem: 'huge' is not malloc or collie", 0);
   bt_bad("--frobnicate", "unknown option '--frobnicate'", 0);
   bt_bad("-x", "unknown option '-x'", 0);
   bt_bad("-b", "option '-b' needs a value", 0);
