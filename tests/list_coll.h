@@ -19,6 +19,8 @@
   XX(gather_push_shm_3, gather_push, 3, "shm", 60)                                                 \
   XX(gather_push_shm_5, gather_push, 5, "shm", 90)                                                 \
   XX(gather_push_mixed_3, gather_push, 3, "mixed", 90)                                             \
+  XX(gather_push_writes_shm_2, gather_push_writes, 2, "shm", 60)                                   \
+  XX(gather_push_writes_shm_3, gather_push_writes, 3, "shm", 60)                                   \
   XX(gather_push_refused_shm_2, gather_push_refused, 2, "shm", 60)                                 \
   XX(gather_push_refused_shm_3, gather_push_refused, 3, "shm", 60)                                 \
   XX(allreduce_matrix_shm_1, allreduce_matrix, 1, "shm", 90)                                       \

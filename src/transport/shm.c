@@ -48,6 +48,8 @@
  * root: 5-25 % slower as one copy), while an exchange gains from 16 KiB
  * (COLLIE_SHM_CMA_MIN; 2-rank allgather of 32 KiB 3.9 -> 2.5 us). */
 #define SHM_ONEWAY_CMA_MIN ((size_t)64 << 10)
+_Atomic uint64_t collie__shm_peer_writes;
+
 static struct collie__shm_xport *
 shm_of(struct collie__xport *x)
 {
@@ -361,7 +363,10 @@ shm_write_peer(struct collie__xport *xp, int peer, uint64_t addr, const void *bu
     return collie__err(
         COLLIE_UNSUPPORTED, "shm: rank %d may not write rank %d's memory directly (%s)", x->rank,
         ch->rank, x->cma_min ? "process_vm_readv was refused at open" : "COLLIE_SHM_CMA_MIN=0");
-  return shm_peer_copy(ch, (void *)(uintptr_t)buf, addr, len, 1);
+  collie_result_t rc = shm_peer_copy(ch, (void *)(uintptr_t)buf, addr, len, 1);
+  if (rc == COLLIE_SUCCESS)
+    atomic_fetch_add_explicit(&collie__shm_peer_writes, 1, memory_order_relaxed);
+  return rc;
 }
 
 /* Copies arrived chunks into the posted receives, in order. Never blocks.

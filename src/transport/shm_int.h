@@ -391,7 +391,9 @@ int collie__shm_mem_find(const void *buf, size_t len, struct collie__shm_mem_ref
  * use; NULL when it cannot be (the caller reads the sender's address). */
 const char *collie__shm_mem_map(struct collie__shm_chan *ch, uint64_t id, size_t region_len);
 void collie__shm_mem_unmap_all(struct collie__shm_chan *ch);
-/* Copies served from a mapping instead of the kernel (tests prove the path). */
+/* Copies served from a mapping instead of the kernel, and blocks written into
+ * a peer's memory (write_peer): tests prove the paths are taken. */
 extern _Atomic uint64_t collie__shm_mem_mapped_reads;
+extern _Atomic uint64_t collie__shm_peer_writes;
 
 #endif /* COLLIE_TRANSPORT_SHM_INT_H */

@@ -2,7 +2,9 @@
  * gather_push_test.c - linear gather's large blocks on one host, which every
  * rank writes into the root's buffer itself (coll/linear.c): blocks at, just
  * below and above the threshold arrive whole for a first and a last root,
- * in place and not; and where a rank may not write the root's memory (the
+ * in place and not; over shm the large ones are written (the peer-write
+ * counter moves once per rank, and not for a smaller block); and where a
+ * rank may not write the root's memory (the
  * root made itself non-dumpable, the writer lacks CAP_SYS_PTRACE) the blocks
  * still arrive, as messages.
  */
@@ -19,6 +21,7 @@
 
 #include "coll/ref.h"
 #include "runner.h"
+#include "transport/shm_int.h"
 
 /* 256 KiB blocks is where the peers start writing. */
 #define PUSH_MIN_COUNT ((size_t)65536)
@@ -58,6 +61,30 @@ TEST_IMPL(gather_push)
 {
   collie_comm_t *comm = test_comm();
   push_sizes(comm);
+  ASSERT_OK(collie_comm_destroy(comm));
+}
+
+static uint64_t
+peer_writes(void)
+{
+  return atomic_load_explicit(&collie__shm_peer_writes, memory_order_relaxed);
+}
+
+/* Over shm a rank writes its block of 256 KiB into the root itself, and
+ * sends a smaller one as a message. */
+TEST_IMPL(gather_push_writes)
+{
+  collie_comm_t *comm = test_comm();
+  int me = test_rank();
+  uint64_t before = peer_writes();
+  push_gather(comm, PUSH_MIN_COUNT - 1, 0, 0);
+  ASSERTF(peer_writes() == before, "a block below 256 KiB was written into the root");
+  push_gather(comm, PUSH_MIN_COUNT, 0, 0);
+  if (me == 0)
+    ASSERTF(peer_writes() == before, "the root wrote into itself");
+  else
+    ASSERTF(peer_writes() == before + 1, "rank %d wrote %llu blocks, want 1", me,
+            (unsigned long long)(peer_writes() - before));
   ASSERT_OK(collie_comm_destroy(comm));
 }
 
