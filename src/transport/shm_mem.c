@@ -38,10 +38,6 @@
 #include "transport/shm_int.h"
 #include "util/error.h"
 
-#ifndef MFD_CLOEXEC
-#define MFD_CLOEXEC 0x0001U
-#endif
-
 struct mem_region {
   uintptr_t base;
   size_t len;
@@ -60,14 +56,8 @@ _Atomic uint64_t collie__shm_mem_mapped_reads;
 static int
 mem_memfd(size_t bytes)
 {
-#ifdef SYS_memfd_create
-  int fd = (int)syscall(SYS_memfd_create, "collie-mem", MFD_CLOEXEC);
-#else
-  int fd = -1;
-  errno = ENOSYS;
-#endif
-  if (fd < 0) return -1;
-  if (ftruncate(fd, (off_t)bytes) != 0) {
+  int fd = memfd_create("collie-mem", MFD_CLOEXEC);
+  if (fd >= 0 && ftruncate(fd, (off_t)bytes) != 0) {
     int e = errno;
     close(fd);
     errno = e;
