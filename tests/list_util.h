@@ -2,4 +2,5 @@
 #define TEST_LIST_UTIL(XX)                                                                         \
   XX(copy_stream_every_alignment, copy_stream_every_alignment, 0, "auto", 30)                      \
   XX(copy_around_threshold, copy_around_threshold, 0, "auto", 30)                                  \
-  XX(backoff_rounds, backoff_rounds, 0, "auto", 30)
+  XX(backoff_rounds, backoff_rounds, 0, "auto", 30)                                                \
+  XX(coarse_clock_bounds, coarse_clock_bounds, 0, "auto", 30)

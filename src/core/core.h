@@ -115,8 +115,9 @@ struct collie__op {
   const struct collie__algo *algo;
   int64_t timeout_ms;
   int64_t fr_id;   /* its flight-recorder record (-1: none) */
-  int64_t t_issue; /* collie__now_ns() at issue */
+  int64_t t_issue; /* collie__dispatch_now() at issue */
   int at_once;     /* blocking with no queue: runs on the issuing thread now */
+  int precise;     /* telemetry times it: its stamps need the precise clock */
   struct collie__tele_op tele;
 };
 
@@ -127,9 +128,15 @@ struct collie__op {
  * number is taken (the communicator stays usable). Does not block. */
 collie_result_t collie__dispatch_prepare(collie_comm_t *comm, struct collie__op *op,
                                          const collie_opts_t *opts, int blocking);
+/* The time stamps of op come from: collie__now_ns() when telemetry times
+ * it, else the coarse clock. Every untimed call would otherwise pay two
+ * precise reads for its flight record alone (a third of a one-rank
+ * broadcast), and a recorder that finds hangs needs milliseconds, not
+ * nanoseconds. */
+int64_t collie__dispatch_now(const struct collie__op *op);
 /* Run-time half, on the thread that owns comm's channels, starting at `now`
- * (collie__now_ns(); a blocking call that runs at once passes its issue
- * time, saving a clock read): sets the deadline,
+ * (collie__dispatch_now(op); a blocking call that runs at once passes its
+ * issue time, saving a clock read): sets the deadline,
  * runs, and on failure prefixes the message with the operation and poisons
  * the communicator. Blocks until done or the op's deadline. */
 collie_result_t collie__dispatch_run(collie_comm_t *comm, struct collie__op *op, int64_t now);

@@ -49,7 +49,7 @@ dispatch_tele_issue(collie_comm_t *comm, struct collie__op *op, const collie_opt
 {
   const struct collie__call *c = &op->call;
   struct collie__tele_op *t = &op->tele;
-  if (!collie__tele_wanted(comm->tele)) {
+  if (!op->precise) {
     t->active = 0;
     return;
   }
@@ -108,7 +108,7 @@ dispatch_tele_issue(collie_comm_t *comm, struct collie__op *op, const collie_opt
 static collie_result_t
 dispatch_done(collie_comm_t *comm, struct collie__op *op, collie_result_t rc)
 {
-  int64_t now = collie__now_ns();
+  int64_t now = collie__dispatch_now(op);
   collie__tele_complete(comm->tele, &op->tele, rc != COLLIE_SUCCESS, now);
   if (!comm->flight) return rc;
   collie__flight_state_at(comm->flight, op->fr_id,
@@ -121,7 +121,7 @@ dispatch_done(collie_comm_t *comm, struct collie__op *op, collie_result_t rc)
 void
 collie__dispatch_skipped(collie_comm_t *comm, struct collie__op *op)
 {
-  int64_t now = collie__now_ns();
+  int64_t now = collie__dispatch_now(op);
   collie__tele_complete(comm->tele, &op->tele, 1, now);
   if (comm->flight) collie__flight_state_at(comm->flight, op->fr_id, COLLIE_FR_FAILED, NULL, now);
 }
@@ -161,7 +161,8 @@ collie__dispatch_prepare(collie_comm_t *comm, struct collie__op *op, const colli
   int opts_algo = opts ? opts->algorithm : COLLIE_ALGO_AUTO;
 
   op->algo = NULL;
-  op->t_issue = collie__now_ns();
+  op->precise = collie__tele_wanted(comm->tele);
+  op->t_issue = collie__dispatch_now(op);
   /* Runs at once on this thread (collie__work_issue): the recorder takes it
    * as started at issue, one record update less. */
   op->at_once = blocking && !comm->workq;
@@ -189,6 +190,12 @@ collie__dispatch_prepare(collie_comm_t *comm, struct collie__op *op, const colli
   return COLLIE_SUCCESS;
 }
 
+int64_t
+collie__dispatch_now(const struct collie__op *op)
+{
+  return op->precise ? collie__now_ns() : collie__now_coarse_ns();
+}
+
 collie_result_t
 collie__dispatch_run(collie_comm_t *comm, struct collie__op *op, int64_t now)
 {
@@ -196,7 +203,10 @@ collie__dispatch_run(collie_comm_t *comm, struct collie__op *op, int64_t now)
   const struct collie__algo *algo = op->algo;
   collie_result_t rc;
 
-  call->deadline_ns = collie__deadline_from(now, op->timeout_ms);
+  /* From a coarse stamp the deadline counts from up to a tick early: moved
+   * by the tick, a timeout never fires before its time. */
+  call->deadline_ns =
+      collie__deadline_from(op->precise ? now : now + collie__coarse_lag_ns(), op->timeout_ms);
   if (comm->flight && !op->at_once)
     collie__flight_state_at(comm->flight, op->fr_id, COLLIE_FR_STARTED, NULL, now);
   if (call->kind == COLLIE_KIND_P2P) {

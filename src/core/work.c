@@ -196,7 +196,7 @@ work_run(collie_comm_t *comm, collie_work_t *w)
   else if (w->group)
     rc = collie__group_run(comm, w->group, w->timeout_ms);
   else
-    rc = collie__dispatch_run(comm, &w->op, collie__now_ns());
+    rc = collie__dispatch_run(comm, &w->op, collie__dispatch_now(&w->op));
   work_ran(comm, w, 1);
   pthread_mutex_lock(&w->lock);
   w->rc = rc;
@@ -273,7 +273,7 @@ collie__work_issue(collie_comm_t *comm, struct collie__op *op, struct collie__gr
     if (collie__comm_poisoned(comm) != COLLIE_SUCCESS) return work_skip_now(comm, op, g, 1);
     if (g) return collie__group_run(comm, g, comm->timeout_ms);
     /* Nothing ran since issue: its timestamp still holds (one clock read less). */
-    return collie__dispatch_run(comm, op, comm->workq ? collie__now_ns() : op->t_issue);
+    return collie__dispatch_run(comm, op, comm->workq ? collie__dispatch_now(op) : op->t_issue);
   }
 
   /* The op already took its sequence number: failing to queue it leaves

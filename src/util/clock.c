@@ -1,6 +1,7 @@
 /* clock.c - monotonic time, deadlines, short sleeps: every wait in collie is
  * bounded by a deadline computed here. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
 #include <unistd.h>
@@ -13,6 +14,32 @@ collie__now_ns(void)
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int64_t
+collie__now_coarse_ns(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int64_t
+collie__coarse_lag_ns(void)
+{
+  /* Read once: the tick does not change while the process runs. Racing
+   * first readers store the same value. */
+  static _Atomic int64_t lag;
+  int64_t v = atomic_load_explicit(&lag, memory_order_relaxed);
+  if (v == 0) {
+    struct timespec res;
+    v = clock_getres(CLOCK_MONOTONIC_COARSE, &res) == 0
+            ? (int64_t)res.tv_sec * 1000000000 + res.tv_nsec
+            : 10000000; /* 100 Hz, the slowest tick Linux has */
+    if (v <= 0) v = 1;
+    atomic_store_explicit(&lag, v, memory_order_relaxed);
+  }
+  return v;
 }
 
 int64_t
