@@ -564,12 +564,21 @@ shm_post(struct collie__xport *xp, struct collie__req *r)
    * except an undirected one that may go as a single copy, which waits for
    * progress: whether it does depends on receives posted after it (an
    * exchange posts both before it waits). */
-  if (!r->is_send)
+  collie_result_t rc = COLLIE_SUCCESS;
+  if (!r->is_send) {
     x->nrecvs++;
-  else if (r->direct || !x->cma_min || r->len < x->cma_min)
+    /* A small message may be there already (a root running ahead): taking
+     * it now spares the wait its progress round. Not a large one: a send
+     * posted next goes as a single copy only while a receive is pending
+     * (an exchange), and not while a send waits for that decision. */
+    if (ch->recvq == r && (!x->cma_min || r->len < x->cma_min) && x->npending == x->nrecvs &&
+        (rc = shm_pull(x, ch)) != COLLIE_SUCCESS)
+      rc = shm_fail(x, rc);
+  } else if (r->direct || !x->cma_min || r->len < x->cma_min) {
     shm_push(x, ch);
+  }
   shm_unlock(x);
-  return COLLIE_SUCCESS;
+  return rc;
 }
 
 static collie_result_t
