@@ -285,6 +285,12 @@ shm_push(struct collie__shm_xport *x, struct collie__shm_chan *ch)
     atomic_store_explicit(&ch->out->tail, tail, memory_order_seq_cst);
     ch->out_tail = tail;
     shm_signal(x, ch->local);
+    /* The next slot's header line was last read by the peer: asking for it
+     * now overlaps that transfer with whatever this rank does before its
+     * next send, instead of stalling the next publish on it. Only a free
+     * slot: taking one the peer is still to read would cost it a miss. */
+    if (tail - ch->out_head_seen < COLLIE_SHM_NSLOTS)
+      __builtin_prefetch(shm_chunk(x, ch->out, tail), 1);
   }
 }
 
@@ -418,6 +424,9 @@ shm_pull(struct collie__shm_xport *x, struct collie__shm_chan *ch)
   if (head != ch->in_head) {
     ch->in_head = head;
     shm_signal(x, ch->local);
+    /* A sender running ahead may have filled the next slot: fetch its header
+     * line while this rank returns to its caller. */
+    __builtin_prefetch(shm_chunk(x, ch->in, head));
   }
   return rc;
 }
