@@ -69,12 +69,31 @@ shm_unlock(struct collie__shm_xport *x)
   atomic_store_explicit(&x->busy, 0, memory_order_release);
 }
 
-/* Slot seq of ring r; the stride is the segment's (set once at open). */
+/* The header of chunk seq of ring r. */
 static struct collie__shm_chunk *
-shm_chunk(const struct collie__shm_xport *x, struct collie__shm_ring *r, uint64_t seq)
+shm_chunk(struct collie__shm_ring *r, uint64_t seq)
 {
-  return (struct collie__shm_chunk *)((char *)(r + 1) + (size_t)(seq & (COLLIE_SHM_NSLOTS - 1)) *
-                                                            x->layout.slot_stride);
+  return (struct collie__shm_chunk *)(void *)(r + 1) + (seq & (COLLIE_SHM_NCELLS - 1));
+}
+
+/* The payload slot of chunk seq of ring r (when its payload is not inline). */
+static char *
+shm_payload(const struct collie__shm_xport *x, struct collie__shm_ring *r, uint64_t seq)
+{
+  return (char *)r + x->layout.payload_off +
+         (size_t)(seq & (COLLIE_SHM_NSLOTS - 1)) * x->layout.slot_bytes;
+}
+
+/* Whether the producer may write chunk tail of ring ch->out: its header is
+ * free, and its payload slot too when it needs one. Rereads the consumer's
+ * head only when the last one read says no. */
+static int
+shm_room(struct collie__shm_chan *ch, uint64_t tail, int payload)
+{
+  uint64_t depth = payload ? COLLIE_SHM_NSLOTS : COLLIE_SHM_NCELLS;
+  if (tail - ch->out_head_seen < depth) return 1;
+  ch->out_head_seen = atomic_load_explicit(&ch->out->head, memory_order_acquire);
+  return tail - ch->out_head_seen < depth;
 }
 
 /* ---- Wake-ups ----
@@ -237,14 +256,11 @@ shm_push(struct collie__shm_xport *x, struct collie__shm_chan *ch)
       shm_finish_head(x, &ch->sendq, &ch->sendq_last);
       continue;
     }
-    if (tail - ch->out_head_seen >= COLLIE_SHM_NSLOTS) {
-      ch->out_head_seen = atomic_load_explicit(&ch->out->head, memory_order_acquire);
-      if (tail - ch->out_head_seen >= COLLIE_SHM_NSLOTS) break;
-    }
+    if (!shm_room(ch, tail, 0)) break;
     struct collie__shm_mem_ref ref;
     int mapped;
     if (shm_single_copy(x, ch, r, &ref, &mapped)) {
-      struct collie__shm_chunk *c = shm_chunk(x, ch->out, tail);
+      struct collie__shm_chunk *c = shm_chunk(ch->out, tail);
       c->slot = r->slot;
       c->total = r->len;
       c->off = 0;
@@ -264,14 +280,16 @@ shm_push(struct collie__shm_xport *x, struct collie__shm_chan *ch)
     }
     size_t n = r->len - r->off;
     if (n > x->layout.slot_bytes) n = x->layout.slot_bytes;
-    struct collie__shm_chunk *c = shm_chunk(x, ch->out, tail);
+    if (n > COLLIE_SHM_CHUNK_INLINE && !shm_room(ch, tail, 1)) break;
+    struct collie__shm_chunk *c = shm_chunk(ch->out, tail);
     c->slot = r->slot;
     c->total = r->len;
     c->off = r->off;
     c->len = (uint32_t)n;
     c->flags = 0;
     if (n)
-      memcpy(n <= COLLIE_SHM_CHUNK_INLINE ? (void *)c->inline_payload : (void *)(c + 1),
+      memcpy(n <= COLLIE_SHM_CHUNK_INLINE ? (void *)c->inline_payload
+                                          : (void *)shm_payload(x, ch->out, tail),
              (const char *)r->buf + r->off, n);
     r->off += n;
     /* Publish each chunk at once so a polling receiver can copy it out while
@@ -289,8 +307,8 @@ shm_push(struct collie__shm_xport *x, struct collie__shm_chan *ch)
      * now overlaps that transfer with whatever this rank does before its
      * next send, instead of stalling the next publish on it. Only a free
      * slot: taking one the peer is still to read would cost it a miss. */
-    if (tail - ch->out_head_seen < COLLIE_SHM_NSLOTS)
-      __builtin_prefetch(shm_chunk(x, ch->out, tail), 1);
+    if (tail - ch->out_head_seen < COLLIE_SHM_NCELLS)
+      __builtin_prefetch(shm_chunk(ch->out, tail), 1);
   }
 }
 
@@ -385,7 +403,7 @@ shm_pull(struct collie__shm_xport *x, struct collie__shm_chan *ch)
   collie_result_t rc = COLLIE_SUCCESS;
   struct collie__req *r;
   while ((r = ch->recvq) != NULL) {
-    const struct collie__shm_chunk *c = shm_chunk(x, ch->in, head);
+    const struct collie__shm_chunk *c = shm_chunk(ch->in, head);
     if (atomic_load_explicit(&c->seq, memory_order_acquire) != head + 1) break;
     if (c->slot != r->slot || c->total != r->len) {
       rc = shm_mismatch(ch, c, r);
@@ -414,8 +432,9 @@ shm_pull(struct collie__shm_xport *x, struct collie__shm_chan *ch)
     }
     if (c->len)
       collie__copy_part((char *)r->buf + r->off,
-                        c->len <= COLLIE_SHM_CHUNK_INLINE ? (const void *)c->inline_payload
-                                                          : (const void *)(c + 1),
+                        c->len <= COLLIE_SHM_CHUNK_INLINE
+                            ? (const void *)c->inline_payload
+                            : (const void *)shm_payload(x, ch->in, head),
                         c->len, r->len);
     r->off += c->len;
     atomic_store_explicit(&ch->in->head, ++head, memory_order_seq_cst);
@@ -426,7 +445,7 @@ shm_pull(struct collie__shm_xport *x, struct collie__shm_chan *ch)
     shm_signal(x, ch->local);
     /* A sender running ahead may have filled the next slot: fetch its header
      * line while this rank returns to its caller. */
-    __builtin_prefetch(shm_chunk(x, ch->in, head));
+    __builtin_prefetch(shm_chunk(ch->in, head));
   }
   return rc;
 }
@@ -882,7 +901,7 @@ shm_flat_stray(struct collie__shm_flat *f, uint64_t *slot, uint64_t *total)
     struct collie__shm_chan *ch = &x->chans[i];
     uint64_t tail = atomic_load_explicit(&ch->in->tail, memory_order_acquire);
     for (uint64_t k = ch->in_head; k != tail; k++) {
-      const struct collie__shm_chunk *c = shm_chunk(x, ch->in, k);
+      const struct collie__shm_chunk *c = shm_chunk(ch->in, k);
       int kind = (int)(c->slot >> 56);
       if (kind == COLLIE_KIND_NONE || kind >= COLLIE_KIND_P2P) continue;
       if ((int32_t)((uint32_t)(c->slot >> 24) - seq) < 0) continue;

@@ -63,9 +63,10 @@ static void
 shm_layout_place(struct collie__shm_layout *l, size_t n, size_t slot, size_t flat_buf)
 {
   l->slot_bytes = slot;
-  l->slot_stride = sizeof(struct collie__shm_chunk) + slot;
-  l->ring_bytes = COLLIE_SHM_ALIGN_UP(
-      sizeof(struct collie__shm_ring) + COLLIE_SHM_NSLOTS * l->slot_stride, COLLIE_SHM_PAGE);
+  l->payload_off = COLLIE_SHM_ALIGN_UP(sizeof(struct collie__shm_ring) +
+                                           COLLIE_SHM_NCELLS * sizeof(struct collie__shm_chunk),
+                                       COLLIE_SHM_LINE);
+  l->ring_bytes = COLLIE_SHM_ALIGN_UP(l->payload_off + COLLIE_SHM_NSLOTS * slot, COLLIE_SHM_PAGE);
   l->ranks_off = sizeof(struct collie__shm_header);
   l->ctrl_off = l->ranks_off + COLLIE_SHM_ALIGN_UP(n * sizeof(int32_t), COLLIE_SHM_LINE);
   l->rings_off =

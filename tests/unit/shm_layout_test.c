@@ -33,9 +33,11 @@ lay_check(const struct collie__shm_layout *l, int nlocal, int flat, size_t budge
   ASSERTF(lay_pow2(l->slot_bytes) && l->slot_bytes >= COLLIE_SHM_SLOT_BYTES_MIN &&
               l->slot_bytes <= COLLIE_SHM_SLOT_BYTES_DEFAULT,
           "%d ranks, budget %zu: slot of %zu bytes", nlocal, budget, l->slot_bytes);
-  ASSERT(l->slot_stride == sizeof(struct collie__shm_chunk) + l->slot_bytes);
+  ASSERT(l->payload_off >= sizeof(struct collie__shm_ring) +
+                               COLLIE_SHM_NCELLS * sizeof(struct collie__shm_chunk) &&
+         l->payload_off % COLLIE_SHM_LINE == 0);
   ASSERT(l->ring_bytes % COLLIE_SHM_PAGE == 0);
-  ASSERT(l->ring_bytes >= sizeof(struct collie__shm_ring) + COLLIE_SHM_NSLOTS * l->slot_stride);
+  ASSERT(l->ring_bytes >= l->payload_off + COLLIE_SHM_NSLOTS * l->slot_bytes);
   ASSERT(l->ranks_off >= sizeof(struct collie__shm_header));
   ASSERT(l->ctrl_off >= l->ranks_off + n * sizeof(int32_t) && l->ctrl_off % COLLIE_SHM_LINE == 0);
   ASSERT(l->rings_off >= l->ctrl_off + n * sizeof(struct collie__shm_ctrl));
