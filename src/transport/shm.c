@@ -396,10 +396,30 @@ shm_write_peer(struct collie__xport *xp, int peer, uint64_t addr, const void *bu
 /* Copies arrived chunks into the posted receives, in order. Never blocks.
  * A chunk whose slot or length does not match the head receive fails the
  * transport and is left in the ring, uncopied. */
+/* Consumed chunks of ch's ring the producer has not been told of yet. The
+ * head is published lazily: at once after a chunk with a payload slot or a
+ * single copy (the producer has only 8 of those, and a single copy's sender
+ * waits for the head to pass it), after SHM_HEAD_LAG header-only chunks, and
+ * whenever this rank waits for anything (shm_progress_locked), so a producer
+ * never waits on room this rank holds while it waits too. Between calls a
+ * producer sees at most SHM_HEAD_LAG - 1 fewer free headers than there are.
+ * Publishing every small message moved the head's line between the cores
+ * each time, as the producer reads it to know its room. */
+#define SHM_HEAD_LAG (COLLIE_SHM_NCELLS / 8)
+
+static void
+shm_publish_head(struct collie__shm_xport *x, struct collie__shm_chan *ch)
+{
+  atomic_store_explicit(&ch->in->head, ch->in_head, memory_order_seq_cst);
+  ch->in_pub = ch->in_head;
+  shm_signal(x, ch->local);
+}
+
 static collie_result_t
 shm_pull(struct collie__shm_xport *x, struct collie__shm_chan *ch)
 {
   uint64_t head = ch->in_head;
+  int publish = 0;
   collie_result_t rc = COLLIE_SUCCESS;
   struct collie__req *r;
   while ((r = ch->recvq) != NULL) {
@@ -418,7 +438,8 @@ shm_pull(struct collie__shm_xport *x, struct collie__shm_chan *ch)
         break;
       }
       r->off = r->len;
-      atomic_store_explicit(&ch->in->head, ++head, memory_order_seq_cst);
+      ch->in_head = ++head;
+      shm_publish_head(x, ch);
       shm_finish_head(x, &ch->recvq, &ch->recvq_last);
       continue;
     }
@@ -437,13 +458,14 @@ shm_pull(struct collie__shm_xport *x, struct collie__shm_chan *ch)
                             : (const void *)shm_payload(x, ch->in, head),
                         c->len, r->len);
     r->off += c->len;
-    atomic_store_explicit(&ch->in->head, ++head, memory_order_seq_cst);
+    ch->in_head = ++head;
+    if (c->len > COLLIE_SHM_CHUNK_INLINE) shm_publish_head(x, ch);
     shm_finish_head(x, &ch->recvq, &ch->recvq_last);
+    publish = 1;
   }
-  if (head != ch->in_head) {
-    ch->in_head = head;
-    shm_signal(x, ch->local);
-    /* A sender running ahead may have filled the next slot: fetch its header
+  if (publish) {
+    if (head - ch->in_pub >= SHM_HEAD_LAG) shm_publish_head(x, ch);
+    /* A sender running ahead may have filled the next header: fetch its
      * line while this rank returns to its caller. */
     __builtin_prefetch(shm_chunk(ch->in, head));
   }
@@ -637,6 +659,10 @@ shm_progress_locked(struct collie__shm_xport *x, int *pending)
     }
   }
   if (x->npending > 0) {
+    /* This rank is about to wait: tell producers of all the room it holds
+     * (shm_publish_head). */
+    for (int i = 0; i < x->nchans; i++)
+      if (x->chans[i].in_pub != x->chans[i].in_head) shm_publish_head(x, &x->chans[i]);
     /* A departure rings every doorbell and bumps events: check at once. A
      * death rings nothing: check on a timer. */
     uint32_t ev = atomic_load_explicit(&x->hdr->events, memory_order_acquire);

@@ -280,7 +280,8 @@ struct collie__shm_chan {
   struct collie__shm_ring *in;  /* peer -> this rank: we consume */
   uint64_t out_tail;            /* our copy of out->tail (we own it) */
   uint64_t out_head_seen;       /* out->head as last read */
-  uint64_t in_head;             /* our copy of in->head (we own it) */
+  uint64_t in_head;             /* chunks of in consumed so far */
+  uint64_t in_pub;              /* in->head as last published (shm.c: shm_publish_head) */
   struct collie__req *sendq, *sendq_last;
   struct collie__req *recvq, *recvq_last;
   struct collie__shm_mem_map maps[COLLIE__SHM_MEM_MAPS]; /* the peer's regions we mapped */
