@@ -43,6 +43,8 @@
 /* How often a rank with outstanding requests looks for dead peers, and the
  * longest single sleep in wait() (a death rings no doorbell). */
 #define SHM_CHECK_NS (50 * 1000000LL)
+/* The longest sleep when the membarrier that makes it safe failed. */
+#define SHM_UNFENCED_SLEEP_NS (1000000LL)
 /* A one-way single copy starts here even when the algorithm asks for it:
  * below, the slots' pipeline is faster (a 16-32 KiB broadcast or gather
  * root: 5-25 % slower as one copy), while an exchange gains from 16 KiB
@@ -132,7 +134,26 @@ shm_notify(struct collie__shm_xport *x, int local)
 static void
 shm_signal(struct collie__shm_xport *x, int local)
 {
-  if (atomic_load_explicit(&x->ctrl[local].sleeping, memory_order_seq_cst)) shm_notify(x, local);
+  if (x->fence_free) {
+    /* The sleeper's membarrier orders our publish before this load; only the
+     * compiler must keep them in program order. */
+    atomic_signal_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&x->ctrl[local].sleeping, memory_order_relaxed)) shm_notify(x, local);
+  } else if (atomic_load_explicit(&x->ctrl[local].sleeping, memory_order_seq_cst)) {
+    shm_notify(x, local);
+  }
+}
+
+/* Stores a ring counter a peer may wait on; shm_signal follows. */
+static void
+shm_publish(struct collie__shm_xport *x, _Atomic uint64_t *word, uint64_t v)
+{
+  /* Two stores, not one with a computed order: compilers take an order they
+   * cannot see as seq_cst, a locked instruction. */
+  if (x->fence_free)
+    atomic_store_explicit(word, v, memory_order_release);
+  else
+    atomic_store_explicit(word, v, memory_order_seq_cst);
 }
 
 static void
@@ -300,7 +321,7 @@ shm_push(struct collie__shm_xport *x, struct collie__shm_chan *ch)
   if (tail != ch->out_tail) {
     /* The tail is for a waiter about to sleep (shm_look) and for the stray
      * check: receivers that poll read the slots' seq. */
-    atomic_store_explicit(&ch->out->tail, tail, memory_order_seq_cst);
+    shm_publish(x, &ch->out->tail, tail);
     ch->out_tail = tail;
     shm_signal(x, ch->local);
     /* The next slot's header line was last read by the peer: asking for it
@@ -410,7 +431,7 @@ shm_write_peer(struct collie__xport *xp, int peer, uint64_t addr, const void *bu
 static void
 shm_publish_head(struct collie__shm_xport *x, struct collie__shm_chan *ch)
 {
-  atomic_store_explicit(&ch->in->head, ch->in_head, memory_order_seq_cst);
+  shm_publish(x, &ch->in->head, ch->in_head);
   ch->in_pub = ch->in_head;
   shm_signal(x, ch->local);
 }
@@ -721,6 +742,10 @@ shm_wait(struct collie__xport *xp, int64_t until_ns)
   struct collie__shm_ctrl *c = &x->ctrl[x->me];
   atomic_store_explicit(&c->sleeping, 1, memory_order_seq_cst);
   uint32_t s = atomic_load_explicit(&c->doorbell, memory_order_seq_cst);
+  /* Fence-free producers did not fence between their publish and their look
+   * at `sleeping`: this fences them. Should it fail, sleep in short turns. */
+  if (x->fence_free && collie__membarrier_all() != 0 && limit > now + SHM_UNFENCED_SLEEP_NS)
+    limit = now + SHM_UNFENCED_SLEEP_NS;
   shm_lock(x);
   int moved = shm_look(x);
   shm_unlock(x);

@@ -151,7 +151,10 @@ struct collie__shm_ctrl {
    * reads the right value there with process_vm_readv may read the owner's
    * buffers directly (written before state becomes ALIVE). */
   uint64_t cma_addr;
-  char pad_[COLLIE_SHM_LINE - 24];
+  /* 1: the owner registered for membarrier (collie__membarrier_register);
+   * written before state becomes ALIVE. */
+  uint32_t membarrier;
+  char pad_[COLLIE_SHM_LINE - 28];
   /* Why the owner aborted, when it knows (its own failure, e.g. "rank 3
    * died"): written before state becomes ABORTED, so a rank that only waited
    * on the owner can still name the root cause. NUL-terminated. */
@@ -317,6 +320,10 @@ struct collie__shm_xport {
   int spin;       /* cfg->spin: polls before sleeping in a flat sync */
   size_t cma_min; /* cfg->cma_min: single-copy sends from this size (0: never) */
   int cores;      /* the host's cores (hdr->ncpus): more local ranks means oversubscribed */
+  /* Publishes without a fence (shm.c: "Wake-ups"): every rank of the segment
+   * registered for membarrier and no core is oversubscribed. The same on
+   * every rank: it comes from the segment alone. */
+  int fence_free;
   void *base;
   size_t bytes;     /* layout.bytes once laid out: what is mapped at base */
   size_t shm_bytes; /* the budget per local rank (cfg->shm_bytes, or the default) */

@@ -482,6 +482,7 @@ shm_join(struct collie__shm_xport *x, const struct collie__net_cfg *cfg, const i
   struct collie__shm_ctrl *mine = &x->ctrl[x->me];
   mine->pid = (int32_t)getpid();
   mine->cma_addr = (uint64_t)(uintptr_t)&collie__shm_cma_probe;
+  mine->membarrier = (uint32_t)collie__membarrier_register();
   atomic_store_explicit(&mine->state, COLLIE_SHM_ALIVE, memory_order_release);
   uint32_t n = atomic_fetch_add_explicit(&x->hdr->attached, 1, memory_order_acq_rel) + 1;
   if (n == (uint32_t)x->nlocal) {
@@ -640,13 +641,19 @@ collie__shm_open(const struct collie__net_cfg *cfg, const int *peers, int npeers
   }
   x->cma_min = cfg->cma_min;
   x->cores = x->hdr->ncpus > 0 ? (int)x->hdr->ncpus : 1;
+  /* Oversubscribed ranks sleep often, and a sleeper's membarrier would
+   * interrupt a peer's core each time: they keep their fences. */
+  x->fence_free = x->nlocal <= x->cores;
+  for (int i = 0; i < x->nlocal; i++) x->fence_free &= x->ctrl[i].membarrier == 1;
   x->events_seen = atomic_load_explicit(&x->hdr->events, memory_order_acquire);
   shm_flat_init(x);
   COLLIE_INFO("SHM",
               "segment %s: %d local ranks (this is index %d), %zu bytes (COLLIE_SHM_BYTES=%zu per "
-              "local rank), %u x %zu-byte slots per ring, flat area of 2 x %zu KiB per rank",
+              "local rank), %u x %zu-byte slots per ring, flat area of 2 x %zu KiB per rank, "
+              "publishes %s",
               x->name, x->nlocal, x->me, x->bytes, x->shm_bytes, COLLIE_SHM_NSLOTS,
-              x->layout.slot_bytes, x->layout.flat_buf_bytes / 1024);
+              x->layout.slot_bytes, x->layout.flat_buf_bytes / 1024,
+              x->fence_free ? "fence-free (membarrier)" : "fenced");
   free(group);
   *out = (struct collie__xport *)(void *)x;
   return COLLIE_SUCCESS;

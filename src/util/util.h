@@ -77,6 +77,19 @@ collie__copy_part(void *dst, const void *src, size_t n, size_t whole)
 void collie__futex_wait(uint32_t *addr, uint32_t expected, int64_t deadline_ns);
 /* Wakes every waiter on addr. */
 void collie__futex_wake_all(uint32_t *addr);
+/* Asymmetric fences between processes (membarrier(2)). A process that
+ * registered (collie__membarrier_register returned 1) may publish a word
+ * and then read another process's word with no fence between them, as long
+ * as that process, after storing the word it expects read and before
+ * reading the published one, calls collie__membarrier_all(): the kernel
+ * then runs a full fence on every CPU running a registered process. The
+ * fast side saves a locked instruction per message; the slow side pays a
+ * system call and an interrupt per other CPU (0.2-35 us here), so it is for
+ * a side about to sleep anyway. Register returns 0 where the kernel, a
+ * seccomp filter or valgrind lacks the commands; membarrier_all returns 0 on
+ * success, -1 with errno set. */
+int collie__membarrier_register(void);
+int collie__membarrier_all(void);
 
 /* ---- sock.c: TCP helpers. Every function that can block takes a deadline. ---- */
 
