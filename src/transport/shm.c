@@ -685,9 +685,12 @@ shm_progress_locked(struct collie__shm_xport *x, int *pending)
     for (int i = 0; i < x->nchans; i++)
       if (x->chans[i].in_pub != x->chans[i].in_head) shm_publish_head(x, &x->chans[i]);
     /* A departure rings every doorbell and bumps events: check at once. A
-     * death rings nothing: check on a timer. */
+     * death rings nothing: check on a timer, read from the coarse clock (a
+     * 50 ms timer needs no better, and this runs on every poll of a wait:
+     * the precise clock was a tenth of both ranks' time in a small
+     * broadcast loop). */
     uint32_t ev = atomic_load_explicit(&x->hdr->events, memory_order_acquire);
-    int64_t now = collie__now_ns();
+    int64_t now = collie__now_coarse_ns();
     if (ev != x->events_seen || now >= x->next_check_ns) {
       x->events_seen = ev;
       x->next_check_ns = now + SHM_CHECK_NS;
