@@ -27,6 +27,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,16 +87,64 @@ shm_payload(const struct collie__shm_xport *x, struct collie__shm_ring *r, uint6
          (size_t)(seq & (COLLIE_SHM_NSLOTS - 1)) * x->layout.slot_bytes;
 }
 
-/* Whether the producer may write chunk tail of ring ch->out: its header is
- * free, and its payload slot too when it needs one. Rereads the consumer's
- * head only when the last one read says no. */
-static int
-shm_room(struct collie__shm_chan *ch, uint64_t tail, int payload)
+/* Cells a chunk of len payload bytes takes: its header, and the cells its
+ * payload continues in when it is inline (shm_int.h). */
+static uint64_t
+shm_cells(size_t len)
 {
-  uint64_t depth = payload ? COLLIE_SHM_NSLOTS : COLLIE_SHM_NCELLS;
-  if (tail - ch->out_head_seen < depth) return 1;
-  ch->out_head_seen = atomic_load_explicit(&ch->out->head, memory_order_acquire);
-  return tail - ch->out_head_seen < depth;
+  if (len <= COLLIE_SHM_CHUNK_INLINE || len > COLLIE_SHM_CELLS_INLINE) return 1;
+  return 1 +
+         (len - COLLIE_SHM_CHUNK_INLINE + COLLIE_SHM_CELL_PAYLOAD - 1) / COLLIE_SHM_CELL_PAYLOAD;
+}
+
+/* Whether the producer may write a chunk of `cells` cells at position tail
+ * of ring ch->out, with a payload slot or not. Rereads the consumer's head
+ * only when the last one read says no. */
+static int
+shm_room(struct collie__shm_chan *ch, uint64_t tail, uint64_t cells, int payload)
+{
+  for (int look = 0; look < 2; look++) {
+    if (look) ch->out_head_seen = atomic_load_explicit(&ch->out->head, memory_order_acquire);
+    uint64_t used = tail - ch->out_head_seen;
+    if (used + cells <= COLLIE_SHM_NCELLS && (!payload || used < COLLIE_SHM_NSLOTS)) return 1;
+  }
+  return 0;
+}
+
+/* An inline payload of len bytes at position k of ring r: the header's
+ * inline bytes, then continuation cells, wrapping at the end of the array.
+ * A continuation cell carries payload around its seq word and stores 0
+ * there: the consumer polls that word when the cell is a header again, and
+ * payload bytes left in it could match the position it waits for. */
+static void
+shm_inline_put(struct collie__shm_ring *r, uint64_t k, const char *src, size_t len)
+{
+  size_t n = len < COLLIE_SHM_CHUNK_INLINE ? len : COLLIE_SHM_CHUNK_INLINE;
+  memcpy(shm_chunk(r, k)->inline_payload, src, n);
+  for (size_t o = n; o < len; o += COLLIE_SHM_CELL_PAYLOAD) {
+    struct collie__shm_chunk *c = shm_chunk(r, ++k);
+    size_t m = len - o < COLLIE_SHM_CELL_PAYLOAD ? len - o : COLLIE_SHM_CELL_PAYLOAD;
+    size_t lo =
+        m < offsetof(struct collie__shm_chunk, seq) ? m : offsetof(struct collie__shm_chunk, seq);
+    memcpy(c, src + o, lo);
+    atomic_store_explicit(&c->seq, 0, memory_order_relaxed);
+    if (m > lo) memcpy(c->inline_payload, src + o + lo, m - lo);
+  }
+}
+
+static void
+shm_inline_get(struct collie__shm_ring *r, uint64_t k, char *dst, size_t len)
+{
+  size_t n = len < COLLIE_SHM_CHUNK_INLINE ? len : COLLIE_SHM_CHUNK_INLINE;
+  memcpy(dst, shm_chunk(r, k)->inline_payload, n);
+  for (size_t o = n; o < len; o += COLLIE_SHM_CELL_PAYLOAD) {
+    const struct collie__shm_chunk *c = shm_chunk(r, ++k);
+    size_t m = len - o < COLLIE_SHM_CELL_PAYLOAD ? len - o : COLLIE_SHM_CELL_PAYLOAD;
+    size_t lo =
+        m < offsetof(struct collie__shm_chunk, seq) ? m : offsetof(struct collie__shm_chunk, seq);
+    memcpy(dst + o, c, lo);
+    if (m > lo) memcpy(dst + o + lo, c->inline_payload, m - lo);
+  }
 }
 
 /* ---- Wake-ups ----
@@ -277,7 +326,7 @@ shm_push(struct collie__shm_xport *x, struct collie__shm_chan *ch)
       shm_finish_head(x, &ch->sendq, &ch->sendq_last);
       continue;
     }
-    if (!shm_room(ch, tail, 0)) break;
+    if (!shm_room(ch, tail, 1, 0)) break;
     struct collie__shm_mem_ref ref;
     int mapped;
     if (shm_single_copy(x, ch, r, &ref, &mapped)) {
@@ -301,21 +350,24 @@ shm_push(struct collie__shm_xport *x, struct collie__shm_chan *ch)
     }
     size_t n = r->len - r->off;
     if (n > x->layout.slot_bytes) n = x->layout.slot_bytes;
-    if (n > COLLIE_SHM_CHUNK_INLINE && !shm_room(ch, tail, 1)) break;
+    uint64_t cells = shm_cells(n);
+    int payload = n > COLLIE_SHM_CELLS_INLINE;
+    if ((cells > 1 || payload) && !shm_room(ch, tail, cells, payload)) break;
     struct collie__shm_chunk *c = shm_chunk(ch->out, tail);
     c->slot = r->slot;
     c->total = r->len;
     c->off = r->off;
     c->len = (uint32_t)n;
     c->flags = 0;
-    if (n)
-      memcpy(n <= COLLIE_SHM_CHUNK_INLINE ? (void *)c->inline_payload
-                                          : (void *)shm_payload(x, ch->out, tail),
-             (const char *)r->buf + r->off, n);
+    if (payload)
+      memcpy(shm_payload(x, ch->out, tail), (const char *)r->buf + r->off, n);
+    else
+      shm_inline_put(ch->out, tail, (const char *)r->buf + r->off, n);
     r->off += n;
     /* Publish each chunk at once so a polling receiver can copy it out while
      * we fill the next slot; the tail and the doorbell follow once, below. */
-    atomic_store_explicit(&c->seq, ++tail, memory_order_release);
+    atomic_store_explicit(&c->seq, tail + 1, memory_order_release);
+    tail += cells;
     shm_finish_head(x, &ch->sendq, &ch->sendq_last);
   }
   if (tail != ch->out_tail) {
@@ -472,15 +524,15 @@ shm_pull(struct collie__shm_xport *x, struct collie__shm_chan *ch)
                        ch->rank, ch->world_rank, c->off, c->len, r->off, r->len);
       break;
     }
-    if (c->len)
-      collie__copy_part((char *)r->buf + r->off,
-                        c->len <= COLLIE_SHM_CHUNK_INLINE
-                            ? (const void *)c->inline_payload
-                            : (const void *)shm_payload(x, ch->in, head),
-                        c->len, r->len);
+    int payload = c->len > COLLIE_SHM_CELLS_INLINE;
+    if (payload)
+      collie__copy_part((char *)r->buf + r->off, shm_payload(x, ch->in, head), c->len, r->len);
+    else
+      shm_inline_get(ch->in, head, (char *)r->buf + r->off, c->len);
     r->off += c->len;
-    ch->in_head = ++head;
-    if (c->len > COLLIE_SHM_CHUNK_INLINE) shm_publish_head(x, ch);
+    head += shm_cells(c->len);
+    ch->in_head = head;
+    if (payload) shm_publish_head(x, ch);
     shm_finish_head(x, &ch->recvq, &ch->recvq_last);
     publish = 1;
   }
@@ -954,7 +1006,7 @@ shm_flat_stray(struct collie__shm_flat *f, uint64_t *slot, uint64_t *total)
   for (int i = 0; i < x->nchans; i++) {
     struct collie__shm_chan *ch = &x->chans[i];
     uint64_t tail = atomic_load_explicit(&ch->in->tail, memory_order_acquire);
-    for (uint64_t k = ch->in_head; k != tail; k++) {
+    for (uint64_t k = ch->in_head; k < tail; k += shm_cells(shm_chunk(ch->in, k)->len)) {
       const struct collie__shm_chunk *c = shm_chunk(ch->in, k);
       int kind = (int)(c->slot >> 56);
       if (kind == COLLIE_KIND_NONE || kind >= COLLIE_KIND_P2P) continue;

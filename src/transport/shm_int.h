@@ -15,14 +15,17 @@
  *   shm_layout.flat_off          nlocal x 2 buffers of flat_buf_bytes          group is the
  *                                                                 whole communicator)
  *
- * A ring is a single-producer single-consumer FIFO of chunks. The producer
- * (rank i) owns tail, the consumer (rank j) owns head; both count chunks from
- * 0 and never wrap (64 bits), so tail - head is the fill level. Chunk k has
- * header k mod COLLIE_SHM_NCELLS (which message, where in it, and a small
- * payload inline) and, when its payload does not fit the header, payload
- * slot k mod COLLIE_SHM_NSLOTS of slot_bytes: so a chunk with a payload slot
- * may be written only while fewer than NSLOTS chunks are in flight, one
- * without while fewer than NCELLS are.
+ * A ring is a single-producer single-consumer FIFO of chunks in an array of
+ * COLLIE_SHM_NCELLS header cells. The producer (rank i) owns tail, the
+ * consumer (rank j) owns head; both count cells from 0 and never wrap (64
+ * bits), so tail - head is the fill level. The chunk at position k has its
+ * header in cell k mod NCELLS (which message, where in it, and a small
+ * payload inline); a payload of up to COLLIE_SHM_CELLS_INLINE bytes goes on
+ * in the cells after it, a larger one in payload slot k mod
+ * COLLIE_SHM_NSLOTS of slot_bytes. So a chunk with a payload slot may be
+ * written only while fewer than NSLOTS cells are in flight (the chunks
+ * before it then sit at other residues), any chunk only while its cells are
+ * free.
  *
  * Size. The segment is bounded by COLLIE_SHM_BYTES per local rank
  * (collie__shm_layout): today's geometry (64 KiB slots, 1 MiB flat buffers)
@@ -194,11 +197,20 @@ struct collie__shm_chunk {
    * it one cache line (this one) instead of the ring's tail, the header and
    * the payload. Positions never repeat, so a stale value never matches. */
   _Atomic uint64_t seq;
-  /* The payload of a chunk of at most COLLIE_SHM_CHUNK_INLINE bytes; larger
-   * ones are in the chunk's payload slot. */
+  /* The payload of a chunk of at most COLLIE_SHM_CHUNK_INLINE bytes; up to
+   * COLLIE_SHM_CELLS_INLINE bytes continue in the cells that follow the
+   * header (whole cells, wrapping at the end of the array), larger ones are
+   * in the chunk's payload slot. */
   unsigned char inline_payload[64 - 48];
 };
 #define COLLIE_SHM_CHUNK_INLINE (64 - 48)
+/* A continuation cell carries 56 payload bytes: all but its seq word, which
+ * it keeps 0 (shm.c: shm_inline_put). */
+#define COLLIE_SHM_CELL_PAYLOAD (64 - 8)
+/* 296: a 256-byte message in 6 cells; from there on a payload slot (at 2
+ * ranks, 512 B through a slot already beat Open MPI's 1.06 us at 0.35,
+ * while 32-256 B took a slot at 0.29-0.33 against its 0.17-0.25). */
+#define COLLIE_SHM_CELLS_INLINE (COLLIE_SHM_CHUNK_INLINE + 5 * COLLIE_SHM_CELL_PAYLOAD)
 
 /* CMA: no payload; read `total` bytes at addr instead. MAPPED (with CMA): the
  * bytes lie in a collie_mem_alloc region of the sender: inline_payload holds
@@ -229,6 +241,10 @@ _Static_assert(sizeof(struct collie__shm_ctrl) == COLLIE_SHM_LINE + COLLIE_SHM_R
                    COLLIE_SHM_REASON_LEN % COLLIE_SHM_LINE == 0,
                "ctrl: one line of hot words, then whole lines of reason");
 _Static_assert(sizeof(struct collie__shm_chunk) == 64, "chunk header: one 64-byte line");
+_Static_assert(offsetof(struct collie__shm_chunk, seq) == 64 - 8 - COLLIE_SHM_CHUNK_INLINE &&
+                   offsetof(struct collie__shm_chunk, inline_payload) ==
+                       64 - COLLIE_SHM_CHUNK_INLINE,
+               "a continuation cell's payload surrounds seq: before it, then inline_payload");
 _Static_assert(sizeof(struct collie__shm_flat_ctrl) == 2 * COLLIE_SHM_LINE,
                "flat ctrl: a phase line, then a line of descriptors");
 _Static_assert(COLLIE_SHM_FLAT_BUF_BYTES_MIN % COLLIE_SHM_PAGE == 0 &&

@@ -5,7 +5,8 @@
  * of them and runs loops of post + progress + wait.
  *
  * Covered: contents of messages of 0 B .. 8 MiB + 5 around a ring; many
- * messages in flight per channel, delivered in order; an all-to-all among 8
+ * messages in flight per channel, delivered in order; small payloads in
+ * header cells whose stale words never pass for a header; an all-to-all among 8
  * ranks on 2 cores (waits must sleep); slot and length mismatches; a peer
  * that dies, closes or aborts; a peer that never opens (TIMEOUT naming it);
  * a stale segment from a crashed job; bad arguments; and a ping-pong that
@@ -118,6 +119,58 @@ TEST_IMPL(shm_many_inflight)
       xfix_check(rb[i], shmt_inflight_len(i), peer, t.rank, (unsigned)i);
       free(rb[i]);
       free(sb[i]);
+    }
+  }
+  xfix_barrier(&t, "end");
+  xfix_done(&t);
+}
+
+/* ---- Small payloads in header cells: stale words never pass for a header ----
+ *
+ * A message of up to 296 bytes goes inline: its header cell, then cells
+ * that carry the rest of its payload. A receiver polls the seq word of the
+ * cell where the next header will be; a lap earlier that cell may have
+ * carried payload. Each message here is 296 bytes (6 cells), and the word
+ * that would sit in a continuation cell's seq slot, had the payload filled
+ * whole cells, holds the very value the receiver waits for at that cell one
+ * lap later (32 cells on). The sender pauses between messages so that the
+ * receiver, with every receive posted, is always polling ahead of it. Had a
+ * payload word landed on the seq word, the receiver would take it for a
+ * header and fail with a mismatch or wrong bytes. */
+enum { SHMT_CELL_MSGS = 200, SHMT_CELL_LEN = 296, SHMT_CELL_CELLS = 6 };
+
+static void
+shmt_cell_fill(unsigned char *b, int src, int dst, unsigned m)
+{
+  xfix_fill(b, SHMT_CELL_LEN, src, dst, m);
+  for (uint64_t j = 1; j <= 4; j++) {
+    uint64_t lure = SHMT_CELL_CELLS * (uint64_t)m + j + 32 + 1;
+    memcpy(b + 56 + 64 * (j - 1), &lure, sizeof(lure));
+  }
+}
+
+TEST_IMPL(shm_inline_stale_words)
+{
+  struct xfix t;
+  shmt_meet(&t, 10000);
+  xfix_open(&t);
+  static struct collie__req reqs[SHMT_CELL_MSGS];
+  static unsigned char buf[SHMT_CELL_MSGS][SHMT_CELL_LEN], want[SHMT_CELL_LEN];
+  uint64_t slot0 = collie__slot(COLLIE_KIND_BROADCAST, 0, 0);
+  if (t.rank == 1) {
+    for (int m = 0; m < SHMT_CELL_MSGS; m++)
+      xfix_post(&t, &reqs[m], 0, 0, buf[m], SHMT_CELL_LEN, slot0 + ((uint64_t)m << 24));
+    ASSERT_OK(xfix_wait_n(&t, reqs, SHMT_CELL_MSGS, 100, collie__deadline_after_ms(15000)));
+    for (int m = 0; m < SHMT_CELL_MSGS; m++) {
+      shmt_cell_fill(want, 0, 1, (unsigned)m);
+      ASSERTF(memcmp(buf[m], want, SHMT_CELL_LEN) == 0, "message %d arrived wrong", m);
+    }
+  } else if (t.rank == 0) {
+    for (int m = 0; m < SHMT_CELL_MSGS; m++) {
+      shmt_cell_fill(buf[m], 0, 1, (unsigned)m);
+      xfix_post(&t, &reqs[m], 1, 1, buf[m], SHMT_CELL_LEN, slot0 + ((uint64_t)m << 24));
+      ASSERT_OK(xfix_wait_n(&t, &reqs[m], 1, 100, collie__deadline_after_ms(15000)));
+      usleep(20);
     }
   }
   xfix_barrier(&t, "end");
