@@ -119,31 +119,39 @@ shm_room(struct collie__shm_chan *ch, uint64_t tail, uint64_t cells, int payload
 static void
 shm_inline_put(struct collie__shm_ring *r, uint64_t k, const char *src, size_t len)
 {
+  enum { LO = offsetof(struct collie__shm_chunk, seq) }; /* payload bytes before seq */
   size_t n = len < COLLIE_SHM_CHUNK_INLINE ? len : COLLIE_SHM_CHUNK_INLINE;
   memcpy(shm_chunk(r, k)->inline_payload, src, n);
   for (size_t o = n; o < len; o += COLLIE_SHM_CELL_PAYLOAD) {
     struct collie__shm_chunk *c = shm_chunk(r, ++k);
-    size_t m = len - o < COLLIE_SHM_CELL_PAYLOAD ? len - o : COLLIE_SHM_CELL_PAYLOAD;
-    size_t lo =
-        m < offsetof(struct collie__shm_chunk, seq) ? m : offsetof(struct collie__shm_chunk, seq);
-    memcpy(c, src + o, lo);
+    size_t m = len - o;
     atomic_store_explicit(&c->seq, 0, memory_order_relaxed);
-    if (m > lo) memcpy(c->inline_payload, src + o + lo, m - lo);
+    if (m >= COLLIE_SHM_CELL_PAYLOAD) { /* a whole cell: fixed sizes, copied inline */
+      memcpy(c, src + o, LO);
+      memcpy(c->inline_payload, src + o + LO, COLLIE_SHM_CHUNK_INLINE);
+    } else {
+      memcpy(c, src + o, m < LO ? m : LO);
+      if (m > LO) memcpy(c->inline_payload, src + o + LO, m - LO);
+    }
   }
 }
 
 static void
 shm_inline_get(struct collie__shm_ring *r, uint64_t k, char *dst, size_t len)
 {
+  enum { LO = offsetof(struct collie__shm_chunk, seq) };
   size_t n = len < COLLIE_SHM_CHUNK_INLINE ? len : COLLIE_SHM_CHUNK_INLINE;
   memcpy(dst, shm_chunk(r, k)->inline_payload, n);
   for (size_t o = n; o < len; o += COLLIE_SHM_CELL_PAYLOAD) {
     const struct collie__shm_chunk *c = shm_chunk(r, ++k);
-    size_t m = len - o < COLLIE_SHM_CELL_PAYLOAD ? len - o : COLLIE_SHM_CELL_PAYLOAD;
-    size_t lo =
-        m < offsetof(struct collie__shm_chunk, seq) ? m : offsetof(struct collie__shm_chunk, seq);
-    memcpy(dst + o, c, lo);
-    if (m > lo) memcpy(dst + o + lo, c->inline_payload, m - lo);
+    size_t m = len - o;
+    if (m >= COLLIE_SHM_CELL_PAYLOAD) {
+      memcpy(dst + o, c, LO);
+      memcpy(dst + o + LO, c->inline_payload, COLLIE_SHM_CHUNK_INLINE);
+    } else {
+      memcpy(dst + o, c, m < LO ? m : LO);
+      if (m > LO) memcpy(dst + o + LO, c->inline_payload, m - LO);
+    }
   }
 }
 
