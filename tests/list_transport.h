@@ -6,6 +6,8 @@
   XX(shm_many_inflight_2, shm_many_inflight, 2, "shm", 30)                                         \
   XX(shm_many_inflight_3, shm_many_inflight, 3, "shm", 30)                                         \
   XX(shm_inline_stale_words_2, shm_inline_stale_words, 2, "shm", 30)                               \
+  XX(shm_fence_mode_2, shm_fence_mode, 2, "shm", 30)                                               \
+  XX(shm_fence_mode_3, shm_fence_mode, 3, "shm", 30)                                               \
   XX(shm_alltoall_3, shm_alltoall, 3, "shm", 30)                                                   \
   XX(shm_alltoall_8, shm_alltoall, 8, "shm", 30)                                                   \
   XX(shm_mismatch_slot_2, shm_mismatch_slot, 2, "shm", 30)                                         \

@@ -22,6 +22,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "runner.h"
+#include "transport/shm_int.h"
 #include "transport/transport.h"
 #include "util/error.h"
 #include "util/util.h"
@@ -173,6 +174,29 @@ TEST_IMPL(shm_inline_stale_words)
       usleep(20);
     }
   }
+  xfix_barrier(&t, "end");
+  xfix_done(&t);
+}
+
+/* ---- Fence-free publishes: where every rank can fence the others ----
+ *
+ * Producers skip the fence between publishing and reading a peer's sleeping
+ * word only when every rank of the segment registered for membarrier (a
+ * sleeper then fences them) and the ranks do not outnumber the cores (a
+ * sleeper's membarrier would interrupt a busy peer every time). Every rank
+ * must choose the same. (shm_pingpong_2 checks that waits which sleep at
+ * once lose no wake-up: at 2 ranks they run fence-free where it works.) */
+TEST_IMPL(shm_fence_mode)
+{
+  struct xfix t;
+  shmt_meet(&t, 10000);
+  xfix_open(&t);
+  const struct collie__shm_xport *x = (const struct collie__shm_xport *)(const void *)t.x;
+  int want = collie__membarrier_register() && t.size <= x->cores;
+  ASSERTF(x->fence_free == want, "%d ranks on %d cores: fence_free %d, want %d", t.size, x->cores,
+          x->fence_free, want);
+  if (t.rank == 0)
+    printf("%d ranks on %d cores: %s\n", t.size, x->cores, want ? "fence-free" : "fenced");
   xfix_barrier(&t, "end");
   xfix_done(&t);
 }
