@@ -77,9 +77,13 @@ struct flight_rec {
 };
 
 struct collie__flight {
-  int capacity, rank, size;
+  int capacity, rank, size; /* capacity: operations a dump shows (COLLIE_FR_SIZE) */
   uint64_t comm_hash;
   int64_t next_id; /* atomic: ids handed out so far */
+  /* The ring holds the next power of two of capacity records, so that an
+   * id's record is id & mask: a 64-bit division per record update was a
+   * quarter of a one-rank broadcast. */
+  int64_t mask;
   struct flight_rec *recs;
 };
 
@@ -89,12 +93,15 @@ collie__flight_new(int capacity, int rank, int size, uint64_t comm_hash)
   if (capacity < 1) capacity = 1;
   struct collie__flight *fr = calloc(1, sizeof(*fr));
   if (!fr) return NULL;
-  fr->recs = calloc((size_t)capacity, sizeof(*fr->recs));
+  size_t slots = 1;
+  while (slots < (size_t)capacity) slots *= 2;
+  fr->recs = calloc(slots, sizeof(*fr->recs));
   if (!fr->recs) {
     free(fr);
     return NULL;
   }
-  for (int i = 0; i < capacity; i++) fr->recs[i].id = fr->recs[i].run_id = -1;
+  for (size_t i = 0; i < slots; i++) fr->recs[i].id = fr->recs[i].run_id = -1;
+  fr->mask = (int64_t)slots - 1;
   fr->capacity = capacity;
   fr->rank = rank;
   fr->size = size;
@@ -149,7 +156,7 @@ collie__flight_queued_at(struct collie__flight *fr, const struct collie__flight_
   if (!fr || !op) return -1;
   int64_t id = __atomic_load_n(&fr->next_id, __ATOMIC_RELAXED);
   __atomic_store_n(&fr->next_id, id + 1, __ATOMIC_RELAXED);
-  struct flight_rec *r = &fr->recs[id % fr->capacity];
+  struct flight_rec *r = &fr->recs[id & fr->mask];
   flight_begin(&r->ver);
   FL_ST(&r->id, id);
   FL_ST(&r->comm_hash, op->comm_hash);
@@ -178,7 +185,7 @@ collie__flight_state_at(struct collie__flight *fr, int64_t id, int state, const 
                         int64_t now)
 {
   if (!fr || id < 0 || state < COLLIE_FR_STARTED || state > COLLIE_FR_FAILED) return;
-  struct flight_rec *r = &fr->recs[id % fr->capacity];
+  struct flight_rec *r = &fr->recs[id & fr->mask];
   if (FL_LD(&r->id) != id) return; /* overwritten by a newer op: nothing to update */
   if (state == COLLIE_FR_STARTED) {
     flight_run_write(r, id, state, algo, now, 0);
@@ -210,7 +217,7 @@ struct flight_view {
 static int
 flight_read(struct collie__flight *fr, int64_t id, struct flight_view *out)
 {
-  struct flight_rec *r = &fr->recs[id % fr->capacity];
+  struct flight_rec *r = &fr->recs[id & fr->mask];
   int have = 0;
   for (int tries = 0; tries < 1000 && !have; tries++) {
     uint64_t v1 = FL_LD(&r->ver);

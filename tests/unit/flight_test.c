@@ -59,6 +59,33 @@ ft_load(int *n)
   return d;
 }
 
+/* A capacity that is no power of two: the ring is larger inside (records are
+ * found by masking the id), a dump still shows exactly the last `capacity`
+ * operations, and a record overwritten in the larger ring ignores updates. */
+TEST_IMPL(flight_ring_capacity_not_pow2)
+{
+  struct collie__flight *fr = collie__flight_new(5, 0, 2, FT_HASH);
+  ASSERT(fr != NULL);
+  for (uint32_t s = 0; s < 13; s++) {
+    struct collie__flight_op op = ft_op(s, "broadcast");
+    ASSERT(collie__flight_queued(fr, &op) == (int64_t)s);
+    collie__flight_state(fr, (int64_t)s, COLLIE_FR_STARTED, "tree");
+  }
+  collie__flight_state(fr, 4, COLLIE_FR_COMPLETED, NULL);  /* slot taken by id 12: ignored */
+  collie__flight_state(fr, 12, COLLIE_FR_COMPLETED, NULL); /* the newest: applied */
+  ASSERT_OK(collie__flight_dump(fr, test_dir(), "user"));
+  int n;
+  struct rd_dump *d = ft_load(&n);
+  ASSERT(n == 1);
+  ASSERTF(d[0].nops == 5, "capacity 5: %d records dumped", d[0].nops);
+  for (int k = 0; k < 5; k++) {
+    ASSERTF(d[0].ops[k].id == 8 + k, "record %d: id %lld", k, (long long)d[0].ops[k].id);
+    ASSERT(d[0].ops[k].state == (k == 4 ? RD_COMPLETED : RD_STARTED));
+  }
+  rd_free(d, n);
+  collie__flight_free(fr);
+}
+
 TEST_IMPL(flight_ring_wraparound)
 {
   struct collie__flight *fr = collie__flight_new(4, 1, 3, FT_HASH);
