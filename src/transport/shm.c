@@ -369,7 +369,7 @@ shm_push(struct collie__shm_xport *x, struct collie__shm_chan *ch)
     c->flags = 0;
     if (payload)
       memcpy(shm_payload(x, ch->out, tail), (const char *)r->buf + r->off, n);
-    else
+    else if (n) /* an empty message may have no buffer at all */
       shm_inline_put(ch->out, tail, (const char *)r->buf + r->off, n);
     r->off += n;
     /* Publish each chunk at once so a polling receiver can copy it out while
@@ -535,7 +535,7 @@ shm_pull(struct collie__shm_xport *x, struct collie__shm_chan *ch)
     int payload = c->len > COLLIE_SHM_CELLS_INLINE;
     if (payload)
       collie__copy_part((char *)r->buf + r->off, shm_payload(x, ch->in, head), c->len, r->len);
-    else
+    else if (c->len)
       shm_inline_get(ch->in, head, (char *)r->buf + r->off, c->len);
     r->off += c->len;
     head += shm_cells(c->len);
