@@ -18,6 +18,7 @@
   XX(collierun_real_job, collierun_real_job, 0, "auto", 60)                                        \
   XX(flight_ring_wraparound, flight_ring_wraparound, 0, "auto", 10)                                \
   XX(flight_ring_capacity_not_pow2, flight_ring_capacity_not_pow2, 0, "auto", 10)                  \
+  XX(flight_started_at_issue, flight_started_at_issue, 0, "auto", 10)                              \
   XX(flight_states_and_null, flight_states_and_null, 0, "auto", 10)                                \
   XX(flight_json_escaping, flight_json_escaping, 0, "auto", 10)                                    \
   XX(flight_dump_bad_dir, flight_dump_bad_dir, 0, "auto", 10)                                      \

@@ -22,7 +22,6 @@ dispatch_record(collie_comm_t *comm, struct collie__op *op)
   if (!comm->flight) return;
   int reduces = c->reduce != NULL;
   struct collie__flight_op fo = {
-      .comm_hash = comm->hash,
       .seq = c->kind == COLLIE_KIND_P2P ? c->p2p_seq : c->seq,
       .kind =
           c->kind == COLLIE_KIND_P2P ? (c->sendbuf ? "send" : "recv") : collie__kind_name(c->kind),
@@ -206,8 +205,8 @@ collie__dispatch_run(collie_comm_t *comm, struct collie__op *op, int64_t now)
   /* A coarse stamp is up to a tick behind, more when a VM delivers the tick
    * late (5.2 ms seen against a 4 ms tick): moved by two ticks, a timeout
    * does not fire before its time. */
-  call->deadline_ns = collie__deadline_from(
-      op->precise ? now : now + 2 * collie__coarse_lag_ns(), op->timeout_ms);
+  call->deadline_ns =
+      collie__deadline_from(op->precise ? now : now + 2 * collie__coarse_lag_ns(), op->timeout_ms);
   if (comm->flight && !op->at_once)
     collie__flight_state_at(comm->flight, op->fr_id, COLLIE_FR_STARTED, NULL, now);
   if (call->kind == COLLIE_KIND_P2P) {

@@ -12,11 +12,13 @@
  * what the runner knows (state and times, with the id they belong to). A
  * writer makes its version odd, stores, and makes it even again, all plain
  * release stores: one writer per half needs no locked instruction, and a
- * blocking call (recorded as started at issue) costs a few dozen plain
- * stores where a small collective takes a few hundred nanoseconds. The
+ * blocking call costs about twenty plain stores: its issuer's half says it
+ * started at issue, and its runner's half is written once, when it is done.
+ * The
  * runner's half belongs to the record only while its id matches the
  * issuer's: at wraparound the issuer may refill a slot whose op is still
- * running, and the reader then shows the new op as queued. One writer per
+ * running, and the reader then shows the new op as queued (or started, if
+ * it started at issue). One writer per
  * half holds because one thread issues on a communicator at a time
  * (collie.h), ops run in issue order, and the issuer writes a runner half
  * only for a call that runs at once on its own thread, when no worker runs.
@@ -63,8 +65,14 @@
 struct flight_rec {
   uint64_t ver; /* seqlock of the issuer's half: odd while it writes */
   int64_t id;   /* -1: never written */
-  uint64_t comm_hash;
   uint32_t seq;
+  /* 1: started at issue (a call that runs at once on the issuing thread):
+   * STARTED at t_queued until the runner's half, written when it is done,
+   * says more. One store where writing the runner's half at issue took seven,
+   * and at two ranks every store of a small call may queue behind the
+   * ring's cross-core line (the recorder was a fifth of a 2-rank 8-byte
+   * broadcast). */
+  int started;
   const char *kind, *dtype, *op, *algo;
   uint64_t count, bytes;
   int root;
@@ -159,8 +167,8 @@ collie__flight_queued_at(struct collie__flight *fr, const struct collie__flight_
   struct flight_rec *r = &fr->recs[id & fr->mask];
   flight_begin(&r->ver);
   FL_ST(&r->id, id);
-  FL_ST(&r->comm_hash, op->comm_hash);
   FL_ST(&r->seq, op->seq);
+  FL_ST(&r->started, op->started != 0);
   FL_ST(&r->kind, op->kind);
   FL_ST(&r->dtype, op->dtype);
   FL_ST(&r->op, op->op);
@@ -170,7 +178,6 @@ collie__flight_queued_at(struct collie__flight *fr, const struct collie__flight_
   FL_ST(&r->root, op->root);
   FL_ST(&r->t_queued, now);
   flight_end(&r->ver);
-  if (op->started) flight_run_write(r, id, COLLIE_FR_STARTED, NULL, now, 0);
   return id;
 }
 
@@ -191,21 +198,19 @@ collie__flight_state_at(struct collie__flight *fr, int64_t id, int state, const 
     flight_run_write(r, id, state, algo, now, 0);
     return;
   }
-  /* Done: keeps what STARTED wrote (an op may finish without having started,
-   * e.g. skipped after a failure: then it has no start time). */
+  /* Done: keeps what STARTED wrote, or the issue time of a call started at
+   * issue (an op may finish without having started, e.g. skipped after a
+   * failure: then it has no start time). */
   int mine = FL_LD(&r->run_id) == id;
-  flight_run_write(r, id, state,
-                   algo   ? algo
-                   : mine ? FL_LD(&r->run_algo)
-                          : NULL,
-                   mine ? FL_LD(&r->t_started) : 0, now);
+  int64_t started = mine ? FL_LD(&r->t_started) : FL_LD(&r->started) ? FL_LD(&r->t_queued) : 0;
+  flight_run_write(r, id, state, algo ? algo : mine ? FL_LD(&r->run_algo) : NULL, started, now);
 }
 
 /* A snapshot of one record. */
 struct flight_view {
   int64_t id;
-  uint64_t comm_hash;
   uint32_t seq;
+  int started; /* at issue */
   int state;
   const char *kind, *dtype, *op, *algo;
   uint64_t count, bytes;
@@ -226,8 +231,8 @@ flight_read(struct collie__flight *fr, int64_t id, struct flight_view *out)
       continue;
     }
     out->id = FL_LD(&r->id);
-    out->comm_hash = FL_LD(&r->comm_hash);
     out->seq = FL_LD(&r->seq);
+    out->started = FL_LD(&r->started);
     out->kind = FL_LD(&r->kind);
     out->dtype = FL_LD(&r->dtype);
     out->op = FL_LD(&r->op);
@@ -240,8 +245,9 @@ flight_read(struct collie__flight *fr, int64_t id, struct flight_view *out)
   }
   /* A writer kept it busy: leave it out rather than print a torn record. */
   if (!have || out->id != id) return -1;
-  out->state = COLLIE_FR_QUEUED;
-  out->t_started = out->t_done = 0;
+  out->state = out->started ? COLLIE_FR_STARTED : COLLIE_FR_QUEUED;
+  out->t_started = out->started ? out->t_queued : 0;
+  out->t_done = 0;
   for (int tries = 0; tries < 1000; tries++) {
     uint64_t v1 = FL_LD(&r->run_ver);
     if (v1 & 1) {

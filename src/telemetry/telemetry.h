@@ -31,7 +31,6 @@ enum { COLLIE_FR_QUEUED = 0, COLLIE_FR_STARTED, COLLIE_FR_COMPLETED, COLLIE_FR_F
 /* What the core knows about an operation when it is issued. Strings are
  * static (kind and algorithm names) and are copied by pointer. */
 struct collie__flight_op {
-  uint64_t comm_hash;
   uint32_t seq;      /* the comm's collective sequence number (p2p: the pair's counter) */
   const char *kind;  /* "allreduce", "send/recv", ... */
   const char *dtype; /* "float32" */
@@ -40,8 +39,8 @@ struct collie__flight_op {
   size_t count;      /* elements, as the caller passed */
   size_t bytes;      /* the caller's buffer size in bytes */
   int root;          /* root or peer; -1 when none */
-  int started;       /* runs at once on the issuing thread: record it STARTED at
-                        queue time (one record update less per call) */
+  int started;       /* runs at once on the issuing thread: STARTED at queue time,
+                        said by the issuer's half (no runner's half written until done) */
 };
 
 struct collie__flight;

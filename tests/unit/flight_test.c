@@ -28,8 +28,7 @@
 static struct collie__flight_op
 ft_op(uint32_t seq, const char *kind)
 {
-  struct collie__flight_op op = {.comm_hash = FT_HASH,
-                                 .seq = seq,
+  struct collie__flight_op op = {.seq = seq,
                                  .kind = kind,
                                  .dtype = "float32",
                                  .op = "sum",
@@ -57,6 +56,34 @@ ft_load(int *n)
   char err[1024];
   ASSERTF(rd_load_dir(test_dir(), &d, n, err, sizeof(err)) == 0, "load: %s", err);
   return d;
+}
+
+/* A call that runs at once on the issuing thread is STARTED from its issue
+ * (stamped with its queue time) though only the issuer's half was written;
+ * when it completes or fails, its start time is still its issue time. */
+TEST_IMPL(flight_started_at_issue)
+{
+  struct collie__flight *fr = collie__flight_new(4, 0, 2, FT_HASH);
+  ASSERT(fr != NULL);
+  for (uint32_t s = 0; s < 3; s++) {
+    struct collie__flight_op op = ft_op(s, "broadcast");
+    op.started = 1;
+    ASSERT(collie__flight_queued_at(fr, &op, 1000 + (int64_t)s) == (int64_t)s);
+  }
+  collie__flight_state_at(fr, 0, COLLIE_FR_COMPLETED, NULL, 2000);
+  collie__flight_state_at(fr, 1, COLLIE_FR_FAILED, "tree", 3000);
+  ASSERT_OK(collie__flight_dump(fr, test_dir(), "user"));
+  int n;
+  struct rd_dump *d = ft_load(&n);
+  ASSERT(n == 1 && d[0].nops == 3);
+  const struct rd_op *o = d[0].ops;
+  ASSERT(o[0].state == RD_COMPLETED && o[0].t_started == 1000 && o[0].t_done == 2000);
+  ASSERT(o[1].state == RD_FAILED && o[1].t_started == 1001 && o[1].t_done == 3000);
+  ASSERT(strcmp(o[1].algo, "tree") == 0);
+  ASSERTF(o[2].state == RD_STARTED && o[2].t_started == 1002 && o[2].t_done == 0,
+          "in flight: state %d, started %lld", o[2].state, (long long)o[2].t_started);
+  rd_free(d, n);
+  collie__flight_free(fr);
 }
 
 /* A capacity that is no power of two: the ring is larger inside (records are

@@ -156,8 +156,7 @@ TEST_IMPL(report_hang_from_recorder)
     struct collie__flight *fr = collie__flight_new(8, r, 4, world);
     ASSERT(fr != NULL);
     for (uint32_t s = 1; s <= (r == 3 ? 1u : 2u); s++) {
-      struct collie__flight_op op = {.comm_hash = world,
-                                     .seq = s,
+      struct collie__flight_op op = {.seq = s,
                                      .kind = s == 1 ? "barrier" : "allgather",
                                      .dtype = s == 1 ? NULL : "int32",
                                      .count = 256,
@@ -172,8 +171,7 @@ TEST_IMPL(report_hang_from_recorder)
   }
   for (int r = 0; r < 2; r++) {
     struct collie__flight *fr = collie__flight_new(8, r, 2, pair);
-    struct collie__flight_op op = {.comm_hash = pair,
-                                   .seq = 1,
+    struct collie__flight_op op = {.seq = 1,
                                    .kind = "reduce",
                                    .dtype = "float64",
                                    .op = "max",
