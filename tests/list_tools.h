@@ -3,6 +3,7 @@
   XX(collierun_env, collierun_env, 0, "auto", 20)                                                  \
   XX(collierun_env_multinode, collierun_env_multinode, 0, "auto", 20)                              \
   XX(collierun_tag_output, collierun_tag_output, 0, "auto", 20)                                    \
+  XX(collierun_bind_to, collierun_bind_to, 0, "auto", 20)                                          \
   XX(collierun_all_succeed, collierun_all_succeed, 0, "auto", 20)                                  \
   XX(collierun_rank_exit_code, collierun_rank_exit_code, 0, "auto", 20)                            \
   XX(collierun_rank_killed, collierun_rank_killed, 0, "auto", 20)                                  \

@@ -41,6 +41,7 @@
 #include <math.h>
 #include <netdb.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -95,6 +96,9 @@ static const char run_help[] =
     "                         file:///dir (a directory every rank can reach)\n"
     "      --tag-output       prefix every line of every rank's stdout and stderr with\n"
     "                         \"[rank] \" (global rank); lines are never interleaved mid-line\n"
+    "      --bind-to cpu|none cpu: pin local rank i to the i-th CPU collierun may run on\n"
+    "                         (round robin when ranks outnumber them); none (default): the\n"
+    "                         kernel places and moves ranks\n"
     "      --timeout S        stop the whole job after S seconds (may be fractional), exit 124\n"
     "      --grace S          seconds between SIGTERM and SIGKILL when stopping ranks\n"
     "                         (default 3)\n"
@@ -147,6 +151,7 @@ struct run_opts {
   int master_port;         /* 0: pick a free one */
   const char *store;       /* --store, or NULL */
   int tag_output;
+  int bind_cpu;     /* --bind-to cpu: each rank on one CPU of collierun's own set */
   double timeout_s; /* 0: none */
   double grace_s;
   char **prog_argv;
@@ -291,6 +296,7 @@ enum run_optid {
   OPT_MASTER_PORT,
   OPT_STORE,
   OPT_TAG_OUTPUT,
+  OPT_BIND_TO,
   OPT_TIMEOUT,
   OPT_GRACE,
   OPT_HELP
@@ -310,6 +316,7 @@ static const struct {
     {"--master-port", 1, OPT_MASTER_PORT},
     {"--store", 1, OPT_STORE},
     {"--tag-output", 0, OPT_TAG_OUTPUT},
+    {"--bind-to", 1, OPT_BIND_TO},
     {"--timeout", 1, OPT_TIMEOUT},
     {"--grace", 1, OPT_GRACE},
     {"-h", 0, OPT_HELP},
@@ -383,6 +390,11 @@ run_parse_args(int argc, char **argv, struct run_opts *o)
       break;
     case OPT_TAG_OUTPUT:
       o->tag_output = 1;
+      break;
+    case OPT_BIND_TO:
+      if (strcmp(val, "cpu") && strcmp(val, "none"))
+        return run_usage_error("%s: '%s' is neither cpu nor none", name, val);
+      o->bind_cpu = !strcmp(val, "cpu");
       break;
     case OPT_TIMEOUT:
       if (run_parse_seconds(name, val, 0, &o->timeout_s)) return -1;
@@ -604,6 +616,34 @@ run_setenv_int(const char *name, long v)
   setenv(name, buf, 1);
 }
 
+/* --bind-to cpu, in the forked child: pins this process to the (local mod n)-th of the n CPUs
+ * it may run on (its inherited affinity: a cgroup's or taskset's set, not the whole host), so
+ * that ranks which wait by spinning neither share a CPU nor migrate (two small-message ranks
+ * placed on one CPU ran several times slower until the kernel moved one). Returns 0, or -1
+ * with a message on stderr. */
+static int
+run_bind_cpu(int local)
+{
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) {
+    fprintf(stderr, "collierun: --bind-to cpu: sched_getaffinity: %s\n", strerror(errno));
+    return -1;
+  }
+  int n = CPU_COUNT(&set), want = local % (n > 0 ? n : 1), seen = 0;
+  for (int c = 0; c < CPU_SETSIZE; c++) {
+    if (!CPU_ISSET(c, &set) || seen++ != want) continue;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(c, &one);
+    if (sched_setaffinity(0, sizeof(one), &one) == 0) return 0;
+    fprintf(stderr, "collierun: --bind-to cpu: pinning local rank %d to CPU %d: %s\n", local, c,
+            strerror(errno));
+    return -1;
+  }
+  fprintf(stderr, "collierun: --bind-to cpu: no CPU for local rank %d\n", local);
+  return -1;
+}
+
 /* In the forked child: sets the rank up and execs the program. Never returns; on exec failure
  * writes errno to st_w and exits 127. */
 static void __attribute__((noreturn))
@@ -630,6 +670,7 @@ run_child(struct run_job *j, int local, const int *out_w, int st_w, pid_t parent
     dup2(out_w[0], STDOUT_FILENO);
     dup2(out_w[1], STDERR_FILENO);
   }
+  if (j->o.bind_cpu && run_bind_cpu(local) != 0) _exit(RUN_EXIT_ERROR);
   run_setenv_int("COLLIE_RANK", rank);
   run_setenv_int("COLLIE_WORLD_SIZE", (long)j->o.nproc * j->o.nnodes);
   run_setenv_int("COLLIE_LOCAL_RANK", local);

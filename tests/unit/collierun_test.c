@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -337,6 +338,54 @@ TEST_IMPL(collierun_tag_output)
   cr_free(&r);
 }
 
+/* --bind-to cpu pins local rank i to the (i mod n)-th of the n CPUs collierun may use (its
+ * own affinity, not the host's); --bind-to none and no option leave a rank's affinity as
+ * collierun's. Each rank writes its Cpus_allowed_list to a file. */
+static void
+cr_check_bind(const char *mode, int n)
+{
+  const char *script =
+      "grep Cpus_allowed_list /proc/self/status | cut -f2 > \"$1/cpus.$COLLIE_LOCAL_RANK\"";
+  char nstr[8];
+  snprintf(nstr, sizeof(nstr), "%d", n);
+  struct cr_result r = mode ? cr_run((const char *[]){"", "-n", nstr, "--bind-to", mode, "/bin/sh",
+                                                      "-c", script, "sh", test_dir(), NULL},
+                                     NULL)
+                            : cr_run((const char *[]){"", "-n", nstr, "/bin/sh", "-c", script, "sh",
+                                                      test_dir(), NULL},
+                                     NULL);
+  ASSERTF(r.code == 0, "--bind-to %s: exit %d, stderr: %s", mode ? mode : "(unset)", r.code, r.err);
+  cr_free(&r);
+  cpu_set_t mine;
+  ASSERT(sched_getaffinity(0, sizeof(mine), &mine) == 0);
+  int ncpu = CPU_COUNT(&mine), cpus[CPU_SETSIZE], k = 0;
+  for (int c = 0; c < CPU_SETSIZE; c++)
+    if (CPU_ISSET(c, &mine)) cpus[k++] = c;
+  for (int i = 0; i < n; i++) {
+    char name[32];
+    snprintf(name, sizeof(name), "cpus.%d", i);
+    char *got = cr_slurp(test_path(name));
+    ASSERT(got);
+    got[strcspn(got, "\n")] = '\0';
+    if (mode && !strcmp(mode, "cpu")) {
+      char want[16];
+      snprintf(want, sizeof(want), "%d", cpus[i % ncpu]);
+      ASSERTF(!strcmp(got, want), "local rank %d: allowed '%s', want CPU %s", i, got, want);
+    } else {
+      ASSERTF(ncpu < 2 || strchr(got, '-') || strchr(got, ','),
+              "--bind-to %s: local rank %d pinned to '%s'", mode ? mode : "(unset)", i, got);
+    }
+    free(got);
+  }
+}
+
+TEST_IMPL(collierun_bind_to)
+{
+  cr_check_bind("cpu", 3); /* more ranks than this runner's 2 CPUs: round robin */
+  cr_check_bind("none", 2);
+  cr_check_bind(NULL, 2);
+}
+
 TEST_IMPL(collierun_all_succeed)
 {
   /* Ranks ending at different times, all with 0: collierun waits for the last and exits 0. */
@@ -523,6 +572,8 @@ TEST_IMPL(collierun_bad_options)
       {{"--nnodes", "2", "--node-rank", "2", "--master-port", "29500", "true"}, "--node-rank"},
       {{"--tag-output=yes", "true"}, "--tag-output"},
       {{"--store", "http://x", "true"}, "--store"},
+      {{"--bind-to", "core", "true"}, "--bind-to"},
+      {{"--bind-to"}, "--bind-to"},
   };
   for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
     const char *argv[10] = {""};
