@@ -58,6 +58,17 @@ ft_load(int *n)
   return d;
 }
 
+/* Dumps fr into test_dir() as a "user" dump and loads it back: the one file there. */
+static struct rd_dump *
+ft_dump_one(struct collie__flight *fr)
+{
+  int n;
+  ASSERT_OK(collie__flight_dump(fr, test_dir(), "user"));
+  struct rd_dump *d = ft_load(&n);
+  ASSERTF(n == 1, "%d dumps in %s", n, test_dir());
+  return d;
+}
+
 /* A call that runs at once on the issuing thread is STARTED from its issue
  * (stamped with its queue time) though only the issuer's half was written;
  * when it completes or fails, its start time is still its issue time. */
@@ -72,17 +83,15 @@ TEST_IMPL(flight_started_at_issue)
   }
   collie__flight_state_at(fr, 0, COLLIE_FR_COMPLETED, NULL, 2000);
   collie__flight_state_at(fr, 1, COLLIE_FR_FAILED, "tree", 3000);
-  ASSERT_OK(collie__flight_dump(fr, test_dir(), "user"));
-  int n;
-  struct rd_dump *d = ft_load(&n);
-  ASSERT(n == 1 && d[0].nops == 3);
+  struct rd_dump *d = ft_dump_one(fr);
+  ASSERT(d[0].nops == 3);
   const struct rd_op *o = d[0].ops;
   ASSERT(o[0].state == RD_COMPLETED && o[0].t_started == 1000 && o[0].t_done == 2000);
   ASSERT(o[1].state == RD_FAILED && o[1].t_started == 1001 && o[1].t_done == 3000);
   ASSERT(strcmp(o[1].algo, "tree") == 0);
   ASSERTF(o[2].state == RD_STARTED && o[2].t_started == 1002 && o[2].t_done == 0,
           "in flight: state %d, started %lld", o[2].state, (long long)o[2].t_started);
-  rd_free(d, n);
+  rd_free(d, 1);
   collie__flight_free(fr);
 }
 
@@ -100,16 +109,13 @@ TEST_IMPL(flight_ring_capacity_not_pow2)
   }
   collie__flight_state(fr, 4, COLLIE_FR_COMPLETED, NULL);  /* slot taken by id 12: ignored */
   collie__flight_state(fr, 12, COLLIE_FR_COMPLETED, NULL); /* the newest: applied */
-  ASSERT_OK(collie__flight_dump(fr, test_dir(), "user"));
-  int n;
-  struct rd_dump *d = ft_load(&n);
-  ASSERT(n == 1);
+  struct rd_dump *d = ft_dump_one(fr);
   ASSERTF(d[0].nops == 5, "capacity 5: %d records dumped", d[0].nops);
   for (int k = 0; k < 5; k++) {
     ASSERTF(d[0].ops[k].id == 8 + k, "record %d: id %lld", k, (long long)d[0].ops[k].id);
     ASSERT(d[0].ops[k].state == (k == 4 ? RD_COMPLETED : RD_STARTED));
   }
-  rd_free(d, n);
+  rd_free(d, 1);
   collie__flight_free(fr);
 }
 
