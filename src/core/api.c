@@ -126,7 +126,8 @@ api_call(struct collie__call *call, int kind, const void *sendbuf, void *recvbuf
 {
   /* Field by field: a compound literal zeroes the whole struct first with
    * `rep stos`, whose start-up was a fifth of a small broadcast's api time.
-   * Dispatch fills the communicator's fields (rank, size, net, ...). */
+   * Dispatch fills the communicator's fields (rank, size, net, ...); every
+   * call builder starts here and sets its own extra fields after. */
   call->kind = kind;
   call->algo = 0;
   call->seq = 0;
@@ -201,7 +202,7 @@ collie_barrier(collie_comm_t *comm, const collie_opts_t *opts, collie_work_t **w
 {
   API_TRY(api_enter(comm, "collie_barrier", opts, work));
   struct collie__op issue;
-  issue.call = (struct collie__call){.kind = COLLIE_KIND_BARRIER, .dtype = COLLIE_UINT8};
+  api_call(&issue.call, COLLIE_KIND_BARRIER, NULL, NULL, 0, COLLIE_UINT8, 0);
   return api_finish(comm, &issue, opts, work);
 }
 
@@ -258,13 +259,9 @@ collie_allgatherv(collie_comm_t *comm, const void *sendbuf, size_t sendcount, vo
                        "%s: recvcounts[%d] = %zu differs from sendcount %zu", fn, comm->rank,
                        recvcounts[comm->rank], sendcount);
   struct collie__op issue;
-  issue.call = (struct collie__call){.kind = COLLIE_KIND_ALLGATHERV,
-                                     .sendbuf = sendbuf,
-                                     .recvbuf = recvbuf,
-                                     .count = sendcount,
-                                     .recvcounts = recvcounts,
-                                     .rdispls = displs,
-                                     .dtype = dtype};
+  api_call(&issue.call, COLLIE_KIND_ALLGATHERV, sendbuf, recvbuf, sendcount, dtype, 0);
+  issue.call.recvcounts = recvcounts;
+  issue.call.rdispls = displs;
   return api_finish(comm, &issue, opts, work);
 }
 
@@ -337,14 +334,11 @@ collie_alltoallv(collie_comm_t *comm, const void *sendbuf, const size_t *sendcou
                        "rank keeps for itself has one size)",
                        fn, comm->rank, sendcounts[comm->rank], comm->rank, recvcounts[comm->rank]);
   struct collie__op issue;
-  issue.call = (struct collie__call){.kind = COLLIE_KIND_ALLTOALLV,
-                                     .sendbuf = sendbuf,
-                                     .recvbuf = recvbuf,
-                                     .sendcounts = sendcounts,
-                                     .sdispls = sdispls,
-                                     .recvcounts = recvcounts,
-                                     .rdispls = rdispls,
-                                     .dtype = dtype};
+  api_call(&issue.call, COLLIE_KIND_ALLTOALLV, sendbuf, recvbuf, 0, dtype, 0);
+  issue.call.sendcounts = sendcounts;
+  issue.call.sdispls = sdispls;
+  issue.call.recvcounts = recvcounts;
+  issue.call.rdispls = rdispls;
   return api_finish(comm, &issue, opts, work);
 }
 
@@ -405,13 +399,8 @@ api_p2p(collie_comm_t *comm, const char *fn, const void *sbuf, void *rbuf, size_
                        "recv in one group (collie_group_start/end)",
                        fn, sbuf ? "send" : "recv");
   struct collie__op issue;
-  issue.call = (struct collie__call){.kind = COLLIE_KIND_P2P,
-                                     .sendbuf = sbuf,
-                                     .recvbuf = rbuf,
-                                     .count = count,
-                                     .dtype = dtype,
-                                     .root = peer,
-                                     .tag = tag};
+  api_call(&issue.call, COLLIE_KIND_P2P, sbuf, rbuf, count, dtype, peer);
+  issue.call.tag = tag;
   /* Counted before the call so that both ends of the pair keep step even if it fails. */
   issue.call.p2p_seq = sbuf ? comm->p2p_send_seq[peer]++ : comm->p2p_recv_seq[peer]++;
   return api_finish(comm, &issue, opts, work);
