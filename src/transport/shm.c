@@ -111,48 +111,33 @@ shm_room(struct collie__shm_chan *ch, uint64_t tail, uint64_t cells, int payload
   return 0;
 }
 
-/* An inline payload of len bytes at position k of ring r: the header's
- * inline bytes, then continuation cells, wrapping at the end of the array.
- * A continuation cell carries payload around its seq word and stores 0
- * there: the consumer polls that word when the cell is a header again, and
- * payload bytes left in it could match the position it waits for. */
-static void
-shm_inline_put(struct collie__shm_ring *r, uint64_t k, const char *src, size_t len)
+/* An inline payload of len bytes at position k of ring r, copied in (to_ring)
+ * or out: the header's inline bytes, then continuation cells, wrapping at the
+ * end of the array. A continuation cell carries payload around its seq word
+ * and the producer stores 0 there: the consumer polls that word when the
+ * cell is a header again, and payload bytes left in it could match the
+ * position it waits for. Inlined with a constant to_ring, whole cells copy
+ * with fixed sizes. */
+static inline void
+shm_inline_move(struct collie__shm_ring *r, uint64_t k, char *buf, size_t len, int to_ring)
 {
   enum { LO = offsetof(struct collie__shm_chunk, seq) }; /* payload bytes before seq */
+#define SHM_MOVE(cell, b, n) (to_ring ? memcpy((cell), (b), (n)) : memcpy((b), (cell), (n)))
   size_t n = len < COLLIE_SHM_CHUNK_INLINE ? len : COLLIE_SHM_CHUNK_INLINE;
-  memcpy(shm_chunk(r, k)->inline_payload, src, n);
+  SHM_MOVE(shm_chunk(r, k)->inline_payload, buf, n);
   for (size_t o = n; o < len; o += COLLIE_SHM_CELL_PAYLOAD) {
     struct collie__shm_chunk *c = shm_chunk(r, ++k);
     size_t m = len - o;
-    atomic_store_explicit(&c->seq, 0, memory_order_relaxed);
-    if (m >= COLLIE_SHM_CELL_PAYLOAD) { /* a whole cell: fixed sizes, copied inline */
-      memcpy(c, src + o, LO);
-      memcpy(c->inline_payload, src + o + LO, COLLIE_SHM_CHUNK_INLINE);
-    } else {
-      memcpy(c, src + o, m < LO ? m : LO);
-      if (m > LO) memcpy(c->inline_payload, src + o + LO, m - LO);
-    }
-  }
-}
-
-static void
-shm_inline_get(struct collie__shm_ring *r, uint64_t k, char *dst, size_t len)
-{
-  enum { LO = offsetof(struct collie__shm_chunk, seq) };
-  size_t n = len < COLLIE_SHM_CHUNK_INLINE ? len : COLLIE_SHM_CHUNK_INLINE;
-  memcpy(dst, shm_chunk(r, k)->inline_payload, n);
-  for (size_t o = n; o < len; o += COLLIE_SHM_CELL_PAYLOAD) {
-    const struct collie__shm_chunk *c = shm_chunk(r, ++k);
-    size_t m = len - o;
+    if (to_ring) atomic_store_explicit(&c->seq, 0, memory_order_relaxed);
     if (m >= COLLIE_SHM_CELL_PAYLOAD) {
-      memcpy(dst + o, c, LO);
-      memcpy(dst + o + LO, c->inline_payload, COLLIE_SHM_CHUNK_INLINE);
+      SHM_MOVE(c, buf + o, LO);
+      SHM_MOVE(c->inline_payload, buf + o + LO, COLLIE_SHM_CHUNK_INLINE);
     } else {
-      memcpy(dst + o, c, m < LO ? m : LO);
-      if (m > LO) memcpy(dst + o + LO, c->inline_payload, m - LO);
+      SHM_MOVE(c, buf + o, m < LO ? m : LO);
+      if (m > LO) SHM_MOVE(c->inline_payload, buf + o + LO, m - LO);
     }
   }
+#undef SHM_MOVE
 }
 
 /* ---- Wake-ups ----
@@ -370,7 +355,7 @@ shm_push(struct collie__shm_xport *x, struct collie__shm_chan *ch)
     if (payload)
       memcpy(shm_payload(x, ch->out, tail), (const char *)r->buf + r->off, n);
     else if (n) /* an empty message may have no buffer at all */
-      shm_inline_put(ch->out, tail, (const char *)r->buf + r->off, n);
+      shm_inline_move(ch->out, tail, (char *)r->buf + r->off, n, 1);
     r->off += n;
     /* Publish each chunk at once so a polling receiver can copy it out while
      * we fill the next slot; the tail and the doorbell follow once, below. */
@@ -536,7 +521,7 @@ shm_pull(struct collie__shm_xport *x, struct collie__shm_chan *ch)
     if (payload)
       collie__copy_part((char *)r->buf + r->off, shm_payload(x, ch->in, head), c->len, r->len);
     else if (c->len)
-      shm_inline_get(ch->in, head, (char *)r->buf + r->off, c->len);
+      shm_inline_move(ch->in, head, (char *)r->buf + r->off, c->len, 0);
     r->off += c->len;
     head += shm_cells(c->len);
     ch->in_head = head;

@@ -205,7 +205,7 @@ struct collie__shm_chunk {
 };
 #define COLLIE_SHM_CHUNK_INLINE (64 - 48)
 /* A continuation cell carries 56 payload bytes: all but its seq word, which
- * it keeps 0 (shm.c: shm_inline_put). */
+ * it keeps 0 (shm.c: shm_inline_move). */
 #define COLLIE_SHM_CELL_PAYLOAD (64 - 8)
 /* 296: a 256-byte message in 6 cells; from there on a payload slot (at 2
  * ranks, 512 B through a slot already beat Open MPI's 1.06 us at 0.35,
