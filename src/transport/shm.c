@@ -484,8 +484,7 @@ shm_publish_head(struct collie__shm_xport *x, struct collie__shm_chan *ch)
 static collie_result_t
 shm_pull(struct collie__shm_xport *x, struct collie__shm_chan *ch)
 {
-  uint64_t head = ch->in_head;
-  int publish = 0;
+  uint64_t head = ch->in_head, start = head;
   collie_result_t rc = COLLIE_SUCCESS;
   struct collie__req *r;
   while ((r = ch->recvq) != NULL) {
@@ -527,9 +526,8 @@ shm_pull(struct collie__shm_xport *x, struct collie__shm_chan *ch)
     ch->in_head = head;
     if (payload) shm_publish_head(x, ch);
     shm_finish_head(x, &ch->recvq, &ch->recvq_last);
-    publish = 1;
   }
-  if (publish) {
+  if (head != start) {
     if (head - ch->in_pub >= SHM_HEAD_LAG) shm_publish_head(x, ch);
     /* A sender running ahead may have filled the next header: fetch its
      * line while this rank returns to its caller. */
