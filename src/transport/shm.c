@@ -374,7 +374,7 @@ shm_push(struct collie__shm_xport *x, struct collie__shm_chan *ch)
      * next send, instead of stalling the next publish on it. Only a free
      * slot: taking one the peer is still to read would cost it a miss. */
     if (tail - ch->out_head_seen < COLLIE_SHM_NCELLS)
-      __builtin_prefetch(shm_chunk(ch->out, tail), 1);
+      collie__prefetch_write(shm_chunk(ch->out, tail));
   }
 }
 

@@ -30,6 +30,20 @@ int collie__ms_until(int64_t deadline_ns);
 void collie__sleep_ns(int64_t ns);
 /* A hint to the CPU inside a spin loop. */
 void collie__cpu_relax(void);
+/* Asks for the cache line at p in a writable state, ahead of a store to it.
+ * __builtin_prefetch(p, 1) is a plain read prefetch on a baseline x86-64
+ * build (PREFETCHW needs -mprfchw): the line then arrives shared and the
+ * store still waits for the other core to drop it. PREFETCHW has been a
+ * no-op hint on the x86 CPUs that lack it, so it needs no CPU check. */
+static inline void
+collie__prefetch_write(const void *p)
+{
+#if defined(__x86_64__) || defined(__i386__)
+  __asm__ __volatile__("prefetchw %0" : : "m"(*(const char *)p));
+#else
+  __builtin_prefetch(p, 1);
+#endif
+}
 /* Number of online CPUs (>= 1). */
 int collie__ncpus(void);
 
