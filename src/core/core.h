@@ -57,6 +57,10 @@ struct collie__select_memo {
   collie_dtype_t dtype;
   collie_op_t op;
   int root, opts_algo;
+  /* The flight recorder's description of that shape (names, bytes, root):
+   * a repeated call copies it and adds its sequence number, instead of
+   * looking up four names and its byte count again. */
+  struct collie__flight_op fr;
 };
 
 #define COLLIE_COMM_MAGIC 0xC0CC1E11u

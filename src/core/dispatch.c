@@ -14,29 +14,35 @@
 
 #include "core/core.h"
 
-/* The flight recorder's entry for an issued operation (state QUEUED). */
+/* How the flight recorder describes call (all but seq and started), with
+ * the algorithm picked for it (NULL for send/recv). */
 static void
-dispatch_record(collie_comm_t *comm, struct collie__op *op)
+dispatch_flight_shape(const struct collie__call *c, const struct collie__algo *algo,
+                      struct collie__flight_op *fo)
 {
-  const struct collie__call *c = &op->call;
-  if (!comm->flight) return;
-  int reduces = c->reduce != NULL;
-  struct collie__flight_op fo = {
-      .seq = c->kind == COLLIE_KIND_P2P ? c->p2p_seq : c->seq,
-      .kind =
-          c->kind == COLLIE_KIND_P2P ? (c->sendbuf ? "send" : "recv") : collie__kind_name(c->kind),
+  int p2p = c->kind == COLLIE_KIND_P2P;
+  *fo = (struct collie__flight_op){
+      .kind = p2p ? (c->sendbuf ? "send" : "recv") : collie__kind_name(c->kind),
       .dtype = collie_dtype_name(c->dtype),
-      .op = reduces ? collie_op_name(c->op) : NULL,
-      .algo = op->algo ? op->algo->name : NULL,
+      .op = c->reduce ? collie_op_name(c->op) : NULL,
+      .algo = algo ? algo->name : NULL,
       .count = c->count,
-      .bytes = c->kind == COLLIE_KIND_P2P ? c->count * c->esize : collie__call_bytes(c),
-      .started = op->at_once,
+      .bytes = p2p ? c->count * c->esize : collie__call_bytes(c),
       .root = (c->kind == COLLIE_KIND_BROADCAST || c->kind == COLLIE_KIND_REDUCE ||
-               c->kind == COLLIE_KIND_GATHER || c->kind == COLLIE_KIND_SCATTER ||
-               c->kind == COLLIE_KIND_P2P)
+               c->kind == COLLIE_KIND_GATHER || c->kind == COLLIE_KIND_SCATTER || p2p)
                   ? c->root
                   : -1,
   };
+}
+
+/* The flight recorder's entry for an issued operation (state QUEUED). */
+static void
+dispatch_record(collie_comm_t *comm, struct collie__op *op, const struct collie__flight_op *shape)
+{
+  const struct collie__call *c = &op->call;
+  struct collie__flight_op fo = *shape;
+  fo.seq = c->kind == COLLIE_KIND_P2P ? c->p2p_seq : c->seq;
+  fo.started = op->at_once;
   op->fr_id = collie__flight_queued_at(comm->flight, &fo, op->t_issue);
 }
 
@@ -125,31 +131,36 @@ collie__dispatch_skipped(collie_comm_t *comm, struct collie__op *op)
   if (comm->flight) collie__flight_state_at(comm->flight, op->fr_id, COLLIE_FR_FAILED, NULL, now);
 }
 
-/* The algorithm for call. Training loops repeat the same calls, so the last
- * decision per collective is kept and reused when the shape is the same
- * (the models and COLLIE_ALGO never change after init); the v-variants,
- * whose cost depends on per-rank counts, always ask the model. */
+/* The algorithm for call, with its flight-recorder shape. Training loops
+ * repeat the same calls, so the last decision per collective is kept and
+ * reused when the shape is the same (the models and COLLIE_ALGO never change
+ * after init); the v-variants, whose cost depends on per-rank counts, always
+ * ask the model (into *fresh). */
 static collie_result_t
 dispatch_select(collie_comm_t *comm, const struct collie__call *call, int opts_algo,
-                const struct collie__algo **out)
+                struct collie__select_memo *fresh, const struct collie__select_memo **out)
 {
   struct collie__select_memo *m = &comm->select_memo[call->kind];
   int memo = call->kind != COLLIE_KIND_ALLGATHERV && call->kind != COLLIE_KIND_ALLTOALLV;
   if (memo && m->algo && m->count == call->count && m->dtype == call->dtype && m->op == call->op &&
       m->root == call->root && m->opts_algo == opts_algo) {
-    *out = m->algo;
+    *out = m;
     return COLLIE_SUCCESS;
   }
+  const struct collie__algo *algo;
   collie_result_t rc =
-      collie__algo_select(call, opts_algo, &comm->algos, &comm->models, &comm->select_log, out);
-  if (rc == COLLIE_SUCCESS && memo)
-    *m = (struct collie__select_memo){.algo = *out,
-                                      .count = call->count,
-                                      .dtype = call->dtype,
-                                      .op = call->op,
-                                      .root = call->root,
-                                      .opts_algo = opts_algo};
-  return rc;
+      collie__algo_select(call, opts_algo, &comm->algos, &comm->models, &comm->select_log, &algo);
+  if (rc != COLLIE_SUCCESS) return rc;
+  if (!memo) m = fresh;
+  m->algo = algo;
+  m->count = call->count;
+  m->dtype = call->dtype;
+  m->op = call->op;
+  m->root = call->root;
+  m->opts_algo = opts_algo;
+  dispatch_flight_shape(call, algo, &m->fr);
+  *out = m;
+  return COLLIE_SUCCESS;
 }
 
 collie_result_t
@@ -174,17 +185,24 @@ collie__dispatch_prepare(collie_comm_t *comm, struct collie__op *op, const colli
   call->esize = collie_dtype_size(call->dtype);
   op->fr_id = -1;
   if (call->kind == COLLIE_KIND_P2P) { /* api.c counted the pair */
-    dispatch_record(comm, op);
+    if (comm->flight) {
+      struct collie__flight_op shape;
+      dispatch_flight_shape(call, NULL, &shape);
+      dispatch_record(comm, op, &shape);
+    }
     dispatch_tele_issue(comm, op, opts);
     return COLLIE_SUCCESS;
   }
   /* An unusable algorithm choice is an argument error: reported before the
    * call takes a sequence number, so the communicator stays usable. */
-  collie_result_t rc = dispatch_select(comm, call, opts_algo, &op->algo);
+  struct collie__select_memo fresh;
+  const struct collie__select_memo *m;
+  collie_result_t rc = dispatch_select(comm, call, opts_algo, &fresh, &m);
   if (rc != COLLIE_SUCCESS) return rc;
+  op->algo = m->algo;
   call->algo = op->algo->id;
   call->seq = comm->seq++;
-  dispatch_record(comm, op);
+  if (comm->flight) dispatch_record(comm, op, &m->fr);
   dispatch_tele_issue(comm, op, opts);
   return COLLIE_SUCCESS;
 }

@@ -11,11 +11,11 @@
  * seqlock: what the issuer knows (the op, its id, when it was queued) and
  * what the runner knows (state and times, with the id they belong to). A
  * writer makes its version odd, stores, and makes it even again, all plain
- * release stores: one writer per half needs no locked instruction, and a
- * blocking call costs about twenty plain stores: its issuer's half says it
- * started at issue, and its runner's half is written once, when it is done.
- * The
- * runner's half belongs to the record only while its id matches the
+ * release stores: one writer per half needs no locked instruction. A
+ * blocking call costs about fifteen plain stores: its issuer's half says it
+ * started at issue, and its completion is one more word of that half
+ * (t_end); the runner's half is written only for calls that run on the
+ * worker, or fail. The runner's half belongs to the record only while its id matches the
  * issuer's: at wraparound the issuer may refill a slot whose op is still
  * running, and the reader then shows the new op as queued (or started, if
  * it started at issue). One writer per
@@ -73,6 +73,12 @@ struct flight_rec {
    * ring's cross-core line (the recorder was a fifth of a 2-rank 8-byte
    * broadcast). */
   int started;
+  /* When a call started at issue completed (0: not yet). Its issuing thread
+   * also ran it, so it writes this one word, outside the version: readers
+   * see 0 or the time, both true of the op the version vouches for (a
+   * refill of the slot zeroes it inside the version). Failures still write
+   * the runner's half, which names the state. */
+  int64_t t_end;
   const char *kind, *dtype, *op, *algo;
   uint64_t count, bytes;
   int root;
@@ -177,6 +183,7 @@ collie__flight_queued_at(struct collie__flight *fr, const struct collie__flight_
   FL_ST(&r->bytes, (uint64_t)op->bytes);
   FL_ST(&r->root, op->root);
   FL_ST(&r->t_queued, now);
+  FL_ST(&r->t_end, 0);
   flight_end(&r->ver);
   return id;
 }
@@ -202,6 +209,10 @@ collie__flight_state_at(struct collie__flight *fr, int64_t id, int state, const 
    * issue (an op may finish without having started, e.g. skipped after a
    * failure: then it has no start time). */
   int mine = FL_LD(&r->run_id) == id;
+  if (!mine && state == COLLIE_FR_COMPLETED && !algo && FL_LD(&r->started)) {
+    FL_ST(&r->t_end, now); /* its issuer's thread: one store (see t_end) */
+    return;
+  }
   int64_t started = mine ? FL_LD(&r->t_started) : FL_LD(&r->started) ? FL_LD(&r->t_queued) : 0;
   flight_run_write(r, id, state, algo ? algo : mine ? FL_LD(&r->run_algo) : NULL, started, now);
 }
@@ -211,6 +222,7 @@ struct flight_view {
   int64_t id;
   uint32_t seq;
   int started; /* at issue */
+  int64_t t_end;
   int state;
   const char *kind, *dtype, *op, *algo;
   uint64_t count, bytes;
@@ -241,13 +253,16 @@ flight_read(struct collie__flight *fr, int64_t id, struct flight_view *out)
     out->bytes = FL_LD(&r->bytes);
     out->root = FL_LD(&r->root);
     out->t_queued = FL_LD(&r->t_queued);
+    out->t_end = FL_LD(&r->t_end);
     have = FL_LD(&r->ver) == v1;
   }
   /* A writer kept it busy: leave it out rather than print a torn record. */
   if (!have || out->id != id) return -1;
-  out->state = out->started ? COLLIE_FR_STARTED : COLLIE_FR_QUEUED;
+  out->state = out->t_end     ? COLLIE_FR_COMPLETED
+               : out->started ? COLLIE_FR_STARTED
+                              : COLLIE_FR_QUEUED;
   out->t_started = out->started ? out->t_queued : 0;
-  out->t_done = 0;
+  out->t_done = out->t_end;
   for (int tries = 0; tries < 1000; tries++) {
     uint64_t v1 = FL_LD(&r->run_ver);
     if (v1 & 1) {

@@ -92,6 +92,20 @@ TEST_IMPL(flight_started_at_issue)
   ASSERTF(o[2].state == RD_STARTED && o[2].t_started == 1002 && o[2].t_done == 0,
           "in flight: state %d, started %lld", o[2].state, (long long)o[2].t_started);
   rd_free(d, 1);
+  /* Ids 3 and 4: 4 refills slot 0, whose completion time (op 0's) must not
+   * make the new op look done. */
+  for (uint32_t s = 3; s < 5; s++) {
+    struct collie__flight_op op = ft_op(s, "broadcast");
+    op.started = 1;
+    ASSERT(collie__flight_queued_at(fr, &op, 1000 + (int64_t)s) == (int64_t)s);
+  }
+  d = ft_dump_one(fr);
+  ASSERT(d[0].nops == 4);
+  o = d[0].ops;
+  ASSERT(o[3].id == 4);
+  ASSERTF(o[3].state == RD_STARTED && o[3].t_done == 0, "refilled slot: state %d, done %lld",
+          o[3].state, (long long)o[3].t_done);
+  rd_free(d, 1);
   collie__flight_free(fr);
 }
 
