@@ -8,6 +8,7 @@
   XX(shm_inline_stale_words_2, shm_inline_stale_words, 2, "shm", 30)                               \
   XX(shm_fence_mode_2, shm_fence_mode, 2, "shm", 30)                                               \
   XX(shm_fence_mode_3, shm_fence_mode, 3, "shm", 30)                                               \
+  XX(shm_crowded_2, shm_crowded, 2, "shm", 30)                                                     \
   XX(shm_alltoall_3, shm_alltoall, 3, "shm", 30)                                                   \
   XX(shm_alltoall_8, shm_alltoall, 8, "shm", 30)                                                   \
   XX(shm_mismatch_slot_2, shm_mismatch_slot, 2, "shm", 30)                                         \

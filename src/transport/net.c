@@ -233,6 +233,16 @@ net_describe_pending(struct collie__req *const *reqs, int nreq, char *buf, size_
   }
 }
 
+/* Whether a transport says a peer shares this rank's CPU (backoff.c). */
+static int
+net_crowded(void *arg)
+{
+  struct collie__net *n = arg;
+  for (int i = 0; i < NET_NX; i++)
+    if (n->xp[i] && net_table[i]->crowded && net_table[i]->crowded(n->xp[i])) return 1;
+  return 0;
+}
+
 collie_result_t
 collie__net_wait(struct collie__net *n, struct collie__req *const *reqs, int nreq,
                  int64_t deadline_ns)
@@ -244,7 +254,7 @@ collie__net_wait(struct collie__net *n, struct collie__req *const *reqs, int nre
   for (int i = 0; i < nreq && done; i++)
     done = !reqs[i] || (reqs[i]->done && reqs[i]->rc == COLLIE_SUCCESS);
   if (done) return COLLIE_SUCCESS;
-  collie__backoff_init(&b, n->spin);
+  collie__backoff_init_crowded(&b, n->spin, net_crowded, n);
   for (;;) {
     int active[NET_NX] = {0}, nactive = 0;
     if (n->failed != COLLIE_SUCCESS) {

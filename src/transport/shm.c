@@ -25,6 +25,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -1104,6 +1105,36 @@ shm_flat_compare(struct collie__shm_flat *f)
   return COLLIE_SUCCESS;
 }
 
+/* ---- Ranks sharing a CPU ----
+ *
+ * Each rank says in its ctrl line which CPU it ran on when it last looked,
+ * storing only a change (the line stays shared: producers read the same
+ * line's sleeping word). A waiter that finds a peer on its own CPU stops
+ * spinning: the peer cannot run until it yields. The peer's CPU may be
+ * stale (it moved and has not looked since); the waiter then only yields
+ * sooner, which on a CPU of its own returns at once. */
+int
+collie__shm_crowded(struct collie__xport *xp)
+{
+  struct collie__shm_xport *x = shm_of(xp);
+  if (!x->ctrl) return 0;
+  int cpu = sched_getcpu();
+  if (cpu < 0) return 0;
+  if (cpu != x->my_cpu) {
+    x->my_cpu = cpu;
+    atomic_store_explicit(&x->ctrl[x->me].cpu, cpu, memory_order_relaxed);
+  }
+  for (int i = 0; i < x->nlocal; i++)
+    if (i != x->me && atomic_load_explicit(&x->ctrl[i].cpu, memory_order_relaxed) == cpu) return 1;
+  return 0;
+}
+
+static int
+shm_crowded_arg(void *x)
+{
+  return collie__shm_crowded((struct collie__xport *)x);
+}
+
 /* Waits until every phase word reads >= target; see the section comment. */
 static collie_result_t
 shm_flat_wait(struct collie__shm_flat *f, uint64_t target, int64_t deadline_ns)
@@ -1111,7 +1142,7 @@ shm_flat_wait(struct collie__shm_flat *f, uint64_t target, int64_t deadline_ns)
   struct collie__shm_xport *x = f->x;
   if (shm_flat_missing(f, target) < 0) return COLLIE_SUCCESS;
   struct collie__backoff b;
-  collie__backoff_init(&b, x->spin);
+  collie__backoff_init_crowded(&b, x->spin, shm_crowded_arg, x);
   while (collie__backoff_next(&b, deadline_ns)) {
     if (shm_flat_missing(f, target) < 0) return COLLIE_SUCCESS;
     if (atomic_load_explicit(&x->stopped, memory_order_acquire)) break;
@@ -1204,4 +1235,5 @@ const struct collie__xport_ops collie__shm_ops = {
     .abort = shm_abort,
     .close = shm_close,
     .write_peer = shm_write_peer,
+    .crowded = collie__shm_crowded,
 };

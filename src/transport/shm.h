@@ -106,6 +106,10 @@ collie_result_t collie__shm_flat_sync(struct collie__shm_flat *f, int64_t deadli
 
 /* collie_mem_alloc / collie_mem_free (shm_mem.c): memory of this process that
  * shm peers map and copy from in place. Errors as collie.h says. */
+/* Whether another local rank last ran on this rank's CPU (and tells the
+ * others where this one runs): collie__shm_ops.crowded, here for tests. */
+int collie__shm_crowded(struct collie__xport *x);
+
 void *collie__shm_mem_alloc(size_t bytes);
 collie_result_t collie__shm_mem_free(void *ptr);
 

@@ -101,7 +101,7 @@
 #define COLLIE_SHM_REASON_LEN 256u
 
 #define COLLIE_SHM_MAGIC 0x636f6c6c69657368ull /* "collie" "sh" */
-#define COLLIE_SHM_VERSION 7u
+#define COLLIE_SHM_VERSION 8u
 
 /* Values of collie__shm_ctrl.state. 0 means the rank has not attached yet. */
 enum {
@@ -157,7 +157,10 @@ struct collie__shm_ctrl {
   /* 1: the owner registered for membarrier (collie__membarrier_register);
    * written before state becomes ALIVE. */
   uint32_t membarrier;
-  char pad_[COLLIE_SHM_LINE - 28];
+  /* The CPU the owner ran on when it last looked (shm_crowded), -1: not
+   * known. Stored only when it changed, so the line stays shared. */
+  _Atomic int32_t cpu;
+  char pad_[COLLIE_SHM_LINE - 32];
   /* Why the owner aborted, when it knows (its own failure, e.g. "rank 3
    * died"): written before state becomes ABORTED, so a rank that only waited
    * on the owner can still name the root cause. NUL-terminated. */
@@ -340,6 +343,7 @@ struct collie__shm_xport {
    * registered for membarrier and no core is oversubscribed. The same on
    * every rank: it comes from the segment alone. */
   int fence_free;
+  int my_cpu; /* what ctrl[me].cpu says (shm_crowded) */
   void *base;
   size_t bytes;     /* layout.bytes once laid out: what is mapped at base */
   size_t shm_bytes; /* the budget per local rank (cfg->shm_bytes, or the default) */

@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -483,6 +484,8 @@ shm_join(struct collie__shm_xport *x, const struct collie__net_cfg *cfg, const i
   mine->pid = (int32_t)getpid();
   mine->cma_addr = (uint64_t)(uintptr_t)&collie__shm_cma_probe;
   mine->membarrier = (uint32_t)collie__membarrier_register();
+  x->my_cpu = sched_getcpu();
+  atomic_store_explicit(&mine->cpu, x->my_cpu, memory_order_relaxed);
   atomic_store_explicit(&mine->state, COLLIE_SHM_ALIVE, memory_order_release);
   uint32_t n = atomic_fetch_add_explicit(&x->hdr->attached, 1, memory_order_acq_rel) + 1;
   if (n == (uint32_t)x->nlocal) {

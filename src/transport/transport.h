@@ -162,6 +162,10 @@ struct collie__xport_ops {
    * rank may not reach the peer's memory, REMOTE_ERROR when the copy fails. */
   collie_result_t (*write_peer)(struct collie__xport *x, int peer, uint64_t addr, const void *buf,
                                 size_t len);
+  /* Optional (NULL: never). Whether a peer this rank may wait for last ran
+   * on the CPU this rank runs on: a waiter then yields at once instead of
+   * spinning (util/backoff.c). Cheap (a few loads); called every 64 polls. */
+  int (*crowded)(struct collie__xport *x);
 };
 
 extern const struct collie__xport_ops collie__shm_ops;

@@ -7,7 +7,11 @@
  * for the rest of a time slice (two ranks squeezed onto one core by other
  * load: an 8-byte allreduce took 400 us spinning out the count, 23 us with
  * the cap). The clock is read only from the 64th poll on: most waits end
- * before it, and a read costs as much as a few polls.
+ * before it, and a read costs as much as a few polls. At each read the
+ * caller may also say that a rank it waits for shares this CPU (crowded):
+ * the scheduler can start two ranks on one CPU and leave them there for a
+ * tenth of a second, and each handoff then spun its full 20 us before the
+ * yield let the peer run (2-rank allreduce of 128 B: 26 us a call).
  *
  * Then yield the core (sched_yield): with a core of its own a waiter yields
  * until BACKOFF_YIELD_NS. A futex wake-up takes 50-100 us on the reference
@@ -33,6 +37,12 @@ collie__backoff_init(struct collie__backoff *b, int spin)
   *b = (struct collie__backoff){.spin = spin};
 }
 
+void
+collie__backoff_init_crowded(struct collie__backoff *b, int spin, int (*crowded)(void *), void *arg)
+{
+  *b = (struct collie__backoff){.spin = spin, .crowded = crowded, .crowded_arg = arg};
+}
+
 int
 collie__backoff_next(struct collie__backoff *b, int64_t deadline_ns)
 {
@@ -40,7 +50,7 @@ collie__backoff_next(struct collie__backoff *b, int64_t deadline_ns)
     if ((b->polls & 63) == 63) {
       int64_t now = collie__now_ns();
       if (!b->until) b->until = now + BACKOFF_SPIN_NS;
-      if (now >= b->until) b->polls = b->spin - 1;
+      if (now >= b->until || (b->crowded && b->crowded(b->crowded_arg))) b->polls = b->spin - 1;
     }
     b->polls++;
     collie__cpu_relax();

@@ -54,9 +54,17 @@ struct collie__backoff {
   int polls, yields;   /* done so far */
   int64_t until;       /* end of the spin (set at the 64th poll) */
   int64_t yield_until; /* end of the yields, with a core of our own */
+  /* Optional: whether a rank this one may wait for last ran on this CPU
+   * (the spin then ends at its next clock read: see backoff.c). */
+  int (*crowded)(void *arg);
+  void *crowded_arg;
 };
 /* Starts a wait that may spin spin polls (0: ranks outnumber cores). */
 void collie__backoff_init(struct collie__backoff *b, int spin);
+/* The same, ending the spin early whenever crowded(arg) says a peer shares
+ * this rank's CPU. */
+void collie__backoff_init_crowded(struct collie__backoff *b, int spin, int (*crowded)(void *),
+                                  void *arg);
 /* One round between two looks at what the caller waits for: relaxes the CPU
  * or yields it and returns 1, or returns 0 once the caller should sleep (the
  * spin and the yields are over, or deadline_ns passed while yielding). */
