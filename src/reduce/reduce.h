@@ -40,6 +40,13 @@ const char *collie__reduce_isa(void);
  * against a reference, whichever one the dispatcher picked. */
 collie__reduce_fn collie__reduce_kernel_isa(collie_dtype_t dtype, collie_op_t op, const char *isa);
 
+/* dst = a op b over n elements of es bytes with kernel fn (from
+ * collie__reduce_kernel), in L1-sized tiles: memory traffic of a fused
+ * three-operand kernel (tiled.c). dst may equal a (then it is fn(dst, b));
+ * otherwise dst must overlap neither a nor b, and b must not overlap a. */
+void collie__reduce_into(collie__reduce_fn fn, void *dst, const void *a, const void *b, size_t n,
+                         size_t es);
+
 /* Divides n elements of buf by p in place: floats as x / p (fp16/bf16 in fp32,
  * rounded to nearest even), integers as C division (truncated toward zero). */
 void collie__reduce_avg_finish(void *buf, size_t n, collie_dtype_t dtype, int p);

@@ -1161,3 +1161,68 @@ TEST_IMPL(reduce_isa_threads)
   ASSERT(out[0].fn == collie__reduce_kernel(COLLIE_FLOAT32, COLLIE_SUM));
   ASSERT(!strcmp(out[0].isa, collie__reduce_isa()));
 }
+
+/* collie__reduce_into: dst = a op b in tiles (4 KiB) at every element size,
+ * for lengths around the tile boundaries, into a separate buffer and in
+ * place (dst == a). Expected values are computed here element by element:
+ * SUM wraps for the integers; for float16, MAX of positive finite values,
+ * whose order is the order of their bit patterns. */
+static uint64_t
+rt_into_expect(collie_dtype_t dt, uint64_t x, uint64_t y)
+{
+  switch (dt) {
+  case COLLIE_UINT8:
+    return (uint8_t)(x + y);
+  case COLLIE_UINT32:
+    return (uint32_t)(x + y);
+  case COLLIE_UINT64:
+    return x + y;
+  default: /* COLLIE_FLOAT16, MAX */
+    return x > y ? x : y;
+  }
+}
+
+TEST_IMPL(reduce_into_tiles)
+{
+  static const collie_dtype_t dts[] = {COLLIE_UINT8, COLLIE_FLOAT16, COLLIE_UINT32, COLLIE_UINT64};
+  for (size_t d = 0; d < sizeof(dts) / sizeof(dts[0]); d++) {
+    collie_dtype_t dt = dts[d];
+    size_t es = rt_size(dt), per = 4096 / es;
+    collie__reduce_fn fn =
+        collie__reduce_kernel(dt, dt == COLLIE_FLOAT16 ? COLLIE_MAX : COLLIE_SUM);
+    ASSERT(fn != NULL);
+    size_t lens[] = {0, 1, per - 1, per, per + 1, 3 * per + 7};
+    for (size_t li = 0; li < sizeof(lens) / sizeof(lens[0]); li++) {
+      size_t n = lens[li], bytes = n * es + 1;
+      unsigned char *a = malloc(bytes), *b = malloc(bytes), *a0 = malloc(bytes),
+                    *dst = malloc(bytes);
+      ASSERT(a && b && a0 && dst);
+      for (size_t i = 0; i < n; i++) {
+        uint64_t x = (i * 2654435761u) >> 3, y = (i * 40503u + 17) >> 1;
+        if (dt == COLLIE_FLOAT16) { /* positive finite halves */
+          x %= 0x7c00;
+          y %= 0x7c00;
+        }
+        rt_store_u(a + i * es, es, x);
+        rt_store_u(b + i * es, es, y);
+      }
+      memcpy(a0, a, n * es);
+      for (int in_place = 0; in_place < 2; in_place++) {
+        unsigned char *out = in_place ? a : dst;
+        collie__reduce_into(fn, out, a, b, n, es);
+        for (size_t i = 0; i < n; i++) {
+          uint64_t want = rt_into_expect(dt, rt_load_u(a0 + i * es, es), rt_load_u(b + i * es, es));
+          ASSERTF(rt_load_u(out + i * es, es) == want,
+                  "dtype %d, n %zu, %s: element %zu is %llx, want %llx", (int)dt, n,
+                  in_place ? "in place" : "into dst", i,
+                  (unsigned long long)rt_load_u(out + i * es, es), (unsigned long long)want);
+        }
+        if (!in_place) ASSERT(memcmp(a, a0, n * es) == 0); /* a is only read */
+      }
+      free(a);
+      free(b);
+      free(a0);
+      free(dst);
+    }
+  }
+}
