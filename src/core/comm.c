@@ -347,6 +347,7 @@ comm_create(const struct collie__params *params, const char *token, int64_t time
       free(val);
     }
     COLLIE_CHECK_GOTO(comm_init_verdict(c, own, deadline), rc, out_free);
+    if (!tele) collie__place_spread(c); /* world init only: a split's records are old */
     int local = 0;
     for (int p = 0; p < size; p++) local += !strcmp(c->peers[p].host, me->host);
     c->all_shm = local == size && strcmp(c->transport, "tcp") != 0;
@@ -416,6 +417,7 @@ comm_init_world(const struct collie__params *params, int rank, int size, const c
   me.pid = (int32_t)getpid();
   me.world_rank = rank;
   me.ncpus = collie__ncpus();
+  me.cpu = sched_getcpu();
   if (!token || !*token) {
     snprintf(fallback_token, sizeof(fallback_token), "collie:%s", store_url ? store_url : "");
     token = fallback_token;

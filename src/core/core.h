@@ -7,6 +7,7 @@
 #define COLLIE_CORE_H
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -62,6 +63,13 @@ struct collie__select_memo {
    * looking up four names and its byte count again. */
   struct collie__flight_op fr;
 };
+
+/* placement.c: the CPU a rank that shares its CPU with a lower local rank
+ * should move to at init (-1: stay), from the peers' init records and this
+ * thread's allowed CPUs; and the move itself (world init). */
+int collie__place_pick(const struct collie__peer *peers, int size, int rank,
+                       const cpu_set_t *allowed);
+void collie__place_spread(const collie_comm_t *c);
 
 #define COLLIE_COMM_MAGIC 0xC0CC1E11u
 
