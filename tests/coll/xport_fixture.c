@@ -111,9 +111,9 @@ xfix_barrier(struct xfix *t, const char *name)
   xfix_barrier_n(t, name, t->size);
 }
 
-void
-xfix_post(struct xfix *t, struct collie__req *r, int peer, int is_send, void *buf, size_t len,
-          uint64_t slot)
+collie_result_t
+xfix_post_rc(struct xfix *t, struct collie__req *r, int peer, int is_send, void *buf, size_t len,
+             uint64_t slot)
 {
   memset(r, 0, sizeof(*r));
   r->peer = peer;
@@ -121,7 +121,14 @@ xfix_post(struct xfix *t, struct collie__req *r, int peer, int is_send, void *bu
   r->buf = buf;
   r->len = len;
   r->slot = slot;
-  ASSERT_OK(t->ops->post(t->x, r));
+  return t->ops->post(t->x, r);
+}
+
+void
+xfix_post(struct xfix *t, struct collie__req *r, int peer, int is_send, void *buf, size_t len,
+          uint64_t slot)
+{
+  ASSERT_OK(xfix_post_rc(t, r, peer, is_send, buf, len, slot));
 }
 
 collie_result_t

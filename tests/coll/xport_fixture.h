@@ -53,6 +53,10 @@ void xfix_barrier(struct xfix *t, const char *name);
 
 /* Zeroes r, fills it in and posts it; asserts the post succeeds. buf must
  * stay valid until r is done. */
+/* Posts without asserting: the transport's result (a receive that finds a
+ * mismatched message already there fails at post). */
+collie_result_t xfix_post_rc(struct xfix *t, struct collie__req *r, int peer, int is_send,
+                             void *buf, size_t len, uint64_t slot);
 void xfix_post(struct xfix *t, struct collie__req *r, int peer, int is_send, void *buf, size_t len,
                uint64_t slot);
 /* Drives progress until reqs[0..n) are done, making `spin` progress calls
