@@ -3,4 +3,6 @@
   XX(copy_stream_every_alignment, copy_stream_every_alignment, 0, "auto", 30)                      \
   XX(copy_around_threshold, copy_around_threshold, 0, "auto", 30)                                  \
   XX(backoff_rounds, backoff_rounds, 0, "auto", 30)                                                \
+  XX(backoff_crowded, backoff_crowded, 0, "auto", 30)                                              \
+  XX(proc_cpu_self, proc_cpu_self, 0, "auto", 30)                                                  \
   XX(coarse_clock_bounds, coarse_clock_bounds, 0, "auto", 30)

@@ -560,16 +560,10 @@ shm_peer_exited(struct collie__shm_chan *ch)
   }
   if (kill(ch->pid, 0) != 0 && errno == ESRCH) return 1;
   /* Killed but not yet reaped by its parent: state Z (or X) in /proc. */
-  char path[64], buf[512];
-  collie__fmt(path, sizeof(path), "/proc/%d/stat", ch->pid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return errno == ENOENT;
-  ssize_t n = read(fd, buf, sizeof(buf) - 1);
-  close(fd);
-  if (n <= 0) return 0;
-  buf[n] = '\0';
-  const char *p = strrchr(buf, ')');
-  return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+  char buf[512];
+  int gone;
+  const char *f = collie__proc_stat(ch->pid, buf, sizeof(buf), &gone);
+  return gone || (f && (f[0] == 'Z' || f[0] == 'X'));
 }
 
 /* The peers a check found gone: a death is reported in preference to a

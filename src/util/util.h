@@ -47,6 +47,15 @@ collie__prefetch_write(const void *p)
 /* Number of online CPUs (>= 1). */
 int collie__ncpus(void);
 
+/* ---- proc.c: /proc/<pid>/stat of another process of this host ---- */
+
+/* Reads it into buf (len bytes) and returns its fields from the state on
+ * (past the command name), or NULL; *gone is 1 when the process does not
+ * exist any more (reaped). */
+const char *collie__proc_stat(int pid, char *buf, size_t len, int *gone);
+/* The CPU the process last ran on, or -1 when /proc does not say. */
+int collie__proc_cpu(int pid);
+
 /* ---- backoff.c: waiting for another process, before sleeping ---- */
 
 struct collie__backoff {

@@ -4,7 +4,9 @@
  * with a core spins its polls, then yields until 0.5 ms after the spin began
  * (never less), and stops yielding at once at a deadline that has passed.
  */
+#include <sched.h>
 #include <stdint.h>
+#include <unistd.h>
 
 #include "runner.h"
 #include "util/util.h"
@@ -31,4 +33,57 @@ TEST_IMPL(backoff_rounds)
   collie__backoff_init(&b, 3);
   for (int i = 0; i < 3; i++) ASSERT(collie__backoff_next(&b, 0) == 1);
   ASSERT(collie__backoff_next(&b, 0) == 0);
+}
+
+/* A wait told that a peer shares its CPU ends its spin at its first clock
+ * read (the 64th poll) and yields from there; one told otherwise spins on. */
+static int bt_crowded_calls;
+
+static int
+bt_crowded_yes(void *arg)
+{
+  (void)arg;
+  bt_crowded_calls++;
+  return 1;
+}
+
+static int
+bt_crowded_no(void *arg)
+{
+  (void)arg;
+  bt_crowded_calls++;
+  return 0;
+}
+
+TEST_IMPL(backoff_crowded)
+{
+  struct collie__backoff b;
+  collie__backoff_init_crowded(&b, 100000, bt_crowded_yes, NULL);
+  for (int i = 0; i < 63; i++) ASSERT(collie__backoff_next(&b, INT64_MAX));
+  ASSERTF(bt_crowded_calls == 0 && b.polls == 63, "asked %d times in 63 polls", bt_crowded_calls);
+  ASSERT(collie__backoff_next(&b, INT64_MAX));
+  ASSERTF(bt_crowded_calls == 1 && b.polls == b.spin, "crowded: spin not ended (polls %d of %d)",
+          b.polls, b.spin);
+  bt_crowded_calls = 0;
+  collie__backoff_init_crowded(&b, 100000, bt_crowded_no, NULL);
+  for (int i = 0; i < 64; i++) ASSERT(collie__backoff_next(&b, INT64_MAX));
+  ASSERTF(bt_crowded_calls == 1 && b.polls == 64, "not crowded: polls %d, asked %d", b.polls,
+          bt_crowded_calls);
+}
+
+/* collie__proc_cpu: this process pinned to one CPU reads as running there;
+ * a pid that does not exist reads -1. */
+TEST_IMPL(proc_cpu_self)
+{
+  cpu_set_t allowed, one;
+  ASSERT(sched_getaffinity(0, sizeof(allowed), &allowed) == 0);
+  int c = 0;
+  while (c < CPU_SETSIZE && !CPU_ISSET(c, &allowed)) c++;
+  CPU_ZERO(&one);
+  CPU_SET(c, &one);
+  ASSERT(sched_setaffinity(0, sizeof(one), &one) == 0);
+  int got = collie__proc_cpu((int)getpid());
+  ASSERT(sched_setaffinity(0, sizeof(allowed), &allowed) == 0);
+  ASSERTF(got == c, "pinned to CPU %d, /proc says %d", c, got);
+  ASSERT(collie__proc_cpu(0x7ffffff0) == -1);
 }
