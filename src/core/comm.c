@@ -417,7 +417,6 @@ comm_init_world(const struct collie__params *params, int rank, int size, const c
   me.pid = (int32_t)getpid();
   me.world_rank = rank;
   me.ncpus = collie__ncpus();
-  me.cpu = sched_getcpu();
   if (!token || !*token) {
     snprintf(fallback_token, sizeof(fallback_token), "collie:%s", store_url ? store_url : "");
     token = fallback_token;

@@ -65,9 +65,10 @@ struct collie__select_memo {
 };
 
 /* placement.c: the CPU a rank that shares its CPU with a lower local rank
- * should move to at init (-1: stay), from the peers' init records and this
- * thread's allowed CPUs; and the move itself (world init). */
-int collie__place_pick(const struct collie__peer *peers, int size, int rank,
+ * should move to at init (-1: stay), from the peers' hosts, the CPU each
+ * runs on (cpus[p], -1: unknown or another host) and this thread's allowed
+ * CPUs; and the move itself (world init). */
+int collie__place_pick(const struct collie__peer *peers, const int *cpus, int size, int rank,
                        const cpu_set_t *allowed);
 void collie__place_spread(const collie_comm_t *c);
 

@@ -82,7 +82,6 @@ struct collie__peer {
   int32_t pid;
   int32_t world_rank; /* rank in the world communicator, for messages */
   int32_t ncpus;      /* online CPUs of its host: with host, tells who is oversubscribed */
-  int32_t cpu;        /* the CPU it ran on at init (-1: unknown): core/placement.c */
   char fail[192];     /* non-empty: this rank failed init locally (why); everyone fails */
 };
 
