@@ -88,14 +88,41 @@ shm_payload(const struct collie__shm_xport *x, struct collie__shm_ring *r, uint6
          (size_t)(seq & (COLLIE_SHM_NSLOTS - 1)) * x->layout.slot_bytes;
 }
 
+/* Payload bytes a header holds: a whole message's 40, a part's 16. */
+static size_t
+shm_head_bytes(int whole)
+{
+  return whole ? COLLIE_SHM_WHOLE_INLINE : COLLIE_SHM_CHUNK_INLINE;
+}
+
 /* Cells a chunk of len payload bytes takes: its header, and the cells its
  * payload continues in when it is inline (shm_int.h). */
 static uint64_t
-shm_cells(size_t len)
+shm_cells(size_t len, int whole)
 {
-  if (len <= COLLIE_SHM_CHUNK_INLINE || len > COLLIE_SHM_CELLS_INLINE) return 1;
-  return 1 +
-         (len - COLLIE_SHM_CHUNK_INLINE + COLLIE_SHM_CELL_PAYLOAD - 1) / COLLIE_SHM_CELL_PAYLOAD;
+  size_t head = shm_head_bytes(whole);
+  if (len <= head || len > COLLIE_SHM_CELLS_INLINE) return 1;
+  return 1 + (len - head + COLLIE_SHM_CELL_PAYLOAD - 1) / COLLIE_SHM_CELL_PAYLOAD;
+}
+
+/* The same for a chunk already in the ring. */
+static uint64_t
+shm_chunk_cells(const struct collie__shm_chunk *c)
+{
+  return shm_cells(c->len, (c->flags & COLLIE_SHM_CHUNK_WHOLE) != 0);
+}
+
+/* The message length and this chunk's offset in it, in either form. */
+static uint64_t
+shm_chunk_total(const struct collie__shm_chunk *c)
+{
+  return c->flags & COLLIE_SHM_CHUNK_WHOLE ? c->len : c->u.part.total;
+}
+
+static uint64_t
+shm_chunk_off(const struct collie__shm_chunk *c)
+{
+  return c->flags & COLLIE_SHM_CHUNK_WHOLE ? 0 : c->u.part.off;
 }
 
 /* Whether the producer may write a chunk of `cells` cells at position tail
@@ -120,22 +147,24 @@ shm_room(struct collie__shm_chan *ch, uint64_t tail, uint64_t cells, int payload
  * position it waits for. Inlined with a constant to_ring, whole cells copy
  * with fixed sizes. */
 static inline void
-shm_inline_move(struct collie__shm_ring *r, uint64_t k, char *buf, size_t len, int to_ring)
+shm_inline_move(struct collie__shm_ring *r, uint64_t k, char *buf, size_t len, int to_ring,
+                int whole)
 {
-  enum { LO = offsetof(struct collie__shm_chunk, seq) }; /* payload bytes before seq */
+  enum { LO = COLLIE_SHM_CELL_LO, HI = COLLIE_SHM_CELL_PAYLOAD - COLLIE_SHM_CELL_LO };
 #define SHM_MOVE(cell, b, n) (to_ring ? memcpy((cell), (b), (n)) : memcpy((b), (cell), (n)))
-  size_t n = len < COLLIE_SHM_CHUNK_INLINE ? len : COLLIE_SHM_CHUNK_INLINE;
-  SHM_MOVE(shm_chunk(r, k)->inline_payload, buf, n);
+  struct collie__shm_chunk *h = shm_chunk(r, k);
+  size_t head = shm_head_bytes(whole), n = len < head ? len : head;
+  SHM_MOVE(whole ? h->u.whole : h->u.part.inline_payload, buf, n);
   for (size_t o = n; o < len; o += COLLIE_SHM_CELL_PAYLOAD) {
     struct collie__shm_chunk *c = shm_chunk(r, ++k);
     size_t m = len - o;
     if (to_ring) atomic_store_explicit(&c->seq, 0, memory_order_relaxed);
     if (m >= COLLIE_SHM_CELL_PAYLOAD) {
       SHM_MOVE(c, buf + o, LO);
-      SHM_MOVE(c->inline_payload, buf + o + LO, COLLIE_SHM_CHUNK_INLINE);
+      SHM_MOVE(c->u.whole, buf + o + LO, HI);
     } else {
       SHM_MOVE(c, buf + o, m < LO ? m : LO);
-      if (m > LO) SHM_MOVE(c->inline_payload, buf + o + LO, m - LO);
+      if (m > LO) SHM_MOVE(c->u.whole, buf + o + LO, m - LO);
     }
   }
 #undef SHM_MOVE
@@ -326,15 +355,15 @@ shm_push(struct collie__shm_xport *x, struct collie__shm_chan *ch)
     if (shm_single_copy(x, ch, r, &ref, &mapped)) {
       struct collie__shm_chunk *c = shm_chunk(ch->out, tail);
       c->slot = r->slot;
-      c->total = r->len;
-      c->off = 0;
+      c->u.part.total = r->len;
+      c->u.part.off = 0;
       c->len = 0;
       c->flags = COLLIE_SHM_CHUNK_CMA;
-      c->addr = (uint64_t)(uintptr_t)r->buf;
+      c->u.part.addr = (uint64_t)(uintptr_t)r->buf;
       if (mapped) {
         uint64_t where[2] = {ref.id, ref.region_len};
-        memcpy(c->inline_payload, where, sizeof(where));
-        c->off = ref.off;
+        memcpy(c->u.part.inline_payload, where, sizeof(where));
+        c->u.part.off = ref.off;
         c->flags |= COLLIE_SHM_CHUNK_MAPPED;
       }
       r->off = r->len;
@@ -344,19 +373,23 @@ shm_push(struct collie__shm_xport *x, struct collie__shm_chan *ch)
     }
     size_t n = r->len - r->off;
     if (n > x->layout.slot_bytes) n = x->layout.slot_bytes;
-    cells = shm_cells(n);
-    int payload = n > COLLIE_SHM_CELLS_INLINE;
+    int payload = n > COLLIE_SHM_CELLS_INLINE, whole = !payload && n == r->len;
+    cells = shm_cells(n, whole);
     if ((cells > 1 || payload) && !shm_room(ch, tail, cells, payload)) break;
     struct collie__shm_chunk *c = shm_chunk(ch->out, tail);
     c->slot = r->slot;
-    c->total = r->len;
-    c->off = r->off;
     c->len = (uint32_t)n;
-    c->flags = 0;
+    if (whole) {
+      c->flags = COLLIE_SHM_CHUNK_WHOLE;
+    } else {
+      c->flags = 0;
+      c->u.part.total = r->len;
+      c->u.part.off = r->off;
+    }
     if (payload)
       memcpy(shm_payload(x, ch->out, tail), (const char *)r->buf + r->off, n);
     else if (n) /* an empty message may have no buffer at all */
-      shm_inline_move(ch->out, tail, (char *)r->buf + r->off, n, 1);
+      shm_inline_move(ch->out, tail, (char *)r->buf + r->off, n, 1, whole);
     r->off += n;
     /* Publish each chunk at once so a polling receiver can copy it out while
      * we fill the next slot; the tail and the doorbell follow once, below. */
@@ -391,7 +424,7 @@ shm_mismatch(const struct collie__shm_chan *ch, const struct collie__shm_chunk *
       COLLIE_INVALID_USAGE,
       "collectives mismatched across ranks: rank %d (world rank %d) sent %s (%" PRIu64
       " bytes), this rank expected %s (%zu bytes)",
-      ch->rank, ch->world_rank, got, c->total, want, r->len);
+      ch->rank, ch->world_rank, got, shm_chunk_total(c), want, r->len);
 }
 
 /* Moves len bytes between local and the peer's memory at remote, straight
@@ -428,15 +461,15 @@ shm_read_peer(struct collie__shm_chan *ch, const struct collie__shm_chunk *c, st
 {
   if (c->flags & COLLIE_SHM_CHUNK_MAPPED) {
     uint64_t where[2];
-    memcpy(where, c->inline_payload, sizeof(where));
+    memcpy(where, c->u.part.inline_payload, sizeof(where));
     const char *base = collie__shm_mem_map(ch, where[0], (size_t)where[1]);
-    if (base && c->off <= where[1] && r->len <= where[1] - c->off) {
-      collie__copy(r->buf, base + c->off, r->len);
+    if (base && c->u.part.off <= where[1] && r->len <= where[1] - c->u.part.off) {
+      collie__copy(r->buf, base + c->u.part.off, r->len);
       atomic_fetch_add_explicit(&collie__shm_mem_mapped_reads, 1, memory_order_relaxed);
       return COLLIE_SUCCESS;
     }
   }
-  return shm_peer_copy(ch, r->buf, c->addr, r->len, 0);
+  return shm_peer_copy(ch, r->buf, c->u.part.addr, r->len, 0);
 }
 
 /* The write half of single copy (transport.h: write_peer): this rank's core
@@ -492,7 +525,7 @@ shm_pull(struct collie__shm_xport *x, struct collie__shm_chan *ch)
   while ((r = ch->recvq) != NULL) {
     const struct collie__shm_chunk *c = shm_chunk(ch->in, head);
     if (atomic_load_explicit(&c->seq, memory_order_acquire) != head + 1) break;
-    if (c->slot != r->slot || c->total != r->len) {
+    if (c->slot != r->slot || shm_chunk_total(c) != r->len) {
       rc = shm_mismatch(ch, c, r);
       break;
     }
@@ -510,21 +543,22 @@ shm_pull(struct collie__shm_xport *x, struct collie__shm_chan *ch)
       shm_finish_head(x, &ch->recvq, &ch->recvq_last);
       continue;
     }
-    if (c->off != r->off || c->len > r->len - r->off || c->len > x->layout.slot_bytes ||
+    if (shm_chunk_off(c) != r->off || c->len > r->len - r->off || c->len > x->layout.slot_bytes ||
         (c->len == 0 && r->len != 0)) {
       rc = collie__err(COLLIE_INTERNAL_ERROR,
                        "shm: corrupt chunk from rank %d (world rank %d): offset %" PRIu64
                        " length %u, expected offset %zu of %zu bytes",
-                       ch->rank, ch->world_rank, c->off, c->len, r->off, r->len);
+                       ch->rank, ch->world_rank, shm_chunk_off(c), c->len, r->off, r->len);
       break;
     }
     int payload = c->len > COLLIE_SHM_CELLS_INLINE;
     if (payload)
       collie__copy_part((char *)r->buf + r->off, shm_payload(x, ch->in, head), c->len, r->len);
     else if (c->len)
-      shm_inline_move(ch->in, head, (char *)r->buf + r->off, c->len, 0);
+      shm_inline_move(ch->in, head, (char *)r->buf + r->off, c->len, 0,
+                      (c->flags & COLLIE_SHM_CHUNK_WHOLE) != 0);
     r->off += c->len;
-    cells = shm_cells(c->len);
+    cells = shm_chunk_cells(c);
     head += cells;
     ch->in_head = head;
     if (payload) shm_publish_head(x, ch);
@@ -996,13 +1030,13 @@ shm_flat_stray(struct collie__shm_flat *f, uint64_t *slot, uint64_t *total)
   for (int i = 0; i < x->nchans; i++) {
     struct collie__shm_chan *ch = &x->chans[i];
     uint64_t tail = atomic_load_explicit(&ch->in->tail, memory_order_acquire);
-    for (uint64_t k = ch->in_head; k < tail; k += shm_cells(shm_chunk(ch->in, k)->len)) {
+    for (uint64_t k = ch->in_head; k < tail; k += shm_chunk_cells(shm_chunk(ch->in, k))) {
       const struct collie__shm_chunk *c = shm_chunk(ch->in, k);
       int kind = (int)(c->slot >> 56);
       if (kind == COLLIE_KIND_NONE || kind >= COLLIE_KIND_P2P) continue;
       if ((int32_t)((uint32_t)(c->slot >> 24) - seq) < 0) continue;
       *slot = c->slot;
-      *total = c->total;
+      *total = shm_chunk_total(c);
       return ch;
     }
   }

@@ -101,7 +101,7 @@
 #define COLLIE_SHM_REASON_LEN 256u
 
 #define COLLIE_SHM_MAGIC 0x636f6c6c69657368ull /* "collie" "sh" */
-#define COLLIE_SHM_VERSION 8u
+#define COLLIE_SHM_VERSION 9u
 
 /* Values of collie__shm_ctrl.state. 0 means the rank has not attached yet. */
 enum {
@@ -190,35 +190,48 @@ struct collie__shm_flat_ctrl {
 /* Header of one chunk of one message (one cell of a ring's header array). */
 struct collie__shm_chunk {
   uint64_t slot;  /* the message's slot tag (collie__slot) */
-  uint64_t total; /* the message's length */
-  uint64_t off;   /* where this chunk starts within the message */
   uint32_t len;   /* payload bytes in this chunk (0 for an empty or a single-copy message) */
-  uint32_t flags; /* COLLIE_SHM_CHUNK_CMA: no payload; read `total` bytes at addr instead */
-  uint64_t addr;  /* single copy: the message's address in the sender's memory */
+  uint32_t flags; /* COLLIE_SHM_CHUNK_* below */
   /* The ring position + 1 once this chunk is complete: stored last, with
    * release, so the receiver polls the slot itself and a small message costs
    * it one cache line (this one) instead of the ring's tail, the header and
    * the payload. Positions never repeat, so a stale value never matches. */
   _Atomic uint64_t seq;
-  /* The payload of a chunk of at most COLLIE_SHM_CHUNK_INLINE bytes; up to
-   * COLLIE_SHM_CELLS_INLINE bytes continue in the cells that follow the
-   * header (whole cells, wrapping at the end of the array), larger ones are
-   * in the chunk's payload slot. */
-  unsigned char inline_payload[64 - 48];
+  union {
+    /* COLLIE_SHM_CHUNK_WHOLE: the chunk is the whole message (len bytes,
+     * offset 0), inline: its first COLLIE_SHM_WHOLE_INLINE bytes here, the
+     * rest in the cells after it. Most small messages: a 40-byte one takes
+     * one cell, where the long form below held 16. */
+    unsigned char whole[64 - 24];
+    struct {
+      uint64_t total; /* the message's length */
+      uint64_t off;   /* where this chunk starts within the message */
+      uint64_t addr;  /* single copy: the message's address in the sender's memory */
+      /* A payload of at most COLLIE_SHM_CHUNK_INLINE bytes; up to
+       * COLLIE_SHM_CELLS_INLINE continue in the cells after the header
+       * (whole cells, wrapping at the end of the array), larger ones are in
+       * the chunk's payload slot. */
+      unsigned char inline_payload[64 - 48];
+    } part;
+  } u;
 };
+#define COLLIE_SHM_WHOLE_INLINE (64 - 24)
 #define COLLIE_SHM_CHUNK_INLINE (64 - 48)
-/* A continuation cell carries 56 payload bytes: all but its seq word, which
- * it keeps 0 (shm.c: shm_inline_move). */
+/* A continuation cell carries 56 payload bytes: the 16 before its seq word
+ * and the 40 after it; the seq word it keeps 0 (shm.c: shm_inline_move). */
+#define COLLIE_SHM_CELL_LO 16
 #define COLLIE_SHM_CELL_PAYLOAD (64 - 8)
-/* 296: a 256-byte message in 6 cells; from there on a payload slot (at 2
- * ranks, 512 B through a slot already beat Open MPI's 1.06 us at 0.35,
- * while 32-256 B took a slot at 0.29-0.33 against its 0.17-0.25). */
+/* 296: a 256-byte message in 5 cells (whole) or 6 (part); from there on a
+ * payload slot (at 2 ranks, 512 B through a slot already beat Open MPI's
+ * 1.06 us at 0.35, while 32-256 B took a slot at 0.29-0.33 against its
+ * 0.17-0.25). */
 #define COLLIE_SHM_CELLS_INLINE (COLLIE_SHM_CHUNK_INLINE + 5 * COLLIE_SHM_CELL_PAYLOAD)
 
 /* CMA: no payload; read `total` bytes at addr instead. MAPPED (with CMA): the
  * bytes lie in a collie_mem_alloc region of the sender: inline_payload holds
- * its id and length (two uint64), off the offset within it (shm_mem.c). */
-enum { COLLIE_SHM_CHUNK_CMA = 1u, COLLIE_SHM_CHUNK_MAPPED = 2u };
+ * its id and length (two uint64), off the offset within it (shm_mem.c).
+ * WHOLE: the union holds the message itself (see above). */
+enum { COLLIE_SHM_CHUNK_CMA = 1u, COLLIE_SHM_CHUNK_MAPPED = 2u, COLLIE_SHM_CHUNK_WHOLE = 4u };
 
 struct collie__shm_ring {
   _Atomic uint64_t tail; /* slots published by the producer */
@@ -244,10 +257,11 @@ _Static_assert(sizeof(struct collie__shm_ctrl) == COLLIE_SHM_LINE + COLLIE_SHM_R
                    COLLIE_SHM_REASON_LEN % COLLIE_SHM_LINE == 0,
                "ctrl: one line of hot words, then whole lines of reason");
 _Static_assert(sizeof(struct collie__shm_chunk) == 64, "chunk header: one 64-byte line");
-_Static_assert(offsetof(struct collie__shm_chunk, seq) == 64 - 8 - COLLIE_SHM_CHUNK_INLINE &&
-                   offsetof(struct collie__shm_chunk, inline_payload) ==
+_Static_assert(offsetof(struct collie__shm_chunk, seq) == COLLIE_SHM_CELL_LO &&
+                   offsetof(struct collie__shm_chunk, u.whole) == COLLIE_SHM_CELL_LO + 8 &&
+                   offsetof(struct collie__shm_chunk, u.part.inline_payload) ==
                        64 - COLLIE_SHM_CHUNK_INLINE,
-               "a continuation cell's payload surrounds seq: before it, then inline_payload");
+               "a continuation cell's payload surrounds seq; the whole form fills the rest");
 _Static_assert(sizeof(struct collie__shm_flat_ctrl) == 2 * COLLIE_SHM_LINE,
                "flat ctrl: a phase line, then a line of descriptors");
 _Static_assert(COLLIE_SHM_FLAT_BUF_BYTES_MIN % COLLIE_SHM_PAGE == 0 &&
