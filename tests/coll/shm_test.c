@@ -83,6 +83,9 @@ static size_t
 shmt_inflight_len(int i)
 {
   if (i % 50 == 7) return 200 * 1024 + (size_t)i; /* several slots */
+  /* Three slots and a last chunk small enough to go inline, in a header
+   * that must say its offset (not the whole-message form). */
+  if (i % 50 == 17) return 3 * 64 * 1024 + 100 + (size_t)i % 7;
   if (i % 10 == 3) return 0;
   return (size_t)(i * 37 % 3000);
 }
