@@ -114,8 +114,12 @@ static collie_result_t
 dispatch_done(collie_comm_t *comm, struct collie__op *op, collie_result_t rc)
 {
   int64_t now = collie__dispatch_now(op);
-  collie__tele_complete(comm->tele, &op->tele, rc != COLLIE_SUCCESS, now);
+  if (op->tele.active) collie__tele_complete(comm->tele, &op->tele, rc != COLLIE_SUCCESS, now);
   if (!comm->flight) return rc;
+  if (op->at_once && rc == COLLIE_SUCCESS) {
+    collie__flight_end_at_issue(comm->flight, op->fr_id, now);
+    return rc;
+  }
   collie__flight_state_at(comm->flight, op->fr_id,
                           rc == COLLIE_SUCCESS ? COLLIE_FR_COMPLETED : COLLIE_FR_FAILED, NULL, now);
   if (rc != COLLIE_SUCCESS)

@@ -217,6 +217,14 @@ collie__flight_state_at(struct collie__flight *fr, int64_t id, int state, const 
   flight_run_write(r, id, state, algo ? algo : mine ? FL_LD(&r->run_algo) : NULL, started, now);
 }
 
+void
+collie__flight_end_at_issue(struct collie__flight *fr, int64_t id, int64_t now)
+{
+  if (id < 0) return;
+  struct flight_rec *r = &fr->recs[id & fr->mask];
+  if (FL_LD(&r->id) == id) FL_ST(&r->t_end, now); /* else overwritten by a newer op */
+}
+
 /* A snapshot of one record. */
 struct flight_view {
   int64_t id;

@@ -64,6 +64,9 @@ int64_t collie__flight_queued_at(struct collie__flight *fr, const struct collie_
                                  int64_t now);
 void collie__flight_state_at(struct collie__flight *fr, int64_t id, int state, const char *algo,
                              int64_t now);
+/* The same for a call recorded as started at issue (its issuer ran it) that
+ * completed: one store, no state to check (flight.c: t_end). */
+void collie__flight_end_at_issue(struct collie__flight *fr, int64_t id, int64_t now);
 
 /* Writes the recorder as JSON to dir/flight-rank{rank}-{comm_hash as 16 hex
  * digits}.json (one file per communicator: ranks differ between a comm and its

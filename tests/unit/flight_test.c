@@ -106,6 +106,18 @@ TEST_IMPL(flight_started_at_issue)
   ASSERTF(o[3].state == RD_STARTED && o[3].t_done == 0, "refilled slot: state %d, done %lld",
           o[3].state, (long long)o[3].t_done);
   rd_free(d, 1);
+  /* The dispatcher's one-store completion: id 0's slot now holds id 4, so
+   * ending 0 must not touch it; ending 4 completes it. */
+  collie__flight_end_at_issue(fr, 0, 4000);
+  d = ft_dump_one(fr);
+  ASSERT(d[0].ops[3].id == 4 && d[0].ops[3].state == RD_STARTED);
+  rd_free(d, 1);
+  collie__flight_end_at_issue(fr, 4, 5000);
+  d = ft_dump_one(fr);
+  ASSERTF(d[0].ops[3].state == RD_COMPLETED && d[0].ops[3].t_started == 1004 &&
+              d[0].ops[3].t_done == 5000,
+          "ended at issue: state %d, done %lld", d[0].ops[3].state, (long long)d[0].ops[3].t_done);
+  rd_free(d, 1);
   collie__flight_free(fr);
 }
 
