@@ -113,6 +113,9 @@ params_check(const struct collie__params *p)
   if (p->CHECK != 0 && p->CHECK != 1)
     return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_CHECK=%lld must be 0 or 1",
                        (long long)p->CHECK);
+  if (p->SPREAD != 0 && p->SPREAD != 1)
+    return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_SPREAD=%lld must be 0 or 1",
+                       (long long)p->SPREAD);
   if (p->COMMS_LOG != 0 && p->COMMS_LOG != 1)
     return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_COMMS_LOG=%lld must be 0 or 1",
                        (long long)p->COMMS_LOG);

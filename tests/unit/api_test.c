@@ -153,6 +153,12 @@ TEST_IMPL(api_init_errors)
   ASSERT_RC(COLLIE_INVALID_ARGUMENT, "COLLIE_SHM_CMA_MIN=\"64k\"",
             collie_comm_init_config(&one, &comm));
   unsetenv("COLLIE_SHM_CMA_MIN");
+  setenv("COLLIE_SPREAD", "2", 1);
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "COLLIE_SPREAD=2 must be 0 or 1",
+            collie_comm_init_config(&one, &comm));
+  setenv("COLLIE_SPREAD", "yes", 1);
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "COLLIE_SPREAD=\"yes\"", collie_comm_init_config(&one, &comm));
+  unsetenv("COLLIE_SPREAD");
   setenv("COLLIE_ALGO", "allreduce=magic", 1);
   ASSERT_RC(COLLIE_INVALID_ARGUMENT, "unknown algorithm \"magic\"",
             collie_comm_init_config(&one, &comm));
