@@ -46,6 +46,7 @@
   XX(tcp_ring_fake_hosts_3, tcp_ring_fake_hosts, 3, "tcp", 30)                                     \
   XX(tcp_ifname_same_host_2, tcp_ifname_same_host, 2, "tcp", 30)                                   \
   XX(tcp_ifname_missing_2, tcp_ifname_missing, 2, "tcp", 30)                                       \
+  XX(tcp_crowded_2, tcp_crowded, 2, "tcp", 30)                                                     \
   XX(tcp_many_inflight_2, tcp_many_inflight, 2, "tcp", 30)                                         \
   XX(tcp_many_inflight_3, tcp_many_inflight, 3, "tcp", 30)                                         \
   XX(tcp_alltoall_3, tcp_alltoall, 3, "tcp", 30)                                                   \

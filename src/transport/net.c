@@ -6,7 +6,6 @@
  * calls, then sleeping in the transport's wait() so that eight ranks on two
  * cores do not grind. Every wait ends by its deadline.
  */
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,19 +28,7 @@ struct collie__net {
   struct collie__req *self_send, *self_recv;
   collie_result_t failed; /* first transport failure; the net is unusable after it */
   char fail_msg[COLLIE_ERRMSG_LEN];
-  /* Peers on this host reached by a transport that cannot say where they
-   * run (tcp): their pids, for net_crowded's look at /proc, and what that
-   * look found last and when. */
-  int32_t *near_pids;
-  int nnear, near_crowded;
-  int64_t near_at;
 };
-
-/* How long a look at /proc for the near peers' CPUs stays good: a look
- * costs ~10 us, taken inside a wait's spin (every 1 ms cost a 2-rank tcp
- * allreduce of 8 B ~3 %); ranks that share a CPU stay so for ~0.1 s, and
- * each handoff between them spun out 20 us. */
-#define NET_NEAR_CHECK_NS (10 * 1000 * 1000LL)
 
 collie_result_t
 collie__net_open(const struct collie__net_cfg *cfg, struct collie__net **out)
@@ -84,14 +71,6 @@ collie__net_open(const struct collie__net_cfg *cfg, struct collie__net **out)
     COLLIE_INFO("INIT", "%s channels to %d peer(s) up", net_table[i]->name, np);
   }
   free(peers);
-  for (int p = 0; p < cfg->size; p++)
-    if (n->peer_xp[p] >= 0 && !net_table[n->peer_xp[p]]->crowded &&
-        !strcmp(cfg->peers[p].host, cfg->peers[cfg->rank].host) && cfg->peers[p].pid > 0) {
-      int32_t *grown = realloc(n->near_pids, (size_t)(n->nnear + 1) * sizeof(*grown));
-      if (!grown) break; /* only a hint: go without it */
-      n->near_pids = grown;
-      n->near_pids[n->nnear++] = cfg->peers[p].pid;
-    }
   *out = n;
   return COLLIE_SUCCESS;
 
@@ -254,24 +233,14 @@ net_describe_pending(struct collie__req *const *reqs, int nreq, char *buf, size_
   }
 }
 
-/* Whether a peer shares this rank's CPU (backoff.c): as a transport says,
- * or for peers on this host behind tcp, as /proc said at most
- * NET_NEAR_CHECK_NS ago. */
+/* Whether a transport says a peer shares this rank's CPU (backoff.c). */
 static int
 net_crowded(void *arg)
 {
   struct collie__net *n = arg;
   for (int i = 0; i < NET_NX; i++)
     if (n->xp[i] && net_table[i]->crowded && net_table[i]->crowded(n->xp[i])) return 1;
-  if (!n->nnear) return 0;
-  int64_t now = collie__now_ns();
-  if (n->near_at && now - n->near_at < NET_NEAR_CHECK_NS) return n->near_crowded;
-  n->near_at = now;
-  n->near_crowded = 0;
-  int cpu = sched_getcpu();
-  for (int i = 0; i < n->nnear && cpu >= 0 && !n->near_crowded; i++)
-    n->near_crowded = collie__proc_cpu(n->near_pids[i]) == cpu;
-  return n->near_crowded;
+  return 0;
 }
 
 collie_result_t
@@ -350,6 +319,5 @@ collie__net_close(struct collie__net *n)
   for (int i = 0; i < NET_NX; i++)
     if (n->xp[i]) net_table[i]->close(n->xp[i]);
   free(n->peer_xp);
-  free(n->near_pids);
   free(n);
 }

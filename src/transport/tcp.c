@@ -22,6 +22,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -628,6 +629,29 @@ tcp_close(struct collie__xport *xp)
   collie__tcp_free(t);
 }
 
+/* How long a look at /proc for the near peers' CPUs stays good: a look
+ * costs ~10 us, taken inside a wait's spin (every 1 ms cost a 2-rank tcp
+ * allreduce of 8 B ~3 %); ranks that share a CPU stay so for ~0.1 s, and
+ * each handoff between them spun out 20 us. */
+#define TCP_CROWDED_LOOK_NS (10 * 1000 * 1000LL)
+
+/* The ops' crowded: whether a peer on this host last ran on this rank's
+ * CPU, as /proc said at most TCP_CROWDED_LOOK_NS ago (tcp has no shared
+ * memory where ranks could say it, as shm's do). */
+static int
+tcp_crowded(struct collie__xport *xp)
+{
+  struct collie__tcp_xport *t = tcp_x(xp);
+  int64_t now = collie__now_ns();
+  if (t->crowded_at && now - t->crowded_at < TCP_CROWDED_LOOK_NS) return t->crowded;
+  t->crowded_at = now;
+  t->crowded = 0;
+  int cpu = sched_getcpu();
+  for (int i = 0; i < t->nchan && cpu >= 0 && !t->crowded; i++)
+    t->crowded = t->chans[i].near && collie__proc_cpu(t->chans[i].pid) == cpu;
+  return t->crowded;
+}
+
 const struct collie__xport_ops collie__tcp_ops = {
     .name = "tcp",
     .can_connect = collie__tcp_can_connect,
@@ -637,4 +661,5 @@ const struct collie__xport_ops collie__tcp_ops = {
     .wait = tcp_wait,
     .abort = tcp_abort,
     .close = tcp_close,
+    .crowded = tcp_crowded,
 };

@@ -41,7 +41,8 @@
 struct collie__tcp_chan {
   int peer;       /* comm rank */
   int world_rank; /* for messages */
-  int32_t pid;    /* for messages */
+  int32_t pid;    /* for messages, and for tcp_crowded's look at /proc */
+  int near;       /* on this host (tcp_crowded) */
   int fd;         /* -1 until connected */
   char addr[80];  /* the socket's remote end, "ip:port" */
   /* Send side. */
@@ -78,6 +79,9 @@ struct collie__tcp_xport {
   /* Set by abort(), possibly from another thread while progress() runs: the
    * only field abort() writes. The driving thread turns it into `failed`. */
   atomic_int aborted;
+  /* What tcp_crowded's last look at /proc found, and when (0: never). */
+  int crowded;
+  int64_t crowded_at;
 };
 
 /* ---- tcp_setup.c ---- */

@@ -483,6 +483,7 @@ collie__tcp_open(const struct collie__net_cfg *cfg, const int *peers, int npeers
     c->peer = p;
     c->world_rank = cfg->peers[p].world_rank;
     c->pid = cfg->peers[p].pid;
+    c->near = !strcmp(cfg->peers[p].host, cfg->peers[cfg->rank].host) && c->pid > 0;
     c->fd = -1;
     t->chan_of[p] = i;
     t->nchan++;

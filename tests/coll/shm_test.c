@@ -15,7 +15,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -205,46 +204,14 @@ TEST_IMPL(shm_fence_mode)
   xfix_done(&t);
 }
 
-/* ---- Ranks sharing a CPU ----
- *
- * A waiter stops spinning when a peer last ran on its CPU (the peer cannot
- * run until it yields). Both ranks pinned to one CPU must see each other
- * there; pinned to two CPUs, neither may. Each rank looks once to publish
- * where it runs, then, after a barrier, looks again. */
-static int
-shmt_pin(int cpu)
-{
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  return sched_setaffinity(0, sizeof(set), &set) == 0 && sched_getcpu() == cpu;
-}
+/* ---- Ranks sharing a CPU: see xfix_crowded ---- */
 
 TEST_IMPL(shm_crowded)
 {
   struct xfix t;
   shmt_meet(&t, 10000);
   xfix_open(&t);
-  cpu_set_t allowed;
-  ASSERT(sched_getaffinity(0, sizeof(allowed), &allowed) == 0);
-  int cpus[2] = {-1, -1}, n = 0;
-  for (int c = 0; c < CPU_SETSIZE && n < 2; c++)
-    if (CPU_ISSET(c, &allowed)) cpus[n++] = c;
-  ASSERT(shmt_pin(cpus[0]));
-  (void)collie__shm_crowded(t.x);
-  xfix_barrier(&t, "one_cpu");
-  ASSERTF(collie__shm_crowded(t.x) == 1, "rank %d: both ranks on cpu %d, not seen as crowded",
-          t.rank, cpus[0]);
-  xfix_barrier(&t, "seen");
-  if (n == 2) {
-    ASSERT(shmt_pin(cpus[t.rank % 2]));
-    (void)collie__shm_crowded(t.x);
-    xfix_barrier(&t, "two_cpus");
-    ASSERTF(collie__shm_crowded(t.x) == 0, "rank %d alone on cpu %d, seen as crowded", t.rank,
-            cpus[t.rank % 2]);
-  }
-  ASSERT(sched_setaffinity(0, sizeof(allowed), &allowed) == 0);
-  xfix_barrier(&t, "end");
+  xfix_crowded(&t);
   xfix_done(&t);
 }
 

@@ -159,6 +159,16 @@ TEST_IMPL(tcp_ifname_missing)
 }
 
 /* Many messages of mixed sizes in flight on every channel at once. */
+/* Ranks of one host over tcp see each other on their CPU through /proc. */
+TEST_IMPL(tcp_crowded)
+{
+  struct xfix t;
+  tcpt_meet(&t, 0, 10000);
+  xfix_open(&t);
+  xfix_crowded(&t);
+  xfix_done(&t);
+}
+
 TEST_IMPL(tcp_many_inflight)
 {
   enum { N = 300 };

@@ -6,6 +6,7 @@
 #include "xport_fixture.h"
 
 #include <dirent.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include "runner.h"
@@ -305,4 +306,52 @@ xfix_nfds(void)
   while (readdir(d)) n++;
   closedir(d);
   return n;
+}
+
+/* Pins this thread to cpu; 1 when it runs there now. */
+static int
+xfix_pin(int cpu)
+{
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return sched_setaffinity(0, sizeof(set), &set) == 0 && sched_getcpu() == cpu;
+}
+
+/* Whether crowded() settles at want within ten looks XFIX_CROWDED_SETTLE_US
+ * apart (a peer's last CPU in /proc lags until it has run once since). */
+static int
+xfix_crowded_is(struct xfix *t, int want)
+{
+  for (int look = 0; look < 10; look++) {
+    usleep(XFIX_CROWDED_SETTLE_US);
+    if (t->ops->crowded(t->x) == want) return 1;
+  }
+  return 0;
+}
+
+void
+xfix_crowded(struct xfix *t)
+{
+  ASSERT(t->ops->crowded != NULL);
+  cpu_set_t allowed;
+  ASSERT(sched_getaffinity(0, sizeof(allowed), &allowed) == 0);
+  int cpus[2] = {-1, -1}, n = 0;
+  for (int c = 0; c < CPU_SETSIZE && n < 2; c++)
+    if (CPU_ISSET(c, &allowed)) cpus[n++] = c;
+  ASSERT(xfix_pin(cpus[0]));
+  (void)t->ops->crowded(t->x);
+  xfix_barrier(t, "one_cpu");
+  ASSERTF(xfix_crowded_is(t, 1), "rank %d: both ranks on cpu %d, not seen as crowded", t->rank,
+          cpus[0]);
+  xfix_barrier(t, "seen");
+  if (n == 2) {
+    ASSERT(xfix_pin(cpus[t->rank % 2]));
+    (void)t->ops->crowded(t->x);
+    xfix_barrier(t, "two_cpus");
+    ASSERTF(xfix_crowded_is(t, 0), "rank %d alone on cpu %d, seen as crowded", t->rank,
+            cpus[t->rank % 2]);
+  }
+  ASSERT(sched_setaffinity(0, sizeof(allowed), &allowed) == 0);
+  xfix_barrier(t, "end_crowded");
 }

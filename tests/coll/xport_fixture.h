@@ -97,4 +97,12 @@ void xfix_check(const unsigned char *b, size_t n, int src, int dst, unsigned idx
 /* Open file descriptors of this process: close() and failed opens must not leak. */
 int xfix_nfds(void);
 
+/* The transport's crowded op (two ranks): both pinned to one CPU, each
+ * must see the other there; pinned to two CPUs (when there are two),
+ * neither may. Each rank looks once first (shm: says where it runs), then,
+ * after a barrier, looks every XFIX_CROWDED_SETTLE_US (tcp keeps a look at
+ * /proc for 10 ms) until it sees the answer, ten looks at most. */
+#define XFIX_CROWDED_SETTLE_US 15000
+void xfix_crowded(struct xfix *t);
+
 #endif /* COLLIE_TEST_XPORT_FIXTURE_H */
