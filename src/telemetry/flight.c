@@ -74,7 +74,8 @@ struct flight_rec {
    * broadcast). */
   int started;
   /* When a call started at issue completed (0: not yet). Its issuing thread
-   * also ran it, so it writes this one word, outside the version: readers
+   * also ran it, so it writes this one word (collie__flight_end_at_issue),
+   * outside the version: readers
    * see 0 or the time, both true of the op the version vouches for (a
    * refill of the slot zeroes it inside the version). Failures still write
    * the runner's half, which names the state. */
@@ -209,10 +210,6 @@ collie__flight_state_at(struct collie__flight *fr, int64_t id, int state, const 
    * issue (an op may finish without having started, e.g. skipped after a
    * failure: then it has no start time). */
   int mine = FL_LD(&r->run_id) == id;
-  if (!mine && state == COLLIE_FR_COMPLETED && !algo && FL_LD(&r->started)) {
-    FL_ST(&r->t_end, now); /* its issuer's thread: one store (see t_end) */
-    return;
-  }
   int64_t started = mine ? FL_LD(&r->t_started) : FL_LD(&r->started) ? FL_LD(&r->t_queued) : 0;
   flight_run_write(r, id, state, algo ? algo : mine ? FL_LD(&r->run_algo) : NULL, started, now);
 }
