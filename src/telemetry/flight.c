@@ -73,12 +73,12 @@ struct flight_rec {
    * ring's cross-core line (the recorder was a fifth of a 2-rank 8-byte
    * broadcast). */
   int started;
-  /* When a call started at issue completed (0: not yet). Its issuing thread
-   * also ran it, so it writes this one word (collie__flight_end_at_issue),
-   * outside the version: readers
-   * see 0 or the time, both true of the op the version vouches for (a
-   * refill of the slot zeroes it inside the version). Failures still write
-   * the runner's half, which names the state. */
+  /* When a call started at issue completed (0: not yet). Its issuing
+   * thread also ran it, so it writes this one word
+   * (collie__flight_end_at_issue), outside the version: readers see 0 or the
+   * time, both true of the op the version vouches for (a refill of the slot
+   * zeroes it inside the version). Failures still write the runner's half,
+   * which names the state. */
   int64_t t_end;
   const char *kind, *dtype, *op, *algo;
   uint64_t count, bytes;
