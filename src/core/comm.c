@@ -347,7 +347,7 @@ comm_create(const struct collie__params *params, const char *token, int64_t time
       free(val);
     }
     COLLIE_CHECK_GOTO(comm_init_verdict(c, own, deadline), rc, out_free);
-    if (!tele) collie__place_spread(c); /* world init only: a split's records are old */
+    if (!tele) collie__place_spread(c); /* world init only: a split has the same processes */
     int local = 0;
     for (int p = 0; p < size; p++) local += !strcmp(c->peers[p].host, me->host);
     c->all_shm = local == size && strcmp(c->transport, "tcp") != 0;
