@@ -40,10 +40,9 @@ static void
 dispatch_record(collie_comm_t *comm, struct collie__op *op, const struct collie__flight_op *shape)
 {
   const struct collie__call *c = &op->call;
-  struct collie__flight_op fo = *shape;
-  fo.seq = c->kind == COLLIE_KIND_P2P ? c->p2p_seq : c->seq;
-  fo.started = op->at_once;
-  op->fr_id = collie__flight_queued_at(comm->flight, &fo, op->t_issue);
+  op->fr_id = collie__flight_queued_as(comm->flight, shape,
+                                       c->kind == COLLIE_KIND_P2P ? c->p2p_seq : c->seq,
+                                       op->at_once, op->t_issue);
 }
 
 /* The operation in telemetry's terms: which comms.csv column, the caller's

@@ -168,21 +168,28 @@ collie__flight_queued(struct collie__flight *fr, const struct collie__flight_op 
 int64_t
 collie__flight_queued_at(struct collie__flight *fr, const struct collie__flight_op *op, int64_t now)
 {
-  if (!fr || !op) return -1;
+  return op ? collie__flight_queued_as(fr, op, op->seq, op->started, now) : -1;
+}
+
+int64_t
+collie__flight_queued_as(struct collie__flight *fr, const struct collie__flight_op *shape,
+                         uint32_t seq, int started, int64_t now)
+{
+  if (!fr || !shape) return -1;
   int64_t id = __atomic_load_n(&fr->next_id, __ATOMIC_RELAXED);
   __atomic_store_n(&fr->next_id, id + 1, __ATOMIC_RELAXED);
   struct flight_rec *r = &fr->recs[id & fr->mask];
   flight_begin(&r->ver);
   FL_ST(&r->id, id);
-  FL_ST(&r->seq, op->seq);
-  FL_ST(&r->started, op->started != 0);
-  FL_ST(&r->kind, op->kind);
-  FL_ST(&r->dtype, op->dtype);
-  FL_ST(&r->op, op->op);
-  FL_ST(&r->algo, op->algo);
-  FL_ST(&r->count, (uint64_t)op->count);
-  FL_ST(&r->bytes, (uint64_t)op->bytes);
-  FL_ST(&r->root, op->root);
+  FL_ST(&r->seq, seq);
+  FL_ST(&r->started, started != 0);
+  FL_ST(&r->kind, shape->kind);
+  FL_ST(&r->dtype, shape->dtype);
+  FL_ST(&r->op, shape->op);
+  FL_ST(&r->algo, shape->algo);
+  FL_ST(&r->count, (uint64_t)shape->count);
+  FL_ST(&r->bytes, (uint64_t)shape->bytes);
+  FL_ST(&r->root, shape->root);
   FL_ST(&r->t_queued, now);
   FL_ST(&r->t_end, 0);
   flight_end(&r->ver);

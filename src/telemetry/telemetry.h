@@ -62,6 +62,11 @@ void collie__flight_state(struct collie__flight *fr, int64_t id, int state, cons
  * once per event and shares it with telemetry and the deadline. */
 int64_t collie__flight_queued_at(struct collie__flight *fr, const struct collie__flight_op *op,
                                  int64_t now);
+/* The same with seq and started given apart from the rest of the record
+ * (shape's own seq and started are ignored): the dispatcher's memo keeps one
+ * shape per collective and each call adds its own. */
+int64_t collie__flight_queued_as(struct collie__flight *fr, const struct collie__flight_op *shape,
+                                 uint32_t seq, int started, int64_t now);
 void collie__flight_state_at(struct collie__flight *fr, int64_t id, int state, const char *algo,
                              int64_t now);
 /* The same for a call recorded as started at issue (its issuer ran it) that
