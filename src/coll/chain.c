@@ -34,7 +34,7 @@
 static collie_result_t
 chain_broadcast_run(struct collie__call *c)
 {
-  int p = c->size, v = (c->rank - c->root + p) % p;
+  int p = c->size, v = collie__root_rel(c);
   size_t bytes = c->count * c->esize;
   char *buf = c->recvbuf;
   if (p == 1 || bytes == 0) return COLLIE_SUCCESS;

@@ -50,7 +50,7 @@ lin_root(struct collie__call *c, int send, char *buf, size_t blk, size_t stride,
   int posted = 0, retired = 0;
   collie_result_t rc;
   for (int i = 1; i < p; i++) {
-    int q = c->root + i < p ? c->root + i : c->root + i - p; /* no division: see tree.c */
+    int q = collie__root_abs(c, i);
     if (posted - retired == LIN_WINDOW) {
       w = &req[retired % LIN_WINDOW];
       if ((rc = collie__net_wait(c->net, &w, 1, c->deadline_ns)) != COLLIE_SUCCESS) return rc;
@@ -135,7 +135,7 @@ lin_gather_push_root(struct collie__call *c, size_t blk)
         return rc;
     }
     k = posted++ % LIN_WINDOW;
-    from[k] = c->root + i < p ? c->root + i : c->root + i - p;
+    from[k] = collie__root_abs(c, i);
     if ((rc = collie__net_irecv(c->net, from[k], &status[k], sizeof(status[k]),
                                 collie__call_slot(c, LIN_STEP_STATUS), &r[k])) != COLLIE_SUCCESS ||
         (rc = collie__net_isend(c->net, from[k], &base, sizeof(base),

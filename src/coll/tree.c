@@ -63,9 +63,8 @@
 #define TREE_CHUNK ((size_t)512 * 1024)
 #define TREE_RCHUNK ((size_t)256 * 1024)
 /* Every element size (1, 2, 4 or 8 bytes) divides the chunks, so a chunk
- * never splits an element and needs no rounding: a division by the element
- * size, and each `%` by the rank count below, is 25-90 cycles, a tenth of a
- * small broadcast (a tree call had six of them). */
+ * never splits an element and needs no rounding (a division by the element
+ * size is 25-90 cycles; see collie__root_rel for the rank count's). */
 _Static_assert(TREE_CHUNK % 8 == 0 && TREE_RCHUNK % 8 == 0, "tree chunks must hold whole elements");
 #define TREE_NSET 3
 #define TREE_MAXCHILD 32
@@ -105,21 +104,6 @@ tree_subtree(int p, int v)
   return low < p - v ? low : p - v;
 }
 
-static int
-tree_abs(const struct collie__call *c, int v)
-{
-  int a = v + c->root;
-  return a >= c->size ? a - c->size : a;
-}
-
-/* This rank's position in a tree rooted at rank 0 (the inverse of tree_abs). */
-static int
-tree_rel(const struct collie__call *c)
-{
-  int v = c->rank - c->root;
-  return v < 0 ? v + c->size : v;
-}
-
 /* ---- broadcast ---- */
 
 static collie_result_t
@@ -131,10 +115,10 @@ tree_broadcast_run(struct collie__call *c)
   struct tree_node t;
   collie_result_t rc;
   if (p == 1) return COLLIE_SUCCESS;
-  tree_node_of(p, tree_rel(c), &t);
-  int parent = t.parent >= 0 ? tree_abs(c, t.parent) : -1, nchild = t.nchild;
+  tree_node_of(p, collie__root_rel(c), &t);
+  int parent = t.parent >= 0 ? collie__root_abs(c, t.parent) : -1, nchild = t.nchild;
   int child[TREE_MAXCHILD];
-  for (int i = 0; i < nchild; i++) child[i] = tree_abs(c, t.child[i]);
+  for (int i = 0; i < nchild; i++) child[i] = collie__root_abs(c, t.child[i]);
 
   size_t chunk = TREE_CHUNK;
   size_t nchunks = bytes <= chunk ? 1 : (bytes + chunk - 1) / chunk;
@@ -260,9 +244,9 @@ tree_reduce_run(struct collie__call *c)
     return COLLIE_SUCCESS;
   }
   if (r.bytes == 0) return COLLIE_SUCCESS;
-  tree_node_of(p, tree_rel(c), &r.t);
-  r.parent = r.t.parent >= 0 ? tree_abs(c, r.t.parent) : -1;
-  for (int i = 0; i < r.t.nchild; i++) r.child[i] = tree_abs(c, r.t.child[i]);
+  tree_node_of(p, collie__root_rel(c), &r.t);
+  r.parent = r.t.parent >= 0 ? collie__root_abs(c, r.t.parent) : -1;
+  for (int i = 0; i < r.t.nchild; i++) r.child[i] = collie__root_abs(c, r.t.child[i]);
   /* Every rank cuts the same chunks: they depend on bytes and esize only. */
   r.chunk = r.bytes < TREE_RCHUNK ? r.bytes : TREE_RCHUNK;
   size_t nchunks = r.bytes <= TREE_RCHUNK ? 1 : (r.bytes + TREE_RCHUNK - 1) / TREE_RCHUNK;
@@ -348,7 +332,7 @@ tree_span(const struct collie__call *c, size_t total, int a, int n)
 size_t
 collie__tree_subtree_bytes(const struct collie__call *c, size_t total)
 {
-  int p = c->size, v = tree_rel(c);
+  int p = c->size, v = collie__root_rel(c);
   return tree_span(c, total, c->rank, tree_subtree(p, v));
 }
 
@@ -360,7 +344,7 @@ static collie_result_t
 tree_range_post(struct collie__call *c, size_t total, char *base, int compact, int x, int peer,
                 int is_send, uint32_t step0, struct collie__req req[2], struct collie__req **w)
 {
-  int p = c->size, v = tree_rel(c), n = tree_subtree(p, x), a = tree_abs(c, x);
+  int p = c->size, v = collie__root_rel(c), n = tree_subtree(p, x), a = collie__root_abs(c, x);
   int n1 = n < p - a ? n : p - a, n2 = n - n1;
   size_t len[2] = {tree_span(c, total, a, n1), tree_boff(c, total, n2)};
   char *at[2];
@@ -392,15 +376,16 @@ collie__tree_gather_phase(struct collie__call *c, size_t total, char *base, int 
   struct collie__req req[TREE_MAXCHILD][2], *w[2 * TREE_MAXCHILD] = {NULL};
   collie_result_t rc;
   if (p == 1) return COLLIE_SUCCESS;
-  tree_node_of(p, tree_rel(c), &t);
+  tree_node_of(p, collie__root_rel(c), &t);
   for (int i = 0; i < t.nchild; i++) {
-    rc = tree_range_post(c, total, base, compact, t.child[i], tree_abs(c, t.child[i]), 0, step0,
-                         req[i], &w[2 * i]);
+    rc = tree_range_post(c, total, base, compact, t.child[i], collie__root_abs(c, t.child[i]), 0,
+                         step0, req[i], &w[2 * i]);
     if (rc != COLLIE_SUCCESS) return rc;
   }
   if ((rc = collie__net_wait(c->net, w, 2 * t.nchild, c->deadline_ns)) != COLLIE_SUCCESS) return rc;
   if (t.parent < 0) return COLLIE_SUCCESS;
-  rc = tree_range_post(c, total, base, compact, t.v, tree_abs(c, t.parent), 1, step0, req[0], w);
+  rc = tree_range_post(c, total, base, compact, t.v, collie__root_abs(c, t.parent), 1, step0,
+                       req[0], w);
   if (rc != COLLIE_SUCCESS) return rc;
   return collie__net_wait(c->net, w, 2, c->deadline_ns);
 }
@@ -414,15 +399,16 @@ collie__tree_scatter_phase(struct collie__call *c, size_t total, char *base, int
   struct collie__req req[TREE_MAXCHILD][2], *w[2 * TREE_MAXCHILD] = {NULL};
   collie_result_t rc;
   if (p == 1) return COLLIE_SUCCESS;
-  tree_node_of(p, tree_rel(c), &t);
+  tree_node_of(p, collie__root_rel(c), &t);
   if (t.parent >= 0) {
-    rc = tree_range_post(c, total, base, compact, t.v, tree_abs(c, t.parent), 0, step0, req[0], w);
+    rc = tree_range_post(c, total, base, compact, t.v, collie__root_abs(c, t.parent), 0, step0,
+                         req[0], w);
     if (rc != COLLIE_SUCCESS) return rc;
     if ((rc = collie__net_wait(c->net, w, 2, c->deadline_ns)) != COLLIE_SUCCESS) return rc;
   }
   for (int i = 0; i < t.nchild; i++) {
-    rc = tree_range_post(c, total, base, compact, t.child[i], tree_abs(c, t.child[i]), 1, step0,
-                         req[i], &w[2 * i]);
+    rc = tree_range_post(c, total, base, compact, t.child[i], collie__root_abs(c, t.child[i]), 1,
+                         step0, req[i], &w[2 * i]);
     if (rc != COLLIE_SUCCESS) return rc;
   }
   return collie__net_wait(c->net, w, 2 * t.nchild, c->deadline_ns);
@@ -433,7 +419,7 @@ collie__tree_scatter_phase(struct collie__call *c, size_t total, char *base, int
 static collie_result_t
 tree_gather_run(struct collie__call *c)
 {
-  int p = c->size, v = tree_rel(c);
+  int p = c->size, v = collie__root_rel(c);
   size_t blk = c->count * c->esize, total = c->count * (size_t)p;
   const char *in = c->sendbuf;
   char *base;
@@ -472,7 +458,7 @@ const struct collie__algo collie__algo_gather_tree = {"tree", COLLIE_ALGO_TREE, 
 static collie_result_t
 tree_scatter_run(struct collie__call *c)
 {
-  int p = c->size, v = tree_rel(c);
+  int p = c->size, v = collie__root_rel(c);
   size_t blk = c->count * c->esize, total = c->count * (size_t)p;
   char *out = c->recvbuf, *base;
   collie_result_t rc;
