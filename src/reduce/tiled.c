@@ -25,6 +25,11 @@ collie__reduce_into(collie__reduce_fn fn, void *dst, const void *a, const void *
     fn(dst, b, n);
     return;
   }
+  if (n * es <= TILED_BYTES) { /* one tile: no division on a small call's path */
+    memcpy(dst, a, n * es);
+    fn(dst, b, n);
+    return;
+  }
   size_t per = TILED_BYTES / es; /* es is 1, 2, 4 or 8: whole elements */
   char *d = dst;
   const char *x = a, *y = b;
