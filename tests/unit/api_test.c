@@ -135,38 +135,26 @@ TEST_IMPL(api_init_errors)
   collie_config_t one = COLLIE_CONFIG_INIT;
   one.world_size = 1;
   one.rank = 0;
-  setenv("COLLIE_TIMEOUT_MS", "12abc", 1);
-  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "COLLIE_TIMEOUT_MS=\"12abc\"",
-            collie_comm_init_config(&one, &comm));
-  setenv("COLLIE_TIMEOUT_MS", "0", 1);
-  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "COLLIE_TIMEOUT_MS=0", collie_comm_init_config(&one, &comm));
-  unsetenv("COLLIE_TIMEOUT_MS");
-  setenv("COLLIE_DEBUG", "LOUD", 1);
-  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "COLLIE_DEBUG=\"LOUD\"", collie_comm_init_config(&one, &comm));
-  unsetenv("COLLIE_DEBUG");
-  setenv("COLLIE_TRANSPORT", "ib", 1);
-  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "COLLIE_TRANSPORT", collie_comm_init_config(&one, &comm));
-  unsetenv("COLLIE_TRANSPORT");
-  setenv("COLLIE_SHM_CMA_MIN", "-1", 1);
-  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "COLLIE_SHM_CMA_MIN=-1", collie_comm_init_config(&one, &comm));
-  setenv("COLLIE_SHM_CMA_MIN", "64k", 1);
-  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "COLLIE_SHM_CMA_MIN=\"64k\"",
-            collie_comm_init_config(&one, &comm));
-  unsetenv("COLLIE_SHM_CMA_MIN");
-  setenv("COLLIE_SPREAD", "2", 1);
-  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "COLLIE_SPREAD=2 must be 0 or 1",
-            collie_comm_init_config(&one, &comm));
-  setenv("COLLIE_SPREAD", "yes", 1);
-  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "COLLIE_SPREAD=\"yes\"", collie_comm_init_config(&one, &comm));
-  unsetenv("COLLIE_SPREAD");
-  setenv("COLLIE_ALGO", "allreduce=magic", 1);
-  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "unknown algorithm \"magic\"",
-            collie_comm_init_config(&one, &comm));
-  setenv("COLLIE_ALGO", "allreduce=tree", 1);
-  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "allreduce has no algorithm \"tree\"",
-            collie_comm_init_config(&one, &comm));
-  setenv("COLLIE_ALGO", "allreduce", 1);
-  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "collective=algorithm", collie_comm_init_config(&one, &comm));
+  static const struct {
+    const char *name, *value, *want; /* want: in the message */
+  } bad[] = {
+      {"COLLIE_TIMEOUT_MS", "12abc", "COLLIE_TIMEOUT_MS=\"12abc\""},
+      {"COLLIE_TIMEOUT_MS", "0", "COLLIE_TIMEOUT_MS=0"},
+      {"COLLIE_DEBUG", "LOUD", "COLLIE_DEBUG=\"LOUD\""},
+      {"COLLIE_TRANSPORT", "ib", "COLLIE_TRANSPORT"},
+      {"COLLIE_SHM_CMA_MIN", "-1", "COLLIE_SHM_CMA_MIN=-1"},
+      {"COLLIE_SHM_CMA_MIN", "64k", "COLLIE_SHM_CMA_MIN=\"64k\""},
+      {"COLLIE_SPREAD", "2", "COLLIE_SPREAD=2 must be 0 or 1"},
+      {"COLLIE_SPREAD", "yes", "COLLIE_SPREAD=\"yes\""},
+      {"COLLIE_ALGO", "allreduce=magic", "unknown algorithm \"magic\""},
+      {"COLLIE_ALGO", "allreduce=tree", "allreduce has no algorithm \"tree\""},
+      {"COLLIE_ALGO", "allreduce", "collective=algorithm"},
+  };
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    setenv(bad[i].name, bad[i].value, 1);
+    ASSERT_RC(COLLIE_INVALID_ARGUMENT, bad[i].want, collie_comm_init_config(&one, &comm));
+    unsetenv(bad[i].name);
+  }
   setenv("COLLIE_ALGO", "allreduce=ring,broadcast=tree", 1);
   ASSERT_OK(collie_comm_init_config(&one, &comm));
   ASSERT_OK(collie_comm_destroy(comm));
