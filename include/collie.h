@@ -125,6 +125,33 @@ typedef struct collie_work collie_work_t; /* opaque: one async operation */
 /* Explicit configuration for collie_comm_init_config. Initialise it with
  * COLLIE_CONFIG_INIT so that size/magic/version are right; fields left at
  * their initial value take the environment's (or the built-in) default. */
+/* A key-value store of the caller's (torch.distributed's Store, a service of the
+ * job's) through which collie_comm_init_config rendezvouses instead of opening
+ * one of its own (collie_config_t.store_callbacks). collie calls it at init and
+ * split only, on the thread that called them, one call at a time per
+ * communicator tree; keys are 1..256 characters of [A-Za-z0-9_./:-], values at
+ * most 1 MiB. Each callback returns COLLIE_SUCCESS or the collie_result_t that
+ * says what went wrong (TIMEOUT, REMOTE_ERROR, SYSTEM_ERROR); collie's message
+ * then names the operation, the key and that code. */
+typedef struct collie_store_callbacks {
+  void *ctx; /* passed to every callback */
+  /* Sets key to the len bytes at value (copied), replacing an older value. */
+  collie_result_t (*set)(void *ctx, const char *key, const void *value, size_t len);
+  /* Waits at most timeout_ms until key exists, then copies min(cap, length) bytes
+   * of its value to buf and stores the value's length in *len. collie calls it
+   * again with a larger buffer when *len > cap. TIMEOUT while key is missing. */
+  collie_result_t (*get)(void *ctx, const char *key, int64_t timeout_ms, void *buf, size_t cap,
+                         size_t *len);
+  /* Atomically adds delta to the integer counter at key (absent: 0) and stores
+   * the new value in *out. */
+  collie_result_t (*add)(void *ctx, const char *key, int64_t delta, int64_t *out);
+  /* Called exactly once per collie_comm_init_config that was given these callbacks
+   * (and a cfg made with COLLIE_CONFIG_INIT): when the last communicator using the
+   * store is destroyed, or at once when init failed or the job has one rank. May
+   * be NULL. */
+  void (*release)(void *ctx);
+} collie_store_callbacks_t;
+
 typedef struct {
   size_t size;       /* sizeof(collie_config_t), set by COLLIE_CONFIG_INIT */
   unsigned magic;    /* COLLIE_CONFIG_MAGIC */
@@ -135,11 +162,17 @@ typedef struct {
   const char *job_token; /* shared secret of the job; NULL: COLLIE_JOB_TOKEN */
   int64_t timeout_ms;    /* default deadline of every operation; 0: COLLIE_TIMEOUT_MS */
   const char *transport; /* "auto", "shm" or "tcp"; NULL: COLLIE_TRANSPORT */
+  /* The caller's store instead of store/COLLIE_STORE (both set: INVALID_ARGUMENT).
+   * Copied at init; ctx must stay valid until release is called. Without a job
+   * token, rank 0 draws a random one and hands it out through this store. A cfg
+   * from a header without this field (its smaller size) is still accepted. */
+  const collie_store_callbacks_t *store_callbacks;
 } collie_config_t;
 
 #define COLLIE_CONFIG_INIT                                                                         \
   {                                                                                                \
-    sizeof(collie_config_t), COLLIE_CONFIG_MAGIC, COLLIE_VERSION_CODE, -1, 0, NULL, NULL, 0, NULL  \
+    sizeof(collie_config_t), COLLIE_CONFIG_MAGIC, COLLIE_VERSION_CODE, -1, 0, NULL, NULL, 0, NULL, \
+        NULL                                                                                       \
   }
 
 /* Creates the world communicator from the environment that a launcher set:

@@ -55,6 +55,11 @@ struct collie__store {
  * (token refused), SYSTEM_ERROR (port in use, directory not writable). */
 collie_result_t collie__store_open(const char *url, int rank, int size, const char *token,
                                    int64_t deadline_ns, collie__store_t **out);
+/* The caller's store (collie_config_t.store_callbacks, copied): set, get and add
+ * go to its callbacks with the time left until their deadline; closing it calls
+ * release. Errors: INVALID_ARGUMENT (a required callback is NULL). */
+collie_result_t collie__store_user_open(const collie_store_callbacks_t *cb,
+                                        collie__store_t **out);
 /* A view of base whose keys are prefixed with "<prefix>/". Takes a reference
  * on base; closing the view drops it. */
 collie_result_t collie__store_prefix(collie__store_t *base, const char *prefix,

@@ -10,8 +10,10 @@
  * rank's host identity and pid under the id's prefix, read everyone's, and
  * open the channels (shm with same-host peers, tcp with the rest).
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -403,10 +405,57 @@ out_free:
   return rc;
 }
 
-/* Shared tail of both init entry points: everything is known and validated. */
+/* Hands the caller's store back where no store was made of it (a failed
+ * check, a job of one rank): its release callback is called exactly once per
+ * init either way. */
+static void
+comm_user_store_done(const collie_store_callbacks_t *user_store)
+{
+  if (user_store && user_store->release) user_store->release(user_store->ctx);
+}
+
+/* A world init through the caller's store: rank 0 draws a nonce and hands it
+ * out under "nonce/<epoch>" (the k-th init of a process reads the k-th, as the
+ * world-inits counter numbers them). Two callers' stores are two namespaces
+ * with their own counters (torch gives each process group a fresh one), so
+ * the nonce is what keeps the communicators' ids, and with them their shared
+ * memory names, apart; without a job token it is the token too. */
+static collie_result_t
+comm_nonce_agree(collie__store_t *store, int rank, int64_t epoch, int64_t deadline, char *out,
+                 size_t cap)
+{
+  char key[48];
+  snprintf(key, sizeof(key), "nonce/%" PRId64, epoch);
+  if (rank == 0) {
+    unsigned char raw[16];
+    if (collie__random_bytes(raw, sizeof(raw)) != 0)
+      return collie__err(COLLIE_SYSTEM_ERROR, "init: no random bytes for a nonce: %s",
+                         strerror(errno));
+    for (size_t i = 0; i < sizeof(raw) && 2 * i + 2 < cap; i++)
+      snprintf(out + 2 * i, 3, "%02x", raw[i]);
+    return collie__store_set(store, key, out, strlen(out), deadline);
+  }
+  void *val = NULL;
+  size_t len = 0;
+  collie_result_t rc = collie__store_get(store, key, &val, &len, deadline);
+  if (rc != COLLIE_SUCCESS) return rc;
+  if (len == 0 || len >= cap) {
+    free(val);
+    return collie__err(COLLIE_REMOTE_ERROR, "init: the nonce rank 0 handed out under \"%s\" "
+                       "is %zu bytes (expected 1..%zu)", key, len, cap - 1);
+  }
+  memcpy(out, val, len);
+  out[len] = '\0';
+  free(val);
+  return COLLIE_SUCCESS;
+}
+
+/* Shared tail of both init entry points: everything is known and validated.
+ * The store is the caller's (user_store, not NULL) or the one store_url names. */
 static collie_result_t
 comm_init_world(const struct collie__params *params, int rank, int size, const char *store_url,
-                const char *token, int64_t timeout_ms, const char *transport, collie_comm_t **out)
+                const collie_store_callbacks_t *user_store, const char *token,
+                int64_t timeout_ms, const char *transport, collie_comm_t **out)
 {
   collie_result_t rc;
   collie__store_t *store = NULL;
@@ -423,15 +472,22 @@ comm_init_world(const struct collie__params *params, int rank, int size, const c
   }
   uint64_t hash = collie__hash64(token, strlen(token), 0);
   if (size > 1) {
-    if (!store_url || !*store_url)
+    if (!user_store && (!store_url || !*store_url))
       return collie__err(COLLIE_INVALID_ARGUMENT,
                          "no store address: set COLLIE_STORE (tcp://host:port or file:///dir) or "
                          "MASTER_ADDR/MASTER_PORT, or pass collie_config_t.store");
     int64_t deadline = collie__deadline_after_ms(timeout_ms);
-    snprintf(store_key, sizeof(store_key), "%s\n%s\n%d", store_url, token, rank);
-    if (!(store = comm_store_cached(store_key))) {
-      rc = collie__store_open(store_url, rank, size, token, deadline, &store);
-      if (rc != COLLIE_SUCCESS) return rc;
+    if (user_store) {
+      if ((rc = collie__store_user_open(user_store, &store)) != COLLIE_SUCCESS) {
+        comm_user_store_done(user_store);
+        return rc;
+      }
+    } else {
+      snprintf(store_key, sizeof(store_key), "%s\n%s\n%d", store_url, token, rank);
+      if (!(store = comm_store_cached(store_key))) {
+        rc = collie__store_open(store_url, rank, size, token, deadline, &store);
+        if (rc != COLLIE_SUCCESS) return rc;
+      }
     }
     /* A process may init the world more than once; the k-th init of every rank
      * forms the same communicator. */
@@ -440,10 +496,19 @@ comm_init_world(const struct collie__params *params, int rank, int size, const c
     snprintf(key, sizeof(key), "world-inits/%d", rank);
     rc = collie__store_add(store, key, 1, &epoch, deadline);
     if (rc != COLLIE_SUCCESS) goto out_release;
+    if (user_store) {
+      char nonce[33];
+      rc = comm_nonce_agree(store, rank, epoch, deadline, nonce, sizeof(nonce));
+      if (rc != COLLIE_SUCCESS) goto out_release;
+      if (token == fallback_token) snprintf(fallback_token, sizeof(fallback_token), "%s", nonce);
+      hash = collie__hash64(nonce, strlen(nonce), collie__hash64(token, strlen(token), 0));
+    }
     hash = collie__hash64(&epoch, sizeof(epoch), hash);
+  } else {
+    comm_user_store_done(user_store); /* one rank: nobody to meet */
   }
   rc = comm_create(params, token, timeout_ms, transport, store, hash, rank, size, &me, NULL, out);
-  if (rc == COLLIE_SUCCESS && store) comm_store_remember(store_key, store);
+  if (rc == COLLIE_SUCCESS && store && !user_store) comm_store_remember(store_key, store);
 out_release:
   if (store) collie__store_release(store);
   return rc;
@@ -462,24 +527,16 @@ collie_comm_init(collie_comm_t **comm)
   collie__log_level = params.DEBUG;
   if ((rc = collie__launch_detect(&launch, NULL)) != COLLIE_SUCCESS) return rc;
   COLLIE_INFO("INIT", "launched by %s: rank %d of %d", launch.source, launch.rank, launch.size);
-  return comm_init_world(&params, launch.rank, launch.size, launch.store, launch.token,
+  return comm_init_world(&params, launch.rank, launch.size, launch.store, NULL, launch.token,
                          params.TIMEOUT_MS, params.TRANSPORT, comm);
 }
 
-collie_result_t
-collie_comm_init_config(const collie_config_t *cfg, collie_comm_t **comm)
+/* The checks of a config that was initialised with COLLIE_CONFIG_INIT. */
+static collie_result_t
+config_check(const collie_config_t *cfg, const collie_store_callbacks_t *user_store,
+             struct collie__params *params, const char **transport)
 {
-  struct collie__params params;
   collie_result_t rc;
-  collie__log_context(NULL);
-  if (!comm) return collie__err(COLLIE_INVALID_ARGUMENT, "collie_comm_init_config: comm is NULL");
-  *comm = NULL;
-  if (!cfg) return collie__err(COLLIE_INVALID_ARGUMENT, "collie_comm_init_config: cfg is NULL");
-  if (cfg->magic != COLLIE_CONFIG_MAGIC || cfg->size < sizeof(collie_config_t))
-    return collie__err(COLLIE_INVALID_ARGUMENT,
-                       "collie_comm_init_config: cfg was not initialised with COLLIE_CONFIG_INIT "
-                       "(magic 0x%x, size %zu)",
-                       cfg->magic, cfg->size);
   if (cfg->world_size <= 0)
     return collie__err(COLLIE_INVALID_ARGUMENT,
                        "collie_comm_init_config: world_size = %d must be > 0", cfg->world_size);
@@ -491,19 +548,50 @@ collie_comm_init_config(const collie_config_t *cfg, collie_comm_t **comm)
     return collie__err(COLLIE_INVALID_ARGUMENT,
                        "collie_comm_init_config: timeout_ms = %lld must be >= 0 (0: default)",
                        (long long)cfg->timeout_ms);
-  if ((rc = collie__params_load(&params, NULL)) != COLLIE_SUCCESS) return rc;
-  collie__log_level = params.DEBUG;
-  const char *transport = params.TRANSPORT;
+  if (user_store && cfg->store)
+    return collie__err(COLLIE_INVALID_ARGUMENT,
+                       "collie_comm_init_config: both store (\"%s\") and store_callbacks are set; "
+                       "give one",
+                       cfg->store);
+  if ((rc = collie__params_load(params, NULL)) != COLLIE_SUCCESS) return rc;
+  collie__log_level = params->DEBUG;
+  *transport = params->TRANSPORT;
   if (cfg->transport) {
     if (strcmp(cfg->transport, "auto") && strcmp(cfg->transport, "shm") &&
         strcmp(cfg->transport, "tcp"))
       return collie__err(COLLIE_INVALID_ARGUMENT,
                          "collie_comm_init_config: transport = \"%s\" is not auto, shm or tcp",
                          cfg->transport);
-    transport = cfg->transport;
+    *transport = cfg->transport;
+  }
+  return COLLIE_SUCCESS;
+}
+
+collie_result_t
+collie_comm_init_config(const collie_config_t *cfg, collie_comm_t **comm)
+{
+  struct collie__params params;
+  const char *transport = NULL;
+  collie__log_context(NULL);
+  if (!comm) return collie__err(COLLIE_INVALID_ARGUMENT, "collie_comm_init_config: comm is NULL");
+  *comm = NULL;
+  if (!cfg) return collie__err(COLLIE_INVALID_ARGUMENT, "collie_comm_init_config: cfg is NULL");
+  /* A cfg from an older header ends before store_callbacks. */
+  size_t known = offsetof(collie_config_t, store_callbacks);
+  if (cfg->magic != COLLIE_CONFIG_MAGIC || cfg->size < known)
+    return collie__err(COLLIE_INVALID_ARGUMENT,
+                       "collie_comm_init_config: cfg was not initialised with COLLIE_CONFIG_INIT "
+                       "(magic 0x%x, size %zu)",
+                       cfg->magic, cfg->size);
+  const collie_store_callbacks_t *user_store =
+      cfg->size >= known + sizeof(cfg->store_callbacks) ? cfg->store_callbacks : NULL;
+  collie_result_t rc = config_check(cfg, user_store, &params, &transport);
+  if (rc != COLLIE_SUCCESS) {
+    comm_user_store_done(user_store);
+    return rc;
   }
   return comm_init_world(&params, cfg->rank, cfg->world_size,
-                         cfg->store ? cfg->store : params.STORE,
+                         cfg->store ? cfg->store : params.STORE, user_store,
                          cfg->job_token ? cfg->job_token : params.JOB_TOKEN,
                          cfg->timeout_ms ? cfg->timeout_ms : params.TIMEOUT_MS, transport, comm);
 }

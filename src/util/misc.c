@@ -4,9 +4,26 @@
 #include <stdlib.h>
 #include <errno.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 
 #include "util/util.h"
+
+int
+collie__random_bytes(void *buf, size_t n)
+{
+  unsigned char *p = buf;
+  while (n > 0) {
+    ssize_t got = getrandom(p, n, 0);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    p += got;
+    n -= (size_t)got;
+  }
+  return 0;
+}
 
 uint64_t
 collie__hash64(const void *data, size_t n, uint64_t seed)

@@ -152,6 +152,9 @@ int collie__sock_local_addr(const char *ifname, char *out, size_t outlen);
 
 /* FNV-1a 64-bit hash, chainable: pass the previous value as seed (0 to start). */
 uint64_t collie__hash64(const void *data, size_t n, uint64_t seed);
+/* Fills buf with n bytes from the kernel's random source (getrandom). Returns
+ * 0, or -1 with errno. */
+int collie__random_bytes(void *buf, size_t n);
 /* strdup that returns NULL only on allocation failure; NULL in, NULL out. */
 char *collie__strdup(const char *s);
 /* Creates directory path and its missing parents (mode 0777 before umask), as
