@@ -1,7 +1,9 @@
 /*
  * collierun.c - the launcher: starts N local ranks of a program with the COLLIE_* environment
- * set (rank, world size, local rank/size, store address, job token), watches them, and ends the
- * whole job as soon as one rank fails, a signal arrives or a timeout passes.
+ * set (rank, world size, local rank/size, store address, job token) and torchrun's variables
+ * beside it (RANK, ..., MASTER_ADDR, and a MASTER_PORT for torch's own store that is never
+ * collie's), watches them, and ends the whole job as soon as one rank fails, a signal arrives
+ * or a timeout passes.
  *
  * It depends on libc only, so it builds and runs while the library is still changing.
  *
@@ -77,11 +79,11 @@
 static const char run_help[] =
     "Usage: collierun [options] program [args...]\n"
     "\n"
-    "Starts N local ranks of program, each with the COLLIE_* environment below set, and waits\n"
-    "for all of them. Rank 0 of the job serves the rendezvous store inside the library at the\n"
-    "store address. If a rank exits non-zero or is killed by a signal, the other ranks are\n"
-    "terminated (SIGTERM, then SIGKILL after the grace period) and collierun exits with that\n"
-    "rank's status (its exit code, or 128+signal).\n"
+    "Starts N local ranks of program, each with the COLLIE_* and torchrun variables below set,\n"
+    "and waits for all of them. Rank 0 of the job serves the rendezvous store inside the\n"
+    "library at the store address. If a rank exits non-zero or is killed by a signal, the\n"
+    "other ranks are terminated (SIGTERM, then SIGKILL after the grace period) and collierun\n"
+    "exits with that rank's status (its exit code, or 128+signal).\n"
     "\n"
     "Options:\n"
     "  -n, --nproc N          ranks to start on this node (1..1024, default 1);\n"
@@ -92,6 +94,11 @@ static const char run_help[] =
     "      --master-addr A    host where rank 0 serves the store (default 127.0.0.1)\n"
     "      --master-port P    its port (1..65535). Default with --nnodes 1: a free port,\n"
     "                         found by binding port 0 on A. Required when --nnodes > 1\n"
+    "      --torch-port P     MASTER_PORT for torch.distributed (1..65535), where torch's\n"
+    "                         rank 0 binds its own store; never collie's port. Default:\n"
+    "                         MASTER_PORT if set in collierun's environment, else with\n"
+    "                         --nnodes 1 another free port on MASTER_ADDR, with\n"
+    "                         --nnodes > 1 the store's port + 1\n"
     "      --store URL        use this store instead of tcp://A:P: tcp://host:port or\n"
     "                         file:///dir (a directory every rank can reach)\n"
     "      --tag-output       prefix every line of every rank's stdout and stderr with\n"
@@ -116,6 +123,14 @@ static const char run_help[] =
     "                         /dev/urandom, fresh for every run, unless COLLIE_JOB_TOKEN is\n"
     "                         already set in collierun's environment. With --nnodes > 1 it\n"
     "                         must be set, to the same value, on every node\n"
+    "  RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE\n"
+    "                         as COLLIE_RANK, COLLIE_WORLD_SIZE, COLLIE_LOCAL_RANK and\n"
+    "                         COLLIE_LOCAL_SIZE, under torchrun's names\n"
+    "  GROUP_RANK             this node's index: --node-rank\n"
+    "  MASTER_ADDR            --master-addr A if given, else an inherited MASTER_ADDR, else\n"
+    "                         the host of a --store tcp:// url, else 127.0.0.1\n"
+    "  MASTER_PORT            torch's port: see --torch-port\n"
+    "  So collierun -n 4 python3 train.py runs torch.distributed's env:// init unchanged.\n"
     "\n"
     "Read by the library (pass them through collierun's environment): see below.\n"
     "\n"
@@ -149,6 +164,7 @@ struct run_opts {
   int nproc, nnodes, node_rank;
   const char *master_addr; /* NULL: 127.0.0.1 */
   int master_port;         /* 0: pick a free one */
+  int torch_port;          /* --torch-port, or 0 */
   const char *store;       /* --store, or NULL */
   int tag_output;
   int bind_cpu;     /* --bind-to cpu: each rank on one CPU of collierun's own set */
@@ -178,6 +194,10 @@ struct run_job {
   struct run_opts o;
   char store_url[600];
   char token[300];
+  /* torchrun's MASTER_ADDR and MASTER_PORT for the ranks; "" leaves the variable as inherited
+   * (unset when collierun cannot tell: a file store across nodes). */
+  char torch_addr[300];
+  char torch_port[16];
   struct run_rank *ranks;
   int nstarted, nalive;
   enum run_phase phase;
@@ -244,6 +264,15 @@ static void __attribute__((format(printf, 1, 2))) run_msg(const char *fmt, ...)
   (void)run_write_all(STDERR_FILENO, buf, len);
 }
 
+/* The value of environment variable name, or NULL when it is unset or empty (the library
+ * treats an empty variable as unset too). */
+static const char *
+run_getenv(const char *name)
+{
+  const char *v = getenv(name);
+  return v && *v ? v : NULL;
+}
+
 /* ---- options ---- */
 
 static int __attribute__((format(printf, 1, 2))) run_usage_error(const char *fmt, ...)
@@ -294,6 +323,7 @@ enum run_optid {
   OPT_NODE_RANK,
   OPT_MASTER_ADDR,
   OPT_MASTER_PORT,
+  OPT_TORCH_PORT,
   OPT_STORE,
   OPT_TAG_OUTPUT,
   OPT_BIND_TO,
@@ -314,6 +344,7 @@ static const struct {
     {"--node-rank", 1, OPT_NODE_RANK},
     {"--master-addr", 1, OPT_MASTER_ADDR},
     {"--master-port", 1, OPT_MASTER_PORT},
+    {"--torch-port", 1, OPT_TORCH_PORT},
     {"--store", 1, OPT_STORE},
     {"--tag-output", 0, OPT_TAG_OUTPUT},
     {"--bind-to", 1, OPT_BIND_TO},
@@ -381,6 +412,9 @@ run_parse_args(int argc, char **argv, struct run_opts *o)
     case OPT_MASTER_PORT:
       if (run_parse_int(name, val, 1, 65535, &o->master_port)) return -1;
       break;
+    case OPT_TORCH_PORT:
+      if (run_parse_int(name, val, 1, 65535, &o->torch_port)) return -1;
+      break;
     case OPT_STORE:
       if ((strncmp(val, "tcp://", 6) || strlen(val) <= 6) &&
           (strncmp(val, "file:///", 8) || strlen(val) <= 7))
@@ -422,6 +456,10 @@ run_parse_args(int argc, char **argv, struct run_opts *o)
     return run_usage_error("--nnodes %d needs --master-port (or --store): every node must use "
                            "the same store, so no free port can be picked on one node",
                            o->nnodes);
+  if (o->torch_port && o->torch_port == o->master_port)
+    return run_usage_error("--torch-port %d is also --master-port: torch's rank 0 and collie's "
+                           "both bind a store there, so they need different ports",
+                           o->torch_port);
   if (o->nnodes > 1 && !getenv("COLLIE_JOB_TOKEN"))
     return run_usage_error("--nnodes %d needs COLLIE_JOB_TOKEN set, to the same value, on every "
                            "node (a token made up by each node would not match)",
@@ -458,11 +496,13 @@ run_make_token(struct run_job *j)
   return 0;
 }
 
-/* Finds a free TCP port on addr by binding port 0 and closing the socket again. Nothing holds
- * the port afterwards, so another program may take it before rank 0 binds it; that race is
- * accepted (torchrun has it too). Returns the port, or -1 (message printed). */
+/* Finds a free TCP port on addr by binding port 0 and closing the socket again, one other
+ * than avoid (0: any). Nothing holds the port afterwards, so another program may take it
+ * before rank 0 binds it; that race is accepted (torchrun has it too). what names where addr
+ * came from and option the option that sets the port instead, for the message. Returns the
+ * port, or -1 (message printed). */
 static int
-run_free_port(const char *addr)
+run_free_port(const char *addr, const char *what, const char *option, int avoid)
 {
   struct addrinfo hints, *res = NULL;
   memset(&hints, 0, sizeof(hints));
@@ -470,52 +510,164 @@ run_free_port(const char *addr)
   hints.ai_socktype = SOCK_STREAM;
   int gai = getaddrinfo(addr, "0", &hints, &res);
   if (gai != 0) {
-    run_msg("--master-addr %s: %s", addr, gai_strerror(gai));
+    run_msg("%s %s: %s", what, addr, gai_strerror(gai));
     return -1;
   }
   int port = -1, err = 0;
-  for (struct addrinfo *ai = res; ai && port < 0; ai = ai->ai_next) {
-    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-    if (fd < 0) {
-      err = errno;
-      continue;
+  /* The kernel may hand out the avoided port again now that it is free; a few more tries
+   * make that vanishingly unlikely. */
+  for (int tries = 0; tries < 16 && port < 0; tries++) {
+    for (struct addrinfo *ai = res; ai && port < 0; ai = ai->ai_next) {
+      int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+      if (fd < 0) {
+        err = errno;
+        continue;
+      }
+      struct sockaddr_storage ss;
+      socklen_t sl = sizeof(ss);
+      if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
+          getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
+        if (ss.ss_family == AF_INET)
+          port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+        else if (ss.ss_family == AF_INET6)
+          port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+        if (port == avoid) {
+          port = -1;
+          err = EADDRINUSE;
+        }
+      } else {
+        err = errno;
+      }
+      close(fd);
     }
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof(ss);
-    if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
-        getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
-      if (ss.ss_family == AF_INET)
-        port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
-      else if (ss.ss_family == AF_INET6)
-        port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
-    } else {
-      err = errno;
-    }
-    close(fd);
+    if (port < 0 && err != EADDRINUSE) break; /* bind itself fails: retrying will not help */
   }
   freeaddrinfo(res);
   if (port <= 0)
-    run_msg("cannot find a free port on --master-addr %s: %s (is it an address of this host? "
-            "otherwise pass --master-port)",
-            addr, strerror(err));
+    run_msg("cannot find a free port on %s %s: %s (is it an address of this host? otherwise "
+            "pass %s)",
+            what, addr, strerror(err), option);
   return port > 0 ? port : -1;
 }
 
-/* Sets j->store_url. Returns 0 or -1 (message printed). */
+/* Sets j->store_url; a free port it picks is not avoid (0: any). Returns collie's store port
+ * (0 for a file store, or a tcp url whose port collierun cannot read), or -1 (message
+ * printed). */
 static int
-run_make_store(struct run_job *j)
+run_make_store(struct run_job *j, int avoid)
 {
   if (j->o.store) {
     snprintf(j->store_url, sizeof(j->store_url), "%s", j->o.store);
-    return 0;
+    if (strncmp(j->o.store, "tcp://", 6)) return 0;
+    const char *colon = strrchr(j->o.store + 6, ':'), *bracket = strrchr(j->o.store + 6, ']');
+    char *end = NULL;
+    long port = colon && (!bracket || bracket < colon) ? strtol(colon + 1, &end, 10) : 0;
+    return port > 0 && port <= 65535 && *end == '\0' ? (int)port : 0;
   }
   const char *addr = j->o.master_addr ? j->o.master_addr : "127.0.0.1";
   int port = j->o.master_port;
-  if (port == 0 && (port = run_free_port(addr)) < 0) return -1;
+  if (port == 0 && (port = run_free_port(addr, "--master-addr", "--master-port", avoid)) < 0)
+    return -1;
   /* An IPv6 literal needs brackets to be told apart from the port. */
   int v6 = strchr(addr, ':') && addr[0] != '[';
   snprintf(j->store_url, sizeof(j->store_url), "tcp://%s%s%s:%d", v6 ? "[" : "", addr,
            v6 ? "]" : "", port);
+  return port;
+}
+
+/* The host of a tcp:// store url, without the brackets of an IPv6 literal, into out (cap
+ * bytes); "" when url is no tcp url. */
+static void
+run_store_host(const char *url, char *out, size_t cap)
+{
+  out[0] = '\0';
+  if (strncmp(url, "tcp://", 6)) return;
+  const char *h = url + 6, *colon = strrchr(h, ':');
+  if (!colon) return;
+  size_t n = (size_t)(colon - h);
+  if (n >= 2 && h[0] == '[' && h[n - 1] == ']') {
+    h++;
+    n -= 2;
+  }
+  snprintf(out, cap, "%.*s", (int)n, h);
+}
+
+/* The port torch must use whatever else happens: --torch-port, else MASTER_PORT from
+ * collierun's environment (checked to be a port). 0 when neither is set; -1 on a bad
+ * MASTER_PORT (message printed). */
+static int
+run_fixed_torch_port(const struct run_opts *o)
+{
+  if (o->torch_port) return o->torch_port;
+  const char *env = run_getenv("MASTER_PORT");
+  if (!env) return 0;
+  char *end;
+  errno = 0;
+  long v = strtol(env, &end, 10);
+  if (*end != '\0' || errno == ERANGE || v < 1 || v > 65535) {
+    run_msg("MASTER_PORT='%s' in collierun's environment is not a port (1..65535); torch's "
+            "rank 0 would fail to bind it. Unset it or pass --torch-port",
+            env);
+    return -1;
+  }
+  return (int)v;
+}
+
+/* Sets j->torch_addr and j->torch_port, torchrun's MASTER_ADDR and MASTER_PORT, where torch's
+ * rank 0 binds its own TCPStore (env:// init). It must not be collie's store port: rank 0 of a
+ * collie job binds that one inside the library. fixed is run_fixed_torch_port's answer,
+ * collie_port run_make_store's. Returns 0, or collierun's exit code (message printed):
+ * RUN_EXIT_USAGE when the ports collide, RUN_EXIT_ERROR when no free port is found. */
+static int
+run_make_torch(struct run_job *j, int fixed, int collie_port)
+{
+  const struct run_opts *o = &j->o;
+  const char *env_addr = run_getenv("MASTER_ADDR");
+  if (o->master_addr)
+    snprintf(j->torch_addr, sizeof(j->torch_addr), "%s", o->master_addr);
+  else if (env_addr)
+    snprintf(j->torch_addr, sizeof(j->torch_addr), "%s", env_addr);
+  else if (o->store)
+    run_store_host(o->store, j->torch_addr, sizeof(j->torch_addr));
+  else
+    snprintf(j->torch_addr, sizeof(j->torch_addr), "127.0.0.1");
+  /* One node with a file store: rank 0 is here. */
+  if (!j->torch_addr[0] && o->nnodes == 1)
+    snprintf(j->torch_addr, sizeof(j->torch_addr), "127.0.0.1");
+
+  if (fixed && fixed == collie_port) {
+    if (o->torch_port)
+      run_msg("--torch-port %d is also the port of collie's store %s: torch's rank 0 and "
+              "collie's both bind a store there, so they need different ports",
+              fixed, j->store_url);
+    else
+      run_msg("MASTER_PORT=%s in collierun's environment is also the port of collie's store "
+              "%s: torch's rank 0 and collie's both bind a store there. Unset MASTER_PORT, "
+              "or pass another --master-port or a --torch-port",
+              run_getenv("MASTER_PORT"), j->store_url);
+    return RUN_EXIT_USAGE;
+  }
+  if (fixed && !o->torch_port) {
+    snprintf(j->torch_port, sizeof(j->torch_port), "%s", run_getenv("MASTER_PORT"));
+    return 0; /* passed on unchanged */
+  }
+  int port = fixed;
+  if (!port && o->nnodes == 1) {
+    port = run_free_port(j->torch_addr, o->master_addr ? "--master-addr" : "MASTER_ADDR",
+                         "--torch-port", collie_port);
+    if (port < 0) return RUN_EXIT_ERROR;
+  } else if (!port && collie_port) {
+    /* Several nodes: every node's collierun must derive the same port without talking, hence
+     * a fixed offset from the one port they already share. */
+    if (collie_port == 65535) {
+      run_msg("--nnodes %d: torch's port defaults to collie's store port + 1, and %s leaves "
+              "none; pass --torch-port",
+              o->nnodes, j->store_url);
+      return RUN_EXIT_USAGE;
+    }
+    port = collie_port + 1;
+  }
+  if (port) snprintf(j->torch_port, sizeof(j->torch_port), "%d", port);
   return 0;
 }
 
@@ -677,6 +829,14 @@ run_child(struct run_job *j, int local, const int *out_w, int st_w, pid_t parent
   run_setenv_int("COLLIE_LOCAL_SIZE", j->o.nproc);
   setenv("COLLIE_STORE", j->store_url, 1);
   setenv("COLLIE_JOB_TOKEN", j->token, 1);
+  /* torchrun's names, so torch.distributed's env:// init works unchanged. */
+  run_setenv_int("RANK", rank);
+  run_setenv_int("WORLD_SIZE", (long)j->o.nproc * j->o.nnodes);
+  run_setenv_int("LOCAL_RANK", local);
+  run_setenv_int("LOCAL_WORLD_SIZE", j->o.nproc);
+  run_setenv_int("GROUP_RANK", j->o.node_rank);
+  if (j->torch_addr[0]) setenv("MASTER_ADDR", j->torch_addr, 1);
+  if (j->torch_port[0]) setenv("MASTER_PORT", j->torch_port, 1);
   execvp(j->o.prog_argv[0], j->o.prog_argv);
   int err = errno;
   (void)!write(st_w, &err, sizeof(err));
@@ -1074,7 +1234,13 @@ main(int argc, char **argv)
   run_fix_stdio();
   int pr = run_parse_args(argc, argv, &j->o);
   if (pr != 0) return pr > 0 ? 0 : RUN_EXIT_USAGE;
-  if (run_make_token(j) != 0 || run_make_store(j) != 0) return RUN_EXIT_ERROR;
+  if (run_make_token(j) != 0) return RUN_EXIT_ERROR;
+  int torch_fixed = run_fixed_torch_port(&j->o);
+  if (torch_fixed < 0) return RUN_EXIT_USAGE;
+  int collie_port = run_make_store(j, torch_fixed);
+  if (collie_port < 0) return RUN_EXIT_ERROR;
+  int torch_rc = run_make_torch(j, torch_fixed, collie_port);
+  if (torch_rc != 0) return torch_rc;
   j->ranks = calloc((size_t)j->o.nproc, sizeof(*j->ranks));
   if (!j->ranks) {
     run_msg("out of memory");
