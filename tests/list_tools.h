@@ -2,6 +2,10 @@
 #define TEST_LIST_TOOLS(XX)                                                                        \
   XX(collierun_env, collierun_env, 0, "auto", 20)                                                  \
   XX(collierun_env_multinode, collierun_env_multinode, 0, "auto", 20)                              \
+  XX(collierun_torch_env, collierun_torch_env, 0, "auto", 20)                                      \
+  XX(collierun_torch_port_env, collierun_torch_port_env, 0, "auto", 20)                            \
+  XX(collierun_torch_port_multinode, collierun_torch_port_multinode, 0, "auto", 20)                \
+  XX(collierun_torch_port_bad, collierun_torch_port_bad, 0, "auto", 30)                            \
   XX(collierun_tag_output, collierun_tag_output, 0, "auto", 20)                                    \
   XX(collierun_bind_to, collierun_bind_to, 0, "auto", 20)                                          \
   XX(collierun_all_succeed, collierun_all_succeed, 0, "auto", 20)                                  \

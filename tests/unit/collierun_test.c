@@ -58,9 +58,12 @@ cr_slurp(const char *path)
 }
 
 /* Starts collierun with argv (argv[0] is ignored), its stdout and stderr going to files
- * out.txt and err.txt in the test dir. token: COLLIE_JOB_TOKEN for it, or NULL to unset. */
+ * out.txt and err.txt in the test dir. token: COLLIE_JOB_TOKEN for it, or NULL to unset. The
+ * variables collierun sets for its ranks are unset in its own environment (this process may
+ * itself run under a launcher), then env, a NULL-terminated list of "NAME=value" (or NULL), is
+ * added. */
 static pid_t
-cr_start(const char *const *argv, const char *token)
+cr_start_env(const char *const *argv, const char *token, const char *const *env)
 {
   const char *outp = test_path("out.txt"), *errp = test_path("err.txt");
   pid_t pid = fork();
@@ -73,14 +76,32 @@ cr_start(const char *const *argv, const char *token)
     dup2(in, 0);
     dup2(o, 1);
     dup2(e, 2);
-    const char *clear[] = {"COLLIE_RANK",       "COLLIE_WORLD_SIZE", "COLLIE_LOCAL_RANK",
-                           "COLLIE_LOCAL_SIZE", "COLLIE_STORE",      "COLLIE_JOB_TOKEN"};
+    const char *clear[] = {"COLLIE_RANK",
+                           "COLLIE_WORLD_SIZE",
+                           "COLLIE_LOCAL_RANK",
+                           "COLLIE_LOCAL_SIZE",
+                           "COLLIE_STORE",
+                           "COLLIE_JOB_TOKEN",
+                           "RANK",
+                           "WORLD_SIZE",
+                           "LOCAL_RANK",
+                           "LOCAL_WORLD_SIZE",
+                           "GROUP_RANK",
+                           "MASTER_ADDR",
+                           "MASTER_PORT"};
     for (size_t k = 0; k < sizeof(clear) / sizeof(clear[0]); k++) unsetenv(clear[k]);
     if (token) setenv("COLLIE_JOB_TOKEN", token, 1);
+    for (; env && *env; env++) putenv((char *)*env);
     execv(CR_BIN, (char *const *)argv);
     _exit(99);
   }
   return pid;
+}
+
+static pid_t
+cr_start(const char *const *argv, const char *token)
+{
+  return cr_start_env(argv, token, NULL);
 }
 
 /* Waits for collierun at most timeout_s; kills it after that (code -1). */
@@ -104,18 +125,25 @@ cr_wait(pid_t pid, double timeout_s)
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-/* Runs collierun to the end (at most 10 s). Free out/err with cr_free. */
+/* Runs collierun to the end (at most 10 s), with env added as cr_start_env does. Free out/err
+ * with cr_free. */
 static struct cr_result
-cr_run(const char *const *argv, const char *token)
+cr_run_env(const char *const *argv, const char *token, const char *const *env)
 {
   struct cr_result r;
   double t0 = cr_now();
-  pid_t pid = cr_start(argv, token);
+  pid_t pid = cr_start_env(argv, token, env);
   r.code = cr_wait(pid, 10);
   r.secs = cr_now() - t0;
   r.out = cr_slurp(test_path("out.txt"));
   r.err = cr_slurp(test_path("err.txt"));
   return r;
+}
+
+static struct cr_result
+cr_run(const char *const *argv, const char *token)
+{
+  return cr_run_env(argv, token, NULL);
 }
 
 static void
@@ -280,6 +308,217 @@ TEST_IMPL(collierun_env_multinode)
   cr_check_env(0, 1, 1, store, tok);
   ASSERTF(!strcmp(store, "file:///tmp/somewhere"), "store %s", store);
   cr_free(&r);
+}
+
+/* torchrun's variables as a rank saw them: each rank writes them to torch.<COLLIE_RANK>, in the
+ * order of struct cr_torch, with COLLIE_RANK and COLLIE_STORE to compare against. */
+static const char cr_torch_script[] =
+    "printf '%s|%s|%s|%s|%s|%s|%s|%s|%s\\n' \"$COLLIE_RANK\" \"$RANK\" \"$WORLD_SIZE\" "
+    "\"$LOCAL_RANK\" \"$LOCAL_WORLD_SIZE\" \"$GROUP_RANK\" \"$MASTER_ADDR\" \"$MASTER_PORT\" "
+    "\"$COLLIE_STORE\" > \"$1/torch.$COLLIE_RANK\"";
+
+struct cr_torch {
+  int collie_rank, rank, world, local_rank, local_world, group_rank, port;
+  char addr[300], store[600];
+  int store_port; /* the port of a tcp:// COLLIE_STORE, else 0 */
+};
+
+/* The whole of s as an integer; fails the test (naming what) when it is not one. */
+static int
+cr_int(const char *s, const char *what, int rank)
+{
+  char *end;
+  long v = strtol(s, &end, 10);
+  ASSERTF(*s && !*end, "rank %d: %s is '%s', not an integer", rank, what, s);
+  return (int)v;
+}
+
+/* Reads torch.<rank> of the test dir into t. */
+static void
+cr_read_torch(int rank, struct cr_torch *t)
+{
+  char name[32];
+  snprintf(name, sizeof(name), "torch.%d", rank);
+  char *s = cr_slurp(test_path(name)), *p = s, *f[9];
+  ASSERTF(*s, "rank %d wrote no %s", rank, name);
+  s[strcspn(s, "\n")] = '\0';
+  for (int k = 0; k < 9; k++) {
+    f[k] = strsep(&p, "|");
+    ASSERTF(f[k], "%s: too few fields", name);
+  }
+  ASSERTF(!p, "%s: too many fields", name);
+  t->collie_rank = cr_int(f[0], "COLLIE_RANK", rank);
+  t->rank = cr_int(f[1], "RANK", rank);
+  t->world = cr_int(f[2], "WORLD_SIZE", rank);
+  t->local_rank = cr_int(f[3], "LOCAL_RANK", rank);
+  t->local_world = cr_int(f[4], "LOCAL_WORLD_SIZE", rank);
+  t->group_rank = cr_int(f[5], "GROUP_RANK", rank);
+  t->port = cr_int(f[7], "MASTER_PORT", rank);
+  snprintf(t->addr, sizeof(t->addr), "%s", f[6]);
+  snprintf(t->store, sizeof(t->store), "%s", f[8]);
+  const char *colon = strrchr(t->store, ':');
+  t->store_port = !strncmp(t->store, "tcp://", 6) && colon ? atoi(colon + 1) : 0;
+  free(s);
+}
+
+/* Checks torch.<first> .. torch.<first+n-1>: ranks of node group in a world of world ranks,
+ * MASTER_ADDR addr, and MASTER_PORT port on every rank (port 0: any valid port, the same on
+ * every rank, other than collie's store port). Returns the MASTER_PORT. */
+static int
+cr_check_torch(int first, int n, int world, int group, const char *addr, int port)
+{
+  int seen = 0;
+  for (int l = 0; l < n; l++) {
+    struct cr_torch t;
+    cr_read_torch(first + l, &t);
+    ASSERTF(t.collie_rank == first + l && t.rank == t.collie_rank,
+            "rank %d: RANK %d, COLLIE_RANK %d", first + l, t.rank, t.collie_rank);
+    ASSERTF(t.world == world, "rank %d: WORLD_SIZE %d, expected %d", t.rank, t.world, world);
+    ASSERTF(t.local_rank == l, "rank %d: LOCAL_RANK %d, expected %d", t.rank, t.local_rank, l);
+    ASSERTF(t.local_world == n, "rank %d: LOCAL_WORLD_SIZE %d, expected %d", t.rank, t.local_world,
+            n);
+    ASSERTF(t.group_rank == group, "rank %d: GROUP_RANK %d, expected %d", t.rank, t.group_rank,
+            group);
+    ASSERTF(!strcmp(t.addr, addr), "rank %d: MASTER_ADDR '%s', expected '%s'", t.rank, t.addr,
+            addr);
+    ASSERTF(t.port >= 1 && t.port <= 65535, "rank %d: MASTER_PORT %d", t.rank, t.port);
+    ASSERTF(!port || t.port == port, "rank %d: MASTER_PORT %d, expected %d", t.rank, t.port, port);
+    ASSERTF(t.port != t.store_port, "rank %d: MASTER_PORT %d is collie's store port too (%s)",
+            t.rank, t.port, t.store);
+    ASSERTF(!seen || t.port == seen, "rank %d: MASTER_PORT %d, rank %d had %d", t.rank, t.port,
+            first, seen);
+    seen = t.port;
+  }
+  return seen;
+}
+
+/* Runs collierun with args (NULL-terminated, at most 12) and then the torch script as the
+ * program; env as cr_run_env takes it. Asserts it exits 0. */
+static void
+cr_run_torch(const char *const *args, const char *token, const char *const *env)
+{
+  const char *argv[20] = {""};
+  int k = 1;
+  for (; *args; args++) argv[k++] = *args;
+  const char *tail[] = {"/bin/sh", "-c", cr_torch_script, "sh", test_dir(), NULL};
+  for (int i = 0; tail[i]; i++) argv[k++] = tail[i];
+  struct cr_result r = cr_run_env(argv, token, env);
+  ASSERTF(r.code == 0, "exit %d, stderr: %s", r.code, r.err);
+  cr_free(&r);
+}
+
+/* One node: torchrun's variables per rank, MASTER_ADDR's choice and a free MASTER_PORT that is
+ * not collie's store port. */
+TEST_IMPL(collierun_torch_env)
+{
+  /* Per-rank values inherited from collierun's own environment are replaced. */
+  const char *stale[] = {
+      "RANK=99", "WORLD_SIZE=99", "LOCAL_RANK=99", "LOCAL_WORLD_SIZE=99", "GROUP_RANK=99", NULL};
+  cr_run_torch((const char *[]){"-n", "3", NULL}, NULL, stale);
+  cr_check_torch(0, 3, 3, 0, "127.0.0.1", 0);
+
+  /* With collie's port given, torch's is still another one. */
+  cr_run_torch((const char *[]){"-n", "2", "--master-port", "29561", NULL}, NULL, NULL);
+  struct cr_torch t;
+  cr_read_torch(0, &t);
+  ASSERTF(t.store_port == 29561, "store %s", t.store);
+  cr_check_torch(0, 2, 2, 0, "127.0.0.1", 0);
+
+  /* An inherited MASTER_ADDR is passed on; --master-addr wins over it. */
+  cr_run_torch((const char *[]){"-n", "2", NULL}, NULL,
+               (const char *[]){"MASTER_ADDR=localhost", NULL});
+  cr_check_torch(0, 2, 2, 0, "localhost", 0);
+  cr_run_torch((const char *[]){"-n", "1", "--master-addr", "127.0.0.1", NULL}, NULL,
+               (const char *[]){"MASTER_ADDR=localhost", NULL});
+  cr_check_torch(0, 1, 1, 0, "127.0.0.1", 0);
+
+  /* A file store has no port of its own; torch still gets an address and a free port. */
+  cr_run_torch((const char *[]){"-n", "2", "--store", "file:///tmp/collie-cr-unused", NULL}, NULL,
+               NULL);
+  cr_check_torch(0, 2, 2, 0, "127.0.0.1", 0);
+}
+
+/* MASTER_PORT in collierun's own environment is passed on unchanged, one node or several; it
+ * may not be collie's store port; --torch-port wins over it. */
+TEST_IMPL(collierun_torch_port_env)
+{
+  const char *env[] = {"MASTER_PORT=29517", NULL};
+  cr_run_torch((const char *[]){"-n", "2", NULL}, NULL, env);
+  cr_check_torch(0, 2, 2, 0, "127.0.0.1", 29517);
+  cr_run_torch((const char *[]){"--nnodes", "2", "--master-port", "29555", "-n", "1", NULL},
+               "shared-token", env);
+  cr_check_torch(0, 1, 2, 0, "127.0.0.1", 29517); /* not the default 29556 */
+  /* Unchanged: the very string, not a number printed again. */
+  cr_run_torch((const char *[]){"-n", "1", NULL}, NULL,
+               (const char *[]){"MASTER_PORT=029517", NULL});
+  char *raw = cr_slurp(test_path("torch.0"));
+  ASSERTF(strstr(raw, "|029517|"), "MASTER_PORT=029517 was not passed on as is: %s", raw);
+  free(raw);
+  cr_run_torch((const char *[]){"-n", "1", "--torch-port", "30007", NULL}, NULL, env);
+  cr_check_torch(0, 1, 1, 0, "127.0.0.1", 30007);
+
+  struct cr_result r =
+      cr_run_env((const char *[]){"", "--master-port", "29517", "true", NULL}, NULL, env);
+  ASSERTF(r.code == 2 && strstr(r.err, "MASTER_PORT=29517") && strstr(r.err, "collie's store"),
+          "exit %d, stderr: %s", r.code, r.err);
+  cr_free(&r);
+  r = cr_run_env((const char *[]){"", "true", NULL}, NULL, (const char *[]){"MASTER_PORT=x", NULL});
+  ASSERTF(r.code == 2 && strstr(r.err, "MASTER_PORT='x'"), "exit %d, stderr: %s", r.code, r.err);
+  cr_free(&r);
+}
+
+/* Several nodes: MASTER_PORT is collie's master port + 1 on every node, or --torch-port. */
+TEST_IMPL(collierun_torch_port_multinode)
+{
+  cr_run_torch((const char *[]){"--nnodes", "3", "--node-rank", "1", "--master-addr", "10.1.2.3",
+                                "--master-port", "29555", "-n", "2", NULL},
+               "shared-token", NULL);
+  cr_check_torch(2, 2, 6, 1, "10.1.2.3", 29556);
+  cr_run_torch((const char *[]){"--nnodes", "2", "--node-rank", "1", "--master-addr", "10.1.2.3",
+                                "--master-port", "29555", "--torch-port=30001", "-n", "2", NULL},
+               "shared-token", NULL);
+  cr_check_torch(2, 2, 4, 1, "10.1.2.3", 30001);
+  cr_run_torch((const char *[]){"--nnodes", "2", "--node-rank", "0", "--torch-port", "30002",
+                                "--master-port", "29555", "-n", "1", NULL},
+               "shared-token", NULL);
+  cr_check_torch(0, 1, 2, 0, "127.0.0.1", 30002);
+  /* A tcp --store: its host and its port + 1. */
+  cr_run_torch(
+      (const char *[]){"--nnodes", "2", "--store", "tcp://10.1.2.3:29600", "-n", "1", NULL},
+      "shared-token", NULL);
+  cr_check_torch(0, 1, 2, 0, "10.1.2.3", 29601);
+}
+
+/* Bad --torch-port values and ports that would collide with collie's store fail with a usage
+ * error that names the option and the value. */
+TEST_IMPL(collierun_torch_port_bad)
+{
+  static const struct {
+    const char *args[10];
+    const char *value;
+  } cases[] = {
+      {{"--torch-port", "0", "true"}, "0"},
+      {{"--torch-port", "70000", "true"}, "70000"},
+      {{"--torch-port", "x", "true"}, "'x'"},
+      {{"--torch-port=", "true"}, "''"},
+      {{"--torch-port", "-1", "true"}, "-1"},
+      {{"--torch-port"}, "needs a value"},
+      {{"--master-port", "29500", "--torch-port", "29500", "true"}, "29500"},
+      {{"--store", "tcp://127.0.0.1:29500", "--torch-port", "29500", "true"}, "29500"},
+      {{"--nnodes", "2", "--master-port", "65535", "true"}, "65535"},
+      {{"--nnodes", "2", "--store", "tcp://10.1.2.3:65535", "true"}, "65535"},
+  };
+  for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+    const char *argv[12] = {""};
+    for (int k = 0; k < 10 && cases[c].args[k]; k++) argv[k + 1] = cases[c].args[k];
+    struct cr_result r = cr_run(argv, "tok");
+    ASSERTF(r.code == 2, "case %zu (%s %s): exit %d, stderr: %s", c, cases[c].args[0],
+            cases[c].args[1] ? cases[c].args[1] : "", r.code, r.err);
+    ASSERTF(strstr(r.err, "collierun: ") && strstr(r.err, "--torch-port") &&
+                strstr(r.err, cases[c].value),
+            "case %zu: stderr lacks '--torch-port' or '%s': %s", c, cases[c].value, r.err);
+    cr_free(&r);
+  }
 }
 
 /* Checks that every line of text starts with "[r] " for a rank r < n and that what follows
@@ -635,6 +874,13 @@ TEST_IMPL(collierun_help)
                                       "--node-rank",
                                       "--master-addr",
                                       "--master-port",
+                                      "--torch-port",
+                                      "RANK",
+                                      "LOCAL_WORLD_SIZE",
+                                      "GROUP_RANK",
+                                      "MASTER_ADDR",
+                                      "MASTER_PORT",
+                                      "env://",
                                       "--store",
                                       "--tag-output",
                                       "--timeout",
