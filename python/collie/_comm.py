@@ -29,6 +29,7 @@ from . import _lib
 from ._buffers import Staging, as_buf, as_bufs, contiguous_run, overlaps, release_all
 from ._enums import ReduceOp, to_algorithm, to_category, to_ms, to_op
 from ._errors import InvalidArgument, InvalidUsage, check, last_error
+from ._store import KVStore
 
 _c_size_t_p = ctypes.POINTER(ctypes.c_size_t)
 
@@ -132,7 +133,10 @@ def new_comm(name="main_comm", timeout=None, store=None, hints=None, *, rank=Non
     - timeout: datetime.timedelta or seconds: the default deadline of init
       and of every operation on this communicator and its splits. None:
       COLLIE_TIMEOUT_MS when it is set, else 30 seconds.
-    - store: "tcp://host:port" or "file:///dir" instead of the environment's.
+    - store: "tcp://host:port" or "file:///dir" instead of the environment's,
+      or a key-value store object with set/get/add/wait (a
+      torch.distributed.Store): collie then meets through it and opens no
+      port or directory of its own (needs rank and world_size).
     - hints: {setting: value} of COLLIE_* variables for this init, with or
       without the COLLIE_ prefix, any case: {"transport": "tcp",
       "algo": "allreduce=ring", "log_dir": "/tmp/logs"}. Values: str, int,
@@ -159,8 +163,16 @@ def new_comm(name="main_comm", timeout=None, store=None, hints=None, *, rank=Non
         env["COLLIE_TIMEOUT_MS"] = str(ms)
     elif "COLLIE_TIMEOUT_MS" not in env and not os.environ.get("COLLIE_TIMEOUT_MS"):
         env["COLLIE_TIMEOUT_MS"] = "30000"
-    if store is not None:
-        if not isinstance(store, str) or not (store.startswith("tcp://") or store.startswith("file://")):
+    kv = None
+    if store is not None and not isinstance(store, str):
+        try:
+            kv = KVStore(store)
+        except TypeError as e:
+            raise InvalidArgument("new_comm: %s" % e) from None
+        if rank is None or world_size is None:
+            raise InvalidArgument("new_comm: a store object needs rank and world_size")
+    elif store is not None:
+        if not (store.startswith("tcp://") or store.startswith("file://")):
             raise InvalidArgument('new_comm: store = %r must be "tcp://host:port" or "file:///dir"' % (store,))
         env["COLLIE_STORE"] = store
     if job_token is not None:
@@ -179,9 +191,17 @@ def new_comm(name="main_comm", timeout=None, store=None, hints=None, *, rank=Non
             cfg = _lib.config_init()
             cfg.rank = int(rank)
             cfg.world_size = int(world_size)
+            if kv is not None:
+                cfg.store_callbacks = ctypes.pointer(kv.callbacks)
             rc = L.collie_comm_init_config(ctypes.byref(cfg), ctypes.byref(h))
-    check(rc)
+    if rc != _lib.SUCCESS:
+        exc = last_error(rc)
+        if kv is not None and kv.error:
+            exc.message = "%s (the store said: %s)" % (exc.message, kv.error)
+            exc.args = (exc.message,)
+        raise exc
     comm = Comm(h.value, name, None)
+    comm._kv = kv  # the callbacks must outlive the communicator tree
     with _registry_lock:
         if _default is None or _default._h is None:
             _default = comm
@@ -394,6 +414,7 @@ class Comm:
         self._rank = L.collie_comm_rank(handle)
         self._size = L.collie_comm_size(handle)
         self._aborted = False
+        self._kv = parent._kv if parent is not None else None
         with _registry_lock:
             _live.append(self)
 

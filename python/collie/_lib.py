@@ -61,6 +61,27 @@ CONFIG_MAGIC = 0xC0111E
 VERSION_CODE = 0 * 10000 + 1 * 100 + 0  # COLLIE_VERSION_CODE the binding was written against
 
 
+# collie_store_callbacks_t's function types.
+STORE_SET_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_size_t)
+STORE_GET_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int64, ctypes.c_void_p,
+                                ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t))
+STORE_ADD_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int64,
+                                ctypes.POINTER(ctypes.c_int64))
+STORE_RELEASE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+class StoreCallbacks(ctypes.Structure):
+    """collie_store_callbacks_t."""
+
+    _fields_ = [
+        ("ctx", ctypes.c_void_p),
+        ("set", STORE_SET_FN),
+        ("get", STORE_GET_FN),
+        ("add", STORE_ADD_FN),
+        ("release", STORE_RELEASE_FN),
+    ]
+
+
 class Config(ctypes.Structure):
     """collie_config_t."""
 
@@ -74,6 +95,7 @@ class Config(ctypes.Structure):
         ("job_token", ctypes.c_char_p),
         ("timeout_ms", ctypes.c_int64),
         ("transport", ctypes.c_char_p),
+        ("store_callbacks", ctypes.POINTER(StoreCallbacks)),
     ]
 
 

@@ -1,0 +1,88 @@
+"""_store.py - a key-value store object of the caller's as collie's store.
+
+collie_comm_init_config can rendezvous through callbacks instead of opening
+a tcp or file store of its own (collie_store_callbacks_t, docs/bootstrap.md).
+KVStore turns any object with torch.distributed.Store's methods into those
+callbacks:
+
+    set(key: str, value: bytes)
+    get(key: str) -> bytes
+    add(key: str, delta: int) -> int
+    wait(keys: list[str], timeout: datetime.timedelta)   (raises on timeout)
+
+which is what torch hands every process group (a PrefixStore over a TCPStore
+or FileStore), so the torch backend meets through torch's own rendezvous.
+
+The callbacks run on the thread that called init or split, with the GIL
+taken by ctypes. They never let an exception escape into C (ctypes would
+print it and return 0, SUCCESS): a failure becomes a result code, and its
+text is kept in ``error`` for the Python caller to add to collie's message.
+"""
+
+import ctypes
+import datetime
+
+from . import _lib
+
+
+class KVStore:
+    """Callbacks over store (torch.distributed.Store-like); keep this object
+    alive as long as a communicator made with it (the Comm holds it)."""
+
+    def __init__(self, store):
+        for m in ("set", "get", "add", "wait"):
+            if not callable(getattr(store, m, None)):
+                raise TypeError("store %r has no %s() method (expected set, get, add and wait, as "
+                                "torch.distributed.Store)" % (store, m))
+        self.store = store
+        self.error = None  # text of the last callback failure
+        self._fns = (
+            _lib.STORE_SET_FN(self._set),
+            _lib.STORE_GET_FN(self._get),
+            _lib.STORE_ADD_FN(self._add),
+            _lib.STORE_RELEASE_FN(self._release),
+        )
+        self.callbacks = _lib.StoreCallbacks(None, *self._fns)
+        self.released = 0
+
+    def _fail(self, op, key, exc):
+        text = str(exc) or type(exc).__name__
+        self.error = "%s %r: %s" % (op, key, text)
+        if "timeout" in text.lower() or "timed out" in text.lower():
+            return _lib.TIMEOUT
+        return _lib.REMOTE_ERROR
+
+    def _set(self, ctx, key, value, length):
+        try:
+            self.store.set(key.decode(), ctypes.string_at(value, length) if length else b"")
+            return _lib.SUCCESS
+        except BaseException as e:  # noqa: B902 - nothing may reach C
+            return self._fail("set", key, e)
+
+    def _get(self, ctx, key, timeout_ms, buf, cap, length):
+        k = key.decode()
+        try:
+            # torch reads a zero timeout as "wait for ever": never pass one.
+            self.store.wait([k], datetime.timedelta(milliseconds=max(int(timeout_ms), 1)))
+        except BaseException as e:  # noqa: B902
+            self._fail("get", k, e)
+            self.error = "get %r: not set within %d ms (%s)" % (k, timeout_ms, e)
+            return _lib.TIMEOUT
+        try:
+            v = bytes(self.store.get(k))
+        except BaseException as e:  # noqa: B902
+            return self._fail("get", k, e)
+        length[0] = len(v)
+        if v and cap:
+            ctypes.memmove(buf, v, min(len(v), cap))
+        return _lib.SUCCESS
+
+    def _add(self, ctx, key, delta, out):
+        try:
+            out[0] = int(self.store.add(key.decode(), int(delta)))
+            return _lib.SUCCESS
+        except BaseException as e:  # noqa: B902
+            return self._fail("add", key, e)
+
+    def _release(self, ctx):
+        self.released += 1

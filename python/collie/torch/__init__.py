@@ -1,0 +1,202 @@
+"""collie.torch - collie as a torch.distributed backend (CPU tensors).
+
+    import collie.torch                      # registers the backend "collie"
+    import torch.distributed as dist
+    dist.init_process_group("collie")        # env://, tcp://, file://, as with gloo
+
+Unchanged torch code then runs on collie: every torch.distributed
+collective, point-to-point operation, DistributedDataParallel (its
+communication hooks included) and the object collectives built on them.
+The group meets through the Store torch hands it (no port or variable of
+collie's own); its timeout is collie's per-operation deadline; failures raise
+CollieBackendError (a RuntimeError) with collie's message naming the
+operation and the peer. docs/torch.md is the guide.
+
+collie's own tools see torch's calls: the flight recorder and
+`collie-report hang`, COLLIE_TIMING_LOG, and comms.csv through
+
+    with collie.torch.step(step, epoch):     # one comms.csv row per step
+        with collie.torch.category("gradients", label="bucket0"):
+            loss.backward()                  # DDP's allreduces are charged to "gradients"
+
+Two functions of torch.distributed are wrapped (for collie groups only;
+other backends go straight to torch's own): destroy_process_group, so that
+destroying a group frees its communicator at once, and monitored_barrier,
+which torch allows only on gloo.
+"""
+
+import contextlib
+
+try:
+    import torch
+    import torch.distributed as dist
+except ImportError as e:  # pragma: no cover - depends on the machine
+    raise ImportError("collie.torch needs PyTorch with torch.distributed (import torch failed: %s); install "
+                      "torch >= 1.13 (Debian: apt-get install python3-torch)" % e) from e
+
+MIN_TORCH = (1, 13)
+
+
+def _version(v):
+    out = []
+    for part in v.split("+")[0].split(".")[:2]:
+        digits = "".join(ch for ch in part if ch.isdigit())
+        out.append(int(digits) if digits else 0)
+    return tuple(out)
+
+
+if _version(torch.__version__) < MIN_TORCH:
+    raise ImportError("collie.torch needs torch >= %d.%d (this is torch %s)" % (MIN_TORCH + (torch.__version__,)))
+if not dist.is_available():
+    raise ImportError("collie.torch: this torch was built without torch.distributed")
+
+from .. import PayloadCategory  # noqa: E402
+from .._enums import to_category  # noqa: E402
+from . import _context  # noqa: E402
+from ._pg import CollieBackendError, ProcessGroupCollie, create  # noqa: E402
+
+BACKEND = "collie"
+
+__all__ = [
+    "BACKEND",
+    "CollieBackendError",
+    "PayloadCategory",
+    "ProcessGroupCollie",
+    "category",
+    "get_comm",
+    "step",
+    "step_begin",
+    "step_end",
+]
+
+
+def _register():
+    plugins = getattr(dist.Backend, "_plugins", {})
+    if BACKEND.upper() in plugins:
+        return  # a second import (importlib.reload, two copies on sys.path): already there
+    try:
+        dist.Backend.register_backend(BACKEND, create, devices=["cpu"])
+    except TypeError:  # torch < 2.1: no devices=
+        dist.Backend.register_backend(BACKEND, create)
+
+
+_register()
+
+
+# ---- the collie group behind a torch group --------------------------------
+
+def _pg_of(group):
+    """The ProcessGroupCollie of group (None: the default group)."""
+    if group is None or group is getattr(dist.GroupMember, "WORLD", None):
+        if not dist.is_initialized():
+            raise RuntimeError("collie.torch: torch.distributed is not initialised (call "
+                               "dist.init_process_group(\"collie\") first)")
+        group = dist.distributed_c10d._get_default_group()
+    if isinstance(group, ProcessGroupCollie):
+        return group
+    get = getattr(group, "_get_backend", None)  # torch 2.x: a ProcessGroup holding backends
+    if get is not None:
+        try:
+            b = get(torch.device("cpu"))
+            if isinstance(b, ProcessGroupCollie):
+                return b
+        except Exception:
+            pass
+    return None
+
+
+def get_comm(group=None):
+    """The collie.Comm under a torch group of the collie backend (None: the
+    default group): collie's own API (step_begin, flight_dump, ...) on it."""
+    pg = _pg_of(group)
+    if pg is None:
+        raise RuntimeError("collie.torch.get_comm: %r is not a group of the collie backend" % (group,))
+    return pg.comm
+
+
+# ---- telemetry ------------------------------------------------------------
+
+def step_begin(step, epoch=0, group=None):
+    """Opens training step `step` (>= 1) of `epoch` for comms.csv on the
+    group's communicator (default group): its operations until step_end()
+    are charged to the step."""
+    get_comm(group).step_begin(step, epoch)
+
+
+def step_end(group=None):
+    get_comm(group).step_end()
+
+
+@contextlib.contextmanager
+def step(step, epoch=0, group=None):
+    """with collie.torch.step(step, epoch): ... - one comms.csv row per step
+    (rank 0 writes COLLIE_LOG_DIR/comms.csv; docs/telemetry.md)."""
+    c = get_comm(group)
+    c.step_begin(step, epoch)
+    try:
+        yield
+    finally:
+        c.step_end()
+
+
+@contextlib.contextmanager
+def category(cat, label=None, phase=None):
+    """Charges the collie calls torch makes inside the block to payload
+    category `cat` (a collie.PayloadCategory, its name, or a name to
+    register), with an optional label (layer or bucket) and phase for the
+    timing log. Process-wide while open (DDP issues from autograd's threads);
+    blocks nest."""
+    entry = (to_category(cat), None if label is None else str(label).encode(),
+             None if phase is None else str(phase).encode())
+    _context.push(entry)
+    try:
+        yield
+    finally:
+        _context.pop(entry)
+
+
+# ---- the two wrapped torch.distributed functions --------------------------
+
+def _wrap_destroy():
+    orig = dist.destroy_process_group
+    if getattr(orig, "_collie_wrapped", False):
+        return
+
+    def destroy_process_group(group=None):
+        if group is None or group is getattr(dist.GroupMember, "WORLD", None):
+            pgs = list(reversed(_context.groups()))
+        else:
+            pg = _pg_of(group)
+            pgs = [pg] if pg is not None else []
+        orig(group)
+        for pg in pgs:
+            pg.shutdown()
+
+    destroy_process_group._collie_wrapped = True
+    destroy_process_group.__doc__ = orig.__doc__
+    destroy_process_group.__wrapped__ = orig
+    dist.destroy_process_group = destroy_process_group
+    dist.distributed_c10d.destroy_process_group = destroy_process_group
+
+
+def _wrap_monitored_barrier():
+    orig = dist.monitored_barrier
+    if getattr(orig, "_collie_wrapped", False):
+        return
+
+    def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
+        pg = _pg_of(group) if dist.is_initialized() else None
+        if pg is None:
+            return orig(group, timeout, wait_all_ranks) if group is not None else orig(timeout=timeout,
+                                                                                      wait_all_ranks=wait_all_ranks)
+        return pg.monitored_barrier(timeout, wait_all_ranks=wait_all_ranks)
+
+    monitored_barrier._collie_wrapped = True
+    monitored_barrier.__doc__ = orig.__doc__
+    monitored_barrier.__wrapped__ = orig
+    dist.monitored_barrier = monitored_barrier
+    dist.distributed_c10d.monitored_barrier = monitored_barrier
+
+
+_wrap_destroy()
+_wrap_monitored_barrier()

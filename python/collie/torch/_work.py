@@ -1,0 +1,223 @@
+"""_work.py - torch's Work over a collie operation, and the thread that
+completes futures.
+
+Every operation of the backend is issued to collie asynchronously (the
+communicator's worker runs them in issue order), so torch's async_op=True
+returns at once and a blocking torch call is the same operation followed by
+wait(). A Work completes once: whichever of wait(), is_completed() or the
+future's completer sees the end first runs the copy-out steps (staged
+outputs), frees the collie handle and settles the future.
+
+Futures (get_future, which DDP's reducer and its communication hooks chain
+on) need someone to notice completion without a wait() from the user: the
+process group's completer thread, started at the first get_future() of an
+unfinished Work, waits on such Works in issue order (in C, without the GIL)
+and sets their results, running the hooks' callbacks as Gloo's own threads
+do.
+"""
+
+import collections
+import ctypes
+import threading
+
+from torch._C._distributed_c10d import Work as _TorchWork
+
+import torch
+
+from .. import _lib
+
+_IN_PROGRESS = _lib.IN_PROGRESS
+_SUCCESS = _lib.SUCCESS
+_TIMEOUT = _lib.TIMEOUT
+
+
+def _last_error_text(rc):
+    raw = _lib.lib().collie_last_error()
+    text = raw.decode("utf-8", "replace") if raw else ""
+    return text or _lib.RESULT_NAMES.get(rc, "error %d" % rc)
+
+
+class CollieWork(_TorchWork):
+    """torch.distributed's Work for one collie operation (or a batch of
+    send/recv). result() and the future's value are the operation's output
+    tensors, as Gloo's."""
+
+    def __init__(self, pg, handle, fn, result=(), keep=(), posts=None, shared=None):
+        super().__init__()
+        self._pg = pg
+        self._h = handle  # collie_work_t * (int), None once complete
+        self._fn = fn
+        self._result = list(result)
+        self._keep = keep  # tensors the C side points at
+        self._posts = posts  # callables run on success (copy-outs)
+        self._shared = shared  # a batch's common Work (placeholders of _end_coalescing)
+        self._lock = threading.Lock()
+        self._done = handle is None and shared is None
+        self._exc = None
+        self._fut = None
+        self._src = -1
+        if self._done and posts:
+            self._run_posts()
+
+    # ---- completion ----
+
+    def _run_posts(self):
+        posts, self._posts = self._posts, None
+        for p in posts or ():
+            p()
+
+    def _settle(self, exc):
+        """Called once, under _lock, when the operation has ended."""
+        self._done = True
+        self._exc = exc
+        h, self._h = self._h, None
+        if h:
+            _lib.lib().collie_work_free(h)
+        if exc is None:
+            try:
+                self._run_posts()
+            except Exception as e:  # a copy-out failed: the operation did not deliver
+                self._exc = exc = self._pg._wrap("%s: copying the result out failed: %s" % (self._fn, e))
+        self._keep = None
+        fut = self._fut
+        if fut is not None and not fut.done():
+            if exc is None:
+                fut.set_result(self._result)
+            else:
+                fut.set_exception(exc)
+
+    def _wait_handle(self, ms):
+        """Waits on the collie handle (ms -1: the operation's own deadline).
+        Returns True when done; False when only this wait timed out."""
+        if self._shared is not None:
+            ok = self._shared._wait_handle(ms)
+            if ok and not self._done:
+                self._settle(self._shared._exc)
+            return ok
+        if self._done:
+            return True
+        L = _lib.lib()
+        rc = L.collie_wait(self._h, ms)
+        if rc == _SUCCESS:
+            self._settle(None)
+            return True
+        if rc == _TIMEOUT and L.collie_test(self._h) == _IN_PROGRESS:
+            return False
+        self._settle(self._pg._wrap(_last_error_text(rc), rc))
+        self._pg._failed(self._exc)
+        return True
+
+    # ---- torch's Work API ----
+
+    def wait(self, timeout=None):
+        """Blocks until the operation completes; raises its error (a
+        RuntimeError with collie's message). timeout: a timedelta (0 or None:
+        the group's timeout, which the operation enforces itself)."""
+        if not self._done:
+            ms = -1
+            if timeout is not None:
+                secs = timeout.total_seconds() if hasattr(timeout, "total_seconds") else float(timeout)
+                if secs > 0:
+                    ms = max(1, int(secs * 1000))
+            with self._lock:
+                if not self._wait_handle(ms):
+                    raise self._pg._wrap("%s: still running after the wait's timeout of %d ms (it goes on; "
+                                         "wait again or let the group's timeout end it)" % (self._fn, ms),
+                                         _TIMEOUT)
+        if self._exc is not None:
+            raise self._exc
+        return True
+
+    def is_completed(self):
+        if self._done:
+            return True
+        h = self._shared._h if self._shared is not None else self._h
+        if h and _lib.lib().collie_test(h) == _IN_PROGRESS:
+            return False
+        with self._lock:
+            self._wait_handle(-1)  # ended: collects the result without waiting
+        return True
+
+    def is_success(self):
+        return self.is_completed() and self._exc is None
+
+    def exception(self):
+        return self._exc if self.is_completed() else None
+
+    def result(self):
+        self.wait()
+        return self._result
+
+    def source_rank(self):
+        if self._src < 0:
+            raise RuntimeError("source_rank() is defined only for a receive from any source (src=None)")
+        return self._src
+
+    _source_rank = source_rank
+
+    def synchronize(self):
+        pass  # CPU tensors: nothing to order against a stream
+
+    def get_future(self):
+        """A torch.futures.Future set to result() once the operation ends (or
+        to its error)."""
+        if self._fut is None:
+            with self._lock:
+                if self._fut is None:
+                    fut = torch.futures.Future()
+                    self._fut = fut
+                    if self._done:
+                        if self._exc is None:
+                            fut.set_result(self._result)
+                        else:
+                            fut.set_exception(self._exc)
+                        return fut
+            self._pg._completer.add(self)
+        return self._fut
+
+    def __repr__(self):
+        return "<collie Work %s, %s>" % (self._fn, "done" if self._done else "running")
+
+
+class Completer:
+    """One thread per process group that waits on Works with futures, in
+    the order they were asked for, and settles them."""
+
+    def __init__(self, name):
+        self._name = name
+        self._q = collections.deque()
+        self._cv = threading.Condition()
+        self._thread = None
+        self._stop = False
+
+    def add(self, work):
+        with self._cv:
+            self._q.append(work)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="collie-futures-" + self._name, daemon=True)
+                self._thread.start()
+            self._cv.notify()
+
+    def _run(self):
+        while True:
+            with self._cv:
+                while not self._q and not self._stop:
+                    self._cv.wait()
+                if not self._q:
+                    return
+                w = self._q.popleft()
+            if not w._done:
+                with w._lock:
+                    w._wait_handle(-1)
+
+    def stop(self, timeout=10.0):
+        with self._cv:
+            self._stop = True
+            self._cv.notify()
+            t = self._thread
+        if t is not None and t is not threading.current_thread():
+            t.join(timeout)
+
+
+def c_handle_out():
+    return ctypes.c_void_p()
