@@ -70,6 +70,7 @@ import contextlib
 import copy
 import datetime
 import hashlib
+import importlib.util
 import math
 import os
 import socket
@@ -173,12 +174,10 @@ def import_collie_torch():
     """import collie.torch (from this tree when collie is not installed), or
     exit with a message saying what failed. Every rank decides alone and
     alike, before any rendezvous, so no rank is left waiting."""
-    try:
-        import collie  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("collie") is None:
         sys.path.insert(0, os.path.join(ROOT, "python"))
     try:
-        import collie  # noqa: F811
+        import collie
         import collie.torch  # noqa: F401  (registers the "collie" backend)
     except Exception as exc:  # ImportError, LibraryNotFound, anything its import raises
         if os.environ.get("RANK", "0") == "0":
