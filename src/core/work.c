@@ -49,6 +49,7 @@ struct collie_work {
   struct collie__op op;        /* when group is NULL */
   struct collie__group *group; /* an async group, owned by the item */
   int64_t timeout_ms;
+  collie_comm_t *comm; /* alive while the item is queued (destroy drains first) */
 };
 
 struct collie__workq {
@@ -57,6 +58,7 @@ struct collie__workq {
   pthread_cond_t idle; /* drainers: an item finished (CLOCK_MONOTONIC) */
   struct collie_work *head, *tail;
   size_t pending; /* queued + running */
+  int busy;       /* an item is running (on the worker, or on a waiter that claimed it) */
   int stop;
   pthread_t thread;
 };
@@ -214,15 +216,21 @@ work_main(void *arg)
   collie__log_context(comm->ctx);
   pthread_mutex_lock(&q->lock);
   for (;;) {
-    while (!q->head && !q->stop) pthread_cond_wait(&q->wake, &q->lock);
+    while ((!q->head || q->busy) && !q->stop) pthread_cond_wait(&q->wake, &q->lock);
+    if (q->busy) { /* stopping while a waiter runs the last item */
+      pthread_cond_wait(&q->wake, &q->lock);
+      continue;
+    }
     collie_work_t *w = q->head;
     if (!w) break; /* stopping, and nothing left */
     q->head = w->next;
     if (!q->head) q->tail = NULL;
+    q->busy = 1;
     pthread_mutex_unlock(&q->lock);
     work_run(comm, w);
     work_unref(w); /* the queue's reference */
     pthread_mutex_lock(&q->lock);
+    q->busy = 0;
     q->pending--;
     pthread_cond_broadcast(&q->idle);
   }
@@ -293,6 +301,7 @@ collie__work_issue(collie_comm_t *comm, struct collie__op *op, struct collie__gr
     w->op = *op;
     w->timeout_ms = op->timeout_ms;
   }
+  w->comm = comm;
   work_issued(comm, w);
   struct collie__workq *q = comm->workq;
   pthread_mutex_lock(&q->lock);
@@ -360,6 +369,42 @@ work_result(collie_work_t *w)
   return w->rc;
 }
 
+/* A waiter whose operation is next in line and not yet taken runs it itself:
+ * issue-then-wait (every blocking torch.distributed call, a send or recv that
+ * is waited on at once) then costs no hop to the worker thread and back,
+ * which on a busy machine is most of a small operation's time. Only one
+ * thread runs operations at a time still (busy), and issue order holds: the
+ * item is the head of the queue. Called with w->lock held and w QUEUED, so
+ * the item has not started and its communicator is alive (destroy drains
+ * the queue). Returns with w->lock held; 1 when it ran w. */
+static int
+work_claim_and_run(collie_work_t *w)
+{
+  collie_comm_t *comm = w->comm;
+  struct collie__workq *q = comm ? comm->workq : NULL;
+  if (!q) return 0;
+  pthread_mutex_lock(&q->lock);
+  int mine = q->head == w && !q->busy;
+  if (mine) {
+    q->head = w->next;
+    if (!q->head) q->tail = NULL;
+    q->busy = 1;
+  }
+  pthread_mutex_unlock(&q->lock);
+  if (!mine) return 0;
+  pthread_mutex_unlock(&w->lock);
+  work_run(comm, w);
+  work_unref(w); /* the queue's reference; the caller holds its own */
+  pthread_mutex_lock(&q->lock);
+  q->busy = 0;
+  q->pending--;
+  pthread_cond_broadcast(&q->idle);
+  if (q->head || q->stop) pthread_cond_signal(&q->wake);
+  pthread_mutex_unlock(&q->lock);
+  pthread_mutex_lock(&w->lock);
+  return 1;
+}
+
 collie_result_t
 collie_wait(collie_work_t *work, int64_t timeout_ms)
 {
@@ -367,6 +412,7 @@ collie_wait(collie_work_t *work, int64_t timeout_ms)
   collie_result_t rc;
   int64_t deadline = timeout_ms >= 0 ? collie__deadline_after_ms(timeout_ms) : INT64_MAX;
   pthread_mutex_lock(&work->lock);
+  if (work->state == WORK_QUEUED && timeout_ms != 0) work_claim_and_run(work);
   for (;;) {
     if (work->state == WORK_DONE) {
       rc = work_result(work);

@@ -42,6 +42,10 @@ from ._work import CollieWork, Completer
 
 _SZ = ctypes.c_size_t
 _C10D = dist.distributed_c10d.__dict__
+_OWN = globals()
+# torch.distributed's p2p functions that wait on the Work at once (isend and
+# irecv return it: they stay asynchronous).
+_BLOCKING_P2P = frozenset(("send", "recv"))
 # torch's ReduceOp members are class attributes: the same objects each time.
 _OP_BY_ID = {id(getattr(dist.ReduceOp, k)): v for k, v in
              (("SUM", 0), ("PRODUCT", 1), ("MIN", 2), ("MAX", 3), ("AVG", 4), ("BAND", 5), ("BOR", 6), ("BXOR", 7))}
@@ -180,12 +184,15 @@ class ProcessGroupCollie(dist.ProcessGroup):
 
     def _issue(self, fn, cfn, args, opts, result=(), keep=(), posts=None):
         o = self._opts(opts)
-        # torch's own blocking collectives (dist.all_reduce(t) with async_op
-        # False) wait on the Work at once and drop it: run those here, as a
+        # torch's own blocking calls (dist.all_reduce(t) with async_op False,
+        # dist.send, dist.recv) wait on the Work at once and drop it: run those here, as a
         # blocking collie call, instead of handing them to collie's worker
         # thread and back (two thread hops, most of a small call's time).
         f = sys._getframe(2)
-        if f.f_globals is _C10D and f.f_locals.get("async_op", True) is False:
+        while f is not None and f.f_globals is _OWN:
+            f = f.f_back
+        if f is not None and f.f_globals is _C10D and (f.f_code.co_name in _BLOCKING_P2P
+                                                      or f.f_locals.get("async_op", True) is False):
             with self._lock:
                 h = self._h
                 if h is None:
