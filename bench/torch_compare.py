@@ -40,7 +40,9 @@ torch.distributed over gloo and over collie, the collie binding's
 Comm.all_reduce (collie.torch.get_comm(group)) with the torch tensor and
 with a numpy view of it, ctypes straight to collie_allreduce, and a ctypes
 call of collie_comm_rank (the floor of any ctypes call). The difference of
-two adjacent lines is what that layer costs. The C library's own figure is
+two adjacent lines is what that layer costs, except that collie.torch need
+not go through Comm.all_reduce (it has a direct path for blocking calls), so
+its line may lie below the binding's. The C library's own figure is
 build/bench/latency (collierun -n 2 build/bench/latency).
 
 --ddp: DistributedDataParallel step time (forward + backward + optimizer

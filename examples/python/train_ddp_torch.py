@@ -22,7 +22,8 @@ global loss (averaged over ranks) as it goes down, and the accuracy per epoch.
 --hook fp16|bf16 registers one of torch's DDP communication hooks
 (torch.distributed.algorithms.ddp_comm_hooks.default_hooks): the gradient
 buckets travel as float16 / bfloat16 (gloo in torch 1.13 cannot all-reduce
-bfloat16; collie can).
+bfloat16; collie can. DDP itself refuses the bf16 hook without CUDA
+and NCCL, by its name: this program registers it under another).
 
 With the collie backend each step runs inside
 `with collie.torch.step(step, epoch):`, so rank 0's comms.csv (in --log-dir,
@@ -156,6 +157,15 @@ def main(argv=None):
                 say("train_ddp_torch: --hook bf16: the %s backend cannot all-reduce bfloat16 here (%s); "
                     "use --hook fp16 or --backend collie" % (a.backend, str(exc).splitlines()[0]))
                 return 2
+            # DDP refuses torch's bf16_compress_hook by name unless CUDA and NCCL are there
+            # ("BF16 all reduce communication hook required CUDA 11+ and NCCL 2.10+"), though
+            # the hook is plain torch.distributed. Under another name it runs on CPU.
+            torch_bf16_hook = hook
+
+            def bf16_hook_cpu(state, bucket):
+                return torch_bf16_hook(state, bucket)
+
+            hook = bf16_hook_cpu
         ddp.register_comm_hook(dist.group.WORLD, hook)
     opt = torch.optim.SGD(ddp.parameters(), lr=a.lr, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
