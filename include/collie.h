@@ -165,14 +165,22 @@ typedef struct {
   /* The caller's store instead of store/COLLIE_STORE (both set: INVALID_ARGUMENT).
    * Copied at init; ctx must stay valid until release is called. Without a job
    * token, rank 0 draws a random one and hands it out through this store. A cfg
-   * from a header without this field (its smaller size) is still accepted. */
+   * from a header without this field or the next (its smaller size) is still
+   * accepted. */
   const collie_store_callbacks_t *store_callbacks;
+  /* A communicator of this process that the new one is a group of, made apart
+   * from it because not every rank of it takes part (torch's new_group runs
+   * on the members only). The new communicator shares parent's telemetry
+   * (steps and comms.csv, the timing log, categories) and names ranks in
+   * messages by their world rank there, as a split of parent would. Read at
+   * init only; parent may be destroyed first. NULL: none. */
+  collie_comm_t *parent;
 } collie_config_t;
 
 #define COLLIE_CONFIG_INIT                                                                         \
   {                                                                                                \
     sizeof(collie_config_t), COLLIE_CONFIG_MAGIC, COLLIE_VERSION_CODE, -1, 0, NULL, NULL, 0, NULL, \
-        NULL                                                                                       \
+        NULL, NULL                                                                                 \
   }
 
 /* Creates the world communicator from the environment that a launcher set:

@@ -83,7 +83,11 @@ def register_category(name):
         raise InvalidArgument("register_category: name = %r must be a str" % (name,))
     out = ctypes.c_int()
     check(_lib.need("collie_category_register")(name.encode(), ctypes.byref(out)))
+    registered_categories[name] = out.value
     return out.value
+
+
+registered_categories = {}  # name -> id, of the categories registered through this binding
 
 
 def _env_value(key, value):
@@ -122,7 +126,7 @@ def _environment(overrides):
 
 
 def new_comm(name="main_comm", timeout=None, store=None, hints=None, *, rank=None, world_size=None,
-             job_token=None):
+             job_token=None, parent=None):
     """Creates a world communicator: collective over every rank of the job.
 
     Rank, size and store come from the launcher's environment as in C's
@@ -142,6 +146,11 @@ def new_comm(name="main_comm", timeout=None, store=None, hints=None, *, rank=Non
       "algo": "allreduce=ring", "log_dir": "/tmp/logs"}. Values: str, int,
       bool (1/0), None (unset).
     - job_token: the job's shared secret (default: the launcher's).
+    - parent: a Comm of this process that the new one is a group of, made
+      apart from it (not every rank of parent takes part): the new one
+      shares parent's telemetry (steps, comms.csv, the timing log) and names
+      ranks by their rank there, as a split would (needs rank and
+      world_size).
 
     The first communicator created becomes the default one (used by
     collie.distributed, collie.objcol and collie.timing when group=None).
@@ -193,6 +202,10 @@ def new_comm(name="main_comm", timeout=None, store=None, hints=None, *, rank=Non
             cfg.world_size = int(world_size)
             if kv is not None:
                 cfg.store_callbacks = ctypes.pointer(kv.callbacks)
+            if parent is not None:
+                if not isinstance(parent, Comm) or parent._h is None:
+                    raise InvalidArgument("new_comm: parent = %r is not a live collie Comm" % (parent,))
+                cfg.parent = parent._h
             rc = L.collie_comm_init_config(ctypes.byref(cfg), ctypes.byref(h))
     if rc != _lib.SUCCESS:
         exc = last_error(rc)

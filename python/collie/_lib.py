@@ -96,6 +96,7 @@ class Config(ctypes.Structure):
         ("timeout_ms", ctypes.c_int64),
         ("transport", ctypes.c_char_p),
         ("store_callbacks", ctypes.POINTER(StoreCallbacks)),
+        ("parent", ctypes.c_void_p),
     ]
 
 

@@ -454,8 +454,9 @@ comm_nonce_agree(collie__store_t *store, int rank, int64_t epoch, int64_t deadli
  * The store is the caller's (user_store, not NULL) or the one store_url names. */
 static collie_result_t
 comm_init_world(const struct collie__params *params, int rank, int size, const char *store_url,
-                const collie_store_callbacks_t *user_store, const char *token,
-                int64_t timeout_ms, const char *transport, collie_comm_t **out)
+                const collie_store_callbacks_t *user_store, collie_comm_t *parent,
+                const char *token, int64_t timeout_ms, const char *transport,
+                collie_comm_t **out)
 {
   collie_result_t rc;
   collie__store_t *store = NULL;
@@ -464,7 +465,8 @@ comm_init_world(const struct collie__params *params, int rank, int size, const c
   memset(&me, 0, sizeof(me));
   collie__host_id(params->HOST_ID, me.host, sizeof(me.host));
   me.pid = (int32_t)getpid();
-  me.world_rank = rank;
+  /* A group of parent made apart from it: its ranks are named as parent names them. */
+  me.world_rank = parent ? parent->peers[parent->rank].world_rank : rank;
   me.ncpus = collie__ncpus();
   if (!token || !*token) {
     snprintf(fallback_token, sizeof(fallback_token), "collie:%s", store_url ? store_url : "");
@@ -507,7 +509,8 @@ comm_init_world(const struct collie__params *params, int rank, int size, const c
   } else {
     comm_user_store_done(user_store); /* one rank: nobody to meet */
   }
-  rc = comm_create(params, token, timeout_ms, transport, store, hash, rank, size, &me, NULL, out);
+  rc = comm_create(params, token, timeout_ms, transport, store, hash, rank, size, &me,
+                   parent ? parent->tele : NULL, out);
   if (rc == COLLIE_SUCCESS && store && !user_store) comm_store_remember(store_key, store);
 out_release:
   if (store) collie__store_release(store);
@@ -527,7 +530,7 @@ collie_comm_init(collie_comm_t **comm)
   collie__log_level = params.DEBUG;
   if ((rc = collie__launch_detect(&launch, NULL)) != COLLIE_SUCCESS) return rc;
   COLLIE_INFO("INIT", "launched by %s: rank %d of %d", launch.source, launch.rank, launch.size);
-  return comm_init_world(&params, launch.rank, launch.size, launch.store, NULL, launch.token,
+  return comm_init_world(&params, launch.rank, launch.size, launch.store, NULL, NULL, launch.token,
                          params.TIMEOUT_MS, params.TRANSPORT, comm);
 }
 
@@ -583,15 +586,19 @@ collie_comm_init_config(const collie_config_t *cfg, collie_comm_t **comm)
                        "collie_comm_init_config: cfg was not initialised with COLLIE_CONFIG_INIT "
                        "(magic 0x%x, size %zu)",
                        cfg->magic, cfg->size);
-  const collie_store_callbacks_t *user_store =
-      cfg->size >= known + sizeof(cfg->store_callbacks) ? cfg->store_callbacks : NULL;
+#define CFG_HAS(field) (cfg->size >= offsetof(collie_config_t, field) + sizeof(cfg->field))
+  const collie_store_callbacks_t *user_store = CFG_HAS(store_callbacks) ? cfg->store_callbacks : NULL;
+  collie_comm_t *parent = CFG_HAS(parent) ? cfg->parent : NULL;
+#undef CFG_HAS
   collie_result_t rc = config_check(cfg, user_store, &params, &transport);
+  if (rc == COLLIE_SUCCESS && parent)
+    rc = collie__comm_check(parent, "collie_comm_init_config: parent");
   if (rc != COLLIE_SUCCESS) {
     comm_user_store_done(user_store);
     return rc;
   }
   return comm_init_world(&params, cfg->rank, cfg->world_size,
-                         cfg->store ? cfg->store : params.STORE, user_store,
+                         cfg->store ? cfg->store : params.STORE, user_store, parent,
                          cfg->job_token ? cfg->job_token : params.JOB_TOKEN,
                          cfg->timeout_ms ? cfg->timeout_ms : params.TIMEOUT_MS, transport, comm);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "bootstrap/bootstrap.h"
+#include "core/core.h"
 #include "runner.h"
 #include "util/util.h"
 
@@ -225,4 +226,58 @@ TEST_IMPL(bootstrap_user_store_errors)
   old.size = offsetof(collie_config_t, store_callbacks) - 1;
   ASSERT_RC(COLLIE_INVALID_ARGUMENT, "COLLIE_CONFIG_INIT", collie_comm_init_config(&old, &c));
   collie__store_release(u.fs);
+}
+
+/* collie_config_t.parent: a communicator of some of the world's ranks, made
+ * apart from the world (as torch's new_group makes one, on the members only),
+ * shares the world's telemetry and names ranks by their world rank. World
+ * ranks 1 and 2 form it in reverse order, so its rank 0 is world rank 2:
+ * without the parent, its timing rows would go to timing-rank0.csv. */
+TEST_IMPL(bootstrap_user_store_parent)
+{
+  char dir[512];
+  snprintf(dir, sizeof(dir), "%s", test_path("timing"));
+  setenv("COLLIE_TIMING_LOG", dir, 1);
+  struct user_ctx w, g;
+  collie_store_callbacks_t cbw, cbg;
+  user_open(&w, "w/", &cbw);
+  user_open(&g, "g/", &cbg);
+  collie_comm_t *world = user_init(&cbw, NULL);
+  collie_comm_t *group = NULL;
+  if (test_rank() > 0) {
+    collie_config_t cfg = COLLIE_CONFIG_INIT;
+    cfg.rank = test_rank() == 2 ? 0 : 1;
+    cfg.world_size = 2;
+    cfg.store_callbacks = &cbg;
+    cfg.parent = world;
+    ASSERT_OK(collie_comm_init_config(&cfg, &group));
+    collie_opts_t o = {.label = "group-op"};
+    int32_t v = 1;
+    ASSERT_OK(collie_allreduce(group, &v, &v, 1, COLLIE_INT32, COLLIE_SUM, &o, NULL));
+    ASSERT(v == 2);
+    /* Ranks are named by their world rank: a peer that dies is "world rank 1". */
+    ASSERT(group->peers[0].world_rank == 2 && group->peers[1].world_rank == 1);
+    ASSERT_OK(collie_comm_destroy(group));
+  }
+  ASSERT_OK(collie_barrier(world, NULL, NULL));
+  ASSERT_OK(collie_comm_destroy(world));
+  /* The world's timing logs are closed: rows of the group are in the files of
+   * world ranks 1 and 2, none in world rank 0's. */
+  char path[600];
+  snprintf(path, sizeof(path), "%s/timing-rank%d.csv", dir, test_rank());
+  char *text = test_read_file(path, NULL);
+  ASSERTF(text, "no %s", path);
+  ASSERTF((strstr(text, "group-op") != NULL) == (test_rank() > 0), "rank %d: %s", test_rank(),
+          text);
+  free(text);
+  collie__store_release(w.fs);
+  collie__store_release(g.fs);
+
+  /* A destroyed parent is refused, naming the field. */
+  collie_config_t bad = COLLIE_CONFIG_INIT;
+  bad.rank = 0;
+  bad.world_size = 1;
+  bad.parent = world;
+  collie_comm_t *c = NULL;
+  ASSERT_RC(COLLIE_INVALID_USAGE, "parent", collie_comm_init_config(&bad, &c));
 }

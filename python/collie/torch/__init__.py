@@ -50,7 +50,8 @@ if _version(torch.__version__) < MIN_TORCH:
 if not dist.is_available():
     raise ImportError("collie.torch: this torch was built without torch.distributed")
 
-from .. import PayloadCategory  # noqa: E402
+from .. import PayloadCategory, register_category  # noqa: E402
+from .._comm import registered_categories  # noqa: E402
 from .._enums import to_category  # noqa: E402
 from . import _context  # noqa: E402
 from ._pg import CollieBackendError, ProcessGroupCollie, create  # noqa: E402
@@ -64,6 +65,7 @@ __all__ = [
     "ProcessGroupCollie",
     "category",
     "get_comm",
+    "register_category",
     "step",
     "step_begin",
     "step_end",
@@ -146,6 +148,11 @@ def category(cat, label=None, phase=None):
     register), with an optional label (layer or bucket) and phase for the
     timing log. Process-wide while open (DDP issues from autograd's threads);
     blocks nest."""
+    if isinstance(cat, str) and cat.upper() not in PayloadCategory.__members__ and cat not in registered_categories:
+        raise ValueError("collie.torch.category(%r): not a built-in category (%s); register it with "
+                         "collie.torch.register_category(%r) before init_process_group (a communicator's "
+                         "comms.csv columns are fixed when it is created)"
+                         % (cat, ", ".join(m.lower() for m in PayloadCategory.__members__), cat))
     entry = (to_category(cat), None if label is None else str(label).encode(),
              None if phase is None else str(phase).encode())
     _context.push(entry)

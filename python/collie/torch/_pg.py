@@ -109,8 +109,17 @@ class ProcessGroupCollie(dist.ProcessGroup):
         self._batch = None  # p2p ops between _start_coalescing and _end_coalescing
         self._mb_seq = 0
         name = "torch-group-%d" % id(self)
+        # A group made after the default one (new_group) shares its telemetry
+        # and world rank numbering, as a split would (torch calls this on the
+        # group's members only, so it cannot be a split).
+        parent = None
+        if dist.is_initialized():
+            default = dist.distributed_c10d._get_default_group()
+            default = default if isinstance(default, ProcessGroupCollie) else None
+            if default is not None and default._h is not None:
+                parent = default._comm
         try:
-            self._comm = new_comm(name, timeout=timeout, store=store, rank=rank, world_size=size)
+            self._comm = new_comm(name, timeout=timeout, store=store, rank=rank, world_size=size, parent=parent)
         except Exception as e:
             raise CollieBackendError("collie backend: init of rank %d of %d failed: %s" % (rank, size, e),
                                      getattr(e, "code", None)) from e
