@@ -20,6 +20,7 @@ import ctypes
 import datetime
 import sys
 import threading
+import time
 
 import torch
 import torch.distributed as dist
@@ -104,10 +105,15 @@ class ProcessGroupCollie(dist.ProcessGroup):
             timeout = datetime.timedelta(seconds=timeout)
         self._store = store
         self._timeout = timeout
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._inflight = []
-        self._batch = None  # p2p ops between _start_coalescing and _end_coalescing
+        self._p2p = []  # held isend/irecv: (is_send, tensor, peer, tag, Work, _LazyBatch)
+        self._p2p_flusher = None  # thread: issues held p2p 2 ms after the last one
+        self._p2p_wake = threading.Event()
+        self._coalescing = False  # between _start_coalescing and _end_coalescing
         self._mb_seq = 0
+        self._group_name = ""
+        self._group_desc = ""
         name = "torch-group-%d" % id(self)
         # A group made after the default one (new_group) shares its telemetry
         # and world rank numbering, as a split would (torch calls this on the
@@ -140,6 +146,25 @@ class ProcessGroupCollie(dist.ProcessGroup):
 
     _get_backend_name = getBackendName
 
+    # torch 2.x names its groups through these (destroy_process_group reads
+    # group_name; the C++ getter raises for a group without a C++ backend).
+    def _set_group_name(self, name):
+        self._group_name = str(name)
+
+    def getGroupName(self):
+        return self._group_name
+
+    def _set_group_desc(self, desc):
+        self._group_desc = str(desc)
+
+    def getGroupDesc(self):
+        return self._group_desc
+
+    setGroupName = _set_group_name
+    setGroupDesc = _set_group_desc
+    group_name = property(getGroupName)
+    group_desc = property(getGroupDesc)
+
     @property
     def comm(self):
         """The collie.Comm under this group."""
@@ -163,8 +188,10 @@ class ProcessGroupCollie(dist.ProcessGroup):
         with self._lock:
             if self._h is None:
                 return
+            self._flush_p2p(force=True)  # held sends and receives still go out: peers expect them
             self._h = None
         self._completer.stop()
+        self._p2p_wake.set()  # the flusher sees _h None and ends
         _context.groups_remove(self)
         try:
             self._comm.finalize()
@@ -192,6 +219,8 @@ class ProcessGroupCollie(dist.ProcessGroup):
         return o
 
     def _issue(self, fn, cfn, args, opts, result=(), keep=(), posts=None):
+        if self._p2p:
+            self._flush_p2p()  # issue order: the held sends and receives came first
         o = self._opts(opts)
         # torch's own blocking calls (dist.all_reduce(t) with async_op False,
         # dist.send, dist.recv) wait on the Work at once and drop it: run those here, as a
@@ -260,7 +289,7 @@ class ProcessGroupCollie(dist.ProcessGroup):
             op = _OP_BY_ID.get(id(loc.get("op")))
             dt = NATIVE.get(t.dtype)
             if (loc.get("async_op", True) is False and op is not None and dt is not None and t.is_cpu
-                    and t.is_contiguous() and not t.is_sparse and not _context._stack):
+                    and t.is_contiguous() and not t.is_sparse and not _context._stack and not self._p2p):
                 p = t.data_ptr()
                 with self._lock:
                     h = self._h
@@ -582,74 +611,122 @@ class ProcessGroupCollie(dist.ProcessGroup):
             raise CollieBackendError("%s: rank %d cannot %s itself" % (fn, p, fn), "invalid argument")
         return p
 
+    # Asynchronous sends and receives (isend, irecv, batch_isend_irecv) are
+    # held back and issued together as one collie group of send/recv: collie
+    # runs a communicator's operations one at a time in issue order, so an
+    # isend issued alone would block the irecv behind it until its peer had
+    # received - and a ring of isend-then-irecv whose messages outlast the
+    # transport's buffers would wait for ever, where Gloo's threads let it
+    # through. The batch is issued as soon as anything else happens on the
+    # group: any other operation (so issue order holds), a wait or test on
+    # one of its Works, or 2 ms without a further isend/irecv (so a transfer
+    # nobody waits on still starts). Between _start_coalescing and
+    # _end_coalescing (torch 1.13's batch_isend_irecv) only the end issues it.
+
     def send(self, tensors, dst, tag=0):
         fn = "send"
         t = self._one(tensors, fn)
         c, _ = dense(t, fn)
         dst = self._peer(dst, fn)
-        if self._batch is not None:
-            return self._batch_add(True, c, dst, tag, [t])
-        return self._issue(fn, self._L.collie_send, (c.data_ptr(), nbytes(c), UINT8, dst, int(tag)), None, [t],
-                           (t, c))
+        if self._is_blocking_caller():
+            return self._issue(fn, self._L.collie_send, (c.data_ptr(), nbytes(c), UINT8, dst, int(tag)), None,
+                               [t], (t, c))
+        return self._p2p_add(True, c, dst, tag, [t])
 
     def recv(self, tensors, src, tag=0):
         fn = "recv"
         t = self._one(tensors, fn)
         c, post = dense(t, fn, out=True)
         src = self._peer(src, fn)
-        if self._batch is not None:
-            return self._batch_add(False, c, src, tag, [t], post)
-        w = self._issue(fn, self._L.collie_recv, (c.data_ptr(), nbytes(c), UINT8, src, int(tag)), None, [t],
-                        (t, c), [post] if post else None)
-        return w
+        if self._is_blocking_caller():
+            return self._issue(fn, self._L.collie_recv, (c.data_ptr(), nbytes(c), UINT8, src, int(tag)), None,
+                               [t], (t, c), [post] if post else None)
+        return self._p2p_add(False, c, src, tag, [t], post)
+
+    @staticmethod
+    def _is_blocking_caller():
+        f = sys._getframe(2)
+        return f.f_globals is _C10D and f.f_code.co_name in _BLOCKING_P2P and not _in_coalescing(f)
 
     def recv_anysource(self, tensors, tag=0):
         raise Unsupported("recv from any source (src=None) is not supported by the collie backend yet: name the "
                           "sender (dist.recv(tensor, src=r))")
 
     def _start_coalescing(self, *args):
-        self._batch = []
+        self._flush_p2p()
+        with self._lock:
+            self._coalescing = True
 
     def _end_coalescing(self, *args):
-        batch, self._batch = self._batch, None
-        if not batch:
-            return None
-        L = self._L
-        keep = [b[1] for b in batch]
-        w = ctypes.c_void_p()
         with self._lock:
-            h = self._h
-            if h is None:
-                raise CollieBackendError("batch_isend_irecv: the process group was destroyed", "invalid usage")
-            rc = L.collie_group_start(h)
-            if rc == _lib.SUCCESS:
-                for is_send, c, peer, tag, _, _ in batch:
-                    fn = L.collie_send if is_send else L.collie_recv
-                    rc = fn(h, c.data_ptr(), nbytes(c), UINT8, peer, int(tag), None, None)
-                    if rc != _lib.SUCCESS:
-                        break
-                text = self._last_error(rc) if rc != _lib.SUCCESS else None
-                rc2 = L.collie_group_end(h, ctypes.byref(w))
-                if rc == _lib.SUCCESS and rc2 != _lib.SUCCESS:
-                    rc, text = rc2, self._last_error(rc2)
-            else:
-                text = self._last_error(rc)
-            if rc != _lib.SUCCESS:
-                for b in batch:
-                    b[5]._settle(CollieBackendError("batch_isend_irecv: " + text, rc))
-                raise CollieBackendError("batch_isend_irecv: " + text, rc)
-            shared = CollieWork(self, w.value, "batch_isend_irecv", [], keep)
-            self._inflight.append(shared)
-        for b in batch:
-            b[5]._shared = shared
-        return shared
+            self._coalescing = False
+            shared = self._flush_p2p(force=True)
+        return shared if shared is not None else CollieWork(self, None, "batch_isend_irecv")  # 2.x waits on it
 
-    def _batch_add(self, is_send, c, peer, tag, result, post=None):
-        # A placeholder until _end_coalescing issues the batch as one collie group.
+    def _p2p_add(self, is_send, c, peer, tag, result, post=None):
+        lazy = _LazyBatch(self)
         w = CollieWork(self, None, "isend" if is_send else "irecv", result, (c,), [post] if post else None,
-                       shared=_Pending())
-        self._batch.append((is_send, c, peer, tag, result, w))
+                       shared=lazy)
+        with self._lock:
+            if self._h is None:
+                raise CollieBackendError("%s: the process group was destroyed" % ("send" if is_send else "recv"),
+                                         "invalid usage")
+            self._p2p.append((is_send, c, peer, int(tag), w, lazy))
+            if not self._coalescing:
+                if self._p2p_flusher is None:
+                    self._p2p_flusher = threading.Thread(target=self._p2p_flush_loop, daemon=True,
+                                                         name="collie-p2p-" + self._comm.get_name())
+                    self._p2p_flusher.start()
+                self._p2p_wake.set()
         return w
+
+    def _p2p_flush_loop(self):
+        while True:
+            self._p2p_wake.wait()
+            if self._h is None:
+                return
+            self._p2p_wake.clear()
+            time.sleep(0.002)  # let the isends and irecvs issued back to back join one batch
+            self._flush_p2p()
+
+    def _flush_p2p(self, force=False):
+        """Issues the held sends and receives as one collie group; returns its
+        Work (None when nothing was held, or inside _start/_end_coalescing
+        unless force)."""
+        with self._lock:
+            if not self._p2p or (self._coalescing and not force):
+                return None
+            return self._flush_p2p_locked()
+
+    def _flush_p2p_locked(self):
+        batch, self._p2p = self._p2p, []
+        L = self._L
+        h = self._h
+        w = ctypes.c_void_p()
+        text = "the process group was destroyed"
+        rc = L.collie_group_start(h) if h is not None else _lib.INVALID_USAGE
+        if rc == _lib.SUCCESS:
+            for is_send, c, peer, tag, _, _ in batch:
+                fn = L.collie_send if is_send else L.collie_recv
+                rc = fn(h, c.data_ptr(), nbytes(c), UINT8, peer, tag, None, None)
+                if rc != _lib.SUCCESS:
+                    break
+            text = self._last_error(rc) if rc != _lib.SUCCESS else None
+            rc2 = L.collie_group_end(h, ctypes.byref(w))
+            if rc == _lib.SUCCESS and rc2 != _lib.SUCCESS:
+                rc, text = rc2, self._last_error(rc2)
+        elif h is not None:
+            text = self._last_error(rc)
+        if rc != _lib.SUCCESS:
+            err = CollieBackendError("isend/irecv: " + text, rc)
+            for b in batch:
+                b[5].fail(err)
+            return None
+        shared = CollieWork(self, w.value, "batch of %d isend/irecv" % len(batch), [], [b[1] for b in batch])
+        self._inflight.append(shared)
+        for b in batch:
+            b[5].real = shared
+        return shared
 
     # ---- synchronisation ----
 
@@ -704,15 +781,81 @@ class ProcessGroupCollie(dist.ProcessGroup):
         return CollieWork(self, None, "monitored_barrier")
 
 
-class _Pending:
-    """The batch Work a placeholder waits on before _end_coalescing ran."""
+    # ---- torch 2.x's names for the same operations ----
 
-    _h = None
-    _exc = None
+    def allgather_into_tensor_coalesced(self, outputs, inputs, opts=None):
+        """all_gather_into_tensor of each (output, input) pair; one Work."""
+        works = [self._allgather_base(o, i, opts) for o, i in zip(outputs, inputs)]
+        return _last(self, works, outputs, "all_gather_into_tensor_coalesced")
+
+    def reduce_scatter_tensor_coalesced(self, outputs, inputs, opts=None):
+        """reduce_scatter_tensor of each (output, input) pair; one Work."""
+        works = [self._reduce_scatter_base(o, i, opts) for o, i in zip(outputs, inputs)]
+        return _last(self, works, outputs, "reduce_scatter_tensor_coalesced")
+
+    all_gather_single = _allgather_base
+    reduce_scatter_single = _reduce_scatter_base
+    all_to_all_single = alltoall_base
+    all_gather_single_coalesced = allgather_into_tensor_coalesced
+    reduce_scatter_single_coalesced = reduce_scatter_tensor_coalesced
+    start_coalescing = _start_coalescing
+    end_coalescing = _end_coalescing
+    recvAnysource = recv_anysource
+
+
+def _last(pg, works, outputs, fn):
+    """One Work for operations issued in order: they complete in issue order,
+    so the last one's end is all of theirs (its result: every output)."""
+    if not works:
+        return CollieWork(pg, None, fn)
+    w = works[-1]
+    w._result = list(outputs)
+    w._fn = fn
+    return w
+
+
+class _LazyBatch:
+    """What a held isend/irecv's Work waits on: the group it will be issued
+    in. Touching it (wait, test) issues the held batch first."""
+
+    def __init__(self, pg):
+        self._pg = pg
+        self.real = None
+        self._err = None
+
+    def fail(self, exc):
+        self._err = exc
+
+    def _issued(self):
+        if self.real is None and self._err is None:
+            self._pg._flush_p2p()
+        if self.real is None and self._err is None:
+            raise CollieBackendError("isend/irecv between _start_coalescing and _end_coalescing: waited on before "
+                                     "the batch was issued", "invalid usage")
+        return self.real
+
+    @property
+    def _h(self):
+        r = self._issued()
+        return r._h if r is not None else None
+
+    @property
+    def _exc(self):
+        r = self._issued()
+        return r._exc if r is not None else self._err
 
     def _wait_handle(self, ms):
-        raise CollieBackendError("isend/irecv inside batch_isend_irecv: waited on before the batch was issued",
-                                 "invalid usage")
+        r = self._issued()
+        if r is None:
+            return True  # failed at issue: _exc has the error
+        with r._lock:
+            return r._wait_handle(ms)
+
+
+def _in_coalescing(f):
+    """True when frame f (torch's send/recv) runs inside batch_isend_irecv."""
+    b = f.f_back
+    return b is not None and b.f_code.co_name == "batch_isend_irecv"
 
 
 def create(store, rank, size, timeout):
