@@ -42,6 +42,7 @@ from ._tensors import (
 from ._work import CollieWork, Completer
 
 _SZ = ctypes.c_size_t
+_make_work = torch._C._distributed_c10d._create_work_from_future
 _C10D = dist.distributed_c10d.__dict__
 _OWN = globals()
 # torch.distributed's p2p functions that wait on the Work at once (isend and
@@ -106,7 +107,7 @@ class ProcessGroupCollie(dist.ProcessGroup):
         self._store = store
         self._timeout = timeout
         self._lock = threading.RLock()
-        self._inflight = []
+        self._inflight = []  # async Works handed to Python callers, until they have ended
         self._p2p = []  # held isend/irecv: (is_send, tensor, peer, tag, Work, _LazyBatch)
         self._p2p_flusher = None  # thread: issues held p2p 2 ms after the last one
         self._p2p_wake = threading.Event()
@@ -193,10 +194,7 @@ class ProcessGroupCollie(dist.ProcessGroup):
         self._completer.stop()
         self._p2p_wake.set()  # the flusher sees _h None and ends
         _context.groups_remove(self)
-        try:
-            self._comm.finalize()
-        finally:
-            self._inflight = []
+        self._comm.finalize()
 
     def abort(self):
         """Fails every running operation here and on the peers, at once."""
@@ -229,8 +227,8 @@ class ProcessGroupCollie(dist.ProcessGroup):
         f = sys._getframe(2)
         while f is not None and f.f_globals is _OWN:
             f = f.f_back
-        if f is not None and f.f_globals is _C10D and (f.f_code.co_name in _BLOCKING_P2P
-                                                      or f.f_locals.get("async_op", True) is False):
+        from_c10d = f is not None and f.f_globals is _C10D
+        if from_c10d and (f.f_code.co_name in _BLOCKING_P2P or f.f_locals.get("async_op", True) is False):
             with self._lock:
                 h = self._h
                 if h is None:
@@ -247,14 +245,20 @@ class ProcessGroupCollie(dist.ProcessGroup):
             h = self._h
             if h is None:
                 raise CollieBackendError("%s: the process group was destroyed" % fn, "invalid usage")
-            if self._inflight:
-                self._inflight = [x for x in self._inflight if not x.is_completed()]
             rc = cfn(h, *args, ctypes.byref(o) if o is not None else None, ctypes.byref(w))
             if rc != _lib.SUCCESS:
                 raise CollieBackendError(self._last_error(rc), rc)
             work = CollieWork(self, w.value, fn, result, (keep, o), posts)
-            self._inflight.append(work)
-        return work
+            if from_c10d:
+                # torch.distributed's functions hand this Work to Python code,
+                # which waits on it (wait() raises the operation's error, as
+                # Gloo's does). Held here until it has ended, so that the
+                # tensors outlive the operation even if the caller drops it.
+                if self._inflight:
+                    self._inflight = [x for x in self._inflight if not x._done]
+                self._inflight.append(work)
+                return work
+        return _cpp_work(work)
 
     def _last_error(self, rc):
         raw = self._L.collie_last_error()
@@ -723,7 +727,7 @@ class ProcessGroupCollie(dist.ProcessGroup):
                 b[5].fail(err)
             return None
         shared = CollieWork(self, w.value, "batch of %d isend/irecv" % len(batch), [], [b[1] for b in batch])
-        self._inflight.append(shared)
+        shared.get_future()  # the completer holds it (and its tensors) until it has ended
         for b in batch:
             b[5].real = shared
         return shared
@@ -803,15 +807,24 @@ class ProcessGroupCollie(dist.ProcessGroup):
     recvAnysource = recv_anysource
 
 
+def _cpp_work(work):
+    """The Work handed to torch's C++ callers (DDP's reducer,
+    _broadcast_coalesced, ...): a C++ Work around work's Future, which the
+    completer thread settles. They keep only the C++ half of a Work; were it
+    the Python subclass, once its Python object was collected their wait()
+    would fall through to the base class and wait for ever. (Its wait() does
+    not raise - torch's Future-backed Work never does - but their Future's
+    value does, which is what DDP reads.)"""
+    return _make_work(work.get_future())
+
+
 def _last(pg, works, outputs, fn):
     """One Work for operations issued in order: they complete in issue order,
     so the last one's end is all of theirs (its result: every output)."""
     if not works:
         return CollieWork(pg, None, fn)
-    w = works[-1]
-    w._result = list(outputs)
-    w._fn = fn
-    return w
+    fut = works[-1].get_future().then(lambda f: (f.value(), list(outputs))[1])
+    return _make_work(fut)
 
 
 class _LazyBatch:

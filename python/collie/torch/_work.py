@@ -55,6 +55,7 @@ class CollieWork(_TorchWork):
         self._done = handle is None and shared is None
         self._exc = None
         self._fut = None
+        self._src_fut = None
         self._src = -1
         if self._done and posts:
             self._run_posts()
@@ -79,12 +80,9 @@ class CollieWork(_TorchWork):
             except Exception as e:  # a copy-out failed: the operation did not deliver
                 self._exc = exc = self._pg._wrap("%s: copying the result out failed: %s" % (self._fn, e))
         self._keep = None
-        fut = self._fut
-        if fut is not None and not fut.done():
-            if exc is None:
-                fut.set_result(self._result)
-            else:
-                fut.set_exception(exc)
+        src = self._src_fut
+        if src is not None and not src.done():
+            src.set_result(None)  # the chained Future then gives the result or raises exc
 
     def _wait_handle(self, ms):
         """Waits on the collie handle (ms -1: the operation's own deadline).
@@ -164,16 +162,24 @@ class CollieWork(_TorchWork):
         if self._fut is None:
             with self._lock:
                 if self._fut is None:
-                    fut = torch.futures.Future()
-                    self._fut = fut
+                    # torch 1.13's Future.set_exception stores the exception
+                    # as the value (a Python-side unwrap), which C++ callers
+                    # (DDP's reducer) then read as tensors and crash on. A
+                    # callback that raises marks its Future failed in C++, so
+                    # the Future handed out is the one chained on the settled one.
+                    src = torch.futures.Future()
+                    self._src_fut = src
+                    self._fut = src.then(self._future_value)
                     if self._done:
-                        if self._exc is None:
-                            fut.set_result(self._result)
-                        else:
-                            fut.set_exception(self._exc)
-                        return fut
+                        src.set_result(None)
+                        return self._fut
             self._pg._completer.add(self)
         return self._fut
+
+    def _future_value(self, _src):
+        if self._exc is not None:
+            raise self._exc
+        return self._result
 
     def __repr__(self):
         return "<collie Work %s, %s>" % (self._fn, "done" if self._done else "running")
