@@ -85,4 +85,9 @@ class KVStore:
             return self._fail("add", key, e)
 
     def _release(self, ctx):
+        # collie is done with the store: let it go now rather than at the
+        # next garbage collection (the callbacks and this object form a
+        # cycle), since the store may hold a listening port (torch's
+        # TCPStore on rank 0) that a second init wants to bind again.
         self.released += 1
+        self.store = None

@@ -194,7 +194,14 @@ class ProcessGroupCollie(dist.ProcessGroup):
         self._completer.stop()
         self._p2p_wake.set()  # the flusher sees _h None and ends
         _context.groups_remove(self)
-        self._comm.finalize()
+        try:
+            self._comm.finalize()
+        finally:
+            # Let torch's Store go (rank 0's TCPStore server with it), as
+            # Gloo's group does when destroyed: a second init_process_group
+            # may bind the same port.
+            self._store = None
+            self._comm._kv = None
 
     def abort(self):
         """Fails every running operation here and on the peers, at once."""
