@@ -46,6 +46,8 @@ class KVStore:
         self.released = 0
 
     def _fail(self, op, key, exc):
+        if isinstance(key, bytes):
+            key = key.decode("utf-8", "replace")
         text = str(exc) or type(exc).__name__
         self.error = "%s %r: %s" % (op, key, text)
         if "timeout" in text.lower() or "timed out" in text.lower():

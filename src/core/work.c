@@ -376,7 +376,8 @@ work_result(collie_work_t *w)
  * thread runs operations at a time still (busy), and issue order holds: the
  * item is the head of the queue. Called with w->lock held and w QUEUED, so
  * the item has not started and its communicator is alive (destroy drains
- * the queue). Returns with w->lock held; 1 when it ran w. */
+ * the queue). Only for waits without a timeout (collie_wait(w, -1)). Returns
+ * with w->lock held; 1 when it ran w. */
 static int
 work_claim_and_run(collie_work_t *w)
 {
@@ -412,7 +413,10 @@ collie_wait(collie_work_t *work, int64_t timeout_ms)
   collie_result_t rc;
   int64_t deadline = timeout_ms >= 0 ? collie__deadline_after_ms(timeout_ms) : INT64_MAX;
   pthread_mutex_lock(&work->lock);
-  if (work->state == WORK_QUEUED && timeout_ms != 0) work_claim_and_run(work);
+  /* Only a wait without a timeout of its own may run the operation: once
+   * running it ends at its own deadline, which a shorter wait must not
+   * outlast. */
+  if (work->state == WORK_QUEUED && timeout_ms < 0) work_claim_and_run(work);
   for (;;) {
     if (work->state == WORK_DONE) {
       rc = work_result(work);
