@@ -1,0 +1,219 @@
+"""Errors: bad roots and bad arguments raise before any communication and
+leave the group usable; a rank that skips a collective makes the others
+raise RuntimeError at the group's timeout, and the default group works
+afterwards; mismatched sizes across ranks raise on every rank (collie);
+monitored_barrier names the ranks that did not arrive; a rank that dies
+makes the survivor raise within seconds, naming it (collie).
+
+Tests that break a group on purpose do it on a fresh group with a short
+timeout (the short_group fixture) and never use that group again: gloo's
+group is unusable after an error, and the ranks may disagree about where
+they are in it."""
+
+import datetime
+import re
+import time
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from conftest import BACKEND, IS_COLLIE, collie_only, needs_ranks, once_per_run, run_job, free_port
+from refs import same
+
+# Gloo raises IndexError (a C++ std::out_of_range) for a send/recv peer out of
+# range; collie must raise ValueError or RuntimeError.
+PEER_ERRORS = (ValueError, RuntimeError) + ((IndexError,) if BACKEND == "gloo" else ())
+
+
+def still_usable(group=None, size=None):
+    t = torch.ones(3)
+    dist.all_reduce(t, group=group)
+    n = size if size is not None else dist.get_world_size(group)
+    assert same(t, torch.full((3,), float(n)))
+
+
+def _bad_root_calls(rank, size, root):
+    t = torch.ones(4)
+    return {
+        "broadcast": lambda: dist.broadcast(t, root),
+        "reduce": lambda: dist.reduce(t, root),
+        "gather": lambda: dist.gather(t, None, dst=root),
+        "scatter": lambda: dist.scatter(t, None, src=root),
+        "broadcast_async": lambda: dist.broadcast(t, root, async_op=True).wait(),
+    }
+
+
+@pytest.mark.parametrize("which", ["broadcast", "reduce", "gather", "scatter", "broadcast_async"])
+@pytest.mark.parametrize("where", ["size", "negative"])
+def test_bad_root(which, where, rank, size):
+    """A root >= world size (or negative) raises ValueError or RuntimeError
+    on every rank, before communicating (gloo: RuntimeError 'invalid root
+    rank'); the default group then still works."""
+    root = size if where == "size" else -1
+    with pytest.raises((ValueError, RuntimeError)):
+        _bad_root_calls(rank, size, root)[which]()
+    still_usable()
+
+
+@needs_ranks(2)
+def test_bad_peer(rank, size):
+    """send to / recv from a rank >= world size raises on the caller alone,
+    before communicating; the default group still works."""
+    if rank == 0:
+        with pytest.raises(PEER_ERRORS):
+            dist.send(torch.ones(2), size)
+        with pytest.raises(PEER_ERRORS):
+            dist.recv(torch.ones(2), size)
+    still_usable()
+
+
+def _arg_error_cases(rank, size):
+    return {
+        # gloo: "ProcessGroupGloo::allgather: invalid output tensor list at index 0 (expected length 2, got 3)"
+        "all_gather_list_length": lambda g: dist.all_gather([torch.zeros(3) for _ in range(size + 1)], torch.ones(3),
+                                                            group=g),
+        # gloo: "invalid tensor size at index 0 (expected (3), got (4))"
+        "all_gather_tensor_size": lambda g: dist.all_gather([torch.zeros(4) for _ in range(size)], torch.ones(3),
+                                                            group=g),
+        # gloo: "Incorrect input list size 3. Input list size should be 2, ..." (at the root; the others fail
+        # too, on their own wrong list)
+        "scatter_list_length": lambda g: dist.scatter(torch.zeros(2), [torch.ones(2)] * (size + 1) if rank == 0
+                                                      else None, src=0, group=g),
+        # gloo: "Split sizes doesn't match total dim 0 size"
+        "all_to_all_splits": lambda g: dist.all_to_all_single(torch.zeros(2 * size), torch.ones(2 * size),
+                                                              output_split_sizes=[3] * size,
+                                                              input_split_sizes=[2] * size, group=g),
+        # gloo: "Invalid usage of tensors with different dtypes"
+        "all_reduce_coalesced_dtypes": lambda g: dist.all_reduce_coalesced(
+            [torch.ones(2), torch.ones(2, dtype=torch.float64)], group=g),
+    }
+
+
+@pytest.mark.filterwarnings("ignore:torch.distributed.all_reduce_coalesced will be deprecated")
+@pytest.mark.parametrize("case", ["all_gather_list_length", "all_gather_tensor_size", "scatter_list_length",
+                                  "all_to_all_splits", "all_reduce_coalesced_dtypes"])
+def test_bad_arguments(case, rank, size, short_group):
+    """Arguments torch or the backend must refuse (every rank passes the
+    same mistake): ValueError or RuntimeError on every rank. On a throwaway
+    group; the default group still works."""
+    # scatter: only the root holds a list; the others would wait for a
+    # scatter that never comes, so they skip the call.
+    if case != "scatter_list_length" or rank == 0:
+        with pytest.raises((ValueError, RuntimeError)):
+            _arg_error_cases(rank, size)[case](short_group)
+    still_usable()
+
+
+@needs_ranks(2)
+@pytest.mark.parametrize("async_op", [False, True], ids=["blocking", "async"])
+def test_timeout_when_a_rank_skips(async_op, rank, size, world, short_group):
+    """The last rank skips an all_reduce on a group with a 3 s timeout: the
+    others raise RuntimeError within seconds (gloo: 'Timed out waiting
+    3000ms for recv operation to complete'); for async_op the error comes
+    from wait(), and the work then reads completed and not successful.
+    Afterwards the default group still works (the skipping rank meets the
+    others there)."""
+    skipper = size - 1
+    if rank != skipper:
+        t = torch.ones(100)
+        t0 = time.monotonic()
+        with pytest.raises(RuntimeError) as ei:
+            if async_op:
+                w = dist.all_reduce(t, group=short_group, async_op=True)
+                try:
+                    w.wait()
+                finally:
+                    elapsed = time.monotonic() - t0
+                assert w.is_completed() and not w.is_success()
+            else:
+                try:
+                    dist.all_reduce(t, group=short_group)
+                finally:
+                    elapsed = time.monotonic() - t0
+        assert elapsed < 3 + 7, "raised after %.1f s with a 3 s timeout: %s" % (elapsed, ei.value)
+    still_usable()
+
+
+@collie_only("gloo has no defined behaviour for mismatched sizes (it may hang or crash)")
+@needs_ranks(2)
+@pytest.mark.parametrize("kind", ["rank0_differs", "all_differ"])
+def test_mismatched_sizes(kind, rank, size, short_group):
+    """all_reduce with a different element count on some ranks: RuntimeError
+    on every rank within seconds, never a hang, never a silent result."""
+    n = (4 if rank == 0 else 5) if kind == "rank0_differs" else 4 + rank
+    t = torch.ones(n)
+    t0 = time.monotonic()
+    with pytest.raises(RuntimeError):
+        try:
+            dist.all_reduce(t, group=short_group)
+        finally:
+            elapsed = time.monotonic() - t0
+    assert elapsed < 3 + 7, "raised after %.1f s with a 3 s group timeout" % elapsed
+    still_usable()
+
+
+# --- monitored_barrier ------------------------------------------------------
+
+
+def test_monitored_barrier_all_arrive(rank, size):
+    dist.monitored_barrier(timeout=datetime.timedelta(seconds=20))
+    dist.monitored_barrier(timeout=datetime.timedelta(seconds=20), wait_all_ranks=True)
+    still_usable()
+
+
+def _named_ranks(msg):
+    return {int(x) for x in re.findall(r"\b\d+\b", msg)}
+
+
+@needs_ranks(2)
+@pytest.mark.parametrize("wait_all", [False, True], ids=["first_missing", "wait_all_ranks"])
+def test_monitored_barrier_missing_rank(wait_all, rank, size, world):
+    """Ranks 1 and 3 (where they exist) do not call monitored_barrier on a
+    fresh group (2 s timeout): every caller raises RuntimeError; rank 0's
+    message names rank 1 (gloo: '[Rank 0]: Rank 1 failed to pass
+    monitoredBarrier in 2000 ms') and, with wait_all_ranks=True, every
+    missing rank ('Ranks 1, 3 failed ...'). (Gloo's other callers get 'Rank
+    2 successfully reached monitoredBarrier, but received errors while
+    waiting for send/recv from rank 0'.) The missing ranks skip the call and
+    meet the others at the default group's barrier after the test."""
+    missing = [r for r in (1, 3) if r < size]
+    g = dist.new_group(timeout=datetime.timedelta(seconds=2))
+    if rank in missing:
+        return
+    t0 = time.monotonic()
+    with pytest.raises(RuntimeError) as ei:
+        dist.monitored_barrier(group=g, timeout=datetime.timedelta(seconds=2), wait_all_ranks=wait_all)
+    elapsed = time.monotonic() - t0
+    assert elapsed < 2 + 7, "raised after %.1f s with a 2 s timeout" % elapsed
+    if rank == 0:
+        named = _named_ranks(str(ei.value))
+        want = set(missing) if wait_all else {1}
+        assert want <= named, "rank 0's error should name rank(s) %s: %s" % (sorted(want), ei.value)
+
+
+# --- a rank that dies -------------------------------------------------------
+
+
+@once_per_run
+@pytest.mark.parametrize("mode", ["exit", "kill"])
+def test_killed_rank(mode, world):
+    """A separate 2-rank job (started by rank 0 of this session; the others
+    wait) whose rank 1 dies mid-loop, by os._exit(0) or by SIGKILL: its rank
+    0 must raise RuntimeError within 10 s of entering the collective, naming
+    rank 1 (collie; gloo only says 'Connection closed by peer')."""
+    def job():
+        rc, out, secs = run_job("killed_rank.py", 2, [mode], timeout=25, grace=10,
+                                COLLIE_TORCH_JOB_PORT=free_port())
+        return rc, out, secs
+
+    rc, out, secs = world.wait_for_rank0(job)
+    lines = [ln for ln in out.splitlines() if ln.startswith("[0] RESULT")]
+    assert lines, "the job's rank 0 reported nothing (exit %s after %.1f s):\n%s" % (rc, secs, out[-3000:])
+    m = re.match(r"\[0\] RESULT raised ([0-9.]+) (\w+): (.*)", lines[0])
+    assert m, "rank 0's all_reduce did not fail after rank 1 died: %s\n%s" % (lines[0], out[-3000:])
+    elapsed, etype, msg = float(m.group(1)), m.group(2), m.group(3)
+    assert etype == "RuntimeError", lines[0]
+    assert elapsed < 10, "took %.1f s to notice: %s" % (elapsed, lines[0])
+    if IS_COLLIE:
+        assert re.search(r"\brank\D{0,3}1\b", msg, re.I), "the error does not name rank 1: %s" % msg
