@@ -6,7 +6,8 @@
 #                            multi-rank tests of 2 and 3 ranks under valgrind, and
 #                            a clang build with a part of the suite, the threaded
 #                            tests under ThreadSanitizer, the Python binding's
-#                            pytest suite at 1, 2 and 4 ranks, and the
+#                            pytest suite at 1, 2 and 4 ranks, the torch
+#                            backend's (env://, tcp://, file://), and the
 #                            export, layering and install checks
 # On a fresh Debian 12 machine it first installs what the build and the tests
 # need (gcc, clang, make, cmake, pkg-config, valgrind; for `test` also Debian's
@@ -72,6 +73,9 @@ case "$what" in
       $(./build-tsan/tests/collie_tests --list | grep -E 'bootstrap_tcp|thread|telemetry_(async|timing)')
     # The Python binding: pytest under collierun at 1, 2 and 4 ranks.
     sh tests/python/run.sh build
+    # The torch.distributed backend: pytest under collierun, env:// at 2 and 4
+    # ranks, tcp:// and file:// at 2 (docs/torch.md).
+    sh tests/torch/run.sh build
     # The whole suite last, so that its summary closes the output.
     ctest --test-dir build --output-on-failure -j"$jobs" --timeout 300
     ;;
