@@ -58,8 +58,7 @@ collie_result_t collie__store_open(const char *url, int rank, int size, const ch
 /* The caller's store (collie_config_t.store_callbacks, copied): set, get and add
  * go to its callbacks with the time left until their deadline; closing it calls
  * release. Errors: INVALID_ARGUMENT (a required callback is NULL). */
-collie_result_t collie__store_user_open(const collie_store_callbacks_t *cb,
-                                        collie__store_t **out);
+collie_result_t collie__store_user_open(const collie_store_callbacks_t *cb, collie__store_t **out);
 /* A view of base whose keys are prefixed with "<prefix>/". Takes a reference
  * on base; closing the view drops it. */
 collie_result_t collie__store_prefix(collie__store_t *base, const char *prefix,

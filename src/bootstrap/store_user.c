@@ -72,8 +72,10 @@ user_get(collie__store_t *s, const char *key, void **val, size_t *len, int64_t d
     if (rc != COLLIE_SUCCESS) {
       free(buf);
       if (rc == COLLIE_TIMEOUT)
-        return collie__err(COLLIE_TIMEOUT, "store get \"%s\" (the caller's store): not set "
-                           "within the timeout (a rank did not arrive)", key);
+        return collie__err(COLLIE_TIMEOUT,
+                           "store get \"%s\" (the caller's store): not set "
+                           "within the timeout (a rank did not arrive)",
+                           key);
       return user_fail("get", key, rc, NULL);
     }
     if (n > COLLIE_STORE_MAX_VALUE) {
@@ -124,7 +126,10 @@ collie__store_user_open(const collie_store_callbacks_t *cb, collie__store_t **ou
     return collie__err(COLLIE_INVALID_ARGUMENT,
                        "collie_config_t.store_callbacks: %s is NULL (set, get and add are "
                        "required; release is optional)",
-                       !cb ? "the struct" : !cb->set ? "set" : !cb->get ? "get" : "add");
+                       !cb        ? "the struct"
+                       : !cb->set ? "set"
+                       : !cb->get ? "get"
+                                  : "add");
   struct user_store *us = calloc(1, sizeof(*us));
   if (!us) return collie__err(COLLIE_SYSTEM_ERROR, "store open: out of memory");
   collie__store_init(&us->base, &user_ops);

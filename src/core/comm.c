@@ -441,8 +441,10 @@ comm_nonce_agree(collie__store_t *store, int rank, int64_t epoch, int64_t deadli
   if (rc != COLLIE_SUCCESS) return rc;
   if (len == 0 || len >= cap) {
     free(val);
-    return collie__err(COLLIE_REMOTE_ERROR, "init: the nonce rank 0 handed out under \"%s\" "
-                       "is %zu bytes (expected 1..%zu)", key, len, cap - 1);
+    return collie__err(COLLIE_REMOTE_ERROR,
+                       "init: the nonce rank 0 handed out under \"%s\" "
+                       "is %zu bytes (expected 1..%zu)",
+                       key, len, cap - 1);
   }
   memcpy(out, val, len);
   out[len] = '\0';
@@ -455,8 +457,7 @@ comm_nonce_agree(collie__store_t *store, int rank, int64_t epoch, int64_t deadli
 static collie_result_t
 comm_init_world(const struct collie__params *params, int rank, int size, const char *store_url,
                 const collie_store_callbacks_t *user_store, collie_comm_t *parent,
-                const char *token, int64_t timeout_ms, const char *transport,
-                collie_comm_t **out)
+                const char *token, int64_t timeout_ms, const char *transport, collie_comm_t **out)
 {
   collie_result_t rc;
   collie__store_t *store = NULL;
@@ -587,7 +588,8 @@ collie_comm_init_config(const collie_config_t *cfg, collie_comm_t **comm)
                        "(magic 0x%x, size %zu)",
                        cfg->magic, cfg->size);
 #define CFG_HAS(field) (cfg->size >= offsetof(collie_config_t, field) + sizeof(cfg->field))
-  const collie_store_callbacks_t *user_store = CFG_HAS(store_callbacks) ? cfg->store_callbacks : NULL;
+  const collie_store_callbacks_t *user_store =
+      CFG_HAS(store_callbacks) ? cfg->store_callbacks : NULL;
   collie_comm_t *parent = CFG_HAS(parent) ? cfg->parent : NULL;
 #undef CFG_HAS
   collie_result_t rc = config_check(cfg, user_store, &params, &transport);
