@@ -27,7 +27,6 @@ import torch.distributed as dist
 
 from .. import _lib
 from .._comm import new_comm
-from .._enums import to_category
 from . import _context
 from ._tensors import (
     NATIVE,
@@ -392,10 +391,9 @@ class ProcessGroupCollie(dist.ProcessGroup):
     def _reduce_scatter_flat(self, fn, out, src, opts, keep):
         op = op_of(opts.reduceOp if opts is not None else dist.ReduceOp.SUM, fn)
         c, post = dense(out, fn, "output", out=True)
-        r_in, dt, op2, back_in = reduction_plan(src, op, fn)
+        # A widened input (int16) is a copy only read; the widened output is written back.
+        r_in, dt, op2, _ = reduction_plan(src, op, fn)
         r_out, _, _, back_out = reduction_plan(c, op, fn)
-        if back_in is not None:  # widened: the input copy is separate; the output one is written back
-            pass
         posts = [p for p in (back_out, post) if p]
         return self._issue(fn, self._L.collie_reduce_scatter,
                            (r_in.data_ptr(), r_out.data_ptr(), r_out.numel(), dt, op2), opts,
@@ -889,7 +887,3 @@ def _in_coalescing(f):
 def create(store, rank, size, timeout):
     """torch's creator function for the "collie" backend."""
     return ProcessGroupCollie(store, rank, size, timeout)
-
-
-def category_id(cat):
-    return to_category(cat)

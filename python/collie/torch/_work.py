@@ -17,7 +17,6 @@ do.
 """
 
 import collections
-import ctypes
 import threading
 
 from torch._C._distributed_c10d import Work as _TorchWork
@@ -223,7 +222,3 @@ class Completer:
             t = self._thread
         if t is not None and t is not threading.current_thread():
             t.join(timeout)
-
-
-def c_handle_out():
-    return ctypes.c_void_p()
