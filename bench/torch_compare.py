@@ -280,26 +280,18 @@ class Point:
                     buf.fill_(-1.0)
                 dist.broadcast(buf, src=0, group=g)
                 return torch.equal(buf, src)
-        elif op == "all_gather":
+        elif op in ("all_gather", "reduce_scatter", "all_to_all"):
             inp, outt, want = t
-            if v == "list":
+            if op == "all_to_all":
+
+                def call():
+                    dist.all_to_all_single(outt, inp, group=g)
+            elif v == "list" and op == "all_gather":
                 views = list(outt.chunk(n))
 
                 def call():
                     dist.all_gather(views, inp, group=g)
-            else:
-                fn = getattr(dist, v)
-
-                def call():
-                    fn(outt, inp, group=g)
-
-            def check():
-                outt.fill_(-1.0)
-                call()
-                return torch.equal(outt, want)
-        elif op == "reduce_scatter":
-            inp, outt, want = t
-            if v == "list":
+            elif v == "list":
                 chunks = list(inp.chunk(n))
 
                 def call():
@@ -309,16 +301,6 @@ class Point:
 
                 def call():
                     fn(outt, inp, group=g)
-
-            def check():
-                outt.fill_(-1.0)
-                call()
-                return torch.equal(outt, want)
-        elif op == "all_to_all":
-            inp, outt, want = t
-
-            def call():
-                dist.all_to_all_single(outt, inp, group=g)
 
             def check():
                 outt.fill_(-1.0)

@@ -17,17 +17,7 @@ import pytest
 import collie
 from collie import PayloadCategory, distributed as dist, timing
 
-HEADER = (
-    "step,epoch,world_size,bytes_all_reduce,bytes_all_gather,bytes_reduce_scatter,bytes_broadcast,"
-    "bytes_total,t_all_reduce_ms,t_all_gather_ms,t_reduce_scatter_ms,t_broadcast_ms,t_total_ms,"
-    "eff_bandwidth_MiBps,bytes_features_allgather,bytes_moments_mu,bytes_moments_sigma_full,"
-    "bytes_moments_sigma_diag,bytes_mixture_muK,bytes_mixture_sigmaK,bytes_third_moment_sketch,"
-    "bytes_topr_indices,bytes_other,bytes_reduce,bytes_all_to_all,bytes_gather,bytes_scatter,"
-    "bytes_send_recv,t_reduce_ms,t_all_to_all_ms,t_gather_ms,t_scatter_ms,t_send_recv_ms"
-)
-TIMING_HEADER = (
-    "timestamp,iteration,epoch,layer_name,operation,phase,message_size_bytes,elapsed_ms,start_counter,end_counter"
-)
+from telemetry_columns import HEADER, TIMING_HEADER  # noqa: E402
 
 
 def read_rows(path):

@@ -15,6 +15,7 @@ bytes_gradients)."""
 
 import csv
 import os
+import sys
 import time
 
 import pytest
@@ -29,17 +30,8 @@ if IS_COLLIE:
     import collie
     import collie.torch as ct
 
-HEADER = (
-    "step,epoch,world_size,bytes_all_reduce,bytes_all_gather,bytes_reduce_scatter,bytes_broadcast,"
-    "bytes_total,t_all_reduce_ms,t_all_gather_ms,t_reduce_scatter_ms,t_broadcast_ms,t_total_ms,"
-    "eff_bandwidth_MiBps,bytes_features_allgather,bytes_moments_mu,bytes_moments_sigma_full,"
-    "bytes_moments_sigma_diag,bytes_mixture_muK,bytes_mixture_sigmaK,bytes_third_moment_sketch,"
-    "bytes_topr_indices,bytes_other,bytes_reduce,bytes_all_to_all,bytes_gather,bytes_scatter,"
-    "bytes_send_recv,t_reduce_ms,t_all_to_all_ms,t_gather_ms,t_scatter_ms,t_send_recv_ms"
-)
-TIMING_HEADER = (
-    "timestamp,iteration,epoch,layer_name,operation,phase,message_size_bytes,elapsed_ms,start_counter,end_counter"
-)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
+from telemetry_columns import HEADER, TIMING_HEADER  # noqa: E402
 
 
 def allreduce_bytes(nbytes, p):
