@@ -11,6 +11,7 @@ group is unusable after an error, and the ranks may disagree about where
 they are in it."""
 
 import datetime
+import os
 import re
 import time
 
@@ -18,7 +19,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from conftest import BACKEND, IS_COLLIE, collie_only, needs_ranks, once_per_run, run_job, free_port
+from conftest import BACKEND, IS_COLLIE, build_dir, collie_only, free_port, needs_ranks, once_per_run, run_job
 from refs import same
 
 # Gloo raises IndexError (a C++ std::out_of_range) for a send/recv peer out of
@@ -217,3 +218,23 @@ def test_killed_rank(mode, world):
     assert elapsed < 10, "took %.1f s to notice: %s" % (elapsed, lines[0])
     if IS_COLLIE:
         assert re.search(r"\brank\D{0,3}1\b", msg, re.I), "the error does not name rank 1: %s" % msg
+
+
+@once_per_run
+@collie_only("collie's flight recorder and collie-report")
+def test_hung_rank_named_by_report(world):
+    """A separate 3-rank job whose rank 1 stops calling: the others raise at
+    the group's 3 s timeout naming rank 1, and `collie-report hang` on their
+    flight-recorder dumps names rank 1 as the one that never joined."""
+    report = os.path.join(build_dir(), "collie-report")
+
+    def job():
+        return run_job("hung_rank.py", 3, [report], timeout=30, grace=5, COLLIE_TORCH_JOB_PORT=free_port())
+
+    rc, out, secs = world.wait_for_rank0(job)
+    raised = [ln for ln in out.splitlines() if ln.startswith("[0] RESULT raised RuntimeError")]
+    assert raised and re.search(r"\brank 1\b", raised[0]), "rank 0 did not fail naming rank 1:\n%s" % out[-3000:]
+    verdict = [ln for ln in out.splitlines() if ln.startswith("[0] REPORT") and "stuck" in ln]
+    assert verdict, "no verdict from collie-report hang:\n%s" % out[-3000:]
+    assert re.search(r"ranks 0,2 failed; rank 1 left no dump|rank 1 never joined", verdict[0]), verdict[0]
+
