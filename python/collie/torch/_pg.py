@@ -101,6 +101,7 @@ class ProcessGroupCollie(dist.ProcessGroup):
 
     def __init__(self, store, rank, size, timeout):
         super().__init__(rank, size)
+        self._rank, self._size = rank, size  # (pybind's rank()/size() cost ~0.2 us a call)
         if isinstance(timeout, (int, float)):
             timeout = datetime.timedelta(seconds=timeout)
         self._store = store
@@ -171,7 +172,7 @@ class ProcessGroupCollie(dist.ProcessGroup):
         return self._comm
 
     def __repr__(self):
-        return "<ProcessGroupCollie rank %d of %d>" % (self.rank(), self.size())
+        return "<ProcessGroupCollie rank %d of %d>" % (self._rank, self._size)
 
     # ---- errors and lifetime ----
 
@@ -209,8 +210,10 @@ class ProcessGroupCollie(dist.ProcessGroup):
 
     # ---- issuing ----
 
-    def _opts(self, opts):
-        ms = _timeout_ms(opts)
+    def _opts(self, opts, from_c10d):
+        # torch's Python functions never set a per-call timeout (the group's
+        # holds): reading opts.timeout through pybind costs ~0.4 us.
+        ms = 0 if from_c10d else _timeout_ms(opts)
         ctx = _context.current()
         if not ms and ctx is None:
             return None
@@ -225,7 +228,6 @@ class ProcessGroupCollie(dist.ProcessGroup):
     def _issue(self, fn, cfn, args, opts, result=(), keep=(), posts=None):
         if self._p2p:
             self._flush_p2p()  # issue order: the held sends and receives came first
-        o = self._opts(opts)
         # torch's own blocking calls (dist.all_reduce(t) with async_op False,
         # dist.send, dist.recv) wait on the Work at once and drop it: run those here, as a
         # blocking collie call, instead of handing them to collie's worker
@@ -234,6 +236,7 @@ class ProcessGroupCollie(dist.ProcessGroup):
         while f is not None and f.f_globals is _OWN:
             f = f.f_back
         from_c10d = f is not None and f.f_globals is _C10D
+        o = self._opts(opts, from_c10d)
         if from_c10d and (f.f_code.co_name in _BLOCKING_P2P or f.f_locals.get("async_op", True) is False):
             with self._lock:
                 h = self._h
@@ -271,9 +274,9 @@ class ProcessGroupCollie(dist.ProcessGroup):
         return raw.decode("utf-8", "replace") if raw else _lib.RESULT_NAMES.get(rc, "error %d" % rc)
 
     def _root(self, r, fn):
-        if not 0 <= r < self.size():
-            raise CollieBackendError("%s: root rank %d is outside 0..%d (group of %d)" % (fn, r, self.size() - 1,
-                                                                                       self.size()), "invalid argument")
+        if not 0 <= r < self._size:
+            raise CollieBackendError("%s: root rank %d is outside 0..%d (group of %d)" % (fn, r, self._size - 1,
+                                                                                       self._size), "invalid argument")
         return r
 
     def _one(self, tensors, fn):
@@ -351,7 +354,7 @@ class ProcessGroupCollie(dist.ProcessGroup):
         t = self._one(tensors, fn)
         root = self._root(opts.rootRank, fn)
         op = op_of(opts.reduceOp, fn)
-        at_root = root == self.rank()
+        at_root = root == self._rank
         c, post = dense(t, fn, out=at_root)
         r, dt, op, back = reduction_plan(c, op, fn)
         posts = [p for p in (back, post) if p] if at_root else []
@@ -363,24 +366,24 @@ class ProcessGroupCollie(dist.ProcessGroup):
         fn = "reduce_scatter"
         out = self._one(output_tensors, fn)
         ins = self._one(input_tensors, fn)
-        if len(ins) != self.size():
+        if len(ins) != self._size:
             raise CollieBackendError("%s: input list has %d tensors, expected %d (one per rank)"
-                                     % (fn, len(ins), self.size()), "invalid argument")
+                                     % (fn, len(ins), self._size), "invalid argument")
         for q, x in enumerate(ins):
             check_cpu(x, fn, "input_list[%d]" % q)
             if x.dtype != out.dtype or x.numel() != out.numel():
                 raise CollieBackendError("%s: input_list[%d] is %s of %d elements but output is %s of %d"
                                          % (fn, q, x.dtype, x.numel(), out.dtype, out.numel()), "invalid argument")
         flat = torch.cat([x.reshape(-1) for x in ins]) if not _block(ins) else None
-        src = flat if flat is not None else torch.as_strided(ins[0], (out.numel() * self.size(),), (1,))
+        src = flat if flat is not None else torch.as_strided(ins[0], (out.numel() * self._size,), (1,))
         return self._reduce_scatter_flat(fn, out, src, opts, keep=(ins, flat))
 
     def _reduce_scatter_base(self, output, input, opts=None):
         fn = "reduce_scatter_tensor"
         check_cpu(input, fn, "input")
-        if input.numel() != output.numel() * self.size():
+        if input.numel() != output.numel() * self._size:
             raise CollieBackendError("%s: input has %d elements, expected %d (size %d x output's %d)"
-                                     % (fn, input.numel(), output.numel() * self.size(), self.size(), output.numel()),
+                                     % (fn, input.numel(), output.numel() * self._size, self._size, output.numel()),
                                      "invalid argument")
         if input.dtype != output.dtype:
             raise CollieBackendError("%s: input is %s but output is %s" % (fn, input.dtype, output.dtype),
@@ -405,7 +408,7 @@ class ProcessGroupCollie(dist.ProcessGroup):
         fn = "broadcast"
         t = self._one(tensors, fn)
         root = self._root(opts.rootRank, fn)
-        c, post = dense(t, fn, out=root != self.rank())
+        c, post = dense(t, fn, out=root != self._rank)
         dt, n = _move(c)
         return self._issue(fn, self._L.collie_broadcast, (c.data_ptr(), n, dt, root), opts, [t], (t, c),
                            [post] if post else None)
@@ -420,7 +423,7 @@ class ProcessGroupCollie(dist.ProcessGroup):
         if _block(outs):
             return self._issue(fn, self._L.collie_allgather, (c.data_ptr(), outs[0].data_ptr(), n, dt), opts,
                                outs, (t, c, outs))
-        st = torch.empty((self.size(),) + tuple(c.shape), dtype=c.dtype)
+        st = torch.empty((self._size,) + tuple(c.shape), dtype=c.dtype)
 
         def copy_out():
             for q, o in enumerate(outs):
@@ -433,10 +436,10 @@ class ProcessGroupCollie(dist.ProcessGroup):
         fn = "all_gather_into_tensor"
         check_cpu(input, fn, "input")
         check_cpu(output, fn, "output")
-        if output.numel() != input.numel() * self.size() or output.dtype != input.dtype:
+        if output.numel() != input.numel() * self._size or output.dtype != input.dtype:
             raise CollieBackendError("%s: output is %s of %d elements, expected %s of %d (size %d x input's %d)"
-                                     % (fn, output.dtype, output.numel(), input.dtype, input.numel() * self.size(),
-                                        self.size(), input.numel()), "invalid argument")
+                                     % (fn, output.dtype, output.numel(), input.dtype, input.numel() * self._size,
+                                        self._size, input.numel()), "invalid argument")
         c, _ = dense(input, fn, "input")
         o, post = dense(output, fn, "output", out=True)
         dt, n = _move(c)
@@ -445,14 +448,14 @@ class ProcessGroupCollie(dist.ProcessGroup):
 
     def allgather_coalesced(self, output_lists, input_list, opts=None):
         fn = "all_gather_coalesced"
-        if len(output_lists) != self.size():
+        if len(output_lists) != self._size:
             raise CollieBackendError("%s: output_tensor_lists has %d lists, expected %d (one per rank)"
-                                     % (fn, len(output_lists), self.size()), "invalid argument")
+                                     % (fn, len(output_lists), self._size), "invalid argument")
         for t in input_list:
             check_cpu(t, fn, "input_tensor_list")
         flat = torch.cat([t.reshape(-1).view(torch.uint8) if t.numel() else t.new_empty(0, dtype=torch.uint8)
                           for t in input_list]) if input_list else torch.empty(0, dtype=torch.uint8)
-        st = torch.empty(flat.numel() * self.size(), dtype=torch.uint8)
+        st = torch.empty(flat.numel() * self._size, dtype=torch.uint8)
         for q, lst in enumerate(output_lists):
             if len(lst) != len(input_list):
                 raise CollieBackendError("%s: output_tensor_lists[%d] has %d tensors, expected %d"
@@ -481,7 +484,7 @@ class ProcessGroupCollie(dist.ProcessGroup):
         root = self._root(opts.rootRank, fn)
         c, _ = dense(t, fn)
         dt, n = _move(c)
-        if root != self.rank():
+        if root != self._rank:
             if output_tensors and any(len(x) for x in output_tensors):
                 raise CollieBackendError("%s: only the root (rank %d) passes a gather_list" % (fn, root),
                                          "invalid argument")
@@ -491,7 +494,7 @@ class ProcessGroupCollie(dist.ProcessGroup):
         if _block(outs):
             return self._issue(fn, self._L.collie_gather, (c.data_ptr(), outs[0].data_ptr(), n, dt, root), opts,
                                outs, (t, c, outs))
-        st = torch.empty((self.size(),) + tuple(c.shape), dtype=c.dtype)
+        st = torch.empty((self._size,) + tuple(c.shape), dtype=c.dtype)
 
         def copy_out():
             for q, o in enumerate(outs):
@@ -507,7 +510,7 @@ class ProcessGroupCollie(dist.ProcessGroup):
         c, post = dense(t, fn, out=True)
         dt, n = _move(c)
         posts = [post] if post else None
-        if root != self.rank():
+        if root != self._rank:
             if input_tensors and any(len(x) for x in input_tensors):
                 raise CollieBackendError("%s: only the root (rank %d) passes a scatter_list" % (fn, root),
                                          "invalid argument")
@@ -528,7 +531,7 @@ class ProcessGroupCollie(dist.ProcessGroup):
                                      "invalid argument")
         i, _ = dense(input, fn, "input")
         o, post = dense(output, fn, "output", out=True)
-        n = self.size()
+        n = self._size
         isz = self._splits(fn, "input_split_sizes", input_split_sizes, i)
         osz = self._splits(fn, "output_split_sizes", output_split_sizes, o)
         if isz is None and osz is None:
@@ -556,9 +559,9 @@ class ProcessGroupCollie(dist.ProcessGroup):
         if sizes is None or len(sizes) == 0:
             return None
         sizes = [int(x) for x in sizes]
-        if len(sizes) != self.size():
+        if len(sizes) != self._size:
             raise CollieBackendError("%s: %s has %d entries, expected %d (one per rank)" % (fn, name, len(sizes),
-                                                                                         self.size()),
+                                                                                         self._size),
                                      "invalid argument")
         rows = t.shape[0] if t.dim() else t.numel()
         if any(x < 0 for x in sizes) or sum(sizes) != rows:
@@ -575,7 +578,7 @@ class ProcessGroupCollie(dist.ProcessGroup):
 
     def alltoall(self, output_tensors, input_tensors, opts=None):
         fn = "all_to_all"
-        n = self.size()
+        n = self._size
         if len(input_tensors) != n or len(output_tensors) != n:
             raise CollieBackendError("%s: %d input and %d output tensors, expected %d each (one per rank)"
                                      % (fn, len(input_tensors), len(output_tensors), n), "invalid argument")
@@ -599,9 +602,9 @@ class ProcessGroupCollie(dist.ProcessGroup):
                            output_tensors, (src, st, arrs, input_tensors), [copy_out])
 
     def _check_list(self, fn, what, lst, t):
-        if len(lst) != self.size():
+        if len(lst) != self._size:
             raise CollieBackendError("%s: %s has %d tensors, expected %d (one per rank)" % (fn, what, len(lst),
-                                                                                         self.size()),
+                                                                                         self._size),
                                      "invalid argument")
         for q, o in enumerate(lst):
             check_cpu(o, fn, "%s[%d]" % (what, q))
@@ -612,11 +615,11 @@ class ProcessGroupCollie(dist.ProcessGroup):
     # ---- point to point ----
 
     def _peer(self, p, fn):
-        if not 0 <= p < self.size():
-            raise CollieBackendError("%s: peer rank %d is outside 0..%d (group of %d)" % (fn, p, self.size() - 1,
-                                                                                       self.size()),
+        if not 0 <= p < self._size:
+            raise CollieBackendError("%s: peer rank %d is outside 0..%d (group of %d)" % (fn, p, self._size - 1,
+                                                                                       self._size),
                                      "invalid argument")
-        if p == self.rank():
+        if p == self._rank:
             raise CollieBackendError("%s: rank %d cannot %s itself" % (fn, p, fn), "invalid argument")
         return p
 
@@ -762,7 +765,7 @@ class ProcessGroupCollie(dist.ProcessGroup):
             timeout = datetime.timedelta(seconds=float(timeout))
         self._mb_seq += 1
         base = "%s/%d" % (_TAG_MONITORED, self._mb_seq)
-        me, n, st = self.rank(), self.size(), self._store
+        me, n, st = self._rank, self._size, self._store
         st.set("%s/arrived/%d" % (base, me), b"1")
         if me == 0:
             import time
