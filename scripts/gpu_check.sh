@@ -1,0 +1,44 @@
+#!/bin/sh
+# scripts/gpu_check.sh - the checks that need the device machine, in one call
+# (its image has torch 2.x; this machine has Debian's 1.13 only):
+#
+#   device run: sh scripts/gpu_check.sh        (timeout_s 540; results in $OUT)
+#
+# 1. collie.torch on torch 2.x: the whole tests/torch suite (env:// at 2 and 4
+#    ranks, tcp:// and file:// at 2), CPU tensors, with the image's python3.
+# 2. examples/python/train_ddp_torch.py under torch 2.x's own torchrun, with
+#    gloo and with collie (the issue asks for both launchers).
+# 3. The latency floor through torch 2.x (bench/torch_compare.py --latency).
+#
+# Each step's output goes to $OUT/<step>.log (the last lines also to stdout);
+# the summary line says which passed. Nothing here needs a GPU itself: the
+# device machine is where torch 2.x is.
+set -u
+out=${OUT:-/tmp/gpu_check}
+mkdir -p "$out"
+py=${PYTHON:-python3}
+jobs=$(nproc 2>/dev/null || echo 4)
+summary=""
+step() { # name, command...
+  name=$1
+  shift
+  start=$(date +%s)
+  "$@" >"$out/$name.log" 2>&1
+  rc=$?
+  echo "=== $name: exit $rc in $(($(date +%s) - start)) s"
+  tail -15 "$out/$name.log"
+  summary="$summary $name=$rc"
+}
+
+"$py" -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__)' | tee "$out/versions.log"
+step build sh -c "cmake -S . -B build-dev -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build build-dev -j$jobs"
+export OMP_NUM_THREADS=1
+step torch_tests env PYTHON="$py" sh tests/torch/run.sh build-dev -q
+for be in gloo collie; do
+  step "torchrun_$be" env PYTHONPATH="$PWD/python" COLLIE_LIBRARY="$PWD/build-dev/libcollie.so" \
+    timeout 300 "$py" -m torch.distributed.run --standalone --nproc-per-node 2 \
+    examples/python/train_ddp_torch.py --backend "$be" --epochs 2
+done
+step latency env TORCH_COMPARE_PYTHON="$py" TORCH_COMPARE_NRANKS=2 timeout 120 \
+  sh bench/torch_compare.sh build-dev --latency
+echo "gpu_check:$summary"
