@@ -362,6 +362,19 @@ COLLIE_API collie_result_t collie_recv(collie_comm_t *comm, void *buf, size_t co
                                        collie_dtype_t dtype, int peer, int tag,
                                        const collie_opts_t *opts, collie_work_t **work);
 
+/* Receives from any source (MPI_ANY_SOURCE): the first rank whose next message is
+ * a send to this rank with tag delivers it, and *source gets that rank (with work,
+ * once collie_wait returned SUCCESS). A rank's messages still match in order: the
+ * receive takes a rank's next message, never one behind it, and the count and
+ * dtype must match the send's (INVALID_USAGE naming both otherwise). Until it has
+ * completed, another receive on comm (collie_recv, collie_recv_any, a group with
+ * receives) is INVALID_USAGE: receives from a rank are numbered as they run, and
+ * the one that takes the matched rank's number is this one. TIMEOUT when no rank
+ * sends a message with tag before the deadline. Not inside a group. */
+COLLIE_API collie_result_t collie_recv_any(collie_comm_t *comm, void *buf, size_t count,
+                                           collie_dtype_t dtype, int tag, int *source,
+                                           const collie_opts_t *opts, collie_work_t **work);
+
 /* Batch send/recv, as NCCL groups: between start and end, send and recv only
  * record (their work must be NULL); end posts them all so they progress together. */
 COLLIE_API collie_result_t collie_group_start(collie_comm_t *comm);

@@ -237,7 +237,7 @@ class Work:
     never blocks. The arrays of the operation stay referenced until it has
     completed. A Work returned by a blocking call is already complete."""
 
-    __slots__ = ("_comm", "_h", "_keep", "_post", "_exc", "_done", "__weakref__")
+    __slots__ = ("_comm", "_h", "_keep", "_post", "_exc", "_done", "_src", "__weakref__")
 
     def __init__(self, comm, handle, keep, post=None):
         self._comm = comm
@@ -246,6 +246,16 @@ class Work:
         self._post = post
         self._exc = None
         self._done = handle is None
+        self._src = None
+
+    def source_rank(self):
+        """The sender's rank of a completed recv from any source (src=None);
+        InvalidUsage before it completed or for any other operation."""
+        if self._src is None:
+            raise InvalidUsage("source_rank(): only a recv from any source (src=None) has one")
+        if not self.is_completed() or self._exc is not None or self._src.value < 0:
+            raise InvalidUsage("source_rank(): the recv from any source has not completed successfully")
+        return self._src.value
 
     def _complete(self, exc):
         """The operation has finished (exc None: successfully): copy out,
@@ -820,9 +830,18 @@ class Comm:
 
     def recv(self, tensor, src, tag=0, async_op=False, timeout=None, **kw):
         """Receives into tensor from rank src (size, dtype and tag must match
-        the send)."""
+        the send). src None: from any rank (collie_recv_any): the first whose
+        next message to this rank has tag; the Work's source_rank() says
+        which (once complete). Until it has completed, another recv on this
+        communicator raises InvalidUsage."""
         with self._call("recv", async_op, timeout, **kw) as c:
             t = c.buf(tensor, "tensor", out=True)
+            if src is None:
+                box = c.hold(ctypes.c_int(-1))
+                w = c.run(_lib.need("collie_recv_any"), t.ptr, t.count, t.dtype, _int(tag, "recv: tag"),
+                          ctypes.byref(box))
+                w._src = box
+                return w
             return c.run(_lib.lib().collie_recv, t.ptr, t.count, t.dtype, _int(src, "recv: src"), _int(tag, "recv: tag"))
 
     def batch_op_create(self):

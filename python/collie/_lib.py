@@ -173,6 +173,7 @@ _SIGNATURES = {
     "collie_barrier": (_R, [_P, _OPTS, _PP]),
     "collie_send": (_R, [_P, _P, _SZ, _I, _I, _I, _OPTS, _PP]),
     "collie_recv": (_R, [_P, _P, _SZ, _I, _I, _I, _OPTS, _PP]),
+    "collie_recv_any": (_R, [_P, _P, _SZ, _I, _I, ctypes.POINTER(ctypes.c_int), _OPTS, _PP]),
     "collie_group_start": (_R, [_P]),
     "collie_group_end": (_R, [_P, _PP]),
     "collie_mem_alloc": (_P, [_P, _SZ]),

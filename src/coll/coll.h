@@ -64,6 +64,11 @@ struct collie__call {
   struct collie__scratch *scratch;
   int64_t deadline_ns;
   uint32_t p2p_seq; /* p2p: the pair's message counter */
+  /* A receive from any source (root COLLIE_ANY_SOURCE): the communicator's
+   * per-peer receive counters, of which the matched peer's is taken at run
+   * time, and where the matched peer's rank goes. */
+  uint32_t *p2p_recv_seqs;
+  int *source;
 };
 
 /* The slot of step `step` of this call: kind, sequence, step, and the

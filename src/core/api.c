@@ -142,9 +142,11 @@ api_call(struct collie__call *call, int kind, const void *sendbuf, void *recvbuf
   call->reduce = NULL;
   call->deadline_ns = 0;
   call->p2p_seq = 0;
+  call->p2p_recv_seqs = NULL;
+  call->source = NULL;
 }
 /* A field added to struct collie__call must be set above (or by dispatch). */
-_Static_assert(sizeof(void *) != 8 || sizeof(struct collie__call) == 152,
+_Static_assert(sizeof(void *) != 8 || sizeof(struct collie__call) == 168,
                "struct collie__call changed: update api_call");
 
 /* The same for a reducing collective (root: reduce's; 0 for the others). */
@@ -376,6 +378,19 @@ collie_scatter(collie_comm_t *comm, const void *sendbuf, void *recvbuf, size_t c
 
 /* ---- Point to point ---- */
 
+/* Receives are numbered per peer as they are issued, except a receive from
+ * any source, which takes the matched peer's number when it runs: until it
+ * has, no other receive may take a number. */
+static collie_result_t
+api_no_any_pending(collie_comm_t *comm, const char *fn)
+{
+  if (!atomic_load_explicit(&comm->any_pending, memory_order_acquire)) return COLLIE_SUCCESS;
+  return collie__err(COLLIE_INVALID_USAGE,
+                     "%s: a receive from any source issued earlier has not completed; wait for "
+                     "it before posting another receive",
+                     fn);
+}
+
 static collie_result_t
 api_p2p(collie_comm_t *comm, const char *fn, const void *sbuf, void *rbuf, size_t count,
         collie_dtype_t dtype, int peer, int tag, const collie_opts_t *opts, collie_work_t **work)
@@ -391,6 +406,7 @@ api_p2p(collie_comm_t *comm, const char *fn, const void *sbuf, void *rbuf, size_
       return collie__err(
           COLLIE_INVALID_ARGUMENT,
           "%s: work must be NULL inside a group (collie_group_end returns the handle)", fn);
+    if (rbuf) API_TRY(api_no_any_pending(comm, fn));
     return collie__group_add(comm, sbuf, rbuf, count, dtype, peer, tag, opts);
   }
   if (peer == comm->rank)
@@ -398,12 +414,45 @@ api_p2p(collie_comm_t *comm, const char *fn, const void *sbuf, void *rbuf, size_
                        "%s: a blocking %s to itself would never complete; put the send and the "
                        "recv in one group (collie_group_start/end)",
                        fn, sbuf ? "send" : "recv");
+  if (rbuf) API_TRY(api_no_any_pending(comm, fn));
   struct collie__op issue;
   api_call(&issue.call, COLLIE_KIND_P2P, sbuf, rbuf, count, dtype, peer);
   issue.call.tag = tag;
   /* Counted before the call so that both ends of the pair keep step even if it fails. */
   issue.call.p2p_seq = sbuf ? comm->p2p_send_seq[peer]++ : comm->p2p_recv_seq[peer]++;
   return api_finish(comm, &issue, opts, work);
+}
+
+collie_result_t
+collie_recv_any(collie_comm_t *comm, void *buf, size_t count, collie_dtype_t dtype, int tag,
+                int *source, const collie_opts_t *opts, collie_work_t **work)
+{
+  static const char fn[] = "collie_recv_any";
+  static char dummy;
+  API_TRY(api_enter(comm, fn, opts, work));
+  API_TRY(api_dtype(fn, dtype));
+  API_TRY(api_count(fn, "count", count, 1, dtype));
+  API_TRY(api_buf(fn, "buf", buf, count));
+  if (!source) return collie__err(COLLIE_INVALID_ARGUMENT, "%s: source is NULL", fn);
+  if (tag < 0) return collie__err(COLLIE_INVALID_ARGUMENT, "%s: tag = %d must be >= 0", fn, tag);
+  if (comm->in_group)
+    return collie__err(COLLIE_INVALID_USAGE, "%s: not inside a group (collie_group_start)", fn);
+  if (comm->size == 1)
+    return collie__err(COLLIE_INVALID_USAGE,
+                       "%s: a communicator of one rank has no other rank to receive from", fn);
+  API_TRY(api_no_any_pending(comm, fn));
+  *source = -1;
+  struct collie__op issue;
+  api_call(&issue.call, COLLIE_KIND_P2P, NULL, buf ? buf : &dummy, count, dtype, -1);
+  issue.call.tag = tag;
+  issue.call.source = source;
+  issue.call.p2p_recv_seqs = comm->p2p_recv_seq;
+  atomic_store_explicit(&comm->any_pending, 1, memory_order_release);
+  collie_result_t rc = api_finish(comm, &issue, opts, work);
+  /* Queued: the run clears it. Otherwise it ran here, or never will. */
+  if (rc != COLLIE_SUCCESS || !work)
+    atomic_store_explicit(&comm->any_pending, 0, memory_order_release);
+  return rc;
 }
 
 collie_result_t

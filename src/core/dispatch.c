@@ -130,6 +130,8 @@ void
 collie__dispatch_skipped(collie_comm_t *comm, struct collie__op *op)
 {
   int64_t now = collie__dispatch_now(op);
+  if (op->call.kind == COLLIE_KIND_P2P && op->call.source)
+    atomic_store_explicit(&comm->any_pending, 0, memory_order_release);
   collie__tele_complete(comm->tele, &op->tele, 1, now);
   if (comm->flight) collie__flight_state_at(comm->flight, op->fr_id, COLLIE_FR_FAILED, NULL, now);
 }
@@ -232,9 +234,14 @@ collie__dispatch_run(collie_comm_t *comm, struct collie__op *op, int64_t now)
     collie__flight_state_at(comm->flight, op->fr_id, COLLIE_FR_STARTED, NULL, now);
   if (call->kind == COLLIE_KIND_P2P) {
     rc = (call->sendbuf ? collie__p2p_send : collie__p2p_recv)(call);
+    if (call->source) atomic_store_explicit(&comm->any_pending, 0, memory_order_release);
     if (rc == COLLIE_SUCCESS) return dispatch_done(comm, op, rc);
-    collie__err_prefix("%s rank %d (tag %d, %zu x %s)", call->sendbuf ? "send to" : "recv from",
-                       call->root, call->tag, call->count, collie_dtype_name(call->dtype));
+    if (call->source && call->root < 0)
+      collie__err_prefix("recv from any rank (tag %d, %zu x %s)", call->tag, call->count,
+                         collie_dtype_name(call->dtype));
+    else
+      collie__err_prefix("%s rank %d (tag %d, %zu x %s)", call->sendbuf ? "send to" : "recv from",
+                         call->root, call->tag, call->count, collie_dtype_name(call->dtype));
     collie__comm_poison(comm, rc);
     return dispatch_done(comm, op, rc);
   }

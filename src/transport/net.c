@@ -304,6 +304,45 @@ collie__net_wait(struct collie__net *n, struct collie__req *const *reqs, int nre
   }
 }
 
+collie_result_t
+collie__net_wait_any(struct collie__net *n, const uint64_t *slots, int from, const char *want,
+                     int *peer, size_t *len, int64_t deadline_ns)
+{
+  struct collie__backoff b;
+  collie__backoff_init_crowded(&b, n->spin, net_crowded, n);
+  if (from < 0 || from >= n->size) from = 0;
+  for (;;) {
+    if (n->failed != COLLIE_SUCCESS) {
+      collie__err_set_text(n->fail_msg);
+      return n->failed;
+    }
+    for (int i = 0; i < NET_NX; i++) {
+      int pending = 0;
+      if (!n->xp[i]) continue;
+      collie_result_t rc = net_table[i]->progress(n->xp[i], &pending);
+      if (rc != COLLIE_SUCCESS) return net_fail(n, rc);
+    }
+    for (int k = 0; k < n->size; k++) {
+      int p = (from + k) % n->size;
+      uint64_t slot;
+      if (!slots[p] || n->peer_xp[p] < 0) continue;
+      const struct collie__xport_ops *ops = net_table[(int)n->peer_xp[p]];
+      if (ops->peek && ops->peek(n->xp[(int)n->peer_xp[p]], p, &slot, len) && slot == slots[p]) {
+        *peer = p;
+        return COLLIE_SUCCESS;
+      }
+    }
+    if (collie__backoff_next(&b, deadline_ns)) continue;
+    int64_t now = collie__now_ns();
+    if (now >= deadline_ns)
+      return net_fail(n, collie__err(COLLIE_TIMEOUT, "timed out waiting for %s", want));
+    /* Nothing is posted for a transport to wake this rank on: short naps. */
+    int64_t until = now + 200000 < deadline_ns ? now + 200000 : deadline_ns;
+    for (int i = 0; i < NET_NX; i++)
+      if (n->xp[i]) net_table[i]->wait(n->xp[i], until);
+  }
+}
+
 void
 collie__net_abort(struct collie__net *n)
 {

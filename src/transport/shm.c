@@ -1253,6 +1253,20 @@ collie__shm_flat_sync(struct collie__shm_flat *f, int64_t deadline_ns)
   return rc == COLLIE_SUCCESS ? rc : shm_flat_fail(x, rc);
 }
 
+static int
+shm_peek(struct collie__xport *xp, int peer, uint64_t *slot, size_t *len)
+{
+  struct collie__shm_xport *x = shm_of(xp);
+  if (peer < 0 || peer >= x->comm_size || x->chan_of_rank[peer] < 0) return 0;
+  struct collie__shm_chan *ch = &x->chans[x->chan_of_rank[peer]];
+  if (ch->recvq) return 0; /* the next chunk belongs to a posted receive */
+  const struct collie__shm_chunk *c = shm_chunk(ch->in, ch->in_head);
+  if (atomic_load_explicit(&c->seq, memory_order_acquire) != ch->in_head + 1) return 0;
+  *slot = c->slot;
+  *len = (size_t)shm_chunk_total(c);
+  return 1;
+}
+
 const struct collie__xport_ops collie__shm_ops = {
     .name = "shm",
     .can_connect = collie__shm_can_connect,
@@ -1263,5 +1277,6 @@ const struct collie__xport_ops collie__shm_ops = {
     .abort = shm_abort,
     .close = shm_close,
     .write_peer = shm_write_peer,
+    .peek = shm_peek,
     .crowded = collie__shm_crowded,
 };

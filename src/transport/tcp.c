@@ -652,6 +652,21 @@ tcp_crowded(struct collie__xport *xp)
   return t->crowded;
 }
 
+/* A header read while no receive was posted is held in c->rhdr (tcp_rx_header). */
+static int
+tcp_peek(struct collie__xport *xp, int peer, uint64_t *slot, size_t *len)
+{
+  struct collie__tcp_xport *t = tcp_x(xp);
+  if (peer < 0 || peer >= t->size || t->chan_of[peer] < 0) return 0;
+  const struct collie__tcp_chan *c = &t->chans[t->chan_of[peer]];
+  if (c->rq_head || c->r_hdr_got != TCP_HDR || c->r_pay_left || c->bye || c->gone ||
+      c->rhdr.type != COLLIE_TCP_FRAME_DATA)
+    return 0;
+  *slot = le64toh(c->rhdr.slot);
+  *len = (size_t)le64toh(c->rhdr.total_len);
+  return 1;
+}
+
 const struct collie__xport_ops collie__tcp_ops = {
     .name = "tcp",
     .can_connect = collie__tcp_can_connect,
@@ -661,5 +676,6 @@ const struct collie__xport_ops collie__tcp_ops = {
     .wait = tcp_wait,
     .abort = tcp_abort,
     .close = tcp_close,
+    .peek = tcp_peek,
     .crowded = tcp_crowded,
 };

@@ -9,7 +9,8 @@
  *
  * Matching. Messages between an ordered pair of ranks are delivered in the
  * order they were posted, to receives taken in the order they were posted:
- * there is no wildcard and no reordering. Every message carries a 64-bit slot
+ * there is no reordering, and the one wildcard (a receive from any source,
+ * collie__net_wait_any) takes a peer's next message, never one behind it. Every message carries a 64-bit slot
  * (collective kind, sequence number, algorithm step; see collie__slot) and its
  * length; a receive whose slot or length differs from the arriving message
  * fails with COLLIE_INVALID_USAGE ("collectives mismatched across ranks"),
@@ -162,6 +163,12 @@ struct collie__xport_ops {
    * rank may not reach the peer's memory, REMOTE_ERROR when the copy fails. */
   collie_result_t (*write_peer)(struct collie__xport *x, int peer, uint64_t addr, const void *buf,
                                 size_t len);
+  /* Optional (NULL: this transport cannot tell, and a receive from any source
+   * never matches its peers). The slot and total length of the next message
+   * from peer, once its first chunk or header has arrived, while no receive
+   * is posted to peer; the message stays where it is. Returns 1 and fills
+   * slot/len, else 0. Never blocks, takes no lock; call progress before. */
+  int (*peek)(struct collie__xport *x, int peer, uint64_t *slot, size_t *len);
   /* Optional (NULL: never). Whether a peer this rank may wait for last ran
    * on the CPU this rank runs on: a waiter then yields at once instead of
    * spinning (util/backoff.c). Cheap (a few loads); called every 64 polls. */
@@ -208,6 +215,15 @@ int collie__net_single_copy(const struct collie__net *n);
  * pending peers) or with the first transport failure. NULL entries are skipped. */
 collie_result_t collie__net_wait(struct collie__net *n, struct collie__req *const *reqs, int nreq,
                                  int64_t deadline_ns);
+/* A receive from any source: drives every transport until the next message of
+ * some peer p has the slot slots[p] (0: not p, and never this rank itself),
+ * looking at the peers from `from` on, round robin; then returns p in *peer and
+ * that message's length in *len, the message still unconsumed. Fails with
+ * TIMEOUT at deadline_ns (naming want, the text of what was awaited) or with
+ * the first transport failure. */
+collie_result_t collie__net_wait_any(struct collie__net *n, const uint64_t *slots, int from,
+                                     const char *want, int *peer, size_t *len,
+                                     int64_t deadline_ns);
 void collie__net_abort(struct collie__net *n);
 void collie__net_close(struct collie__net *n);
 

@@ -2,6 +2,8 @@
 ring, tags, recv from any source (the returned sender is right),
 batch_isend_irecv, and what gloo does with a non-contiguous tensor."""
 
+import time
+
 import pytest
 import torch
 import torch.distributed as dist
@@ -95,7 +97,6 @@ def test_tags_match_out_of_order(rank, size, short_group):
         assert same(a, torch.full((4,), 5.0)) and same(b, torch.full((4,), 6.0))
 
 
-@pytest.mark.skipif(IS_COLLIE, reason="collie backend: recv from any source is not supported yet (test_recv_any_source_refused)")
 def test_recv_any_source(rank, size):
     """recv with src=None on rank 0, once per other rank: each returns the
     sender's rank, which matches the data, and every sender comes once."""
@@ -112,7 +113,6 @@ def test_recv_any_source(rank, size):
         dist.send(_msg(torch.float32, rank, 0, 8), 0)
 
 
-@pytest.mark.skipif(IS_COLLIE, reason="collie backend: recv from any source is not supported yet (test_recv_any_source_refused)")
 def test_irecv_any_source(rank, size):
     """irecv with src=None: the work's source_rank() is the sender."""
     if rank == size - 1:
@@ -188,12 +188,20 @@ def test_recv_non_contiguous_refused(rank, size):
         dist.send(pattern(torch.float32, 0, (3, 4)), 1)
 
 
-@pytest.mark.skipif(not IS_COLLIE, reason="gloo supports recv from any source")
-def test_recv_any_source_refused(rank, size):
-    """collie: recv(src=None) raises a RuntimeError that says it is not
-    supported, before any communication (the group stays usable)."""
-    t = torch.zeros(4)
-    with pytest.raises(RuntimeError, match="any source"):
-        dist.recv(t)
-    with pytest.raises(RuntimeError, match="any source"):
-        dist.irecv(t)
+
+@pytest.mark.skipif(not IS_COLLIE, reason="collie's rule (gloo has none)")
+@needs_ranks(2)
+def test_recv_while_any_source_pending_refused(rank, size):
+    """collie: while an irecv from any source has not completed, another
+    receive raises a RuntimeError saying why, before any communication; the
+    pending one then completes normally."""
+    if rank == 0:
+        t = torch.zeros(4)
+        w = dist.irecv(t)
+        with pytest.raises(RuntimeError, match="has not completed"):
+            dist.recv(torch.zeros(4), 1)
+        w.wait()
+        assert w.source_rank() == 1 and same(t, torch.full((4,), 3.0))
+    elif rank == 1:
+        time.sleep(0.2)
+        dist.send(torch.full((4,), 3.0), 0)

@@ -669,8 +669,20 @@ class ProcessGroupCollie(dist.ProcessGroup):
         return f.f_globals is _C10D and f.f_code.co_name in _BLOCKING_P2P and not _in_coalescing(f)
 
     def recv_anysource(self, tensors, tag=0):
-        raise Unsupported("recv from any source (src=None) is not supported by the collie backend yet: name the "
-                          "sender (dist.recv(tensor, src=r))")
+        """dist.recv/irecv with src=None: collie_recv_any, the first rank
+        whose next message to this one has tag; source_rank() says which.
+        Until it has completed, another receive on the group raises."""
+        fn = "recv"
+        t = self._p2p_tensor(tensors, fn)
+        box = ctypes.c_int(-1)
+        f = sys._getframe(1)
+        blocking = f.f_globals is _C10D and f.f_code.co_name == "recv"
+        w = self._issue(fn, self._L.collie_recv_any, (t.data_ptr(), nbytes(t), UINT8, int(tag), ctypes.byref(box)),
+                        None, [t], (t, box))
+        if blocking:  # the Work is shared: answer with a completed one of this receive's own
+            w = CollieWork(self, None, fn, [t])
+        w._src_box = box
+        return w
 
     def _start_coalescing(self, *args):
         self._flush_p2p()

@@ -56,6 +56,7 @@ class CollieWork(_TorchWork):
         self._fut = None
         self._src_fut = None
         self._src = -1
+        self._src_box = None  # a receive from any source: ctypes int the C side fills
         if self._done and posts:
             self._run_posts()
 
@@ -146,8 +147,13 @@ class CollieWork(_TorchWork):
         return self._result
 
     def source_rank(self):
+        box = self._src_box
+        if box is not None:  # a receive from any source: known once it has completed
+            if not self.is_completed() or self._exc is not None or box.value < 0:
+                raise RuntimeError("source_rank(): the receive from any source has not completed successfully")
+            return box.value
         if self._src < 0:
-            raise RuntimeError("source_rank() is defined only for a receive from any source (src=None)")
+            raise RuntimeError("source_rank() is defined only for a receive")
         return self._src
 
     _source_rank = source_rank
