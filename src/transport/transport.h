@@ -10,11 +10,11 @@
  * Matching. Messages between an ordered pair of ranks are delivered in the
  * order they were posted, to receives taken in the order they were posted:
  * there is no reordering, and the one wildcard (a receive from any source,
- * collie__net_wait_any) takes a peer's next message, never one behind it. Every message carries a 64-bit slot
- * (collective kind, sequence number, algorithm step; see collie__slot) and its
- * length; a receive whose slot or length differs from the arriving message
- * fails with COLLIE_INVALID_USAGE ("collectives mismatched across ranks"),
- * never with silent corruption. Zero-length messages are legal.
+ * collie__net_wait_any) takes a peer's next message, never one behind it. Every message carries a
+ * 64-bit slot (collective kind, sequence number, algorithm step; see collie__slot) and its length;
+ * a receive whose slot or length differs from the arriving message fails with COLLIE_INVALID_USAGE
+ * ("collectives mismatched across ranks"), never with silent corruption. Zero-length messages are
+ * legal.
  *
  * Threads. A net is driven by one thread at a time (the communicator's
  * caller or its worker); nothing here takes locks on the hot path.
@@ -222,8 +222,7 @@ collie_result_t collie__net_wait(struct collie__net *n, struct collie__req *cons
  * TIMEOUT at deadline_ns (naming want, the text of what was awaited) or with
  * the first transport failure. */
 collie_result_t collie__net_wait_any(struct collie__net *n, const uint64_t *slots, int from,
-                                     const char *want, int *peer, size_t *len,
-                                     int64_t deadline_ns);
+                                     const char *want, int *peer, size_t *len, int64_t deadline_ns);
 void collie__net_abort(struct collie__net *n);
 void collie__net_close(struct collie__net *n);
 
