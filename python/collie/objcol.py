@@ -9,17 +9,21 @@ without numpy.
 Unpickling runs code chosen by the sender: use these only between ranks of
 one job that trust each other, as with torch.distributed.
 
-Every function is collective over `group` (a Comm; None: the default
-communicator) and blocks. Argument errors raise InvalidArgument before any
+Every function takes torch.distributed's form (communicator last, as
+`group=`: a Comm, or None for the default communicator) and torchcomms' form
+(the Comm first, `root=`), and blocks; it is collective over the
+communicator. Argument errors raise InvalidArgument before any
 communication when every rank can see them; an error only the root can see
 (e.g. a wrong-length input list at src) raises there, and the other ranks
 then fail at their deadline.
 """
 
 import array
+import functools
+import inspect
 import pickle
 
-from ._comm import resolve
+from ._comm import Comm, resolve
 from ._enums import ReduceOp
 from ._errors import InvalidArgument
 
@@ -63,10 +67,9 @@ def _unblock(mv):
     return pickle.loads(mv[_HDR : _HDR + n])
 
 
-def all_gather_object(object_list, obj, group=None):
+def _all_gather_object(comm, object_list, obj):
     """object_list[q] = rank q's obj, on every rank. object_list must have
     one entry per rank (it is filled in place)."""
-    comm = resolve(group)
     size = comm.get_size()
     _check_list(object_list, size, "object_list", "all_gather_object")
     data = _dumps(obj)
@@ -86,10 +89,9 @@ def all_gather_object(object_list, obj, group=None):
     mv.release()
 
 
-def gather_object(obj, object_gather_list=None, dst=0, group=None):
+def _gather_object(comm, obj, object_gather_list, dst):
     """At dst, object_gather_list[q] = rank q's obj (a list with one entry per
     rank, filled in place); other ranks pass None."""
-    comm = resolve(group)
     size, rank = comm.get_size(), comm.get_rank()
     if rank == dst:
         _check_list(object_gather_list, size, "object_gather_list", "gather_object")
@@ -110,10 +112,9 @@ def gather_object(obj, object_gather_list=None, dst=0, group=None):
     mv.release()
 
 
-def broadcast_object_list(object_list, src=0, group=None):
+def _broadcast_object_list(comm, object_list, src):
     """Every rank's object_list = src's, element by element, in place (every
     rank passes a list of the same length)."""
-    comm = resolve(group)
     _check_list(object_list, None, "object_list", "broadcast_object_list")
     if comm.get_rank() == src:
         data = _dumps(list(object_list))
@@ -134,10 +135,9 @@ def broadcast_object_list(object_list, src=0, group=None):
     object_list[:] = objs
 
 
-def scatter_object_list(scatter_object_output_list, scatter_object_input_list=None, src=0, group=None):
+def _scatter_object_list(comm, scatter_object_output_list, scatter_object_input_list, src):
     """scatter_object_output_list[0] = src's scatter_object_input_list[rank]
     (the input list, one object per rank, matters only at src)."""
-    comm = resolve(group)
     size, rank = comm.get_size(), comm.get_rank()
     if not isinstance(scatter_object_output_list, list) or len(scatter_object_output_list) < 1:
         raise InvalidArgument("scatter_object_list: scatter_object_output_list must be a list of at least one entry")
@@ -164,25 +164,25 @@ def scatter_object_list(scatter_object_output_list, scatter_object_input_list=No
     scatter_object_output_list[0] = _unblock(memoryview(out))
 
 
-def send_object_list(object_list, dst, group=None, tag=0):
+def _send_object_list(comm, object_list, dst, tag):
     """Sends the objects of object_list to rank dst (its recv_object_list
     with src = this rank receives them)."""
-    comm = resolve(group)
     _check_list(object_list, None, "object_list", "send_object_list")
     data = _dumps(list(object_list))
     comm.send(_i64(len(data)), dst, tag)
     comm.send(data, dst, tag)
 
 
-def recv_object_list(object_list, src, group=None, tag=0):
+def _recv_object_list(comm, object_list, src, tag):
     """Receives rank src's send_object_list into object_list, in place (it
-    must have as many entries as were sent). Returns src."""
-    comm = resolve(group)
+    must have as many entries as were sent); src None: from whichever rank
+    sends first. Returns the sender's rank."""
     _check_list(object_list, None, "object_list", "recv_object_list")
-    if src is None:
-        raise InvalidArgument("recv_object_list: src is required (collie has no receive from any source)")
     n = _i64()
-    comm.recv(n, src, tag)
+    if src is None:
+        src = comm.recv(n, None, tag).source_rank()
+    else:
+        comm.recv(n, src, tag)
     buf = bytearray(n[0])
     comm.recv(buf, src, tag)
     objs = pickle.loads(buf)
@@ -192,3 +192,143 @@ def recv_object_list(object_list, src, group=None, tag=0):
         )
     object_list[:] = objs
     return src
+
+
+# ---- the two calling conventions ------------------------------------------------
+#
+# torchcomms passes the communicator first (objcol.all_gather_object(comm,
+# object_list, obj), root= for the root); torch.distributed passes it last as
+# group= (None: the default communicator) and names the root src/dst. Each
+# function takes both: a collie Comm as the first argument (or comm=) selects
+# torchcomms' form. timeout applies to each collective of the call;
+# weights_only is accepted for torchcomms' sake and has no effect (objects
+# are pickled: trust the job's ranks, as with torch.distributed).
+
+_COMM_FORMS = {
+    "all_gather_object": "(comm, object_list, obj, timeout=None, weights_only=True)",
+    "gather_object": "(comm, obj, root, object_gather_list=None, timeout=None, weights_only=True)",
+    "broadcast_object_list": "(comm, object_list, root, timeout=None, weights_only=True)",
+    "scatter_object_list": "(comm, root, scatter_object_output_list, scatter_object_input_list=None, "
+                           "timeout=None, weights_only=True)",
+    "send_object_list": "(comm, object_list, dst, timeout=None, tag=0)",
+    "recv_object_list": "(comm, object_list, src, timeout=None, weights_only=True, tag=0)",
+}
+_TORCH_FORMS = {
+    "all_gather_object": "(object_list, obj, group=None)",
+    "gather_object": "(obj, object_gather_list=None, dst=0, group=None)",
+    "broadcast_object_list": "(object_list, src=0, group=None, device=None)",
+    "scatter_object_list": "(scatter_object_output_list, scatter_object_input_list=None, src=0, group=None)",
+    "send_object_list": "(object_list, dst, group=None, device=None, tag=0)",
+    "recv_object_list": "(object_list, src=None, group=None, device=None, tag=0)",
+}
+
+
+def _signature(text):
+    src = "def _f%s: pass" % text
+    ns = {}
+    exec(compile(src, "<objcol form>", "exec"), ns)  # noqa: S102 - our own constant texts
+    return inspect.signature(ns["_f"])
+
+
+_SIGS = {name: (_signature(_COMM_FORMS[name]), _signature(_TORCH_FORMS[name])) for name in _COMM_FORMS}
+
+
+def _bind(fn, args, kwargs):
+    """(comm, arguments) of a call in either form; InvalidArgument naming both
+    forms when it is neither."""
+    comm_sig, torch_sig = _SIGS[fn]
+    comm_first = (args and isinstance(args[0], Comm)) or isinstance(kwargs.get("comm"), Comm)
+    sig = comm_sig if comm_first else torch_sig
+    try:
+        bound = sig.bind(*args, **kwargs)
+    except TypeError as e:
+        raise InvalidArgument(
+            "%s: %s. Its forms: %s%s (torchcomms: the collie Comm first) and %s%s (torch.distributed)"
+            % (fn, e, fn, _COMM_FORMS[fn], fn, _TORCH_FORMS[fn])
+        ) from None
+    bound.apply_defaults()
+    a = bound.arguments
+    if comm_first:
+        comm = a["comm"]
+        if a.get("timeout") is not None:
+            comm = _Timed(comm, a["timeout"])
+        return comm, a
+    try:
+        return resolve(a["group"]), a
+    except InvalidArgument as e:
+        raise InvalidArgument(
+            "%s: %s. Its forms: %s%s (torchcomms: the collie Comm first) and %s%s (torch.distributed)"
+            % (fn, e, fn, _COMM_FORMS[fn], fn, _TORCH_FORMS[fn])
+        ) from None
+
+
+class _Timed:
+    """comm whose collectives get timeout= (the object collectives' own calls)."""
+
+    def __init__(self, comm, timeout):
+        self._c, self._t = comm, timeout
+
+    def __getattr__(self, name):
+        attr = getattr(self._c, name)
+        if name in ("all_gather_single", "all_gather_v", "all_reduce", "gather", "broadcast", "scatter", "send",
+                    "recv"):
+            return functools.partial(attr, timeout=self._t)
+        return attr
+
+
+def all_gather_object(*args, **kwargs):
+    """object_list[q] = rank q's obj, on every rank (object_list has one entry
+    per rank, filled in place). Forms: all_gather_object(comm, object_list,
+    obj, timeout=None) (torchcomms) or all_gather_object(object_list, obj,
+    group=None) (torch.distributed)."""
+    comm, a = _bind("all_gather_object", args, kwargs)
+    return _all_gather_object(comm, a["object_list"], a["obj"])
+
+
+def gather_object(*args, **kwargs):
+    """At the root, object_gather_list[q] = rank q's obj (other ranks pass
+    None). Forms: gather_object(comm, obj, root, object_gather_list=None,
+    timeout=None) or gather_object(obj, object_gather_list=None, dst=0,
+    group=None)."""
+    comm, a = _bind("gather_object", args, kwargs)
+    root = a["root"] if "root" in a else a["dst"]
+    return _gather_object(comm, a["obj"], a["object_gather_list"], root)
+
+
+def broadcast_object_list(*args, **kwargs):
+    """Every rank's object_list = the root's, in place (lists of one length
+    everywhere). Forms: broadcast_object_list(comm, object_list, root,
+    timeout=None) or broadcast_object_list(object_list, src=0, group=None)."""
+    comm, a = _bind("broadcast_object_list", args, kwargs)
+    root = a["root"] if "root" in a else a["src"]
+    return _broadcast_object_list(comm, a["object_list"], root)
+
+
+def scatter_object_list(*args, **kwargs):
+    """scatter_object_output_list[0] = the root's
+    scatter_object_input_list[rank]. Forms: scatter_object_list(comm, root,
+    scatter_object_output_list, scatter_object_input_list=None, timeout=None)
+    or scatter_object_list(scatter_object_output_list,
+    scatter_object_input_list=None, src=0, group=None)."""
+    comm, a = _bind("scatter_object_list", args, kwargs)
+    root = a["root"] if "root" in a else a["src"]
+    return _scatter_object_list(comm, a["scatter_object_output_list"], a["scatter_object_input_list"], root)
+
+
+def send_object_list(*args, **kwargs):
+    """Sends object_list's objects to rank dst. Forms: send_object_list(comm,
+    object_list, dst, timeout=None, tag=0) or send_object_list(object_list,
+    dst, group=None, tag=0)."""
+    comm, a = _bind("send_object_list", args, kwargs)
+    if a["dst"] is None:
+        raise InvalidArgument("send_object_list: dst is required")
+    return _send_object_list(comm, a["object_list"], a["dst"], a["tag"])
+
+
+def recv_object_list(*args, **kwargs):
+    """Receives a send_object_list into object_list, in place; returns the
+    sender's rank (src None: whichever rank sends first). Forms:
+    recv_object_list(comm, object_list, src, timeout=None, tag=0) or
+    recv_object_list(object_list, src=None, group=None, tag=0)."""
+    comm, a = _bind("recv_object_list", args, kwargs)
+    return _recv_object_list(comm, a["object_list"], a["src"], a["tag"])

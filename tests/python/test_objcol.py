@@ -60,10 +60,58 @@ def test_objcol_errors(comm, rank, size):
         objcol.broadcast_object_list((1, 2), group=comm)
     with pytest.raises(collie.InvalidArgument, match="at least one entry"):
         objcol.scatter_object_list([], None, group=comm)
-    with pytest.raises(collie.InvalidArgument, match="src is required"):
-        objcol.recv_object_list([None], None, group=comm)
-    with pytest.raises(collie.InvalidArgument, match="not a collie Comm"):
+    with pytest.raises(collie.InvalidArgument, match="dst is required"):
+        objcol.send_object_list([None], None, group=comm)
+    with pytest.raises(collie.InvalidArgument, match=r"not a collie Comm.*Its forms: all_gather_object\(comm, "
+                                                     r"object_list, obj.*all_gather_object\(object_list, obj, group"):
         objcol.all_gather_object([None] * size, 1, group="world")
+    # Neither form: the message names both.
+    with pytest.raises(collie.InvalidArgument, match=r"missing a required argument: 'obj'.*Its forms"):
+        objcol.all_gather_object(comm, [None] * size)
+    with pytest.raises(collie.InvalidArgument, match=r"scatter_object_list\(comm, root, scatter_object_output_list"):
+        objcol.scatter_object_list(comm, [None])
     out = [None] * size
     objcol.all_gather_object(out, "still fine", group=comm)
     assert out == ["still fine"] * size
+
+
+def test_torchcomms_forms(comm, rank, size):
+    """torchcomms' calls, the communicator first and root= (the issue's
+    objcol.all_gather_object(comm, output, my_object)), with a timeout."""
+    out = [None] * size
+    objcol.all_gather_object(comm, out, obj_of(rank))
+    assert out == [obj_of(q) for q in range(size)]
+    root = size - 1
+    got = [None] * size if rank == root else None
+    objcol.gather_object(comm, obj_of(rank), root, got, timeout=20)
+    if rank == root:
+        assert got == [obj_of(q) for q in range(size)]
+    lst = ["a", {"b": 2}] if rank == root else [None, None]
+    objcol.broadcast_object_list(comm, lst, root=root)
+    assert lst == ["a", {"b": 2}]
+    one = [None]
+    objcol.scatter_object_list(comm, 0, one, [obj_of(q) for q in range(size)] if rank == 0 else None)
+    assert one[0] == obj_of(rank)
+    if size > 1:
+        if rank == 0:
+            objcol.send_object_list(comm, ["to", size - 1], size - 1)
+        elif rank == size - 1:
+            got = [None, None]
+            objcol.recv_object_list(comm, got, 0)
+            assert got == ["to", size - 1]
+
+
+def test_recv_object_list_any_source(comm, rank, size):
+    """src None: whichever rank sends first; the sender's rank comes back."""
+    if size < 2:
+        pytest.skip("needs 2 ranks")
+    if rank == 0:
+        senders = []
+        for _ in range(size - 1):
+            got = [None]
+            src = objcol.recv_object_list(got, None, group=comm, tag=3)
+            assert got == [obj_of(src)]
+            senders.append(src)
+        assert sorted(senders) == list(range(1, size))
+    else:
+        objcol.send_object_list([obj_of(rank)], 0, group=comm, tag=3)

@@ -703,8 +703,9 @@ TEST_IMPL(bench_run_csv)
     }
     ASSERTF(found, "%s: bytes %zu count %zu fit no requested size", f[1], bytes, count);
     ASSERT(t > 0 && !strcmp(f[10], "0"));
-    ASSERTF(bt_close(alg, bytes / t / 1e3, 0.002, 1e-4), "%s: algbw %s for %zu B in %s us", f[1],
-            f[8], bytes, f[7]);
+    /* The time is printed to 0.001 us: a call of 0.18 us is known to 0.3 %. */
+    ASSERTF(bt_close(alg, bytes / t / 1e3, 0.002 + 0.0005 / t, 1e-4),
+            "%s: algbw %s for %zu B in %s us", f[1], f[8], bytes, f[7]);
     ASSERTF(bt_close(bus, alg * cb_busbw_factor(c, 2), 1e-3, 1.5e-4), "%s: busbw %g algbw %g", f[1],
             bus, alg);
     per[c]++;
