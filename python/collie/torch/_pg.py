@@ -290,28 +290,44 @@ class ProcessGroupCollie(dist.ProcessGroup):
 
     # ---- reductions ----
 
+    # ---- the direct path ----
+    #
+    # The latency floor of every torch user: a blocking dist.all_reduce(t),
+    # dist.broadcast(t, src), all_gather_into_tensor or all_to_all_single of
+    # plain tensors goes straight to the blocking C call: what _issue would
+    # do, without the generality (staging, widening, options, the frame walk).
+    # all_reduce reads its op from torch's own arguments: reading
+    # opts.reduceOp through pybind costs ~1 us.
+
+    def _direct(self, loc, t):
+        """t's collie dtype when a call of torch's (locals loc) on it may take
+        the direct path, else None."""
+        dt = NATIVE.get(t.dtype)
+        if (dt is not None and loc.get("async_op", True) is False and t.is_cpu and t.is_contiguous()
+                and not t.is_sparse and not _context._stack and not self._p2p):
+            return dt
+        return None
+
+    def _direct_call(self, fn, cfn, *args):
+        with self._lock:
+            h = self._h
+            if h is None:
+                raise CollieBackendError("%s: the process group was destroyed" % fn, "invalid usage")
+            rc = cfn(h, *args, None, None)
+        if rc != _lib.SUCCESS:
+            raise CollieBackendError(self._last_error(rc), rc)
+        return self._done
+
     def allreduce(self, tensors, opts=None):
-        # The latency floor of every torch user: dist.all_reduce(t) of a
-        # plain tensor goes straight to the blocking C call (what _issue
-        # would do, without its generality: the op is read from the caller's
-        # arguments, since reading opts.reduceOp through pybind costs ~1 us).
         f = sys._getframe(1)
         if f.f_globals is _C10D and len(tensors) == 1:
             loc = f.f_locals
             t = tensors[0]
             op = _OP_BY_ID.get(id(loc.get("op")))
-            dt = NATIVE.get(t.dtype)
-            if (loc.get("async_op", True) is False and op is not None and dt is not None and t.is_cpu
-                    and t.is_contiguous() and not t.is_sparse and not _context._stack and not self._p2p):
+            dt = self._direct(loc, t)
+            if op is not None and dt is not None:
                 p = t.data_ptr()
-                with self._lock:
-                    h = self._h
-                    if h is None:
-                        raise CollieBackendError("all_reduce: the process group was destroyed", "invalid usage")
-                    rc = self._allreduce(h, p, p, t.numel(), dt, op, None, None)
-                if rc != _lib.SUCCESS:
-                    raise CollieBackendError(self._last_error(rc), rc)
-                return self._done
+                return self._direct_call("all_reduce", self._allreduce, p, p, t.numel(), dt, op)
         return self._allreduce_general(tensors, opts)
 
     def _allreduce_general(self, tensors, opts):
@@ -405,6 +421,17 @@ class ProcessGroupCollie(dist.ProcessGroup):
     # ---- data movement ----
 
     def broadcast(self, tensors, opts=None):
+        f = sys._getframe(1)
+        if f.f_globals is _C10D and len(tensors) == 1:
+            t = tensors[0]
+            dt = self._direct(f.f_locals, t)
+            if dt is not None:
+                root = opts.rootRank
+                if 0 <= root < self._size:
+                    return self._direct_call("broadcast", self._L.collie_broadcast, t.data_ptr(), t.numel(), dt, root)
+        return self._broadcast_general(tensors, opts)
+
+    def _broadcast_general(self, tensors, opts):
         fn = "broadcast"
         t = self._one(tensors, fn)
         root = self._root(opts.rootRank, fn)
@@ -433,6 +460,16 @@ class ProcessGroupCollie(dist.ProcessGroup):
                            (t, c, st), [copy_out])
 
     def _allgather_base(self, output, input, opts=None):
+        f = sys._getframe(1)
+        if f.f_globals is _C10D:
+            dt = self._direct(f.f_locals, input)
+            if (dt is not None and output.dtype is input.dtype and output.is_cpu and output.is_contiguous()
+                    and output.numel() == input.numel() * self._size):
+                return self._direct_call("all_gather_into_tensor", self._L.collie_allgather, input.data_ptr(),
+                                         output.data_ptr(), input.numel(), dt)
+        return self._allgather_base_general(output, input, opts)
+
+    def _allgather_base_general(self, output, input, opts):
         fn = "all_gather_into_tensor"
         check_cpu(input, fn, "input")
         check_cpu(output, fn, "output")
@@ -523,6 +560,17 @@ class ProcessGroupCollie(dist.ProcessGroup):
                            (t, c, ins, src), posts)
 
     def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
+        f = sys._getframe(1)
+        if f.f_globals is _C10D and not output_split_sizes and not input_split_sizes:
+            dt = self._direct(f.f_locals, input)
+            n = input.numel()
+            if (dt is not None and output.dtype is input.dtype and output.is_cpu and output.is_contiguous()
+                    and output.numel() == n and n % self._size == 0):
+                return self._direct_call("all_to_all_single", self._L.collie_alltoall, input.data_ptr(),
+                                         output.data_ptr(), n // self._size, dt)
+        return self._alltoall_base_general(output, input, output_split_sizes, input_split_sizes, opts)
+
+    def _alltoall_base_general(self, output, input, output_split_sizes, input_split_sizes, opts):
         fn = "all_to_all_single"
         check_cpu(input, fn, "input")
         check_cpu(output, fn, "output")
