@@ -1,0 +1,224 @@
+"""_p2p.py - the process group's point-to-point operations (a mixin of
+ProcessGroupCollie): blocking send/recv straight to collie, isend/irecv
+held and issued together as one collie group, receives from any source."""
+
+import ctypes
+import sys
+import threading
+import time
+
+from .. import _lib
+from ._common import BLOCKING_P2P, C10D, OWN, CollieBackendError
+from ._tensors import UINT8, check_cpu, nbytes
+from ._work import CollieWork
+
+OWN.add(id(globals()))
+
+
+class PointToPoint:
+    """send, recv, recv_anysource and torch's coalescing hooks; needs the
+    group's _issue, _lock, _h, _L, _size, _rank, _comm, _completer, _one,
+    _last_error, and the state _init_p2p sets."""
+
+    def _init_p2p(self):
+        self._p2p = []  # held isend/irecv: (is_send, tensor, peer, tag, Work, _LazyBatch)
+        self._p2p_flusher = None  # thread: issues held p2p 2 ms after the last one
+        self._p2p_wake = threading.Event()
+        self._coalescing = False  # between _start_coalescing and _end_coalescing
+
+    # ---- point to point ----
+
+    def _peer(self, p, fn):
+        if not 0 <= p < self._size:
+            raise CollieBackendError("%s: peer rank %d is outside 0..%d (group of %d)" % (fn, p, self._size - 1,
+                                                                                       self._size),
+                                     "invalid argument")
+        if p == self._rank:
+            raise CollieBackendError("%s: rank %d cannot %s itself" % (fn, p, fn), "invalid argument")
+        return p
+
+    # Asynchronous sends and receives (isend, irecv, batch_isend_irecv) are
+    # held back and issued together as one collie group of send/recv: collie
+    # runs a communicator's operations one at a time in issue order, so an
+    # isend issued alone would block the irecv behind it until its peer had
+    # received - and a ring of isend-then-irecv whose messages outlast the
+    # transport's buffers would wait for ever, where Gloo's threads let it
+    # through. The batch is issued as soon as anything else happens on the
+    # group: any other operation (so issue order holds), a wait or test on
+    # one of its Works, or 2 ms without a further isend/irecv (so a transfer
+    # nobody waits on still starts). Between _start_coalescing and
+    # _end_coalescing (torch 1.13's batch_isend_irecv) only the end issues it.
+
+    def _p2p_tensor(self, tensors, fn):
+        t = self._one(tensors, fn)
+        check_cpu(t, fn)
+        if not t.is_contiguous():
+            raise CollieBackendError("%s: the tensor must be contiguous (as with Gloo; pass t.contiguous())" % fn,
+                                     "invalid argument")
+        return t
+
+    def send(self, tensors, dst, tag=0):
+        fn = "send"
+        t = c = self._p2p_tensor(tensors, fn)
+        dst = self._peer(dst, fn)
+        if self._is_blocking_caller():
+            return self._issue(fn, self._L.collie_send, (c.data_ptr(), nbytes(c), UINT8, dst, int(tag)), None,
+                               [t], (t, c))
+        return self._p2p_add(True, c, dst, tag, [t])
+
+    def recv(self, tensors, src, tag=0):
+        fn = "recv"
+        t = c = self._p2p_tensor(tensors, fn)
+        src = self._peer(src, fn)
+        if self._is_blocking_caller():
+            return self._issue(fn, self._L.collie_recv, (c.data_ptr(), nbytes(c), UINT8, src, int(tag)), None,
+                               [t], (t, c))
+        w = self._p2p_add(False, c, src, tag, [t])
+        w._src = src  # source_rank() of a receive, as Gloo's
+        return w
+
+    @staticmethod
+    def _is_blocking_caller():
+        f = sys._getframe(2)
+        return f.f_globals is C10D and f.f_code.co_name in BLOCKING_P2P and not _in_coalescing(f)
+
+    def recv_anysource(self, tensors, tag=0):
+        """dist.recv/irecv with src=None: collie_recv_any, the first rank
+        whose next message to this one has tag; source_rank() says which.
+        Until it has completed, another receive on the group raises."""
+        fn = "recv"
+        t = self._p2p_tensor(tensors, fn)
+        box = ctypes.c_int(-1)
+        f = sys._getframe(1)
+        blocking = f.f_globals is C10D and f.f_code.co_name == "recv"
+        w = self._issue(fn, self._L.collie_recv_any, (t.data_ptr(), nbytes(t), UINT8, int(tag), ctypes.byref(box)),
+                        None, [t], (t, box))
+        if blocking:  # the Work is shared: answer with a completed one of this receive's own
+            w = CollieWork(self, None, fn, [t])
+        w._src_box = box
+        return w
+
+    def _start_coalescing(self, *args):
+        self._flush_p2p()
+        with self._lock:
+            self._coalescing = True
+
+    def _end_coalescing(self, *args):
+        with self._lock:
+            self._coalescing = False
+            shared = self._flush_p2p(force=True)
+        return shared if shared is not None else CollieWork(self, None, "batch_isend_irecv")  # 2.x waits on it
+
+    def _p2p_add(self, is_send, c, peer, tag, result, post=None):
+        lazy = _LazyBatch(self)
+        w = CollieWork(self, None, "isend" if is_send else "irecv", result, (c,), [post] if post else None,
+                       shared=lazy)
+        with self._lock:
+            if self._h is None:
+                raise CollieBackendError("%s: the process group was destroyed" % ("send" if is_send else "recv"),
+                                         "invalid usage")
+            self._p2p.append((is_send, c, peer, int(tag), w, lazy))
+            if not self._coalescing:
+                if self._p2p_flusher is None:
+                    self._p2p_flusher = threading.Thread(target=self._p2p_flush_loop, daemon=True,
+                                                         name="collie-p2p-" + self._comm.get_name())
+                    self._p2p_flusher.start()
+                self._p2p_wake.set()
+        return w
+
+    def _p2p_flush_loop(self):
+        while True:
+            self._p2p_wake.wait()
+            if self._h is None:
+                return
+            self._p2p_wake.clear()
+            time.sleep(0.002)  # let the isends and irecvs issued back to back join one batch
+            self._flush_p2p()
+
+    def _flush_p2p(self, force=False):
+        """Issues the held sends and receives as one collie group; returns its
+        Work (None when nothing was held, or inside _start/_end_coalescing
+        unless force)."""
+        with self._lock:
+            if not self._p2p or (self._coalescing and not force):
+                return None
+            return self._flush_p2p_locked()
+
+    def _flush_p2p_locked(self):
+        batch, self._p2p = self._p2p, []
+        L = self._L
+        h = self._h
+        w = ctypes.c_void_p()
+        text = "the process group was destroyed"
+        rc = L.collie_group_start(h) if h is not None else _lib.INVALID_USAGE
+        if rc == _lib.SUCCESS:
+            for is_send, c, peer, tag, _, _ in batch:
+                fn = L.collie_send if is_send else L.collie_recv
+                rc = fn(h, c.data_ptr(), nbytes(c), UINT8, peer, tag, None, None)
+                if rc != _lib.SUCCESS:
+                    break
+            text = self._last_error(rc) if rc != _lib.SUCCESS else None
+            rc2 = L.collie_group_end(h, ctypes.byref(w))
+            if rc == _lib.SUCCESS and rc2 != _lib.SUCCESS:
+                rc, text = rc2, self._last_error(rc2)
+        elif h is not None:
+            text = self._last_error(rc)
+        if rc != _lib.SUCCESS:
+            err = CollieBackendError("isend/irecv: " + text, rc)
+            for b in batch:
+                b[5].fail(err)
+            return None
+        shared = CollieWork(self, w.value, "batch of %d isend/irecv" % len(batch), [], [b[1] for b in batch])
+        shared.get_future()  # the completer holds it (and its tensors) until it has ended
+        for b in batch:
+            b[5].real = shared
+        return shared
+
+    # torch 2.x's names
+    start_coalescing = _start_coalescing
+    end_coalescing = _end_coalescing
+    recvAnysource = recv_anysource
+
+
+class _LazyBatch:
+    """What a held isend/irecv's Work waits on: the group it will be issued
+    in. Touching it (wait, test) issues the held batch first."""
+
+    def __init__(self, pg):
+        self._pg = pg
+        self.real = None
+        self._err = None
+
+    def fail(self, exc):
+        self._err = exc
+
+    def _issued(self):
+        if self.real is None and self._err is None:
+            self._pg._flush_p2p()
+        if self.real is None and self._err is None:
+            raise CollieBackendError("isend/irecv between _start_coalescing and _end_coalescing: waited on before "
+                                     "the batch was issued", "invalid usage")
+        return self.real
+
+    @property
+    def _h(self):
+        r = self._issued()
+        return r._h if r is not None else None
+
+    @property
+    def _exc(self):
+        r = self._issued()
+        return r._exc if r is not None else self._err
+
+    def _wait_handle(self, ms):
+        r = self._issued()
+        if r is None:
+            return True  # failed at issue: _exc has the error
+        with r._lock:
+            return r._wait_handle(ms)
+
+
+def _in_coalescing(f):
+    """True when frame f (torch's send/recv) runs inside batch_isend_irecv."""
+    b = f.f_back
+    return b is not None and b.f_code.co_name == "batch_isend_irecv"
