@@ -453,6 +453,35 @@ typedef struct {
  * Errors: INVALID_ARGUMENT (NULL rec, empty operation, end before start). */
 COLLIE_API collie_result_t collie_timing_record(collie_comm_t *comm, const collie_timing_t *rec);
 
+/* A timing log without a communicator: the same timing-rank{rank}.csv (columns,
+ * sidecars, bounded non-blocking queue, background writer, flush at exit) for a
+ * process whose communication runs on MPI, NCCL or Gloo. A communicator of this
+ * process logging to the same directory and rank (collie_timing_open, COLLIE_TIMING_LOG)
+ * shares the file: one queue and one writer, so its operations' rows and these
+ * interleave whole. */
+typedef struct collie__timing collie_timing_log_t;
+
+/* Opens dir/timing-rank{rank}.csv (dir created with its parents). queue: records
+ * the queue holds before it drops (0: COLLIE_TIMING_QUEUE, else 10000); flush_ms: the
+ * writer's period (0: COLLIE_TIMING_FLUSH_MS, else 1000). Close it with
+ * collie_timing_log_close. Errors: INVALID_ARGUMENT (dir NULL or empty, rank < 0,
+ * queue or flush_ms < 0, out NULL), SYSTEM_ERROR naming the path, INVALID_USAGE (the
+ * file exists with another header). */
+COLLIE_API collie_result_t collie_timing_log_open(const char *dir, int rank, int64_t queue,
+                                                  int64_t flush_ms, collie_timing_log_t **out);
+/* Queues rec with iteration and epoch as given (>= 0), without blocking: a full queue
+ * drops the record and counts it (in the .meta sidecar, and a warning at close). Safe
+ * from any thread. Errors: INVALID_ARGUMENT (NULL log or rec, empty operation, end
+ * before start, negative iteration or epoch). */
+COLLIE_API collie_result_t collie_timing_log_record(collie_timing_log_t *log,
+                                                    const collie_timing_t *rec, int64_t iteration,
+                                                    int64_t epoch);
+/* Writes what is queued now (blocks on the file writes). */
+COLLIE_API collie_result_t collie_timing_log_flush(collie_timing_log_t *log);
+/* Flushes and lets the log go (the file stays open while a communicator shares it).
+ * NULL: nothing. */
+COLLIE_API void collie_timing_log_close(collie_timing_log_t *log);
+
 /* Writes this rank's flight recorder for comm (its last COLLIE_FR_SIZE operations with their
  * state and timestamps) as JSON to COLLIE_LOG_DIR/flight-rank{rank}-{comm hash}.json, replacing
  * it atomically; `collie-report hang DIR` reads the dumps of all ranks (docs/flight-recorder.md).

@@ -496,18 +496,25 @@ collie_step_end(collie_comm_t *comm)
   return collie__tele_step_end(comm->tele);
 }
 
+/* The checks of a user-timed region, shared by both ways of recording one. */
+static collie_result_t
+api_timing_rec(const char *fn, const collie_timing_t *rec)
+{
+  if (!rec) return collie__err(COLLIE_INVALID_ARGUMENT, "%s: rec is NULL", fn);
+  if (!rec->operation || !*rec->operation)
+    return collie__err(COLLIE_INVALID_ARGUMENT, "%s: rec->operation is empty", fn);
+  if (!(rec->end_counter >= rec->start_counter))
+    return collie__err(COLLIE_INVALID_ARGUMENT,
+                       "%s: end_counter %.6f is not at or after start_counter %.6f", fn,
+                       rec->end_counter, rec->start_counter);
+  return COLLIE_SUCCESS;
+}
+
 collie_result_t
 collie_timing_record(collie_comm_t *comm, const collie_timing_t *rec)
 {
   API_TRY(collie__comm_check(comm, "collie_timing_record"));
-  if (!rec) return collie__err(COLLIE_INVALID_ARGUMENT, "collie_timing_record: rec is NULL");
-  if (!rec->operation || !*rec->operation)
-    return collie__err(COLLIE_INVALID_ARGUMENT, "collie_timing_record: rec->operation is empty");
-  if (!(rec->end_counter >= rec->start_counter))
-    return collie__err(
-        COLLIE_INVALID_ARGUMENT,
-        "collie_timing_record: end_counter %.6f is not at or after start_counter %.6f",
-        rec->end_counter, rec->start_counter);
+  API_TRY(api_timing_rec("collie_timing_record", rec));
   collie__tele_user_record(comm->tele, rec->operation, rec->layer_name, rec->phase,
                            rec->message_size_bytes, rec->start_counter, rec->end_counter);
   return COLLIE_SUCCESS;
@@ -536,6 +543,67 @@ collie_timing_close(collie_comm_t *comm)
   API_TRY(collie__comm_check(comm, "collie_timing_close"));
   collie__tele_timing_close(comm->tele);
   return COLLIE_SUCCESS;
+}
+
+collie_result_t
+collie_timing_log_open(const char *dir, int rank, int64_t queue, int64_t flush_ms,
+                       collie_timing_log_t **out)
+{
+  static const char fn[] = "collie_timing_log_open";
+  struct collie__params params;
+  char host[COLLIE_HOSTID_LEN];
+  if (!out) return collie__err(COLLIE_INVALID_ARGUMENT, "%s: out is NULL", fn);
+  *out = NULL;
+  if (!dir || !*dir)
+    return collie__err(COLLIE_INVALID_ARGUMENT, "%s: dir is %s", fn, dir ? "empty" : "NULL");
+  if (rank < 0) return collie__err(COLLIE_INVALID_ARGUMENT, "%s: rank = %d must be >= 0", fn, rank);
+  if (queue < 0 || flush_ms < 0)
+    return collie__err(COLLIE_INVALID_ARGUMENT,
+                       "%s: queue = %lld and flush_ms = %lld must be >= 0 (0: the default)", fn,
+                       (long long)queue, (long long)flush_ms);
+  API_TRY(collie__params_load(&params, NULL));
+  collie__host_id(params.HOST_ID, host, sizeof(host));
+  struct collie__timing_cfg cfg = {.rank = rank,
+                                   .world_size = 0, /* unknown without a communicator */
+                                   .host = host,
+                                   .capacity = queue ? queue : params.TIMING_QUEUE,
+                                   .flush_ms = flush_ms ? flush_ms : params.TIMING_FLUSH_MS};
+  return collie__timing_open(dir, &cfg, out);
+}
+
+collie_result_t
+collie_timing_log_record(collie_timing_log_t *log, const collie_timing_t *rec, int64_t iteration,
+                         int64_t epoch)
+{
+  static const char fn[] = "collie_timing_log_record";
+  if (!log) return collie__err(COLLIE_INVALID_ARGUMENT, "%s: log is NULL", fn);
+  API_TRY(api_timing_rec(fn, rec));
+  if (iteration < 0 || epoch < 0)
+    return collie__err(COLLIE_INVALID_ARGUMENT,
+                       "%s: iteration = %lld and epoch = %lld must be >= 0", fn,
+                       (long long)iteration, (long long)epoch);
+  struct collie__timing_rec row;
+  collie__tele_row_init(&row, rec->operation, rec->message_size_bytes, -1, rec->layer_name,
+                        rec->phase);
+  row.iteration = iteration;
+  row.epoch = epoch;
+  row.start = rec->start_counter;
+  row.end = rec->end_counter;
+  collie__timing_push(log, &row);
+  return COLLIE_SUCCESS;
+}
+
+collie_result_t
+collie_timing_log_flush(collie_timing_log_t *log)
+{
+  if (!log) return collie__err(COLLIE_INVALID_ARGUMENT, "collie_timing_log_flush: log is NULL");
+  return collie__timing_flush(log);
+}
+
+void
+collie_timing_log_close(collie_timing_log_t *log)
+{
+  collie__timing_close(log);
 }
 
 const char *

@@ -14,6 +14,7 @@
  * disk before anything else can go wrong.
  */
 #include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -61,7 +62,9 @@ struct collie__timing {
   pthread_cond_t wake; /* CLOCK_MONOTONIC */
   int stop;
   pthread_t thread;
-  struct collie__timing *next_open; /* the registry of open logs (atexit) */
+  struct collie__timing *next_open; /* the registry of open logs (atexit, sharing) */
+  char key[PATH_MAX + 16];          /* canonical dir and rank: one log per file */
+  int refs;                         /* opens of this file (under timing_reg_lock) */
 };
 
 /* ---- The queue ---- */
@@ -230,28 +233,6 @@ timing_register_atexit(void)
   pthread_atfork(NULL, NULL, timing_forget_in_child);
 }
 
-static void
-timing_reg_add(struct collie__timing *t)
-{
-  pthread_once(&timing_atexit_once, timing_register_atexit);
-  pthread_mutex_lock(&timing_reg_lock);
-  t->next_open = timing_reg;
-  timing_reg = t;
-  pthread_mutex_unlock(&timing_reg_lock);
-}
-
-static void
-timing_reg_remove(struct collie__timing *t)
-{
-  pthread_mutex_lock(&timing_reg_lock);
-  for (struct collie__timing **p = &timing_reg; *p; p = &(*p)->next_open)
-    if (*p == t) {
-      *p = t->next_open;
-      break;
-    }
-  pthread_mutex_unlock(&timing_reg_lock);
-}
-
 /* ---- The drain thread ---- */
 
 static void *
@@ -291,9 +272,51 @@ timing_free(struct collie__timing *t)
   free(t);
 }
 
+static collie_result_t timing_create(const char *dir, const struct collie__timing_cfg *cfg,
+                                     struct collie__timing **out);
+
+/* The log already open on dir's file for rank (retained), or NULL. Called
+ * with timing_reg_lock held. */
+static struct collie__timing *
+timing_reg_find(const char *key)
+{
+  for (struct collie__timing *t = timing_reg; t; t = t->next_open)
+    if (!strcmp(t->key, key)) {
+      t->refs++;
+      return t;
+    }
+  return NULL;
+}
+
+/* Two opens of one file in a process - a communicator's COLLIE_TIMING_LOG and
+ * a collie_timing_log_open of the same directory and rank - share one log:
+ * one queue, one writer, one header, rows never interleaved mid-line. */
 collie_result_t
 collie__timing_open(const char *dir, const struct collie__timing_cfg *cfg,
                     struct collie__timing **out)
+{
+  char canon[PATH_MAX], key[PATH_MAX + 16];
+  if (collie__mkdir_p(dir) != 0)
+    return collie__err_errno(COLLIE_SYSTEM_ERROR, "timing log: cannot create directory %s", dir);
+  if (!realpath(dir, canon)) snprintf(canon, sizeof(canon), "%s", dir);
+  snprintf(key, sizeof(key), "%s\n%d", canon, cfg->rank);
+  pthread_once(&timing_atexit_once, timing_register_atexit);
+  pthread_mutex_lock(&timing_reg_lock);
+  struct collie__timing *t = timing_reg_find(key);
+  collie_result_t rc = COLLIE_SUCCESS;
+  if (!t && (rc = timing_create(dir, cfg, &t)) == COLLIE_SUCCESS) {
+    snprintf(t->key, sizeof(t->key), "%s", key);
+    t->refs = 1;
+    t->next_open = timing_reg;
+    timing_reg = t;
+  }
+  pthread_mutex_unlock(&timing_reg_lock);
+  if (rc == COLLIE_SUCCESS) *out = t;
+  return rc;
+}
+
+static collie_result_t
+timing_create(const char *dir, const struct collie__timing_cfg *cfg, struct collie__timing **out)
 {
   collie_result_t rc;
   char path[1200];
@@ -320,10 +343,6 @@ collie__timing_open(const char *dir, const struct collie__timing_cfg *cfg,
     goto fail;
   }
   for (uint64_t i = 0; i < t->cap; i++) atomic_init(&t->cells[i].seq, i);
-  if (collie__mkdir_p(dir) != 0) {
-    rc = collie__err_errno(COLLIE_SYSTEM_ERROR, "timing log: cannot create directory %s", dir);
-    goto fail;
-  }
   snprintf(path, sizeof(path), "%s/timing-rank%d.csv", dir, cfg->rank);
   if ((rc = collie__csv_open(path, timing_header, &t->fd)) != COLLIE_SUCCESS) goto fail;
   snprintf(path, sizeof(path), "%s/timing-rank%d.categories.csv", dir, cfg->rank);
@@ -340,7 +359,6 @@ collie__timing_open(const char *dir, const struct collie__timing_cfg *cfg,
     rc = collie__err_errno(COLLIE_SYSTEM_ERROR, "timing log: starting its drain thread");
     goto fail;
   }
-  timing_reg_add(t);
   *out = t;
   return COLLIE_SUCCESS;
 
@@ -353,7 +371,19 @@ void
 collie__timing_close(struct collie__timing *t)
 {
   if (!t) return;
-  timing_reg_remove(t);
+  pthread_mutex_lock(&timing_reg_lock);
+  int last = --t->refs == 0;
+  if (last)
+    for (struct collie__timing **p = &timing_reg; *p; p = &(*p)->next_open)
+      if (*p == t) {
+        *p = t->next_open;
+        break;
+      }
+  pthread_mutex_unlock(&timing_reg_lock);
+  if (!last) {
+    collie__timing_flush(t); /* the other opener keeps it; this one's rows are out */
+    return;
+  }
   pthread_mutex_lock(&t->lock);
   t->stop = 1;
   pthread_cond_signal(&t->wake);
