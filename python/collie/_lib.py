@@ -188,6 +188,10 @@ _SIGNATURES = {
     "collie_timing_flush": (_R, [_P]),
     "collie_timing_close": (_R, [_P]),
     "collie_timing_record": (_R, [_P, ctypes.POINTER(TimingRec)]),
+    "collie_timing_log_open": (_R, [ctypes.c_char_p, _I, ctypes.c_int64, ctypes.c_int64, _PP]),
+    "collie_timing_log_record": (_R, [_P, ctypes.POINTER(TimingRec), ctypes.c_int64, ctypes.c_int64]),
+    "collie_timing_log_flush": (_R, [_P]),
+    "collie_timing_log_close": (None, [_P]),
     "collie_flight_dump": (_R, [_P]),
 }
 

@@ -3,139 +3,158 @@
     from collie.timing import init_timing_logger, get_timing_logger, shutdown_timing_logger
     logger = init_timing_logger(rank, "logs/timing")
     with logger.record_mpi_operation("ALLREDUCE", nbytes, "encoder.layer3", "dense"):
-        comm.all_reduce(grad)
-    logger.record_timing("COMPRESS", elapsed_ms=1.7, layer_name="encoder.layer3", message_size=4096)
+        comm.Allreduce(send, recv)                        # mpi4py, torch.distributed, collie...
+    logger.record_timing("COMPRESS", elapsed_ms=1.7, layer_name="encoder.layer3",
+                         message_size=4096, iteration=100, epoch=0)
     shutdown_timing_logger()
 
-Rows go to log_dir/timing-rank{i}.csv (plus the .meta and .categories.csv
+Rows go to log_dir/timing-rank{rank}.csv (plus the .meta and .categories.csv
 sidecars) through the C library's bounded lock-free queue and background
-writer: the same files and format as collie_timing_record
-(docs/telemetry.md), and every collie operation of the communicator's tree is
-logged there too. Recording never blocks; a full queue drops and counts.
+writer (collie_timing_log_open: docs/telemetry.md). No collie communicator is
+needed: the process may communicate with mpi4py or torch.distributed only.
 
-- The file is opened on the default communicator (or `group`) with
-  collie_timing_open. If no communicator exists yet, opening is deferred to
-  the first one created (collie.new_comm); records made meanwhile are held
-  (up to 10000) and queued then.
-- `rank` is informational: the file is named after the rank in the
-  communicator's collie_comm_init tree (a warning says so if they differ).
-- iteration and epoch of a row come from the step open in the C library
-  (collie.distributed.step / Comm.step_begin) when the record is made. The
-  iteration/epoch arguments exist for compatibility with older wrappers;
-  when given and different from the open step, a warning (once) says that
-  the step's values are written.
+- `rank` names the file.
+- iteration and epoch are written as given. When the caller gives none, the
+  step open on the collie communicator (collie.distributed.step,
+  Comm.step_begin, collie.torch.step) supplies them, else 0.
+- When a collie communicator exists (`group`, the default one, or the first
+  created later), collie's own operations are logged too: the communicator
+  opens the same directory (collie_timing_open), and a file of the same rank
+  is then one log, one writer (its operations' rows and yours interleave
+  whole). A communicator whose rank differs from `rank` writes its own file
+  (a warning says so).
+- Never blocks: a full queue (default 10000 records; `queue=`) drops the
+  record and counts it (.meta, and a warning at shutdown). The writer runs
+  every second (`flush_ms=`), at shutdown and at interpreter exit. Safe from
+  any thread.
 - Times are time.monotonic() (CLOCK_MONOTONIC), as the C library's
   start_counter/end_counter: a record_timing(elapsed_ms) row ends now and
   starts elapsed_ms earlier.
 """
 
 import contextlib
+import ctypes
 import os
+import struct
 import threading
 import time
 import warnings
 
-from . import _comm
-from ._errors import InvalidArgument, InvalidUsage
+from . import _comm, _lib
+from ._errors import InvalidArgument, InvalidUsage, check
 
 __all__ = ["TimingLogger", "init_timing_logger", "get_timing_logger", "shutdown_timing_logger"]
 
-_MAX_HELD = 10000
-
 _lock = threading.Lock()
 _logger = None
+
+# collie_timing_t: operation, layer_name, phase (char *), message_size_bytes
+# (uint64), start_counter, end_counter (double).
+_PACK = struct.Struct("PPPQdd").pack_into
+assert struct.calcsize("PPPQdd") == ctypes.sizeof(_lib.TimingRec)
+
+# str -> (bytes, its address): the names a training loop repeats, kept alive
+# so the C struct may point at them; bounded (cleared when full).
+_names = {}
+
+
+_NONE = (None, 0)
+
+
+def _name(name):
+    """(bytes, address) of name; the caller holds the tuple while C reads it."""
+    hit = _names.get(name)
+    if hit is None:
+        if len(_names) >= 4096:
+            _names.clear()  # a record in flight on another thread holds its own tuples
+        b = str(name).encode()
+        hit = _names[name] = (b, ctypes.cast(ctypes.c_char_p(b), ctypes.c_void_p).value)
+    return hit
 
 
 class TimingLogger:
     """The process's timing logger (get one with init_timing_logger)."""
 
-    def __init__(self, rank, log_dir, comm):
+    def __init__(self, rank, log_dir, queue=0, flush_ms=0):
         self.rank = rank
         self.log_dir = os.fspath(log_dir)
         self._comm = None
-        self._held = []  # records made before a communicator existed
-        self.dropped = 0  # records dropped while held (the C queue counts its own)
-        self._warned_step = False
         self._closed = False
-        if comm is not None:
-            self._attach(comm)
+        self._tls = threading.local()  # one collie_timing_t per thread, reused
+        self._record_c = _lib.need("collie_timing_log_record")
+        h = ctypes.c_void_p()
+        check(_lib.need("collie_timing_log_open")(os.fsencode(self.log_dir), rank, int(queue), int(flush_ms),
+                                                  ctypes.byref(h)))
+        self._h = h.value
 
     @property
     def comm(self):
-        """The communicator whose tree logs here (None while deferred)."""
+        """The collie communicator whose operations also log here (None: none)."""
         return self._comm
 
     @property
     def path(self):
-        """log_dir/timing-rank{i}.csv (i: the rank in the init tree; the
-        `rank` argument while deferred)."""
-        r = self._comm._root.get_rank() if self._comm is not None else self.rank
-        return os.path.join(self.log_dir, "timing-rank%d.csv" % r)
+        """log_dir/timing-rank{rank}.csv."""
+        return os.path.join(self.log_dir, "timing-rank%d.csv" % self.rank)
 
     def _attach(self, comm):
         comm.timing_open(self.log_dir)
         self._comm = comm
         root_rank = comm._root.get_rank()
-        if self.rank is not None and int(self.rank) != root_rank:
+        if root_rank != self.rank:
             warnings.warn(
-                "collie.timing: init_timing_logger(rank=%s) but this process is rank %d of its communicator; "
-                "the file is timing-rank%d.csv" % (self.rank, root_rank, root_rank),
+                "collie.timing: init_timing_logger(rank=%d) but this process is rank %d of its collie "
+                "communicator, whose operations go to timing-rank%d.csv" % (self.rank, root_rank, root_rank),
                 stacklevel=3,
             )
-        held, self._held = self._held, []
-        for rec in held:
-            self._submit(*rec)
 
-    def _check_step(self, iteration, epoch):
-        if self._warned_step or (iteration is None and epoch is None) or self._comm is None:
-            return
-        cur = self._comm.current_step
-        it, ep = cur if cur else (0, None)
-        if (iteration is not None and int(iteration) != it) or (epoch is not None and ep is not None and int(epoch) != ep):
-            self._warned_step = True
-            warnings.warn(
-                "collie.timing: iteration/epoch (%s, %s) differ from the open step %s; the timing log "
-                "takes them from the step (collie.distributed.step)" % (iteration, epoch, cur),
-                stacklevel=4,
-            )
-
-    def _submit(self, operation, start, end, layer_name, phase, message_size):
-        c = self._comm
-        if c is None or c._h is None:
-            self.dropped += 1
-            return
-        c.timing_record(operation, start, end, layer_name, phase, message_size)
+    def _numbers(self, iteration, epoch):
+        if iteration is None or epoch is None:
+            c = self._comm
+            if c is None and _comm.has_default_comm():
+                c = _comm.get_default_comm()
+            step = c.current_step if c is not None else None
+            if iteration is None:
+                iteration = step[0] if step else 0
+            if epoch is None:
+                epoch = step[1] if step else 0
+        return int(iteration), int(epoch)
 
     def record_timing(self, operation, elapsed_ms, layer_name="", message_size=0, phase="dense",
                       iteration=None, epoch=None):
         """Logs a region of elapsed_ms milliseconds that ends now. Never blocks."""
-        if not isinstance(operation, str) or not operation:
-            raise InvalidArgument("record_timing: operation = %r must be a non-empty str" % (operation,))
+        end = time.monotonic()
         try:
             elapsed = float(elapsed_ms)
         except (TypeError, ValueError):
             raise InvalidArgument("record_timing: elapsed_ms = %r must be a number" % (elapsed_ms,)) from None
         if not elapsed >= 0:
             raise InvalidArgument("record_timing: elapsed_ms = %r must be >= 0" % (elapsed_ms,))
-        end = time.monotonic()
-        self._record(operation, end - elapsed / 1000.0, end, layer_name, phase, message_size, iteration, epoch)
+        self._record("record_timing", operation, end - elapsed / 1000.0, end, layer_name, phase, message_size,
+                     iteration, epoch)
 
-    def _record(self, operation, start, end, layer_name, phase, message_size, iteration, epoch):
+    def _record(self, fn, operation, start, end, layer_name, phase, message_size, iteration, epoch):
         if self._closed:
-            raise InvalidUsage("timing logger for %s was shut down" % self.log_dir)
-        if message_size is None:
-            message_size = 0
-        if int(message_size) < 0:
-            raise InvalidArgument("record_timing: message_size = %r must be >= 0" % (message_size,))
-        rec = (operation, start, end, layer_name or "", phase or "dense", int(message_size))
-        if self._comm is None:
-            if len(self._held) < _MAX_HELD:
-                self._held.append(rec)
-            else:
-                self.dropped += 1
-            return
-        self._check_step(iteration, epoch)
-        self._submit(*rec)
+            raise InvalidUsage("%s: the timing logger for %s was shut down" % (fn, self.log_dir))
+        if not isinstance(operation, str) or not operation:
+            raise InvalidArgument("%s: operation = %r must be a non-empty str" % (fn, operation))
+        size = 0 if message_size is None else int(message_size)
+        if size < 0:
+            raise InvalidArgument("%s: message_size = %r must be >= 0" % (fn, message_size))
+        it, ep = self._numbers(iteration, epoch)
+        if it < 0 or ep < 0:
+            raise InvalidArgument("%s: iteration = %r and epoch = %r must be >= 0" % (fn, iteration, epoch))
+        rec = getattr(self._tls, "rec", None)
+        if rec is None:
+            rec = self._tls.rec = _lib.TimingRec()
+        # Setting the struct's six fields through ctypes cost 1.5 us a record;
+        # packed in one call with the strings' cached addresses it is ~0.3.
+        # The locals keep the names' bytes alive until C has copied them.
+        o = _name(operation)
+        la = _name(layer_name) if layer_name else _NONE
+        ph = _name(phase) if phase else _NONE
+        _PACK(rec, 0, o[1], la[1], ph[1], size, start, end)
+        check(self._record_c(self._h, rec, it, ep))
 
     @contextlib.contextmanager
     def record_mpi_operation(self, op, message_size=0, layer_name="", phase="dense", iteration=None, epoch=None):
@@ -147,25 +166,29 @@ class TimingLogger:
         try:
             yield self
         finally:
-            self._record(op, start, time.monotonic(), layer_name, phase, message_size, iteration, epoch)
+            self._record("record_mpi_operation", op, start, time.monotonic(), layer_name, phase, message_size,
+                         iteration, epoch)
 
     def flush(self):
         """Writes what is queued now (blocks on the file write only)."""
-        if self._comm is not None and self._comm._h is not None:
-            self._comm.timing_flush()
+        if not self._closed:
+            check(_lib.need("collie_timing_log_flush")(self._h))
 
     def close(self):
-        """Flushes and closes the log (collie_timing_close). Idempotent."""
+        """Flushes and closes the log (and the communicator's, when this
+        logger opened it). Idempotent."""
         if self._closed:
             return
         self._closed = True
         c = self._comm
         if c is not None and c._h is not None:
             c.timing_close()
+        _lib.need("collie_timing_log_close")(self._h)
+        self._h = None
 
 
 def _on_new_comm(comm):
-    """Opens a deferred logger on the first communicator created."""
+    """Logs collie's own operations of the first communicator created."""
     with _lock:
         lg = _logger
     if lg is not None and lg._comm is None and not lg._closed:
@@ -175,15 +198,20 @@ def _on_new_comm(comm):
 _comm._new_comm_hooks.append(_on_new_comm)
 
 
-def init_timing_logger(rank, log_dir, group=None):
-    """Opens (or returns) the process's timing logger writing to log_dir
-    (created with its parents). group: the communicator (default: the
-    default one, or the first created later). Calling it again with the same
-    log_dir returns the same logger; another log_dir while one is open is
-    InvalidUsage (shut the first down)."""
+def init_timing_logger(rank, log_dir, group=None, queue=0, flush_ms=0):
+    """Opens (or returns) the process's timing logger writing
+    log_dir/timing-rank{rank}.csv (log_dir created with its parents). No
+    collie communicator is needed; when there is one (group, else the
+    default, else the first created later) its operations log there too.
+    queue: records held before dropping (0: COLLIE_TIMING_QUEUE, else
+    10000); flush_ms: the writer's period (0: COLLIE_TIMING_FLUSH_MS, else
+    1000). Calling it again with the same log_dir returns the same logger;
+    another log_dir while one is open is InvalidUsage (shut the first down)."""
     global _logger
     if log_dir is None:
         raise InvalidArgument("init_timing_logger: log_dir is None")
+    if isinstance(rank, bool) or not hasattr(rank, "__index__") or rank < 0:
+        raise InvalidArgument("init_timing_logger: rank = %r must be an int >= 0 (it names the file)" % (rank,))
     with _lock:
         if _logger is not None:
             if os.path.abspath(_logger.log_dir) == os.path.abspath(os.fspath(log_dir)):
@@ -195,8 +223,11 @@ def init_timing_logger(rank, log_dir, group=None):
             comm = _comm.resolve(group)
         else:
             comm = _comm.get_default_comm() if _comm.has_default_comm() else None
-        _logger = TimingLogger(rank, log_dir, comm)
-        return _logger
+        lg = TimingLogger(int(rank), log_dir, queue, flush_ms)
+        if comm is not None:
+            lg._attach(comm)
+        _logger = lg
+        return lg
 
 
 def get_timing_logger():
@@ -205,7 +236,8 @@ def get_timing_logger():
 
 
 def shutdown_timing_logger():
-    """Flushes and closes the logger (collie_timing_close); no logger: nothing."""
+    """Flushes and closes the logger; no logger: nothing. (At interpreter
+    exit the C library flushes every open log by itself.)"""
     global _logger
     with _lock:
         lg, _logger = _logger, None

@@ -188,9 +188,9 @@ def test_timing_logger(comm, rank, size, shared_dir):
     collie.set_default_comm(None)
     try:
         lg = timing.init_timing_logger(rank, logdir)
-        assert lg.comm is None and timing.get_timing_logger() is lg  # deferred: no communicator yet
+        assert lg.comm is None and timing.get_timing_logger() is lg  # no communicator yet
         t_before = time.monotonic()
-        lg.record_timing("EARLY", 1.0, "pre", 10)  # held until a communicator exists
+        lg.record_timing("EARLY", 1.0, "pre", 10)  # written with no communicator at all
         c = collie.new_comm("timed")
         try:
             assert lg.comm is c and collie.get_default_comm() is c
@@ -203,8 +203,8 @@ def test_timing_logger(comm, rank, size, shared_dir):
                 c.all_reduce(x, label="enc.l4", category=PayloadCategory.MOMENTS_MU)
             with c.step(3, 1):
                 lg.record_timing("INSTEP", 0.5, "enc.l5", iteration=3, epoch=1)
-                with pytest.warns(UserWarning, match="differ from the open step"):
-                    lg.record_timing("MISMATCH", 0.5, "enc.l5", iteration=99, epoch=1)
+                lg.record_timing("GIVEN", 0.5, "enc.l5", iteration=99, epoch=4)  # written as given
+                lg.record_timing("STEPPED", 0.5, "enc.l5")  # none given: the open step's
             with pytest.raises(collie.InvalidArgument):
                 lg.record_timing("", 1.0)
             with pytest.raises(collie.InvalidArgument):
@@ -225,7 +225,7 @@ def test_timing_logger(comm, rank, size, shared_dir):
     header, rows = read_rows(path)
     assert header == TIMING_HEADER
     by_op = {r["operation"]: r for r in rows}
-    assert set(by_op) >= {"EARLY", "COMPRESS", "WRAPPED", "ALLREDUCE", "INSTEP", "MISMATCH", "RAISED"}
+    assert set(by_op) >= {"EARLY", "COMPRESS", "WRAPPED", "ALLREDUCE", "INSTEP", "GIVEN", "STEPPED", "RAISED"}
     assert by_op["EARLY"]["layer_name"] == "pre" and by_op["EARLY"]["message_size_bytes"] == "10"
     comp = by_op["COMPRESS"]
     assert (comp["layer_name"], comp["phase"], comp["message_size_bytes"]) == ("enc.l3", "sparse", "4096")
@@ -238,12 +238,47 @@ def test_timing_logger(comm, rank, size, shared_dir):
     for r in rows:
         assert t_before - 1.5 <= float(r["start_counter"]) <= float(r["end_counter"]) <= t_after + 1e-3
     assert (by_op["INSTEP"]["iteration"], by_op["INSTEP"]["epoch"]) == ("3", "1")
-    assert by_op["MISMATCH"]["iteration"] == "3"  # the step's values are written
+    assert (by_op["GIVEN"]["iteration"], by_op["GIVEN"]["epoch"]) == ("99", "4")
+    assert (by_op["STEPPED"]["iteration"], by_op["STEPPED"]["epoch"]) == ("3", "1")
     assert by_op["COMPRESS"]["iteration"] == "0"
     assert os.path.exists(os.path.join(logdir, "timing-rank%d.meta" % rank))
     _, cats = read_rows(os.path.join(logdir, "timing-rank%d.categories.csv" % rank))
     assert any(r["operation"] == "ALLREDUCE" and r["category"] == "moments_mu" for r in cats)
     comm.barrier()
+
+
+def test_timing_logger_without_communicator(tmp_path, comm):
+    """The timing logger integration guide's calls in a process that has no
+    collie communicator (as an mpi4py trainer): the rank given names the
+    file, iteration and epoch are written as given."""
+    timing.shutdown_timing_logger()
+    collie.set_default_comm(None)
+    try:
+        lg = timing.init_timing_logger(7, str(tmp_path / "alone"), flush_ms=50)
+        assert lg.comm is None and lg.path.endswith("timing-rank7.csv")
+        lg.record_timing(operation="ALLREDUCE", elapsed_ms=5.234, layer_name="layer1", message_size=110280000,
+                         phase="dense", iteration=100, epoch=0)
+        with lg.record_mpi_operation("MPI_Allreduce", 4096, "layer2", "dense", iteration=101, epoch=0):
+            time.sleep(0.002)
+        with pytest.raises(collie.InvalidArgument, match="iteration = -1"):
+            lg.record_timing("X", 1.0, iteration=-1)
+        with pytest.raises(collie.InvalidArgument, match="rank = -1"):
+            timing.init_timing_logger(-1, str(tmp_path / "bad"))
+        time.sleep(0.2)  # the writer runs every 50 ms: rows are on disk before shutdown
+        header, rows = read_rows(lg.path)
+        assert header == TIMING_HEADER and len(rows) == 2
+        timing.shutdown_timing_logger()
+        with pytest.raises(collie.InvalidUsage, match="shut down"):
+            lg.record_timing("LATE", 1.0)
+    finally:
+        timing.shutdown_timing_logger()
+        collie.set_default_comm(comm)
+    by_op = {r["operation"]: r for r in rows}
+    a = by_op["ALLREDUCE"]
+    assert (a["iteration"], a["epoch"], a["layer_name"], a["message_size_bytes"]) == ("100", "0", "layer1", "110280000")
+    assert abs(float(a["elapsed_ms"]) - 5.234) < 0.002
+    m = by_op["MPI_Allreduce"]
+    assert m["iteration"] == "101" and float(m["elapsed_ms"]) >= 2.0
 
 
 def test_flight_dump(comm, rank, shared_dir):
