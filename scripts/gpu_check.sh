@@ -9,6 +9,7 @@
 # 2. examples/python/train_ddp_torch.py under torch 2.x's own torchrun, with
 #    gloo and with collie (the issue asks for both launchers).
 # 3. The latency floor through torch 2.x (bench/torch_compare.py --latency).
+# 4. python3 -m collie.profile --backend nccl at world size 1 (issue 17).
 #
 # Each step's output goes to $OUT/<step>.log (the last lines also to stdout);
 # the summary line says which passed. Nothing here needs a GPU itself: the
@@ -41,4 +42,7 @@ for be in gloo collie; do
 done
 step latency env TORCH_COMPARE_PYTHON="$py" TORCH_COMPARE_NRANKS=2 timeout 120 \
   sh bench/torch_compare.sh build-dev --latency
+# 4. The profiler with nccl on the GPU, world size 1 (issue 17).
+step profile_nccl env PYTHONPATH="$PWD/python" RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 \
+  MASTER_PORT=29533 timeout 120 "$py" -m collie.profile --backend nccl --profile-dir "$out" --csv "$out/nccl.csv"
 echo "gpu_check:$summary"
