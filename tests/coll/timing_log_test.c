@@ -7,18 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "coll/csv_read.h"
 #include "runner.h"
-
-static double
-tl_now(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* The row of dir/timing-rank{rank}.csv whose operation is op (-1: none). */
 static int
@@ -35,7 +26,7 @@ TEST_IMPL(timing_log_alone)
   const char *dir = test_path("tl");
   collie_timing_log_t *log = NULL;
   ASSERT_OK(collie_timing_log_open(dir, 5, 0, 0, &log));
-  double t0 = tl_now();
+  double t0 = csv_now_mono();
   collie_timing_t rec = {.operation = "ALLREDUCE",
                          .layer_name = "layer1",
                          .phase = "dense",
@@ -97,7 +88,7 @@ TEST_IMPL(timing_log_shared_with_comm)
   int r = test_rank();
   collie_timing_log_t *log = NULL;
   ASSERT_OK(collie_timing_log_open(dir, r, 0, 0, &log));
-  double t0 = tl_now();
+  double t0 = csv_now_mono();
   collie_timing_t rec = {
       .operation = "USER_REGION", .start_counter = t0 - 0.001, .end_counter = t0};
   ASSERT_OK(collie_timing_log_record(log, &rec, 7, 1));
