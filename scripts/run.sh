@@ -11,7 +11,8 @@
 #                            export, layering and install checks
 # On a fresh Debian 12 machine it first installs what the build and the tests
 # need (gcc, clang, make, cmake, pkg-config, valgrind; for `test` also Debian's
-# python3-numpy, python3-pytest and python3-torch) with apt-get when missing.
+# python3-numpy, python3-pytest, python3-torch, python3-mpi4py and openmpi-bin)
+# with apt-get when missing.
 set -eu
 cd "$(dirname "$0")/.."
 what=${1:-test}
@@ -21,10 +22,12 @@ need=""
 for tool in cc clang make cmake pkg-config valgrind; do command -v $tool >/dev/null 2>&1 || need="$need $tool"; done
 pkgs=""
 [ -z "$need" ] || pkgs="gcc clang make cmake libc6-dev pkg-config valgrind"
-# The Python tests run Debian's interpreter with Debian's numpy, pytest and torch.
-if [ "$what" = test ] && ! /usr/bin/python3 -c 'import numpy, pytest, torch' >/dev/null 2>&1; then
-  need="$need python3-numpy python3-pytest python3-torch"
-  pkgs="$pkgs python3 python3-numpy python3-pytest python3-torch"
+# The Python tests run Debian's interpreter with Debian's numpy, pytest and torch,
+# and an mpi4py trainer under Open MPI's mpirun (the timing logger without collie).
+if [ "$what" = test ] && { ! /usr/bin/python3 -c 'import numpy, pytest, torch, mpi4py' >/dev/null 2>&1 ||
+  ! command -v mpirun >/dev/null 2>&1; }; then
+  need="$need python3-numpy python3-pytest python3-torch python3-mpi4py openmpi-bin"
+  pkgs="$pkgs python3 python3-numpy python3-pytest python3-torch python3-mpi4py openmpi-bin"
 fi
 if [ -n "$need" ]; then
   echo "run.sh: installing (missing:$need)"

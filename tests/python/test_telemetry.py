@@ -335,3 +335,40 @@ def test_register_category(tmp_path):
     r = subprocess.run([sys.executable, "-c", REGISTER, str(tmp_path)], env=env, capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 0 and "registered ok" in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.skipif(os.environ.get("COLLIE_WORLD_SIZE", "1") != "1",
+                    reason="launches its own 2-rank mpirun job (1-rank session only)")
+def test_timing_logger_under_mpirun_mpi4py(tmp_path):
+    """The integration guide's calls in an mpi4py trainer under Open MPI's
+    mpirun, no collie communicator: each rank's file has its own rows with
+    the iterations it gave, and the guide's record_timing row as given."""
+    import shutil
+    import subprocess
+    import sys
+
+    mpirun = shutil.which("mpirun")
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        mpirun = None
+    if not mpirun:
+        pytest.skip("needs Open MPI's mpirun and mpi4py (apt-get install openmpi-bin python3-mpi4py)")
+    here = os.path.dirname(os.path.abspath(__file__))
+    logs = tmp_path / "logs"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COLLIE_") or k == "COLLIE_LIBRARY"}
+    env["PYTHONPATH"] = os.path.join(os.path.dirname(os.path.dirname(here)), "python")
+    env["OMPI_MCA_plm_rsh_agent"] = ""  # one host: no ssh
+    r = subprocess.run([mpirun, "--allow-run-as-root", "--oversubscribe", "-n", "2", sys.executable,
+                        os.path.join(here, "jobs", "timing_guide_mpi4py.py"), str(logs)],
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert sorted(ln for ln in r.stdout.splitlines() if ln.startswith("ok ")) == ["ok 0 2.0", "ok 1 2.0"]
+    for q in range(2):
+        header, rows = read_rows(str(logs / ("timing-rank%d.csv" % q)))
+        assert header == TIMING_HEADER
+        assert [(x["operation"], x["iteration"], x["epoch"], x["message_size_bytes"]) for x in rows if
+                x["message_size_bytes"] == "4000"] == [("ALLREDUCE", str(i), "0", "4000") for i in range(3)]
+        guide = [x for x in rows if x["iteration"] == "100"]
+        assert len(guide) == 1 and guide[0]["message_size_bytes"] == "110280000"
+        assert abs(float(guide[0]["elapsed_ms"]) - 5.234) < 0.002
