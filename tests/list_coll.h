@@ -48,13 +48,13 @@
   XX(group_ring_shm_3, group_ring_exchange, 3, "shm", 60)                                          \
   XX(group_ring_shm_4, group_ring_exchange, 4, "shm", 60)                                          \
   XX(sendrecv_mismatch_shm_3, sendrecv_mismatch, 3, "shm", 30)                                     \
-  XX(recv_any_each_once_shm_4, recv_any_takes_each_once, 4, "shm", 30)                              \
-  XX(recv_any_each_once_tcp_3, recv_any_takes_each_once, 3, "tcp", 30)                              \
-  XX(recv_any_each_once_mixed_4, recv_any_takes_each_once, 4, "mixed", 30)                          \
-  XX(recv_any_other_tags_shm_3, recv_any_skips_other_tags, 3, "shm", 30)                            \
-  XX(recv_any_other_tags_tcp_3, recv_any_skips_other_tags, 3, "tcp", 30)                            \
-  XX(recv_any_errors_shm_3, recv_any_errors, 3, "shm", 30)                                          \
-  XX(recv_any_errors_tcp_2, recv_any_errors, 2, "tcp", 30)                                          \
+  XX(recv_any_each_once_shm_4, recv_any_takes_each_once, 4, "shm", 30)                             \
+  XX(recv_any_each_once_tcp_3, recv_any_takes_each_once, 3, "tcp", 30)                             \
+  XX(recv_any_each_once_mixed_4, recv_any_takes_each_once, 4, "mixed", 30)                         \
+  XX(recv_any_other_tags_shm_3, recv_any_skips_other_tags, 3, "shm", 30)                           \
+  XX(recv_any_other_tags_tcp_3, recv_any_skips_other_tags, 3, "tcp", 30)                           \
+  XX(recv_any_errors_shm_3, recv_any_errors, 3, "shm", 30)                                         \
+  XX(recv_any_errors_tcp_2, recv_any_errors, 2, "tcp", 30)                                         \
   XX(split_shm_2, split_even_odd, 2, "shm", 60)                                                    \
   XX(split_shm_5, split_even_odd, 5, "shm", 60)                                                    \
   XX(split_shm_8, split_even_odd, 8, "shm", 60)                                                    \
