@@ -482,6 +482,77 @@ COLLIE_API collie_result_t collie_timing_log_flush(collie_timing_log_t *log);
  * NULL: nothing. */
 COLLIE_API void collie_timing_log_close(collie_timing_log_t *log);
 
+/* comms.csv without a communicator: the same file, columns and step rules as a
+ * communicator's (docs/telemetry.md), for a process whose communication runs on
+ * MPI, NCCL or Gloo, which tells collie what each call was and how long it took.
+ * The collectives comms.csv has columns for: */
+typedef enum {
+  COLLIE_COLL_ALLREDUCE = 0, /* bytes_all_reduce, t_all_reduce_ms */
+  COLLIE_COLL_ALLGATHER,
+  COLLIE_COLL_REDUCE_SCATTER,
+  COLLIE_COLL_BROADCAST,
+  COLLIE_COLL_REDUCE,
+  COLLIE_COLL_ALLTOALL,
+  COLLIE_COLL_GATHER,
+  COLLIE_COLL_SCATTER,
+  COLLIE_COLL_SEND_RECV,
+  COLLIE_COLL_BARRIER, /* counted, no column: no bytes, its time in no t_ column */
+  COLLIE_COLL_COUNT_
+} collie_collective_t;
+
+/* The wire model's bytes one rank moves for a call of coll on p ranks whose caller
+ * buffer is `size` bytes (allreduce 2(p-1)/p x size; allgather, reduce_scatter,
+ * gather, scatter (p-1) x size of the rank's shard; alltoall (p-1)/p x size of the
+ * whole send buffer; broadcast, reduce, send/recv 1 x size; barrier 0). 0 for a
+ * value outside the enum. */
+COLLIE_API uint64_t collie_wire_bytes(collie_collective_t coll, int p, uint64_t size);
+
+typedef struct collie__steps collie_comms_log_t;
+typedef struct collie__step_acc collie_comms_charge_t; /* one call charged, its time due */
+
+/* A comms.csv log for rank `rank` of a job of world_size ranks. Rank 0 appends to
+ * dir/comms.csv (dir: NULL or "" = "."; created if missing; a new file gets the
+ * header, an existing one must have it); other ranks get a log that checks the
+ * calls, keeps the step numbers and writes nothing, so every rank runs the same
+ * code. The columns are fixed at open: register categories before. Errors:
+ * INVALID_ARGUMENT (out NULL, rank < 0, world_size < 1, rank >= world_size),
+ * SYSTEM_ERROR naming the path, INVALID_USAGE (the file exists with another
+ * header). */
+COLLIE_API collie_result_t collie_comms_log_open(const char *dir, int rank, int world_size,
+                                                 collie_comms_log_t **out);
+/* Delimit a step (step >= 1, epoch >= 0), as collie_step_begin/end: calls charged in
+ * between are its row, written once it ended and every charge is done, rows in
+ * step order. Errors: INVALID_ARGUMENT, INVALID_USAGE (begin while open, end while
+ * none is). */
+COLLIE_API collie_result_t collie_comms_log_step_begin(collie_comms_log_t *log, int64_t step,
+                                                       int64_t epoch);
+COLLIE_API collie_result_t collie_comms_log_step_end(collie_comms_log_t *log);
+/* The open step's numbers (step 0 when none is open; epoch stays the last step's). */
+COLLIE_API collie_result_t collie_comms_log_step(collie_comms_log_t *log, int64_t *step,
+                                                 int64_t *epoch);
+/* Charges a call issued now to the open step: collie_wire_bytes(coll, group_size or,
+ * when 0, the log's world size, size) to coll's column and to category's. *charge
+ * is what collie_comms_log_done needs to add the call's time once it completes (an
+ * async call's row waits for it); NULL outside a step and on ranks other than 0,
+ * where done does nothing. Safe from any thread. Errors: INVALID_ARGUMENT naming
+ * coll, a category unknown or registered after open, group_size < 0. */
+COLLIE_API collie_result_t collie_comms_log_charge(collie_comms_log_t *log,
+                                                   collie_collective_t coll, int category,
+                                                   int group_size, uint64_t size,
+                                                   collie_comms_charge_t **charge);
+/* Adds the charged call's elapsed time (>= 0 ns) to its step and writes the rows
+ * that became complete. Each charge is done exactly once, before close. */
+COLLIE_API collie_result_t collie_comms_log_done(collie_comms_log_t *log,
+                                                 collie_comms_charge_t *charge,
+                                                 collie_collective_t coll, int64_t elapsed_ns);
+/* charge and done in one: a call that already completed, elapsed_ns long. */
+COLLIE_API collie_result_t collie_comms_log_record(collie_comms_log_t *log,
+                                                   collie_collective_t coll, int category,
+                                                   int group_size, uint64_t size,
+                                                   int64_t elapsed_ns);
+/* Writes the rows still due (a step still open as it stands) and frees. NULL: nothing. */
+COLLIE_API void collie_comms_log_close(collie_comms_log_t *log);
+
 /* Writes this rank's flight recorder for comm (its last COLLIE_FR_SIZE operations with their
  * state and timestamps) as JSON to COLLIE_LOG_DIR/flight-rank{rank}-{comm hash}.json, replacing
  * it atomically; `collie-report hang DIR` reads the dumps of all ranks (docs/flight-recorder.md).

@@ -21,6 +21,7 @@
   XX(telemetry_header_mismatch_shm_3, telemetry_header_mismatch, 3, "shm", 30)                     \
   XX(telemetry_timing_env_shm_3, telemetry_timing_env, 3, "shm", 20)                               \
   XX(timing_log_alone, timing_log_alone, 0, "auto", 20)                                            \
+  XX(comms_log_alone, comms_log_alone, 0, "auto", 20)                                              \
   XX(timing_log_shared_with_comm_shm_2, timing_log_shared_with_comm, 2, "shm", 20)                 \
   XX(telemetry_timing_open_shm_2, telemetry_timing_open, 2, "shm", 20)                             \
   XX(telemetry_timing_overflow_shm_2, telemetry_timing_overflow, 2, "shm", 20)                     \

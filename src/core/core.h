@@ -222,4 +222,12 @@ collie_result_t collie__work_drain(collie_comm_t *comm, int64_t deadline_ns);
  * must have drained or poisoned/aborted comm first. */
 void collie__work_stop(collie_comm_t *comm);
 
+/* Returns from the calling function when expr is not SUCCESS (the public
+ * entry points validate step by step, each step setting the message). */
+#define API_TRY(expr)                                                                              \
+  do {                                                                                             \
+    collie_result_t rc_ = (expr);                                                                  \
+    if (rc_ != COLLIE_SUCCESS) return rc_;                                                         \
+  } while (0)
+
 #endif /* COLLIE_CORE_H */

@@ -247,6 +247,12 @@ collie__steps_categories(const struct collie__steps *s)
   return s->ncat;
 }
 
+int
+collie__steps_world_size(const struct collie__steps *s)
+{
+  return s->world_size;
+}
+
 struct collie__step_acc *
 collie__steps_charge(struct collie__steps *s, int tc, int category, uint64_t wire,
                      int64_t *iteration, int64_t *epoch)

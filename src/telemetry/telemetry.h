@@ -200,6 +200,7 @@ void collie__steps_numbers(struct collie__steps *s, int64_t *iteration, int64_t 
 void collie__steps_done(struct collie__steps *s, struct collie__step_acc *acc, int tc, int64_t ns);
 /* Categories the tree's columns know (ids >= this are refused by the core). */
 int collie__steps_categories(const struct collie__steps *s);
+int collie__steps_world_size(const struct collie__steps *s);
 
 /* ---- tele.c: what a communicator tree records ---- */
 

@@ -970,3 +970,159 @@ TEST_IMPL(telemetry_env_bad)
   collie_comm_t *comm = test_comm();
   ASSERT_OK(collie_comm_destroy(comm));
 }
+
+/* ---- collie_comms_log_*: comms.csv with no communicator ---- */
+
+/* The wire model of docs/telemetry.md for collie_wire_bytes, from the doc's
+ * table (p = 4). */
+static void
+comms_log_wire_model(void)
+{
+  ASSERT(collie_wire_bytes(COLLIE_COLL_ALLREDUCE, 4, 1000) == 1500);
+  ASSERT(collie_wire_bytes(COLLIE_COLL_ALLGATHER, 4, 100) == 300);
+  ASSERT(collie_wire_bytes(COLLIE_COLL_REDUCE_SCATTER, 4, 100) == 300);
+  ASSERT(collie_wire_bytes(COLLIE_COLL_GATHER, 4, 100) == 300);
+  ASSERT(collie_wire_bytes(COLLIE_COLL_SCATTER, 4, 100) == 300);
+  ASSERT(collie_wire_bytes(COLLIE_COLL_ALLTOALL, 4, 400) == 300);
+  ASSERT(collie_wire_bytes(COLLIE_COLL_BROADCAST, 4, 4096) == 4096);
+  ASSERT(collie_wire_bytes(COLLIE_COLL_REDUCE, 4, 4096) == 4096);
+  ASSERT(collie_wire_bytes(COLLIE_COLL_SEND_RECV, 4, 77) == 77);
+  ASSERT(collie_wire_bytes(COLLIE_COLL_BARRIER, 4, 77) == 0);
+  ASSERT(collie_wire_bytes(COLLIE_COLL_ALLREDUCE, 3, 10) == 13); /* 40/3 rounded down */
+  ASSERT(collie_wire_bytes((collie_collective_t)99, 4, 77) == 0);
+}
+
+/* Rank 0 of a 4-rank job that runs on something else: two steps, one with an
+ * async call whose time arrives after the step ended (the row waits for it),
+ * every figure as the calls said, the time columns exact to the microsecond. */
+TEST_IMPL(comms_log_alone)
+{
+  comms_log_wire_model();
+  int reg_id = -1;
+  ASSERT_OK(collie_category_register("wrapper_cat", &reg_id));
+  struct steps_cats reg = {1, {"wrapper_cat"}, {reg_id}};
+  collie_comms_log_t *log = NULL;
+  ASSERT_OK(collie_comms_log_open(test_dir(), 0, 4, &log));
+  int late = -1;
+  ASSERT_OK(collie_category_register("after_open_cat", &late));
+
+  struct steps_row e[2];
+  memset(e, 0, sizeof(e));
+  e[0].step = 1, e[0].epoch = 0, e[0].max_ms = -1;
+  e[1].step = 2, e[1].epoch = 1, e[1].max_ms = -1;
+  int64_t s = -1, ep = -1;
+  ASSERT_OK(collie_comms_log_record(log, COLLIE_COLL_ALLREDUCE, 0, 0, 999, 1000)); /* no step */
+  ASSERT_OK(collie_comms_log_step(log, &s, &ep));
+  ASSERT(s == 0 && ep == 0);
+
+  ASSERT_OK(collie_comms_log_step_begin(log, 1, 0));
+  ASSERT_OK(collie_comms_log_step(log, &s, &ep));
+  ASSERT(s == 1 && ep == 0);
+  ASSERT_OK(
+      collie_comms_log_record(log, COLLIE_COLL_ALLREDUCE, COLLIE_CAT_OTHER, 0, 1000, 2500000));
+  steps_add(&e[0], &reg, C_ALLREDUCE, COLLIE_CAT_OTHER, 1500);
+  ASSERT_OK(
+      collie_comms_log_record(log, COLLIE_COLL_ALLGATHER, COLLIE_CAT_MOMENTS_MU, 0, 100, 1000));
+  steps_add(&e[0], &reg, C_ALLGATHER, COLLIE_CAT_MOMENTS_MU, 300);
+  collie_comms_charge_t *charge = NULL;
+  /* On a group of 2: its own p. */
+  ASSERT_OK(collie_comms_log_charge(log, COLLIE_COLL_REDUCE_SCATTER, reg_id, 2, 64, &charge));
+  ASSERT(charge != NULL);
+  steps_add(&e[0], &reg, C_REDUCE_SCATTER, reg_id, 64);
+  ASSERT_OK(collie_comms_log_step_end(log));
+  struct csv_table t;
+  steps_load(&t, &reg);
+  ASSERTF(t.nrows == 0, "step 1 written with a charge not done: %d rows", t.nrows);
+  csv_free(&t);
+  ASSERT_OK(collie_comms_log_done(log, charge, COLLIE_COLL_REDUCE_SCATTER, 3000000));
+
+  ASSERT_OK(collie_comms_log_step_begin(log, 2, 1));
+  ASSERT_OK(collie_comms_log_record(log, COLLIE_COLL_BROADCAST, COLLIE_CAT_TOPR_INDICES, 0, 4096,
+                                    1500000));
+  steps_add(&e[1], &reg, C_BROADCAST, COLLIE_CAT_TOPR_INDICES, 4096);
+  ASSERT_OK(collie_comms_log_record(log, COLLIE_COLL_BARRIER, COLLIE_CAT_OTHER, 0, 0, 9000000));
+  ASSERT_OK(collie_comms_log_record(log, COLLIE_COLL_ALLTOALL, COLLIE_CAT_OTHER, 0, 400, 250000));
+  steps_add(&e[1], &reg, C_ALLTOALL, COLLIE_CAT_OTHER, 300);
+  ASSERT_OK(collie_comms_log_record(log, COLLIE_COLL_SEND_RECV, COLLIE_CAT_OTHER, 0, 10, 1));
+  steps_add(&e[1], &reg, C_SENDRECV, COLLIE_CAT_OTHER, 10);
+  ASSERT_OK(collie_comms_log_step_end(log));
+
+  /* The errors, each naming what was wrong. */
+  collie_comms_log_t *bad = NULL;
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "out is NULL", collie_comms_log_open(test_dir(), 0, 2, NULL));
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "rank = -1", collie_comms_log_open(test_dir(), -1, 2, &bad));
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "world_size = 0",
+            collie_comms_log_open(test_dir(), 0, 0, &bad));
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "above rank = 2",
+            collie_comms_log_open(test_dir(), 2, 2, &bad));
+  ASSERT_RC(COLLIE_SYSTEM_ERROR, "/proc/collie-no",
+            collie_comms_log_open("/proc/collie-no", 0, 2, &bad));
+  ASSERT(bad == NULL);
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "coll = 42",
+            collie_comms_log_record(log, (collie_collective_t)42, 0, 0, 1, 1));
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "registered after",
+            collie_comms_log_record(log, COLLIE_COLL_ALLREDUCE, late, 0, 1, 1));
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "category = 1000",
+            collie_comms_log_record(log, COLLIE_COLL_ALLREDUCE, 1000, 0, 1, 1));
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "group_size = -3",
+            collie_comms_log_record(log, COLLIE_COLL_ALLREDUCE, 0, -3, 1, 1));
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "elapsed_ns = -1",
+            collie_comms_log_record(log, COLLIE_COLL_ALLREDUCE, 0, 0, 1, -1));
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "charge is NULL",
+            collie_comms_log_charge(log, COLLIE_COLL_ALLREDUCE, 0, 0, 1, NULL));
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "log is NULL", collie_comms_log_step_end(NULL));
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "step = 0", collie_comms_log_step_begin(log, 0, 0));
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "epoch = -1", collie_comms_log_step_begin(log, 3, -1));
+  ASSERT_RC(COLLIE_INVALID_USAGE, "no step is open", collie_comms_log_step_end(log));
+  ASSERT_OK(collie_comms_log_step_begin(log, 3, 1));
+  ASSERT_RC(COLLIE_INVALID_USAGE, "still open", collie_comms_log_step_begin(log, 4, 1));
+  /* Step 3, empty and still open, is written at close as it stands. */
+  collie_comms_log_close(log);
+  collie_comms_log_close(NULL);
+
+  steps_load(&t, &reg);
+  ASSERTF(t.nrows == 3, "comms.csv has %d rows, want 3", t.nrows);
+  steps_check(&t, 0, &e[0], 4, &reg);
+  steps_check(&t, 1, &e[1], 4, &reg);
+  ASSERT(steps_int(&t, 2, "step") == 3 && steps_int(&t, 2, "bytes_total") == 0);
+  /* Times exactly as given, the barrier's in no column. */
+  ASSERT(!strcmp(csv_cell(&t, 0, "t_all_reduce_ms"), "2.500"));
+  ASSERT(!strcmp(csv_cell(&t, 0, "t_all_gather_ms"), "0.001"));
+  ASSERT(!strcmp(csv_cell(&t, 0, "t_reduce_scatter_ms"), "3.000"));
+  ASSERT(!strcmp(csv_cell(&t, 0, "t_total_ms"), "5.501"));
+  ASSERT(!strcmp(csv_cell(&t, 1, "t_broadcast_ms"), "1.500"));
+  ASSERT(!strcmp(csv_cell(&t, 1, "t_all_to_all_ms"), "0.250"));
+  ASSERT(!strcmp(csv_cell(&t, 1, "t_send_recv_ms"), "0.000"));
+  ASSERTF(!strcmp(csv_cell(&t, 1, "t_total_ms"), "1.750"), "t_total_ms %s",
+          csv_cell(&t, 1, "t_total_ms"));
+  csv_free(&t);
+
+  /* Another rank writes nothing, but checks and keeps the numbers. */
+  const char *dir1 = test_path("rank1");
+  ASSERT_OK(collie_comms_log_open(dir1, 1, 4, &log));
+  ASSERT_OK(collie_comms_log_step_begin(log, 5, 2));
+  ASSERT_OK(collie_comms_log_charge(log, COLLIE_COLL_ALLREDUCE, 0, 0, 8, &charge));
+  ASSERT(charge == NULL);
+  ASSERT_OK(collie_comms_log_done(log, charge, COLLIE_COLL_ALLREDUCE, 10));
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "coll = 42",
+            collie_comms_log_record(log, (collie_collective_t)42, 0, 0, 1, 1));
+  ASSERT_OK(collie_comms_log_step(log, &s, &ep));
+  ASSERT(s == 5 && ep == 2);
+  ASSERT_OK(collie_comms_log_step_end(log));
+  collie_comms_log_close(log);
+  char path[600];
+  struct stat st;
+  snprintf(path, sizeof(path), "%s/comms.csv", dir1);
+  ASSERTF(stat(path, &st) != 0 && errno == ENOENT, "rank 1 wrote %s", path);
+
+  /* An existing comms.csv with another header is refused, naming the file. */
+  const char *dir2 = test_path("other");
+  ASSERT(mkdir(dir2, 0755) == 0);
+  snprintf(path, sizeof(path), "%s/comms.csv", dir2);
+  FILE *f = fopen(path, "w");
+  ASSERT(f);
+  fputs("step,epoch,world_size,bytes_allreduce\n", f);
+  fclose(f);
+  ASSERT_RC(COLLIE_INVALID_USAGE, "different header", collie_comms_log_open(dir2, 0, 2, &bad));
+  ASSERT(bad == NULL);
+}
