@@ -192,6 +192,15 @@ _SIGNATURES = {
     "collie_timing_log_record": (_R, [_P, ctypes.POINTER(TimingRec), ctypes.c_int64, ctypes.c_int64]),
     "collie_timing_log_flush": (_R, [_P]),
     "collie_timing_log_close": (None, [_P]),
+    "collie_wire_bytes": (ctypes.c_uint64, [_I, _I, ctypes.c_uint64]),
+    "collie_comms_log_open": (_R, [ctypes.c_char_p, _I, _I, _PP]),
+    "collie_comms_log_step_begin": (_R, [_P, ctypes.c_int64, ctypes.c_int64]),
+    "collie_comms_log_step_end": (_R, [_P]),
+    "collie_comms_log_step": (_R, [_P, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64)]),
+    "collie_comms_log_charge": (_R, [_P, _I, _I, _I, ctypes.c_uint64, _PP]),
+    "collie_comms_log_done": (_R, [_P, _P, _I, ctypes.c_int64]),
+    "collie_comms_log_record": (_R, [_P, _I, _I, _I, ctypes.c_uint64, ctypes.c_int64]),
+    "collie_comms_log_close": (None, [_P]),
     "collie_flight_dump": (_R, [_P]),
 }
 

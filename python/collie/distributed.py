@@ -1,12 +1,22 @@
-"""collie.distributed - torch.distributed-style functions with telemetry.
+"""collie.distributed - torch.distributed's collective functions with telemetry.
 
 For training code written against torch.distributed (or against the
 in-house telemetry wrappers that mimicked it): the same signatures, plus
 ``category=PayloadCategory.X`` (the comms.csv column the bytes go to),
-``label`` (layer or bucket name for the timing log) and ``phase``. They run
-on ``group`` (a Comm) or, when None, on the default communicator (the first
-new_comm() / init() created). With async_op=True they return a Work, else
-None, as torch.distributed does.
+``label`` (layer or bucket name for the timing log) and ``phase``. With
+async_op=True they return a Work, else None, as torch.distributed does.
+
+Where a call runs:
+- ``group`` a collie Comm: on it (collie's own telemetry: comms.csv and the
+  timing log from the C library's hooks).
+- ``group`` None: on torch.distributed's default group when torch.distributed
+  is initialized (any backend: gloo, nccl, collie), else on the default
+  collie communicator (the first new_comm() / init() created).
+- ``group`` a torch.distributed group: on it.
+On torch.distributed each call is timed and its wire-model bytes charged to
+comms.csv through the C library's collie_comms_log_* (_torch_calls.py says
+how async and CUDA calls are timed); turned off, the functions are the torch
+calls.
 
 Telemetry switches:
 - ``with step(step, epoch):`` delimits a training step; rank 0 appends its
@@ -15,7 +25,8 @@ Telemetry switches:
   (or a JSON file path; YAML when PyYAML is importable) switches comms.csv
   and its directory. The C library reads these settings when a communicator
   is created, so configure() applies to communicators created after it; call
-  it before init()/new_comm().
+  it before init()/new_comm(). On torch.distributed it applies from the next
+  call.
 """
 
 import collections.abc
@@ -25,6 +36,7 @@ import os
 import warnings
 
 from . import _comm
+from . import _torch_calls as _tc
 from ._comm import get_default_comm, new_comm, resolve, set_default_comm
 from ._enums import PayloadCategory, ReduceOp
 from ._errors import InvalidArgument
@@ -45,6 +57,8 @@ __all__ = [
     "broadcast",
     "barrier",
     "step",
+    "step_begin",
+    "step_end",
     "configure",
     "current_config",
 ]
@@ -63,11 +77,14 @@ def is_initialized():
 
 
 def get_rank(group=None):
-    return resolve(group).get_rank()
+    """The rank in group (routed as the collectives are)."""
+    d = _torch_for("get_rank", group, None)
+    return resolve(group).get_rank() if d is None else d.get_rank(group)
 
 
 def get_world_size(group=None):
-    return resolve(group).get_size()
+    d = _torch_for("get_world_size", group, None)
+    return resolve(group).get_size() if d is None else d.get_world_size(group)
 
 
 def destroy(group=None):
@@ -79,68 +96,161 @@ def _ret(work, async_op):
     return work if async_op else None
 
 
+def _torch_for(fn, group, timeout):
+    """torch.distributed when the call runs there (group None with torch
+    initialized, or a torch group), None for a collie Comm."""
+    if isinstance(group, _comm.Comm):
+        return None
+    d = _tc.torch_dist()
+    if d is None or (group is not None and not isinstance(group, d.ProcessGroup)):
+        if group is None:
+            return None
+        raise InvalidArgument(
+            "%s: group = %r is neither a collie Comm nor a group of an initialized torch.distributed" % (fn, group)
+        )
+    if timeout is not None:
+        raise InvalidArgument(
+            "%s: timeout = %r applies to collie Comms; a torch.distributed group has its own "
+            "(init_process_group(timeout=), new_group(timeout=))" % (fn, timeout)
+        )
+    return d
+
+
+def _nbytes(t):
+    return t.numel() * t.element_size()
+
+
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False, category=PayloadCategory.OTHER,
                label=None, phase=None, timeout=None):
     """tensor = op over ranks of tensor, in place."""
-    w = resolve(group).all_reduce(tensor, op, async_op, timeout, category=category, label=label, phase=phase)
-    return _ret(w, async_op)
+    d = _torch_for("all_reduce", group, timeout)
+    if d is None:
+        w = resolve(group).all_reduce(tensor, op, async_op, timeout, category=category, label=label, phase=phase)
+        return _ret(w, async_op)
+    top = _tc._torch_op(d, op)
+    if _tc._state.off:
+        return d.all_reduce(tensor, op=top, group=group, async_op=async_op)
+    return _tc.call(d, lambda: d.all_reduce(tensor, op=top, group=group, async_op=async_op), _tc.ALLREDUCE, tensor,
+                    _nbytes(tensor), group, async_op, category, label, phase)
 
 
 def all_gather(tensor_list, tensor, group=None, async_op=False, category=PayloadCategory.OTHER,
                label=None, phase=None, timeout=None):
     """tensor_list[q] = rank q's tensor."""
-    w = resolve(group).all_gather(tensor_list, tensor, async_op, timeout, category=category, label=label,
-                                  phase=phase)
-    return _ret(w, async_op)
+    d = _torch_for("all_gather", group, timeout)
+    if d is None:
+        w = resolve(group).all_gather(tensor_list, tensor, async_op, timeout, category=category, label=label,
+                                      phase=phase)
+        return _ret(w, async_op)
+    if _tc._state.off:
+        return d.all_gather(tensor_list, tensor, group=group, async_op=async_op)
+    return _tc.call(d, lambda: d.all_gather(tensor_list, tensor, group=group, async_op=async_op), _tc.ALLGATHER,
+                    tensor, _nbytes(tensor), group, async_op, category, label, phase)
 
 
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False,
                            category=PayloadCategory.OTHER, label=None, phase=None, timeout=None):
     """output_tensor (size x input's elements) = every rank's input, in rank order."""
-    w = resolve(group).all_gather_single(output_tensor, input_tensor, async_op, timeout, category=category,
-                                         label=label, phase=phase)
-    return _ret(w, async_op)
+    d = _torch_for("all_gather_into_tensor", group, timeout)
+    if d is None:
+        w = resolve(group).all_gather_single(output_tensor, input_tensor, async_op, timeout, category=category,
+                                             label=label, phase=phase)
+        return _ret(w, async_op)
+    fn = getattr(d, "all_gather_into_tensor", None) or d._all_gather_base
+    if _tc._state.off:
+        return fn(output_tensor, input_tensor, group=group, async_op=async_op)
+    return _tc.call(d, lambda: fn(output_tensor, input_tensor, group=group, async_op=async_op), _tc.ALLGATHER,
+                    input_tensor, _nbytes(input_tensor), group, async_op, category, label, phase)
 
 
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False,
                    category=PayloadCategory.OTHER, label=None, phase=None, timeout=None):
     """output = op over ranks of their input_list[rank]."""
-    w = resolve(group).reduce_scatter(output, input_list, op, async_op, timeout, category=category, label=label,
-                                      phase=phase)
-    return _ret(w, async_op)
+    d = _torch_for("reduce_scatter", group, timeout)
+    if d is None:
+        w = resolve(group).reduce_scatter(output, input_list, op, async_op, timeout, category=category, label=label,
+                                          phase=phase)
+        return _ret(w, async_op)
+    top = _tc._torch_op(d, op)
+    if _tc._state.off:
+        return d.reduce_scatter(output, input_list, op=top, group=group, async_op=async_op)
+    return _tc.call(d, lambda: d.reduce_scatter(output, input_list, op=top, group=group, async_op=async_op),
+                    _tc.REDUCE_SCATTER, output, _nbytes(output), group, async_op, category, label, phase)
 
 
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False,
                           category=PayloadCategory.OTHER, label=None, phase=None, timeout=None):
     """output = op over ranks of block `rank` of input."""
-    w = resolve(group).reduce_scatter_single(output, input, op, async_op, timeout, category=category,
-                                             label=label, phase=phase)
-    return _ret(w, async_op)
+    d = _torch_for("reduce_scatter_tensor", group, timeout)
+    if d is None:
+        w = resolve(group).reduce_scatter_single(output, input, op, async_op, timeout, category=category,
+                                                 label=label, phase=phase)
+        return _ret(w, async_op)
+    top = _tc._torch_op(d, op)
+    fn = getattr(d, "reduce_scatter_tensor", None) or d._reduce_scatter_base
+    if _tc._state.off:
+        return fn(output, input, op=top, group=group, async_op=async_op)
+    return _tc.call(d, lambda: fn(output, input, op=top, group=group, async_op=async_op), _tc.REDUCE_SCATTER,
+                    output, _nbytes(output), group, async_op, category, label, phase)
 
 
 def broadcast(tensor, src, group=None, async_op=False, category=PayloadCategory.OTHER, label=None, phase=None,
               timeout=None):
-    """Every rank's tensor = src's tensor, in place."""
-    w = resolve(group).broadcast(tensor, src, async_op, timeout, category=category, label=label, phase=phase)
-    return _ret(w, async_op)
+    """Every rank's tensor = src's tensor, in place (src: a global rank on
+    torch.distributed, as torch's; the rank in the Comm on a collie Comm)."""
+    d = _torch_for("broadcast", group, timeout)
+    if d is None:
+        w = resolve(group).broadcast(tensor, src, async_op, timeout, category=category, label=label, phase=phase)
+        return _ret(w, async_op)
+    if _tc._state.off:
+        return d.broadcast(tensor, src, group=group, async_op=async_op)
+    return _tc.call(d, lambda: d.broadcast(tensor, src, group=group, async_op=async_op), _tc.BROADCAST, tensor,
+                    _nbytes(tensor), group, async_op, category, label, phase)
 
 
 def barrier(group=None, async_op=False, timeout=None):
-    return _ret(resolve(group).barrier(async_op, timeout), async_op)
+    d = _torch_for("barrier", group, timeout)
+    if d is None:
+        return _ret(resolve(group).barrier(async_op, timeout), async_op)
+    if _tc._state.off:
+        return d.barrier(group=group, async_op=async_op)
+    return _tc.call(d, lambda: d.barrier(group=group, async_op=async_op), _tc.BARRIER, None, 0, group, async_op,
+                    PayloadCategory.OTHER, None, None)
+
+
+def step_begin(step, epoch=0, group=None):
+    """Opens training step `step` (>= 1) of `epoch`: on torch.distributed's
+    comms.csv when torch.distributed is initialized (group None or a torch
+    group), else on the collie communicator (group, or the default)."""
+    d = _torch_for("step_begin", group, None)
+    if d is None:
+        resolve(group).step_begin(step, epoch)
+    else:
+        _tc.step_begin(d, step, epoch)
+
+
+def step_end(group=None):
+    d = _torch_for("step_end", group, None)
+    if d is None:
+        resolve(group).step_end()
+    else:
+        _tc.step_end(d)
 
 
 @contextlib.contextmanager
 def step(step, epoch=0, group=None):
-    """with step(step, epoch): every operation issued inside (on the
-    communicator's whole tree, whenever it completes) is accounted to this
+    """with step(step, epoch): every operation issued inside (on a collie
+    communicator: its whole tree, whenever it completes; on
+    torch.distributed: the calls of these wrappers) is accounted to this
     step in comms.csv, written by rank 0 once the step ended and its
     operations completed. step >= 1, epoch >= 0."""
-    comm = resolve(group)
-    comm.step_begin(step, epoch)
+    d = _torch_for("step", group, None)
+    comm = resolve(group) if d is None else None
+    step_begin(step, epoch, group)
     try:
         yield comm
     finally:
-        comm.step_end()
+        step_end(group)
 
 
 # ---- configuration ----------------------------------------------------------------
@@ -216,6 +326,7 @@ def configure(config):
         with _comm._registry_lock:
             _comm._pending_env.clear()
         _config = {}
+        _tc.reconfigure()
         return {}
     if isinstance(config, (str, bytes, os.PathLike)):
         config = _load(config)
@@ -239,6 +350,9 @@ def configure(config):
     with _comm._registry_lock:
         _comm._pending_env.update(env)
         effective = dict(_comm._pending_env)
+    if "COLLIE_COMMS_LOG" in env or "COLLIE_LOG_DIR" in env:
+        _tc.reconfigure()  # torch.distributed's comms.csv reopens with the new settings at its next use
+    with _comm._registry_lock:
         live = [c for c in _comm._live if c._h is not None]
     if live and env:
         warnings.warn(

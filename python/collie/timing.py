@@ -16,7 +16,8 @@ needed: the process may communicate with mpi4py or torch.distributed only.
 - `rank` names the file.
 - iteration and epoch are written as given. When the caller gives none, the
   step open on the collie communicator (collie.distributed.step,
-  Comm.step_begin, collie.torch.step) supplies them, else 0.
+  Comm.step_begin, collie.torch.step) supplies them, else the one
+  collie.distributed.step opened on torch.distributed, else 0.
 - When a collie communicator exists (`group`, the default one, or the first
   created later), collie's own operations are logged too: the communicator
   opens the same directory (collie_timing_open), and a file of the same rank
@@ -114,6 +115,10 @@ class TimingLogger:
             if c is None and _comm.has_default_comm():
                 c = _comm.get_default_comm()
             step = c.current_step if c is not None else None
+            if step is None:
+                from . import _torch_calls  # collie.distributed's step on torch.distributed
+
+                step = _torch_calls.current_step()
             if iteration is None:
                 iteration = step[0] if step else 0
             if epoch is None:

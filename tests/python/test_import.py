@@ -202,6 +202,13 @@ _C_TYPES = {
     "const collie_opts_t *": ctypes.POINTER(_lib.Opts),
     "const collie_config_t *": ctypes.POINTER(_lib.Config),
     "const collie_timing_t *": ctypes.POINTER(_lib.TimingRec),
+    "uint64_t": ctypes.c_uint64,
+    "int64_t *": ctypes.POINTER(ctypes.c_int64),
+    "collie_collective_t": ctypes.c_int,
+    "collie_comms_log_t *": ctypes.c_void_p,
+    "collie_comms_log_t **": ctypes.POINTER(ctypes.c_void_p),
+    "collie_comms_charge_t *": ctypes.c_void_p,
+    "collie_comms_charge_t **": ctypes.POINTER(ctypes.c_void_p),
 }
 
 

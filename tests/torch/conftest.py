@@ -57,8 +57,9 @@ if not os.environ.get("COLLIE_LOG_DIR"):
 import torch.distributed as dist  # noqa: E402
 
 sys.path.insert(0, HERE)
+# collie's Python package: the backend, and the wrappers test_wrappers runs on any backend.
+sys.path.insert(0, os.path.join(ROOT, "python"))
 if IS_COLLIE:
-    sys.path.insert(0, os.path.join(ROOT, "python"))
     import collie  # noqa: E402
     import collie.torch  # noqa: E402,F401  (registers the "collie" backend)
 

@@ -1,0 +1,335 @@
+"""_torch_calls.py - collie.distributed's functions when they run on
+torch.distributed (any backend: gloo, nccl, collie): the torch call itself,
+timed, its wire-model bytes charged to comms.csv through the C library's
+collie_comms_log_* (one writer of the format, _comms_log.py).
+
+- Bytes are charged when the call is issued; its time when it completes:
+  for a blocking call on CPU tensors, the call's wall time; with
+  async_op=True, from issue to the return of work.wait() (or the first
+  is_completed() that says True); for CUDA tensors, CUDA events recorded on
+  the tensor's current stream before the call and after it (after wait()
+  when async), read without blocking at the next step boundary (blocking
+  only at close), so the time is the GPU's and the CPU never synchronizes.
+- Turned off (runtime.comms_log.enabled false, COLLIE_COMMS_LOG=0) the
+  functions call torch directly after one attribute test.
+- Rank 0 of the default group writes COLLIE_LOG_DIR/comms.csv (configure()'s
+  dir first); the log opens at the first step or charged call, so categories
+  registered before that have columns.
+- On the collie backend, collie's communicator already accounts for every
+  call it runs: step() opens its step and the wrappers hand it category,
+  label and phase (collie.torch.category), so the rows and the timing log
+  are collie's own, written once (an async call's time then runs to its
+  completion rather than to the wait).
+- With a timing logger open (collie.timing), each call on another backend
+  is a row too: the operation, label, phase and the caller's bytes.
+"""
+
+import atexit
+import os
+import sys
+import threading
+import time
+
+from . import _comm, timing
+from ._comms_log import ALLGATHER, ALLREDUCE, BARRIER, BROADCAST, REDUCE_SCATTER, CommsLog
+from ._enums import ReduceOp, to_category
+from ._errors import InvalidArgument
+
+# Timing-log operation names, as collie's own rows (docs/telemetry.md).
+_OPNAMES = {ALLREDUCE: "ALLREDUCE", ALLGATHER: "ALLGATHER", REDUCE_SCATTER: "REDUCE_SCATTER",
+            BROADCAST: "BCAST", BARRIER: "BARRIER"}
+
+
+def torch_dist():
+    """torch.distributed when it is imported and initialized, else None."""
+    d = sys.modules.get("torch.distributed")
+    if d is not None and d.is_available() and d.is_initialized():
+        return d
+    return None
+
+
+class _State:
+    """The process's comms.csv for torch.distributed calls."""
+
+    def __init__(self):
+        self.off = None  # None: not decided yet (decided at the first call)
+        self.log = None
+        self.lock = threading.Lock()
+        self.groups = {}  # group -> (size, writes its own timing rows)
+        self.cuda = []  # [(charge, start event, end event, timing row)] awaiting the GPU
+        self.ops = None  # collie ReduceOp value -> torch ReduceOp
+
+
+_state = _State()
+
+
+def settings():
+    """(enabled, directory) for the torch-path comms.csv: configure()'s
+    runtime.comms_log first, then COLLIE_COMMS_LOG / COLLIE_LOG_DIR."""
+    with _comm._registry_lock:
+        pend = dict(_comm._pending_env)
+    on = pend.get("COLLIE_COMMS_LOG", os.environ.get("COLLIE_COMMS_LOG", "1"))
+    d = pend.get("COLLIE_LOG_DIR") or os.environ.get("COLLIE_LOG_DIR") or "."
+    return str(on).strip().lower() not in ("0", "false", "no", "off"), d
+
+
+def reconfigure():
+    """configure() changed the settings: close the log (rows due are
+    written); the next call decides again and opens the new one."""
+    close()
+    _state.off = None
+
+
+def _decide():
+    """Whether comms.csv is off (decided once per configuration)."""
+    off = _state.off
+    if off is None:
+        off = _state.off = not settings()[0]
+    return off
+
+
+def _log(d):
+    """The open log (opening it), or None when comms.csv is off."""
+    st = _state
+    log = st.log
+    if log is not None or _decide():
+        return log
+    with st.lock:
+        if st.log is None:
+            st.log = CommsLog(settings()[1], d.get_rank(), d.get_world_size())
+        return st.log
+
+
+def _group(d, group):
+    """(size, runs on the collie backend) of group, cached."""
+    g = _state.groups.get(group)
+    if g is None:
+        try:
+            on_collie = d.get_backend(group) == "collie"
+        except Exception:
+            on_collie = False
+        g = _state.groups[group] = (d.get_world_size(group), on_collie)
+    return g
+
+
+def _torch_op(d, op):
+    if isinstance(op, ReduceOp):
+        ops = _state.ops
+        if ops is None:
+            ops = _state.ops = {m: getattr(d.ReduceOp, m.name, None) for m in ReduceOp}
+            ops[ReduceOp.PRODUCT] = d.ReduceOp.PRODUCT
+        top = ops[op]
+        if top is None:
+            raise InvalidArgument("op = %s: this torch has no ReduceOp.%s" % (op.name, op.name))
+        return top
+    return op
+
+
+class _Timed:
+    """One charged call in flight: its charge and, for the timing log, what
+    the row needs. finish() is idempotent."""
+
+    __slots__ = ("charge", "coll", "size", "label", "phase", "row", "t0", "done")
+
+    def __init__(self, charge, coll, size, label, phase, row):
+        self.charge, self.coll, self.size = charge, coll, size
+        self.label, self.phase, self.row = label, phase, row
+        self.t0 = time.perf_counter_ns()
+        self.done = False
+
+    def finish(self, elapsed_ns=None, end_mono=None):
+        if self.done:
+            return
+        self.done = True
+        if elapsed_ns is None:
+            elapsed_ns = time.perf_counter_ns() - self.t0
+        if self.charge is not None:
+            self.charge.finish(elapsed_ns)
+        if self.row:
+            _timing_row(self, elapsed_ns, end_mono)
+
+
+def _timing_row(t, elapsed_ns, end_mono):
+    lg = timing._logger
+    if lg is None or lg._closed:
+        return
+    end = time.monotonic() if end_mono is None else end_mono
+    try:
+        lg._record("collie.distributed", _OPNAMES[t.coll], end - elapsed_ns / 1e9, end, t.label or "",
+                   t.phase or "dense", t.size, None, None)
+    except Exception:  # a logger shut down meanwhile: the row is lost, the call is not
+        pass
+
+
+class TimedWork:
+    """torch's Work of an async_op=True call, whose wait() (or an
+    is_completed() that says True) ends the call's time in comms.csv.
+    Everything else is the torch Work's."""
+
+    __slots__ = ("_work", "_timed", "_cuda")
+
+    def __init__(self, work, timed, cuda):
+        self._work, self._timed, self._cuda = work, timed, cuda
+
+    def wait(self, *args, **kwargs):
+        r = self._work.wait(*args, **kwargs)
+        self._end()
+        return r
+
+    def is_completed(self):
+        c = self._work.is_completed()
+        if c and self._cuda is None:
+            self._end()
+        return c
+
+    def _end(self):
+        t = self._timed
+        if t.done:
+            return
+        if self._cuda is None:
+            t.finish()
+        else:
+            start, stream = self._cuda
+            _cuda_end(t, start, stream)
+            self._cuda = None
+
+    def __getattr__(self, name):
+        return getattr(self._work, name)
+
+
+def _cuda_end(t, start, stream):
+    import torch
+
+    end = torch.cuda.Event(enable_timing=True)
+    end.record(stream)
+    with _state.lock:
+        _state.cuda.append((t, start, end))
+        many = len(_state.cuda) > 4096
+    if many:
+        drain_cuda(block=True)
+
+
+def drain_cuda(block=False):
+    """Ends the CUDA-timed calls whose end event the GPU has reached (all of
+    them when block)."""
+    st = _state
+    if not st.cuda:
+        return
+    with st.lock:
+        pending, st.cuda = st.cuda, []
+    later = []
+    for t, start, end in pending:
+        if block:
+            end.synchronize()
+        if block or end.query():
+            t.finish(int(start.elapsed_time(end) * 1e6))
+        else:
+            later.append((t, start, end))
+    if later:
+        with st.lock:
+            st.cuda[:0] = later
+
+
+def _in_category(fn, cat, label, phase):
+    """fn run inside collie.torch.category: on the collie backend the
+    communicator writes the call's timing row itself, with these."""
+    ct = sys.modules["collie.torch"]
+
+    def run():
+        with ct.category(cat, label, phase):
+            return fn()
+
+    return run
+
+
+def call(d, fn, coll, tensor, size, group, async_op, category, label, phase):
+    """Runs fn() (the torch call, returning its Work or None), charged and
+    timed. tensor: the one whose device and stream time the call."""
+    if _decide():
+        return fn()
+    p, on_collie = _group(d, group)
+    cat = to_category(category)
+    if on_collie:
+        # The collie backend's communicator charges and times the call
+        # itself (its step is the one step_begin opened), and writes its
+        # timing row: it needs only the category, label and phase.
+        if cat or label is not None or phase is not None:
+            return _in_category(fn, cat, label, phase)()
+        return fn()
+    charge = _log(d).charge(coll, cat, p, size)
+    row = timing._logger is not None
+    if charge is None and not row:
+        return fn()
+    t = _Timed(charge, coll, size, label, phase, row)
+    if tensor is not None and getattr(tensor, "is_cuda", False):
+        import torch
+
+        stream = torch.cuda.current_stream(tensor.device)
+        start = torch.cuda.Event(enable_timing=True)
+        start.record(stream)
+        w = fn()
+        if async_op:
+            return TimedWork(w, t, (start, stream))
+        _cuda_end(t, start, stream)
+        return w
+    w = fn()
+    if async_op:
+        return TimedWork(w, t, None)
+    t.finish()
+    return w
+
+
+def _default_on_collie(d):
+    g = _state.groups.get(None)
+    if g is not None and g[0] != d.get_world_size():
+        _state.groups.clear()  # a new default group since: sizes and backends again
+    return _group(d, None)[1]
+
+
+def step_begin(d, step, epoch):
+    """Opens the step: on the collie backend its communicator's (whose
+    operations it then charges, collie's own comms.csv rows), else the
+    torch-path log's."""
+    drain_cuda()
+    if _decide():
+        return
+    if _default_on_collie(d):
+        sys.modules["collie.torch"].step_begin(step, epoch)
+        return
+    log = _log(d)
+    if (log.rank, log.world_size) != (d.get_rank(), d.get_world_size()):
+        close()  # a new process group since the log opened: a log for it
+        log = _log(d)
+    log.step_begin(step, epoch)
+
+
+def step_end(d):
+    if _decide():
+        return
+    if _default_on_collie(d):
+        sys.modules["collie.torch"].step_end()
+        return
+    _log(d).step_end()
+    drain_cuda()
+
+
+def current_step():
+    """(step, epoch) of the open torch-path step, or None."""
+    log = _state.log
+    if log is None or log.closed:
+        return None
+    s, e = log.step()
+    return (s, e) if s else None
+
+
+def close():
+    """Ends what is pending (waiting for the GPU) and closes the log."""
+    drain_cuda(block=True)
+    with _state.lock:
+        log, _state.log = _state.log, None
+        _state.groups.clear()
+    if log is not None:
+        log.close()
+
+
+atexit.register(close)
