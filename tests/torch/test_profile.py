@@ -1,4 +1,4 @@
-"""python3 -m collie.profile --backend BACKEND at 2 ranks (a job of its own,
+"""python3 -m collie.profile --backend BACKEND (and gloo) at 2 ranks (a job of its own,
 started by rank 0): the profile file in collie-bench's seed format parsed
 back, and its --csv checked against itself and the wall clock: bytes exactly
 (the tensor is per rank: AllGather and ReduceScatter move N x ranks), times
@@ -13,6 +13,8 @@ import sys
 import tempfile
 import time
 
+import pytest
+
 from conftest import BACKEND, build_dir, job_env, once_per_run
 
 SIZES = (1024, 65536)
@@ -26,11 +28,12 @@ def _run(args, env, timeout=120):
 
 
 @once_per_run
-def test_profile_file_and_csv(world):
+@pytest.mark.parametrize("backend", sorted({BACKEND, "gloo"}))
+def test_profile_file_and_csv(world, backend):
     def job():
         d = tempfile.mkdtemp(prefix="collie-profile-")
         cmd = [os.path.join(build_dir(), "collierun"), "-n", "2", "--timeout", "100", sys.executable, "-m",
-               "collie.profile", "--backend", BACKEND, "--sizes", ",".join(map(str, SIZES)), "-n", str(ITERS),
+               "collie.profile", "--backend", backend, "--sizes", ",".join(map(str, SIZES)), "-n", str(ITERS),
                "-w", str(WARMUP), "--csv", os.path.join(d, "p.csv"), "--profile-dir", d]
         rc, out, secs = _run(cmd, job_env())
         files = [f for f in os.listdir(d) if f.startswith("profile_")]
@@ -40,9 +43,9 @@ def test_profile_file_and_csv(world):
 
     rc, out, secs, files, text, rows = world.wait_for_rank0(job)
     assert rc == 0, out[-3000:]
-    assert len(files) == 1 and re.fullmatch(r"profile_%s_world2_\d{8}_\d{6}\.txt" % BACKEND, files[0]), files
+    assert len(files) == 1 and re.fullmatch(r"profile_%s_world2_\d{8}_\d{6}\.txt" % backend, files[0]), files
     lines = text.splitlines()
-    assert lines[:4] == ["=" * 80, "Configuration: World Size=2", "Backend: %s (torch.distributed)" % BACKEND,
+    assert lines[:4] == ["=" * 80, "Configuration: World Size=2", "Backend: %s (torch.distributed)" % backend,
                          "=" * 80], lines[:4]
     blocks = text.split("\n\nTensor Size: ")[1:]
     assert len(blocks) == len(SIZES)
@@ -53,18 +56,18 @@ def test_profile_file_and_csv(world):
         assert [e.split(":")[0].strip() for e in entries] == list(ops), entries
         for e in entries:
             if "n/a" in e:
-                assert BACKEND == "gloo" and e.strip().startswith("ReduceScatter:"), e  # gloo 1.13 lacks it
+                assert backend == "gloo" and e.strip().startswith("ReduceScatter:"), e  # gloo 1.13 lacks it
                 continue
             m = re.fullmatch(r"  (\w+):\s+(\d+\.\d{3}) ms \| AlgBW: (\d+\.\d\d) GB/s \| BusBW: (\d+\.\d\d) GB/s", e)
             assert m, e
-    want_ops = {"allreduce", "allgather"} | ({"reduce_scatter"} if BACKEND != "gloo" else set())
+    want_ops = {"allreduce", "allgather"} | ({"reduce_scatter"} if backend != "gloo" else set())
     assert {(r["collective"], int(r["count"]) // (1 if r["collective"] == "allreduce" else 2)) for r in rows} == \
         {(o, n) for o in want_ops for n in SIZES}
     total = 0.0
     for r in rows:
         n = int(r["count"]) // (1 if r["collective"] == "allreduce" else 2)
         nbytes = n * 4 * (1 if r["collective"] == "allreduce" else 2)
-        assert (r["impl"], r["nranks"], int(r["bytes"]), r["wrong"]) == (BACKEND, "2", nbytes, "0"), r
+        assert (r["impl"], r["nranks"], int(r["bytes"]), r["wrong"]) == (backend, "2", nbytes, "0"), r
         t = float(r["time_us"])
         assert t > 0
         total += t * 1e-6 * (ITERS + WARMUP)
