@@ -115,3 +115,25 @@ def test_recv_object_list_any_source(comm, rank, size):
         assert sorted(senders) == list(range(1, size))
     else:
         objcol.send_object_list([obj_of(rank)], 0, group=comm, tag=3)
+
+
+def test_torchcomms_objcol_example(comm):
+    """torchcomms' objcol example as its users run it, with collie's
+    communicator in place of `new_comm("ncclx", torch.device("cuda"))`: any
+    picklable object per rank, gathered to every rank in rank order."""
+    rank = comm.get_rank()
+    world_size = comm.get_size()
+
+    objects_to_gather = [
+        ["foo", "bar"],  # Rank 0
+        {"key": "value"},  # Rank 1
+        42,  # Rank 2
+        (1, 2, 3),  # Rank 3
+    ]
+    my_object = objects_to_gather[rank] if rank < len(objects_to_gather) else None
+
+    output = [None for _ in range(world_size)]
+    objcol.all_gather_object(comm, output, my_object)
+
+    assert output == [objects_to_gather[q] if q < len(objects_to_gather) else None for q in range(world_size)]
+    assert isinstance(output[-1], type(objects_to_gather[world_size - 1]))  # a tuple stays a tuple
