@@ -43,6 +43,10 @@ class CommsLog:
     def __init__(self, directory, rank, world_size):
         self.dir = os.fspath(directory) if directory else "."
         self.rank, self.world_size = rank, world_size
+        # Whether a call now would be charged: this rank writes rows and a
+        # step is open (only step_begin/step_end below change it), so callers
+        # skip the C call when it would do nothing.
+        self.charging = False
         self._lock = threading.Lock()
         self._open = {}  # id(Charge) -> Charge not finished yet (rank 0, inside steps)
         h = ctypes.c_void_p()
@@ -64,9 +68,11 @@ class CommsLog:
 
     def step_begin(self, step, epoch):
         check(_lib.need("collie_comms_log_step_begin")(self._h, int(step), int(epoch)))
+        self.charging = self.rank == 0
 
     def step_end(self):
         check(_lib.need("collie_comms_log_step_end")(self._h))
+        self.charging = False
 
     def step(self):
         """(step, epoch) of the open step; step 0 when none is open."""
@@ -106,6 +112,7 @@ class CommsLog:
             for c in self._open.values():
                 self._done_c(self._h, c.ptr, c.coll, now - c.t0)
             self._open.clear()
+            self.charging = False
             _lib.lib().collie_comms_log_close(self._h)
             self._h = None
 

@@ -256,23 +256,37 @@ def call(d, fn, coll, tensor, size, group, async_op, category, label, phase):
         if cat or label is not None or phase is not None:
             return _in_category(fn, cat, label, phase)()
         return fn()
-    charge = _log(d).charge(coll, cat, p, size)
+    log = _log(d)
     row = timing._logger is not None
-    if charge is None and not row:
-        return fn()
-    t = _Timed(charge, coll, size, label, phase, row)
-    if tensor is not None and getattr(tensor, "is_cuda", False):
+    if not log.charging and not row:
+        return fn()  # outside a step, or a rank that writes no rows, and no timing log
+    cuda = tensor is not None and tensor.is_cuda
+    if not (async_op or cuda or row):
+        # The common case, a blocking call on the CPU inside a step: charged
+        # and timed in one call after it returns (a call that raised is not
+        # charged).
+        t0 = time.perf_counter_ns()
+        w = fn()
+        log.record(coll, cat, p, size, time.perf_counter_ns() - t0)
+        return w
+    # Charged right after the call is issued: every rank issues it before a
+    # charge can refuse it (a category registered after the log opened), so
+    # a refusal on rank 0 never leaves the others waiting in the collective.
+    t = _Timed(None, coll, size, label, phase, row)
+    if cuda:
         import torch
 
         stream = torch.cuda.current_stream(tensor.device)
         start = torch.cuda.Event(enable_timing=True)
         start.record(stream)
         w = fn()
+        t.charge = log.charge(coll, cat, p, size) if log.charging else None
         if async_op:
             return TimedWork(w, t, (start, stream))
         _cuda_end(t, start, stream)
         return w
     w = fn()
+    t.charge = log.charge(coll, cat, p, size) if log.charging else None
     if async_op:
         return TimedWork(w, t, None)
     t.finish()
