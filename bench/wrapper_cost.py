@@ -14,7 +14,11 @@ Rows: the call itself; the wrapper with comms.csv off
 of REPEATS runs of N calls, microseconds per call. Never run by CI: the
 numbers depend on the machine.
 
-    /usr/bin/python3 bench/wrapper_cost.py [N] [REPEATS]
+    /usr/bin/python3 bench/wrapper_cost.py [N] [REPEATS] [BACKEND] [DEVICE]
+
+BACKEND (default gloo) and DEVICE (cpu or cuda) choose the real call's
+group and tensor: `wrapper_cost.py 20000 5 nccl cuda` on a GPU measures the
+CUDA path (two events per call, read at step boundaries).
 """
 
 import os
@@ -31,6 +35,8 @@ import collie.distributed as cd  # noqa: E402
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 20000
 REPEATS = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+BACKEND = sys.argv[3] if len(sys.argv) > 3 else "gloo"
+DEVICE = sys.argv[4] if len(sys.argv) > 4 else "cpu"
 
 
 def best(fn):
@@ -52,8 +58,8 @@ def _stub(tensor, op=None, group=None, async_op=False):
     return _StubWork() if async_op else None
 
 
-def table(title, call):
-    t = torch.ones(2)
+def table(title, call, device="cpu"):
+    t = torch.ones(2, device=device)
     rows = [("the call itself", best(lambda: call(t))),
             ("async_op + wait", best(lambda: call(t, async_op=True).wait()))]
     cd.configure({"runtime": {"comms_log": {"enabled": False}}})
@@ -78,14 +84,14 @@ TMP = tempfile.mkdtemp(prefix="collie-wrapper-cost-")
 
 
 def main():
-    dist.init_process_group("gloo", init_method="file://" + os.path.join(TMP, "store"), rank=0, world_size=1)
+    dist.init_process_group(BACKEND, init_method="file://" + os.path.join(TMP, "store"), rank=0, world_size=1)
     real = dist.all_reduce
     dist.all_reduce = _stub
     try:
         table("stub (the wrappers' own cost)", _stub)
     finally:
         dist.all_reduce = real
-    table("gloo, 8 bytes", real)
+    table("%s, 8 bytes on %s" % (BACKEND, DEVICE), real, DEVICE)
     dist.destroy_process_group()
 
 

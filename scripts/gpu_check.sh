@@ -10,6 +10,13 @@
 #    gloo and with collie (the issue asks for both launchers).
 # 3. The latency floor through torch 2.x (bench/torch_compare.py --latency).
 # 4. python3 -m collie.profile --backend nccl at world size 1 (issue 17).
+# 5. collie.distributed's wrappers on CUDA tensors (issue 17, item 7): the
+#    seed's training loop (tests/torch/jobs/mfcl_snippet.py) with nccl at
+#    world size 1 and with gloo at 2 ranks on the one GPU, its comms.csv and
+#    timing logs checked by tests/torch/jobs/mfcl_check.py (bytes exact,
+#    CUDA-event times positive, within each step, an async call's time
+#    reaching its wait); then what the wrappers cost per call on CUDA with
+#    nccl (bench/wrapper_cost.py).
 #
 # Each step's output goes to $OUT/<step>.log (the last lines also to stdout);
 # the summary line says which passed. Nothing here needs a GPU itself: the
@@ -45,4 +52,23 @@ step latency env TORCH_COMPARE_PYTHON="$py" TORCH_COMPARE_NRANKS=2 timeout 120 \
 # 4. The profiler with nccl on the GPU, world size 1 (issue 17).
 step profile_nccl env PYTHONPATH="$PWD/python" RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 \
   MASTER_PORT=29533 timeout 120 "$py" -m collie.profile --backend nccl --profile-dir "$out" --csv "$out/nccl.csv"
+echo "--- the profile it wrote:"
+cat "$out"/profile_nccl_world1_*.txt 2>/dev/null | head -20
+# 5. The wrappers on CUDA tensors (issue 17, item 7).
+export PYTHONPATH="$PWD/python" COLLIE_LIBRARY="$PWD/build-dev/libcollie.so"
+mfcl() { # backend nranks dir
+  d=$3
+  rm -rf "$d" && mkdir -p "$d"
+  t0=$(date +%s)
+  if [ "$2" = 1 ]; then
+    RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29534 \
+      timeout 120 "$py" tests/torch/jobs/mfcl_snippet.py "$1" "$d" cuda || return 1
+  else
+    timeout 120 build-dev/collierun -n "$2" "$py" tests/torch/jobs/mfcl_snippet.py "$1" "$d" cuda || return 1
+  fi
+  "$py" tests/torch/jobs/mfcl_check.py "$d" "$1" "$2" $(($(date +%s) - t0 + 1)) && cat "$d/comms.csv"
+}
+step wrappers_nccl mfcl nccl 1 "$out/mfcl_nccl"
+step wrappers_gloo_cuda_2ranks mfcl gloo 2 "$out/mfcl_gloo"
+step wrapper_cost_nccl timeout 120 "$py" bench/wrapper_cost.py 5000 3 nccl cuda
 echo "gpu_check:$summary"

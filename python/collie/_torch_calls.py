@@ -129,13 +129,16 @@ class _Timed:
     """One charged call in flight: its charge and, for the timing log, what
     the row needs. finish() is idempotent."""
 
-    __slots__ = ("charge", "coll", "size", "label", "phase", "row", "t0", "done")
+    __slots__ = ("charge", "coll", "size", "label", "phase", "row", "t0", "done", "end_mono", "numbers")
 
     def __init__(self, charge, coll, size, label, phase, row):
         self.charge, self.coll, self.size = charge, coll, size
         self.label, self.phase, self.row = label, phase, row
         self.t0 = time.perf_counter_ns()
         self.done = False
+        self.end_mono = None  # CUDA: the CPU's clock when the end event was recorded
+        # The step open at issue, for the row (which may be written after it ended).
+        self.numbers = current_step() if row else None
 
     def finish(self, elapsed_ns=None, end_mono=None):
         if self.done:
@@ -154,9 +157,10 @@ def _timing_row(t, elapsed_ns, end_mono):
     if lg is None or lg._closed:
         return
     end = time.monotonic() if end_mono is None else end_mono
+    it, ep = t.numbers if t.numbers else (None, None)
     try:
         lg._record("collie.distributed", _OPNAMES[t.coll], end - elapsed_ns / 1e9, end, t.label or "",
-                   t.phase or "dense", t.size, None, None)
+                   t.phase or "dense", t.size, it, ep)
     except Exception:  # a logger shut down meanwhile: the row is lost, the call is not
         pass
 
@@ -202,6 +206,7 @@ def _cuda_end(t, start, stream):
 
     end = torch.cuda.Event(enable_timing=True)
     end.record(stream)
+    t.end_mono = time.monotonic()
     with _state.lock:
         _state.cuda.append((t, start, end))
         many = len(_state.cuda) > 4096
@@ -222,7 +227,7 @@ def drain_cuda(block=False):
         if block:
             end.synchronize()
         if block or end.query():
-            t.finish(int(start.elapsed_time(end) * 1e6))
+            t.finish(int(start.elapsed_time(end) * 1e6), t.end_mono)
         else:
             later.append((t, start, end))
     if later:

@@ -37,6 +37,7 @@ import contextlib
 import ctypes
 import os
 import struct
+import sys
 import threading
 import time
 import warnings
@@ -244,6 +245,9 @@ def shutdown_timing_logger():
     """Flushes and closes the logger; no logger: nothing. (At interpreter
     exit the C library flushes every open log by itself.)"""
     global _logger
+    tc = sys.modules.get("collie._torch_calls")
+    if tc is not None and _logger is not None:
+        tc.drain_cuda(block=True)  # the rows of CUDA calls still timed by events
     with _lock:
         lg, _logger = _logger, None
     if lg is not None:
