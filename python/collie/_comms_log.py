@@ -47,6 +47,7 @@ class CommsLog:
         # step is open (only step_begin/step_end below change it), so callers
         # skip the C call when it would do nothing.
         self.charging = False
+        self.numbers = None  # (step, epoch) of the open step, as step_begin/step_end left it
         self._lock = threading.Lock()
         self._open = {}  # id(Charge) -> Charge not finished yet (rank 0, inside steps)
         h = ctypes.c_void_p()
@@ -69,10 +70,12 @@ class CommsLog:
     def step_begin(self, step, epoch):
         check(_lib.need("collie_comms_log_step_begin")(self._h, int(step), int(epoch)))
         self.charging = self.rank == 0
+        self.numbers = (int(step), int(epoch))
 
     def step_end(self):
         check(_lib.need("collie_comms_log_step_end")(self._h))
         self.charging = False
+        self.numbers = None
 
     def step(self):
         """(step, epoch) of the open step; step 0 when none is open."""
@@ -113,6 +116,7 @@ class CommsLog:
                 self._done_c(self._h, c.ptr, c.coll, now - c.t0)
             self._open.clear()
             self.charging = False
+            self.numbers = None
             _lib.lib().collie_comms_log_close(self._h)
             self._h = None
 

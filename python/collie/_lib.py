@@ -309,6 +309,23 @@ def need(name):
     return fn
 
 
+_gil_cdll = None
+
+
+def gil_function(name, restype, argtypes):
+    """name from the library as a function that keeps the GIL during the
+    call (ctypes.PyDLL): for calls that never block, where releasing and
+    retaking the GIL would cost more than the call. The declaration is the
+    caller's (a separate function object from lib()'s)."""
+    global _gil_cdll
+    need(name)
+    if _gil_cdll is None:
+        _gil_cdll = ctypes.PyDLL(path())
+    fn = getattr(_gil_cdll, name)
+    fn.restype, fn.argtypes = restype, argtypes
+    return fn
+
+
 def path():
     """Path of the loaded library (loads it)."""
     return lib()._collie_path

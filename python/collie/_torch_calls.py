@@ -335,10 +335,7 @@ def step_end(d):
 def current_step():
     """(step, epoch) of the open torch-path step, or None."""
     log = _state.log
-    if log is None or log.closed:
-        return None
-    s, e = log.step()
-    return (s, e) if s else None
+    return None if log is None else log.numbers
 
 
 def close():

@@ -33,7 +33,6 @@ needed: the process may communicate with mpi4py or torch.distributed only.
   starts elapsed_ms earlier.
 """
 
-import contextlib
 import ctypes
 import os
 import struct
@@ -48,11 +47,12 @@ from ._errors import InvalidArgument, InvalidUsage, check
 __all__ = ["TimingLogger", "init_timing_logger", "get_timing_logger", "shutdown_timing_logger"]
 
 _lock = threading.Lock()
+_monotonic = time.monotonic
 _logger = None
 
 # collie_timing_t: operation, layer_name, phase (char *), message_size_bytes
 # (uint64), start_counter, end_counter (double).
-_PACK = struct.Struct("PPPQdd").pack_into
+_PACK = struct.Struct("PPPQdd").pack
 assert struct.calcsize("PPPQdd") == ctypes.sizeof(_lib.TimingRec)
 
 # str -> (bytes, its address): the names a training loop repeats, kept alive
@@ -82,8 +82,12 @@ class TimingLogger:
         self.log_dir = os.fspath(log_dir)
         self._comm = None
         self._closed = False
-        self._tls = threading.local()  # one collie_timing_t per thread, reused
-        self._record_c = _lib.need("collie_timing_log_record")
+        _lib.need("collie_timing_log_record")
+        # The record call holds the GIL (a PyDLL function): it only copies
+        # into the lock-free queue, and not releasing and retaking the GIL
+        # halves its cost. The struct goes as the bytes struct.pack made.
+        self._record_c = _lib.gil_function("collie_timing_log_record", ctypes.c_int,
+                                           [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64])
         h = ctypes.c_void_p()
         check(_lib.need("collie_timing_log_open")(os.fsencode(self.log_dir), rank, int(queue), int(flush_ms),
                                                   ctypes.byref(h)))
@@ -117,9 +121,8 @@ class TimingLogger:
                 c = _comm.get_default_comm()
             step = c.current_step if c is not None else None
             if step is None:
-                from . import _torch_calls  # collie.distributed's step on torch.distributed
-
-                step = _torch_calls.current_step()
+                tc = sys.modules.get("collie._torch_calls")  # collie.distributed's step on torch.distributed
+                step = tc.current_step() if tc is not None else None
             if iteration is None:
                 iteration = step[0] if step else 0
             if epoch is None:
@@ -129,11 +132,13 @@ class TimingLogger:
     def record_timing(self, operation, elapsed_ms, layer_name="", message_size=0, phase="dense",
                       iteration=None, epoch=None):
         """Logs a region of elapsed_ms milliseconds that ends now. Never blocks."""
-        end = time.monotonic()
-        try:
-            elapsed = float(elapsed_ms)
-        except (TypeError, ValueError):
-            raise InvalidArgument("record_timing: elapsed_ms = %r must be a number" % (elapsed_ms,)) from None
+        end = _monotonic()
+        elapsed = elapsed_ms
+        if type(elapsed) is not float:
+            try:
+                elapsed = float(elapsed_ms)
+            except (TypeError, ValueError):
+                raise InvalidArgument("record_timing: elapsed_ms = %r must be a number" % (elapsed_ms,)) from None
         if not elapsed >= 0:
             raise InvalidArgument("record_timing: elapsed_ms = %r must be >= 0" % (elapsed_ms,))
         self._record("record_timing", operation, end - elapsed / 1000.0, end, layer_name, phase, message_size,
@@ -142,38 +147,37 @@ class TimingLogger:
     def _record(self, fn, operation, start, end, layer_name, phase, message_size, iteration, epoch):
         if self._closed:
             raise InvalidUsage("%s: the timing logger for %s was shut down" % (fn, self.log_dir))
-        if not isinstance(operation, str) or not operation:
-            raise InvalidArgument("%s: operation = %r must be a non-empty str" % (fn, operation))
-        size = 0 if message_size is None else int(message_size)
-        if size < 0:
+        # The common call (a str operation, int size and numbers, names seen
+        # before) takes the branch-free path; anything else is checked and
+        # converted on the way. About 1 us a record from Python (docs/python.md).
+        o = _names.get(operation)
+        if o is None:
+            if not isinstance(operation, str) or not operation:
+                raise InvalidArgument("%s: operation = %r must be a non-empty str" % (fn, operation))
+            o = _name(operation)
+        if type(message_size) is not int:
+            message_size = 0 if message_size is None else int(message_size)
+        if message_size < 0:
             raise InvalidArgument("%s: message_size = %r must be >= 0" % (fn, message_size))
-        it, ep = self._numbers(iteration, epoch)
-        if it < 0 or ep < 0:
+        if type(iteration) is not int or type(epoch) is not int:
+            iteration, epoch = self._numbers(iteration, epoch)
+        if iteration < 0 or epoch < 0:
             raise InvalidArgument("%s: iteration = %r and epoch = %r must be >= 0" % (fn, iteration, epoch))
-        rec = getattr(self._tls, "rec", None)
-        if rec is None:
-            rec = self._tls.rec = _lib.TimingRec()
-        # Setting the struct's six fields through ctypes cost 1.5 us a record;
-        # packed in one call with the strings' cached addresses it is ~0.3.
-        # The locals keep the names' bytes alive until C has copied them.
-        o = _name(operation)
-        la = _name(layer_name) if layer_name else _NONE
-        ph = _name(phase) if phase else _NONE
-        _PACK(rec, 0, o[1], la[1], ph[1], size, start, end)
-        check(self._record_c(self._h, rec, it, ep))
+        # Packed in one call with the strings' cached addresses (setting a
+        # ctypes struct's six fields cost 1.5 us). The locals keep the
+        # names' bytes alive until C has copied them.
+        la = (_names.get(layer_name) or _name(layer_name)) if layer_name else _NONE
+        ph = (_names.get(phase) or _name(phase)) if phase else _NONE
+        rc = self._record_c(self._h, _PACK(o[1], la[1], ph[1], message_size, start, end), iteration, epoch)
+        if rc:
+            check(rc)
 
-    @contextlib.contextmanager
     def record_mpi_operation(self, op, message_size=0, layer_name="", phase="dense", iteration=None, epoch=None):
         """with logger.record_mpi_operation("ALLREDUCE", nbytes, "layer3"): times the block
         (recorded even when it raises)."""
         if not isinstance(op, str) or not op:
             raise InvalidArgument("record_mpi_operation: op = %r must be a non-empty str" % (op,))
-        start = time.monotonic()
-        try:
-            yield self
-        finally:
-            self._record("record_mpi_operation", op, start, time.monotonic(), layer_name, phase, message_size,
-                         iteration, epoch)
+        return _Region(self, op, message_size, layer_name, phase, iteration, epoch)
 
     def flush(self):
         """Writes what is queued now (blocks on the file write only)."""
@@ -191,6 +195,26 @@ class TimingLogger:
             c.timing_close()
         _lib.need("collie_timing_log_close")(self._h)
         self._h = None
+
+
+class _Region:
+    """The block record_mpi_operation times (a plain class: a generator
+    based context manager cost twice as much)."""
+
+    __slots__ = ("lg", "args", "start")
+
+    def __init__(self, lg, *args):
+        self.lg, self.args = lg, args
+
+    def __enter__(self):
+        self.start = _monotonic()
+        return self.lg
+
+    def __exit__(self, *exc):
+        end = _monotonic()
+        op, size, layer, phase, it, ep = self.args
+        self.lg._record("record_mpi_operation", op, self.start, end, layer, phase, size, it, ep)
+        return False
 
 
 def _on_new_comm(comm):
