@@ -17,6 +17,9 @@
 
 #include "collie.h"
 
+/* Transport classes a tuning file may hold constants for (collie__net_class_count). */
+#define CB_CLASS_MAX 4
+
 /* ---- cbench_shape.c: the collectives and nccl-tests' conventions ---- */
 
 enum {
@@ -132,8 +135,9 @@ int cb_algos_of(int coll, int *ids, int max);
 /* Whether coll has algorithm algo (AUTO: always). */
 int cb_coll_has_algo(int coll, int algo);
 /* The transports comm's ranks use between them: "shm", "tcp", "shm+tcp", or
- * "self" for one rank; the union over all ranks. Collective (one allreduce);
- * NULL when it fails (collie_last_error() says why). */
+ * "self" for one rank; the union over all ranks, in a static buffer valid
+ * until the next call. Collective (one allreduce); NULL when it fails
+ * (collie_last_error() says why). */
 const char *cb_transport_used(collie_comm_t *comm);
 
 /* The text table (stdout, rank 0), nccl-tests style: a comment naming coll
@@ -203,8 +207,8 @@ int cb_fit_segments(const double *m, const double *t, int n, double tol, struct 
  * (0 shm, 1 tcp, src/coll/coll.h), kinds COLLIE_KIND_*, algorithms
  * COLLIE_ALGO_*. */
 struct cb_tune_consts {
-  int have[2]; /* class c's constants are written */
-  double alpha_us[2], beta_us[2], gamma_us[2];
+  int have[CB_CLASS_MAX]; /* class c's constants are written */
+  double alpha_us[CB_CLASS_MAX], beta_us[CB_CLASS_MAX], gamma_us[CB_CLASS_MAX];
 };
 struct cb_tune_algo {
   int cls, nranks, kind, algo;

@@ -93,8 +93,6 @@ static const int fit_kinds[CB_NCOLL] = {
     COLLIE_KIND_REDUCE,    COLLIE_KIND_ALLTOALL,  COLLIE_KIND_GATHER,         COLLIE_KIND_SCATTER,
     COLLIE_KIND_BARRIER,   COLLIE_KIND_P2P};
 
-static const char *const fit_class_names[COLLIE_CLASS_COUNT_] = {"shm", "tcp"};
-
 /* The algorithm (kind, id), or NULL. */
 static const struct collie__algo *
 fit_find(int kind, int id)
@@ -255,7 +253,7 @@ cb_tune_write(FILE *f, const char *comment, const struct cb_tune_consts *c,
               const struct cb_tune_algo *a, int na)
 {
   for (int i = 0; i < na; i++) {
-    if (a[i].cls < 0 || a[i].cls >= COLLIE_CLASS_COUNT_ || a[i].nranks < 1 || a[i].nseg < 0 ||
+    if (a[i].cls < 0 || a[i].cls >= collie__net_class_count() || a[i].nranks < 1 || a[i].nseg < 0 ||
         !fit_find(a[i].kind, a[i].algo)) {
       errno = EINVAL;
       return -1;
@@ -266,16 +264,17 @@ cb_tune_write(FILE *f, const char *comment, const struct cb_tune_consts *c,
     fprintf(f, "# %.*s\n", (int)len, p);
     p += len + (p[len] == '\n');
   }
-  for (int k = 0; c && k < COLLIE_CLASS_COUNT_; k++) {
+  for (int k = 0; c && k < collie__net_class_count() && k < CB_CLASS_MAX; k++) {
     if (!c->have[k]) continue;
-    fprintf(f, "%s.alpha_us = %.6g\n%s.beta_us = %.6g\n%s.gamma_us = %.6g\n", fit_class_names[k],
-            c->alpha_us[k], fit_class_names[k], c->beta_us[k], fit_class_names[k], c->gamma_us[k]);
+    fprintf(f, "%s.alpha_us = %.6g\n%s.beta_us = %.6g\n%s.gamma_us = %.6g\n",
+            collie__net_class_name(k), c->alpha_us[k], collie__net_class_name(k), c->beta_us[k],
+            collie__net_class_name(k), c->gamma_us[k]);
   }
   for (int i = 0; i < na; i++)
     for (int s = 0; s < a[i].nseg; s++)
-      fprintf(f, "fit.%s.%d.%s.%s = %zu %zu %.6g %.6g\n", fit_class_names[a[i].cls], a[i].nranks,
-              collie__kind_name(a[i].kind), fit_find(a[i].kind, a[i].algo)->name, a[i].seg[s].lo,
-              a[i].seg[s].hi, a[i].seg[s].alpha_us, a[i].seg[s].beta_us_per_byte);
+      fprintf(f, "fit.%s.%d.%s.%s = %zu %zu %.6g %.6g\n", collie__net_class_name(a[i].cls),
+              a[i].nranks, collie__kind_name(a[i].kind), fit_find(a[i].kind, a[i].algo)->name,
+              a[i].seg[s].lo, a[i].seg[s].hi, a[i].seg[s].alpha_us, a[i].seg[s].beta_us_per_byte);
   return fflush(f) != 0 || ferror(f) ? -1 : 0;
 }
 
@@ -527,24 +526,26 @@ fit_p2p_measure(collie_comm_t *comm, const struct cb_opts *o, const size_t *req,
   return rc;
 }
 
-/* The communicator of the other transport class, or NULL with why in note.
- * Every rank decides alike (from the peers' host ids, which all share). */
+/* The communicator of another transport class, or NULL with why in note:
+ * on one host's shared memory, the farthest-reaching transport (the table's
+ * last, which serves every pair); elsewhere, shared memory when every rank
+ * is on one host. Every rank decides alike (from the peers' host ids, which
+ * all share). */
 static collie_comm_t *
 fit_other_comm(collie_comm_t *comm, int *cls, char *note, size_t len)
 {
-  const char *want;
-  if (comm->all_shm) {
-    want = "tcp";
-    *cls = COLLIE_CLASS_TCP;
+  if (comm->cls == COLLIE_NET_CLASS_LOCAL) {
+    *cls = collie__net_class_count() - 1;
   } else {
     for (int p = 1; p < comm->size; p++)
       if (strcmp(comm->peers[p].host, comm->peers[0].host) != 0) {
-        snprintf(note, len, "ranks are on different hosts: no shm between them");
+        snprintf(note, len, "ranks are on different hosts: no %s between them",
+                 collie__net_class_name(COLLIE_NET_CLASS_LOCAL));
         return NULL;
       }
-    want = "shm";
-    *cls = COLLIE_CLASS_SHM;
+    *cls = COLLIE_NET_CLASS_LOCAL;
   }
+  const char *want = collie__net_class_name(*cls);
   const char *old = getenv("COLLIE_TRANSPORT");
   char *saved = old ? strdup(old) : NULL;
   collie_comm_t *other = NULL;
@@ -583,12 +584,12 @@ fit_print_p2p(const struct fit_p2p *p, int np, int nranks)
   for (int i = 0; i < np; i++) {
     char bw[32];
     if (!p[i].done) {
-      printf("| %s | - | - | - | - | %s |\n", fit_class_names[p[i].cls], p[i].note);
+      printf("| %s | - | - | - | - | %s |\n", collie__net_class_name(p[i].cls), p[i].note);
       continue;
     }
     fit_gbps(bw, sizeof(bw), p[i].fit.beta_us_per_byte);
-    printf("| %s | %.3g | %s | %.4g | %.4f | %d |\n", fit_class_names[p[i].cls], p[i].fit.alpha_us,
-           bw, p[i].fit.beta_us_per_byte, p[i].fit.r2, p[i].fit.n);
+    printf("| %s | %.3g | %s | %.4g | %.4f | %d |\n", collie__net_class_name(p[i].cls),
+           p[i].fit.alpha_us, bw, p[i].fit.beta_us_per_byte, p[i].fit.r2, p[i].fit.n);
   }
 }
 
@@ -614,7 +615,7 @@ static void
 fit_print_colls(const struct fit_sweep *sw, int nsw, int cls, int nranks)
 {
   printf("\n## Collectives (%s, %d ranks; one line per algorithm over the sweep)\n\n",
-         fit_class_names[cls], nranks);
+         collie__net_class_name(cls), nranks);
   printf("| collective | algorithm | alpha (us) | bandwidth (GB/s) | R^2 | sizes |\n");
   printf("|---|---|---|---|---|---|\n");
   for (int j = 0; j < nsw; j++) {
@@ -732,7 +733,7 @@ static int
 fit_tune(collie_comm_t *comm, const struct cb_opts *o, const char *path,
          const struct cb_tune_consts *c, const char *comment, struct fit_sweep *sw, int nsw)
 {
-  int cls = comm->all_shm ? COLLIE_CLASS_SHM : COLLIE_CLASS_TCP;
+  int cls = comm->cls;
   int miss[CB_NCOLL] = {0}, sizes[CB_NCOLL] = {0}, lines = 0;
   for (int j = 0; j < nsw; j++) {
     fit_candidates(comm, o, &sw[j]);
@@ -784,7 +785,7 @@ fit_tune(collie_comm_t *comm, const struct cb_opts *o, const char *path,
            100 * fit_tols[sw[j].tol_step], sizes[j] - miss[j], sizes[j]);
   }
   printf("\nwrote %s: %d fit lines for %s communicators of %d ranks\n", path, lines,
-         fit_class_names[cls], comm->size);
+         collie__net_class_name(cls), comm->size);
   return 0;
 }
 
@@ -835,8 +836,8 @@ fit_check(collie_comm_t *comm, const struct cb_opts *o, const char *path,
   double worst = 0, worst_default = 0;
   int rows = 0, tuned_best = 0, default_best = 0, again = 0;
   if (rank == 0) {
-    printf("\n## Tuning check: %s (%s, %d ranks)\n\n", path,
-           fit_class_names[comm->all_shm ? COLLIE_CLASS_SHM : COLLIE_CLASS_TCP], comm->size);
+    printf("\n## Tuning check: %s (%s, %d ranks)\n\n", path, collie__net_class_name(comm->cls),
+           comm->size);
     printf("| collective | bytes | default pick | tuned pick | measured best | best (us) | default "
            "/ best | tuned / best |\n");
     printf("|---|---|---|---|---|---|---|---|\n");
@@ -910,7 +911,7 @@ fit_comment(char *buf, size_t len, collie_comm_t *comm, const struct cb_opts *o)
       "%d ranks, %s; sweep %zu..%zu bytes x %g, %s %s; every point the median of %d rounds\n"
       "class constants: point-to-point and reduction fits (they serve every communicator\n"
       "size); fit lines: per class, communicator size, collective and algorithm (docs/tuning.md)",
-      host, when, comm->size, comm->all_shm ? "shm" : "tcp", o->minbytes, o->maxbytes,
+      host, when, comm->size, collie__net_class_name(comm->cls), o->minbytes, o->maxbytes,
       o->stepfactor, collie_dtype_name(o->dtype), collie_op_name(o->redop), FIT_ROUNDS);
 }
 
@@ -918,7 +919,7 @@ int
 cb_fit_main(collie_comm_t *comm, const struct cb_opts *o, const char *tune_path, int check_only)
 {
   int rank = collie_comm_rank(comm), status = 0, nsw = 0, wrong = 0;
-  int cls = comm->all_shm ? COLLIE_CLASS_SHM : COLLIE_CLASS_TCP;
+  int cls = comm->cls;
   size_t req[FIT_MAXPTS];
   int n = fit_sizes(o, req, FIT_MAXPTS);
   struct fit_sweep *sw = calloc(CB_NCOLL, sizeof(*sw));

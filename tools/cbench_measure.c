@@ -104,28 +104,27 @@ cb_coll_has_algo(int coll, int algo)
 const char *
 cb_transport_used(collie_comm_t *comm)
 {
+  static char used[64];
   int32_t mask = 0;
   int p = collie_comm_size(comm), me = collie_comm_rank(comm);
   for (int q = 0; q < p && comm->net; q++) {
     if (q == me) continue;
-    const char *t = collie__net_transport_of(comm->net, q);
-    mask |= !strcmp(t, "shm") ? 1 : !strcmp(t, "tcp") ? 2 : 0;
+    int cls = collie__net_class_index(collie__net_transport_of(comm->net, q));
+    if (cls >= 0) mask |= 1 << cls;
   }
   /* A rank sees only its own links: a host with one rank sees no shm even
    * when another host's ranks use it, so the answer is the union over ranks. */
   if (collie_allreduce(comm, &mask, &mask, 1, COLLIE_INT32, COLLIE_BOR, NULL, NULL) !=
       COLLIE_SUCCESS)
     return NULL;
-  switch (mask) {
-  case 0:
-    return "self";
-  case 1:
-    return "shm";
-  case 2:
-    return "tcp";
-  default:
-    return "shm+tcp";
-  }
+  if (!mask) return "self";
+  size_t n = 0;
+  used[0] = '\0';
+  for (int cls = 0; cls < collie__net_class_count() && n < sizeof(used); cls++)
+    if (mask & (1 << cls))
+      n += (size_t)snprintf(used + n, sizeof(used) - n, "%s%s", n ? "+" : "",
+                            collie__net_class_name(cls));
+  return used;
 }
 
 /* ---- Which algorithm AUTO picks ---- */

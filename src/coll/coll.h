@@ -58,6 +58,7 @@ struct collie__call {
   int root;     /* rooted collectives; p2p: the peer */
   int tag;      /* p2p */
   int rank, size;
+  int cls;     /* the communicator's cost-model class (collie__net_class) */
   int all_shm; /* every rank of the communicator is on this host (shm-only algorithms apply) */
   struct collie__net *net;
   collie__reduce_fn reduce; /* kernel for (dtype, op) when the call reduces */
@@ -100,8 +101,10 @@ collie__root_abs(const struct collie__call *c, int v)
 
 /* ---- The cost model ---- */
 
-/* Transport classes the model distinguishes. */
-enum { COLLIE_CLASS_SHM = 0, COLLIE_CLASS_TCP, COLLIE_CLASS_COUNT_ };
+/* Transport classes the model distinguishes: one per transport of net.c's
+ * table, in its order (collie__net_class_count, collie__net_class_name);
+ * this bounds the arrays that hold them. */
+enum { COLLIE_CLASS_MAX = 4 };
 
 /* alpha: latency of one message step (us); beta: time per byte moved (us/B);
  * gamma: time per byte reduced (us/B). */
@@ -117,7 +120,7 @@ struct collie__model {
  * alpha beta"): an algorithm's time on a communicator of one class and size,
  * for calls whose collie__call_bytes is in [lo, hi], is alpha + beta x bytes. */
 struct collie__fit {
-  int cls, nranks, kind, algo; /* COLLIE_CLASS_*, ranks, COLLIE_KIND_*, COLLIE_ALGO_* */
+  int cls, nranks, kind, algo; /* class (collie__net_class), ranks, COLLIE_KIND_*, COLLIE_ALGO_* */
   size_t lo, hi;               /* byte range, inclusive */
   double alpha_us, beta_us;    /* us, us per byte */
   int line;                    /* in the tuning file, for messages */
@@ -127,7 +130,7 @@ struct collie__fit {
  * lines (heap array owned by the struct, sorted by cls, kind, nranks, algo, lo;
  * ranges of one algorithm never overlap). Start from a zeroed struct. */
 struct collie__models {
-  struct collie__model cls[COLLIE_CLASS_COUNT_];
+  struct collie__model cls[COLLIE_CLASS_MAX];
   struct collie__fit *fits;
   int nfits;
 };

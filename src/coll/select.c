@@ -57,18 +57,26 @@ void
 collie__models_default(struct collie__models *m, int oversub_cores)
 {
   int oversubscribed = oversub_cores > 0;
-  /* shm: a step is a flag handoff (~1 us busy; ~3 us oversubscribed, where
-   * waits yield the core to the peer before they sleep); bytes go through a
-   * slot (two copies at ~10 GB/s each). tcp over loopback: ~8 us a step busy,
-   * ~15 us oversubscribed, ~2.5 GB/s a stream. Reducing float32 runs at
-   * ~10 GB/s of input. */
-  m->cls[COLLIE_CLASS_SHM] =
-      (struct collie__model){oversubscribed ? 3.0 : 1.0, 2.0e-4, 1.0e-4, oversub_cores};
-  m->cls[COLLIE_CLASS_TCP] =
-      (struct collie__model){oversubscribed ? 15.0 : 8.0, 4.0e-4, 1.0e-4, oversub_cores};
+  /* Each class is a transport, whose file states its step and byte costs
+   * (collie__xport_ops.cost). Reducing float32 runs at ~10 GB/s of input,
+   * whatever carries the bytes. */
+  for (int i = 0; i < collie__net_class_count() && i < COLLIE_CLASS_MAX; i++) {
+    const struct collie__xport_cost *x = collie__net_class_cost(i);
+    m->cls[i] = (struct collie__model){oversubscribed ? x->alpha_oversub_us : x->alpha_us,
+                                       x->beta_us, 1.0e-4, oversub_cores};
+  }
 }
 
-static const char *select_class_names[COLLIE_CLASS_COUNT_] = {"shm", "tcp"};
+/* "shm|tcp": the class names, as the tuning file spells them. */
+static const char *
+select_class_choices(char *buf, size_t len)
+{
+  size_t n = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < collie__net_class_count() && n < len; i++)
+    n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? "|" : "", collie__net_class_name(i));
+  return buf;
+}
 
 /* ---- The tuning file ----
  *
@@ -83,7 +91,7 @@ static const char *select_class_names[COLLIE_CLASS_COUNT_] = {"shm", "tcp"};
  * as it was, and loading the same file twice leaves one copy of its lines. */
 
 #define SELECT_FIT_SYNTAX                                                                          \
-  "\"fit.<shm|tcp>.<nranks>.<collective>.<algorithm> = <lo_bytes> <hi_bytes> <alpha_us> "          \
+  "\"fit.<%s>.<nranks>.<collective>.<algorithm> = <lo_bytes> <hi_bytes> <alpha_us> "               \
   "<beta_us_per_byte>\""
 
 /* Orders fit lines by (cls, kind, nranks, algo, lo): the lines one call can
@@ -128,7 +136,7 @@ select_bytes(const char *tok, size_t *v)
 static collie_result_t
 select_parse_fit(const char *path, int lineno, char *key, char *val, struct collie__fit *f)
 {
-  char *part[6];
+  char *part[6], names[64];
   int n = 0;
   for (char *p = key; n < 6; n++) {
     part[n] = p;
@@ -141,15 +149,15 @@ select_parse_fit(const char *path, int lineno, char *key, char *val, struct coll
     p = dot + 1;
   }
   if (n != 5 || !*part[1] || !*part[2] || !*part[3] || !*part[4])
-    return collie__err(COLLIE_INVALID_ARGUMENT, "%s:%d: expected " SELECT_FIT_SYNTAX, path, lineno);
+    return collie__err(COLLIE_INVALID_ARGUMENT, "%s:%d: expected " SELECT_FIT_SYNTAX, path, lineno,
+                       select_class_choices(names, sizeof(names)));
   memset(f, 0, sizeof(*f));
   f->line = lineno;
   f->cls = -1;
-  for (int i = 0; i < COLLIE_CLASS_COUNT_; i++)
-    if (!strcmp(part[1], select_class_names[i])) f->cls = i;
+  f->cls = collie__net_class_index(part[1]);
   if (f->cls < 0)
-    return collie__err(COLLIE_INVALID_ARGUMENT, "%s:%d: unknown class \"%s\" (shm or tcp)", path,
-                       lineno, part[1]);
+    return collie__err(COLLIE_INVALID_ARGUMENT, "%s:%d: unknown class \"%s\" (%s)", path, lineno,
+                       part[1], select_class_choices(names, sizeof(names)));
   size_t nr;
   if (!select_bytes(part[2], &nr) || nr < 1 || nr > (1u << 24))
     return collie__err(COLLIE_INVALID_ARGUMENT,
@@ -209,7 +217,7 @@ select_check_fits(const char *path, struct collie__fit *fits, int n)
     const struct collie__fit *first = a->line < b->line ? a : b, *later = a->line < b->line ? b : a;
     return collie__err(COLLIE_INVALID_ARGUMENT,
                        "%s:%d: fit.%s.%d.%s.%s range %zu..%zu overlaps %zu..%zu of line %d", path,
-                       later->line, select_class_names[a->cls], a->nranks,
+                       later->line, collie__net_class_name(a->cls), a->nranks,
                        collie__kind_name(a->kind), select_algo_names[a->algo], later->lo, later->hi,
                        first->lo, first->hi, first->line);
   }
@@ -221,7 +229,8 @@ collie__models_load(const char *path, struct collie__models *m)
 {
   FILE *f = fopen(path, "r");
   if (!f) return collie__err_errno(COLLIE_SYSTEM_ERROR, "COLLIE_TUNING_FILE %s", path);
-  struct collie__model cls[COLLIE_CLASS_COUNT_];
+  struct collie__model cls[COLLIE_CLASS_MAX];
+  char names[64], names2[64];
   memcpy(cls, m->cls, sizeof(cls));
   struct collie__fit *fits = NULL;
   int nfits = 0, cap = 0;
@@ -264,9 +273,10 @@ collie__models_load(const char *path, struct collie__models *m)
     int n = 0;
     if (!eq || sscanf(p, "%15[a-z].%31[a-z_] %n", c, key, &n) != 2 || p + n != eq) {
       rc = collie__err(COLLIE_INVALID_ARGUMENT,
-                       "%s:%d: expected \"<shm|tcp>.<alpha_us|beta_us|gamma_us> = <number>\" or "
+                       "%s:%d: expected \"<%s>.<alpha_us|beta_us|gamma_us> = <number>\" or "
                        "" SELECT_FIT_SYNTAX,
-                       path, lineno);
+                       path, lineno, select_class_choices(names, sizeof(names)),
+                       select_class_choices(names2, sizeof(names2)));
       break;
     }
     errno = 0;
@@ -278,8 +288,7 @@ collie__models_load(const char *path, struct collie__models *m)
       break;
     }
     int ci = -1;
-    for (int i = 0; i < COLLIE_CLASS_COUNT_; i++)
-      if (!strcmp(c, select_class_names[i])) ci = i;
+    ci = collie__net_class_index(c);
     double *field = NULL;
     if (ci >= 0 && !strcmp(key, "alpha_us")) field = &cls[ci].alpha_us;
     if (ci >= 0 && !strcmp(key, "beta_us")) field = &cls[ci].beta_us;
@@ -369,7 +378,7 @@ double
 collie__fit_cost(const struct collie__models *models, const struct collie__call *call, int algo,
                  int *extrapolated)
 {
-  int n, cls = call->all_shm ? COLLIE_CLASS_SHM : COLLIE_CLASS_TCP;
+  int n, cls = call->cls;
   const struct collie__fit *g = select_fit_group(models, cls, call->kind, call->size, &n);
   if (!g) return -1;
   return select_group_cost(g, n, algo, collie__call_bytes(call), extrapolated);
@@ -481,7 +490,7 @@ select_log_table(const struct collie__call *c, const struct collie__model *m, in
                             a == chosen ? " <-" : "");
   }
   COLLIE_INFO("COLL", "%s of %zu bytes (%zu x %s, %d ranks, %s %s):%s", collie__kind_name(c->kind),
-              bytes, c->count, collie_dtype_name(c->dtype), c->size, select_class_names[cls],
+              bytes, c->count, collie_dtype_name(c->dtype), c->size, collie__net_class_name(cls),
               g ? "fit lines" : "model", line);
 }
 
@@ -490,7 +499,7 @@ collie__algo_select(const struct collie__call *call, int opts_algo,
                     const struct collie__algo_table *table, const struct collie__models *models,
                     struct collie__select_log *log, const struct collie__algo **out)
 {
-  int cls = call->all_shm ? COLLIE_CLASS_SHM : COLLIE_CLASS_TCP;
+  int cls = call->cls;
   const struct collie__model *m = &models->cls[cls];
   int id = opts_algo != COLLIE_ALGO_AUTO ? opts_algo : table->forced[call->kind];
   if (id < 0 || id >= COLLIE_ALGO_COUNT_)

@@ -293,7 +293,8 @@ comm_create(const struct collie__params *params, const char *token, int64_t time
   collie__params_copy(&c->params, params);
   c->timeout_ms = timeout_ms;
   snprintf(c->token, sizeof(c->token), "%s", token);
-  c->transport = !strcmp(transport, "shm") ? "shm" : !strcmp(transport, "tcp") ? "tcp" : "auto";
+  c->transport = collie__net_transport_name(transport);
+  if (!c->transport) c->transport = "auto"; /* validated by the caller */
   snprintf(c->ctx, sizeof(c->ctx), "rank %d/%d comm %04" PRIx64, rank, size, hash & 0xffff);
   collie__log_context(c->ctx);
   c->peers = calloc((size_t)size, sizeof(*c->peers));
@@ -352,7 +353,6 @@ comm_create(const struct collie__params *params, const char *token, int64_t time
     if (!tele) collie__place_spread(c); /* world init only: a split has the same processes */
     int local = 0;
     for (int p = 0; p < size; p++) local += !strcmp(c->peers[p].host, me->host);
-    c->all_shm = local == size && strcmp(c->transport, "tcp") != 0;
     /* Every rank must pick the same algorithm, so the model may only depend on
      * what all ranks know: oversubscribed if any host has more of this
      * communicator's ranks than cores. */
@@ -374,7 +374,6 @@ comm_create(const struct collie__params *params, const char *token, int64_t time
     };
     COLLIE_CHECK_GOTO(collie__net_open(&cfg, &c->net), rc, out_free);
   } else {
-    c->all_shm = 1;
     collie__models_default(&c->models, 0);
     struct collie__net_cfg cfg = {.rank = 0,
                                   .size = 1,
@@ -385,6 +384,8 @@ comm_create(const struct collie__params *params, const char *token, int64_t time
                                   .deadline_ns = deadline};
     COLLIE_CHECK_GOTO(collie__net_open(&cfg, &c->net), rc, out_free);
   }
+  c->cls = collie__net_class(c->net);
+  c->all_shm = c->cls == COLLIE_NET_CLASS_LOCAL;
   if (params->TUNING_FILE)
     COLLIE_CHECK_GOTO(collie__models_load(params->TUNING_FILE, &c->models), rc, out_free);
   if (params->FR_SIZE > 0 &&
@@ -561,12 +562,11 @@ config_check(const collie_config_t *cfg, const collie_store_callbacks_t *user_st
   collie__log_level = params->DEBUG;
   *transport = params->TRANSPORT;
   if (cfg->transport) {
-    if (strcmp(cfg->transport, "auto") && strcmp(cfg->transport, "shm") &&
-        strcmp(cfg->transport, "tcp"))
+    char choices[128];
+    if (!(*transport = collie__net_transport_name(cfg->transport)))
       return collie__err(COLLIE_INVALID_ARGUMENT,
-                         "collie_comm_init_config: transport = \"%s\" is not auto, shm or tcp",
-                         cfg->transport);
-    *transport = cfg->transport;
+                         "collie_comm_init_config: transport = \"%s\" is not %s", cfg->transport,
+                         collie__net_transport_choices(choices, sizeof(choices)));
   }
   return COLLIE_SUCCESS;
 }

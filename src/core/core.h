@@ -20,12 +20,6 @@
 
 /* ---- params.c ---- */
 
-typedef enum {
-  COLLIE_TRANSPORT_AUTO = 0,
-  COLLIE_TRANSPORT_SHM,
-  COLLIE_TRANSPORT_TCP
-} collie__transport_t;
-
 #define COLLIE_PARAM_CTYPE_INT int64_t
 #define COLLIE_PARAM_CTYPE_STR const char *
 #define COLLIE_PARAM_CTYPE_LEVEL collie__loglevel_t
@@ -84,7 +78,7 @@ struct collie_comm {
   char token[256];
   collie__store_t *job_store; /* the job's store (a reference), for split */
   collie__store_t *store;     /* this comm's prefixed view of it */
-  const char *transport;      /* "auto", "shm" or "tcp" (static string) */
+  const char *transport;      /* "auto" or a transport's name (collie__net_transport_name) */
   struct collie__peer *peers;
   struct collie__net *net;
   struct collie__algo_table algos; /* COLLIE_ALGO overrides */
@@ -93,8 +87,9 @@ struct collie_comm {
   struct collie__select_memo select_memo[COLLIE_KIND_COUNT_]; /* dispatch.c: last pick per kind */
   struct collie__flight *flight; /* last COLLIE_FR_SIZE operations (NULL: off) */
   struct collie__tele *tele;     /* shared with the whole collie_comm_init tree */
-  int all_shm;                   /* every rank shares this host and shm serves them */
-  uint32_t seq;                  /* collectives issued so far */
+  int cls;                       /* cost-model class: collie__net_class */
+  int all_shm;  /* cls is COLLIE_NET_CLASS_LOCAL: shared memory serves every rank */
+  uint32_t seq; /* collectives issued so far */
   uint32_t split_seq;
   uint32_t *p2p_send_seq, *p2p_recv_seq; /* per peer */
   atomic_int any_pending; /* a collie_recv_any is queued or running (api.c, dispatch.c) */
@@ -214,9 +209,11 @@ void collie__group_skipped(collie_comm_t *comm, struct collie__group *g);
  * the op already took its sequence number). */
 collie_result_t collie__work_issue(collie_comm_t *comm, struct collie__op *op,
                                    struct collie__group *g, collie_work_t **work);
-/* Waits until comm's queue is empty, at most until deadline_ns: SUCCESS, or
- * TIMEOUT with the error set. Immediate when no worker was ever started. */
-collie_result_t collie__work_drain(collie_comm_t *comm, int64_t deadline_ns);
+/* Waits until comm's queue is empty: SUCCESS, or TIMEOUT with the error set
+ * once quiet_ms pass without any queued operation completing (the bound is
+ * per operation, not for the whole queue). Immediate when no worker was ever
+ * started. */
+collie_result_t collie__work_drain(collie_comm_t *comm, int64_t quiet_ms);
 /* Stops and joins comm's worker (items still queued fail as the comm is
  * poisoned or with INVALID_USAGE "destroyed") and frees the queue. The caller
  * must have drained or poisoned/aborted comm first. */

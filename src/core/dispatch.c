@@ -186,6 +186,7 @@ collie__dispatch_prepare(collie_comm_t *comm, struct collie__op *op, const colli
   call->size = comm->size;
   call->net = comm->net;
   call->scratch = &comm->scratch;
+  call->cls = comm->cls;
   call->all_shm = comm->all_shm;
   call->esize = collie_dtype_size(call->dtype);
   op->fr_id = -1;

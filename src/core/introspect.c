@@ -29,6 +29,7 @@ collie__comm_select(collie_comm_t *comm, int kind, size_t count, collie_dtype_t 
                               .root = root,
                               .rank = comm->rank,
                               .size = comm->size,
+                              .cls = comm->cls,
                               .all_shm = comm->all_shm,
                               .net = comm->net, /* shm_flat asks it whether it can run */
                               .reduce = collie__reduce_kernel(dtype, op)};

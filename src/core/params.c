@@ -13,7 +13,6 @@
 extern char **environ;
 
 static const char *params_levels[] = {"NONE", "WARN", "INFO", "TRACE"};
-static const char *params_transports[] = {"auto", "shm", "tcp"};
 
 static collie_result_t
 params_int(const char *name, const char *v, int64_t *out)
@@ -86,10 +85,13 @@ params_set_TRANSPORT(struct collie__params *p, size_t *used, const char *name, c
 {
   (void)p;
   (void)used;
-  int i = 0;
-  collie_result_t rc = params_word(name, v, params_transports, 3, &i);
-  if (rc == COLLIE_SUCCESS) *field = params_transports[i];
-  return rc;
+  const char *t = collie__net_transport_name(v);
+  char choices[128];
+  if (!t)
+    return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_%s=\"%s\" is not one of %s", name, v,
+                       collie__net_transport_choices(choices, sizeof(choices)));
+  *field = t;
+  return COLLIE_SUCCESS;
 }
 
 #define PARAMS_DEF_INT(def) #def

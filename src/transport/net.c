@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "transport/shm.h"
 #include "transport/transport.h"
@@ -50,7 +51,8 @@ collie__net_open(const struct collie__net_cfg *cfg, struct collie__net **out)
     n->peer_xp[p] = -1;
     if (p == cfg->rank) continue;
     for (int i = 0; i < NET_NX && n->peer_xp[p] < 0; i++) {
-      if (!strcmp(cfg->transport, "shm") && net_table[i] != &collie__shm_ops) continue;
+      if (strcmp(cfg->transport, "auto") != 0 && strcmp(cfg->transport, net_table[i]->name) != 0)
+        continue; /* COLLIE_TRANSPORT names another: only it may serve */
       if (net_table[i]->can_connect(cfg, p)) n->peer_xp[p] = (signed char)i;
     }
     if (n->peer_xp[p] < 0) {
@@ -78,6 +80,61 @@ out_close:
   free(peers);
   collie__net_close(n);
   return rc;
+}
+
+const char *
+collie__net_transport_name(const char *name)
+{
+  if (!name) return NULL;
+  if (!strcasecmp(name, "auto")) return "auto";
+  for (int i = 0; i < NET_NX; i++)
+    if (!strcasecmp(name, net_table[i]->name)) return net_table[i]->name;
+  return NULL;
+}
+
+const char *
+collie__net_transport_choices(char *buf, size_t len)
+{
+  size_t n = (size_t)snprintf(buf, len, "auto");
+  for (int i = 0; i < NET_NX && n < len; i++)
+    n += (size_t)snprintf(buf + n, len - n, "%s%s", i == NET_NX - 1 ? " or " : ", ",
+                          net_table[i]->name);
+  return buf;
+}
+
+int
+collie__net_class_count(void)
+{
+  return NET_NX;
+}
+
+const char *
+collie__net_class_name(int cls)
+{
+  return cls >= 0 && cls < NET_NX ? net_table[cls]->name : "?";
+}
+
+int
+collie__net_class_index(const char *name)
+{
+  for (int i = 0; name && i < NET_NX; i++)
+    if (!strcmp(name, net_table[i]->name)) return i;
+  return -1;
+}
+
+const struct collie__xport_cost *
+collie__net_class_cost(int cls)
+{
+  return cls >= 0 && cls < NET_NX ? &net_table[cls]->cost : NULL;
+}
+
+int
+collie__net_class(const struct collie__net *n)
+{
+  int cls = 0;
+  for (int p = 0; p < n->size; p++)
+    if (n->peer_xp[p] > cls) cls = n->peer_xp[p];
+  return cls;
 }
 
 const char *

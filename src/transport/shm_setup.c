@@ -45,13 +45,12 @@
 #define SHM_ATTACH_POLL_NS (10 * 1000000LL)
 
 /* The ops' can_connect: a peer on the same host (equal host identity),
- * never this rank itself, never when COLLIE_TRANSPORT forces tcp. Pure. */
+ * never this rank itself. Pure. */
 int
 collie__shm_can_connect(const struct collie__net_cfg *cfg, int peer)
 {
   if (!cfg || !cfg->peers || peer < 0 || peer >= cfg->size || peer == cfg->rank) return 0;
   if (cfg->rank < 0 || cfg->rank >= cfg->size) return 0;
-  if (cfg->transport && !strcmp(cfg->transport, "tcp")) return 0;
   return strcmp(cfg->peers[cfg->rank].host, cfg->peers[peer].host) == 0;
 }
 

@@ -669,6 +669,8 @@ tcp_peek(struct collie__xport *xp, int peer, uint64_t *slot, size_t *len)
 
 const struct collie__xport_ops collie__tcp_ops = {
     .name = "tcp",
+    /* Over loopback: ~8 us a step busy, ~15 us oversubscribed, ~2.5 GB/s a stream. */
+    .cost = {.alpha_us = 8.0, .alpha_oversub_us = 15.0, .beta_us = 4.0e-4},
     .can_connect = collie__tcp_can_connect,
     .open = collie__tcp_open,
     .post = tcp_post,

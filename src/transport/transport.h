@@ -4,8 +4,8 @@
  * Algorithms (src/coll) see only the "net" of a communicator: post a send or a
  * receive of a byte range to a peer, tagged with a slot, then wait for a set
  * of requests. Underneath, each peer is served by the first transport in
- * select.c's table whose can_connect() accepts it: shm for ranks on the same
- * host, tcp for the rest (COLLIE_TRANSPORT=tcp forces tcp everywhere).
+ * net.c's table whose can_connect() accepts it: shm for ranks on the same
+ * host, tcp for the rest (COLLIE_TRANSPORT=<name> uses that one alone).
  *
  * Matching. Messages between an ordered pair of ranks are delivered in the
  * order they were posted, to receives taken in the order they were posted:
@@ -57,7 +57,8 @@ typedef enum {
 
 const char *collie__kind_name(int kind);
 
-/* Collective slot: 8 bits kind | 32 bits op sequence | 16 bits algorithm step | 8 reserved. */
+/* Collective slot: 8 bits kind | 32 bits op sequence | 16 bits algorithm step | 8 bits
+ * left for the algorithm's id (collie__call_slot in coll/coll.h sets them; slot.c decodes). */
 static inline uint64_t
 collie__slot(int kind, uint32_t seq, uint32_t step)
 {
@@ -115,7 +116,7 @@ struct collie__net_cfg {
   struct collie__store *store;      /* prefixed for this comm; setup only */
   const char *token;                /* job token: connections must prove it */
   uint64_t comm_hash;               /* unique per communicator within the job */
-  const char *transport;            /* "auto", "shm" or "tcp" */
+  const char *transport;            /* "auto" or one transport's name (only it is used) */
   const char *ifname;               /* COLLIE_SOCKET_IFNAME or NULL */
   int spin;                         /* polls before sleeping in wait (0: sleep at once) */
   size_t cma_min;                   /* shm: single-copy (CMA) from this many bytes; 0: never */
@@ -125,8 +126,16 @@ struct collie__net_cfg {
 
 struct collie__xport; /* a transport's state for one communicator */
 
+/* What the cost model (coll/select.c) assumes of a transport's channels until
+ * a tuning file says otherwise: the latency of one message step, busy and
+ * when some host runs more ranks than cores, and the time per byte moved. */
+struct collie__xport_cost {
+  double alpha_us, alpha_oversub_us, beta_us;
+};
+
 struct collie__xport_ops {
-  const char *name; /* "shm", "tcp": logs, COLLIE_TRANSPORT */
+  const char *name; /* "shm", "tcp": logs, COLLIE_TRANSPORT, tuning-file classes */
+  struct collie__xport_cost cost;
   /* Pure predicate, no side effects: may this transport link cfg->rank and peer? */
   int (*can_connect)(const struct collie__net_cfg *cfg, int peer);
   /* Sets up channels to peers[0..npeers) (comm ranks, ascending, never cfg->rank).
@@ -184,6 +193,34 @@ struct collie__net;
 
 /* Picks a transport per peer, opens each transport for its peers. */
 collie_result_t collie__net_open(const struct collie__net_cfg *cfg, struct collie__net **out);
+
+/* ---- Transport names and classes: the table in net.c is the only list ----
+ *
+ * The table is ordered by reach: each transport serves pairs of ranks the
+ * ones before it cannot (shared memory within a host first, then sockets),
+ * and a peer gets the first that accepts it. A transport's position is its
+ * cost-model class: a communicator's class is the slowest (last) transport
+ * any of its ranks uses, which every rank computes alike, since a rank that
+ * needs a later transport for one peer makes every rank need it. */
+
+/* name ("auto" or a transport's, any case) as the static string it is stored
+ * as; NULL when no transport has that name. */
+const char *collie__net_transport_name(const char *name);
+/* "auto, shm or tcp" in buf: the values COLLIE_TRANSPORT takes, for messages. */
+const char *collie__net_transport_choices(char *buf, size_t len);
+/* Classes: one per transport, in table order. */
+int collie__net_class_count(void);
+/* The class's transport name; "?" outside 0..count-1. */
+const char *collie__net_class_name(int cls);
+/* The class named name, or -1. */
+int collie__net_class_index(const char *name);
+/* The class's default cost constants; NULL outside 0..count-1. */
+const struct collie__xport_cost *collie__net_class_cost(int cls);
+/* The class of the communicator these channels serve (0 with no peer). */
+int collie__net_class(const struct collie__net *n);
+/* The class in which every peer shares this host's memory (the table's first):
+ * what shm-only algorithms need of the whole communicator. */
+#define COLLIE_NET_CLASS_LOCAL 0
 /* Which transport serves peer ("shm", "tcp", "self"). */
 const char *collie__net_transport_of(const struct collie__net *n, int peer);
 collie_result_t collie__net_isend(struct collie__net *n, int peer, const void *buf, size_t len,

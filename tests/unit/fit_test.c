@@ -25,6 +25,10 @@
 
 #define cb_measure fit_fake_measure
 #include "../../tools/cbench_fit.c"
+
+/* The cost-model classes, as net.c's transport table orders them
+ * (fit_tune_file_roundtrip checks the names). */
+enum { FT_SHM = 0, FT_TCP = 1 };
 #undef cb_measure
 
 /* ---- Least squares ---- */
@@ -192,9 +196,9 @@ fit_write_sample(const char *path)
   static const struct cb_seg bc[1] = {{0, 100, 0.5, 0}};
   struct cb_tune_consts c = {{1, 1}, {0.75, 9.5}, {2.5e-4, 5e-4}, {1.25e-4, 1.5e-4}};
   struct cb_tune_algo a[3] = {
-      {COLLIE_CLASS_TCP, 4, COLLIE_KIND_ALLREDUCE, COLLIE_ALGO_RECURSIVE_DOUBLING, 2, rd},
-      {COLLIE_CLASS_TCP, 4, COLLIE_KIND_ALLREDUCE, COLLIE_ALGO_RING, 1, ring},
-      {COLLIE_CLASS_SHM, 2, COLLIE_KIND_BROADCAST, COLLIE_ALGO_CHAIN, 1, bc}};
+      {FT_TCP, 4, COLLIE_KIND_ALLREDUCE, COLLIE_ALGO_RECURSIVE_DOUBLING, 2, rd},
+      {FT_TCP, 4, COLLIE_KIND_ALLREDUCE, COLLIE_ALGO_RING, 1, ring},
+      {FT_SHM, 2, COLLIE_KIND_BROADCAST, COLLIE_ALGO_CHAIN, 1, bc}};
   FILE *f = fopen(path, "w");
   ASSERT(f);
   ASSERT(cb_tune_write(f, "written by fit_test\nsecond line", &c, a, 3) == 0);
@@ -203,24 +207,26 @@ fit_write_sample(const char *path)
 
 TEST_IMPL(fit_tune_file_roundtrip)
 {
+  ASSERT(collie__net_class_count() == 2 && collie__net_class_index("shm") == FT_SHM &&
+         collie__net_class_index("tcp") == FT_TCP && collie__net_class_index("udp") == -1);
+  ASSERT(!strcmp(collie__net_class_name(FT_TCP), "tcp") && !strcmp(collie__net_class_name(7), "?"));
   char path[512];
   snprintf(path, sizeof(path), "%s/tune.txt", test_dir());
   fit_write_sample(path);
   struct collie__models m = {0};
   collie__models_default(&m, 0);
   ASSERT_OK(collie__models_load(path, &m));
-  ASSERT(m.cls[COLLIE_CLASS_SHM].alpha_us == 0.75 && m.cls[COLLIE_CLASS_TCP].alpha_us == 9.5);
-  ASSERT(m.cls[COLLIE_CLASS_SHM].beta_us == 2.5e-4 && m.cls[COLLIE_CLASS_TCP].beta_us == 5e-4);
-  ASSERT(m.cls[COLLIE_CLASS_SHM].gamma_us == 1.25e-4 && m.cls[COLLIE_CLASS_TCP].gamma_us == 1.5e-4);
+  ASSERT(m.cls[FT_SHM].alpha_us == 0.75 && m.cls[FT_TCP].alpha_us == 9.5);
+  ASSERT(m.cls[FT_SHM].beta_us == 2.5e-4 && m.cls[FT_TCP].beta_us == 5e-4);
+  ASSERT(m.cls[FT_SHM].gamma_us == 1.25e-4 && m.cls[FT_TCP].gamma_us == 1.5e-4);
   ASSERTF(m.nfits == 4, "%d lines", m.nfits);
   /* Sorted: shm before tcp; then kind, ranks, algorithm, range. */
   struct collie__fit want[4] = {
-      {COLLIE_CLASS_SHM, 2, COLLIE_KIND_BROADCAST, COLLIE_ALGO_CHAIN, 0, 100, 0.5, 0, 0},
-      {COLLIE_CLASS_TCP, 4, COLLIE_KIND_ALLREDUCE, COLLIE_ALGO_RING, 64, 1048576, 40, 1.25e-4, 0},
-      {COLLIE_CLASS_TCP, 4, COLLIE_KIND_ALLREDUCE, COLLIE_ALGO_RECURSIVE_DOUBLING, 0, 4095, 1.5,
-       1e-3, 0},
-      {COLLIE_CLASS_TCP, 4, COLLIE_KIND_ALLREDUCE, COLLIE_ALGO_RECURSIVE_DOUBLING, 4096, 1048576,
-       1.5, 2e-3, 0}};
+      {FT_SHM, 2, COLLIE_KIND_BROADCAST, COLLIE_ALGO_CHAIN, 0, 100, 0.5, 0, 0},
+      {FT_TCP, 4, COLLIE_KIND_ALLREDUCE, COLLIE_ALGO_RING, 64, 1048576, 40, 1.25e-4, 0},
+      {FT_TCP, 4, COLLIE_KIND_ALLREDUCE, COLLIE_ALGO_RECURSIVE_DOUBLING, 0, 4095, 1.5, 1e-3, 0},
+      {FT_TCP, 4, COLLIE_KIND_ALLREDUCE, COLLIE_ALGO_RECURSIVE_DOUBLING, 4096, 1048576, 1.5, 2e-3,
+       0}};
   for (int i = 0; i < 4; i++) {
     const struct collie__fit *g = &m.fits[i], *w = &want[i];
     ASSERTF(g->cls == w->cls && g->nranks == w->nranks && g->kind == w->kind &&
@@ -237,14 +243,14 @@ TEST_IMPL(fit_tune_file_roundtrip)
   snprintf(path2, sizeof(path2), "%s/consts.txt", test_dir());
   test_write_file(path2, "tcp.alpha_us = 3\n");
   ASSERT_OK(collie__models_load(path2, &m));
-  ASSERT(m.nfits == 0 && m.fits == NULL && m.cls[COLLIE_CLASS_TCP].alpha_us == 3 &&
-         m.cls[COLLIE_CLASS_SHM].alpha_us == 0.75);
+  ASSERT(m.nfits == 0 && m.fits == NULL && m.cls[FT_TCP].alpha_us == 3 &&
+         m.cls[FT_SHM].alpha_us == 0.75);
   collie__models_free(&m);
   collie__models_free(&m); /* idempotent */
 
   /* The writer refuses what the parser would. */
   static const struct cb_seg one[1] = {{0, 1, 1, 1}};
-  struct cb_tune_algo bad = {COLLIE_CLASS_TCP, 4, COLLIE_KIND_BROADCAST, COLLIE_ALGO_RING, 1, one};
+  struct cb_tune_algo bad = {FT_TCP, 4, COLLIE_KIND_BROADCAST, COLLIE_ALGO_RING, 1, one};
   FILE *f = fopen(path2, "w");
   ASSERT(f);
   ASSERT(cb_tune_write(f, NULL, NULL, &bad, 1) == -1);
@@ -265,6 +271,7 @@ fit_call(int kind, size_t count, int size, int all_shm)
                            .esize = 4,
                            .size = size,
                            .all_shm = all_shm,
+                           .cls = all_shm ? FT_SHM : FT_TCP,
                            .reduce = collie__reduce_kernel(COLLIE_FLOAT32, COLLIE_SUM)};
   return c;
 }
@@ -404,8 +411,7 @@ TEST_IMPL(fit_tune_file_errors)
     test_write_file(path, cases[i].text);
     ASSERT_RC(COLLIE_INVALID_ARGUMENT, cases[i].msg, collie__models_load(path, &m));
     /* All or nothing: the earlier load's line and constants stand. */
-    ASSERTF(m.nfits == 1 && m.fits[0].algo == COLLIE_ALGO_RING &&
-                m.cls[COLLIE_CLASS_SHM].alpha_us == 1.0,
+    ASSERTF(m.nfits == 1 && m.fits[0].algo == COLLIE_ALGO_RING && m.cls[FT_SHM].alpha_us == 1.0,
             "case %zu changed the models", i);
   }
   /* Disjoint ranges, other algorithms, other sizes and classes are fine. */
@@ -607,9 +613,10 @@ TEST_IMPL(fit_main_fake)
   struct collie__models m = {0};
   ASSERT_OK(collie__comm_models_load(comm, path, &m));
   const char *cls = comm->all_shm ? "shm" : "tcp";
-  int ocls = comm->all_shm ? COLLIE_CLASS_TCP : COLLIE_CLASS_SHM;
+  int ocls = comm->all_shm ? FT_TCP : FT_SHM;
+  ASSERT(comm->cls == (comm->all_shm ? FT_SHM : FT_TCP));
   /* The point-to-point fits made the class constants (6 digits). */
-  int mine = comm->all_shm ? COLLIE_CLASS_SHM : COLLIE_CLASS_TCP;
+  int mine = comm->all_shm ? FT_SHM : FT_TCP;
   if (collie_comm_size(comm) > 1) { /* one rank has no peer to measure */
     ASSERTF(fit_close(m.cls[mine].alpha_us, comm->all_shm ? 0.5 : 5, 1e-4) &&
                 fit_close(m.cls[mine].beta_us, comm->all_shm ? 2e-4 : 4e-4, 1e-4),
@@ -748,12 +755,12 @@ TEST_IMPL(fit_bench_run)
   ASSERT(m.nfits >= 3); /* at least one line per collective */
   int kinds = 0;
   for (int i = 0; i < m.nfits; i++) {
-    ASSERT(m.fits[i].cls == COLLIE_CLASS_SHM && m.fits[i].nranks == 2);
+    ASSERT(m.fits[i].cls == FT_SHM && m.fits[i].nranks == 2);
     kinds |= 1 << m.fits[i].kind;
   }
   ASSERT(kinds ==
          (1 << COLLIE_KIND_ALLREDUCE | 1 << COLLIE_KIND_BROADCAST | 1 << COLLIE_KIND_BARRIER));
-  ASSERT(m.cls[COLLIE_CLASS_SHM].alpha_us > 0 && m.cls[COLLIE_CLASS_TCP].alpha_us > 0);
+  ASSERT(m.cls[FT_SHM].alpha_us > 0 && m.cls[FT_TCP].alpha_us > 0);
   collie__models_free(&m);
 
   snprintf(cmd, sizeof(cmd), "'%s' -n 2 '%s' --tune-check '%s' %s", COLLIE_BUILD_DIR "/collierun",
@@ -781,7 +788,7 @@ TEST_IMPL(fit_oversubscribed_broadcast)
   struct collie__models over = {0}, busy = {0};
   collie__models_default(&over, 2);
   collie__models_default(&busy, 0);
-  ASSERT(over.cls[COLLIE_CLASS_SHM].cores == 2 && busy.cls[COLLIE_CLASS_SHM].cores == 0);
+  ASSERT(over.cls[FT_SHM].cores == 2 && busy.cls[FT_SHM].cores == 0);
   static const size_t bytes[] = {256 << 10, 2 << 20, 16 << 20};
   for (size_t i = 0; i < sizeof(bytes) / sizeof(bytes[0]); i++) {
     struct collie__call c = fit_call(COLLIE_KIND_BROADCAST, bytes[i] / 4, 8, 1);
