@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "collie.h"
+#include "cli.h"
 
 static const char *sweep_algos[] = {
 #define COLLIE_XX_(name, str) str,
@@ -26,23 +27,17 @@ static const char *sweep_algos[] = {
 #undef COLLIE_XX_
 };
 
-static double
-sweep_now(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
+/* A size argument as cli_parse_size reads it; exits with a message when it is not one. */
 static size_t
-sweep_parse_size(const char *s)
+sweep_size(const char *opt, const char *s)
 {
-  char *end;
-  double v = strtod(s, &end);
-  if (*end == 'K' || *end == 'k') v *= 1024;
-  if (*end == 'M' || *end == 'm') v *= 1024 * 1024;
-  if (*end == 'G' || *end == 'g') v *= 1024.0 * 1024 * 1024;
-  return (size_t)v;
+  char why[96];
+  size_t v;
+  if (cli_parse_size(s, &v, why, sizeof(why)) != 0) {
+    fprintf(stderr, "%s: '%s' %s\n", opt, s, why);
+    exit(2);
+  }
+  return v;
 }
 
 enum {
@@ -97,15 +92,15 @@ sweep_time(collie_comm_t *comm, int k, size_t bytes, int a, double target, float
     exit(1);
   }
   /* Estimate the iteration count from a few calls; all ranks agree on it. */
-  double t0 = sweep_now();
+  double t0 = cli_now_s();
   for (int i = 0; i < 3; i++) sweep_call(comm, k, bytes, a, s, r);
-  double est = (sweep_now() - t0) / 3, iters_d = est > 0 ? target / est : 1000;
+  double est = (cli_now_s() - t0) / 3, iters_d = est > 0 ? target / est : 1000;
   collie_allreduce(comm, &iters_d, &iters_d, 1, COLLIE_FLOAT64, COLLIE_MIN, NULL, NULL);
   int iters = iters_d < 3 ? 3 : iters_d > 20000 ? 20000 : (int)iters_d;
   collie_barrier(comm, NULL, NULL);
-  t0 = sweep_now();
+  t0 = cli_now_s();
   for (int i = 0; i < iters; i++) sweep_call(comm, k, bytes, a, s, r);
-  double us = (sweep_now() - t0) / iters * 1e6;
+  double us = (cli_now_s() - t0) / iters * 1e6;
   collie_allreduce(comm, &us, &us, 1, COLLIE_FLOAT64, COLLIE_MAX, NULL, NULL);
   return us;
 }
@@ -118,9 +113,9 @@ main(int argc, char **argv)
   const char *colls = "allreduce,allgather,reduce_scatter,broadcast,reduce,alltoall,gather,scatter";
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "-b"))
-      minb = sweep_parse_size(argv[i + 1]);
+      minb = sweep_size(argv[i], argv[i + 1]);
     else if (!strcmp(argv[i], "-e"))
-      maxb = sweep_parse_size(argv[i + 1]);
+      maxb = sweep_size(argv[i], argv[i + 1]);
     else if (!strcmp(argv[i], "-f"))
       factor = atof(argv[i + 1]);
     else if (!strcmp(argv[i], "-t"))

@@ -13,14 +13,7 @@
 #include <time.h>
 
 #include "collie.h"
-
-static double
-lat_now(void)
-{
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
+#include "cli.h"
 
 int
 main(int argc, char **argv)
@@ -35,17 +28,17 @@ main(int argc, char **argv)
   if (!b || n < 0) return 1;
   for (int i = 0; i < 100; i++)
     collie_allreduce(c, b, b, (size_t)n, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL);
-  double t0 = lat_now();
+  double t0 = cli_now_s();
   for (int i = 0; i < iters; i++)
     if (collie_allreduce(c, b, b, (size_t)n, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL) !=
         COLLIE_SUCCESS) {
       fprintf(stderr, "latency: %s\n", collie_last_error());
       return 1;
     }
-  double ar = (lat_now() - t0) / iters * 1e6;
-  t0 = lat_now();
+  double ar = (cli_now_s() - t0) / iters * 1e6;
+  t0 = cli_now_s();
   for (int i = 0; i < iters; i++) collie_barrier(c, NULL, NULL);
-  double ba = (lat_now() - t0) / iters * 1e6;
+  double ba = (cli_now_s() - t0) / iters * 1e6;
   if (collie_comm_rank(c) == 0)
     printf("%d ranks: allreduce of %d float32: %.2f us, barrier: %.2f us\n", collie_comm_size(c), n,
            ar, ba);

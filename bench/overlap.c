@@ -27,24 +27,7 @@
 #include <time.h>
 
 #include "collie.h"
-
-static double
-ovl_now(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static size_t
-ovl_size(const char *s)
-{
-  char *end;
-  double v = strtod(s, &end);
-  if (*end == 'K' || *end == 'k') v *= 1024;
-  if (*end == 'M' || *end == 'm') v *= 1024 * 1024;
-  return (size_t)v;
-}
+#include "cli.h"
 
 #define OVL_CHECK(call)                                                                            \
   do {                                                                                             \
@@ -99,6 +82,19 @@ ovl_max(collie_comm_t *comm, double v)
   return v;
 }
 
+/* A size argument as cli_parse_size reads it; exits with a message when it is not one. */
+static size_t
+ovl_bytes(const char *opt, const char *s)
+{
+  char why[96];
+  size_t v;
+  if (cli_parse_size(s, &v, why, sizeof(why)) != 0) {
+    fprintf(stderr, "%s: '%s' %s\n", opt, s, why);
+    exit(2);
+  }
+  return v;
+}
+
 static void
 ovl_issue(collie_comm_t *comm, float **bufs, int nb, size_t n, collie_work_t **w)
 {
@@ -125,7 +121,7 @@ main(int argc, char **argv)
     if (!strcmp(argv[i], "-b"))
       nb = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "-s"))
-      bytes = ovl_size(argv[i + 1]);
+      bytes = ovl_bytes(argv[i], argv[i + 1]);
     else if (!strcmp(argv[i], "-c"))
       target_ms = atof(argv[i + 1]);
     else if (!strcmp(argv[i], "-r"))
@@ -162,9 +158,9 @@ main(int argc, char **argv)
   for (;;) {
     int saved = ovl_sleep;
     ovl_sleep = 0;
-    t0 = ovl_now();
+    t0 = cli_now_s();
     ovl_compute(cal);
-    dt = ovl_now() - t0;
+    dt = cli_now_s() - t0;
     ovl_sleep = saved;
     if (dt >= 0.05) break;
     cal *= 2;
@@ -179,24 +175,24 @@ main(int argc, char **argv)
   int done_min = nb;
   for (int r = 0; r < reps; r++) {
     OVL_CHECK(collie_barrier(comm, NULL, NULL));
-    t0 = ovl_now();
+    t0 = cli_now_s();
     ovl_compute(passes);
-    double a = ovl_max(comm, ovl_now() - t0);
+    double a = ovl_max(comm, cli_now_s() - t0);
 
     OVL_CHECK(collie_barrier(comm, NULL, NULL));
-    t0 = ovl_now();
+    t0 = cli_now_s();
     ovl_issue(comm, bufs, nb, n, w);
     ovl_wait(w, nb);
-    double b = ovl_max(comm, ovl_now() - t0);
+    double b = ovl_max(comm, cli_now_s() - t0);
 
     OVL_CHECK(collie_barrier(comm, NULL, NULL));
-    t0 = ovl_now();
+    t0 = cli_now_s();
     ovl_issue(comm, bufs, nb, n, w);
     ovl_compute(passes);
     int done = 0;
     for (int i = 0; i < nb; i++) done += collie_test(w[i]) != COLLIE_IN_PROGRESS;
     ovl_wait(w, nb);
-    double c = ovl_max(comm, ovl_now() - t0);
+    double c = ovl_max(comm, cli_now_s() - t0);
     double dmin = -ovl_max(comm, -(double)done);
 
     if (rank == 0)

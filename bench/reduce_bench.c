@@ -32,6 +32,7 @@
 
 #include "collie.h"
 #include "reduce/reduce.h"
+#include "cli.h"
 
 static const char *const bench_isas[] = {"avx512", "avx2", "portable"};
 #define BENCH_NISA (sizeof bench_isas / sizeof bench_isas[0])
@@ -88,14 +89,6 @@ bench_acc_for(const char *isa)
 }
 
 /* ---- Timing and data ------------------------------------------------------------------- */
-
-static double
-bench_now(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Values in [1, 1.5) in every dtype, so that no repetition of SUM or PROD
  * reaches a subnormal (slow on some CPUs) or leaves fp16's range (1.5^20 <
@@ -157,9 +150,9 @@ bench_kernel(collie__reduce_fn fn, void *c, const void *a, size_t n, int reps)
   double best = 1e30;
   fn(c, a, n);
   for (int r = 0; r < reps; r++) {
-    double t0 = bench_now();
+    double t0 = cli_now_s();
     fn(c, a, n);
-    double t = bench_now() - t0;
+    double t = cli_now_s() - t0;
     if (t < best) best = t;
   }
   return best;
@@ -171,9 +164,9 @@ bench_stream_add(bench_add_fn fn, float *c, const float *a, const float *b, size
   double best = 1e30;
   fn(c, a, b, n);
   for (int r = 0; r < reps; r++) {
-    double t0 = bench_now();
+    double t0 = cli_now_s();
     fn(c, a, b, n);
-    double t = bench_now() - t0;
+    double t = cli_now_s() - t0;
     if (t < best) best = t;
   }
   return best;
@@ -185,23 +178,25 @@ bench_stream_acc(bench_acc_fn fn, float *c, const float *a, size_t n, int reps)
   double best = 1e30;
   fn(c, a, n);
   for (int r = 0; r < reps; r++) {
-    double t0 = bench_now();
+    double t0 = cli_now_s();
     fn(c, a, n);
-    double t = bench_now() - t0;
+    double t = cli_now_s() - t0;
     if (t < best) best = t;
   }
   return best;
 }
 
+/* A size argument as cli_parse_size reads it; exits with a message when it is not one. */
 static size_t
-bench_parse_size(const char *s)
+bench_size(const char *opt, const char *s)
 {
-  char *end;
-  double v = strtod(s, &end);
-  if (*end == 'K' || *end == 'k') v *= 1024;
-  if (*end == 'M' || *end == 'm') v *= 1048576;
-  if (*end == 'G' || *end == 'g') v *= 1073741824.0;
-  return v > 0 ? (size_t)v : 0;
+  char why[96];
+  size_t v;
+  if (cli_parse_size(s, &v, why, sizeof(why)) != 0) {
+    fprintf(stderr, "%s: '%s' %s\n", opt, s, why);
+    exit(2);
+  }
+  return v;
 }
 
 static void
@@ -223,7 +218,7 @@ main(int argc, char **argv)
   const char *only = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "-s") && i + 1 < argc) {
-      bytes = bench_parse_size(argv[++i]);
+      bytes = bench_size("-s", argv[++i]);
     } else if (!strcmp(argv[i], "-r") && i + 1 < argc) {
       reps = atoi(argv[++i]);
     } else if (!strcmp(argv[i], "-i") && i + 1 < argc) {

@@ -37,6 +37,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "cbench.h"
+#include "cli.h"
 #include "core/core.h"
 
 #ifndef COLLIE_VERSION_STRING
@@ -146,40 +147,14 @@ bench_usage_status(void)
 
 /* ---- Option values ---- */
 
-/* A size: digits (a fraction allowed) and an optional binary K, M or G,
- * optionally followed by B or iB. Returns 0, or -1 (message printed). */
+/* A size as cli_parse_size reads it, at most 1 TiB. Returns 0, or -1
+ * (message printed). */
 static int
 bench_parse_size(const char *opt, const char *s, size_t *out)
 {
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (end == s || errno || !isfinite(v) || v < 0 || *s == '-' || *s == '+' || isspace(*s))
-    return bench_usage("%s: '%s' is not a size (e.g. 8, 4K, 64M, 1G)", opt, s);
-  double mult = 1;
-  switch (*end) {
-  case 'k':
-  case 'K':
-    mult = 1024.0, end++;
-    break;
-  case 'm':
-  case 'M':
-    mult = 1024.0 * 1024, end++;
-    break;
-  case 'g':
-  case 'G':
-    mult = 1024.0 * 1024 * 1024, end++;
-    break;
-  default:
-    break;
-  }
-  if (mult > 1 && !strcmp(end, "iB")) end += 2;
-  if (!strcmp(end, "B") || !strcmp(end, "b")) end++;
-  if (*end) return bench_usage("%s: '%s' is not a size (e.g. 8, 4K, 64M, 1G)", opt, s);
-  v *= mult;
-  if (v < 1) return bench_usage("%s: '%s' must be at least 1 byte", opt, s);
-  if (v > 1099511627776.0) return bench_usage("%s: '%s' is more than 1 TiB", opt, s);
-  *out = (size_t)v;
+  char why[96];
+  if (cli_parse_size(s, out, why, sizeof(why)) != 0) return bench_usage("%s: '%s' %s", opt, s, why);
+  if (*out > ((size_t)1 << 40)) return bench_usage("%s: '%s' is more than 1 TiB", opt, s);
   return 0;
 }
 
@@ -400,8 +375,11 @@ bench_parse_args(int argc, char **argv, struct bench_args *a)
       o->mem_collie = !strcmp(optarg, "collie");
       break;
     case OPT_TRANSPORT:
-      if (strcmp(optarg, "auto") && strcmp(optarg, "shm") && strcmp(optarg, "tcp"))
-        return bench_usage("--transport: '%s' is not auto, shm or tcp", optarg);
+      if (!collie__net_transport_name(optarg)) {
+        char choices[128];
+        return bench_usage("--transport: '%s' is not %s", optarg,
+                           collie__net_transport_choices(choices, sizeof(choices)));
+      }
       a->transport = optarg;
       break;
     case OPT_CSV:
