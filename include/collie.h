@@ -5,7 +5,7 @@
  * This is the only header a user includes. Every symbol it declares starts
  * with collie_ or COLLIE_; everything else in the library is hidden.
  *
- * Conventions shared by every call (see docs/ and DESIGN.md):
+ * Conventions shared by every call (see docs/, docs/design.md first):
  * - Counts and displacements are in elements of the dtype, never bytes.
  * - work == NULL blocks until the operation is done; a non-NULL work returns
  *   at once with a handle to wait on (collie_wait / collie_test).
@@ -15,6 +15,11 @@
  *   quoting the first error, until collie_comm_destroy.
  * - collie_last_error() gives the calling thread's message for its last
  *   failed call: which argument, which value, which peer, which operation.
+ * - Threads: one thread at a time issues calls on a communicator (and on the
+ *   communicators split from it that it drives), as with NCCL and MPI's
+ *   MPI_THREAD_SERIALIZED; operations run in the order they were issued.
+ *   collie_wait, collie_test, collie_comm_abort, collie_flight_dump and the
+ *   telemetry calls are safe from any thread.
  */
 #ifndef COLLIE_H
 #define COLLIE_H
@@ -391,8 +396,9 @@ COLLIE_API collie_result_t collie_group_end(collie_comm_t *comm, collie_work_t *
  * COLLIE_SHM_CMA_MIN=0, a kernel without pidfd_getfd) it behaves as malloc'd
  * memory. Peers keep a mapping of up to 8 of a rank's regions each until the
  * communicator is destroyed. comm must be valid; the memory is not tied to it.
- * Returns NULL on failure, and collie_last_error() says why: INVALID_ARGUMENT
- * (comm invalid, bytes 0), SYSTEM_ERROR (the OS refused). */
+ * Returns NULL on failure, and collie_last_error() says why: INVALID_USAGE
+ * (comm destroyed, never initialised or poisoned), INVALID_ARGUMENT (bytes 0),
+ * SYSTEM_ERROR (the OS refused). */
 COLLIE_API void *collie_mem_alloc(collie_comm_t *comm, size_t bytes);
 /* Frees memory from collie_mem_alloc, before or after any communicator is
  * destroyed; NULL is a no-op. No operation may still use it. INVALID_ARGUMENT

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Checks DESIGN.md's "nothing below calls up": which module may include which.
+# Checks docs/design.md's "nothing below calls up": which module may include which.
 #   core      -> bootstrap, transport, coll, reduce, telemetry, util
 #   coll      -> transport/transport.h, reduce/reduce.h, util
 #                (and coll/shm_flat.c alone -> transport/shm.h: the shm-only family)

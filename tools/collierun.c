@@ -5,7 +5,9 @@
  * collie's), watches them, and ends the whole job as soon as one rank fails, a signal arrives
  * or a timeout passes.
  *
- * It depends on libc only, so it builds and runs while the library is still changing.
+ * It depends on libc and, for the list of COLLIE_* variables its --help prints, on
+ * core/params.h from the library's static archive (one table of variables, params.def);
+ * it calls nothing else of the library, so a rank's failure can never take it down.
  *
  * Process model. Each rank runs in a process group of its own whose id is the rank's pid, so
  * that a signal to the rank also reaches the children it forks itself (a shell pipeline, data

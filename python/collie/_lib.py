@@ -1,6 +1,6 @@
 """_lib.py - finds libcollie.so and declares its C API for ctypes.
 
-This module mirrors include/collie.h: the enum values, the two structs the
+This module mirrors include/collie.h: the enum values, the structs the
 binding passes (collie_config_t, collie_opts_t, collie_timing_t) and the
 signature of every function. ctypes trusts these declarations blindly, so a
 signature that drifts from the header corrupts the stack silently: keep them in

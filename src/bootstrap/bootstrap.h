@@ -6,7 +6,7 @@
  *
  * The store is Gloo's Store in C. Keys are short strings ([A-Za-z0-9_./:-]),
  * values are byte strings of at most COLLIE_STORE_MAX_VALUE bytes. It is used at
- * init, split and destroy only, never on the hot path.
+ * init and split (and by the transports' setup then) only, never on the hot path.
  */
 #ifndef COLLIE_BOOTSTRAP_H
 #define COLLIE_BOOTSTRAP_H
@@ -22,7 +22,7 @@
 typedef struct collie__store collie__store_t;
 
 struct collie__store_ops {
-  const char *scheme; /* "tcp", "file", "prefix" */
+  const char *scheme; /* "tcp", "file", "prefix", "user" (the caller's callbacks) */
   /* Sets key to value (copied), replacing an old value. Blocks until the store has it
    * or deadline_ns passes. Errors: TIMEOUT, REMOTE_ERROR (server gone), SYSTEM_ERROR. */
   collie_result_t (*set)(collie__store_t *s, const char *key, const void *val, size_t len,

@@ -1,6 +1,6 @@
 /*
  * store_int.h - what the store implementations (store_file.c, store_tcp.c,
- * store_prefix.c) share with store.c, the dispatcher. Only files of
+ * store_prefix.c, store_user.c) share with store.c, the dispatcher. Only files of
  * src/bootstrap include it.
  */
 #ifndef COLLIE_BOOTSTRAP_STORE_INT_H

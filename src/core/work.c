@@ -110,25 +110,6 @@ work_unref(collie_work_t *w)
   free(w);
 }
 
-/* ---- Telemetry points: one at issue, one at each end of a run ---- */
-
-/* Called on the caller's thread once w is ready to be queued. */
-static void
-work_issued(collie_comm_t *comm, collie_work_t *w)
-{
-  (void)comm;
-  (void)w;
-}
-
-/* Called on the worker when w starts (done == 0) and when it finished (done == 1). */
-static void
-work_ran(collie_comm_t *comm, collie_work_t *w, int done)
-{
-  (void)comm;
-  (void)w;
-  (void)done;
-}
-
 /* ---- The worker ---- */
 
 /* Sets the error of an operation that will not run because comm is
@@ -191,7 +172,6 @@ work_run(collie_comm_t *comm, collie_work_t *w)
   w->deadline_ns = collie__deadline_after_ms(w->timeout_ms);
   pthread_cond_broadcast(&w->cond);
   pthread_mutex_unlock(&w->lock);
-  work_ran(comm, w, 0);
   collie__err_clear();
   if (collie__comm_poisoned(comm) != COLLIE_SUCCESS)
     rc = work_skip(comm, w);
@@ -199,7 +179,6 @@ work_run(collie_comm_t *comm, collie_work_t *w)
     rc = collie__group_run(comm, w->group, w->timeout_ms);
   else
     rc = collie__dispatch_run(comm, &w->op, collie__dispatch_now(&w->op));
-  work_ran(comm, w, 1);
   pthread_mutex_lock(&w->lock);
   w->rc = rc;
   if (rc != COLLIE_SUCCESS) snprintf(w->msg, sizeof(w->msg), "%s", collie__err_msg());
@@ -302,7 +281,6 @@ collie__work_issue(collie_comm_t *comm, struct collie__op *op, struct collie__gr
     w->timeout_ms = op->timeout_ms;
   }
   w->comm = comm;
-  work_issued(comm, w);
   struct collie__workq *q = comm->workq;
   pthread_mutex_lock(&q->lock);
   if (q->tail)
