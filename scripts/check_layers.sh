@@ -1,5 +1,6 @@
 #!/bin/sh
-# Checks docs/design.md's "nothing below calls up": which module may include which.
+# Checks docs/design.md's "nothing below calls up": which module may include
+# which, and which may call which (below).
 #   core      -> bootstrap, transport, coll, reduce, telemetry, util
 #   coll      -> transport/transport.h, reduce/reduce.h, util
 #                (and coll/shm_flat.c alone -> transport/shm.h: the shm-only family)
@@ -34,5 +35,59 @@ check bootstrap '^util/'
 check telemetry '^util/'
 check reduce '^$'
 check util '^$'
+
+# Calls, not only includes: a function defined in one file (a line that
+# starts with its name and "(", the house style) and called from a file of
+# a module that may not reach it fails, as does a call within src/core
+# against the order of its files:
+#   api*.c, introspect.c -> comm.c -> work.c -> dispatch.c, group.c
+#   -> check.c, params.c, placement.c -> comm_state.c
+# (a file may call files to its right, never to its left or beside it).
+allowed_calls() { # module of the caller -> regex of the modules it may call
+  case $1 in
+    core) echo '^(core|bootstrap|transport|coll|reduce|telemetry|util)$' ;;
+    coll) echo '^(coll|transport|reduce|util)$' ;;
+    transport) echo '^(transport|bootstrap|util)$' ;;
+    bootstrap | telemetry) echo "^($1|util)\$" ;;
+    *) echo "^$1\$" ;;
+  esac
+}
+core_rank() {
+  case $1 in
+    api*.c | introspect.c) echo 0 ;;
+    comm.c) echo 1 ;;
+    work.c) echo 2 ;;
+    dispatch.c | group.c) echo 3 ;;
+    check.c | params.c | placement.c) echo 4 ;;
+    comm_state.c) echo 5 ;;
+    *) echo 9 ;;
+  esac
+}
+defs=/tmp/check_layers_defs.$$
+grep -o '^collie_[A-Za-z0-9_]*(' */*.c | sed 's/($//' | sort -t: -k2 >"$defs"
+for f in */*.c; do
+  mod=${f%%/*}
+  ok=$(allowed_calls "$mod")
+  # Calls outside comments and string literals (messages name functions).
+  sed -e 's:/\*.*\*/::g' -e 's/"\([^"\\]\|\\.\)*"//g' -e '/^[[:space:]]*\*/d' -e '/^[[:space:]]*\/\*/d' "$f" |
+    grep -o 'collie_[A-Za-z0-9_]*[[:space:]]*(' | sed 's/[[:space:]]*($//' | sort -u |
+    while read -r fn; do
+      def=$(awk -F: -v fn="$fn" '$2 == fn { print $1; exit }' "$defs")
+      [ -n "$def" ] && [ "$def" != "$f" ] || continue
+      dmod=${def%%/*}
+      if ! echo "$dmod" | grep -Eq "$ok"; then
+        echo "check_layers: $f calls $fn, defined in $def (not allowed for $mod)"
+        echo x >>/tmp/check_layers.$$
+      elif [ "$mod" = core ] && [ "$dmod" = core ]; then
+        a=$(core_rank "${f#core/}")
+        b=$(core_rank "${def#core/}")
+        if [ "$b" -le "$a" ]; then
+          echo "check_layers: $f calls $fn, defined in $def (src/core's files call rightwards only)"
+          echo x >>/tmp/check_layers.$$
+        fi
+      fi
+    done
+done
+rm -f "$defs"
 if [ -e /tmp/check_layers.$$ ]; then rm -f /tmp/check_layers.$$; exit 1; fi
-echo "check_layers: module boundaries respected"
+echo "check_layers: module boundaries respected (includes and calls)"

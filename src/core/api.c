@@ -474,6 +474,36 @@ collie_last_error(void)
   return collie__err_msg();
 }
 
+/* ---- Groups of send/recv (group.c records and runs them) ---- */
+
+collie_result_t
+collie_group_start(collie_comm_t *comm)
+{
+  collie_result_t rc = collie__comm_check(comm, "collie_group_start");
+  if (rc != COLLIE_SUCCESS) return rc;
+  if (comm->in_group)
+    return collie__err(COLLIE_INVALID_USAGE,
+                       "collie_group_start: a group is already open (groups do not nest)");
+  if (!comm->group && !(comm->group = collie__group_new()))
+    return collie__err(COLLIE_SYSTEM_ERROR, "out of memory starting a group");
+  collie__group_begin(comm->group);
+  comm->in_group = 1;
+  return COLLIE_SUCCESS;
+}
+
+collie_result_t
+collie_group_end(collie_comm_t *comm, collie_work_t **work)
+{
+  collie_result_t rc = collie__comm_check(comm, "collie_group_end");
+  if (rc != COLLIE_SUCCESS) return rc;
+  if (!comm->in_group)
+    return collie__err(COLLIE_INVALID_USAGE, "collie_group_end: no group is open");
+  if (work) *work = NULL;
+  comm->in_group = 0;
+  collie__group_seal(comm, comm->group);
+  return collie__work_issue(comm, NULL, comm->group, work);
+}
+
 /* ---- Memory peers read in place ---- */
 
 void *

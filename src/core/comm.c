@@ -1,10 +1,8 @@
 /*
  * comm.c - communicator life cycle: init (from the environment or an
- * explicit config), split, destroy, abort; the registry of live
- * communicators (so a call on a destroyed one is an error, not a crash) and
- * poisoning (after a failure during communication every later call fails
- * fast, quoting the first error). Destroy and split first let the
- * communicator's async work (work.c) finish.
+ * explicit config), split, destroy, abort. The state every call checks (the
+ * registry of live communicators, poisoning) is comm_state.c's. Destroy and
+ * split first let the communicator's async work (work.c) finish.
  *
  * Init: open the job's store, agree on a communicator id, publish this
  * rank's host identity and pid under the id's prefix, read everyone's, and
@@ -21,58 +19,7 @@
 
 #include "core/core.h"
 
-/* ---- Registry of live communicators ---- */
-
-/* Every public call checks its communicator here, so lookups take no lock:
- * slots live in chunks that are allocated once and never move or go away,
- * a destroyed communicator's slot is cleared (never compacted, so a reader
- * cannot miss a live entry while another moves), and comm_reg_hi only grows.
- * Adding and removing are serialised by comm_reg_lock. */
-#define COMM_REG_CHUNK 256
-#define COMM_REG_CHUNKS 64 /* at most 16384 live communicators per process */
-
-typedef _Atomic(collie_comm_t *) comm_reg_slot;
-static pthread_mutex_t comm_reg_lock = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic(comm_reg_slot *) comm_reg_chunks[COMM_REG_CHUNKS];
-static _Atomic size_t comm_reg_hi; /* slots ever used */
-static size_t comm_reg_live;       /* under comm_reg_lock */
-
-static comm_reg_slot *
-comm_reg_slot_at(size_t i)
-{
-  comm_reg_slot *chunk =
-      atomic_load_explicit(&comm_reg_chunks[i / COMM_REG_CHUNK], memory_order_acquire);
-  return &chunk[i % COMM_REG_CHUNK];
-}
-
-static int
-comm_reg_add(collie_comm_t *c)
-{
-  int rc = 0;
-  pthread_mutex_lock(&comm_reg_lock);
-  size_t hi = atomic_load_explicit(&comm_reg_hi, memory_order_relaxed), i;
-  for (i = 0; i < hi && atomic_load_explicit(comm_reg_slot_at(i), memory_order_relaxed); i++) {
-  }
-  if (i == hi) { /* no free slot: a new one, in a new chunk every COMM_REG_CHUNK */
-    if (hi == (size_t)COMM_REG_CHUNK * COMM_REG_CHUNKS) {
-      rc = -1;
-    } else if (hi % COMM_REG_CHUNK == 0 &&
-               !atomic_load_explicit(&comm_reg_chunks[hi / COMM_REG_CHUNK], memory_order_relaxed)) {
-      comm_reg_slot *chunk = calloc(COMM_REG_CHUNK, sizeof(*chunk));
-      if (!chunk)
-        rc = -1;
-      else
-        atomic_store_explicit(&comm_reg_chunks[hi / COMM_REG_CHUNK], chunk, memory_order_release);
-    }
-  }
-  if (rc == 0) {
-    atomic_store_explicit(comm_reg_slot_at(i), c, memory_order_release);
-    if (i == hi) atomic_store_explicit(&comm_reg_hi, hi + 1, memory_order_release);
-    comm_reg_live++;
-  }
-  pthread_mutex_unlock(&comm_reg_lock);
-  return rc;
-}
+/* ---- The job store of world inits ---- */
 
 /* The job's store, shared by every world communicator this process inits
  * (a second init must not serve the same tcp address again). The cache holds
@@ -82,40 +29,24 @@ comm_reg_add(collie_comm_t *c)
  * fail, because a faster rank reached the old server just before it closed
  * (or the port while it was down). Kept, the server also keeps the count of
  * world inits that tells the k-th init of every rank apart. Guarded by
- * comm_reg_lock. */
+ * comm_store_lock. */
+static pthread_mutex_t comm_store_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
   char key[1024]; /* url, token, rank */
   collie__store_t *store;
 } comm_store_cache;
-
-/* Removes c; returns 1 if it was registered. */
-static int
-comm_reg_remove(const collie_comm_t *c)
-{
-  int found = 0;
-  pthread_mutex_lock(&comm_reg_lock);
-  size_t hi = atomic_load_explicit(&comm_reg_hi, memory_order_relaxed);
-  for (size_t i = 0; i < hi && !found; i++)
-    if (atomic_load_explicit(comm_reg_slot_at(i), memory_order_relaxed) == c) {
-      atomic_store_explicit(comm_reg_slot_at(i), NULL, memory_order_release);
-      comm_reg_live--;
-      found = 1;
-    }
-  pthread_mutex_unlock(&comm_reg_lock);
-  return found;
-}
 
 /* The cached job store for key, retained, or NULL. */
 static collie__store_t *
 comm_store_cached(const char *key)
 {
   collie__store_t *s = NULL;
-  pthread_mutex_lock(&comm_reg_lock);
+  pthread_mutex_lock(&comm_store_lock);
   if (comm_store_cache.store && !strcmp(comm_store_cache.key, key)) {
     s = comm_store_cache.store;
     collie__store_retain(s);
   }
-  pthread_mutex_unlock(&comm_reg_lock);
+  pthread_mutex_unlock(&comm_store_lock);
   return s;
 }
 
@@ -126,60 +57,15 @@ static void
 comm_store_remember(const char *key, collie__store_t *s)
 {
   collie__store_t *drop = NULL;
-  pthread_mutex_lock(&comm_reg_lock);
+  pthread_mutex_lock(&comm_store_lock);
   if (comm_store_cache.store != s) {
     drop = comm_store_cache.store;
     snprintf(comm_store_cache.key, sizeof(comm_store_cache.key), "%s", key);
     comm_store_cache.store = s;
     collie__store_retain(s);
   }
-  pthread_mutex_unlock(&comm_reg_lock);
+  pthread_mutex_unlock(&comm_store_lock);
   if (drop) collie__store_release(drop);
-}
-
-static int
-comm_reg_has(const collie_comm_t *c)
-{
-  size_t hi = atomic_load_explicit(&comm_reg_hi, memory_order_acquire);
-  for (size_t i = 0; i < hi; i++)
-    if (atomic_load_explicit(comm_reg_slot_at(i), memory_order_acquire) == c) return 1;
-  return 0;
-}
-
-collie_result_t
-collie__comm_check(const collie_comm_t *comm, const char *fn)
-{
-  if (!comm) return collie__err(COLLIE_INVALID_ARGUMENT, "%s: comm is NULL", fn);
-  if (!comm_reg_has(comm))
-    return collie__err(COLLIE_INVALID_USAGE,
-                       "%s: communicator %p was destroyed or never initialised", fn,
-                       (const void *)comm);
-  collie__log_context(comm->ctx);
-  collie_result_t poisoned = collie__comm_poisoned(comm);
-  if (poisoned != COLLIE_SUCCESS)
-    return collie__err(COLLIE_INVALID_USAGE,
-                       "%s: communicator is unusable after an earlier error (%s): %s", fn,
-                       collie_result_string(poisoned), comm->poison_msg);
-  return COLLIE_SUCCESS;
-}
-
-collie_result_t
-collie__comm_poison(collie_comm_t *comm, collie_result_t rc)
-{
-  pthread_mutex_lock(&comm->poison_lock);
-  if (atomic_load_explicit(&comm->poison_rc, memory_order_relaxed) == COLLIE_SUCCESS) {
-    snprintf(comm->poison_msg, sizeof(comm->poison_msg), "%s", collie__err_msg());
-    atomic_store_explicit(&comm->poison_rc, (int)rc, memory_order_release);
-    COLLIE_WARN("COLL", "%s", comm->poison_msg);
-  }
-  pthread_mutex_unlock(&comm->poison_lock);
-  return rc;
-}
-
-collie_result_t
-collie__comm_poisoned(const collie_comm_t *comm)
-{
-  return (collie_result_t)atomic_load_explicit(&comm->poison_rc, memory_order_acquire);
 }
 
 /* ---- Construction ---- */
@@ -391,12 +277,7 @@ comm_create(const struct collie__params *params, const char *token, int64_t time
   if (params->FR_SIZE > 0 &&
       (c->flight = collie__flight_new((int)params->FR_SIZE, rank, size, hash)))
     collie__flight_watch(c->flight, params->LOG_DIR);
-  if (comm_reg_add(c) != 0) {
-    rc = collie__err(COLLIE_SYSTEM_ERROR,
-                     "cannot register a communicator: out of memory, or %d live in this process",
-                     COMM_REG_CHUNK * COMM_REG_CHUNKS);
-    goto out_free;
-  }
+  COLLIE_CHECK_GOTO(collie__comm_register(c), rc, out_free);
   COLLIE_INFO("INIT", "communicator ready (%d ranks, transport %s)", size, transport);
   *out = c;
   return COLLIE_SUCCESS;
@@ -696,7 +577,7 @@ collie_result_t
 collie_comm_destroy(collie_comm_t *comm)
 {
   if (!comm) return collie__err(COLLIE_INVALID_ARGUMENT, "collie_comm_destroy: comm is NULL");
-  if (!comm_reg_remove(comm))
+  if (!collie__comm_unregister(comm))
     return collie__err(COLLIE_INVALID_USAGE,
                        "collie_comm_destroy: communicator %p was destroyed or never initialised",
                        (void *)comm);
@@ -737,7 +618,7 @@ collie_result_t
 collie_comm_abort(collie_comm_t *comm)
 {
   collie_result_t rc = collie__comm_check(comm, "collie_comm_abort");
-  if (rc == COLLIE_INVALID_USAGE && comm && comm_reg_has(comm) &&
+  if (rc == COLLIE_INVALID_USAGE && comm && collie__comm_live(comm) &&
       collie__comm_poisoned(comm) != COLLIE_SUCCESS)
     rc = COLLIE_SUCCESS; /* aborting a poisoned communicator is fine */
   if (rc != COLLIE_SUCCESS) return rc;
@@ -751,33 +632,22 @@ collie_comm_abort(collie_comm_t *comm)
 int
 collie_comm_rank(const collie_comm_t *comm)
 {
-  return comm && comm_reg_has(comm) ? comm->rank : -1;
+  return comm && collie__comm_live(comm) ? comm->rank : -1;
 }
 
 int
 collie_comm_size(const collie_comm_t *comm)
 {
-  return comm && comm_reg_has(comm) ? comm->size : -1;
+  return comm && collie__comm_live(comm) ? comm->size : -1;
 }
 
 /* ---- Flight recorder ---- */
-
-void
-collie__comm_flight_dump(collie_comm_t *comm, const char *reason)
-{
-  if (!comm->flight) return;
-  char saved[COLLIE_ERRMSG_LEN];
-  snprintf(saved, sizeof(saved), "%s", collie__err_msg()); /* keep the caller's diagnosis */
-  if (collie__flight_dump(comm->flight, comm->params.LOG_DIR, reason) != COLLIE_SUCCESS)
-    COLLIE_WARN("INIT", "flight recorder: %s", collie__err_msg());
-  collie__err_set_text(saved);
-}
 
 collie_result_t
 collie_flight_dump(collie_comm_t *comm)
 {
   if (!comm) return collie__err(COLLIE_INVALID_ARGUMENT, "collie_flight_dump: comm is NULL");
-  if (!comm_reg_has(comm))
+  if (!collie__comm_live(comm))
     return collie__err(COLLIE_INVALID_USAGE,
                        "collie_flight_dump: communicator %p was destroyed or never initialised",
                        (void *)comm);

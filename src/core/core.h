@@ -106,6 +106,15 @@ struct collie_comm {
   char poison_msg[COLLIE_ERRMSG_LEN];
 };
 
+/* ---- comm_state.c: what every call asks of a communicator ---- */
+
+/* Adds c to the registry of live communicators. Errors: SYSTEM_ERROR (out of
+ * memory, or 16384 live in this process). */
+collie_result_t collie__comm_register(collie_comm_t *c);
+/* Removes c; 1 if it was registered. */
+int collie__comm_unregister(const collie_comm_t *c);
+/* Whether c is registered (no lock: every public call asks). */
+int collie__comm_live(const collie_comm_t *c);
 /* Checks that comm is live and usable; sets the error and returns INVALID_USAGE
  * (destroyed, never initialised, or poisoned: quoting the first error). */
 collie_result_t collie__comm_check(const collie_comm_t *comm, const char *fn);
@@ -114,6 +123,9 @@ collie_result_t collie__comm_check(const collie_comm_t *comm, const char *fn);
 collie_result_t collie__comm_poison(collie_comm_t *comm, collie_result_t rc);
 /* The poison code (COLLIE_SUCCESS while healthy). */
 collie_result_t collie__comm_poisoned(const collie_comm_t *comm);
+/* Dumps comm's flight recorder to COLLIE_LOG_DIR with reason; failures to write
+ * are logged, not returned (the caller is already reporting an error). */
+void collie__comm_flight_dump(collie_comm_t *comm, const char *reason);
 
 /* ---- dispatch.c ---- */
 
@@ -154,10 +166,6 @@ collie_result_t collie__dispatch_run(collie_comm_t *comm, struct collie__op *op,
  * run because the communicator failed before its turn. */
 void collie__dispatch_skipped(collie_comm_t *comm, struct collie__op *op);
 
-/* Dumps comm's flight recorder to COLLIE_LOG_DIR with reason; failures to write
- * are logged, not returned (the caller is already reporting an error). */
-void collie__comm_flight_dump(collie_comm_t *comm, const char *reason);
-
 /* ---- introspect.c ---- */
 
 /* The algorithm comm would run for a regular collective of this shape (kind
@@ -186,6 +194,14 @@ collie_result_t collie__check_call(const struct collie__call *call);
 
 /* ---- group.c ---- */
 
+/* A group record, empty (NULL when out of memory); freed by collie__group_free. */
+struct collie__group *collie__group_new(void);
+/* Empties g for a new group (its arrays are kept). */
+void collie__group_begin(struct collie__group *g);
+/* Closes g at collie_group_end: numbers each message with its pair's
+ * sequence number (on the caller's thread, in call order) and starts the
+ * group's telemetry. */
+void collie__group_seal(collie_comm_t *comm, struct collie__group *g);
 /* Records one send (sbuf set) or recv (rbuf set) of the open group (opts:
  * its telemetry label, phase, category). */
 collie_result_t collie__group_add(collie_comm_t *comm, const void *sbuf, void *rbuf, size_t count,

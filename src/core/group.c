@@ -1,6 +1,7 @@
 /*
- * group.c - batched send/recv (collie_group_start / collie_group_end), as NCCL
- * groups. Inside a group, send and recv only record; group_end posts every
+ * group.c - batched send/recv (collie_group_start / collie_group_end in api.c),
+ * as NCCL groups: the record and the run half. Inside a group, send and recv
+ * only record; group_end posts every
  * recorded message at once and waits for all of them together, so a ring
  * exchange (everyone sends right and receives left) cannot deadlock however
  * large the messages are. The record arrays are kept by the communicator and
@@ -104,39 +105,28 @@ collie__group_skipped(collie_comm_t *comm, struct collie__group *g)
   g->n = 0;
 }
 
-collie_result_t
-collie_group_start(collie_comm_t *comm)
+struct collie__group *
+collie__group_new(void)
 {
-  collie_result_t rc = collie__comm_check(comm, "collie_group_start");
-  if (rc != COLLIE_SUCCESS) return rc;
-  if (comm->in_group)
-    return collie__err(COLLIE_INVALID_USAGE,
-                       "collie_group_start: a group is already open (groups do not nest)");
-  if (!comm->group && !(comm->group = calloc(1, sizeof(*comm->group))))
-    return collie__err(COLLIE_SYSTEM_ERROR, "out of memory starting a group");
-  comm->group->n = 0;
-  comm->group->tele.category = COLLIE_CAT_OTHER;
-  comm->in_group = 1;
-  return COLLIE_SUCCESS;
+  return calloc(1, sizeof(struct collie__group));
 }
 
-collie_result_t
-collie_group_end(collie_comm_t *comm, collie_work_t **work)
+void
+collie__group_begin(struct collie__group *g)
 {
-  collie_result_t rc = collie__comm_check(comm, "collie_group_end");
-  if (rc != COLLIE_SUCCESS) return rc;
-  if (!comm->in_group)
-    return collie__err(COLLIE_INVALID_USAGE, "collie_group_end: no group is open");
-  if (work) *work = NULL;
-  comm->in_group = 0;
-  struct collie__group *g = comm->group;
+  g->n = 0;
+  g->tele.category = COLLIE_CAT_OTHER;
+}
+
+void
+collie__group_seal(collie_comm_t *comm, struct collie__group *g)
+{
   for (size_t i = 0; i < g->n; i++) {
     struct collie__group_op *op = &g->ops[i];
     uint32_t *seq = op->sbuf ? &comm->p2p_send_seq[op->peer] : &comm->p2p_recv_seq[op->peer];
     op->slot = collie__slot_p2p((uint32_t)op->tag, (*seq)++);
   }
   group_tele_issue(comm, g);
-  return collie__work_issue(comm, NULL, g, work);
 }
 
 collie_result_t

@@ -1,5 +1,7 @@
 /* names.c - strings for result codes, dtypes and ops, generated from the
- * X-macro lists of collie.h so that no code can lack its text. */
+ * X-macro lists of collie.h so that no code can lack its text. In util, the
+ * bottom layer, because every module names dtypes, ops and results in its
+ * messages (public functions all the same: collie_dtype_name, ...). */
 #include "collie.h"
 
 static const char *names_results[] = {
