@@ -40,4 +40,18 @@ collie_result_t collie__store_tcp_open(const char *url, const char *hostport, in
                                        const char *token, int64_t deadline_ns,
                                        collie__store_t **out);
 
+/* A tcp store URL's longest text, NUL included. */
+#define COLLIE_STORE_TCP_URL_MAX 600
+
+/* The tcp store's server (store_tcp_server.c): rank 0 runs it in a thread. */
+struct collie__store_tcp_server;
+/* Listens on host:port and starts the server thread answering connections that
+ * prove token; *bound gets the port. url names the store in messages. Errors:
+ * SYSTEM_ERROR (port in use, no memory, no thread). */
+collie_result_t collie__store_tcp_server_start(const char *url, const char *host, int port,
+                                               const char *token,
+                                               struct collie__store_tcp_server **out, int *bound);
+/* Stops the thread, closes every connection (clients fail at once) and frees. */
+void collie__store_tcp_server_stop(struct collie__store_tcp_server *sv);
+
 #endif /* COLLIE_BOOTSTRAP_STORE_INT_H */
