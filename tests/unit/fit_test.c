@@ -25,6 +25,7 @@
 
 #define cb_measure fit_fake_measure
 #include "../../tools/cbench_fit.c"
+#include "../../tools/cbench_line.c"
 
 /* The cost-model classes, as net.c's transport table orders them
  * (fit_tune_file_roundtrip checks the names). */
