@@ -492,18 +492,26 @@ COLLIE_API void collie_timing_log_close(collie_timing_log_t *log);
  * communicator's (docs/telemetry.md), for a process whose communication runs on
  * MPI, NCCL or Gloo, which tells collie what each call was and how long it took.
  * The collectives comms.csv has columns for: */
+/* XX(name, column): COLLIE_COLL_<name> has the comms.csv columns bytes_<column> and
+ * t_<column>_ms, except BARRIER: counted, no column (no bytes, its time in no t_
+ * column). */
+#define COLLIE_COLLECTIVE_MAP(XX)                                                                  \
+  XX(ALLREDUCE, "all_reduce")                                                                      \
+  XX(ALLGATHER, "all_gather")                                                                      \
+  XX(REDUCE_SCATTER, "reduce_scatter")                                                             \
+  XX(BROADCAST, "broadcast")                                                                       \
+  XX(REDUCE, "reduce")                                                                             \
+  XX(ALLTOALL, "all_to_all")                                                                       \
+  XX(GATHER, "gather")                                                                             \
+  XX(SCATTER, "scatter")                                                                           \
+  XX(SEND_RECV, "send_recv")                                                                       \
+  XX(BARRIER, "barrier")
+
 typedef enum {
-  COLLIE_COLL_ALLREDUCE = 0, /* bytes_all_reduce, t_all_reduce_ms */
-  COLLIE_COLL_ALLGATHER,
-  COLLIE_COLL_REDUCE_SCATTER,
-  COLLIE_COLL_BROADCAST,
-  COLLIE_COLL_REDUCE,
-  COLLIE_COLL_ALLTOALL,
-  COLLIE_COLL_GATHER,
-  COLLIE_COLL_SCATTER,
-  COLLIE_COLL_SEND_RECV,
-  COLLIE_COLL_BARRIER, /* counted, no column: no bytes, its time in no t_ column */
-  COLLIE_COLL_COUNT_
+#define COLLIE_XX_(name, column) COLLIE_COLL_##name,
+  COLLIE_COLLECTIVE_MAP(COLLIE_XX_)
+#undef COLLIE_XX_
+      COLLIE_COLL_COUNT_ /* not a collective: the number of them */
 } collie_collective_t;
 
 /* The wire model's bytes one rank moves for a call of coll on p ranks whose caller

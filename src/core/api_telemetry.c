@@ -12,19 +12,6 @@
 
 #include "core/core.h"
 
-_Static_assert((int)COLLIE_COLL_ALLREDUCE == COLLIE_TC_ALL_REDUCE &&
-                   (int)COLLIE_COLL_ALLGATHER == COLLIE_TC_ALL_GATHER &&
-                   (int)COLLIE_COLL_REDUCE_SCATTER == COLLIE_TC_REDUCE_SCATTER &&
-                   (int)COLLIE_COLL_BROADCAST == COLLIE_TC_BROADCAST &&
-                   (int)COLLIE_COLL_REDUCE == COLLIE_TC_REDUCE &&
-                   (int)COLLIE_COLL_ALLTOALL == COLLIE_TC_ALL_TO_ALL &&
-                   (int)COLLIE_COLL_GATHER == COLLIE_TC_GATHER &&
-                   (int)COLLIE_COLL_SCATTER == COLLIE_TC_SCATTER &&
-                   (int)COLLIE_COLL_SEND_RECV == COLLIE_TC_SEND_RECV &&
-                   (int)COLLIE_COLL_BARRIER == COLLIE_TC_BARRIER &&
-                   (int)COLLIE_COLL_COUNT_ == COLLIE_TC_COUNT_,
-               "collie_collective_t and telemetry's COLLIE_TC_* must agree");
-
 /* ---- Steps and the timing log of a communicator tree ---- */
 
 collie_result_t

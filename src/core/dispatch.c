@@ -58,25 +58,8 @@ dispatch_tele_issue(collie_comm_t *comm, struct collie__op *op, const collie_opt
     return;
   }
   uint64_t es = c->esize, n = c->count * es, others = 0;
-  static const struct {
-    int tc;
-    const char *name;
-  } map[COLLIE_KIND_COUNT_] = {
-      [COLLIE_KIND_ALLREDUCE] = {COLLIE_TC_ALL_REDUCE, "ALLREDUCE"},
-      [COLLIE_KIND_ALLGATHER] = {COLLIE_TC_ALL_GATHER, "ALLGATHER"},
-      [COLLIE_KIND_ALLGATHERV] = {COLLIE_TC_ALL_GATHER, "ALLGATHER"},
-      [COLLIE_KIND_REDUCE_SCATTER] = {COLLIE_TC_REDUCE_SCATTER, "REDUCE_SCATTER"},
-      [COLLIE_KIND_BROADCAST] = {COLLIE_TC_BROADCAST, "BCAST"},
-      [COLLIE_KIND_REDUCE] = {COLLIE_TC_REDUCE, "REDUCE"},
-      [COLLIE_KIND_ALLTOALL] = {COLLIE_TC_ALL_TO_ALL, "ALLTOALL"},
-      [COLLIE_KIND_ALLTOALLV] = {COLLIE_TC_ALL_TO_ALL, "ALLTOALL"},
-      [COLLIE_KIND_GATHER] = {COLLIE_TC_GATHER, "GATHER"},
-      [COLLIE_KIND_SCATTER] = {COLLIE_TC_SCATTER, "SCATTER"},
-      [COLLIE_KIND_BARRIER] = {COLLIE_TC_BARRIER, "BARRIER"},
-      [COLLIE_KIND_P2P] = {COLLIE_TC_SEND_RECV, "SEND"},
-  };
-  t->tc = map[c->kind].tc;
-  t->opname = c->kind == COLLIE_KIND_P2P && !c->sendbuf ? "RECV" : map[c->kind].name;
+  t->tc = (int)collie__kind_collective(c->kind);
+  t->opname = c->kind == COLLIE_KIND_P2P && !c->sendbuf ? "RECV" : collie__kind_opname(c->kind);
   t->category = opts ? opts->category : COLLIE_CAT_OTHER;
   switch (c->kind) {
   case COLLIE_KIND_ALLTOALL:

@@ -79,10 +79,10 @@ group_tele_issue(collie_comm_t *comm, struct collie__group *g)
     return;
   }
   for (size_t i = 0; i < g->n; i++) bytes += g->ops[i].bytes;
-  g->tele.tc = COLLIE_TC_SEND_RECV;
+  g->tele.tc = COLLIE_COLL_SEND_RECV;
   g->tele.opname = NULL;
   g->tele.size = bytes;
-  g->tele.wire = collie__wire_bytes(COLLIE_TC_SEND_RECV, 2, bytes);
+  g->tele.wire = collie__wire_bytes(COLLIE_COLL_SEND_RECV, 2, bytes);
   collie__tele_issue(comm->tele, &g->tele, NULL, NULL, collie__now_ns());
 }
 

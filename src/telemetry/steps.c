@@ -23,10 +23,10 @@
 #include "util/error.h"
 
 /* Row columns in order, after step,epoch,world_size (docs/telemetry.md). */
-static const int steps_first[] = {COLLIE_TC_ALL_REDUCE, COLLIE_TC_ALL_GATHER,
-                                  COLLIE_TC_REDUCE_SCATTER, COLLIE_TC_BROADCAST};
-static const int steps_more[] = {COLLIE_TC_REDUCE, COLLIE_TC_ALL_TO_ALL, COLLIE_TC_GATHER,
-                                 COLLIE_TC_SCATTER, COLLIE_TC_SEND_RECV};
+static const int steps_first[] = {COLLIE_COLL_ALLREDUCE, COLLIE_COLL_ALLGATHER,
+                                  COLLIE_COLL_REDUCE_SCATTER, COLLIE_COLL_BROADCAST};
+static const int steps_more[] = {COLLIE_COLL_REDUCE, COLLIE_COLL_ALLTOALL, COLLIE_COLL_GATHER,
+                                 COLLIE_COLL_SCATTER, COLLIE_COLL_SEND_RECV};
 #define STEPS_N(a) ((int)(sizeof(a) / sizeof((a)[0])))
 /* Built-in categories in column order (OTHER, id 0, comes last). */
 static const int steps_builtin_cats[] = {
@@ -38,8 +38,8 @@ struct collie__step_acc {
   int64_t step, epoch;
   int ended;
   int pending; /* operations issued in the step and not yet complete */
-  uint64_t bytes[COLLIE_TC_COUNT_];
-  int64_t ns[COLLIE_TC_COUNT_];
+  uint64_t bytes[COLLIE_COLL_COUNT_];
+  int64_t ns[COLLIE_COLL_COUNT_];
   struct collie__step_acc *next; /* the next step in row order */
   uint64_t cat_bytes[];          /* per category id (ncat) */
 };
@@ -99,8 +99,8 @@ steps_row(const struct collie__steps *s, const struct collie__step_acc *a, char 
   /* Times in whole microseconds, as printed: the total is the sum of the
    * printed columns and the bandwidth follows from printed values, so a
    * reader who recomputes either from the file gets the file's number. */
-  int64_t us[COLLIE_TC_COUNT_], total_us = 0;
-  for (int tc = 0; tc < COLLIE_TC_COUNT_; tc++) {
+  int64_t us[COLLIE_COLL_COUNT_], total_us = 0;
+  for (int tc = 0; tc < COLLIE_COLL_COUNT_; tc++) {
     us[tc] = (a->ns[tc] + 500) / 1000;
     total += a->bytes[tc];
     total_us += us[tc];
@@ -265,7 +265,7 @@ collie__steps_charge(struct collie__steps *s, int tc, int category, uint64_t wir
   if (a) {
     a->pending++;
     a->bytes[tc] += wire;
-    if (tc != COLLIE_TC_BARRIER && category >= 0 && category < s->ncat)
+    if (tc != COLLIE_COLL_BARRIER && category >= 0 && category < s->ncat)
       a->cat_bytes[category] += wire;
   }
   pthread_mutex_unlock(&s->lock);
@@ -287,7 +287,7 @@ collie__steps_done(struct collie__steps *s, struct collie__step_acc *acc, int tc
   if (!acc) return;
   pthread_mutex_lock(&s->lock);
   /* Barrier has no column: its time is not communication volume's. */
-  if (tc != COLLIE_TC_BARRIER) acc->ns[tc] += ns;
+  if (tc != COLLIE_COLL_BARRIER) acc->ns[tc] += ns;
   acc->pending--;
   if (acc->ended && acc->pending == 0) steps_write_ready(s, 0);
   pthread_mutex_unlock(&s->lock);

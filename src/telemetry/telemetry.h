@@ -88,21 +88,8 @@ collie_result_t collie__flight_dump(struct collie__flight *fr, const char *dir, 
 void collie__flight_watch(struct collie__flight *fr, const char *dir);
 void collie__flight_unwatch(struct collie__flight *fr);
 
-/* ---- wire.c: the collectives comms.csv tracks, and the wire model ---- */
-
-enum {
-  COLLIE_TC_ALL_REDUCE = 0,
-  COLLIE_TC_ALL_GATHER,
-  COLLIE_TC_REDUCE_SCATTER,
-  COLLIE_TC_BROADCAST,
-  COLLIE_TC_REDUCE,
-  COLLIE_TC_ALL_TO_ALL,
-  COLLIE_TC_GATHER,
-  COLLIE_TC_SCATTER,
-  COLLIE_TC_SEND_RECV,
-  COLLIE_TC_BARRIER, /* timed in the timing log only: no bytes, no comms.csv column */
-  COLLIE_TC_COUNT_
-};
+/* ---- wire.c: the collectives comms.csv tracks (collie.h's collie_collective_t,
+ * COLLIE_COLLECTIVE_MAP), and the wire model ---- */
 
 /* "all_reduce", ... as in comms.csv column names. */
 const char *collie__tc_column(int tc);

@@ -6,14 +6,16 @@
  */
 #include "telemetry/telemetry.h"
 
-static const char *const wire_columns[COLLIE_TC_COUNT_] = {
-    "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
-    "all_to_all", "gather",     "scatter",        "send_recv", "barrier"};
+static const char *const wire_columns[COLLIE_COLL_COUNT_] = {
+#define COLLIE_XX_(name, column) column,
+    COLLIE_COLLECTIVE_MAP(COLLIE_XX_)
+#undef COLLIE_XX_
+};
 
 const char *
 collie__tc_column(int tc)
 {
-  return tc >= 0 && tc < COLLIE_TC_COUNT_ ? wire_columns[tc] : "?";
+  return tc >= 0 && tc < COLLIE_COLL_COUNT_ ? wire_columns[tc] : "?";
 }
 
 /* size * num / den without overflow for any size below 2^64 and small p. */
@@ -28,18 +30,18 @@ collie__wire_bytes(int tc, int p, uint64_t size)
 {
   uint64_t n = p > 0 ? (uint64_t)p : 1;
   switch (tc) {
-  case COLLIE_TC_ALL_REDUCE:
+  case COLLIE_COLL_ALLREDUCE:
     return wire_scale(size, 2 * (n - 1), n);
-  case COLLIE_TC_ALL_GATHER: /* size: the rank's shard */
-  case COLLIE_TC_REDUCE_SCATTER:
-  case COLLIE_TC_GATHER:
-  case COLLIE_TC_SCATTER:
+  case COLLIE_COLL_ALLGATHER: /* size: the rank's shard */
+  case COLLIE_COLL_REDUCE_SCATTER:
+  case COLLIE_COLL_GATHER:
+  case COLLIE_COLL_SCATTER:
     return wire_scale(size, n - 1, 1);
-  case COLLIE_TC_ALL_TO_ALL: /* size: the whole send buffer of p blocks */
+  case COLLIE_COLL_ALLTOALL: /* size: the whole send buffer of p blocks */
     return wire_scale(size, n - 1, n);
-  case COLLIE_TC_BROADCAST:
-  case COLLIE_TC_REDUCE:
-  case COLLIE_TC_SEND_RECV:
+  case COLLIE_COLL_BROADCAST:
+  case COLLIE_COLL_REDUCE:
+  case COLLIE_COLL_SEND_RECV:
     return size;
   default:
     return 0;

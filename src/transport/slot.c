@@ -1,27 +1,14 @@
-/* slot.c - names for slots and collective kinds, for error messages that say
+/* slot.c - names for slots (their kinds: util/kinds.c), for error messages that say
  * which operation a stray message belonged to. */
 #include <stdio.h>
 
 #include "transport/transport.h"
-
-static const char *slot_kind_names[] = {
-#define COLLIE_XX_(name, str) str,
-    COLLIE_KIND_MAP(COLLIE_XX_)
-#undef COLLIE_XX_
-};
 
 static const char *slot_algo_names[] = {
 #define COLLIE_XX_(name, str) str,
     COLLIE_ALGO_MAP(COLLIE_XX_)
 #undef COLLIE_XX_
 };
-
-const char *
-collie__kind_name(int kind)
-{
-  if (kind < 0 || kind >= COLLIE_KIND_COUNT_) return "unknown";
-  return slot_kind_names[kind];
-}
 
 void
 collie__slot_describe(uint64_t slot, char *buf, size_t len)

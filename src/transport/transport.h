@@ -26,36 +26,14 @@
 #include <stdint.h>
 
 #include "collie.h"
+#include "util/kinds.h"
 
 struct collie__store;
 
 /* ---- Slots: the tag every message carries ---- */
 
-/* Collective kinds, as carried in a slot (8 bits). P2P carries the user's tag. */
-#define COLLIE_KIND_MAP(XX)                                                                        \
-  XX(NONE, "none")                                                                                 \
-  XX(ALLREDUCE, "allreduce")                                                                       \
-  XX(ALLGATHER, "allgather")                                                                       \
-  XX(ALLGATHERV, "allgatherv")                                                                     \
-  XX(REDUCE_SCATTER, "reduce_scatter")                                                             \
-  XX(BROADCAST, "broadcast")                                                                       \
-  XX(REDUCE, "reduce")                                                                             \
-  XX(ALLTOALL, "alltoall")                                                                         \
-  XX(ALLTOALLV, "alltoallv")                                                                       \
-  XX(GATHER, "gather")                                                                             \
-  XX(SCATTER, "scatter")                                                                           \
-  XX(BARRIER, "barrier")                                                                           \
-  XX(P2P, "send/recv")                                                                             \
-  XX(INTERNAL, "internal")
-
-typedef enum {
-#define COLLIE_XX_(name, str) COLLIE_KIND_##name,
-  COLLIE_KIND_MAP(COLLIE_XX_)
-#undef COLLIE_XX_
-      COLLIE_KIND_COUNT_
-} collie__kind_t;
-
-const char *collie__kind_name(int kind);
+/* Collective kinds (util/kinds.h, the one list) go in a slot's top 8 bits. P2P
+ * carries the user's tag. */
 
 /* Collective slot: 8 bits kind | 32 bits op sequence | 16 bits algorithm step | 8 bits
  * left for the algorithm's id (collie__call_slot in coll/coll.h sets them; slot.c decodes). */
