@@ -21,6 +21,7 @@
 
 #include "telemetry/telemetry.h"
 #include "util/error.h"
+#include "util/util.h"
 
 /* Row columns in order, after step,epoch,world_size (docs/telemetry.md). */
 static const int steps_first[] = {COLLIE_COLL_ALLREDUCE, COLLIE_COLL_ALLGATHER,
@@ -45,6 +46,7 @@ struct collie__step_acc {
 };
 
 struct collie__steps {
+  struct collie__tele_out_head out; /* wanted: rows are written and a step is open */
   pthread_mutex_t lock;
   _Atomic int in_step;
   int64_t step, epoch; /* the open step (step 0: none); epoch stays after it ends */
@@ -210,6 +212,7 @@ collie__steps_begin(struct collie__steps *s, int64_t step, int64_t epoch)
     s->step = step;
     s->epoch = epoch;
     atomic_store_explicit(&s->in_step, 1, memory_order_relaxed);
+    atomic_store_explicit(&s->out.wanted, s->fd >= 0, memory_order_relaxed);
   }
   pthread_mutex_unlock(&s->lock);
   return rc;
@@ -225,6 +228,7 @@ collie__steps_end(struct collie__steps *s)
   } else {
     s->step = 0;
     atomic_store_explicit(&s->in_step, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->out.wanted, 0, memory_order_relaxed);
     if (s->open) {
       s->open->ended = 1;
       s->open = NULL;
@@ -292,3 +296,58 @@ collie__steps_done(struct collie__steps *s, struct collie__step_acc *acc, int tc
   if (acc->ended && acc->pending == 0) steps_write_ready(s, 0);
   pthread_mutex_unlock(&s->lock);
 }
+
+/* ---- comms.csv as an output of a communicator tree (tele.c) ---- */
+
+static collie_result_t
+comms_out_open(const struct collie__tele_cfg *cfg, void **out)
+{
+  char path[1200];
+  int rows = cfg->rank == 0 && cfg->comms_log;
+  const char *dir = cfg->log_dir && *cfg->log_dir ? cfg->log_dir : ".";
+  snprintf(path, sizeof(path), "%s/comms.csv", dir);
+  if (rows && collie__mkdir_p(dir) != 0)
+    return collie__err_errno(COLLIE_SYSTEM_ERROR, "comms.csv: cannot create directory %s", dir);
+  struct collie__steps *s = NULL;
+  collie_result_t rc = collie__steps_open(rows ? path : NULL, cfg->world_size, &s);
+  *out = s;
+  return rc;
+}
+
+static void
+comms_out_issue(void *self, struct collie__tele_op *op, const char *label, const char *phase)
+{
+  (void)label;
+  (void)phase;
+  op->acc = collie__steps_charge(self, op->tc, op->category, op->wire, &op->iteration, &op->epoch);
+}
+
+static void
+comms_out_complete(void *self, struct collie__tele_op *op, int failed, int64_t now)
+{
+  (void)failed; /* a failed call's time counts as spent */
+  collie__steps_done(self, op->acc, op->tc, now - op->t0_ns);
+  op->acc = NULL;
+}
+
+static collie_result_t
+comms_out_flush(void *self)
+{
+  (void)self; /* rows are written as their steps complete */
+  return COLLIE_SUCCESS;
+}
+
+static void
+comms_out_close(void *self)
+{
+  collie__steps_close(self);
+}
+
+const struct collie__tele_output collie__tele_comms_output = {
+    .name = "comms.csv",
+    .open = comms_out_open,
+    .issue = comms_out_issue,
+    .complete = comms_out_complete,
+    .flush = comms_out_flush,
+    .close = comms_out_close,
+};

@@ -1,72 +1,63 @@
 /*
- * tele.c - a communicator tree's telemetry: the step accounting (steps.c)
- * and the timing log (timing.c) that every communicator of one
- * collie_comm_init shares with its splits, and the per-operation hooks the
- * core calls at issue and at completion.
+ * tele.c - a communicator tree's telemetry: what every communicator of one
+ * collie_comm_init shares with its splits. It keeps the step accounting
+ * (steps.c) and hands each operation to the tree's outputs, in the order of
+ * tele_outputs[]: comms.csv (steps.c) and the timing log (tele_timing.c).
+ * The core calls the hooks below at issue and at completion; an output
+ * never sees the core.
  *
- * The timing log can be opened and closed while operations are in flight on
- * other threads, so hooks never hold a pointer to a log across the
- * operation: issue only decides whether a row is due, and completion takes
- * the log under the tree's lock, pushes (non-blocking) and lets go. That
- * lock is never held for I/O, so a push never waits for a file: open creates
- * the files before it installs the log, and a flush writes under open_lock
- * instead, which also keeps close (swap the log out, then stop it) from
- * freeing a log that is being written.
+ * Adding an output: a file with its struct collie__tele_output (telemetry.h
+ * says what each function must do), and its line in tele_outputs[].
  */
-#include <errno.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "telemetry/telemetry.h"
 #include "util/error.h"
-#include "util/util.h"
+
+/* The outputs, in the order every operation visits them. comms.csv comes
+ * first: its issue stamps the operation with the open step's numbers, which
+ * the others read at completion. */
+static const struct collie__tele_output *const tele_outputs[] = {
+    &collie__tele_comms_output,
+    &collie__tele_timing_output,
+};
+enum { TELE_COMMS, TELE_TIMING, TELE_NOUT };
+_Static_assert(sizeof(tele_outputs) / sizeof(tele_outputs[0]) == TELE_NOUT,
+               "tele_outputs and its indices must agree");
 
 struct collie__tele {
   _Atomic int refs;
-  struct collie__steps *steps;
-  int rows;                      /* this rank writes comms.csv */
-  pthread_mutex_t lock;          /* the timing pointer: held briefly, never for I/O */
-  pthread_mutex_t open_lock;     /* serialises open, flush and close */
-  struct collie__timing *timing; /* under lock */
-  _Atomic int timing_on;
-  struct collie__timing_cfg timing_cfg;
-  char host[128];
+  void *out[TELE_NOUT]; /* each output's state; out[TELE_COMMS] is the step accounting */
 };
+
+static int
+tele_wants(const struct collie__tele *t, int i)
+{
+  const struct collie__tele_out_head *h = t->out[i];
+  return atomic_load_explicit(&h->wanted, memory_order_relaxed);
+}
+
+static struct collie__steps *
+tele_steps(const struct collie__tele *t)
+{
+  return t->out[TELE_COMMS];
+}
 
 collie_result_t
 collie__tele_open(const struct collie__tele_cfg *cfg, struct collie__tele **out)
 {
-  collie_result_t rc;
-  char path[1200];
   struct collie__tele *t = calloc(1, sizeof(*t));
   if (!t) return collie__err(COLLIE_SYSTEM_ERROR, "out of memory for telemetry");
   atomic_init(&t->refs, 1);
-  pthread_mutex_init(&t->lock, NULL);
-  pthread_mutex_init(&t->open_lock, NULL);
-  snprintf(t->host, sizeof(t->host), "%s", cfg->host ? cfg->host : "");
-  t->timing_cfg = (struct collie__timing_cfg){.rank = cfg->rank,
-                                              .world_size = cfg->world_size,
-                                              .host = t->host,
-                                              .capacity = cfg->timing_queue,
-                                              .flush_ms = cfg->timing_flush_ms};
-  t->rows = cfg->rank == 0 && cfg->comms_log;
-  const char *dir = cfg->log_dir && *cfg->log_dir ? cfg->log_dir : ".";
-  snprintf(path, sizeof(path), "%s/comms.csv", dir);
-  if (t->rows && collie__mkdir_p(dir) != 0) {
-    rc = collie__err_errno(COLLIE_SYSTEM_ERROR, "comms.csv: cannot create directory %s", dir);
-    collie__tele_release(t);
-    return rc;
-  }
-  rc = collie__steps_open(t->rows ? path : NULL, cfg->world_size, &t->steps);
-  if (rc == COLLIE_SUCCESS && cfg->timing_dir && *cfg->timing_dir)
-    rc = collie__tele_timing_open(t, cfg->timing_dir);
-  if (rc != COLLIE_SUCCESS) {
-    collie__tele_release(t);
-    return rc;
+  for (int i = 0; i < TELE_NOUT; i++) {
+    collie_result_t rc = tele_outputs[i]->open(cfg, &t->out[i]);
+    if (rc != COLLIE_SUCCESS) {
+      collie__tele_release(t);
+      return rc;
+    }
   }
   *out = t;
   return COLLIE_SUCCESS;
@@ -82,95 +73,53 @@ void
 collie__tele_release(struct collie__tele *t)
 {
   if (!t || atomic_fetch_sub(&t->refs, 1) != 1) return;
-  collie__tele_timing_close(t);
-  collie__steps_close(t->steps);
-  pthread_mutex_destroy(&t->lock);
-  pthread_mutex_destroy(&t->open_lock);
+  for (int i = TELE_NOUT - 1; i >= 0; i--)
+    if (t->out[i]) tele_outputs[i]->close(t->out[i]);
   free(t);
 }
 
 collie_result_t
 collie__tele_step_begin(struct collie__tele *t, int64_t step, int64_t epoch)
 {
-  return collie__steps_begin(t->steps, step, epoch);
+  return collie__steps_begin(tele_steps(t), step, epoch);
 }
 
 collie_result_t
 collie__tele_step_end(struct collie__tele *t)
 {
-  return collie__steps_end(t->steps);
+  return collie__steps_end(tele_steps(t));
 }
 
 int
 collie__tele_categories(const struct collie__tele *t)
 {
-  return collie__steps_categories(t->steps);
+  return collie__steps_categories(tele_steps(t));
 }
 
-/* ---- The timing log ---- */
+/* ---- The timing log, which opens and closes at any time ---- */
 
 collie_result_t
 collie__tele_timing_open(struct collie__tele *t, const char *dir)
 {
-  collie_result_t rc = COLLIE_SUCCESS;
-  pthread_mutex_lock(&t->open_lock);
-  struct collie__timing *log = t->timing; /* only open/close change it, under open_lock */
-  if (log) {
-    if (strcmp(collie__timing_dir(log), dir) != 0)
-      rc = collie__err(COLLIE_INVALID_USAGE,
-                       "collie_timing_open(\"%s\"): the timing log is already open in %s "
-                       "(collie_timing_close it first)",
-                       dir, collie__timing_dir(log));
-  } else if ((rc = collie__timing_open(dir, &t->timing_cfg, &log)) == COLLIE_SUCCESS) {
-    /* Files are opened outside t->lock: pushes never wait for I/O. */
-    pthread_mutex_lock(&t->lock);
-    t->timing = log;
-    pthread_mutex_unlock(&t->lock);
-    atomic_store(&t->timing_on, 1);
-  }
-  pthread_mutex_unlock(&t->open_lock);
-  return rc;
+  return collie__tele_timing_log_open(t->out[TELE_TIMING], dir);
 }
 
 collie_result_t
 collie__tele_timing_flush(struct collie__tele *t)
 {
-  /* Under open_lock, not t->lock: the log cannot close meanwhile, and pushes
-   * (which take only t->lock) go on while the file is written. */
-  collie_result_t rc = COLLIE_SUCCESS;
-  pthread_mutex_lock(&t->open_lock);
-  if (t->timing) rc = collie__timing_flush(t->timing);
-  pthread_mutex_unlock(&t->open_lock);
-  return rc;
+  return collie__tele_timing_log_flush(t->out[TELE_TIMING]);
 }
 
 void
 collie__tele_timing_close(struct collie__tele *t)
 {
-  pthread_mutex_lock(&t->open_lock);
-  pthread_mutex_lock(&t->lock);
-  struct collie__timing *log = t->timing;
-  t->timing = NULL;
-  atomic_store(&t->timing_on, 0);
-  pthread_mutex_unlock(&t->lock);
-  /* No push can reach the log now (they hold t->lock), nor a flush (open_lock). */
-  collie__timing_close(log);
-  pthread_mutex_unlock(&t->open_lock);
+  collie__tele_timing_log_close(t->out[TELE_TIMING]);
 }
 
 int
 collie__tele_timing_on(const struct collie__tele *t)
 {
-  return atomic_load_explicit(&t->timing_on, memory_order_relaxed);
-}
-
-/* Queues rec if a log is open. */
-static void
-tele_push(struct collie__tele *t, const struct collie__timing_rec *rec)
-{
-  pthread_mutex_lock(&t->lock);
-  if (t->timing) collie__timing_push(t->timing, rec);
-  pthread_mutex_unlock(&t->lock);
+  return collie__tele_timing_log_on(t->out[TELE_TIMING]);
 }
 
 /* ---- Per operation ---- */
@@ -200,7 +149,9 @@ collie__tele_row_init(struct collie__timing_rec *rec, const char *opname, uint64
 int
 collie__tele_wanted(const struct collie__tele *t)
 {
-  return collie__tele_timing_on(t) || (t->rows && collie__steps_in_step(t->steps));
+  for (int i = 0; i < TELE_NOUT; i++)
+    if (tele_wants(t, i)) return 1;
+  return 0;
 }
 
 void
@@ -208,12 +159,14 @@ collie__tele_issue(struct collie__tele *t, struct collie__tele_op *op, const cha
                    const char *phase, int64_t now)
 {
   op->active = 1;
-  op->timed = collie__tele_timing_on(t);
   op->t0_ns = now;
-  op->acc =
-      collie__steps_charge(t->steps, op->tc, op->category, op->wire, &op->iteration, &op->epoch);
-  if (op->timed && op->opname)
-    collie__tele_row_init(&op->row, op->opname, op->size, op->category, label, phase);
+  op->acc = NULL;
+  op->timed = 0;
+  op->iteration = -1;
+  for (int i = 0; i < TELE_NOUT; i++)
+    if (tele_wants(t, i)) tele_outputs[i]->issue(t->out[i], op, label, phase);
+  if (op->iteration < 0) /* comms.csv took no interest: the numbers still go in the rows */
+    collie__steps_numbers(tele_steps(t), &op->iteration, &op->epoch);
 }
 
 void
@@ -224,7 +177,7 @@ collie__tele_push_row(struct collie__tele *t, const struct collie__tele_op *op,
   rec->epoch = op->epoch;
   rec->start = (double)op->t0_ns / 1e9;
   rec->end = (double)end_ns / 1e9;
-  tele_push(t, rec);
+  collie__tele_timing_log_push(t->out[TELE_TIMING], rec);
 }
 
 void
@@ -232,15 +185,7 @@ collie__tele_complete(struct collie__tele *t, struct collie__tele_op *op, int fa
 {
   if (!op->active) return;
   op->active = 0;
-  collie__steps_done(t->steps, op->acc, op->tc, now - op->t0_ns);
-  op->acc = NULL;
-  if (op->timed && op->opname) collie__tele_push_row(t, op, &op->row, now);
-  if (failed && op->timed) { /* the caller is reporting the failure: keep its message */
-    char saved[COLLIE_ERRMSG_LEN];
-    snprintf(saved, sizeof(saved), "%s", collie__err_msg());
-    collie__tele_timing_flush(t);
-    collie__err_set_text(saved);
-  }
+  for (int i = 0; i < TELE_NOUT; i++) tele_outputs[i]->complete(t->out[i], op, failed, now);
 }
 
 void
@@ -250,8 +195,8 @@ collie__tele_user_record(struct collie__tele *t, const char *opname, const char 
   if (!collie__tele_timing_on(t)) return;
   struct collie__timing_rec rec;
   collie__tele_row_init(&rec, opname, size, -1, layer, phase);
-  collie__steps_numbers(t->steps, &rec.iteration, &rec.epoch);
+  collie__steps_numbers(tele_steps(t), &rec.iteration, &rec.epoch);
   rec.start = start;
   rec.end = end;
-  tele_push(t, &rec);
+  collie__tele_timing_log_push(t->out[TELE_TIMING], &rec);
 }

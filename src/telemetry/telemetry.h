@@ -189,8 +189,16 @@ void collie__steps_done(struct collie__steps *s, struct collie__step_acc *acc, i
 int collie__steps_categories(const struct collie__steps *s);
 int collie__steps_world_size(const struct collie__steps *s);
 
-/* ---- tele.c: what a communicator tree records ---- */
+/* ---- Outputs: what a communicator tree writes about its operations ----
+ *
+ * tele.c hands every operation to each output of its table (tele_outputs[]),
+ * in order: issue on the issuing thread, complete on whichever thread ran the
+ * operation, possibly concurrently with other operations' hooks. An output
+ * keeps its own state, made by open for each tree. A new output (JSON lines,
+ * a trace) is one file with its struct and one line in that table; what it
+ * needs of each operation is in struct collie__tele_op. */
 
+/* What a tree records, from the communicator's parameters. */
 struct collie__tele_cfg {
   const char *log_dir;    /* COLLIE_LOG_DIR */
   int comms_log;          /* COLLIE_COMMS_LOG */
@@ -199,6 +207,65 @@ struct collie__tele_cfg {
   const char *host;
   int64_t timing_queue, timing_flush_ms;
 };
+
+/* One operation as telemetry sees it; filled at issue, finished at completion. */
+struct collie__tele_op {
+  int tc;             /* collie_collective_t */
+  int category;       /* payload category id */
+  const char *opname; /* "ALLREDUCE", ... (static); NULL: no timing row of its own */
+  uint64_t size;      /* the caller's buffer bytes */
+  uint64_t wire;      /* wire-model bytes */
+  /* set by collie__tele_issue */
+  int active;                      /* anything to record at completion */
+  int64_t t0_ns, iteration, epoch; /* the step's numbers: comms.csv's issue, else tele.c */
+  /* each output's own */
+  struct collie__step_acc *acc;  /* comms.csv: the step charged, its time due */
+  int timed;                     /* timing log: a row is due at completion */
+  struct collie__timing_rec row; /* its text fields, stamped at completion */
+};
+
+/* Every output's state starts with this, so that tele.c asks "would anyone
+ * record an operation issued now?" with a load per output and no call. */
+struct collie__tele_out_head {
+  _Atomic int wanted; /* a racy hint, kept current by the output */
+};
+
+struct collie__tele_output {
+  const char *name;
+  /* The output's state for a tree with cfg (starting with a struct
+   * collie__tele_out_head whose wanted it keeps current: whether an operation
+   * issued now would be recorded here, asked before the core even describes
+   * the operation): SUCCESS, or the error (the tree is not made; close is
+   * called on the states already made). */
+  collie_result_t (*open)(const struct collie__tele_cfg *cfg, void **self);
+  /* op was issued (its description and t0_ns set; label and phase are the
+   * caller's, valid during the call only). Called only when wanted was set.
+   * Never blocks, never allocates. */
+  void (*issue)(void *self, struct collie__tele_op *op, const char *label, const char *phase);
+  /* op ended at now (failed: with an error, whose message must survive).
+   * Called for every output, wanted at issue or not: an output checks its own
+   * fields of op. Never blocks on I/O except to flush after a failure. */
+  void (*complete)(void *self, struct collie__tele_op *op, int failed, int64_t now);
+  /* Writes what is due now. */
+  collie_result_t (*flush)(void *self);
+  /* Writes what is pending and frees (the tree's last communicator went). */
+  void (*close)(void *self);
+};
+
+extern const struct collie__tele_output collie__tele_comms_output;  /* steps.c: comms.csv */
+extern const struct collie__tele_output collie__tele_timing_output; /* tele_timing.c */
+
+/* The timing log output's own calls (it opens and closes at any time). */
+struct collie__tele_timing;
+collie_result_t collie__tele_timing_log_open(struct collie__tele_timing *t, const char *dir);
+collie_result_t collie__tele_timing_log_flush(struct collie__tele_timing *t);
+void collie__tele_timing_log_close(struct collie__tele_timing *t);
+int collie__tele_timing_log_on(const struct collie__tele_timing *t);
+/* Queues rec if the log is open (never blocks). */
+void collie__tele_timing_log_push(struct collie__tele_timing *t,
+                                  const struct collie__timing_rec *rec);
+
+/* ---- tele.c: what a communicator tree records ---- */
 
 struct collie__tele;
 
@@ -215,21 +282,6 @@ int collie__tele_categories(const struct collie__tele *t);
 collie_result_t collie__tele_timing_open(struct collie__tele *t, const char *dir);
 collie_result_t collie__tele_timing_flush(struct collie__tele *t);
 void collie__tele_timing_close(struct collie__tele *t);
-
-/* One operation as telemetry sees it; filled at issue, finished at completion. */
-struct collie__tele_op {
-  int tc;             /* COLLIE_TC_* */
-  int category;       /* payload category id */
-  const char *opname; /* "ALLREDUCE", ... (static) */
-  uint64_t size;      /* the caller's buffer bytes */
-  uint64_t wire;      /* wire-model bytes */
-  /* set by collie__tele_issue */
-  int active; /* anything to record at completion */
-  int64_t t0_ns, iteration, epoch;
-  struct collie__step_acc *acc;
-  int timed;                     /* a timing row is due at completion */
-  struct collie__timing_rec row; /* its text fields, stamped at completion */
-};
 
 /* Whether an operation issued now would record anything (a racy hint: the
  * core skips describing the operation when not). */
