@@ -54,6 +54,7 @@
 #include "transport/shm.h"
 #include "transport/transport.h"
 #include "util/error.h"
+#include "util/util.h"
 
 /* Tunables. 8 slots per direction per pair: deep enough that a sender
  * rarely waits on a receiver that is merely late. The slot size is chosen
@@ -433,6 +434,93 @@ void collie__shm_leave(struct collie__shm_xport *x, uint32_t state, const char *
  * frees x. Never touches posted requests; does not announce anything
  * (collie__shm_leave does). Used by close() and a failed open(). */
 void collie__shm_free(struct collie__shm_xport *x);
+
+/* ---- shm.c's helpers shared with shm_flat_area.c ---- */
+
+/* How often a rank with outstanding requests looks for dead peers, and the
+ * longest single sleep in wait() (a death rings no doorbell). */
+#define SHM_CHECK_NS (50 * 1000000LL)
+
+static inline struct collie__shm_xport *
+shm_of(struct collie__xport *x)
+{
+  return (struct collie__shm_xport *)(void *)x;
+}
+
+static inline void
+shm_lock(struct collie__shm_xport *x)
+{
+  /* Held only by post/progress (never blocking) or abort: a short spin. */
+  while (atomic_exchange_explicit(&x->busy, 1, memory_order_acquire)) collie__cpu_relax();
+}
+
+static inline void
+shm_unlock(struct collie__shm_xport *x)
+{
+  atomic_store_explicit(&x->busy, 0, memory_order_release);
+}
+
+/* The header of chunk seq of ring r. */
+static inline struct collie__shm_chunk *
+shm_chunk(struct collie__shm_ring *r, uint64_t seq)
+{
+  return (struct collie__shm_chunk *)(void *)(r + 1) + (seq & (COLLIE_SHM_NCELLS - 1));
+}
+
+/* Payload bytes a header holds: a whole message's 40, a part's 16. */
+static inline size_t
+shm_head_bytes(int whole)
+{
+  return whole ? COLLIE_SHM_WHOLE_INLINE : COLLIE_SHM_CHUNK_INLINE;
+}
+
+/* Cells a chunk of len payload bytes takes: its header, and the cells its
+ * payload continues in when it is inline (shm_int.h). */
+static inline uint64_t
+shm_cells(size_t len, int whole)
+{
+  size_t head = shm_head_bytes(whole);
+  if (len <= head || len > COLLIE_SHM_CELLS_INLINE) return 1;
+  return 1 + (len - head + COLLIE_SHM_CELL_PAYLOAD - 1) / COLLIE_SHM_CELL_PAYLOAD;
+}
+
+/* The same for a chunk already in the ring. */
+static inline uint64_t
+shm_chunk_cells(const struct collie__shm_chunk *c)
+{
+  return shm_cells(c->len, (c->flags & COLLIE_SHM_CHUNK_WHOLE) != 0);
+}
+
+/* The message length and this chunk's offset in it, in either form. */
+static inline uint64_t
+shm_chunk_total(const struct collie__shm_chunk *c)
+{
+  return c->flags & COLLIE_SHM_CHUNK_WHOLE ? c->len : c->u.part.total;
+}
+
+/* The peers a check found gone: a death is reported in preference to a
+ * departure (a peer that aborted because a third rank died should not hide
+ * the root cause). Shared by the message and the flat checks. */
+struct collie__shm_departure {
+  struct collie__shm_chan *gone, *left;
+  uint32_t left_state;
+};
+
+void collie__shm_departure_note(struct collie__shm_departure *d, struct collie__shm_chan *ch,
+                                uint32_t st);
+/* The channel to report (NULL: nobody left), how it left, and an aborting
+ * peer's own reason (", after: ...") into why. */
+struct collie__shm_chan *collie__shm_departure_verdict(struct collie__shm_xport *x,
+                                                       const struct collie__shm_departure *d,
+                                                       const char **how, char *why, size_t whylen);
+/* Whether the peer's process has exited (a zombie counts). Never blocks. */
+int collie__shm_peer_exited(struct collie__shm_chan *ch);
+/* Records the transport's first failure (the thread's message) and fails
+ * every posted request with rc. Later calls return the same error. Called
+ * with the transport locked. */
+collie_result_t collie__shm_fail(struct collie__shm_xport *x, collie_result_t rc);
+/* Wakes local rank `local` if it sleeps (its doorbell). */
+void collie__shm_notify(struct collie__shm_xport *x, int local);
 
 /* ---- shm_mem.c: collie_mem_alloc regions ---- */
 
