@@ -76,7 +76,8 @@ bruck_allgather_run(struct collie__call *c)
   char *buf = c->recvbuf;
   collie_result_t rc;
   if (blk == 0) return COLLIE_SUCCESS;
-  if (c->sendbuf != buf + (size_t)r * blk) collie__copy(buf + (size_t)r * blk, c->sendbuf, blk);
+  if (c->sendbuf != buf + (size_t)r * blk)
+    collie__call_copy(c, buf + (size_t)r * blk, c->sendbuf, blk);
   uint32_t round = 0;
   for (int d = 1; d < p; d <<= 1, round++) {
     int n = d < p - d ? d : p - d, to = (r - d + p) % p, from = (r + d) % p;
@@ -115,7 +116,7 @@ bruck_alltoall_run(struct collie__call *c)
   collie_result_t rc;
   if (blk == 0) return COLLIE_SUCCESS;
   if (p == 1) {
-    if (in != out) collie__copy(out, in, blk);
+    if (in != out) collie__call_copy(c, out, in, blk);
     return COLLIE_SUCCESS;
   }
   /* A round carries the indices with one bit set: at most floor(p/2) blocks. */
@@ -124,20 +125,21 @@ bruck_alltoall_run(struct collie__call *c)
   if (!tmp) return COLLIE_SYSTEM_ERROR;
   char *spack = tmp + (size_t)p * blk, *rpack = spack + half;
 
-  for (int i = 0; i < p; i++) memcpy(tmp + (size_t)i * blk, in + (size_t)((r + i) % p) * blk, blk);
+  for (int i = 0; i < p; i++)
+    collie__call_copy_small(c, tmp + (size_t)i * blk, in + (size_t)((r + i) % p) * blk, blk);
   uint32_t round = 0;
   for (int d = 1; d < p; d <<= 1, round++) {
     size_t n = 0;
     for (int i = d; i < p; i++)
-      if (i & d) memcpy(spack + blk * n++, tmp + (size_t)i * blk, blk);
+      if (i & d) collie__call_copy_small(c, spack + blk * n++, tmp + (size_t)i * blk, blk);
     rc = collie__sendrecv(c, (r + d) % p, spack, n * blk, (r - d + p) % p, rpack, n * blk, round);
     if (rc != COLLIE_SUCCESS) return rc;
     n = 0;
     for (int i = d; i < p; i++)
-      if (i & d) memcpy(tmp + (size_t)i * blk, rpack + blk * n++, blk);
+      if (i & d) collie__call_copy_small(c, tmp + (size_t)i * blk, rpack + blk * n++, blk);
   }
   for (int j = 0; j < p; j++)
-    collie__copy(out + (size_t)j * blk, tmp + (size_t)((r - j + p) % p) * blk, blk);
+    collie__call_copy(c, out + (size_t)j * blk, tmp + (size_t)((r - j + p) % p) * blk, blk);
   return COLLIE_SUCCESS;
 }
 

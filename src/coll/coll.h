@@ -20,6 +20,7 @@
 #include "collie.h"
 #include "reduce/reduce.h"
 #include "transport/transport.h"
+#include "util/mem.h"
 
 /* Grow-only staging memory owned by a communicator: allocated on first use
  * and reused, so the hot path does not allocate. */
@@ -61,7 +62,8 @@ struct collie__call {
   int cls;     /* the communicator's cost-model class (collie__net_class) */
   int all_shm; /* every rank of the communicator is on this host (shm-only algorithms apply) */
   struct collie__net *net;
-  collie__reduce_fn reduce; /* kernel for (dtype, op) when the call reduces */
+  collie__mem_kind_t mem;   /* where its buffers live (util/mem.h), decided at the API */
+  collie__reduce_fn reduce; /* kernel for (mem, dtype, op) when the call reduces */
   struct collie__scratch *scratch;
   int64_t deadline_ns;
   uint32_t p2p_seq; /* p2p: the pair's message counter */
@@ -97,6 +99,22 @@ collie__root_abs(const struct collie__call *c, int v)
 {
   int a = v + c->root;
   return a >= c->size ? a - c->size : a;
+}
+
+/* Copies between the call's buffers (the caller's or scratch) go through
+ * these, by the call's memory kind: collie__copy for whole blocks the
+ * caller reads later, memcpy-like for small or cache-resident pieces. On
+ * host memory they are exactly those. */
+static inline void
+collie__call_copy(const struct collie__call *c, void *dst, const void *src, size_t n)
+{
+  collie__mem_copy(c->mem, dst, src, n);
+}
+
+static inline void
+collie__call_copy_small(const struct collie__call *c, void *dst, const void *src, size_t n)
+{
+  collie__mem_copy_small(c->mem, dst, src, n);
 }
 
 /* ---- The cost model ---- */

@@ -93,7 +93,7 @@ composite_reduce_run(struct collie__call *c)
   char *work, *tmp;
   collie_result_t rc;
   if (p == 1) {
-    if (bytes && c->recvbuf != in) collie__copy(c->recvbuf, in, bytes);
+    if (bytes && c->recvbuf != in) collie__call_copy(c, c->recvbuf, in, bytes);
     if (bytes && c->op == COLLIE_AVG) collie__reduce_avg_finish(c->recvbuf, c->count, c->dtype, p);
     return COLLIE_SUCCESS;
   }
@@ -107,7 +107,7 @@ composite_reduce_run(struct collie__call *c)
     if (!(work = collie__scratch_get(c->scratch, wb + tmpb))) return COLLIE_SYSTEM_ERROR;
     tmp = work + wb;
   }
-  if (work != in) memcpy(work, in, bytes);
+  if (work != in) collie__call_copy_small(c, work, in, bytes);
   /* Reduce-scatter: steps 0 .. p-2; rank r ends owning block r. */
   if ((rc = collie__ring_reduce_scatter_phase(c, work, c->count, tmp, -1)) != COLLIE_SUCCESS)
     return rc;

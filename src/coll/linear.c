@@ -63,7 +63,7 @@ lin_root(struct collie__call *c, int send, char *buf, size_t blk, size_t stride,
     if (rc != COLLIE_SUCCESS) return rc;
     posted++;
   }
-  if (own_src != own_dst) collie__copy(own_dst, own_src, blk);
+  if (own_src != own_dst) collie__call_copy(c, own_dst, own_src, blk);
   for (; retired < posted; retired++) {
     w = &req[retired % LIN_WINDOW];
     if ((rc = collie__net_wait(c->net, &w, 1, c->deadline_ns)) != COLLIE_SUCCESS) return rc;
@@ -143,7 +143,7 @@ lin_gather_push_root(struct collie__call *c, size_t blk)
       return rc;
   }
   char *own = (char *)c->recvbuf + (size_t)c->root * blk;
-  if (c->sendbuf != own) collie__copy(own, c->sendbuf, blk);
+  if (c->sendbuf != own) collie__call_copy(c, own, c->sendbuf, blk);
   for (; retired < posted; retired++) {
     k = retired % LIN_WINDOW;
     if ((rc = lin_push_retire(c, &s[k], &r[k], &status[k], from[k], blk)) != COLLIE_SUCCESS)

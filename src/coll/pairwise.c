@@ -135,7 +135,7 @@ pw_exchange(struct collie__call *c, const struct pw_bufs *b)
         if (b->stage) {
           /* The receive below overwrites these bytes: send a copy. */
           char *st = b->stage + (posted % PW_WINDOW) * b->stage_chunk;
-          memcpy(st, src, slen);
+          collie__call_copy_small(c, st, src, slen);
           src = st;
         }
       }
@@ -167,7 +167,7 @@ pw_alltoall_run(struct collie__call *c)
   size_t blk = c->count * c->esize, own = (size_t)c->rank * blk;
   int inplace = c->sendbuf == c->recvbuf;
   if (blk == 0) return COLLIE_SUCCESS; /* every rank passed count 0 */
-  if (!inplace) collie__copy((char *)c->recvbuf + own, (const char *)c->sendbuf + own, blk);
+  if (!inplace) collie__call_copy(c, (char *)c->recvbuf + own, (const char *)c->sendbuf + own, blk);
   if (c->size == 1) return COLLIE_SUCCESS;
   struct pw_bufs b = {c->sendbuf, 0, c->recvbuf, NULL, 0};
   if (inplace) {
@@ -214,7 +214,7 @@ pw_alltoallv_run(struct collie__call *c)
     if (hi > 0) {
       char *stage = collie__scratch_get(c->scratch, (hi - lo) * es);
       if (!stage) return COLLIE_SYSTEM_ERROR;
-      memcpy(stage, (const char *)c->sendbuf + lo * es, (hi - lo) * es);
+      collie__call_copy_small(c, stage, (const char *)c->sendbuf + lo * es, (hi - lo) * es);
       b.sbase = stage;
       b.sshift = lo * es;
     }
@@ -223,7 +223,7 @@ pw_alltoallv_run(struct collie__call *c)
   if (own) {
     const char *src = b.sbase + (c->sdispls[r] * es - b.sshift);
     char *dst = (char *)c->recvbuf + c->rdispls[r] * es;
-    if (src != dst) collie__copy(dst, src, own);
+    if (src != dst) collie__call_copy(c, dst, src, own);
   }
   if (p == 1) return COLLIE_SUCCESS;
   return pw_exchange(c, &b);

@@ -180,7 +180,7 @@ rhd_halving(struct collie__call *c, const struct rhd_fold *f, const char *src, c
     int keep = f->nr & m ? lo + m : lo, give = f->nr & m ? lo : lo + m;
     size_t ko = rhd_bound(c, f, keep), kl = rhd_bound(c, f, keep + m) - ko;
     size_t go = rhd_bound(c, f, give), gl = rhd_bound(c, f, give + m) - go;
-    if (src != buf && kl) memcpy(buf + ko, src + ko, kl);
+    if (src != buf && kl) collie__call_copy_small(c, buf + ko, src + ko, kl);
     collie_result_t rc = rhd_xfer(c, peer, src + go, gl, peer, buf + ko, kl, tmp, step);
     if (rc != COLLIE_SUCCESS) return rc;
     src = buf;
@@ -237,7 +237,7 @@ rhd_allreduce_folded(struct collie__call *c, const struct rhd_fold *f, size_t by
 static collie_result_t
 rhd_allreduce_begin(struct collie__call *c, const struct rhd_fold *f, size_t bytes, char **tmp)
 {
-  if (c->sendbuf != c->recvbuf) collie__copy(c->recvbuf, c->sendbuf, bytes);
+  if (c->sendbuf != c->recvbuf) collie__call_copy(c, c->recvbuf, c->sendbuf, bytes);
   *tmp = NULL;
   if (c->size == 1) return COLLIE_SUCCESS;
   if (!(*tmp = collie__scratch_get(c->scratch, rhd_tmp_bytes(c, bytes))))
@@ -340,7 +340,7 @@ rhd_allgather_run(struct collie__call *c)
      */
     return rhd_xfer(c, -1, NULL, 0, f.partner, buf, total, NULL, out_step);
   }
-  if (c->sendbuf != own) collie__copy(own, c->sendbuf, blk);
+  if (c->sendbuf != own) collie__call_copy(c, own, c->sendbuf, blk);
   if (f.partner >= 0) {
     rc = rhd_xfer(c, -1, NULL, 0, f.partner, buf + (size_t)f.partner * blk, blk, NULL, 0);
     if (rc != COLLIE_SUCCESS) return rc;
@@ -385,7 +385,7 @@ rhd_reduce_scatter_run(struct collie__call *c)
   if (!blk) return COLLIE_SUCCESS;
   if (c->size == 1) {
     /* AVG over one rank is the identity. */
-    if (out != in) collie__copy(out, in, blk);
+    if (out != in) collie__call_copy(c, out, in, blk);
     return COLLIE_SUCCESS;
   }
   if (f.nr < 0) {
@@ -401,7 +401,7 @@ rhd_reduce_scatter_run(struct collie__call *c)
   char *tmp = work + work_bytes;
   const char *src = in;
   if (f.partner >= 0) {
-    memcpy(work, in, total);
+    collie__call_copy_small(c, work, in, total);
     rc = rhd_xfer(c, -1, NULL, 0, f.partner, work, total, tmp, 0);
     if (rc != COLLIE_SUCCESS) return rc;
     src = work;
@@ -412,7 +412,7 @@ rhd_reduce_scatter_run(struct collie__call *c)
     size_t o = rhd_bound(c, &f, f.nr), l = rhd_bound(c, &f, f.nr + 1) - o;
     collie__reduce_avg_finish(work + o, l / c->esize, c->dtype, c->size);
   }
-  collie__copy(out, work + (size_t)c->rank * blk, blk);
+  collie__call_copy(c, out, work + (size_t)c->rank * blk, blk);
   if (f.partner < 0) return COLLIE_SUCCESS;
   return rhd_xfer(c, f.partner, work + (size_t)f.partner * blk, blk, -1, NULL, 0, NULL, out_step);
 }

@@ -100,7 +100,8 @@ ring_step(struct collie__call *c, char *buf, size_t total, char *tmp, int sb, in
       }
     }
     if (k == 0) {
-      if (own && own->len && own->dst != own->src) collie__copy(own->dst, own->src, own->len);
+      if (own && own->len && own->dst != own->src)
+        collie__call_copy(c, own->dst, own->src, own->len);
       continue;
     }
     /* Finish chunk k-1 while chunk k moves. */
@@ -145,7 +146,8 @@ ring_allgather_phase(struct collie__call *c, char *buf, size_t total, int shift,
                      const struct ring_own *own)
 {
   int p = c->size, r = c->rank;
-  if (p == 1 && own && own->len && own->dst != own->src) collie__copy(own->dst, own->src, own->len);
+  if (p == 1 && own && own->len && own->dst != own->src)
+    collie__call_copy(c, own->dst, own->src, own->len);
   for (int s = 0; s < p - 1; s++) {
     int sb = ((r + 1 + shift - s) % p + 2 * p) % p, rb = (sb - 1 + p) % p;
     collie_result_t rc =
@@ -164,7 +166,7 @@ ring_allreduce_run(struct collie__call *c)
   char *buf = c->recvbuf;
   size_t bytes = c->count * c->esize;
   collie_result_t rc;
-  if (c->sendbuf != c->recvbuf && bytes) collie__copy(buf, c->sendbuf, bytes);
+  if (c->sendbuf != c->recvbuf && bytes) collie__call_copy(c, buf, c->sendbuf, bytes);
   if (p > 1) {
     char *tmp = ring_tmp(c, c->count);
     if (!tmp) return COLLIE_SYSTEM_ERROR;
@@ -205,18 +207,18 @@ ring_reduce_scatter_run(struct collie__call *c)
   size_t total = c->count * (size_t)p, blk = c->count * c->esize;
   const char *own_in = (const char *)c->sendbuf + (size_t)c->rank * blk;
   if (p == 1) {
-    if (blk && c->recvbuf != (void *)own_in) collie__copy(c->recvbuf, own_in, blk);
+    if (blk && c->recvbuf != (void *)own_in) collie__call_copy(c, c->recvbuf, own_in, blk);
     return COLLIE_SUCCESS;
   }
   size_t chunk = RING_CHUNK - RING_CHUNK % c->esize;
   size_t tmpb = 2 * (blk < chunk ? blk : chunk) + 64;
   char *work = collie__scratch_get(c->scratch, total * c->esize + tmpb);
   if (!work) return COLLIE_SYSTEM_ERROR;
-  if (total) memcpy(work, c->sendbuf, total * c->esize);
+  if (total) collie__call_copy_small(c, work, c->sendbuf, total * c->esize);
   collie_result_t rc = ring_reduce_scatter_phase(c, work, total, work + total * c->esize, -1);
   if (rc != COLLIE_SUCCESS) return rc;
   if (c->op == COLLIE_AVG) collie__reduce_avg_finish(work + c->rank * blk, c->count, c->dtype, p);
-  if (blk) collie__copy(c->recvbuf, work + c->rank * blk, blk);
+  if (blk) collie__call_copy(c, c->recvbuf, work + c->rank * blk, blk);
   return COLLIE_SUCCESS;
 }
 

@@ -200,7 +200,7 @@ flat_allreduce_run(struct collie__call *c)
   char *out = c->recvbuf;
   collie_result_t rc;
   if (p == 1) {
-    if (bytes && in != out) memcpy(out, in, bytes);
+    if (bytes && in != out) collie__call_copy_small(c, out, in, bytes);
     return COLLIE_SUCCESS; /* AVG over one rank is the value itself */
   }
   struct collie__shm_flat *f = flat_area(c);
@@ -218,8 +218,8 @@ flat_allreduce_run(struct collie__call *c)
            hi = replicate ? len : flat_cut(len, p, r + 1);
     /* Split: the others read every block but this rank's own, which it
      * reduces from sendbuf straight into its buffer after the sync. */
-    if (lo) memcpy(mine, in + done, lo);
-    if (len > hi) memcpy(mine + hi, in + done + hi, len - hi);
+    if (lo) collie__call_copy_small(c, mine, in + done, lo);
+    if (len > hi) collie__call_copy_small(c, mine + hi, in + done + hi, len - hi);
     if ((rc = collie__shm_flat_sync(f, c->deadline_ns)) != COLLIE_SUCCESS) return rc;
     char *dst = out + done;
     if (replicate) {
@@ -283,7 +283,7 @@ flat_reduce_scatter_run(struct collie__call *c)
   char *out = c->recvbuf;
   collie_result_t rc;
   if (p == 1) {
-    if (n && in != out) memcpy(out, in, n * es);
+    if (n && in != out) collie__call_copy_small(c, out, in, n * es);
     return COLLIE_SUCCESS;
   }
   struct collie__shm_flat *f = flat_area(c);
@@ -297,7 +297,8 @@ flat_reduce_scatter_run(struct collie__call *c)
     int b = collie__shm_flat_next_buf(f);
     char *mine = collie__shm_flat_piece(f, r, b, all);
     for (int q = 0; q < p; q++)
-      if (q != r && kb) memcpy(mine + (size_t)q * kb, in + ((size_t)q * n + o) * es, kb);
+      if (q != r && kb)
+        collie__call_copy_small(c, mine + (size_t)q * kb, in + ((size_t)q * n + o) * es, kb);
     if ((rc = collie__shm_flat_sync(f, c->deadline_ns)) != COLLIE_SUCCESS) return rc;
     if (kb) {
       char *dst = out + o * es;
@@ -369,9 +370,10 @@ flat_gather_pieces(struct collie__call *c, int all_to_all)
     if (kb) {
       if (all_to_all) {
         for (int q = 0; q < p; q++)
-          if (q != r) memcpy(mine + (size_t)q * kb, in + ((size_t)q * n + o) * es, kb);
+          if (q != r)
+            collie__call_copy_small(c, mine + (size_t)q * kb, in + ((size_t)q * n + o) * es, kb);
       } else {
-        memcpy(mine, in + o * es, kb);
+        collie__call_copy_small(c, mine, in + o * es, kb);
       }
     }
     if ((rc = collie__shm_flat_sync(f, c->deadline_ns)) != COLLIE_SUCCESS) return rc;

@@ -239,7 +239,7 @@ tree_reduce_run(struct collie__call *c)
   r.bytes = c->count * es;
   for (int s = 0; s < TREE_NSET; s++) r.sactive[s] = 0;
   if (p == 1) {
-    if (r.bytes && r.out != r.in) collie__copy(r.out, r.in, r.bytes);
+    if (r.bytes && r.out != r.in) collie__call_copy(c, r.out, r.in, r.bytes);
     if (r.bytes && c->op == COLLIE_AVG) collie__reduce_avg_finish(r.out, c->count, c->dtype, p);
     return COLLIE_SUCCESS;
   }
@@ -427,14 +427,14 @@ tree_gather_run(struct collie__call *c)
   if (v == 0) { /* the root's buffer is the destination, rank order */
     base = (char *)c->recvbuf;
     char *own = base + (size_t)c->rank * blk;
-    if (own != in) collie__copy(own, in, blk);
+    if (own != in) collie__call_copy(c, own, in, blk);
     return collie__tree_gather_phase(c, total, base, 0, 0);
   }
   if (tree_subtree(p, v) == 1) /* a leaf sends its input as is */
     return collie__tree_gather_phase(c, total, (char *)in, 1, 0);
   base = collie__scratch_get(c->scratch, collie__tree_subtree_bytes(c, total));
   if (!base) return COLLIE_SYSTEM_ERROR;
-  memcpy(base, in, blk);
+  collie__call_copy_small(c, base, in, blk);
   return collie__tree_gather_phase(c, total, base, 1, 0);
 }
 
@@ -467,7 +467,7 @@ tree_scatter_run(struct collie__call *c)
     base = (char *)c->sendbuf;
     if ((rc = collie__tree_scatter_phase(c, total, base, 0, 0)) != COLLIE_SUCCESS) return rc;
     char *own = base + (size_t)c->rank * blk;
-    if (own != out) collie__copy(out, own, blk);
+    if (own != out) collie__call_copy(c, out, own, blk);
     return COLLIE_SUCCESS;
   }
   if (tree_subtree(p, v) == 1) /* a leaf receives its block where it belongs */
@@ -475,7 +475,7 @@ tree_scatter_run(struct collie__call *c)
   base = collie__scratch_get(c->scratch, collie__tree_subtree_bytes(c, total));
   if (!base) return COLLIE_SYSTEM_ERROR;
   if ((rc = collie__tree_scatter_phase(c, total, base, 1, 0)) != COLLIE_SUCCESS) return rc;
-  collie__copy(out, base, blk);
+  collie__call_copy(c, out, base, blk);
   return COLLIE_SUCCESS;
 }
 

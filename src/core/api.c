@@ -119,6 +119,18 @@ api_finish(collie_comm_t *comm, struct collie__op *op, const collie_opts_t *opts
   return collie__work_issue(comm, op, NULL, work);
 }
 
+/* The reduction kernel for (mem, dtype, op): the one place a memory kind
+ * chooses its kernels (util/mem.h). NULL when none exists. */
+static collie__reduce_fn
+api_kernel(collie__mem_kind_t mem, collie_dtype_t dtype, collie_op_t op)
+{
+  switch (mem) {
+  case COLLIE_MEM_HOST:
+  default:
+    return collie__reduce_kernel(dtype, op);
+  }
+}
+
 /* The call of a regular collective, built in place (see api_finish). */
 static void
 api_call(struct collie__call *call, int kind, const void *sendbuf, void *recvbuf, size_t count,
@@ -139,6 +151,7 @@ api_call(struct collie__call *call, int kind, const void *sendbuf, void *recvbuf
   call->op = 0;
   call->root = root;
   call->tag = 0;
+  call->mem = collie__mem_kind_of(sendbuf, recvbuf); /* decided here, once (util/mem.h) */
   call->reduce = NULL;
   call->deadline_ns = 0;
   call->p2p_seq = 0;
@@ -146,7 +159,7 @@ api_call(struct collie__call *call, int kind, const void *sendbuf, void *recvbuf
   call->source = NULL;
 }
 /* A field added to struct collie__call must be set above (or by dispatch). */
-_Static_assert(sizeof(void *) != 8 || sizeof(struct collie__call) == 168,
+_Static_assert(sizeof(void *) != 8 || sizeof(struct collie__call) == 176,
                "struct collie__call changed: update api_call");
 
 /* The same for a reducing collective (root: reduce's; 0 for the others). */
@@ -156,7 +169,7 @@ api_reduction(struct collie__call *call, int kind, const void *sendbuf, void *re
 {
   api_call(call, kind, sendbuf, recvbuf, count, dtype, root);
   call->op = op;
-  call->reduce = collie__reduce_kernel(dtype, op);
+  call->reduce = api_kernel(call->mem, dtype, op);
 }
 
 /* ---- Collectives ---- */

@@ -216,6 +216,7 @@ collie__dispatch_run(collie_comm_t *comm, struct collie__op *op, int64_t now)
       collie__deadline_from(op->precise ? now : now + 2 * collie__coarse_lag_ns(), op->timeout_ms);
   if (comm->flight && !op->at_once)
     collie__flight_state_at(comm->flight, op->fr_id, COLLIE_FR_STARTED, NULL, now);
+  collie__net_set_mem(comm->net, call->mem); /* its requests carry where its buffers live */
   if (call->kind == COLLIE_KIND_P2P) {
     rc = (call->sendbuf ? collie__p2p_send : collie__p2p_recv)(call);
     if (call->source) atomic_store_explicit(&comm->any_pending, 0, memory_order_release);

@@ -136,6 +136,7 @@ collie__group_run(collie_comm_t *comm, struct collie__group *g, int64_t timeout_
   int64_t deadline = collie__deadline_after_ms(timeout_ms);
   for (size_t i = 0; i < g->n && rc == COLLIE_SUCCESS; i++) {
     struct collie__group_op *op = &g->ops[i];
+    collie__net_set_mem(comm->net, collie__mem_kind_of(op->sbuf, op->rbuf)); /* each its own */
     if (op->sbuf)
       rc = collie__net_isend(comm->net, op->peer, op->sbuf, op->bytes, op->slot, &g->reqs[i]);
     else

@@ -22,7 +22,8 @@ static const struct collie__xport_ops *const net_table[] = {&collie__shm_ops, &c
 struct collie__net {
   int rank, size;
   int spin;
-  int single_copy; /* COLLIE_SHM_CMA_MIN > 0 */
+  int single_copy;        /* COLLIE_SHM_CMA_MIN > 0 */
+  collie__mem_kind_t mem; /* of the buffers posted now (collie__net_set_mem) */
   struct collie__xport *xp[NET_NX];
   signed char *peer_xp; /* index into net_table per peer; -1 for self */
   /* Messages to self: FIFOs of posted sends and receives, matched in order. */
@@ -80,6 +81,12 @@ out_close:
   free(peers);
   collie__net_close(n);
   return rc;
+}
+
+void
+collie__net_set_mem(struct collie__net *n, collie__mem_kind_t mem)
+{
+  n->mem = mem;
 }
 
 const char *
@@ -212,6 +219,7 @@ net_post(struct collie__net *n, int peer, void *buf, size_t len, uint64_t slot, 
   r->peer = peer;
   r->is_send = is_send;
   r->direct = direct;
+  r->mem = n->mem;
   r->slot = slot;
   r->buf = buf;
   r->len = len;

@@ -27,6 +27,7 @@
 
 #include "collie.h"
 #include "util/kinds.h"
+#include "util/mem.h"
 
 struct collie__store;
 
@@ -77,6 +78,8 @@ struct collie__req {
   int peer;
   int is_send;
   int direct; /* a send to copy once if the transport can (collie__net_isend_direct) */
+  collie__mem_kind_t
+      mem; /* where buf lives (collie__net_set_mem); host is all any transport moves today */
   uint64_t slot;
   void *buf;
   size_t len;
@@ -171,6 +174,10 @@ struct collie__net;
 
 /* Picks a transport per peer, opens each transport for its peers. */
 collie_result_t collie__net_open(const struct collie__net_cfg *cfg, struct collie__net **out);
+/* The memory kind of the buffers posted from now on (the running call's,
+ * util/mem.h): each request carries it, for the transport to move that
+ * memory its way. Host until set. */
+void collie__net_set_mem(struct collie__net *n, collie__mem_kind_t mem);
 
 /* ---- Transport names and classes: the table in net.c is the only list ----
  *
