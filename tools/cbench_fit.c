@@ -59,7 +59,11 @@
 #include <unistd.h>
 
 #include "cbench.h"
-#include "core/core.h"
+#include "cbench_int.h"
+#include "core/introspect.h"
+
+int (*cb_fit_measure)(collie_comm_t *, const struct cb_opts *, int, int, size_t,
+                      struct cb_point *) = cb_measure;
 
 #define FIT_ROUNDS 5  /* measurements of every point; the median counts */
 #define FIT_CONFIRM 5 /* --tune-check: more of a point that looks wrong */
@@ -76,24 +80,14 @@
 #define FIT_EXIT_FILE 2   /* the tuning file cannot be written or read */
 #define FIT_EXIT_COLLIE 3 /* collie failed */
 
-static const struct collie__algo *const fit_algos[] = {
-#define COLLIE_XX_(name) &collie__algo_##name,
-    COLLIE_ALGOS(COLLIE_XX_)
-#undef COLLIE_XX_
-};
-#define FIT_NALGOS (int)(sizeof(fit_algos) / sizeof(fit_algos[0]))
-
-static const int fit_kinds[CB_NCOLL] = {
-    COLLIE_KIND_ALLREDUCE, COLLIE_KIND_ALLGATHER, COLLIE_KIND_REDUCE_SCATTER, COLLIE_KIND_BROADCAST,
-    COLLIE_KIND_REDUCE,    COLLIE_KIND_ALLTOALL,  COLLIE_KIND_GATHER,         COLLIE_KIND_SCATTER,
-    COLLIE_KIND_BARRIER,   COLLIE_KIND_P2P};
-
 /* The algorithm (kind, id), or NULL. */
 static const struct collie__algo *
 fit_find(int kind, int id)
 {
-  for (int i = 0; i < FIT_NALGOS; i++)
-    if (fit_algos[i]->kind == kind && fit_algos[i]->id == id) return fit_algos[i];
+  int n;
+  const struct collie__algo *const *algos = collie__algo_table(&n);
+  for (int i = 0; i < n; i++)
+    if (algos[i]->kind == kind && algos[i]->id == id) return algos[i];
   return NULL;
 }
 
@@ -169,10 +163,11 @@ fit_sizes(const struct cb_opts *o, size_t *req, int max)
 }
 
 /* Whether every rank can run a (decided from what every rank knows alike). */
-static int
-fit_can_run(const collie_comm_t *comm, const struct cb_opts *o, const struct collie__algo *a)
+int
+cb_fit_can_run(const collie_comm_t *comm, const struct cb_opts *o, const struct collie__algo *a)
 {
-  if ((a->needs & COLLIE_NEEDS_ALL_SHM) && !comm->all_shm) return 0;
+  if ((a->needs & COLLIE_NEEDS_ALL_SHM) && collie__comm_class(comm) != COLLIE_NET_CLASS_LOCAL)
+    return 0;
   if ((a->needs & COLLIE_NEEDS_REDUCE) && !collie__reduce_kernel(o->dtype, o->redop)) return 0;
   return 1;
 }
@@ -185,10 +180,12 @@ fit_sweep_init(struct fit_sweep *s, const collie_comm_t *comm, const struct cb_o
 {
   memset(s, 0, sizeof(*s));
   s->coll = coll;
-  s->kind = fit_kinds[coll];
-  for (int i = 0; i < FIT_NALGOS && s->nalgo < FIT_MAXALGO; i++)
-    if (fit_algos[i]->kind == s->kind && fit_can_run(comm, o, fit_algos[i]))
-      s->algo[s->nalgo++] = fit_algos[i];
+  s->kind = cb_coll_kind(coll);
+  int nalgos;
+  const struct collie__algo *const *algos = collie__algo_table(&nalgos);
+  for (int i = 0; i < nalgos && s->nalgo < FIT_MAXALGO; i++)
+    if (algos[i]->kind == s->kind && cb_fit_can_run(comm, o, algos[i]))
+      s->algo[s->nalgo++] = algos[i];
   /* A barrier has no size: one point. */
   s->n = coll == CB_BARRIER ? 1 : n;
   for (int i = 0; i < s->n; i++) {
@@ -226,7 +223,7 @@ fit_point(collie_comm_t *comm, const struct cb_opts *o, struct fit_sweep *s, int
   if (s->t[k][i] == FIT_NA || s->nr[k][i] == FIT_MAXR) return 0;
   int algo = s->kind == COLLIE_KIND_P2P ? COLLIE_ALGO_AUTO : s->algo[k]->id;
   memset(&pt, 0, sizeof(pt));
-  int rc = cb_measure(comm, o, s->coll, algo, s->req[i], &pt);
+  int rc = cb_fit_measure(comm, o, s->coll, algo, s->req[i], &pt);
   if (rc == 1) return 0; /* shape skipped: too small to give each rank an element */
   if (rc < 0) {
     if (collie__comm_poisoned(comm) != COLLIE_SUCCESS) return -1;
@@ -385,11 +382,11 @@ fit_p2p_measure(collie_comm_t *comm, const struct cb_opts *o, const size_t *req,
 static collie_comm_t *
 fit_other_comm(collie_comm_t *comm, int *cls, char *note, size_t len)
 {
-  if (comm->cls == COLLIE_NET_CLASS_LOCAL) {
+  if (collie__comm_class(comm) == COLLIE_NET_CLASS_LOCAL) {
     *cls = collie__net_class_count() - 1;
   } else {
-    for (int p = 1; p < comm->size; p++)
-      if (strcmp(comm->peers[p].host, comm->peers[0].host) != 0) {
+    for (int p = 1; p < collie_comm_size(comm); p++)
+      if (strcmp(collie__comm_host(comm, p), collie__comm_host(comm, 0)) != 0) {
         snprintf(note, len, "ranks are on different hosts: no %s between them",
                  collie__net_class_name(COLLIE_NET_CLASS_LOCAL));
         return NULL;
@@ -584,7 +581,7 @@ static int
 fit_tune(collie_comm_t *comm, const struct cb_opts *o, const char *path,
          const struct cb_tune_consts *c, const char *comment, struct fit_sweep *sw, int nsw)
 {
-  int cls = comm->cls;
+  int cls = collie__comm_class(comm);
   int miss[CB_NCOLL] = {0}, sizes[CB_NCOLL] = {0}, lines = 0;
   for (int j = 0; j < nsw; j++) {
     fit_candidates(comm, o, &sw[j]);
@@ -592,7 +589,8 @@ fit_tune(collie_comm_t *comm, const struct cb_opts *o, const char *path,
   }
   for (int round = 0;; round++) {
     struct collie__models tuned;
-    if (fit_write(path, comment, c, sw, nsw, cls, comm->size) != 0) return FIT_EXIT_FILE;
+    if (fit_write(path, comment, c, sw, nsw, cls, collie_comm_size(comm)) != 0)
+      return FIT_EXIT_FILE;
     if (collie__comm_models_load(comm, path, &tuned) != COLLIE_SUCCESS) {
       fprintf(stderr, "collie-bench: %s does not load back: %s\n", path, collie_last_error());
       return FIT_EXIT_FILE;
@@ -636,7 +634,7 @@ fit_tune(collie_comm_t *comm, const struct cb_opts *o, const char *path,
            100 * fit_tols[sw[j].tol_step], sizes[j] - miss[j], sizes[j]);
   }
   printf("\nwrote %s: %d fit lines for %s communicators of %d ranks\n", path, lines,
-         collie__net_class_name(cls), comm->size);
+         collie__net_class_name(cls), collie_comm_size(comm));
   return 0;
 }
 
@@ -687,8 +685,8 @@ fit_check(collie_comm_t *comm, const struct cb_opts *o, const char *path,
   double worst = 0, worst_default = 0;
   int rows = 0, tuned_best = 0, default_best = 0, again = 0;
   if (rank == 0) {
-    printf("\n## Tuning check: %s (%s, %d ranks)\n\n", path, collie__net_class_name(comm->cls),
-           comm->size);
+    printf("\n## Tuning check: %s (%s, %d ranks)\n\n", path,
+           collie__net_class_name(collie__comm_class(comm)), collie_comm_size(comm));
     printf("| collective | bytes | default pick | tuned pick | measured best | best (us) | default "
            "/ best | tuned / best |\n");
     printf("|---|---|---|---|---|---|---|---|\n");
@@ -762,15 +760,16 @@ fit_comment(char *buf, size_t len, collie_comm_t *comm, const struct cb_opts *o)
       "%d ranks, %s; sweep %zu..%zu bytes x %g, %s %s; every point the median of %d rounds\n"
       "class constants: point-to-point and reduction fits (they serve every communicator\n"
       "size); fit lines: per class, communicator size, collective and algorithm (docs/tuning.md)",
-      host, when, comm->size, collie__net_class_name(comm->cls), o->minbytes, o->maxbytes,
-      o->stepfactor, collie_dtype_name(o->dtype), collie_op_name(o->redop), FIT_ROUNDS);
+      host, when, collie_comm_size(comm), collie__net_class_name(collie__comm_class(comm)),
+      o->minbytes, o->maxbytes, o->stepfactor, collie_dtype_name(o->dtype),
+      collie_op_name(o->redop), FIT_ROUNDS);
 }
 
 int
 cb_fit_main(collie_comm_t *comm, const struct cb_opts *o, const char *tune_path, int check_only)
 {
   int rank = collie_comm_rank(comm), status = 0, nsw = 0, wrong = 0;
-  int cls = comm->cls;
+  int cls = collie__comm_class(comm);
   size_t req[FIT_MAXPTS];
   int n = fit_sizes(o, req, FIT_MAXPTS);
   struct fit_sweep *sw = calloc(CB_NCOLL, sizeof(*sw));
@@ -819,9 +818,9 @@ cb_fit_main(collie_comm_t *comm, const struct cb_opts *o, const char *tune_path,
     if (!status && fit_measure(comm, o, sw, nsw, FIT_ROUNDS) != 0) status = FIT_EXIT_COLLIE;
     if (p2p[0].wrong || p2p[1].wrong) wrong = 1;
     if (!status && rank == 0) {
-      fit_print_p2p(p2p, np, comm->size);
+      fit_print_p2p(p2p, np, collie_comm_size(comm));
       fit_print_gamma(gamma, o);
-      fit_print_colls(sw, nsw, cls, comm->size);
+      fit_print_colls(sw, nsw, cls, collie_comm_size(comm));
     }
     if (!status && rank == 0 && tune_path) {
       struct cb_tune_consts c;
@@ -833,7 +832,7 @@ cb_fit_main(collie_comm_t *comm, const struct cb_opts *o, const char *tune_path,
         c.have[p2p[i].cls] = 1;
         c.alpha_us[p2p[i].cls] = p2p[i].fit.alpha_us;
         c.beta_us[p2p[i].cls] = p2p[i].fit.beta_us_per_byte;
-        c.gamma_us[p2p[i].cls] = g > 0 ? g : comm->models.cls[p2p[i].cls].gamma_us;
+        c.gamma_us[p2p[i].cls] = g > 0 ? g : collie__comm_models(comm)->cls[p2p[i].cls].gamma_us;
       }
       fit_comment(comment, sizeof(comment), comm, o);
       status = fit_tune(comm, o, tune_path, &c, comment, sw, nsw);

@@ -39,12 +39,12 @@
 #include <string.h>
 
 #include "cbench.h"
-#include "coll/coll.h"
-#include "core/core.h"
-#include "reduce/reduce.h"
-#include "util/util.h"
+#include "cbench_int.h"
+#include "core/introspect.h"
 
-#define CB_PERIOD 1024 /* inputs repeat every CB_PERIOD elements */
+collie_result_t (*cb_meas_alltoall)(collie_comm_t *, const void *, void *, size_t, collie_dtype_t,
+                                    const collie_opts_t *, collie_work_t **) = collie_alltoall;
+
 #define CB_MIN_ITERS 5
 #define CB_MAX_ITERS 50000
 #define CB_MAX_BATCHES 4
@@ -107,9 +107,9 @@ cb_transport_used(collie_comm_t *comm)
   static char used[64];
   int32_t mask = 0;
   int p = collie_comm_size(comm), me = collie_comm_rank(comm);
-  for (int q = 0; q < p && comm->net; q++) {
+  for (int q = 0; q < p; q++) {
     if (q == me) continue;
-    int cls = collie__net_class_index(collie__net_transport_of(comm->net, q));
+    int cls = collie__net_class_index(collie__comm_transport_of(comm, q));
     if (cls >= 0) mask |= 1 << cls;
   }
   /* A rank sees only its own links: a host with one rank sees no shm even
@@ -183,8 +183,8 @@ meas_limit(collie_dtype_t dt)
   }
 }
 
-static void
-meas_put(collie_dtype_t dt, void *buf, size_t i, double v)
+void
+cb_meas_put(collie_dtype_t dt, void *buf, size_t i, double v)
 {
   switch (dt) {
   case COLLIE_INT8:
@@ -220,8 +220,8 @@ meas_put(collie_dtype_t dt, void *buf, size_t i, double v)
   }
 }
 
-static double
-meas_get(collie_dtype_t dt, const void *buf, size_t i)
+double
+cb_meas_get(collie_dtype_t dt, const void *buf, size_t i)
 {
   switch (dt) {
   case COLLIE_INT8:
@@ -247,29 +247,17 @@ meas_get(collie_dtype_t dt, const void *buf, size_t i)
   }
 }
 
-/* What one point's data looks like. */
-struct meas_data {
-  collie_dtype_t dt;
-  collie_op_t op;
-  int n;         /* ranks */
-  double limit;  /* meas_limit(dt) */
-  double modulo; /* data patterns run over [0, modulo) */
-  /* reduction parameters (see meas_red_in) */
-  int vmax, avg_base, prod_period;
-  double expect[CB_PERIOD]; /* reduced value per residue of the element index */
-};
-
 /* Rank-and-position pattern for data that is moved, not reduced: src names
  * whose data it is (a rank, or a (rank, destination) pair). */
 static double
-meas_pat(const struct meas_data *d, size_t src, size_t j)
+meas_pat(const struct cb_meas_data *d, size_t src, size_t j)
 {
   return (double)((src * 131 + (j % CB_PERIOD) * 7 + 1) % (size_t)d->modulo);
 }
 
 /* Rank r's input for element g of a reduced vector. */
 static double
-meas_red_in(const struct meas_data *d, int r, size_t g)
+meas_red_in(const struct cb_meas_data *d, int r, size_t g)
 {
   size_t h = g % CB_PERIOD;
   switch (d->op) {
@@ -297,8 +285,8 @@ meas_red_in(const struct meas_data *d, int r, size_t g)
   }
 }
 
-static void
-meas_data_init(struct meas_data *d, collie_dtype_t dt, collie_op_t op, int n)
+void
+cb_meas_data_init(struct cb_meas_data *d, collie_dtype_t dt, collie_op_t op, int n)
 {
   d->dt = dt;
   d->op = op;
@@ -351,7 +339,7 @@ meas_data_init(struct meas_data *d, collie_dtype_t dt, collie_op_t op, int n)
 
 /* ---- Buffers ---- */
 
-static void *meas_sbuf, *meas_rbuf;
+void *cb_meas_sbuf, *cb_meas_rbuf;
 static size_t meas_cap;
 static int64_t *meas_stamps;
 static size_t meas_stamps_cap;
@@ -390,10 +378,10 @@ meas_reserve(size_t bytes, long iters)
     }
     memset(s, 0, cap);
     memset(r, 0, cap);
-    meas_release(meas_sbuf);
-    meas_release(meas_rbuf);
-    meas_sbuf = s;
-    meas_rbuf = r;
+    meas_release(cb_meas_sbuf);
+    meas_release(cb_meas_rbuf);
+    cb_meas_sbuf = s;
+    cb_meas_rbuf = r;
     meas_cap = cap;
   }
   if ((size_t)iters + 1 > meas_stamps_cap) {
@@ -416,22 +404,12 @@ meas_reserve(size_t bytes, long iters)
 
 /* ---- One call ---- */
 
-struct meas_call {
-  collie_comm_t *comm;
-  int coll, rank, n, root;
-  size_t count;
-  collie_dtype_t dt;
-  collie_op_t op;
-  collie_opts_t opts;
-  void *send, *recv; /* as passed (in place: aliased as the API defines) */
-};
-
-static void
-meas_buffers(struct meas_call *c, int inplace)
+void
+cb_meas_buffers(struct cb_meas_call *c, int inplace)
 {
   size_t blk = c->count * collie_dtype_size(c->dt);
-  c->send = meas_sbuf;
-  c->recv = meas_rbuf;
+  c->send = cb_meas_sbuf;
+  c->recv = cb_meas_rbuf;
   if (!inplace) return;
   switch (c->coll) {
   case CB_ALLREDUCE:
@@ -457,7 +435,7 @@ meas_buffers(struct meas_call *c, int inplace)
 }
 
 static collie_result_t
-meas_run(struct meas_call *c)
+meas_run(struct cb_meas_call *c)
 {
   collie_comm_t *m = c->comm;
   const collie_opts_t *o = &c->opts;
@@ -473,7 +451,7 @@ meas_run(struct meas_call *c)
   case CB_REDUCE:
     return collie_reduce(m, c->send, c->recv, c->count, c->dt, c->op, c->root, o, NULL);
   case CB_ALLTOALL:
-    return collie_alltoall(m, c->send, c->recv, c->count, c->dt, o, NULL);
+    return cb_meas_alltoall(m, c->send, c->recv, c->count, c->dt, o, NULL);
   case CB_GATHER:
     return collie_gather(m, c->send, c->recv, c->count, c->dt, c->root, o, NULL);
   case CB_SCATTER:
@@ -500,8 +478,8 @@ meas_poison(collie_dtype_t dt)
   return dt == COLLIE_UINT8 ? 255 : dt == COLLIE_UINT32 || dt == COLLIE_UINT64 ? 4294967295.0 : -1;
 }
 
-static void
-meas_fill(const struct meas_call *c, const struct meas_data *d)
+void
+cb_meas_fill(const struct cb_meas_call *c, const struct cb_meas_data *d)
 {
   size_t cnt = c->count, tot = cnt * (size_t)c->n, i;
   int r = c->rank, n = c->n;
@@ -510,35 +488,35 @@ meas_fill(const struct meas_call *c, const struct meas_data *d)
   switch (c->coll) {
   case CB_ALLREDUCE:
   case CB_REDUCE:
-    for (i = 0; i < cnt; i++) meas_put(dt, c->recv, i, poison);
-    for (i = 0; i < cnt; i++) meas_put(dt, c->send, i, meas_red_in(d, r, i));
+    for (i = 0; i < cnt; i++) cb_meas_put(dt, c->recv, i, poison);
+    for (i = 0; i < cnt; i++) cb_meas_put(dt, c->send, i, meas_red_in(d, r, i));
     break;
   case CB_REDUCE_SCATTER:
-    for (i = 0; i < cnt; i++) meas_put(dt, c->recv, i, poison);
-    for (i = 0; i < tot; i++) meas_put(dt, c->send, i, meas_red_in(d, r, i));
+    for (i = 0; i < cnt; i++) cb_meas_put(dt, c->recv, i, poison);
+    for (i = 0; i < tot; i++) cb_meas_put(dt, c->send, i, meas_red_in(d, r, i));
     break;
   case CB_ALLGATHER:
   case CB_GATHER:
-    for (i = 0; i < tot; i++) meas_put(dt, c->recv, i, poison);
-    for (i = 0; i < cnt; i++) meas_put(dt, c->send, i, meas_pat(d, (size_t)r, i));
+    for (i = 0; i < tot; i++) cb_meas_put(dt, c->recv, i, poison);
+    for (i = 0; i < cnt; i++) cb_meas_put(dt, c->send, i, meas_pat(d, (size_t)r, i));
     break;
   case CB_BROADCAST:
     for (i = 0; i < cnt; i++)
-      meas_put(dt, c->recv, i, r == c->root ? meas_pat(d, (size_t)r, i) : poison);
+      cb_meas_put(dt, c->recv, i, r == c->root ? meas_pat(d, (size_t)r, i) : poison);
     break;
   case CB_SCATTER:
-    for (i = 0; i < cnt; i++) meas_put(dt, c->recv, i, poison);
+    for (i = 0; i < cnt; i++) cb_meas_put(dt, c->recv, i, poison);
     if (r == c->root)
-      for (i = 0; i < tot; i++) meas_put(dt, c->send, i, meas_pat(d, i / cnt, i % cnt));
+      for (i = 0; i < tot; i++) cb_meas_put(dt, c->send, i, meas_pat(d, i / cnt, i % cnt));
     break;
   case CB_ALLTOALL: /* block q goes to rank q: its pattern names (sender, receiver) */
-    for (i = 0; i < tot; i++) meas_put(dt, c->recv, i, poison);
+    for (i = 0; i < tot; i++) cb_meas_put(dt, c->recv, i, poison);
     for (i = 0; i < tot; i++)
-      meas_put(dt, c->send, i, meas_pat(d, (size_t)r * (size_t)n + i / cnt, i % cnt));
+      cb_meas_put(dt, c->send, i, meas_pat(d, (size_t)r * (size_t)n + i / cnt, i % cnt));
     break;
   case CB_SENDRECV:
-    for (i = 0; i < cnt; i++) meas_put(dt, c->recv, i, poison);
-    for (i = 0; i < cnt; i++) meas_put(dt, c->send, i, meas_pat(d, (size_t)r, i));
+    for (i = 0; i < cnt; i++) cb_meas_put(dt, c->recv, i, poison);
+    for (i = 0; i < cnt; i++) cb_meas_put(dt, c->send, i, meas_pat(d, (size_t)r, i));
     break;
   default:
     break;
@@ -547,8 +525,8 @@ meas_fill(const struct meas_call *c, const struct meas_data *d)
 
 /* Counts elements of the result that differ from the expected; reports the
  * first on stderr. */
-static long
-meas_check(const struct meas_call *c, const struct meas_data *d, size_t bytes)
+long
+cb_meas_check(const struct cb_meas_call *c, const struct cb_meas_data *d, size_t bytes)
 {
   size_t cnt = c->count, tot = cnt * (size_t)c->n, len = 0, i;
   int r = c->rank, n = c->n;
@@ -558,7 +536,7 @@ meas_check(const struct meas_call *c, const struct meas_data *d, size_t bytes)
   double first_got = 0, first_want = 0;
 #define MEAS_EXPECT(idx, want)                                                                     \
   do {                                                                                             \
-    double got_ = meas_get(c->dt, out, (idx)), want_ = (want);                                     \
+    double got_ = cb_meas_get(c->dt, out, (idx)), want_ = (want);                                  \
     if (got_ != want_) {                                                                           \
       if (!wrong++) {                                                                              \
         first = (idx);                                                                             \
@@ -630,7 +608,7 @@ meas_quantile(const double *sorted, long n, double q)
 }
 
 static int
-meas_fail(const struct meas_call *c, size_t bytes, collie_result_t rc)
+meas_fail(const struct cb_meas_call *c, size_t bytes, collie_result_t rc)
 {
   /* An algorithm that cannot run the call is refused identically on every
    * rank before any communication: one message is enough. */
@@ -655,15 +633,15 @@ cb_measure(collie_comm_t *comm, const struct cb_opts *o, int coll, int algo, siz
            coll == CB_SENDRECV ? "-" : cb_algo_name(algo));
   if (!cb_shape(coll, req_bytes, n, esize, &out->shape)) return 1;
 
-  struct meas_call c = {.comm = comm,
-                        .coll = coll,
-                        .rank = rank,
-                        .n = n,
-                        .root = out->root < 0 ? 0 : out->root,
-                        .count = out->shape.count,
-                        .dt = o->dtype,
-                        .op = o->redop,
-                        .opts = {.algorithm = coll == CB_SENDRECV ? COLLIE_ALGO_AUTO : algo}};
+  struct cb_meas_call c = {.comm = comm,
+                           .coll = coll,
+                           .rank = rank,
+                           .n = n,
+                           .root = out->root < 0 ? 0 : out->root,
+                           .count = out->shape.count,
+                           .dt = o->dtype,
+                           .op = o->redop,
+                           .opts = {.algorithm = coll == CB_SENDRECV ? COLLIE_ALGO_AUTO : algo}};
   if (algo == COLLIE_ALGO_AUTO && coll != CB_SENDRECV) {
     int id;
     const char *name = meas_resolve(comm, coll, c.count, c.dt, c.op, c.root, &id);
@@ -678,7 +656,7 @@ cb_measure(collie_comm_t *comm, const struct cb_opts *o, int coll, int algo, siz
   size_t need = out->shape.bytes > esize ? out->shape.bytes : esize;
   long max_iters = o->iters > 0 ? o->iters : CB_MAX_ITERS;
   meas_mem = o->mem_collie ? comm : NULL;
-  struct meas_data *d = calloc(1, sizeof(*d));
+  struct cb_meas_data *d = calloc(1, sizeof(*d));
   int32_t nomem = !d || meas_reserve(need, max_iters) != 0 ? rank + 1 : 0;
   collie_result_t arc =
       collie_allreduce(comm, &nomem, &nomem, 1, COLLIE_INT32, COLLIE_MAX, NULL, NULL);
@@ -690,9 +668,9 @@ cb_measure(collie_comm_t *comm, const struct cb_opts *o, int coll, int algo, siz
               need, cb_coll_name(coll));
     return -1;
   }
-  meas_buffers(&c, o->inplace);
-  meas_data_init(d, c.dt, c.op, n);
-  meas_fill(&c, d); /* sane values to time with */
+  cb_meas_buffers(&c, o->inplace);
+  cb_meas_data_init(d, c.dt, c.op, n);
+  cb_meas_fill(&c, d); /* sane values to time with */
 
   long warm = o->warmup >= 0 ? o->warmup : out->shape.bytes <= (1u << 20) ? 20 : 4;
   long iters = o->iters, it;
@@ -761,9 +739,9 @@ cb_measure(collie_comm_t *comm, const struct cb_opts *o, int coll, int algo, siz
 
   int64_t wrong = -1;
   if (o->check) {
-    meas_fill(&c, d);
+    cb_meas_fill(&c, d);
     MEAS_TRY(meas_run(&c));
-    wrong = meas_check(&c, d, out->shape.bytes);
+    wrong = cb_meas_check(&c, d, out->shape.bytes);
     MEAS_TRY(collie_allreduce(comm, &wrong, &wrong, 1, COLLIE_INT64, COLLIE_SUM, NULL, NULL));
   }
   /* The next point starts together: a rank still checking is not a slow call. */

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "cbench.h"
+#include "cbench_int.h"
 #include "units.h"
 
 /* ---- Text table ---- */
@@ -79,8 +80,8 @@ static const char *const out_profile_names[CB_NCOLL] = {
     "AllToAll",  "Gather",    "Scatter",       "Barrier",   "SendRecv"};
 
 /* 1048576 -> "1,048,576" */
-static void
-out_thousands(char *buf, size_t len, size_t v)
+void
+cb_out_thousands(char *buf, size_t len, size_t v)
 {
   char digits[32];
   int n = snprintf(digits, sizeof(digits), "%zu", v), o = 0;
@@ -110,7 +111,7 @@ cb_profile_write(FILE *f, const struct cb_point *pts, int npts, int nranks, cons
       if (pts[j].shape.count == pts[i].shape.count) seen = 1;
     if (seen) continue;
     char num[40];
-    out_thousands(num, sizeof(num), pts[i].shape.count);
+    cb_out_thousands(num, sizeof(num), pts[i].shape.count);
     fprintf(f, "\nTensor Size: %s elements (%.2f MB)\n", num,
             (double)pts[i].shape.count * (double)collie_dtype_size(dtype) / (1024.0 * 1024.0));
     for (int j = i; j < npts; j++) {

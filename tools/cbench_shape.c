@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "cbench.h"
-#include "transport/transport.h" /* COLLIE_KIND_* */
+#include "core/introspect.h" /* COLLIE_KIND_* */
 
 static const char *const shape_names[CB_NCOLL] = {
     "allreduce", "allgather", "reduce_scatter", "broadcast", "reduce",

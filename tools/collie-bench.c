@@ -35,10 +35,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bootstrap/bootstrap.h"
 #include "cbench.h"
 #include "cli.h"
-#include "core/core.h"
+#include "core/introspect.h"
 
 #ifndef COLLIE_VERSION_STRING
 #define COLLIE_VERSION_STRING "unknown"
@@ -438,8 +437,8 @@ bench_launcher_rank(int *rank)
     if (getenv(vars[i])) any = 1;
   *rank = 0;
   if (!any) return 0;
-  struct collie__launch l;
-  if (collie__launch_detect(&l, NULL) == COLLIE_SUCCESS) *rank = l.rank;
+  int r = collie__launch_rank();
+  if (r >= 0) *rank = r;
   return 1;
 }
 

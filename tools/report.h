@@ -227,4 +227,9 @@ void report_trace_usage(void);
 int report_plot(int argc, char **argv);
 void report_plot_usage(void);
 
+/* Parses a decimal number of seconds ("8812.001234", "-3.5") into whole
+ * microseconds, rounding digits past the sixth half up. Returns 0 or -1
+ * (report_telemetry.c). */
+int report_tel_micros(const char *s, int64_t *out);
+
 #endif /* COLLIE_REPORT_H */

@@ -45,8 +45,8 @@ rt_is_collective(const char *op)
 
 /* Parses a decimal number of seconds ("8812.001234", "-3.5") into whole
  * microseconds, rounding digits past the sixth half up. Returns 0 or -1. */
-static int
-tel_micros(const char *s, int64_t *out)
+int
+report_tel_micros(const char *s, int64_t *out)
 {
   const char *p = s;
   while (*p == ' ') p++;
@@ -83,7 +83,7 @@ enum { TC_ITER, TC_EPOCH, TC_LABEL, TC_OP, TC_PHASE, TC_SIZE, TC_ELAPSED, TC_STA
 static int
 tel_counter(const struct rc_table *t, size_t row, int col, int64_t *out, char *err, size_t errlen)
 {
-  if (tel_micros(rc_cell(t, row, col), out) == 0) return 0;
+  if (report_tel_micros(rc_cell(t, row, col), out) == 0) return 0;
   double dummy;
   if (rc_double(t, row, col, &dummy, err, errlen) != 0) return -1;
   snprintf(err, errlen, "%s:%d: column \"%s\": \"%s\" is not a decimal number of seconds", t->path,
@@ -212,7 +212,7 @@ tel_load_meta(struct rt_rank *r, const char *path, char *err, size_t errlen)
     if (strcmp(key, "host") == 0) {
       snprintf(r->host, sizeof(r->host), "%s", val);
     } else if (strcmp(key, "clock_offset_s") == 0) {
-      if (tel_micros(val, &r->offset_us) != 0) {
+      if (report_tel_micros(val, &r->offset_us) != 0) {
         snprintf(err, errlen, "%s:%d: clock_offset_s: \"%.64s\" is not a number", path, ln, val);
         rc = -1;
         break;

@@ -194,6 +194,10 @@ struct collie__algo {
   collie_result_t (*run)(struct collie__call *c);
 };
 
+/* Every algorithm, in COLLIE_ALGOS order (ties in selection go to the
+ * earlier); *n gets their number. For selection and for tools. */
+const struct collie__algo *const *collie__algo_table(int *n);
+
 /* Every algorithm, one definition each in its family's file (listed in select.c). */
 #define COLLIE_ALGOS(XX)                                                                           \
   XX(allreduce_ring)                                                                               \

@@ -37,6 +37,13 @@ static const struct collie__algo *const select_table[] = {
 };
 #define SELECT_N (int)(sizeof(select_table) / sizeof(select_table[0]))
 
+const struct collie__algo *const *
+collie__algo_table(int *n)
+{
+  *n = SELECT_N;
+  return select_table;
+}
+
 static const char *select_algo_names[] = {
 #define COLLIE_XX_(name, str) str,
     COLLIE_ALGO_MAP(COLLIE_XX_)

@@ -41,7 +41,8 @@ collie_result_t collie__params_load(struct collie__params *p,
 /* Copies src to dst, its strings included (a plain struct copy would leave
  * dst's strings pointing into src). */
 void collie__params_copy(struct collie__params *dst, const struct collie__params *src);
-#include "core/params.h" /* collie__params_describe */
+#include "core/introspect.h" /* what tools may ask (some of it defined here) */
+#include "core/params.h"     /* collie__params_describe */
 
 /* ---- comm.c ---- */
 
@@ -121,8 +122,7 @@ collie_result_t collie__comm_check(const collie_comm_t *comm, const char *fn);
 /* Records the first fatal error (the thread's current message) and returns rc.
  * Thread-safe against readers and other poisoners. */
 collie_result_t collie__comm_poison(collie_comm_t *comm, collie_result_t rc);
-/* The poison code (COLLIE_SUCCESS while healthy). */
-collie_result_t collie__comm_poisoned(const collie_comm_t *comm);
+/* collie__comm_poisoned: introspect.h. */
 /* Dumps comm's flight recorder to COLLIE_LOG_DIR with reason; failures to write
  * are logged, not returned (the caller is already reporting an error). */
 void collie__comm_flight_dump(collie_comm_t *comm, const char *reason);
@@ -166,24 +166,7 @@ collie_result_t collie__dispatch_run(collie_comm_t *comm, struct collie__op *op,
  * run because the communicator failed before its turn. */
 void collie__dispatch_skipped(collie_comm_t *comm, struct collie__op *op);
 
-/* ---- introspect.c ---- */
-
-/* The algorithm comm would run for a regular collective of this shape (kind
- * COLLIE_KIND_*, count as the collie_* call takes it) under models (NULL:
- * comm's own), honouring COLLIE_ALGO. Local, no communication, no log.
- * Errors: those of collie__algo_select; INVALID_ARGUMENT for p2p and the
- * v-variants. */
-collie_result_t collie__comm_select(collie_comm_t *comm, int kind, size_t count,
-                                    collie_dtype_t dtype, collie_op_t op, int root,
-                                    const struct collie__models *models,
-                                    const struct collie__algo **out);
-/* The models a tuning file gives this communicator: path loaded over a copy
- * of comm's class constants (the built-in defaults, or COLLIE_TUNING_FILE's
- * over them), without comm's own fit lines. Fills out (overwritten; the
- * caller frees it with collie__models_free). Local, no communication.
- * Errors: collie__models_load's; INVALID_USAGE for a dead comm. */
-collie_result_t collie__comm_models_load(collie_comm_t *comm, const char *path,
-                                         struct collie__models *out);
+/* ---- introspect.c: core/introspect.h (included above) ---- */
 
 /* ---- check.c ---- */
 

@@ -2,8 +2,9 @@
  * introspect.c - what a communicator would decide, asked from outside a
  * call: which algorithm the cost model picks for a shape, under the
  * communicator's own models or under others (a tuning file being judged).
- * For tools (collie-bench), which link the static library; nothing here
- * communicates or changes the communicator.
+ * And the facts tools read of a communicator (core/introspect.h), so that
+ * they never see its struct. For tools (collie-bench), which link the static
+ * library; nothing here communicates or changes the communicator.
  */
 #include <string.h>
 
@@ -49,4 +50,35 @@ collie__comm_models_load(collie_comm_t *comm, const char *path, struct collie__m
   memset(out, 0, sizeof(*out));
   memcpy(out->cls, comm->models.cls, sizeof(out->cls));
   return collie__models_load(path, out);
+}
+
+int
+collie__comm_class(const collie_comm_t *comm)
+{
+  return comm->cls;
+}
+
+const char *
+collie__comm_host(const collie_comm_t *comm, int rank)
+{
+  return rank >= 0 && rank < comm->size ? comm->peers[rank].host : NULL;
+}
+
+const char *
+collie__comm_transport_of(const collie_comm_t *comm, int peer)
+{
+  return comm->net ? collie__net_transport_of(comm->net, peer) : "none";
+}
+
+const struct collie__models *
+collie__comm_models(const collie_comm_t *comm)
+{
+  return &comm->models;
+}
+
+int
+collie__launch_rank(void)
+{
+  struct collie__launch l;
+  return collie__launch_detect(&l, NULL) == COLLIE_SUCCESS ? l.rank : -1;
 }

@@ -21,16 +21,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/core.h" /* white-box: the communicator the tools see only through introspect.h */
 #include "runner.h"
 
-#define cb_measure fit_fake_measure
-#include "../../tools/cbench_fit.c"
-#include "../../tools/cbench_line.c"
+#include "../../tools/cbench_int.h"
 
 /* The cost-model classes, as net.c's transport table orders them
  * (fit_tune_file_roundtrip checks the names). */
 enum { FT_SHM = 0, FT_TCP = 1 };
-#undef cb_measure
 
 /* ---- Least squares ---- */
 
@@ -604,6 +602,7 @@ TEST_IMPL(fit_main_fake)
   fflush(stdout);
   ASSERT(freopen(tables, "w", stdout) != NULL);
 
+  cb_fit_measure = fit_fake_measure; /* the seam: known timings, nothing measured */
   ASSERT(cb_fit_main(comm, &o, NULL, 0) == 0);
   ASSERT(access(path, F_OK) != 0); /* --fit writes nothing */
   ASSERT(cb_fit_main(comm, &o, path, 0) == 0);
@@ -635,14 +634,15 @@ TEST_IMPL(fit_main_fake)
   }
   static const int colls[2] = {CB_ALLREDUCE, CB_BROADCAST};
   for (int ci = 0; ci < 2; ci++) {
-    int kind = fit_kinds[colls[ci]];
+    int kind = cb_coll_kind(colls[ci]), nalgos;
+    const struct collie__algo *const *algos = collie__algo_table(&nalgos);
     for (size_t bytes = 64; bytes <= (1u << 20); bytes = bytes * 3 / 2 + 4) {
       const struct collie__algo *a, *best = NULL;
       double bt = 0;
       size_t count = bytes / 4;
-      for (int i = 0; i < FIT_NALGOS; i++) {
-        const struct collie__algo *x = fit_algos[i];
-        if (x->kind != kind || !fit_can_run(comm, &o, x)) continue;
+      for (int i = 0; i < nalgos; i++) {
+        const struct collie__algo *x = algos[i];
+        if (x->kind != kind || !cb_fit_can_run(comm, &o, x)) continue;
         double t = fit_fake_time(comm, colls[ci], x->id, count * 4);
         if (!best || t < bt) {
           best = x;

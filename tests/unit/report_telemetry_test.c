@@ -21,9 +21,9 @@
 #include "runner.h"
 
 /* The telemetry loader is compiled in here (and only here: tools_impl.c
- * lists it) so the test can reach its static tel_micros; the JSON and CSV
+ * lists it) so the test can reach its static report_tel_micros; the JSON and CSV
  * readers come from tools_impl.c. */
-#include "../../tools/report_telemetry.c"
+#include "../../tools/report.h"
 
 #define TT_BIN COLLIE_BUILD_DIR "/collie-report"
 
@@ -444,11 +444,12 @@ TEST_IMPL(report_csv_reader)
 
   /* Counters to whole microseconds, exactly, and percentiles by nearest rank. */
   int64_t us;
-  ASSERT(tel_micros("1764120000.123456", &us) == 0 && us == 1764120000123456LL);
-  ASSERT(tel_micros("8812.0012345", &us) == 0 && us == 8812001235LL);
-  ASSERT(tel_micros("-0.5", &us) == 0 && us == -500000);
-  ASSERT(tel_micros("12", &us) == 0 && us == 12000000);
-  ASSERT(tel_micros("1e3", &us) == -1 && tel_micros("", &us) == -1 && tel_micros(".", &us) == -1);
+  ASSERT(report_tel_micros("1764120000.123456", &us) == 0 && us == 1764120000123456LL);
+  ASSERT(report_tel_micros("8812.0012345", &us) == 0 && us == 8812001235LL);
+  ASSERT(report_tel_micros("-0.5", &us) == 0 && us == -500000);
+  ASSERT(report_tel_micros("12", &us) == 0 && us == 12000000);
+  ASSERT(report_tel_micros("1e3", &us) == -1 && report_tel_micros("", &us) == -1 &&
+         report_tel_micros(".", &us) == -1);
   double v[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
   ASSERT(rt_percentile(v, 10, 50) == 5 && rt_percentile(v, 10, 90) == 9);
   ASSERT(rt_percentile(v, 10, 99) == 10 && rt_percentile(v, 1, 50) == 1);

@@ -1,0 +1,51 @@
+/*
+ * introspect.h - what collie's tools (collie-bench, collierun) may ask of
+ * the library beyond include/collie.h, and all they may include of it: a
+ * communicator's facts through functions (its struct stays private to
+ * src/core), what it would select, and the contracts they measure (the
+ * algorithm table, the kinds and the cost model of coll/coll.h; the
+ * kernels of reduce/reduce.h; the COLLIE_* variables of core/params.h).
+ * scripts/check_layers.sh refuses any other private header in tools/.
+ * introspect.c implements the communicator's part; nothing here
+ * communicates or changes a communicator.
+ */
+#ifndef COLLIE_CORE_INTROSPECT_H
+#define COLLIE_CORE_INTROSPECT_H
+
+#include "coll/coll.h"
+#include "collie.h"
+#include "core/params.h"
+#include "reduce/reduce.h"
+
+/* comm's cost-model class (collie__net_class: COLLIE_NET_CLASS_LOCAL when
+ * shared memory serves every rank). */
+int collie__comm_class(const collie_comm_t *comm);
+/* The host identity rank published (ranks with equal hosts share memory);
+ * NULL outside 0..size-1. */
+const char *collie__comm_host(const collie_comm_t *comm, int rank);
+/* Which transport serves peer ("shm", "tcp", "self", "none"). */
+const char *collie__comm_transport_of(const collie_comm_t *comm, int peer);
+/* comm's cost model (built-in constants, COLLIE_TUNING_FILE's). */
+const struct collie__models *collie__comm_models(const collie_comm_t *comm);
+/* The poison code (COLLIE_SUCCESS while healthy). */
+collie_result_t collie__comm_poisoned(const collie_comm_t *comm);
+/* The algorithm comm would run for a regular collective of this shape (kind
+ * COLLIE_KIND_*, count as the collie_* call takes it) under models (NULL:
+ * comm's own), honouring COLLIE_ALGO. Local, no communication, no log.
+ * Errors: those of collie__algo_select; INVALID_ARGUMENT for p2p and the
+ * v-variants. */
+collie_result_t collie__comm_select(collie_comm_t *comm, int kind, size_t count,
+                                    collie_dtype_t dtype, collie_op_t op, int root,
+                                    const struct collie__models *models,
+                                    const struct collie__algo **out);
+/* The models a tuning file gives this communicator: path loaded over a copy
+ * of comm's class constants (the built-in defaults, or COLLIE_TUNING_FILE's
+ * over them), without comm's own fit lines. Fills out (overwritten; the
+ * caller frees it with collie__models_free). Local, no communication.
+ * Errors: collie__models_load's; INVALID_USAGE for a dead comm. */
+collie_result_t collie__comm_models_load(collie_comm_t *comm, const char *path,
+                                         struct collie__models *out);
+/* This process's rank as its launcher says (before any init), or -1. */
+int collie__launch_rank(void);
+
+#endif /* COLLIE_CORE_INTROSPECT_H */
