@@ -70,9 +70,9 @@
  * drains them reads consecutive lines, which the hardware prefetches. With
  * each header in front of its 64 KiB payload, every small message cost a
  * full cross-core line transfer that nothing overlapped: a two-process
- * ring of 8-byte messages, each side doing 90 ns of other work per
- * message, moved one per 206-230 ns that way, one per 123-135 ns with the
- * headers packed (and published without a locked instruction, below).
+ * ring of 8-byte messages with some other work per message moved them
+ * about 1.7 times as fast with the headers packed (and published without a
+ * locked instruction, below).
  * 32 keeps a ring within the pages its 8 payload slots and their headers
  * took before (the default geometry still fits 124 local ranks). */
 #define COLLIE_SHM_NCELLS 32u
@@ -223,9 +223,9 @@ struct collie__shm_chunk {
 #define COLLIE_SHM_CELL_LO 16
 #define COLLIE_SHM_CELL_PAYLOAD (64 - 8)
 /* 296: a 256-byte message in 5 cells (whole) or 6 (part); from there on a
- * payload slot (at 2 ranks, 512 B through a slot already beat Open MPI's
- * 1.06 us at 0.35, while 32-256 B took a slot at 0.29-0.33 against its
- * 0.17-0.25). */
+ * payload slot: at 2 ranks, 512 B through a slot already beat Open MPI's
+ * time, while 32-256 B through a slot lost to it (docs/performance.md has
+ * the comparison). */
 #define COLLIE_SHM_CELLS_INLINE (COLLIE_SHM_CHUNK_INLINE + 5 * COLLIE_SHM_CELL_PAYLOAD)
 
 /* CMA: no payload; read `total` bytes at addr instead. MAPPED (with CMA): the

@@ -15,8 +15,8 @@
 /* Monotonic nanoseconds (CLOCK_MONOTONIC). */
 int64_t collie__now_ns(void);
 /* CLOCK_MONOTONIC at the kernel's last tick: the same time base, at most
- * collie__coarse_lag_ns() behind collie__now_ns(), for a quarter of its cost
- * (5 against 22 ns on the reference VM). */
+ * collie__coarse_lag_ns() behind collie__now_ns(), for about a quarter of
+ * its cost. */
 int64_t collie__now_coarse_ns(void);
 /* How far the coarse clock may lag (its resolution, clock_getres). */
 int64_t collie__coarse_lag_ns(void);
@@ -115,7 +115,7 @@ void collie__futex_wake_all(uint32_t *addr);
  * reading the published one, calls collie__membarrier_all(): the kernel
  * then runs a full fence on every CPU running a registered process. The
  * fast side saves a locked instruction per message; the slow side pays a
- * system call and an interrupt per other CPU (0.2-35 us here), so it is for
+ * system call and an interrupt per other CPU (microseconds), so it is for
  * a side about to sleep anyway. Register returns 0 where the kernel, a
  * seccomp filter or valgrind lacks the commands; membarrier_all returns 0 on
  * success, -1 with errno set. */
