@@ -27,19 +27,6 @@ static const char *sweep_algos[] = {
 #undef COLLIE_XX_
 };
 
-/* A size argument as cli_parse_size reads it; exits with a message when it is not one. */
-static size_t
-sweep_size(const char *opt, const char *s)
-{
-  char why[96];
-  size_t v;
-  if (cli_parse_size(s, &v, why, sizeof(why)) != 0) {
-    fprintf(stderr, "%s: '%s' %s\n", opt, s, why);
-    exit(2);
-  }
-  return v;
-}
-
 enum {
   SW_ALLREDUCE,
   SW_ALLGATHER,
@@ -113,9 +100,9 @@ main(int argc, char **argv)
   const char *colls = "allreduce,allgather,reduce_scatter,broadcast,reduce,alltoall,gather,scatter";
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "-b"))
-      minb = sweep_size(argv[i], argv[i + 1]);
+      minb = cli_size_arg(argv[i], argv[i + 1]);
     else if (!strcmp(argv[i], "-e"))
-      maxb = sweep_size(argv[i], argv[i + 1]);
+      maxb = cli_size_arg(argv[i], argv[i + 1]);
     else if (!strcmp(argv[i], "-f"))
       factor = atof(argv[i + 1]);
     else if (!strcmp(argv[i], "-t"))

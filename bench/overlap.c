@@ -82,19 +82,6 @@ ovl_max(collie_comm_t *comm, double v)
   return v;
 }
 
-/* A size argument as cli_parse_size reads it; exits with a message when it is not one. */
-static size_t
-ovl_bytes(const char *opt, const char *s)
-{
-  char why[96];
-  size_t v;
-  if (cli_parse_size(s, &v, why, sizeof(why)) != 0) {
-    fprintf(stderr, "%s: '%s' %s\n", opt, s, why);
-    exit(2);
-  }
-  return v;
-}
-
 static void
 ovl_issue(collie_comm_t *comm, float **bufs, int nb, size_t n, collie_work_t **w)
 {
@@ -121,7 +108,7 @@ main(int argc, char **argv)
     if (!strcmp(argv[i], "-b"))
       nb = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "-s"))
-      bytes = ovl_bytes(argv[i], argv[i + 1]);
+      bytes = cli_size_arg(argv[i], argv[i + 1]);
     else if (!strcmp(argv[i], "-c"))
       target_ms = atof(argv[i + 1]);
     else if (!strcmp(argv[i], "-r"))

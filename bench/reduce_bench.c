@@ -186,19 +186,6 @@ bench_stream_acc(bench_acc_fn fn, float *c, const float *a, size_t n, int reps)
   return best;
 }
 
-/* A size argument as cli_parse_size reads it; exits with a message when it is not one. */
-static size_t
-bench_size(const char *opt, const char *s)
-{
-  char why[96];
-  size_t v;
-  if (cli_parse_size(s, &v, why, sizeof(why)) != 0) {
-    fprintf(stderr, "%s: '%s' %s\n", opt, s, why);
-    exit(2);
-  }
-  return v;
-}
-
 static void
 bench_usage(const char *argv0)
 {
@@ -218,7 +205,7 @@ main(int argc, char **argv)
   const char *only = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "-s") && i + 1 < argc) {
-      bytes = bench_size("-s", argv[++i]);
+      bytes = cli_size_arg("-s", argv[++i]);
     } else if (!strcmp(argv[i], "-r") && i + 1 < argc) {
       reps = atoi(argv[++i]);
     } else if (!strcmp(argv[i], "-i") && i + 1 < argc) {

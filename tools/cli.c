@@ -61,6 +61,18 @@ cli_parse_size(const char *s, size_t *out, char *why, size_t len)
   return 0;
 }
 
+size_t
+cli_size_arg(const char *opt, const char *s)
+{
+  char why[96];
+  size_t v;
+  if (cli_parse_size(s, &v, why, sizeof(why)) != 0) {
+    fprintf(stderr, "%s: '%s' %s\n", opt, s, why);
+    exit(2);
+  }
+  return v;
+}
+
 double
 cli_now_s(void)
 {

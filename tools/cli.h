@@ -15,6 +15,11 @@
  * sentence without the value) in why[0..len). */
 int cli_parse_size(const char *s, size_t *out, char *why, size_t len);
 
+/* A size argument of option opt: cli_parse_size's value, or a message on
+ * stderr ("-s: '12X' is not a size ...") and exit(2). For the benchmarks,
+ * whose options are few and whose errors end the run. */
+size_t cli_size_arg(const char *opt, const char *s);
+
 /* CLOCK_MONOTONIC in seconds. */
 double cli_now_s(void);
 

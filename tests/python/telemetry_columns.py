@@ -14,3 +14,29 @@ HEADER = (
 TIMING_HEADER = (
     "timestamp,iteration,epoch,layer_name,operation,phase,message_size_bytes,elapsed_ms,start_counter,end_counter"
 )
+
+
+def read_csv(path):
+    """(the header line, the rows as dicts) of a CSV file."""
+    import csv
+
+    with open(path, newline="") as f:
+        lines = f.read().splitlines()
+    return (lines[0] if lines else ""), list(csv.DictReader(lines))
+
+
+def comms_rows(steps, timeout=5.0, log_dir=None):
+    """Rank 0: comms.csv's header and its rows of these steps (in log_dir,
+    default COLLIE_LOG_DIR), waiting up to timeout s for all of them (a row
+    is written once its step's operations have all completed)."""
+    import os
+    import time
+
+    path = os.path.join(log_dir or os.environ["COLLIE_LOG_DIR"], "comms.csv")
+    deadline = time.monotonic() + timeout
+    while True:
+        header, rows = read_csv(path) if os.path.exists(path) else ("", [])
+        mine = [r for r in rows if int(r["step"]) in steps]
+        if {int(r["step"]) for r in mine} >= set(steps) or time.monotonic() > deadline:
+            return header, mine
+        time.sleep(0.05)

@@ -31,32 +31,11 @@ if IS_COLLIE:
     import collie.torch as ct
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
-from telemetry_columns import HEADER, TIMING_HEADER  # noqa: E402
+from telemetry_columns import HEADER, TIMING_HEADER, comms_rows, read_csv  # noqa: E402,F401
 
 
 def allreduce_bytes(nbytes, p):
     return 2 * (p - 1) * nbytes // p
-
-
-def read_csv(path):
-    with open(path, newline="") as f:
-        text = f.read()
-    lines = text.splitlines()
-    return (lines[0] if lines else ""), list(csv.DictReader(lines))
-
-
-def comms_rows(steps, timeout=5.0):
-    """Rank 0: comms.csv's header and its rows of these steps, waiting up to
-    timeout s for all of them (a row is written once its step's operations
-    have all completed)."""
-    path = os.path.join(os.environ["COLLIE_LOG_DIR"], "comms.csv")
-    deadline = time.monotonic() + timeout
-    while True:
-        header, rows = read_csv(path) if os.path.exists(path) else ("", [])
-        mine = [r for r in rows if int(r["step"]) in steps]
-        if {int(r["step"]) for r in mine} >= set(steps) or time.monotonic() > deadline:
-            return header, mine
-        time.sleep(0.1)
 
 
 def test_step_rows(rank, size):

@@ -10,7 +10,6 @@ files it wrote against what the calls did. The other tests run in every
 session on the backend under test, against the session's comms.csv, each
 with step numbers of its own (9xx)."""
 
-import csv
 import os
 import sys
 import tempfile
@@ -25,6 +24,7 @@ from conftest import BACKEND, JOBS, once_per_run, run_job
 sys.path.insert(0, JOBS)
 import mfcl_check  # noqa: E402
 from mfcl_check import HEADER, check_self_consistent  # noqa: E402
+from telemetry_columns import comms_rows  # noqa: E402
 
 import collie  # noqa: E402
 import collie.distributed as cd  # noqa: E402
@@ -36,25 +36,6 @@ HAS_BASE = BACKEND != "gloo"
 
 def allreduce_wire(nbytes, p):
     return 2 * (p - 1) * nbytes // p
-
-
-def read_rows(path):
-    with open(path, newline="") as f:
-        lines = f.read().splitlines()
-    return (lines[0] if lines else ""), list(csv.DictReader(lines))
-
-
-def step_rows(steps, timeout=5.0, log_dir=None):
-    """Rank 0: comms.csv's header and its rows of these steps (waiting up to
-    timeout s for them)."""
-    path = os.path.join(log_dir or os.environ["COLLIE_LOG_DIR"], "comms.csv")
-    deadline = time.monotonic() + timeout
-    while True:
-        header, rows = read_rows(path) if os.path.exists(path) else ("", [])
-        mine = [r for r in rows if int(r["step"]) in steps]
-        if {int(r["step"]) for r in mine} >= set(steps) or time.monotonic() > deadline:
-            return header, mine
-        time.sleep(0.05)
 
 
 # ---- the seed's users' loop, as a job, on gloo and on collie ---------------------
@@ -107,7 +88,7 @@ def test_rows_exact(rank, size):
     dist.barrier()
     if rank != 0:
         return
-    header, rows = step_rows([901])
+    header, rows = comms_rows([901])
     assert header.startswith(HEADER), header
     assert len(rows) == 1, rows
     r = rows[0]
@@ -133,7 +114,7 @@ def test_reduce_scatter_rows(rank, size):
     assert out[0].item() == p * (rank + 1) and out2[0].item() == p
     dist.barrier()
     if rank == 0:
-        _, rows = step_rows([902])
+        _, rows = comms_rows([902])
         assert int(rows[0]["bytes_reduce_scatter"]) == (p - 1) * 120, rows
 
 
@@ -147,7 +128,7 @@ def test_subgroup_wire(rank, size):
             assert t[0].item() == 2
     dist.barrier()
     if rank == 0:
-        _, rows = step_rows([903])
+        _, rows = comms_rows([903])
         assert int(rows[0]["bytes_all_reduce"]) == (2400 if g is not None else 0), rows
 
 
@@ -161,14 +142,14 @@ def test_async_time_to_wait(rank, size):
         assert w is not None
     time.sleep(0.05)
     if rank == 0 and BACKEND != "collie":
-        _, rows = step_rows([904], timeout=0.2)
+        _, rows = comms_rows([904], timeout=0.2)
         assert rows == [], ("the row was written before the call's wait", rows)
     assert w.wait() is not False
     assert t[0].item() == size
     assert w.is_completed()
     dist.barrier()
     if rank == 0:
-        _, rows = step_rows([904])
+        _, rows = comms_rows([904])
         assert int(rows[0]["bytes_all_reduce"]) == allreduce_wire(1024, size), rows
         if BACKEND != "collie":
             assert float(rows[0]["t_all_reduce_ms"]) >= 50, rows
@@ -192,7 +173,7 @@ def test_off_is_torch(rank, size, tmp_path):
         cd.broadcast(torch.ones(4), src=0)
     dist.barrier()
     if rank == 0:
-        _, rows = step_rows([905, 906], timeout=2)
+        _, rows = comms_rows([905, 906], timeout=2)
         assert [int(r["step"]) for r in rows] == [906], rows
 
 
