@@ -37,7 +37,13 @@ api_op(const char *fn, collie_dtype_t dtype, collie_op_t op)
   return COLLIE_SUCCESS;
 }
 
-/* count elements of dtype, times `blocks` (e.g. the comm size), must fit in size_t bytes. */
+/* The most bytes one buffer can span: no process addresses more (x86-64
+ * and arm64 user space with 5-level tables: 2^56-2^57 bytes). A larger
+ * count is a caller's bug that would otherwise crash inside an algorithm. */
+#define API_MAX_BUFFER_BYTES ((size_t)1 << (sizeof(size_t) == 8 ? 57 : 31))
+
+/* count elements of dtype, times `blocks` (e.g. the comm size), must fit in
+ * an address space. */
 static collie_result_t
 api_count(const char *fn, const char *what, size_t count, size_t blocks, collie_dtype_t dtype)
 {
@@ -49,6 +55,12 @@ api_count(const char *fn, const char *what, size_t count, size_t blocks, collie_
     return collie__err(COLLIE_INVALID_ARGUMENT,
                        "%s: %s = %zu elements of %s (x %zu) overflows the addressable bytes", fn,
                        what, count, collie_dtype_name(dtype), blocks);
+  if (count && total > API_MAX_BUFFER_BYTES)
+    return collie__err(COLLIE_INVALID_ARGUMENT,
+                       "%s: %s = %zu elements of %s (x %zu) is %zu bytes, more bytes than a "
+                       "process can address (%zu)",
+                       fn, what, count, collie_dtype_name(dtype), blocks, total,
+                       API_MAX_BUFFER_BYTES);
   return COLLIE_SUCCESS;
 }
 
@@ -243,9 +255,11 @@ api_varrays(const collie_comm_t *comm, const char *fn, const char *bn, const voi
   size_t any = 0;
   for (int q = 0; q < comm->size; q++) {
     API_TRY(api_count(fn, cn, counts[q], 1, dtype));
-    if (displs[q] > SIZE_MAX / collie_dtype_size(dtype) - counts[q])
-      return collie__err(COLLIE_INVALID_ARGUMENT, "%s: %s[%d] + %s[%d] overflows", fn, dn, q, cn,
-                         q);
+    if (displs[q] > API_MAX_BUFFER_BYTES / collie_dtype_size(dtype) - counts[q])
+      return collie__err(COLLIE_INVALID_ARGUMENT,
+                         "%s: %s[%d] + %s[%d] = %zu + %zu elements ends beyond what a process can "
+                         "address (overflows)",
+                         fn, dn, q, cn, q, displs[q], counts[q]);
     any |= counts[q];
   }
   return api_buf(fn, bn, buf, any);

@@ -31,6 +31,17 @@ TEST_IMPL(api_bad_arguments)
             collie_allreduce(comm, f, f, 1, COLLIE_BFLOAT16, COLLIE_BAND, NULL, NULL));
   ASSERT_RC(COLLIE_INVALID_ARGUMENT, "overflows",
             collie_allreduce(comm, f, f, big, COLLIE_FLOAT64, COLLIE_SUM, NULL, NULL));
+  /* Counts whose bytes fit in size_t but no address space holds (issue 19:
+   * an allgather of SIZE_MAX/2 int8 crashed on 2 ranks): refused, every
+   * collective alike. */
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "more bytes than",
+            collie_allgather(comm, ib, ib, SIZE_MAX / (size_t)(2 * p), COLLIE_INT8, NULL, NULL));
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "more bytes than",
+            collie_allreduce(comm, ib, ib, SIZE_MAX / 4, COLLIE_INT8, COLLIE_SUM, NULL, NULL));
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "more bytes than",
+            collie_broadcast(comm, ib, (size_t)1 << 58, COLLIE_INT8, 0, NULL, NULL));
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "more bytes than",
+            collie_send(comm, ib, (size_t)1 << 60, COLLIE_INT8, 0, 0, NULL, NULL));
   ASSERT_RC(COLLIE_INVALID_ARGUMENT, "root = -1",
             collie_broadcast(comm, f, 1, COLLIE_FLOAT32, -1, NULL, NULL));
   ASSERT_RC(COLLIE_INVALID_ARGUMENT,
