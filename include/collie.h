@@ -468,11 +468,12 @@ COLLIE_API collie_result_t collie_timing_record(collie_comm_t *comm, const colli
 typedef struct collie__timing collie_timing_log_t;
 
 /* Opens dir/timing-rank{rank}.csv (dir created with its parents). queue: records
- * the queue holds before it drops (0: COLLIE_TIMING_QUEUE, else 10000); flush_ms: the
+ * the queue holds before it drops (0: COLLIE_TIMING_QUEUE, else 10000; at most
+ * 1000000, ~250 bytes each, allocated at open); flush_ms: the
  * writer's period (0: COLLIE_TIMING_FLUSH_MS, else 1000). Close it with
  * collie_timing_log_close. Errors: INVALID_ARGUMENT (dir NULL or empty, rank < 0,
- * queue or flush_ms < 0, out NULL), SYSTEM_ERROR naming the path, INVALID_USAGE (the
- * file exists with another header). */
+ * queue or flush_ms < 0, queue above 1000000, out NULL), SYSTEM_ERROR naming the path,
+ * INVALID_USAGE (the file exists with another header). */
 COLLIE_API collie_result_t collie_timing_log_open(const char *dir, int rank, int64_t queue,
                                                   int64_t flush_ms, collie_timing_log_t **out);
 /* Queues rec with iteration and epoch as given (>= 0), without blocking: a full queue

@@ -101,6 +101,10 @@ collie_timing_log_open(const char *dir, int rank, int64_t queue, int64_t flush_m
     return collie__err(COLLIE_INVALID_ARGUMENT,
                        "%s: queue = %lld and flush_ms = %lld must be >= 0 (0: the default)", fn,
                        (long long)queue, (long long)flush_ms);
+  if (queue > COLLIE_TIMING_QUEUE_MAX)
+    return collie__err(COLLIE_INVALID_ARGUMENT,
+                       "%s: queue = %lld records is above %d (~250 bytes each, allocated at open)",
+                       fn, (long long)queue, COLLIE_TIMING_QUEUE_MAX);
   API_TRY(collie__params_load(&params, NULL));
   collie__host_id(params.HOST_ID, host, sizeof(host));
   struct collie__timing_cfg cfg = {.rank = rank,

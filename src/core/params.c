@@ -129,10 +129,11 @@ params_check(const struct collie__params *p)
     return collie__err(COLLIE_INVALID_ARGUMENT,
                        "COLLIE_SHM_BYTES=%lld must be > 0 (bytes of shared memory per local rank)",
                        (long long)p->SHM_BYTES);
-  if (p->TIMING_QUEUE <= 0 || p->TIMING_QUEUE > 100000000)
+  if (p->TIMING_QUEUE <= 0 || p->TIMING_QUEUE > COLLIE_TIMING_QUEUE_MAX)
     return collie__err(COLLIE_INVALID_ARGUMENT,
-                       "COLLIE_TIMING_QUEUE=%lld must be 1..100000000 (records)",
-                       (long long)p->TIMING_QUEUE);
+                       "COLLIE_TIMING_QUEUE=%lld must be 1..%d (records, ~250 bytes each, "
+                       "allocated at init)",
+                       (long long)p->TIMING_QUEUE, COLLIE_TIMING_QUEUE_MAX);
   if (p->TIMING_FLUSH_MS <= 0 || p->TIMING_FLUSH_MS > 86400000)
     return collie__err(COLLIE_INVALID_ARGUMENT,
                        "COLLIE_TIMING_FLUSH_MS=%lld must be 1..86400000 (milliseconds)",

@@ -134,6 +134,10 @@ struct collie__timing_rec {
   char layer[128];
 };
 
+/* The largest queue a timing log takes, in records (~250 bytes each, all
+ * allocated and initialised at open: 1,000,000 is ~250 MB per rank). */
+#define COLLIE_TIMING_QUEUE_MAX 1000000
+
 struct collie__timing_cfg {
   int rank, world_size;
   const char *host; /* written to the .meta sidecar */

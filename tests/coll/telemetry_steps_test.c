@@ -939,10 +939,17 @@ TEST_IMPL(telemetry_env_bad)
 {
   struct {
     const char *var, *value;
-  } bad[] = {{"COLLIE_COMMS_LOG", "abc"},      {"COLLIE_COMMS_LOG", "2"},
-             {"COLLIE_COMMS_LOG", "-1"},       {"COLLIE_TIMING_QUEUE", "0"},
-             {"COLLIE_TIMING_QUEUE", "-5"},    {"COLLIE_TIMING_QUEUE", "abc"},
-             {"COLLIE_TIMING_FLUSH_MS", "0"},  {"COLLIE_TIMING_FLUSH_MS", "-1"},
+  } bad[] = {{"COLLIE_COMMS_LOG", "abc"},
+             {"COLLIE_COMMS_LOG", "2"},
+             {"COLLIE_COMMS_LOG", "-1"},
+             {"COLLIE_TIMING_QUEUE", "0"},
+             {"COLLIE_TIMING_QUEUE", "-5"},
+             {"COLLIE_TIMING_QUEUE", "abc"},
+             /* 10^8 records were once "valid": 24 GB touched at every rank's init */
+             {"COLLIE_TIMING_QUEUE", "100000000"},
+             {"COLLIE_TIMING_QUEUE", "1000001"},
+             {"COLLIE_TIMING_FLUSH_MS", "0"},
+             {"COLLIE_TIMING_FLUSH_MS", "-1"},
              {"COLLIE_TIMING_FLUSH_MS", "abc"}};
   char dir[512];
   snprintf(dir, sizeof(dir), "%s/tlog", test_dir());

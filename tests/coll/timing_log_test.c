@@ -59,6 +59,8 @@ TEST_IMPL(timing_log_alone)
   ASSERT_RC(COLLIE_INVALID_ARGUMENT, "dir is empty", collie_timing_log_open("", 0, 0, 0, &bad));
   ASSERT_RC(COLLIE_INVALID_ARGUMENT, "rank = -1", collie_timing_log_open(dir, -1, 0, 0, &bad));
   ASSERT_RC(COLLIE_INVALID_ARGUMENT, "queue = -5", collie_timing_log_open(dir, 0, -5, 0, &bad));
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "queue = 100000000",
+            collie_timing_log_open(dir, 0, 100000000, 0, &bad));
   ASSERT_RC(COLLIE_INVALID_ARGUMENT, "out is NULL", collie_timing_log_open(dir, 0, 0, 0, NULL));
   ASSERT_RC(COLLIE_SYSTEM_ERROR, "/proc/collie-no",
             collie_timing_log_open("/proc/collie-no", 0, 0, 0, &bad));
