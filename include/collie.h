@@ -526,7 +526,8 @@ typedef struct collie__steps collie_comms_log_t;
 typedef struct collie__step_acc collie_comms_charge_t; /* one call charged, its time due */
 
 /* A comms.csv log for rank `rank` of a job of world_size ranks. Rank 0 appends to
- * dir/comms.csv (dir: NULL or "" = "."; created if missing; a new file gets the
+ * dir/comms.csv (dir: NULL or "" = "."; made if missing, one level: its parent must
+ * exist; a new file gets the
  * header, an existing one must have it); other ranks get a log that checks the
  * calls, keeps the step numbers and writes nothing, so every rank runs the same
  * code. The columns are fixed at open: register categories before. Errors:

@@ -16,6 +16,7 @@
   XX(telemetry_rank0_only_shm_4, telemetry_rank0_only, 4, "shm", 20)                               \
   XX(telemetry_comms_log_off_shm_2, telemetry_comms_log_off, 2, "shm", 20)                         \
   XX(telemetry_log_dir_default_shm_2, telemetry_log_dir_default, 2, "shm", 20)                     \
+  XX(telemetry_log_dir_missing_parent, telemetry_log_dir_missing_parent, 1, "shm", 20)             \
   XX(telemetry_env_bad, telemetry_env_bad, 1, "shm", 20)                                           \
   XX(telemetry_append_shm_2, telemetry_append, 2, "shm", 30)                                       \
   XX(telemetry_header_mismatch_shm_3, telemetry_header_mismatch, 3, "shm", 30)                     \

@@ -6,6 +6,7 @@
  * naming them, and hands over to src/telemetry, which owns the file formats:
  * a communicator's rows and these are written by the same code.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -175,8 +176,12 @@ collie_comms_log_open(const char *dir, int rank, int world_size, collie_comms_lo
   if (strlen(dir) > sizeof(path) - 16)
     return collie__err(COLLIE_INVALID_ARGUMENT, "%s: dir is %zu bytes long, above %zu", fn,
                        strlen(dir), sizeof(path) - 16);
-  if (collie__mkdir_p(dir) != 0)
-    return collie__err_errno(COLLIE_SYSTEM_ERROR, "%s: cannot create directory %s", fn, dir);
+  if (collie__mkdir_one(dir) != 0)
+    return collie__err_errno(COLLIE_SYSTEM_ERROR,
+                             errno == ENOENT ? "%s: cannot create directory %s: its parent does "
+                                               "not exist (one level is made)"
+                                             : "%s: cannot create directory %s",
+                             fn, dir);
   snprintf(path, sizeof(path), "%s/comms.csv", dir);
   return collie__steps_open(path, world_size, out);
 }

@@ -391,8 +391,13 @@ collie__flight_dump(struct collie__flight *fr, const char *dir, const char *reas
 {
   if (!fr) return collie__err(COLLIE_INVALID_ARGUMENT, "flight dump: no recorder");
   if (!dir || !*dir) dir = ".";
-  if (collie__mkdir_p(dir) != 0)
-    return collie__err_errno(COLLIE_SYSTEM_ERROR, "flight dump: cannot create directory %s", dir);
+  if (collie__mkdir_one(dir) != 0)
+    return collie__err_errno(COLLIE_SYSTEM_ERROR,
+                             errno == ENOENT ? "flight dump: cannot create directory %s: its "
+                                               "parent does not exist (COLLIE_LOG_DIR makes one "
+                                               "level)"
+                                             : "flight dump: cannot create directory %s",
+                             dir);
   char path[4096], tmp[4200];
   collie__fmt(path, sizeof(path), "%s/flight-rank%d-%016llx.json", dir, fr->rank,
               (unsigned long long)fr->comm_hash);

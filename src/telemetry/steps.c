@@ -306,8 +306,12 @@ comms_out_open(const struct collie__tele_cfg *cfg, void **out)
   int rows = cfg->rank == 0 && cfg->comms_log;
   const char *dir = cfg->log_dir && *cfg->log_dir ? cfg->log_dir : ".";
   snprintf(path, sizeof(path), "%s/comms.csv", dir);
-  if (rows && collie__mkdir_p(dir) != 0)
-    return collie__err_errno(COLLIE_SYSTEM_ERROR, "comms.csv: cannot create directory %s", dir);
+  if (rows && collie__mkdir_one(dir) != 0)
+    return collie__err_errno(COLLIE_SYSTEM_ERROR,
+                             errno == ENOENT ? "comms.csv: cannot create directory %s: its parent "
+                                               "does not exist (COLLIE_LOG_DIR makes one level)"
+                                             : "comms.csv: cannot create directory %s",
+                             dir);
   struct collie__steps *s = NULL;
   collie_result_t rc = collie__steps_open(rows ? path : NULL, cfg->world_size, &s);
   *out = s;

@@ -76,8 +76,8 @@ void collie__flight_end_at_issue(struct collie__flight *fr, int64_t id, int64_t 
 /* Writes the recorder as JSON to dir/flight-rank{rank}-{comm_hash as 16 hex
  * digits}.json (one file per communicator: ranks differ between a comm and its
  * splits), replacing it atomically (temp file + rename), with `reason`
- * ("timeout", "failure", "SIGUSR1", "user"); dir is created if missing (with
- * its parents). Format: docs/flight-recorder.md. Errors: SYSTEM_ERROR naming the
+ * ("timeout", "failure", "SIGUSR1", "user"); dir is made if missing, one level
+ * (its parent must exist). Format: docs/flight-recorder.md. Errors: SYSTEM_ERROR naming the
  * path; INVALID_ARGUMENT when fr is NULL. */
 collie_result_t collie__flight_dump(struct collie__flight *fr, const char *dir, const char *reason);
 

@@ -58,6 +58,23 @@ collie__fmt(char *buf, size_t len, const char *fmt, ...)
 }
 
 int
+collie__mkdir_one(const char *path)
+{
+  if (!path || !*path) {
+    errno = ENOENT;
+    return -1;
+  }
+  if (mkdir(path, 0777) != 0 && errno != EEXIST) return -1;
+  struct stat st;
+  if (stat(path, &st) != 0) return -1;
+  if (!S_ISDIR(st.st_mode)) {
+    errno = ENOTDIR;
+    return -1;
+  }
+  return 0;
+}
+
+int
 collie__mkdir_p(const char *path)
 {
   char buf[4096];

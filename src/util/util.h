@@ -160,6 +160,10 @@ char *collie__strdup(const char *s);
 /* Creates directory path and its missing parents (mode 0777 before umask), as
  * mkdir -p. Returns 0 (also when it exists), or -1 with errno. */
 int collie__mkdir_p(const char *path);
+/* Makes directory path if missing, one level: its parent must exist (errno
+ * ENOENT otherwise), so a mistyped log directory is an error rather than a
+ * tree of new directories. 0 when path is a directory now; -1 with errno. */
+int collie__mkdir_one(const char *path);
 /* Formats into a fixed buffer, always NUL-terminated, truncating. */
 void collie__fmt(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

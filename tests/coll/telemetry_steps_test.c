@@ -753,6 +753,35 @@ TEST_IMPL(telemetry_comms_log_off)
   ASSERTF(access(path, F_OK) != 0, "%s exists with COLLIE_COMMS_LOG=0", path);
 }
 
+/* COLLIE_LOG_DIR names a directory whose parent does not exist (a typo, a
+ * volume not mounted): init fails naming it and nothing is created; one
+ * level is made (issue 19: collie made every missing directory from the
+ * root). The same for collie_comms_log_open. */
+TEST_IMPL(telemetry_log_dir_missing_parent)
+{
+  char dir[600], top[600], ok[600];
+  snprintf(top, sizeof(top), "%s/not-there", test_dir());
+  snprintf(dir, sizeof(dir), "%s/logs", top);
+  setenv("COLLIE_LOG_DIR", dir, 1);
+  collie_comm_t *comm = NULL;
+  collie_result_t rc = collie_comm_init(&comm);
+  ASSERTF(rc == COLLIE_SYSTEM_ERROR && strstr(collie_last_error(), dir) &&
+              strstr(collie_last_error(), "parent"),
+          "init -> %s: %s", collie_result_string(rc), collie_last_error());
+  ASSERT(comm == NULL);
+  ASSERTF(access(top, F_OK) != 0, "%s was created", top);
+  collie_comms_log_t *log = NULL;
+  ASSERT_RC(COLLIE_SYSTEM_ERROR, "parent", collie_comms_log_open(dir, 0, 1, &log));
+  ASSERTF(access(top, F_OK) != 0, "%s was created", top);
+  /* One missing level is made. */
+  snprintf(ok, sizeof(ok), "%s/new-logs", test_dir());
+  setenv("COLLIE_LOG_DIR", ok, 1);
+  ASSERT_OK(collie_comm_init(&comm));
+  ASSERT_OK(collie_comm_destroy(comm));
+  struct stat st;
+  ASSERTF(stat(ok, &st) == 0 && S_ISDIR(st.st_mode), "%s not made", ok);
+}
+
 /* COLLIE_LOG_DIR unset: comms.csv goes to the working directory. */
 TEST_IMPL(telemetry_log_dir_default)
 {
