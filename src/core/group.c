@@ -30,6 +30,7 @@ struct collie__group {
   struct collie__timing_rec *rows; /* each message's timing row */
   size_t n, cap;
   struct collie__tele_op tele; /* the group as one send/recv operation */
+  int64_t fr_id;               /* its flight-recorder record (-1: none) */
 };
 
 collie_result_t
@@ -101,6 +102,8 @@ group_tele_done(collie_comm_t *comm, struct collie__group *g, int failed)
 void
 collie__group_skipped(collie_comm_t *comm, struct collie__group *g)
 {
+  if (comm->flight && g->fr_id >= 0)
+    collie__flight_state(comm->flight, g->fr_id, COLLIE_FR_FAILED, NULL);
   group_tele_done(comm, g, 1);
   g->n = 0;
 }
@@ -114,6 +117,7 @@ collie__group_new(void)
 void
 collie__group_begin(struct collie__group *g)
 {
+  g->fr_id = -1;
   g->n = 0;
   g->tele.category = COLLIE_CAT_OTHER;
 }
@@ -121,12 +125,29 @@ collie__group_begin(struct collie__group *g)
 void
 collie__group_seal(collie_comm_t *comm, struct collie__group *g)
 {
+  uint32_t first = 0;
+  size_t bytes = 0;
   for (size_t i = 0; i < g->n; i++) {
     struct collie__group_op *op = &g->ops[i];
     uint32_t *seq = op->sbuf ? &comm->p2p_send_seq[op->peer] : &comm->p2p_recv_seq[op->peer];
+    if (i == 0) first = *seq;
     op->slot = collie__slot_p2p((uint32_t)op->tag, (*seq)++);
+    bytes += op->bytes;
   }
   group_tele_issue(comm, g);
+  /* The flight recorder sees the group as one operation: a failed group
+   * dumps the recorder as a failed send or recv does, and collie-report
+   * lists it with the ranks' other point-to-point operations. */
+  g->fr_id = -1;
+  if (comm->flight) {
+    struct collie__flight_op fo = {.seq = first,
+                                   .kind = "send/recv group",
+                                   .dtype = "uint8",
+                                   .count = bytes,
+                                   .bytes = bytes,
+                                   .root = g->n ? g->ops[0].peer : -1};
+    g->fr_id = collie__flight_queued(comm->flight, &fo);
+  }
 }
 
 collie_result_t
@@ -134,6 +155,8 @@ collie__group_run(collie_comm_t *comm, struct collie__group *g, int64_t timeout_
 {
   collie_result_t rc = COLLIE_SUCCESS;
   int64_t deadline = collie__deadline_after_ms(timeout_ms);
+  if (comm->flight && g->fr_id >= 0)
+    collie__flight_state(comm->flight, g->fr_id, COLLIE_FR_STARTED, NULL);
   for (size_t i = 0; i < g->n && rc == COLLIE_SUCCESS; i++) {
     struct collie__group_op *op = &g->ops[i];
     collie__net_set_mem(comm->net, collie__mem_kind_of(op->sbuf, op->rbuf)); /* each its own */
@@ -147,6 +170,12 @@ collie__group_run(collie_comm_t *comm, struct collie__group *g, int64_t timeout_
   if (rc != COLLIE_SUCCESS) {
     collie__err_prefix("group of %zu send/recv", g->n);
     collie__comm_poison(comm, rc);
+  }
+  if (comm->flight && g->fr_id >= 0) {
+    collie__flight_state(comm->flight, g->fr_id,
+                         rc == COLLIE_SUCCESS ? COLLIE_FR_COMPLETED : COLLIE_FR_FAILED, NULL);
+    if (rc != COLLIE_SUCCESS)
+      collie__comm_flight_dump(comm, rc == COLLIE_TIMEOUT ? "timeout" : "failure");
   }
   group_tele_done(comm, g, rc != COLLIE_SUCCESS);
   g->n = 0;

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "coll/csv_read.h"
 #include "runner.h"
 
 static double
@@ -195,6 +196,40 @@ TEST_IMPL(flight_names_missing_rank)
             "report:\n%s", out);
   }
   ASSERT_OK(collie_comm_destroy(comm));
+}
+
+/* A send/recv group that fails writes a flight-recorder dump, as a lone recv
+ * does (issue 19: it wrote none), with the group in it: its messages' bytes
+ * and its first peer, failed. Rank 0 never sends; rank 1's group of two
+ * receives times out. */
+TEST_IMPL(flight_group_failure_dump)
+{
+  setenv("COLLIE_TIMEOUT_MS", "400", 1);
+  collie_comm_t *comm = test_comm();
+  int r = test_rank();
+  float a[4] = {0}, b[8] = {0};
+  if (r == 1) {
+    ASSERT_OK(collie_group_start(comm));
+    ASSERT_OK(collie_recv(comm, a, 4, COLLIE_FLOAT32, 0, 7, NULL, NULL));
+    ASSERT_OK(collie_recv(comm, b, 8, COLLIE_FLOAT32, 0, 8, NULL, NULL));
+    collie_result_t rc = collie_group_end(comm, NULL);
+    ASSERTF(rc == COLLIE_TIMEOUT || rc == COLLIE_REMOTE_ERROR, "group -> %s",
+            collie_result_string(rc));
+    char cmd[1024], out[8192] = "";
+    snprintf(cmd, sizeof(cmd), "cat %s/flight-rank1-*.json 2>&1", test_dir());
+    FILE *f = popen(cmd, "r");
+    ASSERT(f);
+    size_t n = fread(out, 1, sizeof(out) - 1, f);
+    out[n] = '\0';
+    pclose(f);
+    ASSERTF(strstr(out, "\"send/recv group\"") && strstr(out, "\"bytes\":48") &&
+                strstr(out, "\"failed\"") && strstr(out, "\"reason\":\"timeout\""),
+            "rank 1's dump:\n%s", out);
+  }
+  csv_mark("group"); /* rank 0 stays until rank 1 has its dump */
+  csv_wait_marks("group", 2, 10);
+  collie_comm_destroy(comm); /* rank 1's is poisoned: its destroy says so */
+  unsetenv("COLLIE_TIMEOUT_MS");
 }
 
 /* COLLIE_CHECK=1: ranks that call different collectives all fail at once with
