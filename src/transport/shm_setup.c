@@ -612,8 +612,11 @@ collie__shm_open(const struct collie__net_cfg *cfg, const int *peers, int npeers
   int leader = group[0] == cfg->rank;
   if (leader)
     rc = shm_create(x, cfg, group);
-  else
-    rc = shm_attach(x, cfg, group);
+  else if ((rc = shm_attach(x, cfg, group)) != COLLIE_SUCCESS)
+    /* The leader may have made the segment and died before we attached:
+     * nobody else would remove the (predictable) name, and this init fails
+     * everywhere now anyway. ENOENT when there is none: fine. */
+    shm_unlink(x->name);
   if (rc != COLLIE_SUCCESS) goto out_free;
   rc = shm_join(x, cfg, group);
   if (rc != COLLIE_SUCCESS) goto out_leave;

@@ -566,6 +566,36 @@ TEST_IMPL(shm_open_no_leader)
   xfix_done(&t);
 }
 
+/* The leader made its segment and died before the others could attach
+ * (issue 19: the name stayed in /dev/shm for ever): the rank that gives up
+ * removes it. Rank 0 creates the file and never opens; rank 1's open times
+ * out naming it, and the name is gone. */
+TEST_IMPL(shm_open_leader_died)
+{
+  struct xfix t;
+  shmt_meet(&t, 800);
+  t.cfg.comm_hash = 0xd1ed;
+  char name[96], path[128];
+  shmt_seg_name(name, sizeof(name), t.cfg.comm_hash, 0);
+  snprintf(path, sizeof(path), "/dev/shm%s", name);
+  if (t.rank == 0) {
+    int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+    ASSERT(fd >= 0);
+    ASSERT(ftruncate(fd, 4096) == 0);
+    close(fd);
+  }
+  xfix_barrier(&t, "made");
+  if (t.rank == 1) {
+    int peers[1] = {0};
+    ASSERT_RC(COLLIE_TIMEOUT, "rank 0 (world rank 0", shmt_ops->open(&t.cfg, peers, 1, &t.x));
+    ASSERT(t.x == NULL);
+    ASSERTF(access(path, F_OK) != 0, "%s left behind", path);
+  }
+  xfix_barrier(&t, "end");
+  shm_unlink(name); /* the test's own leftovers, were the check to fail */
+  xfix_done(&t);
+}
+
 /* A segment left by a crashed job with the same token and comm is replaced. */
 TEST_IMPL(shm_stale_segment)
 {
