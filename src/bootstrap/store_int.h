@@ -53,5 +53,9 @@ collie_result_t collie__store_tcp_server_start(const char *url, const char *host
                                                struct collie__store_tcp_server **out, int *bound);
 /* Stops the thread, closes every connection (clients fail at once) and frees. */
 void collie__store_tcp_server_stop(struct collie__store_tcp_server *sv);
+/* How long a connection may take to prove the token (default 10 s) and how
+ * many may wait to at once (default 128; the oldest is dropped for a new
+ * one), for servers started afterwards: tests shorten them. */
+void collie__store_tcp_server_limits(int64_t auth_ms, size_t max_unauthed);
 
 #endif /* COLLIE_BOOTSTRAP_STORE_INT_H */

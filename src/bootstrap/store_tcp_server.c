@@ -21,6 +21,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,11 +35,30 @@
 
 #define TCP_OUT_LIMIT (64u << 20) /* a client that never reads its replies is dropped */
 
+/* What a connection that has not proved the job token may cost the job: it
+ * is dropped after tcp_auth_ns without a valid HELLO, and when more than
+ * tcp_max_unauthed wait at once the oldest goes to make room, so idle or
+ * trickling strangers can neither exhaust rank 0's descriptors nor stay for
+ * ever. Ranks say HELLO as soon as they connect. Tests shorten them
+ * (collie__store_tcp_server_limits). */
+static int64_t tcp_auth_ns = 10 * 1000000000LL;
+static size_t tcp_max_unauthed = 128;
+/* After accept fails for want of descriptors: how long the listener rests. */
+#define TCP_ACCEPT_REST_NS (100 * 1000000LL)
+
+void
+collie__store_tcp_server_limits(int64_t auth_ms, size_t max_unauthed)
+{
+  tcp_auth_ns = auth_ms * 1000000LL;
+  tcp_max_unauthed = max_unauthed;
+}
+
 struct tcp_conn {
   int fd;
   int authed;
-  int dead;    /* swept at the end of the poll round */
-  int closing; /* close once the output is flushed (after REFUSED) */
+  int64_t since_ns; /* accepted at (an unauthenticated one is dropped after tcp_auth_ns) */
+  int dead;         /* swept at the end of the poll round */
+  int closing;      /* close once the output is flushed (after REFUSED) */
   char peer[64];
   struct collie__store_hdr hdr; /* host order once complete */
   size_t hdr_got;
@@ -77,6 +97,9 @@ struct collie__store_tcp_server {
   struct tcp_entry **buckets;
   size_t nbuckets, nentries;
   struct tcp_waiter *waiters;
+  int64_t accept_rest_until; /* accept failed with EMFILE/ENFILE: listener rests */
+  int64_t last_warn_ns;      /* refusals are logged at most once a second */
+  size_t refused;            /* strangers dropped since the last log line */
 };
 
 static struct tcp_entry **
@@ -395,18 +418,73 @@ tcp_conn_read(struct collie__store_tcp_server *sv, struct tcp_conn *c)
 static void
 tcp_conn_free(struct tcp_conn *c)
 {
-  close(c->fd);
+  if (c->fd >= 0) close(c->fd);
   free(c->val);
   free(c->out);
   free(c);
+}
+
+/* A warning at most once a second (a flood must not flood the log too); the
+ * strangers dropped meanwhile are counted into the next one. */
+__attribute__((format(printf, 3, 4))) static void
+tcp_warn(struct collie__store_tcp_server *sv, int64_t now, const char *fmt, ...)
+{
+  if (now - sv->last_warn_ns < 1000000000LL) return;
+  sv->last_warn_ns = now;
+  char msg[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  COLLIE_WARN("BOOTSTRAP", "store %s: %s (%zu connection(s) dropped without a valid HELLO so far)",
+              sv->url, msg, sv->refused);
+}
+
+static size_t
+tcp_count_unauthed(const struct collie__store_tcp_server *sv)
+{
+  size_t n = 0;
+  for (size_t i = 0; i < sv->nconns; i++) n += !sv->conns[i]->authed && !sv->conns[i]->dead;
+  return n;
+}
+
+/* Marks the longest-waiting unauthenticated connection dead (swept later). */
+static void
+tcp_drop_oldest_unauthed(struct collie__store_tcp_server *sv, const char *why)
+{
+  struct tcp_conn *old = NULL;
+  for (size_t i = 0; i < sv->nconns; i++) {
+    struct tcp_conn *c = sv->conns[i];
+    if (!c->authed && !c->dead && (!old || c->since_ns < old->since_ns)) old = c;
+  }
+  if (!old) return;
+  old->dead = 1;
+  sv->refused++;
+  tcp_warn(sv, collie__now_ns(), "dropped %s: %s", old->peer, why);
+  /* Its descriptor goes now: the caller may need it at once. */
+  close(old->fd);
+  old->fd = -1;
 }
 
 static void
 tcp_server_accept(struct collie__store_tcp_server *sv)
 {
   for (;;) {
-    int fd = collie__sock_accept(sv->lfd, collie__now_ns()); /* one try: the listener is ready */
-    if (fd < 0) return;
+    int64_t now = collie__now_ns();
+    int fd = collie__sock_accept(sv->lfd, now); /* one try: the listener is ready */
+    if (fd < 0) {
+      if (errno == EMFILE || errno == ENFILE) {
+        /* The listener stays readable: polling it again at once would spin.
+         * Rest it, and free a descriptor from a stranger if there is one. */
+        sv->accept_rest_until = now + TCP_ACCEPT_REST_NS;
+        tcp_drop_oldest_unauthed(sv, "out of file descriptors");
+        tcp_warn(sv, now, "cannot accept connections: %s (the listener rests %d ms)",
+                 strerror(errno), (int)(TCP_ACCEPT_REST_NS / 1000000));
+      }
+      return;
+    }
+    if (tcp_count_unauthed(sv) >= tcp_max_unauthed)
+      tcp_drop_oldest_unauthed(sv, "too many connections without a valid HELLO");
     struct tcp_conn *c = calloc(1, sizeof(*c));
     if (c && sv->nconns == sv->conns_cap) {
       size_t cap = sv->conns_cap ? sv->conns_cap * 2 : 16;
@@ -422,6 +500,7 @@ tcp_server_accept(struct collie__store_tcp_server *sv)
       continue;
     }
     c->fd = fd;
+    c->since_ns = now;
     collie__sock_set_nonblock(fd, 1);
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
@@ -445,9 +524,16 @@ tcp_server_accept(struct collie__store_tcp_server *sv)
 static void
 tcp_server_sweep(struct collie__store_tcp_server *sv)
 {
+  int64_t now = collie__now_ns();
   for (size_t i = 0; i < sv->nconns;) {
     struct tcp_conn *c = sv->conns[i];
     if (c->closing && c->out_len == 0) c->dead = 1;
+    if (!c->dead && !c->authed && now - c->since_ns > tcp_auth_ns) {
+      c->dead = 1;
+      sv->refused++;
+      tcp_warn(sv, now, "dropped %s: no valid HELLO within %lld ms", c->peer,
+               (long long)(tcp_auth_ns / 1000000));
+    }
     if (!c->dead) {
       i++;
       continue;
@@ -483,16 +569,18 @@ tcp_server_main(void *arg)
       pfd = p;
       pfd_cap = n * 2;
     }
+    int64_t now = collie__now_ns();
     pfd[0] = (struct pollfd){sv->wake[0], POLLIN, 0};
-    pfd[1] = (struct pollfd){sv->lfd, POLLIN, 0};
+    pfd[1] = (struct pollfd){sv->lfd, now < sv->accept_rest_until ? 0 : POLLIN, 0};
     for (size_t i = 0; i < sv->nconns; i++) {
       struct tcp_conn *c = sv->conns[i];
       short ev = c->closing ? 0 : POLLIN;
       if (c->out_len > c->out_off) ev |= POLLOUT;
       pfd[i + 2] = (struct pollfd){c->fd, ev, 0};
     }
-    /* The pipe wakes us for close(); the timeout only bounds a missed wake-up. */
-    int r = poll(pfd, (nfds_t)n, 1000);
+    /* The pipe wakes us for close(); the timeout bounds a missed wake-up, a
+     * resting listener and the HELLO deadline of strangers. */
+    int r = poll(pfd, (nfds_t)n, now < sv->accept_rest_until || tcp_count_unauthed(sv) ? 50 : 1000);
     if (r < 0) {
       if (errno == EINTR) continue;
       COLLIE_WARN("BOOTSTRAP", "store %s: poll failed: %s", sv->url, strerror(errno));

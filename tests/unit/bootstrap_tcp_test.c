@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "bootstrap/bootstrap.h"
+#include "bootstrap/store_int.h"
 #include "bootstrap/tcp_store_proto.h"
 #include "bootstrap_test.h"
 #include "runner.h"
@@ -372,4 +373,47 @@ TEST_IMPL(bootstrap_tcp_store_malformed)
   free(v);
   collie__store_release(cli);
   collie__store_release(srv);
+}
+
+/* Strangers cannot take the store down (issue 19: ~1,100 idle connections
+ * exhausted rank 0's descriptors, a 1 byte/s trickle stayed for ever): a
+ * connection that does not prove the token in time is dropped, at most a
+ * few wait at once (the oldest goes for a new one), and the ranks' store
+ * keeps working meanwhile. Limits shortened: 400 ms, 8 waiting. */
+TEST_IMPL(bootstrap_tcp_store_strangers)
+{
+  collie__store_tcp_server_limits(400, 8);
+  int port = tcp_free_port();
+  char url[64];
+  snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", port);
+  collie__store_t *srv = tcp_open(url, 0, 2, "tok");
+  int64_t dl = collie__deadline_after_ms(5000);
+  /* 40 idle strangers: all but the last 8 are dropped at once. */
+  int idle[40];
+  for (int i = 0; i < 40; i++) idle[i] = tcp_raw(port, NULL, 0);
+  for (int i = 0; i < 32; i++) tcp_expect_closed(idle[i]);
+  /* A trickle: one byte of a hello now and then, never a whole one. */
+  int trickle = tcp_raw(port, "C", 1);
+  /* The ranks' store works meanwhile. */
+  collie__store_t *cl = tcp_open(url, 1, 2, "tok");
+  ASSERT_OK(collie__store_set(cl, "k", "v", 1, dl));
+  void *v = NULL;
+  size_t n = 0;
+  ASSERT_OK(collie__store_get(srv, "k", &v, &n, dl));
+  ASSERT(n == 1 && !memcmp(v, "v", 1));
+  free(v);
+  /* Past the deadline, the other 8 and the trickle are gone, though the
+   * trickle kept sending. */
+  for (int i = 0; i < 3; i++) {
+    usleep(150000);
+    (void)!write(trickle, "O", 1);
+  }
+  for (int i = 32; i < 40; i++) tcp_expect_closed(idle[i]);
+  tcp_expect_closed(trickle);
+  /* An authenticated client that waits longer is not a stranger. */
+  usleep(500000);
+  ASSERT_OK(collie__store_set(cl, "k2", "w", 1, collie__deadline_after_ms(3000)));
+  collie__store_release(cl);
+  collie__store_release(srv);
+  collie__store_tcp_server_limits(10000, 128);
 }
