@@ -74,6 +74,11 @@ case "$what" in
     build build-tsan -DCOLLIE_TSAN=ON
     TSAN_OPTIONS=halt_on_error=1 COLLIE_TEST_TIMEOUT_MULT=5 ./build-tsan/tests/collie_tests \
       $(./build-tsan/tests/collie_tests --list | grep -E 'bootstrap_tcp|thread|telemetry_(async|timing)')
+    # Fuzzing: every parser of input collie does not control (the tcp store's
+    # server, the COLLIE_* environment, the tuning file, collie-report's CSV
+    # and flight-dump readers), from its seed corpus, 10 s each, under ASan
+    # and UBSan (scripts/fuzz.sh; longer runs: sh scripts/fuzz.sh NAME 600).
+    sh scripts/fuzz.sh all 10
     # The Python binding: pytest under collierun at 1, 2 and 4 ranks.
     sh tests/python/run.sh build
     # The torch.distributed backend: pytest under collierun, env:// at 2 and 4

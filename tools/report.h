@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Exit codes of every subcommand. */
 enum { REPORT_OK = 0, REPORT_FOUND = 1, REPORT_BAD_INPUT = 2 };
