@@ -204,8 +204,11 @@ net_fail(struct collie__net *n, collie_result_t rc)
   if (n->failed == COLLIE_SUCCESS) {
     n->failed = rc;
     snprintf(n->fail_msg, sizeof(n->fail_msg), "%s", collie__err_msg());
-    for (int i = 0; i < NET_NX; i++)
-      if (n->xp[i]) net_table[i]->abort(n->xp[i]);
+    for (int i = 0; i < NET_NX; i++) {
+      if (!n->xp[i]) continue;
+      if (net_table[i]->tell) net_table[i]->tell(n->xp[i], n->fail_msg); /* why, not only who */
+      net_table[i]->abort(n->xp[i]);
+    }
     n->self_send = n->self_recv = NULL;
   }
   return rc;

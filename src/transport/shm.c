@@ -812,6 +812,17 @@ shm_abort(struct collie__xport *xp)
   shm_unlock(x);
 }
 
+/* Before abort, on a failure of this rank's own: peers read why in our
+ * control line (collie__shm_leave keeps the first reason given). */
+static void
+shm_tell(struct collie__xport *xp, const char *why)
+{
+  struct collie__shm_xport *x = shm_of(xp);
+  shm_lock(x);
+  collie__shm_leave(x, COLLIE_SHM_ABORTED, why);
+  shm_unlock(x);
+}
+
 /* Unmaps the segment, closes the pidfds of the first x->nchans channels and
  * frees x. Never touches posted requests; does not announce anything
  * (collie__shm_leave does). Used by close() and a failed open(). */
@@ -889,6 +900,7 @@ const struct collie__xport_ops collie__shm_ops = {
     .wait = shm_wait,
     .abort = shm_abort,
     .close = shm_close,
+    .tell = shm_tell,
     .write_peer = shm_write_peer,
     .peek = shm_peek,
     .crowded = collie__shm_crowded,

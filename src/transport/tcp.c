@@ -131,6 +131,10 @@ tcp_fail_peer(struct collie__tcp_xport *t, struct collie__tcp_chan *c, int err, 
   char who[160], doing[128];
   collie__tcp_peer_name(c, who, sizeof(who));
   tcp_chan_doing(c, doing, sizeof(doing));
+  if (c->why[0]) /* it said why it gave up: its first cause is ours too */
+    return tcp_fail(t, collie__err(COLLIE_REMOTE_ERROR,
+                                   "tcp: %s aborted its communicator%s, after: %s", who, doing,
+                                   c->why));
   if (err == 0 || err == ECONNRESET || err == EPIPE || err == ETIMEDOUT || err == EHOSTUNREACH ||
       err == ENETUNREACH || err == ECONNABORTED)
     return tcp_fail(
@@ -344,6 +348,24 @@ tcp_rx_header(struct collie__tcp_xport *t, struct collie__tcp_chan *c, size_t sp
     c->r_hdr_got = 0;
     c->parked = 0;
     return COLLIE_SUCCESS;
+  }
+  if (h->type == COLLIE_TCP_FRAME_ABORT) {
+    if (h->flags || slot || total || offset || chunk > COLLIE_TCP_REASON_MAX)
+      return tcp_fail_proto(t, c, "malformed ABORT frame");
+    /* The reason: what the header read took into the head receive's buffer,
+     * then the rest, which the peer sent in the same write just before it
+     * closed (so a short wait suffices; a reason cut short is still kept). */
+    size_t got = spec < chunk ? spec : chunk;
+    if (got) memcpy(c->why, (char *)c->rq_head->buf + c->rq_head->off, got);
+    if (got < chunk &&
+        collie__sock_recv_all(c->fd, c->why + got, chunk - got, collie__now_ns() + 100000000) == 0)
+      got = chunk;
+    c->why[got] = '\0';
+    if (!c->why[0]) collie__fmt(c->why, sizeof(c->why), "(no reason given)");
+    c->r_hdr_got = 0;
+    c->gone = 1;
+    c->gone_err = 0;
+    return c->rq_head ? tcp_fail_peer(t, c, 0, 0) : COLLIE_SUCCESS;
   }
   if (h->type != COLLIE_TCP_FRAME_DATA) {
     collie__fmt(what, sizeof(what), "unknown frame type %u", h->type);
@@ -667,6 +689,31 @@ tcp_peek(struct collie__xport *xp, int peer, uint64_t *slot, size_t *len)
   return 1;
 }
 
+/* Before abort, on a failure of this rank's own: an ABORT frame with why to
+ * every peer whose stream is at a frame boundary (one non-blocking send;
+ * a peer we are in the middle of a frame with sees the close alone). */
+static void
+tcp_tell(struct collie__xport *xp, const char *why)
+{
+  struct collie__tcp_xport *t = tcp_x(xp);
+  struct {
+    struct collie__tcp_frame h;
+    char why[COLLIE_TCP_REASON_MAX];
+  } f;
+  size_t n = why ? strnlen(why, COLLIE_TCP_REASON_MAX) : 0;
+  tcp_frame_encode(&f.h, COLLIE_TCP_FRAME_ABORT, (uint32_t)n, 0, 0, 0);
+  if (n) memcpy(f.why, why, n);
+  for (int i = 0; i < t->nchan; i++) {
+    struct collie__tcp_chan *c = &t->chans[i];
+    if (c->fd < 0 || c->s_hdr_sent || c->s_pay_sent || c->bye || c->gone) continue;
+    ssize_t w;
+    do {
+      w = send(c->fd, &f, sizeof(f.h) + n, MSG_DONTWAIT | MSG_NOSIGNAL);
+    } while (w < 0 && errno == EINTR);
+    if (w >= 0 && (size_t)w < sizeof(f.h) + n) c->s_hdr_sent = 1; /* mid-frame now: say no more */
+  }
+}
+
 const struct collie__xport_ops collie__tcp_ops = {
     .name = "tcp",
     /* Over loopback: ~8 us a step busy, ~15 us oversubscribed, ~2.5 GB/s a stream. */
@@ -678,6 +725,7 @@ const struct collie__xport_ops collie__tcp_ops = {
     .wait = tcp_wait,
     .abort = tcp_abort,
     .close = tcp_close,
+    .tell = tcp_tell,
     .peek = tcp_peek,
     .crowded = tcp_crowded,
 };

@@ -56,11 +56,12 @@ struct collie__tcp_chan {
   uint32_t r_hdr_got;            /* bytes of rhdr received */
   uint32_t r_pay_left;           /* payload bytes of the matched frame still to read */
   /* Lifecycle of the peer's side. */
-  int bye;       /* the peer sent BYE: it closed the communicator cleanly */
-  int eof;       /* the peer's FIN was read (after BYE): the socket is silent for good */
-  int gone;      /* the stream ended without BYE (crash, abort) while nothing was posted */
-  int gone_err;  /* how: 0 for an end of stream, else the errno */
-  int gone_mid;  /* it ended inside a frame header */
+  int bye;      /* the peer sent BYE: it closed the communicator cleanly */
+  int eof;      /* the peer's FIN was read (after BYE): the socket is silent for good */
+  int gone;     /* the stream ended without BYE (crash, abort) while nothing was posted */
+  int gone_err; /* how: 0 for an end of stream, else the errno */
+  int gone_mid; /* it ended inside a frame header */
+  char why[COLLIE_TCP_REASON_MAX + 1]; /* its ABORT frame's reason ("" when it sent none) */
   int parked;    /* a header is held and the peer hung up or errored: stop polling until a
                     receive is posted, or wait() would return at once forever */
   short revents; /* events seen by the last wait(), handled by the next progress() */

@@ -21,7 +21,7 @@
 
 #include <stdint.h>
 
-#define COLLIE_TCP_PROTO_VERSION 1u
+#define COLLIE_TCP_PROTO_VERSION 2u /* 2: the ABORT frame */
 
 /* ---- Handshake ---- */
 
@@ -52,7 +52,13 @@ enum {
 enum {
   COLLIE_TCP_FRAME_DATA = 1, /* a chunk of a message */
   COLLIE_TCP_FRAME_BYE = 2,  /* clean close: the sender posts nothing more (all other fields 0) */
+  /* The sender gave up on a failure of its own (its deadline, a third
+   * rank's death) and says why: chunk_len bytes of text (at most
+   * COLLIE_TCP_REASON_MAX, no NUL) follow; all other fields 0; the
+   * connection closes after it. */
+  COLLIE_TCP_FRAME_ABORT = 3,
 };
+#define COLLIE_TCP_REASON_MAX 512u
 
 /* Largest payload of one frame: big messages become a stream of frames so
  * that the receiver can check and land each piece as it arrives. */

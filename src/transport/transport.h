@@ -147,6 +147,12 @@ struct collie__xport_ops {
   void (*abort)(struct collie__xport *x);
   /* Frees everything, tells peers we left. Never touches posted requests either. */
   void (*close)(struct collie__xport *x);
+  /* Optional (NULL: peers learn only that this rank left). Called on the
+   * thread driving progress, just before abort, when this rank gives up on a
+   * failure of its own: tells peers why (why: this rank's message, which
+   * names the first cause), so that a peer's error carries it rather than
+   * only "rank q closed the connection". Best effort; never blocks. */
+  void (*tell)(struct collie__xport *x, const char *why);
   /* Optional (NULL: cannot). Copies len bytes from buf into peer's memory at
    * addr, an address the peer handed over in a message, and returns once they
    * are there. Synchronous, on the caller's core. Errors: UNSUPPORTED when this

@@ -232,6 +232,31 @@ TEST_IMPL(flight_group_failure_dump)
   unsetenv("COLLIE_TIMEOUT_MS");
 }
 
+/* Why, not only who (issue 19): rank 2 never joins; rank 0, which receives
+ * from it in the ring, gives up first (a short deadline) and aborts; rank 1,
+ * which receives from rank 0, must learn why: its error names rank 2, the
+ * first cause, not only rank 0, a survivor that closed its connection. */
+TEST_IMPL(failure_names_first_cause)
+{
+  collie_comm_t *comm = test_comm();
+  int r = test_rank();
+  float buf[256] = {0};
+  collie_opts_t o = {.algorithm = COLLIE_ALGO_RING};
+  if (r == 2) {
+    usleep(2500000); /* frozen, for the others */
+  } else {
+    o.timeout_ms = r == 0 ? 300 : 5000;
+    collie_result_t rc =
+        collie_allreduce(comm, buf, buf, 256, COLLIE_FLOAT32, COLLIE_SUM, &o, NULL);
+    ASSERTF(rc != COLLIE_SUCCESS, "rank %d: allreduce succeeded without rank 2", r);
+    const char *m = collie_last_error();
+    ASSERTF(strstr(m, "rank 2"), "rank %d's error does not name rank 2: %s", r, m);
+  }
+  csv_mark("cause");
+  csv_wait_marks("cause", 3, 20);
+  collie_comm_destroy(comm);
+}
+
 /* COLLIE_CHECK=1: ranks that call different collectives all fail at once with
  * a message naming each rank's call. */
 TEST_IMPL(check_names_each_call)
