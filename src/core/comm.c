@@ -515,25 +515,34 @@ collie_comm_split(collie_comm_t *comm, int color, int key, collie_comm_t **out)
   int64_t deadline = collie__deadline_after_ms(comm->timeout_ms);
   struct comm_split_rec mine = {color, key}, *all = calloc((size_t)comm->size, sizeof(*all));
   int *members = calloc((size_t)comm->size, sizeof(int));
-  char k[64];
   if (!all || !members) {
     rc = collie__err(COLLIE_SYSTEM_ERROR, "collie_comm_split: out of memory");
     goto out_free;
   }
   all[comm->rank] = mine;
   if (comm->size > 1) {
-    snprintf(k, sizeof(k), "split%u/%d", seq, comm->rank);
-    COLLIE_CHECK_GOTO(collie__store_set(comm->store, k, &mine, sizeof(mine), deadline), rc,
-                      out_poison);
-    for (int p = 0; p < comm->size; p++) {
-      void *val = NULL;
-      size_t len = 0;
-      if (p == comm->rank) continue;
-      snprintf(k, sizeof(k), "split%u/%d", seq, p);
-      COLLIE_CHECK_GOTO(collie__store_get(comm->store, k, &val, &len, deadline), rc, out_poison);
-      if (len == sizeof(mine)) memcpy(&all[p], val, len);
-      free(val);
-    }
+    /* Everyone's (color, key) by an allgather over the parent's own
+     * channels, not the store: a rank that dies or freezes instead of
+     * splitting is then found and named as in any collective (within the
+     * transports' liveness checks), not after a store key's whole deadline;
+     * and the split leaves nothing in the store. */
+    struct collie__call call = {.kind = COLLIE_KIND_ALLGATHER,
+                                .algo = COLLIE_ALGO_RING,
+                                .seq = comm->seq++,
+                                .sendbuf = &mine,
+                                .recvbuf = all,
+                                .count = sizeof(mine),
+                                .dtype = COLLIE_UINT8,
+                                .esize = 1,
+                                .rank = comm->rank,
+                                .size = comm->size,
+                                .cls = comm->cls,
+                                .all_shm = comm->all_shm,
+                                .net = comm->net,
+                                .scratch = &comm->scratch,
+                                .deadline_ns = deadline};
+    collie__net_set_mem(comm->net, COLLIE_MEM_HOST);
+    if ((rc = collie__algo_allgather_ring.run(&call)) != COLLIE_SUCCESS) goto out_poison;
   }
   if (color == COLLIE_SPLIT_NONE) goto out_free;
 

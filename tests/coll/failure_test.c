@@ -232,6 +232,32 @@ TEST_IMPL(flight_group_failure_dump)
   unsetenv("COLLIE_TIMEOUT_MS");
 }
 
+/* A rank killed instead of joining collie_comm_split (issue 19: the others
+ * waited the whole timeout and were told a store key was never set): they
+ * fail within seconds, naming the rank. */
+TEST_IMPL(split_rank_killed)
+{
+  collie_comm_t *comm = test_comm(), *sub = NULL;
+  int r = test_rank(), p = test_size();
+  ASSERT_OK(collie_barrier(comm, NULL, NULL));
+  if (r == p - 1) {
+    usleep(100000); /* the others are in the split by now */
+    test_die_by_sigkill();
+  }
+  double t0 = failure_now();
+  collie_result_t rc = collie_comm_split(comm, r % 2, r, &sub);
+  double dt = failure_now() - t0;
+  ASSERTF(rc == COLLIE_REMOTE_ERROR || rc == COLLIE_TIMEOUT, "split -> %s: %s",
+          collie_result_string(rc), collie_last_error());
+  char who[32];
+  snprintf(who, sizeof(who), "rank %d", p - 1);
+  ASSERTF(strstr(collie_last_error(), who) && strstr(collie_last_error(), "collie_comm_split"),
+          "the error names neither the dead rank nor the split: %s", collie_last_error());
+  ASSERTF(dt < 3.0, "took %.2f s to notice the dead rank (timeout 20 s)", dt);
+  ASSERT(sub == NULL);
+  ASSERT_OK(collie_comm_destroy(comm));
+}
+
 /* Why, not only who (issue 19): rank 2 never joins; rank 0, which receives
  * from it in the ring, gives up first (a short deadline) and aborts; rank 1,
  * which receives from rank 0, must learn why: its error names rank 2, the

@@ -129,7 +129,10 @@ TEST_IMPL(bootstrap_user_store_ranks)
   collie_comm_t *half = NULL;
   int gets_before = a.gets;
   ASSERT_OK(collie_comm_split(w, test_rank() % 2, 0, &half));
-  ASSERT(a.gets > gets_before); /* the split met through the same store */
+  /* The new communicator's ranks met through the same store (a rank alone
+   * in its color has nobody to meet; the colors themselves go over the
+   * parent's channels). */
+  ASSERT(collie_comm_size(half) == 1 || a.gets > gets_before);
   user_check_allreduce(half, 2);
 
   /* The same token on two fresh stores (the first init of each), both alive. */
