@@ -14,6 +14,7 @@
   XX(bootstrap_tcp_store_port_in_use, bootstrap_tcp_store_port_in_use, 0, "auto", 10)              \
   XX(bootstrap_tcp_store_malformed, bootstrap_tcp_store_malformed, 0, "auto", 10)                  \
   XX(bootstrap_tcp_store_strangers, bootstrap_tcp_store_strangers, 0, "auto", 20)                  \
+  XX(bootstrap_tcp_store_delete_prefix, bootstrap_tcp_store_delete_prefix, 0, "auto", 20)          \
   XX(bootstrap_user_store_shm_3, bootstrap_user_store_ranks, 3, "shm", 30)                         \
   XX(bootstrap_user_store_mixed_4, bootstrap_user_store_ranks, 4, "mixed", 30)                     \
   XX(bootstrap_user_store_parent_3, bootstrap_user_store_parent, 3, "shm", 30)                     \

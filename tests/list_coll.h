@@ -58,6 +58,8 @@
   XX(split_shm_2, split_even_odd, 2, "shm", 60)                                                    \
   XX(split_shm_5, split_even_odd, 5, "shm", 60)                                                    \
   XX(split_shm_8, split_even_odd, 8, "shm", 60)                                                    \
+  XX(split_destroy_store_flat_shm_3, split_destroy_store_flat, 3, "shm", 60)                       \
+  XX(split_destroy_store_flat_tcp_4, split_destroy_store_flat, 4, "tcp", 60)                       \
   XX(kill_rank_shm_2, kill_rank_mid_allreduce, 2, "shm", 30)                                       \
   XX(kill_rank_shm_4, kill_rank_mid_allreduce, 4, "shm", 30)                                       \
   XX(timeout_shm_3, timeout_names_peer, 3, "shm", 30)                                              \

@@ -38,6 +38,10 @@ struct collie__store_ops {
                          int64_t deadline_ns);
   /* Frees the client side; for the serving rank, stops the server. Never blocks long. */
   void (*close)(collie__store_t *s);
+  /* Optional (NULL: the store keeps every key for its life). Removes every key
+   * that starts with prefix (non-empty), so that a communicator gone leaves
+   * nothing behind. Errors as set. */
+  collie_result_t (*del_prefix)(collie__store_t *s, const char *prefix, int64_t deadline_ns);
 };
 
 /* Every store starts with this header; implementations embed it first. */
@@ -68,6 +72,11 @@ void collie__store_retain(collie__store_t *s);
 void collie__store_release(collie__store_t *s);
 
 /* Convenience wrappers that dispatch through ops. */
+static inline collie_result_t
+collie__store_del_prefix(collie__store_t *s, const char *prefix, int64_t dl)
+{
+  return s->ops->del_prefix ? s->ops->del_prefix(s, prefix, dl) : COLLIE_SUCCESS;
+}
 static inline collie_result_t
 collie__store_set(collie__store_t *s, const char *k, const void *v, size_t n, int64_t dl)
 {

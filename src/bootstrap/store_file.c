@@ -17,6 +17,7 @@
  * file name, so every character outside [A-Za-z0-9_-] becomes "%XX". A name
  * that would exceed the file-name limit becomes "k#<hash>_<first part>".
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -313,8 +314,42 @@ file_close(collie__store_t *s)
   free(s);
 }
 
-static const struct collie__store_ops file_ops = {
-    .scheme = "file", .set = file_set, .get = file_get, .add = file_add, .close = file_close};
+/* Removes every value and lock file whose key starts with prefix: a name is
+ * "<kind>_<encoded key>", or for long keys "<kind>#<16 hex>_<encoded key,
+ * cut>", and the encoding keeps a prefix a prefix. */
+static collie_result_t
+file_del_prefix(collie__store_t *s, const char *prefix, int64_t deadline_ns)
+{
+  struct file_store *fs = (struct file_store *)s;
+  (void)deadline_ns;
+  char enc[FILE_NAME_MAX + 1];
+  file_key_name('k', prefix, enc); /* "k_<encoded prefix>" (prefixes are short) */
+  const char *ep = enc + 2;
+  size_t el = strlen(ep);
+  DIR *d = opendir(fs->dir);
+  if (!d) return collie__err_errno(COLLIE_SYSTEM_ERROR, "store delete-prefix on %s", fs->url);
+  struct dirent *de;
+  char path[PATH_MAX];
+  while ((de = readdir(d))) {
+    const char *n = de->d_name, *k = NULL;
+    if ((n[0] == 'k' || n[0] == 'l') && n[1] == '_')
+      k = n + 2;
+    else if ((n[0] == 'k' || n[0] == 'l') && n[1] == '#' && strlen(n) > 19 && n[18] == '_')
+      k = n + 19;
+    if (!k || strncmp(k, ep, el) != 0) continue;
+    snprintf(path, sizeof(path), "%s/%s", fs->dir, n);
+    unlink(path); /* gone already: fine */
+  }
+  closedir(d);
+  return COLLIE_SUCCESS;
+}
+
+static const struct collie__store_ops file_ops = {.scheme = "file",
+                                                  .set = file_set,
+                                                  .get = file_get,
+                                                  .add = file_add,
+                                                  .close = file_close,
+                                                  .del_prefix = file_del_prefix};
 
 collie_result_t
 collie__store_file_open(const char *url, const char *path, const char *token, collie__store_t **out)

@@ -49,6 +49,21 @@ prefix_set(collie__store_t *s, const char *key, const void *val, size_t len, int
   return collie__store_set(ps->inner, full, val, len, deadline_ns);
 }
 
+/* prefix "" removes the whole view: every key under "<view prefix>/". */
+static collie_result_t
+prefix_del_prefix(collie__store_t *s, const char *prefix, int64_t deadline_ns)
+{
+  struct prefix_store *ps = (struct prefix_store *)s;
+  char full[COLLIE_STORE_MAX_KEY + 1];
+  if (!prefix || !*prefix) {
+    snprintf(full, sizeof(full), "%s/", ps->prefix);
+  } else {
+    collie_result_t rc = prefix_key(ps, "delete-prefix", prefix, full);
+    if (rc != COLLIE_SUCCESS) return rc;
+  }
+  return collie__store_del_prefix(ps->inner, full, deadline_ns);
+}
+
 static collie_result_t
 prefix_get(collie__store_t *s, const char *key, void **val, size_t *len, int64_t deadline_ns)
 {
@@ -81,7 +96,8 @@ static const struct collie__store_ops prefix_ops = {.scheme = "prefix",
                                                     .set = prefix_set,
                                                     .get = prefix_get,
                                                     .add = prefix_add,
-                                                    .close = prefix_close};
+                                                    .close = prefix_close,
+                                                    .del_prefix = prefix_del_prefix};
 
 collie_result_t
 collie__store_prefix(collie__store_t *base, const char *prefix, collie__store_t **out)

@@ -326,6 +326,23 @@ tcp_add(collie__store_t *s, const char *key, int64_t delta, int64_t *out, int64_
   return rc;
 }
 
+static collie_result_t
+tcp_del_prefix(collie__store_t *s, const char *prefix, int64_t deadline_ns)
+{
+  struct tcp_store *ts = (struct tcp_store *)s;
+  char what[COLLIE_STORE_TCP_URL_MAX + COLLIE_STORE_MAX_KEY + 40];
+  collie_result_t rc;
+  snprintf(what, sizeof(what), "store delete-prefix on %s", ts->url);
+  if ((rc = collie__store_check_key(what, prefix)) != COLLIE_SUCCESS) return rc;
+  snprintf(what, sizeof(what), "store delete-prefix \"%s\" on %s", prefix, ts->url);
+  void *reply = NULL;
+  size_t rlen = 0;
+  rc = tcp_request(ts, what, prefix, COLLIE_STORE_OP_DELETE_PREFIX, NULL, 0, deadline_ns, &reply,
+                   &rlen);
+  free(reply);
+  return rc;
+}
+
 static void
 tcp_close(collie__store_t *s)
 {
@@ -341,8 +358,12 @@ tcp_close(collie__store_t *s)
   free(ts);
 }
 
-static const struct collie__store_ops tcp_ops = {
-    .scheme = "tcp", .set = tcp_set, .get = tcp_get, .add = tcp_add, .close = tcp_close};
+static const struct collie__store_ops tcp_ops = {.scheme = "tcp",
+                                                 .set = tcp_set,
+                                                 .get = tcp_get,
+                                                 .add = tcp_add,
+                                                 .close = tcp_close,
+                                                 .del_prefix = tcp_del_prefix};
 
 collie_result_t
 collie__store_tcp_open(const char *url, const char *hostport, int rank, int size, const char *token,

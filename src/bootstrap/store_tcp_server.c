@@ -327,6 +327,28 @@ tcp_handle_frame(struct collie__store_tcp_server *sv, struct tcp_conn *c)
     tcp_wake_waiters(sv, e);
     return;
   }
+  case COLLIE_STORE_OP_DELETE_PREFIX: {
+    /* A GET parked on a removed key still waits: a later SET answers it. */
+    size_t plen = h->key_len, removed = 0;
+    for (size_t b = 0; b < sv->nbuckets; b++)
+      for (struct tcp_entry **q = &sv->buckets[b]; *q;) {
+        struct tcp_entry *x = *q;
+        if (strncmp(x->key, key, plen) != 0) {
+          q = &x->next;
+          continue;
+        }
+        *q = x->next;
+        free(x->key);
+        free(x->val);
+        free(x);
+        sv->nentries--;
+        removed++;
+      }
+    unsigned char le[8];
+    collie__store_put_i64(le, (int64_t)removed);
+    tcp_conn_reply(c, COLLIE_STORE_OP_OK, h->id, 0, le, sizeof(le));
+    return;
+  }
   default:
     c->dead = 1; /* checked with the header; not reached */
   }
@@ -355,6 +377,9 @@ tcp_check_hdr(const struct tcp_conn *c, const struct collie__store_hdr *h, const
     return 0;
   case COLLIE_STORE_OP_ADD:
     if (h->val_len != 8) return *why = "ADD without an 8-byte delta", -1;
+    return 0;
+  case COLLIE_STORE_OP_DELETE_PREFIX:
+    if (h->val_len != 0) return *why = "DELETE_PREFIX with a value", -1;
     return 0;
   default:
     return *why = "unknown op", -1;

@@ -34,15 +34,17 @@
 #include "bootstrap/bootstrap.h"
 
 #define COLLIE_STORE_PROTO_MAGIC 0x53434c43u /* "CLCS" on the wire */
-#define COLLIE_STORE_PROTO_VERSION 1
-#define COLLIE_STORE_MAX_TOKEN 255 /* struct collie__launch's token, without its NUL */
+#define COLLIE_STORE_PROTO_VERSION 2         /* 2: DELETE_PREFIX */
+#define COLLIE_STORE_MAX_TOKEN 255           /* struct collie__launch's token, without its NUL */
 #define COLLIE_STORE_MAX_ERRTEXT 512
 
 enum collie__store_op {
-  COLLIE_STORE_OP_HELLO = 1,    /* key: job token; no value */
-  COLLIE_STORE_OP_SET = 2,      /* key and value */
-  COLLIE_STORE_OP_GET = 3,      /* key; no value */
-  COLLIE_STORE_OP_ADD = 4,      /* key; value: int64 delta */
+  COLLIE_STORE_OP_HELLO = 1,         /* key: job token; no value */
+  COLLIE_STORE_OP_SET = 2,           /* key and value */
+  COLLIE_STORE_OP_GET = 3,           /* key; no value */
+  COLLIE_STORE_OP_ADD = 4,           /* key; value: int64 delta */
+  COLLIE_STORE_OP_DELETE_PREFIX = 5, /* key: a prefix; every key starting with it goes; no value
+                                        (reply: int64 count removed) */
   COLLIE_STORE_OP_OK = 16,      /* reply; value: GET's value, ADD's new int64 count, else none */
   COLLIE_STORE_OP_REFUSED = 17, /* reply to HELLO: wrong job token */
   COLLIE_STORE_OP_ERROR = 18    /* reply; status: collie_result_t; value: message text */

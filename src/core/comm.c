@@ -615,6 +615,13 @@ collie_comm_destroy(collie_comm_t *comm)
     if (collie__algo_barrier_dissemination.run(&call) != COLLIE_SUCCESS)
       COLLIE_WARN("INIT", "destroy: closing barrier failed (%s); closing anyway",
                   collie__err_msg());
+    else if (comm->rank == 0 && comm->store &&
+             collie__store_del_prefix(comm->store, "", collie__deadline_after_ms(2000)) !=
+                 COLLIE_SUCCESS)
+      /* Everyone is past its last use of the communicator's keys: they go,
+       * so that a job of many splits does not grow rank 0's store. */
+      COLLIE_INFO("INIT", "destroy: could not remove the communicator's store keys (%s)",
+                  collie__err_msg());
   } else if (collie__comm_poisoned(comm) != COLLIE_SUCCESS) {
     collie__net_abort(comm->net);
   }

@@ -417,3 +417,37 @@ TEST_IMPL(bootstrap_tcp_store_strangers)
   collie__store_release(srv);
   collie__store_tcp_server_limits(10000, 128);
 }
+
+/* DELETE_PREFIX removes exactly the keys under a prefix, through a prefix
+ * view as well (a communicator's keys when it is destroyed); a key of
+ * another prefix stays, and a removed key can be set again. */
+TEST_IMPL(bootstrap_tcp_store_delete_prefix)
+{
+  int port = tcp_free_port();
+  char url[64];
+  snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", port);
+  collie__store_t *s = tcp_open(url, 0, 1, "tok"), *view = NULL;
+  int64_t dl = collie__deadline_after_ms(3000);
+  ASSERT_OK(collie__store_prefix(s, "c1", &view));
+  ASSERT_OK(collie__store_set(view, "peer/0", "a", 1, dl));
+  ASSERT_OK(collie__store_set(view, "peer/1", "b", 1, dl));
+  ASSERT_OK(collie__store_set(s, "c10/peer/0", "c", 1, dl)); /* "c1" is its prefix, "c1/" not */
+  ASSERT_OK(collie__store_set(s, "other", "d", 1, dl));
+  ASSERT_OK(collie__store_del_prefix(view, "", dl));
+  void *v = NULL;
+  size_t n = 0;
+  ASSERT_RC(COLLIE_TIMEOUT, "peer/0",
+            collie__store_get(view, "peer/0", &v, &n, collie__deadline_after_ms(150)));
+  ASSERT_OK(collie__store_get(s, "c10/peer/0", &v, &n, dl));
+  ASSERT(n == 1 && *(char *)v == 'c');
+  free(v);
+  ASSERT_OK(collie__store_get(s, "other", &v, &n, dl));
+  free(v);
+  ASSERT_OK(collie__store_set(view, "peer/0", "e", 1, dl));
+  ASSERT_OK(collie__store_get(view, "peer/0", &v, &n, dl));
+  ASSERT(n == 1 && *(char *)v == 'e');
+  free(v);
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "", collie__store_del_prefix(s, "", dl)); /* not everything */
+  collie__store_release(view);
+  collie__store_release(s);
+}
