@@ -84,19 +84,12 @@ collie__mkdir_p(const char *path)
     return -1;
   }
   memcpy(buf, path, n + 1);
-  /* Each prefix ending before a '/', then the whole path. */
-  for (size_t i = 1; i <= n; i++) {
-    if (buf[i] != '/' && buf[i] != '\0') continue;
-    char c = buf[i];
+  /* Each prefix ending before a '/', then the whole path, one level. */
+  for (size_t i = 1; i < n; i++) {
+    if (buf[i] != '/') continue;
     buf[i] = '\0';
     if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
-    buf[i] = c;
+    buf[i] = '/';
   }
-  struct stat st;
-  if (stat(path, &st) != 0) return -1;
-  if (!S_ISDIR(st.st_mode)) {
-    errno = ENOTDIR;
-    return -1;
-  }
-  return 0;
+  return collie__mkdir_one(path);
 }
