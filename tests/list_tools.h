@@ -11,6 +11,7 @@
   XX(collierun_all_succeed, collierun_all_succeed, 0, "auto", 20)                                  \
   XX(collierun_rank_exit_code, collierun_rank_exit_code, 0, "auto", 20)                            \
   XX(collierun_rank_killed, collierun_rank_killed, 0, "auto", 20)                                  \
+  XX(collierun_keep_going, collierun_keep_going, 0, "auto", 20)                                    \
   XX(collierun_grace_sigkill, collierun_grace_sigkill, 0, "auto", 20)                              \
   XX(collierun_sigterm_forwarded, collierun_sigterm_forwarded, 0, "auto", 20)                      \
   XX(collierun_timeout, collierun_timeout, 0, "auto", 20)                                          \

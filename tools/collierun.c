@@ -111,6 +111,9 @@ static const char run_help[] =
     "      --timeout S        stop the whole job after S seconds (may be fractional), exit 124\n"
     "      --grace S          seconds between SIGTERM and SIGKILL when stopping ranks\n"
     "                         (default 3)\n"
+    "      --keep-going       a rank that fails does not stop the others: collierun waits\n"
+    "                         for every rank and exits with the first failure's status\n"
+    "                         (jobs that go on after a rank dies: collie_comm_shrink)\n"
     "  -h, --help             print this help and exit\n"
     "      --                 end of options: the next argument is the program\n"
     "\n"
@@ -172,6 +175,7 @@ struct run_opts {
   int bind_cpu;     /* --bind-to cpu: each rank on one CPU of collierun's own set */
   double timeout_s; /* 0: none */
   double grace_s;
+  int keep_going; /* --keep-going: a failed rank does not stop the others */
   char **prog_argv;
 };
 
@@ -331,6 +335,7 @@ enum run_optid {
   OPT_BIND_TO,
   OPT_TIMEOUT,
   OPT_GRACE,
+  OPT_KEEP_GOING,
   OPT_HELP
 };
 
@@ -352,6 +357,7 @@ static const struct {
     {"--bind-to", 1, OPT_BIND_TO},
     {"--timeout", 1, OPT_TIMEOUT},
     {"--grace", 1, OPT_GRACE},
+    {"--keep-going", 0, OPT_KEEP_GOING},
     {"-h", 0, OPT_HELP},
     {"--help", 0, OPT_HELP},
 };
@@ -437,6 +443,9 @@ run_parse_args(int argc, char **argv, struct run_opts *o)
       break;
     case OPT_GRACE:
       if (run_parse_seconds(name, val, 1, &o->grace_s)) return -1;
+      break;
+    case OPT_KEEP_GOING:
+      o->keep_going = 1;
       break;
     case OPT_HELP:
       fputs(run_help, stdout);
@@ -1073,6 +1082,12 @@ run_rank_ended(struct run_job *j, struct run_rank *r, int st)
     snprintf(how, sizeof(how), "exited with status %d", code);
   else
     snprintf(how, sizeof(how), "killed by signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
+  if (j->o.keep_going) { /* the others go on; the first failure decides the exit status */
+    run_msg("rank %d (pid %d) %s; the other %d rank%s go on (--keep-going)", r->rank, (int)r->pid,
+            how, j->nalive, run_plural(j->nalive));
+    if (j->exit_code == 0) j->exit_code = code;
+    return;
+  }
   if (j->nalive > 0)
     run_msg("rank %d (pid %d) %s; terminating the other %d rank%s", r->rank, (int)r->pid, how,
             j->nalive, run_plural(j->nalive));

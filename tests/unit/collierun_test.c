@@ -676,6 +676,29 @@ TEST_IMPL(collierun_rank_killed)
   cr_free(&r);
 }
 
+/* --keep-going: a killed rank does not stop the others, which run to their
+ * end (what shrink-and-continue needs); the exit status is the first
+ * failure's. Without it the same job is stopped at once (collierun_rank_killed). */
+TEST_IMPL(collierun_keep_going)
+{
+  const char *script = CR_RECORD_PID CR_WAIT_ALL
+      "if [ $COLLIE_RANK = 1 ]; then kill -9 $$; fi; sleep 0.5; "
+      "if [ $COLLIE_RANK = 2 ]; then exit 5; fi; touch \"$1/done.$COLLIE_RANK\"";
+  struct cr_result r = cr_run((const char *[]){"", "-n", "4", "--keep-going", "/bin/sh", "-c",
+                                               script, "sh", test_dir(), "4", NULL},
+                              NULL);
+  ASSERTF(r.code == 137, "exit %d (want the first failure's, 137), stderr: %s", r.code, r.err);
+  ASSERTF(strstr(r.err, "rank 1 (pid ") && strstr(r.err, "killed by signal 9") &&
+              strstr(r.err, "go on (--keep-going)") && strstr(r.err, "exited with status 5"),
+          "stderr: %s", r.err);
+  char name[32];
+  for (int k = 0; k < 4; k += 3) {
+    snprintf(name, sizeof(name), "done.%d", k);
+    ASSERTF(access(test_path(name), F_OK) == 0, "rank %d was stopped", k);
+  }
+  cr_free(&r);
+}
+
 TEST_IMPL(collierun_grace_sigkill)
 {
   /* Ranks that ignore SIGTERM get SIGKILL after --grace. */
