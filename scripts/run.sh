@@ -79,6 +79,12 @@ case "$what" in
     # and flight-dump readers), from its seed corpus, 10 s each, under ASan
     # and UBSan (scripts/fuzz.sh; longer runs: sh scripts/fuzz.sh NAME 600).
     sh scripts/fuzz.sh all 10
+    # Chaos: 3 ranks run random collectives while one is killed, terminated,
+    # frozen or (tcp) loses its sockets; every survivor must fail in bounded
+    # time naming the operation and the rank, leaving nothing in /dev/shm
+    # (scripts/chaos.sh; docs/reliability.md has the 1000-trial figures).
+    sh scripts/chaos.sh --build build --seeds "$(seq 1 12)" --transport shm
+    sh scripts/chaos.sh --build build --seeds "$(seq 1 12)" --transport tcp
     # The Python binding: pytest under collierun at 1, 2 and 4 ranks.
     sh tests/python/run.sh build
     # The torch.distributed backend: pytest under collierun, env:// at 2 and 4

@@ -26,6 +26,7 @@ struct collie__net {
   collie__mem_kind_t mem; /* of the buffers posted now (collie__net_set_mem) */
   struct collie__xport *xp[NET_NX];
   signed char *peer_xp; /* index into net_table per peer; -1 for self */
+  int32_t *world;       /* each peer's world rank, for messages */
   /* Messages to self: FIFOs of posted sends and receives, matched in order. */
   struct collie__req *self_send, *self_recv;
   collie_result_t failed; /* first transport failure; the net is unusable after it */
@@ -46,6 +47,13 @@ collie__net_open(const struct collie__net_cfg *cfg, struct collie__net **out)
   }
   n->rank = cfg->rank;
   n->size = cfg->size;
+  if (!(n->world = calloc((size_t)cfg->size, sizeof(*n->world)))) {
+    free(peers);
+    free(n->peer_xp);
+    free(n);
+    return collie__err(COLLIE_SYSTEM_ERROR, "out of memory opening channels");
+  }
+  for (int p = 0; p < cfg->size; p++) n->world[p] = cfg->peers ? cfg->peers[p].world_rank : p;
   n->spin = cfg->spin;
   n->single_copy = cfg->cma_min > 0;
   for (int p = 0; p < cfg->size; p++) {
@@ -282,9 +290,11 @@ collie__net_single_copy(const struct collie__net *n)
   return n->single_copy;
 }
 
-/* Names up to a few pending requests, for a timeout message. */
+/* Names up to a few pending requests, for a timeout message: each peer by
+ * its rank here and in the world, as every other message does. */
 static void
-net_describe_pending(struct collie__req *const *reqs, int nreq, char *buf, size_t len)
+net_describe_pending(const struct collie__net *n, struct collie__req *const *reqs, int nreq,
+                     char *buf, size_t len)
 {
   size_t o = 0;
   int shown = 0;
@@ -293,12 +303,53 @@ net_describe_pending(struct collie__req *const *reqs, int nreq, char *buf, size_
     if (!reqs[i] || reqs[i]->done) continue;
     char s[96];
     collie__slot_describe(reqs[i]->slot, s, sizeof(s));
-    o += (size_t)snprintf(buf + o, o < len ? len - o : 0, "%s%s rank %d (%s, %zu of %zu bytes)",
-                          shown ? "; " : "", reqs[i]->is_send ? "send to" : "recv from",
-                          reqs[i]->peer, s, reqs[i]->off, reqs[i]->len);
+    o += (size_t)snprintf(buf + o, o < len ? len - o : 0,
+                          "%s%s rank %d (world rank %d) (%s, %zu of %zu bytes)", shown ? "; " : "",
+                          reqs[i]->is_send ? "send to" : "recv from", reqs[i]->peer,
+                          n->world[reqs[i]->peer], s, reqs[i]->off, reqs[i]->len);
     shown++;
     if (o >= len) break;
   }
+}
+
+/* How long a rank whose deadline passed listens before it reports its own
+ * timeout: peers waiting in a chain time out together, and the one that
+ * waits on the frozen rank must be heard by the ones that wait on it. */
+#define NET_TIMEOUT_GRACE_NS (200 * 1000000LL)
+
+/* The thread's message is this rank's timeout. Tells every peer why now
+ * (so that ranks waiting on this one learn the cause), then keeps reading
+ * for NET_TIMEOUT_GRACE_NS: a peer this rank waits on that gave up first,
+ * on a cause of its own, says so, and that cause, which names the rank
+ * further down the chain, becomes this rank's error. A peer's reason that
+ * names this rank (it waited on us) teaches nothing: our timeout stands. */
+static collie_result_t
+net_timeout_grace(struct collie__net *n)
+{
+  char own[COLLIE_ERRMSG_LEN], me[48];
+  snprintf(own, sizeof(own), "%s", collie__err_msg());
+  snprintf(me, sizeof(me), "(world rank %d", n->world[n->rank]);
+  for (int i = 0; i < NET_NX; i++)
+    if (n->xp[i] && net_table[i]->tell) net_table[i]->tell(n->xp[i], own);
+  int64_t until = collie__now_ns() + NET_TIMEOUT_GRACE_NS;
+  for (;;) {
+    for (int i = 0; i < NET_NX; i++) {
+      if (!n->xp[i]) continue;
+      int pending = 0;
+      collie_result_t rc = net_table[i]->progress(n->xp[i], &pending);
+      if (rc == COLLIE_SUCCESS) continue;
+      if (rc == COLLIE_REMOTE_ERROR && !strstr(collie__err_msg(), me)) return rc;
+      collie__err_set_text(own);
+      return COLLIE_TIMEOUT;
+    }
+    int64_t now = collie__now_ns();
+    if (now >= until) break;
+    int64_t nap = now + 10000000 < until ? now + 10000000 : until;
+    for (int i = 0; i < NET_NX; i++)
+      if (n->xp[i]) net_table[i]->wait(n->xp[i], nap);
+  }
+  collie__err_set_text(own);
+  return COLLIE_TIMEOUT;
 }
 
 /* Whether a transport says a peer shares this rank's CPU (backoff.c). */
@@ -353,8 +404,9 @@ collie__net_wait(struct collie__net *n, struct collie__req *const *reqs, int nre
     int64_t now = collie__now_ns();
     if (now >= deadline_ns) {
       char what[400];
-      net_describe_pending(reqs, nreq, what, sizeof(what));
-      return net_fail(n, collie__err(COLLIE_TIMEOUT, "timed out waiting for %s", what));
+      net_describe_pending(n, reqs, nreq, what, sizeof(what));
+      collie__err(COLLIE_TIMEOUT, "timed out waiting for %s", what);
+      return net_fail(n, net_timeout_grace(n));
     }
     if (nactive == 1) {
       for (int i = 0; i < NET_NX; i++)
@@ -426,5 +478,6 @@ collie__net_close(struct collie__net *n)
   for (int i = 0; i < NET_NX; i++)
     if (n->xp[i]) net_table[i]->close(n->xp[i]);
   free(n->peer_xp);
+  free(n->world);
   free(n);
 }

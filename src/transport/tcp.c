@@ -249,6 +249,7 @@ static collie_result_t
 tcp_tx(struct collie__tcp_xport *t, struct collie__tcp_chan *c)
 {
   while (c->sq_head) {
+    if (c->told) return COLLIE_SUCCESS; /* our ABORT went out: sends wait for the abort */
     if (c->gone) return tcp_fail_peer(t, c, c->gone_err, c->gone_mid);
     if (c->bye) return tcp_fail_left(t, c, c->sq_head);
     struct iovec iov[2 * COLLIE_TCP_BATCH];
@@ -705,12 +706,12 @@ tcp_tell(struct collie__xport *xp, const char *why)
   if (n) memcpy(f.why, why, n);
   for (int i = 0; i < t->nchan; i++) {
     struct collie__tcp_chan *c = &t->chans[i];
-    if (c->fd < 0 || c->s_hdr_sent || c->s_pay_sent || c->bye || c->gone) continue;
+    if (c->fd < 0 || c->told || c->s_hdr_sent || c->s_pay_sent || c->bye || c->gone) continue;
     ssize_t w;
     do {
       w = send(c->fd, &f, sizeof(f.h) + n, MSG_DONTWAIT | MSG_NOSIGNAL);
     } while (w < 0 && errno == EINTR);
-    if (w >= 0 && (size_t)w < sizeof(f.h) + n) c->s_hdr_sent = 1; /* mid-frame now: say no more */
+    c->told = 1; /* whole or not, the stream ends here: no frame may follow */
   }
 }
 

@@ -1,0 +1,111 @@
+#!/bin/sh
+# scripts/chaos.sh - chaos trials (docs/reliability.md): N ranks run a random
+# sequence of collectives (tests/chaos/chaos_rank.c) and one of them, drawn
+# from the trial's seed, injects one fault at a random moment: SIGKILL,
+# SIGTERM, SIGSTOP (a frozen rank) or, over tcp, shutting its sockets. Each
+# trial checks what the operator of a job needs:
+#   - every surviving rank's call fails, and its error names the operation
+#     ("#<seq>") and the victim ("world rank V"), or a rank whose own error
+#     does (a rank blocked on the victim in another communicator is what a
+#     rank of this one waited on; at most 3 hops);
+#   - it fails within LIMIT s of the fault for a dead rank, and within the
+#     deadline (COLLIE_TIMEOUT_MS) plus LIMIT for a frozen one;
+#   - no rank hangs (collierun --timeout), no /dev/shm/collie-* file is left;
+#   - the flight-recorder dumps exist and `collie-report hang` reads them.
+# It prints one line per trial, then the detection times per fault kind, and
+# every failed trial with its seed (`--seeds S` replays it exactly).
+#
+#   sh scripts/chaos.sh [--build DIR] [-n RANKS] [--transport shm|tcp|mixed]
+#                       [--seeds "1 2 3" | --trials N] [--limit S] [--timeout-ms MS]
+#   e.g. sh scripts/chaos.sh --trials 1000 -n 4 --transport tcp   (the benchmark)
+#
+# Exit status: 0 when every trial passed, 1 otherwise, 2 for usage.
+set -u
+build=build nranks=3 transport=shm seeds="" trials=20 limit=2.0 tmo=1500
+while [ $# -gt 0 ]; do
+  case $1 in
+    --build) build=$2; shift 2 ;;
+    -n) nranks=$2; shift 2 ;;
+    --transport) transport=$2; shift 2 ;;
+    --seeds) seeds=$2; shift 2 ;;
+    --trials) trials=$2; shift 2 ;;
+    --limit) limit=$2; shift 2 ;;
+    --timeout-ms) tmo=$2; shift 2 ;;
+    *) echo "chaos.sh: unknown argument $1 (see the header of scripts/chaos.sh)" >&2; exit 2 ;;
+  esac
+done
+for f in "$build/collierun" "$build/tests/chaos_rank" "$build/collie-report"; do
+  [ -x "$f" ] || { echo "chaos.sh: $f is missing: build first" >&2; exit 2; }
+done
+[ -n "$seeds" ] || seeds=$(seq 1 "$trials")
+work=$(mktemp -d "${TMPDIR:-/tmp}/collie-chaos.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+shm_count() { ls /dev/shm 2>/dev/null | grep -c '^collie-' || true; }
+failed=0 passed=0
+: >"$work/times"
+for seed in $seeds; do
+  d="$work/t$seed"
+  mkdir -p "$d/logs"
+  before=$(shm_count)
+  CHAOS_DIR=$d COLLIE_LOG_DIR=$d/logs COLLIE_TIMEOUT_MS=$tmo COLLIE_TRANSPORT=$transport \
+    COLLIE_DEBUG=NONE timeout 120 "$build/collierun" -n "$nranks" --keep-going --grace 1 \
+    --timeout $((tmo / 1000 + 15)) "$build/tests/chaos_rank" "$seed" >"$d/out" 2>&1
+  rc=$?
+  why=""
+  if [ ! -f "$d/fault" ]; then
+    why="no fault was injected (exit $rc)"
+  else
+    read -r kind tf fop victim <"$d/fault"
+    worst=0
+    for r in $(seq 0 $((nranks - 1))); do
+      f="$d/rank$r"
+      [ -f "$f" ] || continue
+      if [ "$(head -1 "$f")" = done ]; then
+        why="$why rank $r finished every operation despite the fault;"
+        continue
+      fi
+      te=$(head -1 "$f" | awk '{print $2}')
+      msg=$(sed -n 2p "$f")
+      dt=$(awk -v a="$te" -v b="$tf" 'BEGIN { printf "%.3f", a - b }')
+      worst=$(awk -v a="$dt" -v b="$worst" 'BEGIN { print (a > b) ? a : b }')
+      echo "$kind $dt" >>"$work/times"
+      case $msg in *"#"*) ;; *) why="$why rank $r's error names no operation;" ;; esac
+      [ "$r" = "$victim" ] && continue # its own error (sockets: it cut them itself)
+      # It names the victim, or a rank whose own error does (at most 3 hops:
+      # a rank blocked in another communicator is what this one waited on).
+      m=$msg hops=0 ok=0
+      while [ $hops -lt 4 ]; do
+        case $m in *"world rank $victim"[!0-9]*) ok=1; break ;; esac
+        next=$(printf '%s' "$m" | grep -o 'world rank [0-9]*' | head -1 | awk '{print $3}')
+        [ -n "$next" ] && [ -f "$d/rank$next" ] || break
+        m=$(sed -n 2p "$d/rank$next")
+        hops=$((hops + 1))
+      done
+      [ $ok = 1 ] || why="$why rank $r's error does not lead to world rank $victim: $msg;"
+    done
+    nres=$(ls "$d" | grep -c '^rank[0-9]')
+    [ "$nres" -ge $((nranks - 1)) ] || why="$why only $nres survivor(s) reported (a rank hung?);"
+    bound=$limit
+    [ "$kind" = stop ] && bound=$(awk -v l="$limit" -v t="$tmo" 'BEGIN { print t / 1000 + l }')
+    awk -v w="$worst" -v b="$bound" 'BEGIN { exit !(w > b) }' && why="$why detection took $worst s (bound $bound s);"
+    ls "$d/logs"/flight-rank*.json >/dev/null 2>&1 || why="$why no flight-recorder dump;"
+    "$build/collie-report" hang "$d/logs" >"$d/report" 2>&1
+    [ $? -le 1 ] || why="$why collie-report hang failed: $(tail -1 "$d/report");"
+  fi
+  [ "$(shm_count)" -le "$before" ] || why="$why shared memory left in /dev/shm;"
+  if [ -z "$why" ]; then
+    passed=$((passed + 1))
+    echo "seed $seed: $kind of world rank ${victim:-?} at op ${fop:-?}: ok (slowest survivor ${worst:-?} s)"
+  else
+    failed=$((failed + 1))
+    echo "seed $seed: FAILED:$why"
+    sed 's/^/    /' "$d/out" | tail -5
+  fi
+done
+echo "chaos: $passed passed, $failed failed ($nranks ranks, $transport)"
+awk '{ t[$1] = t[$1] " " $2 } END { for (k in t) print k, t[k] }' "$work/times" | while read -r k rest; do
+  echo "$rest" | tr ' ' '\n' | sort -n | awk -v k="$k" '
+    { v[NR] = $1 } END { if (NR) printf "  %-8s detection s: n %d, min %.3f, median %.3f, p90 %.3f, max %.3f\n",
+      k, NR, v[1], v[int((NR + 1) / 2)], v[int(NR * 0.9 + 0.999)], v[NR] }'
+done
+[ $failed -eq 0 ]
