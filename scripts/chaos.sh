@@ -11,7 +11,8 @@
 #   - it fails within LIMIT s of the fault for a dead rank, and within the
 #     deadline (COLLIE_TIMEOUT_MS) plus LIMIT for a frozen one;
 #   - no rank hangs (collierun --timeout), no /dev/shm/collie-* file is left;
-#   - the flight-recorder dumps exist and `collie-report hang` reads them.
+#   - the flight-recorder dumps exist and `collie-report hang` names the victim
+#     (by its world rank when the stuck operation was on a split).
 # It prints one line per trial, then the detection times per fault kind, and
 # every failed trial with its seed (`--seeds S` replays it exactly).
 #
@@ -39,7 +40,7 @@ for f in "$build/collierun" "$build/tests/chaos_rank" "$build/collie-report"; do
 done
 [ -n "$seeds" ] || seeds=$(seq 1 "$trials")
 work=$(mktemp -d "${TMPDIR:-/tmp}/collie-chaos.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+[ -n "${CHAOS_KEEP:-}" ] || trap 'rm -rf "$work"' EXIT
 shm_count() { ls /dev/shm 2>/dev/null | grep -c '^collie-' || true; }
 failed=0 passed=0
 : >"$work/times"
@@ -91,6 +92,12 @@ for seed in $seeds; do
     ls "$d/logs"/flight-rank*.json >/dev/null 2>&1 || why="$why no flight-recorder dump;"
     "$build/collie-report" hang "$d/logs" >"$d/report" 2>&1
     [ $? -le 1 ] || why="$why collie-report hang failed: $(tail -1 "$d/report");"
+    # A dead or frozen victim writes no dump: the verdict must say so by name
+    # (a victim that cut its sockets failed like the others and dumped).
+    if [ "$kind" != sockets ] &&
+      ! grep -Eq "(rank $victim|\(world rank $victim\)) left no dump" "$d/report"; then
+      why="$why collie-report hang does not name world rank $victim: $(tr '\n' ' ' <"$d/report");"
+    fi
   fi
   [ "$(shm_count)" -le "$before" ] || why="$why shared memory left in /dev/shm;"
   if [ -z "$why" ]; then

@@ -37,6 +37,7 @@
   XX(report_hang_rank_failed, report_hang_rank_failed, 0, "auto", 20)                              \
   XX(report_hang_missing_rank_and_queued, report_hang_missing_rank_and_queued, 0, "auto", 20)      \
   XX(report_hang_malformed, report_hang_malformed, 0, "auto", 20)                                  \
+  XX(report_hang_split_world_ranks, report_hang_split_world_ranks, 0, "auto", 20)                  \
   XX(report_hang_bad_usage, report_hang_bad_usage, 0, "auto", 20)                                  \
   XX(report_hang_from_recorder, report_hang_from_recorder, 0, "auto", 20)                          \
   XX(report_hang_overwritten_and_p2p, report_hang_overwritten_and_p2p, 0, "auto", 20)

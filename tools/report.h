@@ -67,6 +67,7 @@ struct rd_dump {
   char reason[64];
   char time[64];
   long pid;
+  int *world; /* each rank's world rank ("world_ranks"), or NULL when absent */
   int nops;
   struct rd_op *ops; /* oldest first */
 };

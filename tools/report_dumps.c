@@ -109,6 +109,32 @@ rd_op_parse(const struct rj_val *o, struct rd_op *op, size_t k, char *err, size_
   return 0;
 }
 
+/* The optional "world_ranks": one non-negative integer per rank. */
+static int
+rd_world(const struct rj_val *root, struct rd_dump *d, char *err, size_t errlen)
+{
+  const struct rj_val *w = rj_get(root, "world_ranks");
+  if (!w || w->type == RJ_NULL) return 0;
+  if (w->type != RJ_ARR || w->n != (size_t)d->size) {
+    snprintf(err, errlen, "\"world_ranks\": expected an array of %d integers (one per rank)",
+             d->size);
+    return -1;
+  }
+  if (!(d->world = calloc(w->n, sizeof(*d->world)))) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  for (size_t k = 0; k < w->n; k++) {
+    const struct rj_val *v = &w->items[k];
+    if (v->type != RJ_NUM || !v->is_int || v->i < 0 || v->i > INT32_MAX) {
+      snprintf(err, errlen, "\"world_ranks\"[%zu]: expected a non-negative integer", k);
+      return -1;
+    }
+    d->world[k] = (int)v->i;
+  }
+  return 0;
+}
+
 /* Fills d from the file at d->path; -1 with err (without the file name). */
 static int
 rd_load_file(struct rd_dump *d, char *err, size_t errlen)
@@ -149,6 +175,7 @@ rd_load_file(struct rd_dump *d, char *err, size_t errlen)
   d->rank = (int)rank;
   d->size = (int)size;
   d->pid = (long)pid;
+  if (rd_world(root, d, err, errlen)) goto out;
   const struct rj_val *ops = rj_get(root, "ops");
   if (!ops || ops->type != RJ_ARR) {
     snprintf(err, errlen, "\"ops\": %s", ops ? "expected an array" : "missing");
@@ -247,6 +274,9 @@ out_fail:
 void
 rd_free(struct rd_dump *dumps, int n)
 {
-  for (int i = 0; dumps && i < n; i++) free(dumps[i].ops);
+  for (int i = 0; dumps && i < n; i++) {
+    free(dumps[i].ops);
+    free(dumps[i].world);
+  }
   free(dumps);
 }

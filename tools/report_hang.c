@@ -88,8 +88,15 @@ static int
 hang_comm(const struct rd_dump *d, int n)
 {
   int p = d[0].size;
-  printf("communicator %s: %d rank%s, %d dump%s\n", d[0].comm, p, p == 1 ? "" : "s", n,
-         n == 1 ? "" : "s");
+  /* A split's ranks as the job knows them, when any dump says and they differ. */
+  const int *world = NULL;
+  for (int i = 0; i < n && !world; i++) world = d[i].world;
+  int renamed = 0;
+  for (int r = 0; world && r < p; r++) renamed |= world[r] != r;
+  if (!renamed) world = NULL;
+  printf("communicator %s: %d rank%s", d[0].comm, p, p == 1 ? "" : "s");
+  for (int r = 0; world && r < p; r++) printf("%s%d", r ? "," : " (world ranks ", world[r]);
+  printf("%s, %d dump%s\n", world ? ")" : "", n, n == 1 ? "" : "s");
   /* by_rank[r]: rank r's dump, or NULL when it left none. */
   const struct rd_dump **by_rank = calloc((size_t)p, sizeof(*by_rank));
   if (!by_rank) return 1;
@@ -140,7 +147,11 @@ hang_comm(const struct rd_dump *d, int n)
       const struct rd_dump *rd = by_rank[r];
       if (!rd) {
         size_t o = strlen(tail);
-        snprintf(tail + o, sizeof(tail) - o, "; rank %d left no dump", r);
+        if (world)
+          snprintf(tail + o, sizeof(tail) - o, "; rank %d (world rank %d) left no dump", r,
+                   world[r]);
+        else
+          snprintf(tail + o, sizeof(tail) - o, "; rank %d left no dump", r);
         continue;
       }
       const struct rd_op *o = hang_find(rd, stuck);

@@ -275,8 +275,15 @@ comm_create(const struct collie__params *params, const char *token, int64_t time
   if (params->TUNING_FILE)
     COLLIE_CHECK_GOTO(collie__models_load(params->TUNING_FILE, &c->models), rc, out_free);
   if (params->FR_SIZE > 0 &&
-      (c->flight = collie__flight_new((int)params->FR_SIZE, rank, size, hash)))
+      (c->flight = collie__flight_new((int)params->FR_SIZE, rank, size, hash))) {
+    int *world = malloc((size_t)size * sizeof(*world));
+    if (world) {
+      for (int p = 0; p < size; p++) world[p] = c->peers[p].world_rank;
+      collie__flight_set_world(c->flight, world);
+      free(world);
+    }
     collie__flight_watch(c->flight, params->LOG_DIR);
+  }
   COLLIE_CHECK_GOTO(collie__comm_register(c), rc, out_free);
   COLLIE_INFO("INIT", "communicator ready (%d ranks, transport %s)", size, transport);
   *out = c;

@@ -94,6 +94,7 @@ struct flight_rec {
 struct collie__flight {
   int capacity, rank, size; /* capacity: operations a dump shows (COLLIE_FR_SIZE) */
   uint64_t comm_hash;
+  int *world;      /* each rank's world rank, or NULL (collie__flight_set_world) */
   int64_t next_id; /* atomic: ids handed out so far */
   /* The ring holds the next power of two of capacity records, so that an
    * id's record is id & mask: a 64-bit division per record update was a
@@ -128,8 +129,17 @@ void
 collie__flight_free(struct collie__flight *fr)
 {
   if (!fr) return;
+  free(fr->world);
   free(fr->recs);
   free(fr);
+}
+
+void
+collie__flight_set_world(struct collie__flight *fr, const int *world)
+{
+  if (!fr || fr->world) return;
+  if (!(fr->world = malloc((size_t)fr->size * sizeof(*fr->world)))) return;
+  memcpy(fr->world, world, (size_t)fr->size * sizeof(*fr->world));
 }
 
 /* A half's single writer: odd version, stores, even version. */
@@ -358,6 +368,11 @@ flight_write(struct collie__flight *fr, FILE *f, const char *reason)
   fprintf(f, "{\"version\":1,\"rank\":%d,\"size\":%d,\"comm\":\"%016llx\",\"reason\":", fr->rank,
           fr->size, (unsigned long long)fr->comm_hash);
   flight_json_str(f, reason);
+  if (fr->world) {
+    fputs(",\"world_ranks\":[", f);
+    for (int r = 0; r < fr->size; r++) fprintf(f, "%s%d", r ? "," : "", fr->world[r]);
+    fputc(']', f);
+  }
   fprintf(f, ",\"time\":\"%s\",\"t_now\":%lld,\"pid\":%ld,\"capacity\":%d,\"ops\":[", iso,
           (long long)mono, (long)getpid(), fr->capacity);
   int64_t next = FL_LD(&fr->next_id);

@@ -49,6 +49,10 @@ struct collie__flight;
  * allocation failure (the caller then records nothing). */
 struct collie__flight *collie__flight_new(int capacity, int rank, int size, uint64_t comm_hash);
 void collie__flight_free(struct collie__flight *fr);
+/* Gives the recorder each rank's world rank (size entries, copied), so that a
+ * dump of a split names ranks as the job knows them; without it, or on
+ * allocation failure, the dump leaves the map out. */
+void collie__flight_set_world(struct collie__flight *fr, const int *world);
 
 /* Records an issued operation in state QUEUED; returns its id (monotonic per
  * recorder), or -1 when fr is NULL. Never blocks, never allocates; safe to call

@@ -27,9 +27,10 @@ rt_run(const char *args, char **out)
   return test_shell(cmd, out);
 }
 
-/* Writes rank r's dump of communicator "00000000000000aa" (4 ranks) with ops_json. */
+/* Writes rank r's dump of communicator "00000000000000aa" (4 ranks) with
+ * ops_json, and extra (",\"key\":value" fields, or "") after "reason". */
 static void
-rt_dump(int r, const char *ops_json)
+rt_dump_with(int r, const char *extra, const char *ops_json)
 {
   char path[1024];
   snprintf(path, sizeof(path), "%s/flight-rank%d-00000000000000aa.json", test_dir(), r);
@@ -37,10 +38,16 @@ rt_dump(int r, const char *ops_json)
   ASSERT(f != NULL);
   fprintf(f,
           "{\"version\":1,\"rank\":%d,\"size\":4,\"comm\":\"00000000000000aa\","
-          "\"reason\":\"timeout\",\"time\":\"2026-11-26T00:00:00.000000Z\",\"pid\":%d,"
+          "\"reason\":\"timeout\"%s,\"time\":\"2026-11-26T00:00:00.000000Z\",\"pid\":%d,"
           "\"ops\":[%s]}\n",
-          r, 100 + r, ops_json);
+          r, extra, 100 + r, ops_json);
   fclose(f);
+}
+
+static void
+rt_dump(int r, const char *ops_json)
+{
+  rt_dump_with(r, "", ops_json);
 }
 
 #define RT_OP(id, seq, kind, bytes, state)                                                         \
@@ -109,6 +116,35 @@ TEST_IMPL(report_hang_missing_rank_and_queued)
             "rank 0 completed; rank 1 left no dump\n");
 }
 
+/* A split's dumps carry each rank's world rank: the verdict names the
+ * missing rank as the job knows it, and a map that does not fit is refused. */
+TEST_IMPL(report_hang_split_world_ranks)
+{
+  const char *map = ",\"world_ranks\":[1,3,5,7]";
+  rt_dump_with(0, map, RT_BCAST4 "," RT_AR5("failed"));
+  rt_dump_with(2, map, RT_BCAST4 "," RT_AR5("failed"));
+  rt_dump_with(3, map, RT_BCAST4 "," RT_AR5("failed"));
+  rt_expect(rt_dir_arg(), 1,
+            "communicator 00000000000000aa: 4 ranks (world ranks 1,3,5,7), 3 dumps\n");
+  rt_expect(rt_dir_arg(), 1,
+            "  stuck: allreduce #5 (4 MiB float32): ranks 0,2,3 failed; rank 1 (world rank 3) "
+            "left no dump\n");
+  /* The identity map (the world itself) reads as before. */
+  const char *same = ",\"world_ranks\":[0,1,2,3]";
+  for (int r = 0; r < 4; r += 2) rt_dump_with(r, same, RT_BCAST4 "," RT_AR5("failed"));
+  rt_dump_with(3, same, RT_BCAST4 "," RT_AR5("failed"));
+  rt_expect(rt_dir_arg(), 1, "communicator 00000000000000aa: 4 ranks, 3 dumps\n");
+  rt_expect(rt_dir_arg(), 1, "; rank 1 left no dump\n");
+  rt_dump_with(0, ",\"world_ranks\":[1,3]", RT_BCAST4);
+  rt_expect(rt_dir_arg(), 2,
+            "flight-rank0-00000000000000aa.json: \"world_ranks\": expected an array of 4 integers "
+            "(one per rank)");
+  rt_dump_with(0, ",\"world_ranks\":[1,3,-5,7]", RT_BCAST4);
+  rt_expect(rt_dir_arg(), 2,
+            "flight-rank0-00000000000000aa.json: \"world_ranks\"[2]: expected a non-negative "
+            "integer");
+}
+
 TEST_IMPL(report_hang_malformed)
 {
   rt_dump(0, RT_BCAST4);
@@ -150,7 +186,8 @@ TEST_IMPL(report_hang_bad_usage)
 TEST_IMPL(report_hang_from_recorder)
 {
   /* Four ranks' recorders in one process, two communicators: the world (all
-   * four at #2, rank 3 behind at #1) and a split of ranks {0,1} that completed. */
+   * four at #2, rank 3 behind at #1) and a split of world ranks {2,3} that
+   * completed (its recorders know their world ranks). */
   const uint64_t world = 0x1111, pair = 0x2222;
   for (int r = 0; r < 4; r++) {
     struct collie__flight *fr = collie__flight_new(8, r, 4, world);
@@ -171,6 +208,8 @@ TEST_IMPL(report_hang_from_recorder)
   }
   for (int r = 0; r < 2; r++) {
     struct collie__flight *fr = collie__flight_new(8, r, 2, pair);
+    const int in_world[2] = {2, 3};
+    collie__flight_set_world(fr, in_world);
     struct collie__flight_op op = {.seq = 1,
                                    .kind = "reduce",
                                    .dtype = "float64",
@@ -186,7 +225,7 @@ TEST_IMPL(report_hang_from_recorder)
             "communicator 0000000000001111: 4 ranks, 4 dumps\n"
             "  stuck: allgather #2 (1.5 KiB int32): ranks 0,1,2 started; rank 3 never joined: its "
             "last op was barrier #1 (completed)\n"
-            "communicator 0000000000002222: 2 ranks, 2 dumps\n"
+            "communicator 0000000000002222: 2 ranks (world ranks 2,3), 2 dumps\n"
             "  all ranks completed everything (last: reduce #1 (24 B float64))\n");
 }
 
