@@ -25,6 +25,7 @@
   XX(shm_open_timeout_3, shm_open_timeout, 3, "shm", 30)                                           \
   XX(shm_open_no_leader_2, shm_open_no_leader, 2, "shm", 30)                                       \
   XX(shm_open_leader_died_2, shm_open_leader_died, 2, "shm", 30)                                   \
+  XX(shm_open_leader_failed_2, shm_open_leader_failed, 2, "shm", 30)                               \
   XX(shm_stale_segment_3, shm_stale_segment, 3, "shm", 30)                                         \
   XX(shm_bad_input_2, shm_bad_input, 2, "shm", 30)                                                 \
   XX(shm_pingpong_2, shm_pingpong, 2, "shm", 60)                                                   \

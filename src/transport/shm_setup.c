@@ -10,7 +10,9 @@
  * describes. The lowest comm rank among them (the leader) creates it with
  * mode 0600 under "/collie-<token hash>-<comm hash>-<leader>", initialises
  * it, stores a ready magic and publishes a per-creation nonce in the store;
- * the others wait for the nonce, map the segment and check it. Every rank
+ * the others wait for the nonce, map the segment and check it. A leader that
+ * cannot create it (a full /dev/shm) publishes "!" and its error instead, so
+ * the others fail at once with the cause rather than at the deadline. Every rank
  * then bumps the "attached" counter, and the one that completes it unlinks
  * the name: from then on the segment lives only as long as some rank maps
  * it, so a crash cannot leave a file behind. On any failure in open() the
@@ -419,6 +421,23 @@ shm_try_map(struct collie__shm_xport *x, const struct collie__net_cfg *cfg, cons
   return 1;
 }
 
+/* The leader could not make the segment (rc, with its message): says so
+ * under the key its peers wait on, best effort (the store may be what failed). */
+static void
+shm_tell_failed(const struct collie__net_cfg *cfg, collie_result_t rc)
+{
+  char key[64], val[COLLIE_ERRMSG_LEN + 2], saved[COLLIE_ERRMSG_LEN];
+  snprintf(saved, sizeof(saved), "%s", collie__err_msg());
+  collie__fmt(key, sizeof(key), "shm/seg/%d", cfg->rank);
+  int n = snprintf(val, sizeof(val), "!%s", saved);
+  size_t len = n < 0 ? 1 : (size_t)n < sizeof(val) ? (size_t)n : sizeof(val) - 1;
+  /* A short deadline of its own: the failure must not wait on a dead store. */
+  int64_t soon = collie__now_ns() + 1000000000LL;
+  (void)collie__store_set(cfg->store, key, val, len,
+                          soon < cfg->deadline_ns ? soon : cfg->deadline_ns);
+  collie__err(rc, "%s", saved);
+}
+
 /* Non-leader: waits for the leader's nonce in the store, then maps the
  * segment carrying it, retrying until the setup deadline. */
 static collie_result_t
@@ -437,6 +456,15 @@ shm_attach(struct collie__shm_xport *x, const struct collie__net_cfg *cfg, const
                          group[0], cfg->peers[group[0]].world_rank, cfg->peers[group[0]].pid, key);
     if (rc != COLLIE_SUCCESS) {
       collie__err_prefix("shm: waiting for the segment of rank %d", group[0]);
+      return rc;
+    }
+    if (len > 0 && ((const char *)val)[0] == '!') {
+      rc = collie__err(COLLIE_REMOTE_ERROR,
+                       "shm: rank %d (world rank %d, pid %d) could not create the "
+                       "shared-memory segment: %.*s",
+                       group[0], cfg->peers[group[0]].world_rank, cfg->peers[group[0]].pid,
+                       (int)(len - 1), (const char *)val + 1);
+      free(val);
       return rc;
     }
     char text[32];
@@ -610,9 +638,9 @@ collie__shm_open(const struct collie__net_cfg *cfg, const int *peers, int npeers
               (unsigned long long)collie__hash64(cfg->token, strlen(cfg->token), 0),
               (unsigned long long)cfg->comm_hash, group[0]);
   int leader = group[0] == cfg->rank;
-  if (leader)
-    rc = shm_create(x, cfg, group);
-  else if ((rc = shm_attach(x, cfg, group)) != COLLIE_SUCCESS)
+  if (leader) {
+    if ((rc = shm_create(x, cfg, group)) != COLLIE_SUCCESS) shm_tell_failed(cfg, rc);
+  } else if ((rc = shm_attach(x, cfg, group)) != COLLIE_SUCCESS)
     /* The leader may have made the segment and died before we attached:
      * nobody else would remove the (predictable) name, and this init fails
      * everywhere now anyway. ENOENT when there is none: fine. */

@@ -9,18 +9,24 @@
  *   kill     SIGKILL to itself (a crash)
  *   term     SIGTERM to itself (a job manager's stop)
  *   stop     SIGSTOP to itself (a frozen rank; the script kills it later)
- *   sockets  shutdown() of every socket it has (a cut network; tcp only)
+ *   sockets  shutdown() of every socket it has (a cut network; tcp and mixed)
+ *   shmfull  fills /dev/shm, and every rank then splits the world anew: the
+ *            split needs a new segment (only when CHAOS_SHM_FULL=1, which
+ *            scripts/chaos.sh sets when /dev/shm is a private tmpfs)
  *
  * The fault fires 0-20 ms after the victim starts operation 3..40, and
  * every rank goes on calling collectives until one fails (at most OPS of
  * them), so the survivors always meet it. Just before the fault the victim
  * writes DIR/fault ("<kind> <monotonic s> <op index> <world rank>"). A rank
  * whose call fails writes DIR/rank<r> ("<rc> <monotonic s> <op index>" and
- * the message on the next line) and exits 0 without destroying anything:
+ * the message on the next line) and exits 0 0.3 s later without destroying anything:
  * what it leaves behind is the library's doing. A rank that runs every
  * operation writes "done" there.
  *
  *   chaos_rank SEED [OPS]      (DIR: $CHAOS_DIR; OPS default 1000000)
+ *
+ * CHAOS_MIXED=1 makes two fake hosts by rank parity (COLLIE_HOST_ID), so
+ * that shm and tcp serve the communicators together.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -55,7 +61,8 @@ chaos_now(void)
 }
 
 static const char *chaos_dir;
-static const char *const chaos_faults[] = {"kill", "term", "stop", "sockets"};
+static const char *const chaos_faults[] = {"kill", "term", "stop", "sockets", "shmfull"};
+enum { CHAOS_SOCKETS = 3, CHAOS_SHMFULL = 4 };
 
 struct chaos_fault {
   int kind, op, rank;
@@ -101,6 +108,23 @@ chaos_inject(void *arg)
     }
   }
   return NULL;
+}
+
+/* Fills /dev/shm until it has no room left (the file stays: the script
+ * removes it after the trial). */
+static void
+chaos_fill_shm(const struct chaos_fault *f)
+{
+  static char block[1 << 20];
+  memset(block, 0x5a, sizeof(block));
+  char line[128];
+  snprintf(line, sizeof(line), "%s %.6f %d %d\n", chaos_faults[f->kind], chaos_now(), f->op,
+           f->rank);
+  int fd = open("/dev/shm/chaos-fill", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  while (fd >= 0 && write(fd, block, sizeof(block)) > 0) {
+  }
+  if (fd >= 0) close(fd);
+  chaos_write("fault", line);
 }
 
 /* One random collective on c; the sequence is every rank's (same seed). */
@@ -152,6 +176,14 @@ main(int argc, char **argv)
   uint64_t seed = strtoull(argv[1], NULL, 10), rng = seed;
   long ops = argc > 2 ? atol(argv[2]) : 1000000;
   collie_comm_t *world = NULL, *sub = NULL;
+  /* Two fake hosts by rank parity: shm within each, tcp between them. */
+  const char *mixed = getenv("CHAOS_MIXED"), *rank_env = getenv("RANK");
+  int is_mixed = mixed && !strcmp(mixed, "1");
+  if (is_mixed) {
+    char host[32];
+    snprintf(host, sizeof(host), "chaos-host-%d", rank_env ? atoi(rank_env) % 2 : 0);
+    setenv("COLLIE_HOST_ID", host, 1);
+  }
   if (collie_comm_init(&world) != COLLIE_SUCCESS) {
     fprintf(stderr, "chaos_rank: init: %s\n", collie_last_error());
     return 1;
@@ -161,10 +193,14 @@ main(int argc, char **argv)
     fprintf(stderr, "chaos_rank: split: %s\n", collie_last_error());
     return 1;
   }
-  /* The trial's fault, drawn alike everywhere; sockets only where there are any. */
-  const char *tr = getenv("COLLIE_TRANSPORT");
-  int nkinds = tr && !strcmp(tr, "tcp") ? 4 : 3;
-  struct chaos_fault f = {.kind = (int)(chaos_next(&rng) % (uint64_t)nkinds),
+  /* The trial's fault, drawn alike everywhere among those that apply: sockets
+   * where there are any, a full /dev/shm where it is shared and private. */
+  const char *tr = getenv("COLLIE_TRANSPORT"), *full = getenv("CHAOS_SHM_FULL");
+  int tcp = tr && !strcmp(tr, "tcp"), shm_full = !tcp && full && !strcmp(full, "1");
+  int kinds[5] = {0, 1, 2}, nkinds = 3;
+  if (tcp || is_mixed) kinds[nkinds++] = CHAOS_SOCKETS;
+  if (shm_full) kinds[nkinds++] = CHAOS_SHMFULL;
+  struct chaos_fault f = {.kind = kinds[chaos_next(&rng) % (uint64_t)nkinds],
                           .op = 3 + (int)(chaos_next(&rng) % 38),
                           .delay_us = (unsigned)(chaos_next(&rng) % 20000)};
   int victim = (int)(chaos_next(&rng) % (uint64_t)p);
@@ -173,20 +209,32 @@ main(int argc, char **argv)
   char *buf = calloc(cap, 1), *out = calloc(cap, 1);
   if (!buf || !out) return 1;
   for (long i = 0; i < ops; i++) {
-    if (r == victim && i == f.op) {
+    if (r == victim && i == f.op && f.kind != CHAOS_SHMFULL) {
       pthread_t th;
       pthread_create(&th, NULL, chaos_inject, &f);
       pthread_detach(th);
     }
-    collie_comm_t *c = chaos_next(&rng) % 4 == 0 ? sub : world;
-    collie_result_t rc = chaos_op(c, &rng, buf, out);
+    collie_comm_t *c = chaos_next(&rng) % 4 == 0 ? sub : world, *fresh = NULL;
+    collie_result_t rc = COLLIE_SUCCESS;
+    if (f.kind == CHAOS_SHMFULL && i >= f.op) {
+      /* A full /dev/shm: everyone splits anew, one group of all, which needs
+       * a segment; the victim fills the tmpfs first (the split waits for it). */
+      if (r == victim && i == f.op) chaos_fill_shm(&f);
+      rc = collie_comm_split(world, 0, r, &fresh);
+      c = fresh;
+    }
+    if (rc == COLLIE_SUCCESS) rc = chaos_op(c, &rng, buf, out);
+    if (rc == COLLIE_SUCCESS && fresh) rc = collie_comm_destroy(fresh);
     if (rc != COLLIE_SUCCESS) {
       char name[32], text[4096];
       snprintf(name, sizeof(name), "rank%d", r);
       snprintf(text, sizeof(text), "%d %.6f %ld\n%s\n", (int)rc, chaos_now(), i,
                collie_last_error());
       chaos_write(name, text);
-      _exit(0); /* as a program that gives up: what is left is the library's doing */
+      /* As a program that reports its error and exits: what is left is the
+       * library's doing. The pause is the report's (a traceback, a log). */
+      usleep(300000);
+      _exit(0);
     }
   }
   char name[32];

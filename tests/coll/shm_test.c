@@ -596,6 +596,35 @@ TEST_IMPL(shm_open_leader_died)
   xfix_done(&t);
 }
 
+/* The leader cannot create the segment (here a directory holds its name, as
+ * a full /dev/shm would fail it): the others learn why at once, not at their
+ * deadline (10 s) told that the segment never came. */
+TEST_IMPL(shm_open_leader_failed)
+{
+  struct xfix t;
+  shmt_meet(&t, 10000);
+  t.cfg.comm_hash = 0xfa11;
+  char name[96], path[128];
+  shmt_seg_name(name, sizeof(name), t.cfg.comm_hash, 0);
+  snprintf(path, sizeof(path), "/dev/shm%s", name);
+  if (t.rank == 0) ASSERT(mkdir(path, 0700) == 0);
+  xfix_barrier(&t, "made");
+  int peers[1] = {1 - t.rank};
+  if (t.rank == 0) {
+    ASSERT_RC(COLLIE_SYSTEM_ERROR, "cannot create segment", shmt_ops->open(&t.cfg, peers, 1, &t.x));
+  } else {
+    ASSERT_RC(COLLIE_REMOTE_ERROR, "rank 0 (world rank 0, pid",
+              shmt_ops->open(&t.cfg, peers, 1, &t.x));
+    ASSERTF(strstr(collie_last_error(), "could not create the shared-memory segment: shm: cannot "
+                                        "create segment"),
+            "%s", collie_last_error());
+  }
+  ASSERT(t.x == NULL);
+  xfix_barrier(&t, "end");
+  rmdir(path);
+  xfix_done(&t);
+}
+
 /* A segment left by a crashed job with the same token and comm is replaced. */
 TEST_IMPL(shm_stale_segment)
 {
