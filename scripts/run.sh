@@ -79,12 +79,18 @@ case "$what" in
     # and flight-dump readers), from its seed corpus, 10 s each, under ASan
     # and UBSan (scripts/fuzz.sh; longer runs: sh scripts/fuzz.sh NAME 600).
     sh scripts/fuzz.sh all 10
-    # Chaos: 3 ranks run random collectives while one is killed, terminated,
-    # frozen or (tcp) loses its sockets; every survivor must fail in bounded
-    # time naming the operation and the rank, leaving nothing in /dev/shm
-    # (scripts/chaos.sh; docs/reliability.md has the 1000-trial figures).
-    sh scripts/chaos.sh --build build --seeds "$(seq 1 12)" --transport shm
-    sh scripts/chaos.sh --build build --seeds "$(seq 1 12)" --transport tcp
+    # Chaos: ranks run random collectives while one is killed, terminated,
+    # frozen, loses its sockets or fills /dev/shm; every survivor must fail in
+    # bounded time naming the operation and the rank, leaving nothing in
+    # /dev/shm (scripts/chaos.sh; docs/reliability.md has the 1000-trial
+    # figures). 50 fixed seeds: 3 ranks on shm, 4 on tcp and on a mix.
+    sh scripts/chaos.sh --build build --seeds "$(seq 1 17)" -n 3 --transport shm
+    sh scripts/chaos.sh --build build --seeds "$(seq 1 17)" -n 4 --transport tcp
+    sh scripts/chaos.sh --build build --seeds "$(seq 1 16)" -n 4 --transport mixed
+    # A running job against a stranger who connects to its store and to its
+    # ranks' listeners and says the wrong things: it must finish with right
+    # results, refuse every one and log it (scripts/hostile.sh).
+    sh scripts/hostile.sh --build build
     # The Python binding: pytest under collierun at 1, 2 and 4 ranks.
     sh tests/python/run.sh build
     # The torch.distributed backend: pytest under collierun, env:// at 2 and 4

@@ -65,6 +65,7 @@
   XX(tcp_held_then_close_3, tcp_held_then_close, 3, "tcp", 30)                                     \
   XX(tcp_open_timeout_3, tcp_open_timeout, 3, "tcp", 30)                                           \
   XX(tcp_bad_hello_2, tcp_bad_hello, 2, "tcp", 30)                                                 \
+  XX(tcp_duplicate_claim_3, tcp_duplicate_claim, 3, "tcp", 30)                                     \
   XX(tcp_wrong_token_2, tcp_wrong_token, 2, "tcp", 30)                                             \
   XX(tcp_bad_input_2, tcp_bad_input, 2, "tcp", 30)                                                 \
   XX(tcp_pingpong_2, tcp_pingpong, 2, "tcp", 60)

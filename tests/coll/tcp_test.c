@@ -577,6 +577,47 @@ tcpt_raw_hello(const char *addr, uint32_t magic, uint16_t version, const char *t
   return rv;
 }
 
+/* A second claim of a live rank's number: someone with the job token (an
+ * insider, or a rank started twice) says hello as rank 1 after rank 1 came
+ * in. Rank 0 refuses it as a duplicate, and the real channels work. */
+struct tcpt_claim {
+  char addr[128];
+  uint64_t comm_hash;
+  int reply;
+};
+
+static void *
+tcpt_claim_main(void *arg)
+{
+  struct tcpt_claim *c = arg;
+  usleep(400000); /* rank 1 is in by now; rank 2 comes at 1 s: the listener is open */
+  const char *tok = getenv("COLLIE_JOB_TOKEN");
+  c->reply = tcpt_raw_hello(c->addr, COLLIE_TCP_HELLO_MAGIC, COLLIE_TCP_PROTO_VERSION, tok,
+                            (uint16_t)strlen(tok), c->comm_hash, 1, 0);
+  return NULL;
+}
+
+TEST_IMPL(tcp_duplicate_claim)
+{
+  struct xfix t;
+  tcpt_meet(&t, 0, 10000);
+  struct tcpt_claim claim = {.comm_hash = t.cfg.comm_hash, .reply = 0};
+  pthread_t th;
+  if (t.rank == 1) {
+    tcpt_published_addr(&t, 0, claim.addr, sizeof(claim.addr), 5000);
+    ASSERT(pthread_create(&th, NULL, tcpt_claim_main, &claim) == 0);
+  }
+  if (t.rank == 2) usleep(1000000);
+  xfix_open(&t);
+  if (t.rank == 1) {
+    pthread_join(th, NULL);
+    ASSERTF(claim.reply == COLLIE_TCP_REPLY_DUPLICATE, "a second rank 1 got reply %d", claim.reply);
+  }
+  xfix_ring_sizes(&t, 0);
+  xfix_barrier(&t, "end");
+  xfix_done(&t);
+}
+
 /* While rank 0 is in open(), strangers connect to its listener: a wrong
  * token, a bad magic, a huge token length, another communicator, a rank that
  * is not a higher peer, and one that says nothing. Each is refused (or
