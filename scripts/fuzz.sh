@@ -4,7 +4,8 @@
 # corpus (tests/fuzz/corpus/NAME), each for SECONDS (default 60).
 #
 #   sh scripts/fuzz.sh NAME [SECONDS]     one target: fuzz_tuning, fuzz_env,
-#                                         fuzz_store, fuzz_report_csv, fuzz_flight_json
+#                                         fuzz_store, fuzz_tcp_handshake, fuzz_tcp_frames,
+#                                         fuzz_report_csv, fuzz_flight_json
 #   sh scripts/fuzz.sh all [SECONDS]      every target in turn (CI: a few seconds each)
 #
 # New inputs the fuzzer finds go to build-fuzz/corpus/NAME (the seeds in the
@@ -16,10 +17,12 @@ set -u
 cd "$(dirname "$0")/.."
 name=${1:-}
 secs=${2:-60}
-all="fuzz_tuning fuzz_env fuzz_store fuzz_report_csv fuzz_flight_json"
+all="fuzz_tuning fuzz_env fuzz_store fuzz_tcp_handshake fuzz_tcp_frames"
+all="$all fuzz_report_csv fuzz_flight_json"
 case "$name" in
   all) targets=$all ;;
-  fuzz_tuning | fuzz_env | fuzz_store | fuzz_report_csv | fuzz_flight_json) targets=$name ;;
+  fuzz_tuning | fuzz_env | fuzz_store | fuzz_tcp_handshake | fuzz_tcp_frames | fuzz_report_csv | \
+    fuzz_flight_json) targets=$name ;;
   *)
     echo "usage: sh scripts/fuzz.sh NAME|all [SECONDS]   (NAME: $all)" >&2
     exit 2
