@@ -216,6 +216,26 @@ COLLIE_API collie_result_t collie_comm_init_config(const collie_config_t *cfg,
 COLLIE_API collie_result_t collie_comm_split(collie_comm_t *comm, int color, int key,
                                              collie_comm_t **out);
 
+/* Shrink and continue (as MPIX_Comm_shrink, ncclCommShrink): the ranks of comm
+ * that are still alive agree on who they are and each gets *out, a new
+ * communicator of just them, ordered by their rank in comm. Call it on every
+ * surviving rank after an operation failed (comm is then poisoned; it is not
+ * used again, destroy it afterwards), or on a healthy comm to leave out the
+ * ranks in exclude[0..nexclude) (the same list everywhere; those ranks do not
+ * call). A rank is left out when it is excluded, its process is gone (checked
+ * by the survivors of its host), or it neither calls shrink nor is found dead
+ * within timeout_ms (-1: comm's timeout) -- a frozen rank, or every rank of a
+ * lost host. The agreement holds when ranks fail during it. It goes through
+ * the job's store, so the store must outlive the failure: a tcp store is
+ * served by world rank 0's process (use a file store to survive its death).
+ * Collective over the survivors; blocks. Errors: INVALID_ARGUMENT (bad exclude
+ * list or timeout, out NULL, the caller excluded), INVALID_USAGE (comm
+ * destroyed, inside a group), REMOTE_ERROR (this rank was left out, or the
+ * store is gone), TIMEOUT (the decision never came, or a member died after it:
+ * shrink again). */
+COLLIE_API collie_result_t collie_comm_shrink(collie_comm_t *comm, const int *exclude, int nexclude,
+                                              int64_t timeout_ms, collie_comm_t **out);
+
 /* Frees comm and everything it holds (channels, shared memory, threads). Not
  * collective in its outcome: it always succeeds on a valid communicator, even
  * when peers have died; on a healthy communicator it waits (bounded by the

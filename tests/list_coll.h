@@ -276,4 +276,16 @@
   XX(flight_sigusr1_comm_tcp_2, flight_sigusr1_comm, 2, "tcp", 30)                                 \
   XX(init_twice_shm_3, init_twice, 3, "shm", 30)                                                   \
   XX(init_twice_tcp_2, init_twice, 2, "tcp", 30)                                                   \
+  XX(shrink_last_killed_shm_3, shrink_last_killed, 3, "shm", 30)                                   \
+  XX(shrink_last_killed_tcp_4, shrink_last_killed, 4, "tcp", 30)                                   \
+  XX(shrink_last_killed_mixed_4, shrink_last_killed, 4, "mixed", 30)                               \
+  XX(shrink_rank0_killed_shm_3, shrink_rank0_killed, 3, "shm", 30)                                 \
+  XX(shrink_rank0_killed_tcp_3, shrink_rank0_killed, 3, "tcp", 30)                                 \
+  XX(shrink_frozen_rank_shm_3, shrink_frozen_rank, 3, "shm", 30)                                   \
+  XX(shrink_frozen_rank_tcp_3, shrink_frozen_rank, 3, "tcp", 30)                                   \
+  XX(shrink_death_during_agreement_shm_4, shrink_death_during_agreement, 4, "shm", 60)             \
+  XX(shrink_death_during_agreement_tcp_4, shrink_death_during_agreement, 4, "tcp", 60)             \
+  XX(shrink_exclude_shm_3, shrink_exclude, 3, "shm", 30)                                           \
+  XX(shrink_exclude_tcp_3, shrink_exclude, 3, "tcp", 30)                                           \
+  XX(shrink_bad_arguments_shm_2, shrink_bad_arguments, 2, "shm", 30)                               \
   XX(init_again_shm_3, init_again, 3, "shm", 30)

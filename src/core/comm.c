@@ -155,14 +155,37 @@ comm_init_verdict(collie_comm_t *c, collie_result_t own, int64_t deadline)
                      c->peers[failed].fail);
 }
 
+/* Waits for a peer's record under key. When the peer is known beforehand
+ * (expect: a shrink's members) and shares this host, its process is looked at
+ * while waiting, so that a member that died after the decision fails the
+ * setup at once, named, instead of at the deadline. */
+static collie_result_t
+comm_get_peer(collie__store_t *store, const char *key, const struct collie__peer *expect,
+              const struct collie__peer *me, int64_t deadline, void **val, size_t *len)
+{
+  if (!expect || strcmp(expect->host, me->host) != 0)
+    return collie__store_get(store, key, val, len, deadline);
+  for (;;) {
+    int64_t slice = collie__now_ns() + 200 * 1000000LL;
+    collie_result_t rc =
+        collie__store_get(store, key, val, len, slice < deadline ? slice : deadline);
+    if (rc != COLLIE_TIMEOUT || slice >= deadline) return rc;
+    if (collie__proc_dead(expect->pid))
+      return collie__err(COLLIE_REMOTE_ERROR,
+                         "world rank %d (pid %d) died before it joined the new communicator",
+                         expect->world_rank, expect->pid);
+  }
+}
+
 /* Builds a communicator of `size` ranks with id `hash` on top of the job store
  * `base`: publishes `me`, reads everyone's peer record and opens the channels.
  * Takes its own reference on base. A split passes its parent's telemetry
  * (tele); a world communicator (tele NULL) opens its own. */
-static collie_result_t
-comm_create(const struct collie__params *params, const char *token, int64_t timeout_ms,
-            const char *transport, collie__store_t *base, uint64_t hash, int rank, int size,
-            const struct collie__peer *me_in, struct collie__tele *tele, collie_comm_t **out)
+collie_result_t
+collie__comm_create(const struct collie__params *params, const char *token, int64_t timeout_ms,
+                    const char *transport, collie__store_t *base, uint64_t hash, int rank, int size,
+                    const struct collie__peer *me_in, const struct collie__peer *expect,
+                    struct collie__tele *tele, collie_comm_t **out)
 {
   collie_result_t own = COLLIE_SUCCESS;
   struct collie__peer me_rec = *me_in, *me = &me_rec;
@@ -220,7 +243,7 @@ comm_create(const struct collie__params *params, const char *token, int64_t time
       size_t len = 0;
       if (p == rank) continue;
       snprintf(key, sizeof(key), "peer/%d", p);
-      rc = collie__store_get(c->store, key, &val, &len, deadline);
+      rc = comm_get_peer(c->store, key, expect ? &expect[p] : NULL, me, deadline, &val, &len);
       if (rc == COLLIE_TIMEOUT)
         collie__err(COLLIE_TIMEOUT, "rank %d never joined within %lld ms (rank %d of %d waiting)",
                     p, (long long)timeout_ms, rank, size);
@@ -399,8 +422,8 @@ comm_init_world(const struct collie__params *params, int rank, int size, const c
   } else {
     comm_user_store_done(user_store); /* one rank: nobody to meet */
   }
-  rc = comm_create(params, token, timeout_ms, transport, store, hash, rank, size, &me,
-                   parent ? parent->tele : NULL, out);
+  rc = collie__comm_create(params, token, timeout_ms, transport, store, hash, rank, size, &me, NULL,
+                           parent ? parent->tele : NULL, out);
   if (rc == COLLIE_SUCCESS && store && !user_store) comm_store_remember(store_key, store);
 out_release:
   if (store) collie__store_release(store);
@@ -572,8 +595,9 @@ collie_comm_split(collie_comm_t *comm, int color, int key, collie_comm_t **out)
   h = collie__hash64(&c32, sizeof(c32), h);
   /* The child's keys live beside the parent's in the job store, under its own id;
    * it keeps the parent's transport choice. */
-  rc = comm_create(&comm->params, comm->token, comm->timeout_ms, comm->transport, comm->job_store,
-                   h, newrank, n, &comm->peers[comm->rank], comm->tele, out);
+  rc = collie__comm_create(&comm->params, comm->token, comm->timeout_ms, comm->transport,
+                           comm->job_store, h, newrank, n, &comm->peers[comm->rank], NULL,
+                           comm->tele, out);
   collie__log_context(comm->ctx);
   if (rc != COLLIE_SUCCESS) goto out_poison;
   goto out_free;

@@ -92,6 +92,7 @@ struct collie_comm {
   int all_shm;  /* cls is COLLIE_NET_CLASS_LOCAL: shared memory serves every rank */
   uint32_t seq; /* collectives issued so far */
   uint32_t split_seq;
+  uint32_t shrink_seq;                   /* collie_comm_shrink calls so far (comm_shrink.c) */
   uint32_t *p2p_send_seq, *p2p_recv_seq; /* per peer */
   atomic_int any_pending; /* a collie_recv_any is queued or running (api.c, dispatch.c) */
   int in_group;
@@ -106,6 +107,20 @@ struct collie_comm {
   _Atomic int poison_rc;
   char poison_msg[COLLIE_ERRMSG_LEN];
 };
+
+/* ---- comm.c ---- */
+
+/* Creates one rank's communicator of `size` ranks with id `hash` over the job
+ * store base (a reference is taken): publishes `me`, meets the others in the
+ * store and opens the channels. A split or shrink passes its parent's
+ * telemetry (tele); a world communicator (tele NULL) opens its own. expect:
+ * the members' records known beforehand (a shrink's), or NULL. */
+collie_result_t collie__comm_create(const struct collie__params *params, const char *token,
+                                    int64_t timeout_ms, const char *transport,
+                                    collie__store_t *base, uint64_t hash, int rank, int size,
+                                    const struct collie__peer *me,
+                                    const struct collie__peer *expect, struct collie__tele *tele,
+                                    collie_comm_t **out);
 
 /* ---- comm_state.c: what every call asks of a communicator ---- */
 

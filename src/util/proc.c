@@ -31,6 +31,16 @@ collie__proc_stat(int pid, char *buf, size_t len, int *gone)
 }
 
 int
+collie__proc_dead(int pid)
+{
+  char buf[512];
+  int gone;
+  if (pid <= 0) return 0;
+  const char *f = collie__proc_stat(pid, buf, sizeof(buf), &gone);
+  return gone || (f && (*f == 'Z' || *f == 'X'));
+}
+
+int
 collie__proc_cpu(int pid)
 {
   char buf[1024];

@@ -55,6 +55,9 @@ int collie__ncpus(void);
 const char *collie__proc_stat(int pid, char *buf, size_t len, int *gone);
 /* The CPU the process last ran on, or -1 when /proc does not say. */
 int collie__proc_cpu(int pid);
+/* Whether the process has ended: reaped, or a zombie its parent has not
+ * waited for yet (a killed rank of a launcher that reaps later). */
+int collie__proc_dead(int pid);
 
 /* ---- backoff.c: waiting for another process, before sleeping ---- */
 

@@ -1,0 +1,277 @@
+/*
+ * comm_shrink.c - collie_comm_shrink: after a failure, the ranks still alive
+ * agree on who they are and get a new communicator of just them (the idea of
+ * MPIX_Comm_shrink and ncclCommShrink; docs/reliability.md has the contract).
+ *
+ * The agreement runs through the job's store, never the failed channels, in
+ * the old communicator's key space under "shrink/<k>/" (k counts this
+ * communicator's shrinks, equal on every caller):
+ *
+ *   a/<p>      ADD 1 by rank p itself: "I am alive and shrinking"
+ *   d/<p>      ADD 1 by anyone who knows p is dead: its process is gone
+ *              (checked for ranks of the caller's host, so a host's
+ *              survivors vouch for its dead), it is in the exclude list, or
+ *              it neither came nor was found dead before the timeout
+ *   lock       ADD 1 by every rank that has resolved every p (alive or
+ *              dead): the one that gets 1 writes the decision
+ *   decision   the members, ascending old ranks (int32 each)
+ *
+ * A rank that finds the lock taken when it comes reads the decision at once.
+ * Once the new communicator is up, its rank 0 removes the per-rank counters;
+ * the lock and the decision stay (two small keys per shrink) so that a rank
+ * that wakes later is told it was left out rather than deciding alone.
+ *
+ * Reads are ADDs of 0 (they answer at once and keep the connection), so a
+ * rank that polls does not churn the store. Dead wins over alive: a rank
+ * declared dead that comes later is left out and told so. A failure during
+ * the agreement is a rank that is then found dead like the others; if the
+ * writer itself dies between its lock and its decision, the others fail at
+ * their deadline with an error that says so, and may shrink again. A member
+ * that dies after the decision makes the new communicator's setup fail, named;
+ * shrinking again (k + 1) leaves it out.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bootstrap/bootstrap.h"
+#include "core/core.h"
+#include "util/error.h"
+#include "util/util.h"
+
+/* How often an unresolved rank is looked at again. */
+#define SHRINK_POLL_NS (5 * 1000000LL)
+
+/* The counter key/<p> under shrink/<k>/, read (delta 0) or bumped; *out its value. */
+static collie_result_t
+shrink_add(collie_comm_t *comm, uint32_t k, const char *what, int p, int64_t delta, int64_t *out,
+           int64_t deadline)
+{
+  char key[96];
+  if (p >= 0)
+    snprintf(key, sizeof(key), "shrink/%" PRIu32 "/%s/%d", k, what, p);
+  else
+    snprintf(key, sizeof(key), "shrink/%" PRIu32 "/%s", k, what);
+  int64_t v = 0;
+  collie_result_t rc = collie__store_add(comm->store, key, delta, &v, deadline);
+  if (out) *out = v;
+  return rc;
+}
+
+/* Every rank's fate as this caller sees it: 1 alive, -1 dead, 0 unknown yet. */
+static collie_result_t
+shrink_resolve(collie_comm_t *comm, uint32_t k, signed char *fate, int64_t until, int64_t deadline)
+{
+  const struct collie__peer *me = &comm->peers[comm->rank];
+  for (;;) {
+    int unknown = 0;
+    for (int p = 0; p < comm->size; p++) {
+      if (fate[p] != 0) continue;
+      int64_t v = 0;
+      collie_result_t rc = shrink_add(comm, k, "d", p, 0, &v, deadline);
+      if (rc != COLLIE_SUCCESS) return rc;
+      if (v > 0) {
+        fate[p] = -1;
+        continue;
+      }
+      if ((rc = shrink_add(comm, k, "a", p, 0, &v, deadline)) != COLLIE_SUCCESS) return rc;
+      if (v > 0) {
+        fate[p] = 1;
+        continue;
+      }
+      if (!strcmp(comm->peers[p].host, me->host) && collie__proc_dead(comm->peers[p].pid)) {
+        COLLIE_INFO("INIT", "shrink: rank %d (world rank %d, pid %d) is gone", p,
+                    comm->peers[p].world_rank, comm->peers[p].pid);
+        if ((rc = shrink_add(comm, k, "d", p, 1, NULL, deadline)) != COLLIE_SUCCESS) return rc;
+        fate[p] = -1;
+        continue;
+      }
+      unknown++;
+    }
+    if (!unknown) return COLLIE_SUCCESS;
+    if (collie__now_ns() >= until) {
+      /* Neither came nor was found dead in time (frozen, or on a lost host). */
+      for (int p = 0; p < comm->size; p++) {
+        if (fate[p] != 0) continue;
+        COLLIE_WARN("INIT",
+                    "shrink: rank %d (world rank %d, pid %d) neither joined nor was found dead "
+                    "before the timeout: it is left out",
+                    p, comm->peers[p].world_rank, comm->peers[p].pid);
+        collie_result_t rc = shrink_add(comm, k, "d", p, 1, NULL, deadline);
+        if (rc != COLLIE_SUCCESS) return rc;
+        fate[p] = -1;
+      }
+      return COLLIE_SUCCESS;
+    }
+    collie__sleep_ns(SHRINK_POLL_NS);
+  }
+}
+
+/* The decision: written by the lock's winner from the counters as they are
+ * now (dead wins), read by everyone else. Fills members (n of them). */
+static collie_result_t
+shrink_decide(collie_comm_t *comm, uint32_t k, int32_t *members, int *n, int64_t deadline)
+{
+  char key[64];
+  snprintf(key, sizeof(key), "shrink/%" PRIu32 "/decision", k);
+  int64_t ticket = 0;
+  collie_result_t rc = shrink_add(comm, k, "lock", -1, 1, &ticket, deadline);
+  if (rc != COLLIE_SUCCESS) return rc;
+  if (ticket == 1) {
+    int m = 0;
+    for (int p = 0; p < comm->size; p++) {
+      int64_t alive = 0, dead = 0;
+      if ((rc = shrink_add(comm, k, "d", p, 0, &dead, deadline)) != COLLIE_SUCCESS ||
+          (rc = shrink_add(comm, k, "a", p, 0, &alive, deadline)) != COLLIE_SUCCESS)
+        return rc;
+      if (alive > 0 && dead == 0) members[m++] = p;
+    }
+    *n = m;
+    return collie__store_set(comm->store, key, members, (size_t)m * sizeof(*members), deadline);
+  }
+  void *val = NULL;
+  size_t len = 0;
+  rc = collie__store_get(comm->store, key, &val, &len, deadline);
+  if (rc == COLLIE_TIMEOUT)
+    return collie__err(COLLIE_TIMEOUT,
+                       "the rank that took the decision never wrote it (it died while deciding?); "
+                       "shrink again");
+  if (rc != COLLIE_SUCCESS) return rc;
+  if (len % sizeof(*members) != 0 || len / sizeof(*members) > (size_t)comm->size) {
+    free(val);
+    return collie__err(COLLIE_REMOTE_ERROR, "malformed decision (%zu bytes)", len);
+  }
+  *n = (int)(len / sizeof(*members));
+  memcpy(members, val, len);
+  free(val);
+  return COLLIE_SUCCESS;
+}
+
+static collie_result_t
+shrink_check_args(collie_comm_t *comm, const int *exclude, int nexclude, int64_t timeout_ms,
+                  collie_comm_t **out)
+{
+  if (!comm) return collie__err(COLLIE_INVALID_ARGUMENT, "collie_comm_shrink: comm is NULL");
+  if (!collie__comm_live(comm))
+    return collie__err(COLLIE_INVALID_USAGE,
+                       "collie_comm_shrink: communicator %p was destroyed or never initialised",
+                       (void *)comm);
+  collie__log_context(comm->ctx);
+  if (!out) return collie__err(COLLIE_INVALID_ARGUMENT, "collie_comm_shrink: out is NULL");
+  if (nexclude < 0 || (nexclude > 0 && !exclude))
+    return collie__err(COLLIE_INVALID_ARGUMENT, "collie_comm_shrink: nexclude = %d with exclude %s",
+                       nexclude, exclude ? "given" : "NULL");
+  for (int i = 0; i < nexclude; i++) {
+    if (exclude[i] < 0 || exclude[i] >= comm->size)
+      return collie__err(COLLIE_INVALID_ARGUMENT,
+                         "collie_comm_shrink: exclude[%d] = %d is outside 0..%d", i, exclude[i],
+                         comm->size - 1);
+    if (exclude[i] == comm->rank)
+      return collie__err(COLLIE_INVALID_ARGUMENT,
+                         "collie_comm_shrink: exclude[%d] = %d is the calling rank (a rank that "
+                         "leaves does not call shrink)",
+                         i, exclude[i]);
+  }
+  if (timeout_ms < -1)
+    return collie__err(COLLIE_INVALID_ARGUMENT,
+                       "collie_comm_shrink: timeout_ms = %lld must be >= 0, or -1 for the "
+                       "communicator's",
+                       (long long)timeout_ms);
+  if (comm->in_group)
+    return collie__err(COLLIE_INVALID_USAGE, "collie_comm_shrink: called inside a group");
+  if (!comm->store && comm->size > 1)
+    return collie__err(COLLIE_INVALID_USAGE, "collie_comm_shrink: the communicator has no store");
+  return COLLIE_SUCCESS;
+}
+
+collie_result_t
+collie_comm_shrink(collie_comm_t *comm, const int *exclude, int nexclude, int64_t timeout_ms,
+                   collie_comm_t **out)
+{
+  if (out) *out = NULL;
+  collie_result_t rc = shrink_check_args(comm, exclude, nexclude, timeout_ms, out);
+  if (rc != COLLIE_SUCCESS) return rc;
+  if (timeout_ms < 0) timeout_ms = comm->timeout_ms;
+  /* The old channels are not used again: whatever still runs on them fails now. */
+  if (collie__comm_poisoned(comm) != COLLIE_SUCCESS) collie__net_abort(comm->net);
+
+  uint32_t k = ++comm->shrink_seq;
+  int64_t until = collie__deadline_after_ms(timeout_ms);
+  /* Store requests get the communicator's timeout beyond the waiting itself. */
+  int64_t deadline = collie__deadline_after_ms(timeout_ms + comm->timeout_ms);
+  signed char *fate = calloc((size_t)comm->size, 1);
+  int32_t *members = calloc((size_t)comm->size, sizeof(*members));
+  struct collie__peer *expect = calloc((size_t)comm->size, sizeof(*expect));
+  int n = 0, newrank = -1;
+  if (!fate || !members || !expect) {
+    rc = collie__err(COLLIE_SYSTEM_ERROR, "out of memory");
+    goto out;
+  }
+  fate[comm->rank] = 1;
+  if (comm->size > 1) {
+    for (int i = 0; i < nexclude && rc == COLLIE_SUCCESS; i++) {
+      fate[exclude[i]] = -1;
+      rc = shrink_add(comm, k, "d", exclude[i], 1, NULL, deadline);
+    }
+    if (rc == COLLIE_SUCCESS) rc = shrink_add(comm, k, "a", comm->rank, 1, NULL, deadline);
+    /* A rank that comes after the decision was taken only reads it. */
+    int64_t taken = 0;
+    if (rc == COLLIE_SUCCESS) rc = shrink_add(comm, k, "lock", -1, 0, &taken, deadline);
+    if (rc == COLLIE_SUCCESS && taken == 0) rc = shrink_resolve(comm, k, fate, until, deadline);
+    if (rc == COLLIE_SUCCESS) rc = shrink_decide(comm, k, members, &n, deadline);
+    if (rc != COLLIE_SUCCESS) goto out;
+  } else {
+    n = 1;
+  }
+  for (int i = 0; i < n; i++) {
+    if (members[i] < 0 || members[i] >= comm->size || (i && members[i] <= members[i - 1])) {
+      rc = collie__err(COLLIE_REMOTE_ERROR, "malformed decision (member %d is %d)", i,
+                       (int)members[i]);
+      goto out;
+    }
+    if (members[i] == comm->rank) newrank = i;
+  }
+  if (newrank < 0) {
+    rc = collie__err(COLLIE_REMOTE_ERROR,
+                     "this rank was left out: the others found it dead or too late (after the "
+                     "timeout of %lld ms)",
+                     (long long)timeout_ms);
+    goto out;
+  }
+  COLLIE_INFO("INIT", "shrink #%" PRIu32 ": %d of %d ranks go on", k, n, comm->size);
+  /* The new communicator's id: the old one's, the shrink's number and its
+   * members, so that callers with different decisions could never meet. */
+  uint64_t h = collie__hash64("shrink", 6, comm->hash);
+  h = collie__hash64(&k, sizeof(k), h);
+  h = collie__hash64(members, (size_t)n * sizeof(*members), h);
+  for (int i = 0; i < n; i++) expect[i] = comm->peers[members[i]];
+  rc = collie__comm_create(&comm->params, comm->token, comm->timeout_ms, comm->transport,
+                           comm->job_store, h, newrank, n, &comm->peers[comm->rank], expect,
+                           comm->tele, out);
+  collie__log_context(comm->ctx);
+  if (rc == COLLIE_SUCCESS && newrank == 0 && comm->size > 1) {
+    /* Every member read the decision before it joined the new
+     * communicator's setup: the per-rank counters can go. The lock and the
+     * decision stay, so that a rank that comes late still learns it was
+     * left out (and can never take a decision of its own). */
+    for (int i = 0; i < 2; i++) {
+      char prefix[32];
+      snprintf(prefix, sizeof(prefix), "shrink/%" PRIu32 "/%s/", k, i ? "d" : "a");
+      if (collie__store_del_prefix(comm->store, prefix, collie__deadline_after_ms(2000)) !=
+          COLLIE_SUCCESS)
+        COLLIE_INFO("INIT", "shrink: could not remove the agreement's keys (%s)",
+                    collie__err_msg());
+    }
+    collie__err_clear();
+  }
+
+out:
+  if (rc != COLLIE_SUCCESS) collie__err_prefix("collie_comm_shrink (#%" PRIu32 ")", k);
+  free(fate);
+  free(members);
+  free(expect);
+  return rc;
+}
