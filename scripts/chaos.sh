@@ -49,13 +49,12 @@ case $transport in
   mixed) ranks_env="COLLIE_TRANSPORT=auto CHAOS_MIXED=1" ;;
   *) echo "chaos.sh: --transport $transport: expected shm, tcp or mixed" >&2; exit 2 ;;
 esac
+# The private tmpfs also keeps other jobs' segments out of the leftover check.
 shm_full=0
-if [ "$transport" != tcp ]; then
-  if [ -n "${CHAOS_IN_NS:-}" ] && mount -t tmpfs -o size=128m chaos-shm /dev/shm; then
-    shm_full=1
-  else
-    echo "chaos.sh: no private /dev/shm (needs root and unshare): the shmfull fault is left out"
-  fi
+if [ -n "${CHAOS_IN_NS:-}" ] && mount -t tmpfs -o size=128m chaos-shm /dev/shm; then
+  [ "$transport" = tcp ] || shm_full=1
+elif [ "$transport" != tcp ]; then
+  echo "chaos.sh: no private /dev/shm (needs root and unshare): the shmfull fault is left out"
 fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/collie-chaos.XXXXXX")
 [ -n "${CHAOS_KEEP:-}" ] || trap 'rm -rf "$work"' EXIT
@@ -69,13 +68,24 @@ for seed in $seeds; do
   # shellcheck disable=SC2086
   env $ranks_env CHAOS_SHM_FULL=$shm_full CHAOS_DIR=$d COLLIE_LOG_DIR=$d/logs \
     COLLIE_TIMEOUT_MS=$tmo COLLIE_DEBUG=NONE timeout 120 "$build/collierun" -n "$nranks" --keep-going --grace 1 \
-    --timeout $((tmo / 1000 + 15)) "$build/tests/chaos_rank" "$seed" >"$d/out" 2>&1
+    --timeout $((tmo / 1000 + 15)) "$build/tests/chaos_rank" "$seed" >"$d/out" 2>&1 &
+  job=$!
+  # A frozen victim never ends by itself: once every other rank has reported,
+  # kill it (as an operator would), so that the trial ends now.
+  while kill -0 $job 2>/dev/null; do
+    if [ -f "$d/fault" ] && [ "$(cut -d' ' -f1 "$d/fault")" = stop ] &&
+      [ "$(ls "$d" | grep -c '^rank[0-9]*$')" -ge $((nranks - 1)) ]; then
+      kill -KILL "$(cut -d' ' -f5 "$d/fault")" 2>/dev/null
+    fi
+    sleep 0.1
+  done
+  wait $job
   rc=$?
   why="" kind="" victim="" fop="" worst=""
   if [ ! -f "$d/fault" ]; then
     why="no fault was injected (exit $rc)"
   else
-    read -r kind tf fop victim <"$d/fault"
+    read -r kind tf fop victim _ <"$d/fault"
     worst=0
     for r in $(seq 0 $((nranks - 1))); do
       f="$d/rank$r"

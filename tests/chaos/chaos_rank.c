@@ -17,7 +17,7 @@
  * The fault fires 0-20 ms after the victim starts operation 3..40, and
  * every rank goes on calling collectives until one fails (at most OPS of
  * them), so the survivors always meet it. Just before the fault the victim
- * writes DIR/fault ("<kind> <monotonic s> <op index> <world rank>"). A rank
+ * writes DIR/fault ("<kind> <monotonic s> <op index> <world rank> <pid>"). A rank
  * whose call fails writes DIR/rank<r> ("<rc> <monotonic s> <op index>" and
  * the message on the next line) and exits 0 0.3 s later without destroying anything:
  * what it leaves behind is the library's doing. A rank that runs every
@@ -88,8 +88,8 @@ chaos_inject(void *arg)
   const struct chaos_fault *f = arg;
   usleep(f->delay_us);
   char line[128];
-  snprintf(line, sizeof(line), "%s %.6f %d %d\n", chaos_faults[f->kind], chaos_now(), f->op,
-           f->rank);
+  snprintf(line, sizeof(line), "%s %.6f %d %d %ld\n", chaos_faults[f->kind], chaos_now(), f->op,
+           f->rank, (long)getpid());
   chaos_write("fault", line);
   switch (f->kind) {
   case 0:
@@ -118,8 +118,8 @@ chaos_fill_shm(const struct chaos_fault *f)
   static char block[1 << 20];
   memset(block, 0x5a, sizeof(block));
   char line[128];
-  snprintf(line, sizeof(line), "%s %.6f %d %d\n", chaos_faults[f->kind], chaos_now(), f->op,
-           f->rank);
+  snprintf(line, sizeof(line), "%s %.6f %d %d %ld\n", chaos_faults[f->kind], chaos_now(), f->op,
+           f->rank, (long)getpid());
   int fd = open("/dev/shm/chaos-fill", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   while (fd >= 0 && write(fd, block, sizeof(block)) > 0) {
   }
