@@ -596,6 +596,35 @@ class Comm:
             return None
         return Comm(out.value, name, self)
 
+    def shrink(self, exclude=(), timeout=None, name=None):
+        """Shrink and continue (collie_comm_shrink): after an operation failed
+        (a peer died or froze), every surviving rank calls this and gets a new
+        communicator of the ranks still alive, in the old order; this one is
+        not used again (finalize it). On a healthy communicator, exclude lists
+        ranks to leave out (the same list everywhere; they do not call).
+        timeout (seconds; None: the communicator's) bounds the wait for a
+        rank that neither calls nor is found dead (frozen, or on a lost host).
+        Raises RemoteError when this rank was left out, Timeout when the
+        decision never came or a member died after it (shrink again)."""
+        try:
+            exclude = [int(r) for r in exclude]
+        except (TypeError, ValueError):
+            raise InvalidArgument("shrink: exclude = %r must be a list of ints" % (exclude,)) from None
+        if timeout is None:
+            tmo = -1
+        else:
+            if not isinstance(timeout, (int, float)) or timeout < 0:
+                raise InvalidArgument("shrink: timeout = %r must be a number of seconds >= 0 (or None)" % (timeout,))
+            tmo = int(timeout * 1000)
+        if name is None:
+            name = "%s.shrink" % self._name
+        arr = (ctypes.c_int * max(1, len(exclude)))(*exclude)
+        out = ctypes.c_void_p()
+        with self._lock:
+            h = self._live_handle("shrink")
+            check(_lib.lib().collie_comm_shrink(h, arr, len(exclude), tmo, ctypes.byref(out)))
+        return Comm(out.value, name, self)
+
     # ---- issuing ----
 
     def _issue(self, cfn, args, opts, async_op, keep, post):

@@ -156,6 +156,7 @@ _SIGNATURES = {
     "collie_comm_init": (_R, [_PP]),
     "collie_comm_init_config": (_R, [ctypes.POINTER(Config), _PP]),
     "collie_comm_split": (_R, [_P, _I, _I, _PP]),
+    "collie_comm_shrink": (_R, [_P, ctypes.POINTER(_I), _I, ctypes.c_int64, _PP]),
     "collie_comm_destroy": (_R, [_P]),
     "collie_comm_abort": (_R, [_P]),
     "collie_comm_rank": (_I, [_P]),

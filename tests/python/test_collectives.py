@@ -331,6 +331,34 @@ def test_split(comm, rank, size):
     halves.finalize()
 
 
+def test_shrink(comm, rank, size):
+    # A healthy communicator leaves out its last rank (which does not call);
+    # the shrunk one keeps the order and works. Killed ranks: test_examples.py
+    # (elastic.py) and the C suite's shrink_* tests.
+    with pytest.raises(collie.InvalidArgument, match="exclude = 'x' must be a list of ints"):
+        comm.shrink(exclude="x")
+    with pytest.raises(collie.InvalidArgument, match="timeout = -1 must be a number of seconds"):
+        comm.shrink(timeout=-1)
+    with pytest.raises(collie.InvalidArgument, match=r"exclude\[0\] = %d is outside 0..%d" % (size, size - 1)):
+        comm.shrink(exclude=[size])
+    if size == 1:
+        solo = comm.shrink()
+        assert solo.get_size() == 1 and solo.get_name() == "%s.shrink" % comm.get_name()
+        solo.finalize()
+        return
+    if rank == size - 1:
+        with pytest.raises(collie.InvalidArgument, match="is the calling rank"):
+            comm.shrink(exclude=[rank])
+    else:
+        small = comm.shrink(exclude=[size - 1], timeout=10, name="small")
+        assert small.get_size() == size - 1 and small.get_rank() == rank and small.get_name() == "small"
+        x = np.ones(3, dtype=np.int32)
+        small.all_reduce(x)
+        assert x[0] == size - 1
+        small.finalize()
+    comm.barrier()  # the old one still works for everyone
+
+
 def test_context_manager_and_new_comm(comm, rank, size):
     with collie.new_comm("second", hints={"transport": "tcp"}) as c2:
         assert c2.get_rank() == rank and c2.get_size() == size

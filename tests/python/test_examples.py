@@ -117,6 +117,35 @@ def test_script_under_collierun(script, expect, tmp_path):
 
 
 @only_in_one_rank_session
+@pytest.mark.parametrize("victim,store", [(2, None), (0, "file")])
+def test_elastic_script_loses_a_rank_and_goes_on(victim, store, tmp_path):
+    # A rank SIGKILLs itself at step 10; the survivors shrink and finish the
+    # 30 steps with exactly the weights of single-process training. Rank 0
+    # serves the tcp store, so its death needs a file store (the docstring).
+    cmd = [os.path.join(build_dir(), "collierun"), "-n", "4", "--keep-going", "--timeout", "40"]
+    if store:
+        (tmp_path / "store").mkdir()
+        cmd += ["--store", "file://%s" % (tmp_path / "store")]
+    cmd += [sys.executable, os.path.join(EXAMPLES, "elastic.py"), "--kill-rank", str(victim), "--kill-step",
+            "10", "--json", str(tmp_path / "el.json")]
+    r = subprocess.run(cmd, env=script_env(), capture_output=True, text=True, timeout=50, cwd=str(tmp_path))
+    # collierun reports the one rank killed on purpose, and only it.
+    assert r.returncode != 0 and "rank %d (pid" % victim in r.stderr and "killed by signal 9" in r.stderr, r.stderr
+    assert r.stderr.count("exited with status") == 0, r.stderr
+    assert "elastic: 30 steps" in r.stdout and "ranks 4 -> 3" in r.stdout, r.stdout + r.stderr
+    assert r.stdout.count("shrinking") == 3, r.stdout
+    s = subprocess.run([sys.executable, os.path.join(EXAMPLES, "elastic.py"), "--single", "--json",
+                        str(tmp_path / "single.json"), "--quiet"], env=script_env(), capture_output=True,
+                       text=True, timeout=50)
+    assert s.returncode == 0, s.stderr
+    el, single = json.load(open(tmp_path / "el.json")), json.load(open(tmp_path / "single.json"))
+    assert el["sizes"] == [4] * 10 + [3] * 20
+    np.testing.assert_allclose(el["w"], single["w"], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(el["losses"], single["losses"], rtol=1e-9)
+    assert el["losses"][-1] < el["losses"][0] / 1000  # it learns
+
+
+@only_in_one_rank_session
 def test_train_dp_script_4_ranks_with_telemetry(tmp_path):
     logs = tmp_path / "logs"
     launch(4, "train_dp.py", "--steps", "30", "--bucket-mb", "0.004", "--log-dir", str(logs), "--json",

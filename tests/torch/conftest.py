@@ -256,13 +256,15 @@ def job_env(**extra):
     return env
 
 
-def run_job(script, nproc=2, args=(), timeout=40, grace=2, **extra_env):
+def run_job(script, nproc=2, args=(), timeout=40, grace=2, keep_going=False, **extra_env):
     """Runs tests/torch/jobs/SCRIPT under `collierun -n NPROC --tag-output`
-    and returns (exit status, combined output, seconds)."""
+    (with --keep-going: a rank's death does not stop the others) and returns
+    (exit status, combined output, seconds)."""
     import time
 
     cmd = [os.path.join(build_dir(), "collierun"), "-n", str(nproc), "--tag-output", "--timeout", str(timeout),
-           "--grace", str(grace), sys.executable, os.path.join(JOBS, script)] + [str(a) for a in args]
+           "--grace", str(grace)] + (["--keep-going"] if keep_going else []) + \
+        [sys.executable, os.path.join(JOBS, script)] + [str(a) for a in args]
     env = job_env(**extra_env)
     t0 = time.monotonic()
     try:

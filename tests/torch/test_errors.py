@@ -221,6 +221,30 @@ def test_killed_rank(mode, world):
 
 
 @once_per_run
+@collie_only("collie.torch.shrink (collie_comm_shrink)")
+def test_shrink_after_killed_rank(world):
+    """A separate 4-rank job whose rank 2 SIGKILLs itself at step 5: the
+    others' all_reduce raises, collie.torch.shrink() makes the default group
+    anew over the 3 survivors (renumbered in order), the step is redone, and
+    the loop and then DDP go on with right results (jobs/shrink_rank.py)."""
+    def job():
+        return run_job("shrink_rank.py", 4, timeout=40, grace=5, keep_going=True,
+                       COLLIE_TORCH_JOB_PORT=free_port())
+
+    rc, out, secs = world.wait_for_rank0(job)
+    lines = out.splitlines()
+    for old, new in ((0, 0), (1, 1), (3, 2)):
+        assert "[%d] SHRUNK %d -> %d of 3" % (old, old, new) in lines, out[-3000:]
+        assert "[%d] DONE" % old in lines, out[-3000:]
+        assert "[%d] DDP 2" % old in lines, out[-3000:]  # mean of 1, 2, 3
+        sums = [ln.split()[2:] for ln in lines if ln.startswith("[%d] SUM " % old)]
+        assert sums == [[str(s), "4"] for s in range(5)] + [[str(s), "3"] for s in range(5, 8)], sums
+        failed = [ln for ln in lines if ln.startswith("[%d] FAILED 5 " % old)]
+        assert failed and re.search(r"rank\D{0,3}2\b", failed[0]), out[-3000:]
+    assert "[2] DONE" not in lines and "killed by signal 9" in out
+
+
+@once_per_run
 @collie_only("collie's flight recorder and collie-report")
 def test_hung_rank_named_by_report(world):
     """A separate 3-rank job whose rank 1 stops calling: the others raise at

@@ -54,6 +54,7 @@ from .. import PayloadCategory, register_category  # noqa: E402
 from .._comm import registered_categories  # noqa: E402
 from .._enums import to_category  # noqa: E402
 from . import _context  # noqa: E402
+from . import _pg  # noqa: E402
 from ._pg import CollieBackendError, ProcessGroupCollie, create  # noqa: E402
 
 BACKEND = "collie"
@@ -65,6 +66,7 @@ __all__ = [
     "ProcessGroupCollie",
     "category",
     "get_comm",
+    "shrink",
     "register_category",
     "step",
     "step_begin",
@@ -114,6 +116,43 @@ def get_comm(group=None):
     if pg is None:
         raise RuntimeError("collie.torch.get_comm: %r is not a group of the collie backend" % (group,))
     return pg.comm
+
+
+# ---- shrink and continue ------------------------------------------------------
+
+_shrinks = [0]
+
+
+def shrink(timeout=None):
+    """After a collective of the default group failed (a rank died or froze),
+    every surviving rank calls this: the survivors agree on who is left
+    (collie_comm_shrink) and torch's default group is made anew over just
+    them, renumbered in the old order: dist.get_rank() and get_world_size()
+    change, and torch.distributed calls, DDP included, go on. Groups made with
+    new_group() are destroyed with the old default group; make them again.
+    Returns (new rank, new world size). timeout (seconds; None: the group's)
+    bounds the wait for a rank that neither calls nor is found dead. torch's
+    own store is served by its rank 0: that rank must survive (collie's C
+    API, with a file store, survives any rank; docs/reliability.md)."""
+    old = _pg_of(None)
+    if old is None:
+        raise RuntimeError("collie.torch.shrink: the default group is not the collie backend's")
+    store, tmo = old._store, old._timeout
+    if store is None:
+        raise RuntimeError("collie.torch.shrink: the default group was destroyed")
+    new = old.comm.shrink(timeout=timeout, name="torch-shrunk")
+    _shrinks[0] += 1
+    # torch's barrier at init counts in this store: a prefix of its own per shrink.
+    prefixed = dist.PrefixStore("collie-shrink-%d/" % _shrinks[0], store)
+    dist.destroy_process_group()
+    _pg._adopt.append(new)
+    try:
+        dist.init_process_group("collie", store=prefixed, rank=new.rank, world_size=new.size, timeout=tmo)
+    finally:
+        if _pg._adopt and _pg._adopt[-1] is new:
+            _pg._adopt.pop()
+            new.finalize()
+    return new.rank, new.size
 
 
 # ---- telemetry ------------------------------------------------------------

@@ -36,6 +36,9 @@ from ._work import CollieWork, Completer
 
 OWN.add(id(globals()))
 _TAG_MONITORED = "collie-monitored-barrier"
+# A collie.Comm that the next group created on this rank wraps instead of
+# making its own: how collie.torch.shrink() hands torch the survivors' comm.
+_adopt = []
 
 
 class ProcessGroupCollie(Collectives, PointToPoint, dist.ProcessGroup):
@@ -68,7 +71,11 @@ class ProcessGroupCollie(Collectives, PointToPoint, dist.ProcessGroup):
             if default is not None and default._h is not None:
                 parent = default._comm
         try:
-            self._comm = new_comm(name, timeout=timeout, store=store, rank=rank, world_size=size, parent=parent)
+            if _adopt and _adopt[-1].rank == rank and _adopt[-1].size == size:
+                self._comm = _adopt.pop()
+            else:
+                self._comm = new_comm(name, timeout=timeout, store=store, rank=rank, world_size=size,
+                                      parent=parent)
         except Exception as e:
             raise CollieBackendError("collie backend: init of rank %d of %d failed: %s" % (rank, size, e),
                                      getattr(e, "code", None)) from e
