@@ -10,7 +10,8 @@
 #     rank of this one waited on; at most 3 hops);
 #   - it fails within LIMIT s of the fault for a dead rank, and within the
 #     deadline (COLLIE_TIMEOUT_MS) plus LIMIT for a frozen one;
-#   - no rank hangs (collierun --timeout), no /dev/shm/collie-* file is left;
+#   - no rank hangs (collierun --timeout), no rank's process outlives the
+#     trial, no /dev/shm/collie-* file is left;
 #   - the flight-recorder dumps exist and `collie-report hang` names the victim
 #     (by its world rank when the stuck operation was on a split).
 # It prints one line per trial, then the detection times per fault kind, and
@@ -137,6 +138,9 @@ for seed in $seeds; do
       why="$why collie-report hang does not name world rank $victim: $(tr '\n' ' ' <"$d/report");"
     fi
   fi
+  for f in "$d"/pid*; do
+    [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && why="$why a rank's process (pid $(cat "$f")) outlived the trial;"
+  done
   rm -f /dev/shm/chaos-fill
   [ "$(shm_count)" -le "$before" ] || why="$why shared memory left in /dev/shm;"
   if [ -z "$why" ]; then
