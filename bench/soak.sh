@@ -20,7 +20,6 @@
 set -u
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-ME=soak.sh
 N=4
 TRANSPORTS="shm tcp"
 SMALL=1000000

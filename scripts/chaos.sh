@@ -59,7 +59,9 @@ elif [ "$transport" != tcp ]; then
 fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/collie-chaos.XXXXXX")
 [ -n "${CHAOS_KEEP:-}" ] || trap 'rm -rf "$work"' EXIT
-shm_count() { ls /dev/shm 2>/dev/null | grep -c '^collie-' || true; }
+# How many files match a glob (0 when none does).
+count() { n=0; for f in "$@"; do [ -e "$f" ] && n=$((n + 1)); done; echo $n; }
+shm_count() { count /dev/shm/collie-*; }
 failed=0 passed=0
 : >"$work/times"
 for seed in $seeds; do
@@ -75,7 +77,7 @@ for seed in $seeds; do
   # kill it (as an operator would), so that the trial ends now.
   while kill -0 $job 2>/dev/null; do
     if [ -f "$d/fault" ] && [ "$(cut -d' ' -f1 "$d/fault")" = stop ] &&
-      [ "$(ls "$d" | grep -c '^rank[0-9]*$')" -ge $((nranks - 1)) ]; then
+      [ "$(count "$d"/rank[0-9] "$d"/rank[0-9][0-9])" -ge $((nranks - 1)) ]; then
       kill -KILL "$(cut -d' ' -f5 "$d/fault")" 2>/dev/null
     fi
     sleep 0.1
@@ -91,7 +93,7 @@ for seed in $seeds; do
     for r in $(seq 0 $((nranks - 1))); do
       f="$d/rank$r"
       [ -f "$f" ] || continue
-      if [ "$(head -1 "$f")" = done ]; then
+      if [ "$(head -1 "$f")" = "done" ]; then
         why="$why rank $r finished every operation despite the fault;"
         continue
       fi
@@ -121,7 +123,7 @@ for seed in $seeds; do
       done
       [ $ok = 1 ] || why="$why rank $r's error does not lead to world rank $victim: $msg;"
     done
-    nres=$(ls "$d" | grep -c '^rank[0-9]')
+    nres=$(count "$d"/rank[0-9] "$d"/rank[0-9][0-9])
     [ "$nres" -ge $((nranks - 1)) ] || why="$why only $nres survivor(s) reported (a rank hung?);"
     bound=$limit
     [ "$kind" = stop ] && bound=$(awk -v l="$limit" -v t="$tmo" 'BEGIN { print t / 1000 + l }')

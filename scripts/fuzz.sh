@@ -14,7 +14,7 @@
 # `build-fuzz/tests/fuzz/NAME FILE`, then make it a regression test (and a
 # seed). Exit status: 0 when every target ran clean, 1 otherwise, 2 for usage.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 name=${1:-}
 secs=${2:-60}
 all="fuzz_tuning fuzz_env fuzz_store fuzz_tcp_handshake fuzz_tcp_frames"
