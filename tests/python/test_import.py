@@ -199,6 +199,7 @@ _C_TYPES = {
     "collie_timing_log_t **": ctypes.POINTER(ctypes.c_void_p),
     "const size_t *": ctypes.POINTER(ctypes.c_size_t),
     "int *": ctypes.POINTER(ctypes.c_int),
+    "const int *": ctypes.POINTER(ctypes.c_int),
     "const collie_opts_t *": ctypes.POINTER(_lib.Opts),
     "const collie_config_t *": ctypes.POINTER(_lib.Config),
     "const collie_timing_t *": ctypes.POINTER(_lib.TimingRec),
