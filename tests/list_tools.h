@@ -18,6 +18,7 @@
   XX(collierun_sigkill_no_orphans, collierun_sigkill_no_orphans, 0, "auto", 20)                    \
   XX(collierun_pdeathsig, collierun_pdeathsig, 0, "auto", 20)                                      \
   XX(collierun_bad_options, collierun_bad_options, 0, "auto", 30)                                  \
+  XX(collierun_uneven_nodes, collierun_uneven_nodes, 0, "auto", 90)                                \
   XX(collierun_not_found, collierun_not_found, 0, "auto", 20)                                      \
   XX(collierun_help, collierun_help, 0, "auto", 20)                                                \
   XX(docs_env_complete, docs_env_complete, 0, "auto", 20)                                          \

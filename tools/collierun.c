@@ -91,6 +91,9 @@ static const char run_help[] =
     "  -n, --nproc N          ranks to start on this node (1..1024, default 1);\n"
     "                         also spelled --nproc-per-node\n"
     "      --nnodes M         nodes in the job, each running its own collierun (default 1)\n"
+    "      --nprocs LIST      every node's rank count, the same list on every node, for\n"
+    "                         nodes of uneven sizes (e.g. 2,1,3): sets --nnodes and this\n"
+    "                         node's -n; global rank = the counts of the nodes before + local\n"
     "      --node-rank I      this node's index, 0..M-1 (default 0);\n"
     "                         global rank = I*N + local rank, world size = N*M\n"
     "      --master-addr A    host where rank 0 serves the store (default 127.0.0.1)\n"
@@ -118,8 +121,9 @@ static const char run_help[] =
     "      --                 end of options: the next argument is the program\n"
     "\n"
     "Set by collierun for each rank:\n"
-    "  COLLIE_RANK            global rank: node_rank*N + local rank\n"
-    "  COLLIE_WORLD_SIZE      ranks in the job: N*nnodes\n"
+    "  COLLIE_RANK            global rank: node_rank*N + local rank (--nprocs: the\n"
+    "                         counts of the nodes before + local rank)\n"
+    "  COLLIE_WORLD_SIZE      ranks in the job: N*nnodes (--nprocs: their sum)\n"
     "  COLLIE_LOCAL_RANK      rank on this node, 0..N-1\n"
     "  COLLIE_LOCAL_SIZE      ranks on this node: N\n"
     "  COLLIE_STORE           rendezvous store: tcp://host:port (served by rank 0) or\n"
@@ -167,6 +171,9 @@ run_print_params(void)
 
 struct run_opts {
   int nproc, nnodes, node_rank;
+  const char *nprocs;      /* --nprocs: every node's rank count ("2,1,3"), or NULL */
+  long rank_base;          /* global rank of this node's local rank 0 */
+  long world_size;         /* ranks in the job */
   const char *master_addr; /* NULL: 127.0.0.1 */
   int master_port;         /* 0: pick a free one */
   int torch_port;          /* --torch-port, or 0 */
@@ -325,6 +332,7 @@ run_parse_seconds(const char *name, const char *s, int allow_zero, double *out)
 
 enum run_optid {
   OPT_NPROC,
+  OPT_NPROCS,
   OPT_NNODES,
   OPT_NODE_RANK,
   OPT_MASTER_ADDR,
@@ -347,6 +355,7 @@ static const struct {
     {"-n", 1, OPT_NPROC},
     {"--nproc", 1, OPT_NPROC},
     {"--nproc-per-node", 1, OPT_NPROC},
+    {"--nprocs", 1, OPT_NPROCS},
     {"--nnodes", 1, OPT_NNODES},
     {"--node-rank", 1, OPT_NODE_RANK},
     {"--master-addr", 1, OPT_MASTER_ADDR},
@@ -362,6 +371,49 @@ static const struct {
     {"--help", 0, OPT_HELP},
 };
 
+/* --nprocs LIST: every node's rank count, the same list on every node (nodes
+ * of uneven sizes). It gives --nnodes (its length) and this node's -n (its
+ * entry at --node-rank); either, when given too, must agree. */
+static int
+run_parse_nprocs(struct run_opts *o, int have_nproc, int have_nnodes)
+{
+  const char *p = o->nprocs;
+  long world = 0, base = 0;
+  int n = 0, mine = 0;
+  while (*p) {
+    char *end;
+    errno = 0;
+    long v = strtol(p, &end, 10);
+    if (end == p || errno || v < 1 || v > RUN_MAX_NPROC || (*end && *end != ','))
+      return run_usage_error("--nprocs '%s': entry %d is not a count of ranks in 1..%d "
+                             "(expected e.g. 2,1,3)",
+                             o->nprocs, n + 1, RUN_MAX_NPROC);
+    if (n == o->node_rank) {
+      mine = (int)v;
+      base = world;
+    }
+    world += v;
+    if (++n > RUN_MAX_NNODES || world > INT_MAX)
+      return run_usage_error("--nprocs '%s': too many nodes or ranks", o->nprocs);
+    p = *end ? end + 1 : end;
+    if (*end && !*p) return run_usage_error("--nprocs '%s' ends with a comma", o->nprocs);
+  }
+  if (n == 0) return run_usage_error("--nprocs is empty");
+  if (have_nnodes && o->nnodes != n)
+    return run_usage_error("--nnodes %d but --nprocs '%s' lists %d nodes", o->nnodes, o->nprocs, n);
+  if (o->node_rank >= n)
+    return run_usage_error("--node-rank %d is out of range for --nprocs '%s' (%d nodes)",
+                           o->node_rank, o->nprocs, n);
+  if (have_nproc && o->nproc != mine)
+    return run_usage_error("-n %d but --nprocs '%s' gives node %d %d ranks", o->nproc, o->nprocs,
+                           o->node_rank, mine);
+  o->nnodes = n;
+  o->nproc = mine;
+  o->rank_base = base;
+  o->world_size = world;
+  return 0;
+}
+
 /* Fills o from argv. Returns 0 to run, 1 when --help was printed, -1 on a usage error (the
  * message, naming the option, is already printed). Options end at the first argument that
  * does not start with '-', or after "--". Accepts "--opt value", "--opt=value" and "-nN". */
@@ -372,7 +424,7 @@ run_parse_args(int argc, char **argv, struct run_opts *o)
   o->nproc = 1;
   o->nnodes = 1;
   o->grace_s = RUN_DEFAULT_GRACE_S;
-  int have_addr = 0, i = 1;
+  int have_addr = 0, have_nproc = 0, have_nnodes = 0, i = 1;
   for (; i < argc; i++) {
     const char *a = argv[i];
     if (a[0] != '-' || a[1] == '\0') break;
@@ -404,9 +456,14 @@ run_parse_args(int argc, char **argv, struct run_opts *o)
     switch (run_optable[k].id) {
     case OPT_NPROC:
       if (run_parse_int(name, val, 1, RUN_MAX_NPROC, &o->nproc)) return -1;
+      have_nproc = 1;
+      break;
+    case OPT_NPROCS:
+      o->nprocs = val;
       break;
     case OPT_NNODES:
       if (run_parse_int(name, val, 1, RUN_MAX_NNODES, &o->nnodes)) return -1;
+      have_nnodes = 1;
       break;
     case OPT_NODE_RANK:
       if (run_parse_int(name, val, 0, RUN_MAX_NNODES - 1, &o->node_rank)) return -1;
@@ -456,13 +513,18 @@ run_parse_args(int argc, char **argv, struct run_opts *o)
   }
   if (i >= argc) return run_usage_error("missing the program to run");
   o->prog_argv = argv + i;
+  if (o->nprocs && run_parse_nprocs(o, have_nproc, have_nnodes) != 0) return -1;
   if (o->node_rank >= o->nnodes)
     return run_usage_error("--node-rank %d is out of range for --nnodes %d (0..%d)", o->node_rank,
                            o->nnodes, o->nnodes - 1);
   if (o->store && (have_addr || o->master_port))
     return run_usage_error("--store cannot be combined with --master-addr or --master-port");
-  if ((long)o->nproc * o->nnodes > INT_MAX)
-    return run_usage_error("-n %d times --nnodes %d is too many ranks", o->nproc, o->nnodes);
+  if (!o->nprocs) {
+    if ((long)o->nproc * o->nnodes > INT_MAX)
+      return run_usage_error("-n %d times --nnodes %d is too many ranks", o->nproc, o->nnodes);
+    o->rank_base = (long)o->node_rank * o->nproc;
+    o->world_size = (long)o->nproc * o->nnodes;
+  }
   if (o->nnodes > 1 && !o->store && !o->master_port)
     return run_usage_error("--nnodes %d needs --master-port (or --store): every node must use "
                            "the same store, so no free port can be picked on one node",
@@ -812,7 +874,7 @@ run_bind_cpu(int local)
 static void __attribute__((noreturn))
 run_child(struct run_job *j, int local, const int *out_w, int st_w, pid_t parent)
 {
-  int rank = j->o.node_rank * j->o.nproc + local;
+  int rank = (int)j->o.rank_base + local;
   setpgid(0, 0);
   /* Die with collierun, even by SIGKILL. If it died before prctl took effect, getppid()
    * already shows the new parent. */
@@ -835,14 +897,14 @@ run_child(struct run_job *j, int local, const int *out_w, int st_w, pid_t parent
   }
   if (j->o.bind_cpu && run_bind_cpu(local) != 0) _exit(RUN_EXIT_ERROR);
   run_setenv_int("COLLIE_RANK", rank);
-  run_setenv_int("COLLIE_WORLD_SIZE", (long)j->o.nproc * j->o.nnodes);
+  run_setenv_int("COLLIE_WORLD_SIZE", j->o.world_size);
   run_setenv_int("COLLIE_LOCAL_RANK", local);
   run_setenv_int("COLLIE_LOCAL_SIZE", j->o.nproc);
   setenv("COLLIE_STORE", j->store_url, 1);
   setenv("COLLIE_JOB_TOKEN", j->token, 1);
   /* torchrun's names, so torch.distributed's env:// init works unchanged. */
   run_setenv_int("RANK", rank);
-  run_setenv_int("WORLD_SIZE", (long)j->o.nproc * j->o.nnodes);
+  run_setenv_int("WORLD_SIZE", j->o.world_size);
   run_setenv_int("LOCAL_RANK", local);
   run_setenv_int("LOCAL_WORLD_SIZE", j->o.nproc);
   run_setenv_int("GROUP_RANK", j->o.node_rank);
@@ -1264,7 +1326,7 @@ main(int argc, char **argv)
     return RUN_EXIT_ERROR;
   }
   for (int k = 0; k < j->o.nproc; k++) {
-    j->ranks[k].rank = j->o.node_rank * j->o.nproc + k;
+    j->ranks[k].rank = (int)j->o.rank_base + k;
     j->ranks[k].out[0].fd = j->ranks[k].out[1].fd = -1;
   }
   j->sentinel_fd = -1;

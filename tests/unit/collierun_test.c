@@ -8,13 +8,16 @@
  * a zombie as dead. Ranks write their pid files through a rename, so a file that exists is
  * complete.
  */
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -298,6 +301,21 @@ TEST_IMPL(collierun_env_multinode)
   cr_check_env(2, 2, 6, store, tok);
   ASSERTF(!strcmp(store, "tcp://10.1.2.3:29555"), "store %s", store);
   ASSERT(!strcmp(tok, "shared-token"));
+  cr_free(&r);
+
+  /* Nodes of uneven sizes: --nprocs gives every node's count. */
+  r = cr_run((const char *[]){"", "--nprocs", "2,1,3", "--node-rank=2", "--master-port", "29555",
+                              "/bin/sh", "-c", cr_env_script, "sh", test_dir(), NULL},
+             "shared-token");
+  ASSERTF(r.code == 0, "exit %d, stderr: %s", r.code, r.err);
+  cr_check_env(3, 3, 6, store, tok);
+  cr_free(&r);
+  r = cr_run((const char *[]){"", "--nprocs", "2,1,3", "--nnodes", "3", "--node-rank", "1", "-n",
+                              "1", "--master-port", "29555", "/bin/sh", "-c", cr_env_script, "sh",
+                              test_dir(), NULL},
+             "shared-token");
+  ASSERTF(r.code == 0, "exit %d, stderr: %s", r.code, r.err);
+  cr_check_env(2, 1, 6, store, tok);
   cr_free(&r);
 
   /* --store is passed through unchanged. */
@@ -836,6 +854,14 @@ TEST_IMPL(collierun_bad_options)
       {{"--store", "http://x", "true"}, "--store"},
       {{"--bind-to", "core", "true"}, "--bind-to"},
       {{"--bind-to"}, "--bind-to"},
+      {{"--nprocs", "2,x", "true"}, "--nprocs '2,x': entry 2 is not a count"},
+      {{"--nprocs", "2,,1", "true"}, "entry 2 is not a count"},
+      {{"--nprocs", "2,0", "true"}, "entry 2 is not a count"},
+      {{"--nprocs", "2,1,", "true"}, "ends with a comma"},
+      {{"--nprocs", "", "true"}, "--nprocs is empty"},
+      {{"--nprocs", "2,1", "--nnodes", "3", "true"}, "--nnodes 3 but --nprocs '2,1' lists 2"},
+      {{"--nprocs", "2,1", "-n", "1", "true"}, "-n 1 but --nprocs '2,1' gives node 0 2 ranks"},
+      {{"--nprocs", "2,1", "--node-rank", "2", "true"}, "--node-rank 2 is out of range"},
   };
   for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
     const char *argv[10] = {""};
@@ -951,6 +977,35 @@ cr_has_new_name(const char *before, char *now, size_t len)
     p += n + (nl != NULL);
   }
   return 0;
+}
+
+/* A real job of two "nodes" of uneven sizes (2 and 1 ranks), each its own
+ * collierun, meeting at one store: the demo's collectives are right. */
+TEST_IMPL(collierun_uneven_nodes)
+{
+  int port = 0;
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t alen = sizeof(a);
+  ASSERT(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+         getsockname(fd, (struct sockaddr *)&a, &alen) == 0);
+  port = ntohs(a.sin_port);
+  close(fd);
+  char cmd[2048], *out = NULL;
+  snprintf(cmd, sizeof(cmd),
+           "cd '%s' && export COLLIE_JOB_TOKEN=uneven-nodes-token; "
+           "'%s/collierun' --nprocs 2,1 --node-rank 1 --master-port %d --timeout 60 "
+           "'%s/collie-demo' > node1.out 2>&1 & "
+           "'%s/collierun' --nprocs 2,1 --node-rank 0 --master-port %d --timeout 60 "
+           "'%s/collie-demo' > node0.out 2>&1; a=$?; wait $!; b=$?; "
+           "echo \"exit $a $b\"; cat node0.out node1.out",
+           test_dir(), COLLIE_BUILD_DIR, port, COLLIE_BUILD_DIR, COLLIE_BUILD_DIR, port,
+           COLLIE_BUILD_DIR);
+  ASSERT(test_shell(cmd, &out) == 0);
+  ASSERTF(strstr(out, "exit 0 0"), "the two nodes: %s", out);
+  ASSERTF(strstr(out, "all results correct") && strstr(out, "3 ranks"), "demo output: %s", out);
+  free(out);
 }
 
 /* Real collie ranks under collierun: a job that succeeds exits 0; a job whose
