@@ -91,6 +91,14 @@ case "$what" in
     # ranks' listeners and says the wrong things: it must finish with right
     # results, refuse every one and log it (scripts/hostile.sh).
     sh scripts/hostile.sh --build build
+    # The test bed of hosts (network and UTS namespaces, a bridge; issue 20):
+    # the demo and a part of the collective matrix on hosts of 2, 1 and 3
+    # ranks, each host its own collierun (scripts/testbed.sh; docs/hosts.md).
+    sh scripts/testbed.sh --hosts 2,1,3 --tag -- build/collie-demo
+    for t in allreduce allgather reduce_scatter alltoall alltoallv; do
+      sh scripts/testbed.sh --hosts 2,1,3 --timeout 120 -- "$PWD/build/tests/collie_tests" \
+        --as-rank "matrix_${t}_mixed_6"
+    done
     # The Python binding: pytest under collierun at 1, 2 and 4 ranks.
     sh tests/python/run.sh build
     # The torch.distributed backend: pytest under collierun, env:// at 2 and 4

@@ -1,0 +1,155 @@
+#!/bin/sh
+# scripts/testbed.sh - a test bed of hosts on this machine (issue 20; root):
+# H "hosts", each a network namespace with its own UTS namespace (its own
+# hostname, so its own collie host identity without COLLIE_HOST_ID) and its
+# own /dev/shm, joined by veth pairs to a bridge (in a namespace of its own),
+# optionally rate-limited per link; then one collierun per host, as a real
+# multi-node job (--nprocs, so hosts may have uneven rank counts), running
+# PROGRAM. Everything it made (namespaces, links, processes) goes when it
+# exits, however it exits (a failed run, Ctrl-C, SIGTERM).
+#
+#   sh scripts/testbed.sh [--hosts 2,1,3] [--rate 10gbit] [--delay 50us]
+#                         [--jitter 10us] [--loss PCT] [--timeout S]
+#                         [--build DIR] [--tag] -- PROGRAM [ARGS...]
+#
+#   --hosts LIST   ranks per host (default 2,2: two hosts of two ranks)
+#   --rate R       each link's rate both ways (tc tbf: 10gbit, 1gbit, 100mbit)
+#   --delay D, --jitter J, --loss P
+#                  per link, through tc netem; a kernel without sch_netem
+#                  cannot, and the script says so and stops (exit 2)
+#   --timeout S    collierun's --timeout on every host (default 300)
+#   --tag          prefix each output line with its host ("[h1] ...")
+#
+# Host i is 10.213.N.(i+1)/24 on its eth0 (N from the script's pid, so that
+# two test beds can run at once); rank 0 is on host 0, which serves the
+# store. PROGRAM sees TESTBED_HOST (its host's index) and the usual
+# collierun variables. Exit status: 0 when every host's collierun exited 0,
+# else the first failure's status; 2 for usage or a missing capability.
+set -u
+hosts=2,2 rate="" delay="" jitter="" loss="" timeout=300 build=build tag=0
+usage() { echo "usage: sh scripts/testbed.sh [--hosts 2,1,3] [--rate R] [--delay D] [--jitter J] [--loss P] [--timeout S] [--build DIR] [--tag] -- PROGRAM [ARGS...]" >&2; exit 2; }
+while [ $# -gt 0 ]; do
+  case $1 in
+    --hosts) hosts=$2; shift 2 ;;
+    --rate) rate=$2; shift 2 ;;
+    --delay) delay=$2; shift 2 ;;
+    --jitter) jitter=$2; shift 2 ;;
+    --loss) loss=$2; shift 2 ;;
+    --timeout) timeout=$2; shift 2 ;;
+    --build) build=$2; shift 2 ;;
+    --tag) tag=1; shift ;;
+    --) shift; break ;;
+    *) echo "testbed.sh: unknown argument $1" >&2; usage ;;
+  esac
+done
+[ $# -gt 0 ] || { echo "testbed.sh: no program to run" >&2; usage; }
+case $hosts in
+  *[!0-9,]* | ,* | *, | *,,* | "") echo "testbed.sh: --hosts '$hosts': expected counts like 2,1,3" >&2; exit 2 ;;
+esac
+nhosts=$(echo "$hosts" | tr ',' '\n' | grep -c .)
+[ "$(id -u)" = 0 ] || { echo "testbed.sh: needs root (network namespaces)" >&2; exit 2; }
+for tool in ip unshare tc; do
+  command -v $tool >/dev/null 2>&1 || { echo "testbed.sh: needs $tool (iproute2, util-linux)" >&2; exit 2; }
+done
+run=$(cd "$build" 2>/dev/null && pwd)/collierun
+[ -x "$run" ] || { echo "testbed.sh: $build/collierun is missing: build first" >&2; exit 2; }
+
+id=$$
+net=10.213.$((id % 250)).
+ns_br=ctb$id-br
+made=""
+pids=""
+cleanup() {
+  trap - EXIT INT TERM
+  for p in $pids; do kill -TERM "$p" 2>/dev/null; done
+  sleep 0.2
+  for p in $pids; do kill -KILL "$p" 2>/dev/null; done
+  # A namespace's processes are its collierun's: gone above. Deleting a
+  # namespace deletes the veth ends in it, and with them their peers.
+  for ns in $made; do ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null; ip netns del "$ns" 2>/dev/null; done
+}
+trap cleanup EXIT
+trap 'cleanup; exit 130' INT
+trap 'cleanup; exit 143' TERM
+
+fail() { echo "testbed.sh: $*" >&2; exit 2; }
+ip netns add "$ns_br" || fail "cannot make network namespace $ns_br"
+made="$ns_br"
+ip -n "$ns_br" link add br0 type bridge && ip -n "$ns_br" link set br0 up && ip -n "$ns_br" link set lo up ||
+  fail "cannot make the bridge"
+
+# The link's shaping, on one veth end (egress: each end shapes its own direction).
+shape() { # ns dev
+  if [ -n "$delay$jitter$loss" ]; then
+    args="${delay:+delay $delay}${jitter:+ $jitter}${loss:+ loss $loss%}${rate:+ rate $rate}"
+    # shellcheck disable=SC2086
+    ip netns exec "$1" tc qdisc add dev "$2" root netem $args 2>/dev/null ||
+      fail "tc netem failed on $2 (this kernel may lack sch_netem: --delay, --jitter and --loss need it; --rate alone uses tbf)"
+  elif [ -n "$rate" ]; then
+    ip netns exec "$1" tc qdisc add dev "$2" root tbf rate "$rate" burst 256kb latency 50ms ||
+      fail "tc tbf rate $rate failed on $2"
+  fi
+}
+
+i=0
+for _ in $(echo "$hosts" | tr "," " "); do
+  ns=ctb$id-h$i
+  ip netns add "$ns" || fail "cannot make network namespace $ns"
+  made="$made $ns"
+  ip link add "ctb${id}h$i" type veth peer name "ctb${id}b$i" || fail "cannot make a veth pair"
+  ip link set "ctb${id}h$i" netns "$ns" && ip link set "ctb${id}b$i" netns "$ns_br" || fail "cannot move the veth ends"
+  ip -n "$ns" link set "ctb${id}h$i" name eth0 &&
+    ip -n "$ns" addr add "$net$((i + 1))/24" dev eth0 &&
+    ip -n "$ns" link set eth0 up && ip -n "$ns" link set lo up || fail "cannot set up host $i's eth0"
+  ip -n "$ns_br" link set "ctb${id}b$i" master br0 && ip -n "$ns_br" link set "ctb${id}b$i" up ||
+    fail "cannot attach host $i to the bridge"
+  shape "$ns" eth0
+  shape "$ns_br" "ctb${id}b$i"
+  i=$((i + 1))
+done
+
+: "${COLLIE_JOB_TOKEN:=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')}"
+export COLLIE_JOB_TOKEN
+status_dir=$(mktemp -d "${TMPDIR:-/tmp}/collie-testbed.XXXXXX")
+i=0
+for _ in $(echo "$hosts" | tr "," " "); do
+  ns=ctb$id-h$i
+  (
+    # Its own hostname and /dev/shm, as a host has; then its collierun. The
+    # status goes through a file: a pipeline's is its last command's.
+    {
+      TESTBED_HOST=$i ip netns exec "$ns" unshare --uts --mount sh -c '
+        hostname "testbed-h$1" && mount -t tmpfs -o size=1g testbed-shm /dev/shm || exit 2
+        shift
+        exec "$@"' sh "$i" "$run" --nprocs "$hosts" --node-rank "$i" --master-addr "${net}1" \
+        --master-port 29500 --timeout "$timeout" "$@"
+      echo $? >"$status_dir/h$i"
+    } 2>&1 | if [ $tag = 1 ]; then sed -u "s/^/[h$i] /"; else cat; fi
+  ) &
+  pids="$pids $!"
+  i=$((i + 1))
+done
+# Wait for every host; when one fails, stop the others (all processes of
+# their namespaces), as collierun stops a node's ranks when one fails.
+rc=0 stopped=0
+while :; do
+  alive=0
+  for p in $pids; do kill -0 "$p" 2>/dev/null && alive=1; done
+  if [ $rc = 0 ]; then
+    for f in "$status_dir"/h*; do
+      [ -f "$f" ] && [ "$(cat "$f")" != 0 ] && rc=$(cat "$f") && echo "testbed.sh: host ${f##*/h} failed (exit $rc)" >&2
+    done
+  fi
+  if [ $rc != 0 ] && [ $stopped = 0 ]; then
+    stopped=1
+    for ns in $made; do ip netns pids "$ns" 2>/dev/null | xargs -r kill -TERM 2>/dev/null; done
+  fi
+  [ $alive = 1 ] || break
+  sleep 0.1
+done
+for p in $pids; do wait "$p"; done
+for i in $(seq 0 $((nhosts - 1))); do
+  [ -f "$status_dir/h$i" ] || { [ $rc = 0 ] && rc=1 && echo "testbed.sh: host $i reported no status" >&2; }
+done
+rm -rf "$status_dir"
+exit $rc
