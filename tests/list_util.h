@@ -1,5 +1,7 @@
 /* Tests of the util area; see test-list.h for the entry format. */
 #define TEST_LIST_UTIL(XX)                                                                         \
+  XX(topo_uneven_hosts, topo_uneven_hosts, 0, "auto", 10)                                          \
+  XX(topo_world_and_split_mixed_4, topo_world_and_split, 4, "mixed", 30)                           \
   XX(copy_stream_every_alignment, copy_stream_every_alignment, 0, "auto", 30)                      \
   XX(copy_around_threshold, copy_around_threshold, 0, "auto", 30)                                  \
   XX(backoff_rounds, backoff_rounds, 0, "auto", 30)                                                \

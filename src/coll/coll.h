@@ -61,6 +61,7 @@ struct collie__call {
   int rank, size;
   int cls;     /* the communicator's cost-model class (collie__net_class) */
   int all_shm; /* every rank of the communicator is on this host (shm-only algorithms apply) */
+  const struct collie__topo *topo; /* the communicator's hosts (topo.h) */
   struct collie__net *net;
   collie__mem_kind_t mem;   /* where its buffers live (util/mem.h), decided at the API */
   collie__reduce_fn reduce; /* kernel for (mem, dtype, op) when the call reduces */

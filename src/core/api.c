@@ -171,7 +171,7 @@ api_call(struct collie__call *call, int kind, const void *sendbuf, void *recvbuf
   call->source = NULL;
 }
 /* A field added to struct collie__call must be set above (or by dispatch). */
-_Static_assert(sizeof(void *) != 8 || sizeof(struct collie__call) == 176,
+_Static_assert(sizeof(void *) != 8 || sizeof(struct collie__call) == 184,
                "struct collie__call changed: update api_call");
 
 /* The same for a reducing collective (root: reduce's; 0 for the others). */

@@ -85,6 +85,7 @@ comm_free(collie_comm_t *c)
   collie__scratch_free(&c->scratch);
   collie__models_free(&c->models);
   free(c->peers);
+  collie__topo_free(&c->topo);
   free(c->p2p_send_seq);
   free(c->p2p_recv_seq);
   collie__group_free(c->group);
@@ -295,6 +296,7 @@ collie__comm_create(const struct collie__params *params, const char *token, int6
   }
   c->cls = collie__net_class(c->net);
   c->all_shm = c->cls == COLLIE_NET_CLASS_LOCAL;
+  COLLIE_CHECK_GOTO(collie__topo_build(c->peers, size, &c->topo), rc, out_free);
   if (params->TUNING_FILE)
     COLLIE_CHECK_GOTO(collie__models_load(params->TUNING_FILE, &c->models), rc, out_free);
   if (params->FR_SIZE > 0 &&
@@ -308,7 +310,9 @@ collie__comm_create(const struct collie__params *params, const char *token, int6
     collie__flight_watch(c->flight, params->LOG_DIR);
   }
   COLLIE_CHECK_GOTO(collie__comm_register(c), rc, out_free);
-  COLLIE_INFO("INIT", "communicator ready (%d ranks, transport %s)", size, transport);
+  char hosts[160];
+  collie__topo_describe(&c->topo, hosts, sizeof(hosts));
+  COLLIE_INFO("INIT", "communicator ready (%s, transport %s)", hosts, transport);
   *out = c;
   return COLLIE_SUCCESS;
 
@@ -568,6 +572,7 @@ collie_comm_split(collie_comm_t *comm, int color, int key, collie_comm_t **out)
                                 .size = comm->size,
                                 .cls = comm->cls,
                                 .all_shm = comm->all_shm,
+                                .topo = &comm->topo,
                                 .net = comm->net,
                                 .scratch = &comm->scratch,
                                 .deadline_ns = deadline};

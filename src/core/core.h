@@ -13,6 +13,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "coll/coll.h"
+#include "coll/topo.h"
 #include "telemetry/telemetry.h"
 #include "transport/transport.h"
 #include "util/error.h"
@@ -81,6 +82,7 @@ struct collie_comm {
   collie__store_t *store;     /* this comm's prefixed view of it */
   const char *transport;      /* "auto" or a transport's name (collie__net_transport_name) */
   struct collie__peer *peers;
+  struct collie__topo topo; /* its hosts: local groups and rails (coll/topo.h) */
   struct collie__net *net;
   struct collie__algo_table algos; /* COLLIE_ALGO overrides */
   struct collie__models models;    /* cost model (defaults or COLLIE_TUNING_FILE) */

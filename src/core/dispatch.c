@@ -171,6 +171,7 @@ collie__dispatch_prepare(collie_comm_t *comm, struct collie__op *op, const colli
   call->scratch = &comm->scratch;
   call->cls = comm->cls;
   call->all_shm = comm->all_shm;
+  call->topo = &comm->topo;
   call->esize = collie_dtype_size(call->dtype);
   op->fr_id = -1;
   if (call->kind == COLLIE_KIND_P2P) { /* api.c counted the pair */

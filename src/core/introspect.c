@@ -32,6 +32,7 @@ collie__comm_select(collie_comm_t *comm, int kind, size_t count, collie_dtype_t 
                               .size = comm->size,
                               .cls = comm->cls,
                               .all_shm = comm->all_shm,
+                              .topo = &comm->topo,
                               .net = comm->net, /* shm_flat asks it whether it can run */
                               .reduce = collie__reduce_kernel(dtype, op)};
   struct collie__select_log quiet = {{0}};
