@@ -18,6 +18,7 @@
 # every failed trial with its seed (`--seeds S` replays it exactly).
 #
 #   sh scripts/chaos.sh [--build DIR] [-n RANKS] [--transport shm|tcp|mixed]
+#                       [--testbed 2,1,3]
 #                       [--seeds "1 2 3" | --trials N] [--limit S] [--timeout-ms MS]
 #   e.g. sh scripts/chaos.sh --trials 1000 -n 4 --transport tcp   (the benchmark)
 #
@@ -28,7 +29,7 @@ set -u
 if [ -z "${CHAOS_IN_NS:-}" ] && [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
   exec unshare -m env CHAOS_IN_NS=1 sh "$0" "$@"
 fi
-build=build nranks=3 transport=shm seeds="" trials=20 limit=2.0 tmo=1500
+build=build nranks=3 transport=shm seeds="" trials=20 limit=2.0 tmo=1500 testbed=""
 while [ $# -gt 0 ]; do
   case $1 in
     --build) build=$2; shift 2 ;;
@@ -38,6 +39,7 @@ while [ $# -gt 0 ]; do
     --trials) trials=$2; shift 2 ;;
     --limit) limit=$2; shift 2 ;;
     --timeout-ms) tmo=$2; shift 2 ;;
+    --testbed) testbed=$2; shift 2 ;;
     *) echo "chaos.sh: unknown argument $1 (see the header of scripts/chaos.sh)" >&2; exit 2 ;;
   esac
 done
@@ -45,7 +47,15 @@ for f in "$build/collierun" "$build/tests/chaos_rank" "$build/collie-report"; do
   [ -x "$f" ] || { echo "chaos.sh: $f is missing: build first" >&2; exit 2; }
 done
 [ -n "$seeds" ] || seeds=$(seq 1 "$trials")
+# On the test bed of hosts (scripts/testbed.sh) the ranks are real hosts'
+# ranks: shm within a host, tcp between hosts; -n is the hosts' sum.
+if [ -n "$testbed" ]; then
+  transport=testbed
+  nranks=0
+  for c in $(echo "$testbed" | tr ',' ' '); do nranks=$((nranks + c)); done
+fi
 case $transport in
+  testbed) ranks_env="COLLIE_TRANSPORT=auto CHAOS_TESTBED=1" ;;
   shm | tcp) ranks_env="COLLIE_TRANSPORT=$transport" ;;
   mixed) ranks_env="COLLIE_TRANSPORT=auto CHAOS_MIXED=1" ;;
   *) echo "chaos.sh: --transport $transport: expected shm, tcp or mixed" >&2; exit 2 ;;
@@ -68,10 +78,18 @@ for seed in $seeds; do
   d="$work/t$seed"
   mkdir -p "$d/logs"
   before=$(shm_count)
-  # shellcheck disable=SC2086
-  env $ranks_env CHAOS_SHM_FULL=$shm_full CHAOS_DIR=$d COLLIE_LOG_DIR=$d/logs \
-    COLLIE_TIMEOUT_MS=$tmo COLLIE_DEBUG=NONE timeout 120 "$build/collierun" -n "$nranks" --keep-going --grace 1 \
-    --timeout $((tmo / 1000 + 15)) "$build/tests/chaos_rank" "$seed" >"$d/out" 2>&1 &
+  if [ -n "$testbed" ]; then
+    # shellcheck disable=SC2086
+    env $ranks_env CHAOS_SHM_FULL=0 CHAOS_DIR=$d COLLIE_LOG_DIR=$d/logs COLLIE_TIMEOUT_MS=$tmo \
+      COLLIE_DEBUG=NONE timeout 120 sh "$(dirname "$0")/testbed.sh" --build "$build" --hosts "$testbed" \
+      --keep-going --timeout $((tmo / 1000 + 15)) -- "$(cd "$build" && pwd)/tests/chaos_rank" "$seed" \
+      >"$d/out" 2>&1 &
+  else
+    # shellcheck disable=SC2086
+    env $ranks_env CHAOS_SHM_FULL=$shm_full CHAOS_DIR=$d COLLIE_LOG_DIR=$d/logs \
+      COLLIE_TIMEOUT_MS=$tmo COLLIE_DEBUG=NONE timeout 120 "$build/collierun" -n "$nranks" --keep-going \
+      --grace 1 --timeout $((tmo / 1000 + 15)) "$build/tests/chaos_rank" "$seed" >"$d/out" 2>&1 &
+  fi
   job=$!
   # A frozen victim never ends by itself: once every other rank has reported,
   # kill it (as an operator would), so that the trial ends now.

@@ -95,6 +95,7 @@ case "$what" in
     # the demo and a part of the collective matrix on hosts of 2, 1 and 3
     # ranks, each host its own collierun (scripts/testbed.sh; docs/hosts.md).
     sh scripts/testbed.sh --hosts 2,1,3 --tag -- build/collie-demo
+    sh scripts/chaos.sh --build build --seeds "$(seq 1 8)" --testbed 2,1,3
     for t in allreduce allgather reduce_scatter alltoall alltoallv; do
       sh scripts/testbed.sh --hosts 2,1,3 --timeout 120 -- "$PWD/build/tests/collie_tests" \
         --as-rank "matrix_${t}_mixed_6"

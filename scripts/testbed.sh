@@ -18,6 +18,9 @@
 #                  per link, through tc netem; a kernel without sch_netem
 #                  cannot, and the script says so and stops (exit 2)
 #   --timeout S    collierun's --timeout on every host (default 300)
+#   --keep-going   a failed rank or host stops nothing (collierun --keep-going
+#                  on every host; the others are not stopped): jobs that go on
+#                  after a death, chaos trials
 #   --tag          prefix each output line with its host ("[h1] ...")
 #
 # Host i is 10.213.N.(i+1)/24 on its eth0 (N from the script's pid, so that
@@ -26,8 +29,8 @@
 # collierun variables. Exit status: 0 when every host's collierun exited 0,
 # else the first failure's status; 2 for usage or a missing capability.
 set -u
-hosts=2,2 rate="" delay="" jitter="" loss="" timeout=300 build=build tag=0
-usage() { echo "usage: sh scripts/testbed.sh [--hosts 2,1,3] [--rate R] [--delay D] [--jitter J] [--loss P] [--timeout S] [--build DIR] [--tag] -- PROGRAM [ARGS...]" >&2; exit 2; }
+hosts=2,2 rate="" delay="" jitter="" loss="" timeout=300 build=build tag=0 keep=""
+usage() { echo "usage: sh scripts/testbed.sh [--hosts 2,1,3] [--rate R] [--delay D] [--jitter J] [--loss P] [--timeout S] [--build DIR] [--tag] [--keep-going] -- PROGRAM [ARGS...]" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
     --hosts) hosts=$2; shift 2 ;;
@@ -38,6 +41,7 @@ while [ $# -gt 0 ]; do
     --timeout) timeout=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
     --tag) tag=1; shift ;;
+    --keep-going) keep=--keep-going; shift ;;
     --) shift; break ;;
     *) echo "testbed.sh: unknown argument $1" >&2; usage ;;
   esac
@@ -122,7 +126,7 @@ for _ in $(echo "$hosts" | tr "," " "); do
         hostname "testbed-h$1" && mount -t tmpfs -o size=1g testbed-shm /dev/shm || exit 2
         shift
         exec "$@"' sh "$i" "$run" --nprocs "$hosts" --node-rank "$i" --master-addr "${net}1" \
-        --master-port 29500 --timeout "$timeout" "$@"
+        --master-port 29500 --timeout "$timeout" $keep "$@"
       echo $? >"$status_dir/h$i"
     } 2>&1 | if [ $tag = 1 ]; then sed -u "s/^/[h$i] /"; else cat; fi
   ) &
@@ -140,7 +144,7 @@ while :; do
       [ -f "$f" ] && [ "$(cat "$f")" != 0 ] && rc=$(cat "$f") && echo "testbed.sh: host ${f##*/h} failed (exit $rc)" >&2
     done
   fi
-  if [ $rc != 0 ] && [ $stopped = 0 ]; then
+  if [ $rc != 0 ] && [ $stopped = 0 ] && [ -z "$keep" ]; then
     stopped=1
     for ns in $made; do ip netns pids "$ns" 2>/dev/null | xargs -r kill -TERM 2>/dev/null; done
   fi

@@ -26,7 +26,8 @@
  *   chaos_rank SEED [OPS]      (DIR: $CHAOS_DIR; OPS default 1000000)
  *
  * CHAOS_MIXED=1 makes two fake hosts by rank parity (COLLIE_HOST_ID), so
- * that shm and tcp serve the communicators together.
+ * that shm and tcp serve the communicators together; CHAOS_TESTBED=1 says the
+ * ranks run on the test bed's hosts (scripts/testbed.sh), tcp between them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -202,7 +203,8 @@ main(int argc, char **argv)
   const char *tr = getenv("COLLIE_TRANSPORT"), *full = getenv("CHAOS_SHM_FULL");
   int tcp = tr && !strcmp(tr, "tcp"), shm_full = !tcp && full && !strcmp(full, "1");
   int kinds[5] = {0, 1, 2}, nkinds = 3;
-  if (tcp || is_mixed) kinds[nkinds++] = CHAOS_SOCKETS;
+  const char *bed = getenv("CHAOS_TESTBED"); /* real hosts (scripts/testbed.sh): tcp between */
+  if (tcp || is_mixed || (bed && !strcmp(bed, "1"))) kinds[nkinds++] = CHAOS_SOCKETS;
   if (shm_full) kinds[nkinds++] = CHAOS_SHMFULL;
   struct chaos_fault f = {.kind = kinds[chaos_next(&rng) % (uint64_t)nkinds],
                           .op = 3 + (int)(chaos_next(&rng) % 38),
