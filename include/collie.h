@@ -285,7 +285,8 @@ typedef enum {
   XX(CHAIN, "chain")                                                                               \
   XX(PAIRWISE, "pairwise")                                                                         \
   XX(REDUCE_SCATTER_GATHER, "reduce_scatter_gather")                                               \
-  XX(SHM_FLAT, "shm_flat")
+  XX(SHM_FLAT, "shm_flat")                                                                         \
+  XX(HIERARCHICAL, "hierarchical")
 
 typedef enum {
 #define COLLIE_XX_(name, str) COLLIE_ALGO_##name,

@@ -98,6 +98,8 @@
   XX(allreduce_large_mixed_5, allreduce_large, 5, "mixed", 120)                                    \
   XX(broadcast_mixed_5, broadcast_roots, 5, "mixed", 90)                                           \
   XX(barrier_mixed_4, barrier_waits_for_all, 4, "mixed", 30)                                       \
+  XX(barrier_mixed_3, barrier_waits_for_all, 3, "mixed", 30)                                       \
+  XX(barrier_mixed_5, barrier_waits_for_all, 5, "mixed", 30)                                       \
   XX(group_ring_mixed_4, group_ring_exchange, 4, "mixed", 60)                                      \
   XX(split_mixed_5, split_even_odd, 5, "mixed", 60)                                                \
   XX(kill_rank_mixed_4, kill_rank_mid_allreduce, 4, "mixed", 30)                                   \
@@ -288,4 +290,10 @@
   XX(shrink_exclude_shm_3, shrink_exclude, 3, "shm", 30)                                           \
   XX(shrink_exclude_tcp_3, shrink_exclude, 3, "tcp", 30)                                           \
   XX(shrink_bad_arguments_shm_2, shrink_bad_arguments, 2, "shm", 30)                               \
-  XX(init_again_shm_3, init_again, 3, "shm", 30)
+  XX(init_again_shm_3, init_again, 3, "shm", 30)                                                   \
+  XX(hier_refused_on_one_host_shm_4, hier_refused_on_one_host, 4, "shm", 30)                       \
+  XX(hier_refused_on_one_host_tcp_3, hier_refused_on_one_host, 3, "tcp", 30)                       \
+  XX(hier_allreduce_same_bits_mixed_3, hier_allreduce_same_bits, 3, "mixed", 90)                   \
+  XX(hier_allreduce_same_bits_mixed_4, hier_allreduce_same_bits, 4, "mixed", 90)                   \
+  XX(hier_allreduce_same_bits_mixed_5, hier_allreduce_same_bits, 5, "mixed", 90)                   \
+  XX(hier_allreduce_same_bits_mixed_6, hier_allreduce_same_bits, 6, "mixed", 90)

@@ -11,6 +11,8 @@
   XX(matrix_allreduce_tcp_4, matrix_allreduce, 4, "tcp", 120)                                      \
   XX(matrix_allreduce_tcp_8, matrix_allreduce, 8, "tcp", 120)                                      \
   XX(matrix_allreduce_mixed_4, matrix_allreduce, 4, "mixed", 120)                                  \
+  XX(matrix_allreduce_mixed_3, matrix_allreduce, 3, "mixed", 120)                                  \
+  XX(matrix_allreduce_mixed_5, matrix_allreduce, 5, "mixed", 120)                                  \
   XX(matrix_reduce_shm_1, matrix_reduce, 1, "shm", 120)                                            \
   XX(matrix_reduce_shm_2, matrix_reduce, 2, "shm", 120)                                            \
   XX(matrix_reduce_shm_3, matrix_reduce, 3, "shm", 120)                                            \
@@ -44,6 +46,8 @@
   XX(matrix_allgather_tcp_4, matrix_allgather, 4, "tcp", 120)                                      \
   XX(matrix_allgather_tcp_8, matrix_allgather, 8, "tcp", 120)                                      \
   XX(matrix_allgather_mixed_4, matrix_allgather, 4, "mixed", 120)                                  \
+  XX(matrix_allgather_mixed_3, matrix_allgather, 3, "mixed", 120)                                  \
+  XX(matrix_allgather_mixed_5, matrix_allgather, 5, "mixed", 120)                                  \
   XX(matrix_allgatherv_shm_1, matrix_allgatherv, 1, "shm", 120)                                    \
   XX(matrix_allgatherv_shm_2, matrix_allgatherv, 2, "shm", 120)                                    \
   XX(matrix_allgatherv_shm_3, matrix_allgatherv, 3, "shm", 120)                                    \

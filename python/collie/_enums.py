@@ -75,6 +75,7 @@ ALGORITHMS = (
     "pairwise",
     "reduce_scatter_gather",
     "shm_flat",
+    "hierarchical",
 )
 
 

@@ -60,8 +60,8 @@ bruck_post_run(struct collie__call *c, int send, int peer, char *buf, size_t blk
     if (part_n[i] == 0) continue;
     char *b = buf + (size_t)part_first[i] * blk;
     size_t len = (size_t)part_n[i] * blk;
-    rc = send ? collie__net_isend(c->net, peer, b, len, slot, &req[i])
-              : collie__net_irecv(c->net, peer, b, len, slot, &req[i]);
+    rc = send ? collie__call_isend(c, peer, b, len, slot, &req[i])
+              : collie__call_irecv(c, peer, b, len, slot, &req[i]);
     if (rc != COLLIE_SUCCESS) return rc;
     w[i] = &req[i];
   }

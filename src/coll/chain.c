@@ -50,7 +50,7 @@ chain_broadcast_run(struct collie__call *c)
   if (prev >= 0)
     for (size_t k = 0; k < nchunks && k < CHAIN_WINDOW; k++) {
       size_t o = k * chunk, l = bytes - o < chunk ? bytes - o : chunk;
-      if ((rc = collie__net_irecv(c->net, prev, buf + o, l, slot, &rreq[k])) != COLLIE_SUCCESS)
+      if ((rc = collie__call_irecv(c, prev, buf + o, l, slot, &rreq[k])) != COLLIE_SUCCESS)
         return rc;
     }
   for (size_t k = 0; k < nchunks; k++) {
@@ -62,7 +62,7 @@ chain_broadcast_run(struct collie__call *c)
       size_t k2 = k + CHAIN_WINDOW;
       if (k2 < nchunks) {
         size_t o2 = k2 * chunk, l2 = bytes - o2 < chunk ? bytes - o2 : chunk;
-        if ((rc = collie__net_irecv(c->net, prev, buf + o2, l2, slot, &rreq[i])) != COLLIE_SUCCESS)
+        if ((rc = collie__call_irecv(c, prev, buf + o2, l2, slot, &rreq[i])) != COLLIE_SUCCESS)
           return rc;
       }
     }
@@ -71,7 +71,7 @@ chain_broadcast_run(struct collie__call *c)
         w[0] = &sreq[i];
         if ((rc = collie__net_wait(c->net, w, 1, c->deadline_ns)) != COLLIE_SUCCESS) return rc;
       }
-      if ((rc = collie__net_isend(c->net, next, buf + o, l, slot, &sreq[i])) != COLLIE_SUCCESS)
+      if ((rc = collie__call_isend(c, next, buf + o, l, slot, &sreq[i])) != COLLIE_SUCCESS)
         return rc;
       sactive[i] = 1;
     }

@@ -44,6 +44,8 @@ void collie__scratch_free(struct collie__scratch *s);
  * expressed by the buffers, as in the API (allgather: sendbuf == recvbuf +
  * rank*count; reduce_scatter: recvbuf == sendbuf + rank*count; the others:
  * sendbuf == recvbuf). */
+struct collie__models;
+
 struct collie__call {
   int kind;     /* COLLIE_KIND_* */
   int algo;     /* COLLIE_ALGO_* that runs it (set by dispatch) */
@@ -65,6 +67,8 @@ struct collie__call {
   struct collie__net *net;
   collie__mem_kind_t mem;   /* where its buffers live (util/mem.h), decided at the API */
   collie__reduce_fn reduce; /* kernel for (mem, dtype, op) when the call reduces */
+  /* The communicator's two scratch regions: an algorithm uses scratch[0]; a
+   * hierarchical one keeps it across its phases and gives them scratch + 1. */
   struct collie__scratch *scratch;
   int64_t deadline_ns;
   uint32_t p2p_seq; /* p2p: the pair's message counter */
@@ -73,6 +77,15 @@ struct collie__call {
    * time, and where the matched peer's rank goes. */
   uint32_t *p2p_recv_seqs;
   int *source;
+  /* A phase of a hierarchical algorithm (hier.c) runs a flat algorithm on
+   * part of the communicator: rank and size are then the group's, group[i]
+   * is the communicator rank of the group's rank i, and step0 keeps the
+   * phases' slots apart. NULL and 0 for a call on the whole communicator. */
+  const int *group;
+  uint32_t step0;
+  /* The communicator's models: a hierarchical algorithm costs and picks its
+   * phases' algorithms with them (NULL where nothing is hierarchical). */
+  const struct collie__models *models;
 };
 
 /* The slot of step `step` of this call: kind, sequence, step, and the
@@ -81,7 +94,37 @@ struct collie__call {
 static inline uint64_t
 collie__call_slot(const struct collie__call *c, uint32_t step)
 {
-  return collie__slot(c->kind, c->seq, step) | (uint64_t)(c->algo & 0xff);
+  return collie__slot(c->kind, c->seq, c->step0 + step) | (uint64_t)(c->algo & 0xff);
+}
+
+/* The communicator rank of the call's rank r (the group's, in a phase). */
+static inline int
+collie__call_peer(const struct collie__call *c, int r)
+{
+  return c->group ? c->group[r] : r;
+}
+
+/* collie__net_* by the call's ranks: every algorithm sends through these, so
+ * that it runs unchanged on a group of the communicator. */
+static inline collie_result_t
+collie__call_isend(struct collie__call *c, int to, const void *buf, size_t len, uint64_t slot,
+                   struct collie__req *r)
+{
+  return collie__net_isend(c->net, collie__call_peer(c, to), buf, len, slot, r);
+}
+
+static inline collie_result_t
+collie__call_isend_direct(struct collie__call *c, int to, const void *buf, size_t len,
+                          uint64_t slot, struct collie__req *r)
+{
+  return collie__net_isend_direct(c->net, collie__call_peer(c, to), buf, len, slot, r);
+}
+
+static inline collie_result_t
+collie__call_irecv(struct collie__call *c, int from, void *buf, size_t len, uint64_t slot,
+                   struct collie__req *r)
+{
+  return collie__net_irecv(c->net, collie__call_peer(c, from), buf, len, slot, r);
 }
 
 /* Rooted calls renumber ranks from the root: this rank's number (rank - root
@@ -205,10 +248,12 @@ const struct collie__algo *const *collie__algo_table(int *n);
   XX(allreduce_recursive_doubling)                                                                 \
   XX(allreduce_rabenseifner)                                                                       \
   XX(allreduce_shm_flat)                                                                           \
+  XX(allreduce_hierarchical)                                                                       \
   XX(allgather_ring)                                                                               \
   XX(allgather_recursive_doubling)                                                                 \
   XX(allgather_bruck)                                                                              \
   XX(allgather_shm_flat)                                                                           \
+  XX(allgather_hierarchical)                                                                       \
   XX(allgatherv_ring)                                                                              \
   XX(reduce_scatter_ring)                                                                          \
   XX(reduce_scatter_recursive_halving)                                                             \
@@ -217,8 +262,10 @@ const struct collie__algo *const *collie__algo_table(int *n);
   XX(broadcast_scatter_allgather)                                                                  \
   XX(broadcast_chain)                                                                              \
   XX(broadcast_linear)                                                                             \
+  XX(broadcast_hierarchical)                                                                       \
   XX(reduce_tree)                                                                                  \
   XX(reduce_reduce_scatter_gather)                                                                 \
+  XX(reduce_hierarchical)                                                                          \
   XX(alltoall_pairwise)                                                                            \
   XX(alltoall_bruck)                                                                               \
   XX(alltoall_shm_flat)                                                                            \
@@ -228,7 +275,8 @@ const struct collie__algo *const *collie__algo_table(int *n);
   XX(scatter_tree)                                                                                 \
   XX(scatter_linear)                                                                               \
   XX(barrier_dissemination)                                                                        \
-  XX(barrier_shm_flat)
+  XX(barrier_shm_flat)                                                                             \
+  XX(barrier_hierarchical)
 
 #define COLLIE_XX_(name) extern const struct collie__algo collie__algo_##name;
 COLLIE_ALGOS(COLLIE_XX_)

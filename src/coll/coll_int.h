@@ -26,6 +26,12 @@ size_t collie__ring_staging_bytes(const struct collie__call *c, size_t total);
 collie_result_t collie__ring_reduce_scatter_phase(struct collie__call *c, char *buf, size_t total,
                                                   char *tmp, int shift);
 
+/* p-1 ring allgather steps over buf (total elements in c->size blocks, as
+ * above), steps step0..step0+p-2: with shift -1, rank r starts owning block
+ * r and ends holding every block. Blocks; returns the first transport error. */
+collie_result_t collie__ring_allgather_phase(struct collie__call *c, char *buf, size_t total,
+                                             int shift, uint32_t step0);
+
 /* ---- tree.c: binomial scatter and gather of blocks ----
  *
  * The buffer of `total` elements is cut into c->size blocks (block q starts

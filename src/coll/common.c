@@ -23,8 +23,7 @@ collie__send_direct(struct collie__call *c, int to, const void *buf, size_t byte
 {
   struct collie__req s;
   struct collie__req *w = &s;
-  collie_result_t rc =
-      collie__net_isend_direct(c->net, to, buf, bytes, collie__call_slot(c, step), &s);
+  collie_result_t rc = collie__call_isend_direct(c, to, buf, bytes, collie__call_slot(c, step), &s);
   return rc != COLLIE_SUCCESS ? rc : collie__net_wait(c->net, &w, 1, c->deadline_ns);
 }
 
@@ -37,11 +36,11 @@ collie__sendrecv(struct collie__call *c, int to, const void *sbuf, size_t sbytes
   uint64_t slot = collie__call_slot(c, step);
   collie_result_t rc;
   if (from >= 0) {
-    if ((rc = collie__net_irecv(c->net, from, rbuf, rbytes, slot, &r)) != COLLIE_SUCCESS) return rc;
+    if ((rc = collie__call_irecv(c, from, rbuf, rbytes, slot, &r)) != COLLIE_SUCCESS) return rc;
     w[0] = &r;
   }
   if (to >= 0) {
-    if ((rc = collie__net_isend(c->net, to, sbuf, sbytes, slot, &s)) != COLLIE_SUCCESS) return rc;
+    if ((rc = collie__call_isend(c, to, sbuf, sbytes, slot, &s)) != COLLIE_SUCCESS) return rc;
     w[1] = &s;
   }
   return collie__net_wait(c->net, w, 2, c->deadline_ns);

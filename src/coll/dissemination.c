@@ -18,8 +18,8 @@ dissemination_run(struct collie__call *c)
     struct collie__req s, r;
     struct collie__req *w[2] = {&r, &s};
     uint64_t slot = collie__call_slot(c, round);
-    collie_result_t rc = collie__net_irecv(c->net, (c->rank - d + p) % p, NULL, 0, slot, &r);
-    if (rc == COLLIE_SUCCESS) rc = collie__net_isend(c->net, (c->rank + d) % p, NULL, 0, slot, &s);
+    collie_result_t rc = collie__call_irecv(c, (c->rank - d + p) % p, NULL, 0, slot, &r);
+    if (rc == COLLIE_SUCCESS) rc = collie__call_isend(c, (c->rank + d) % p, NULL, 0, slot, &s);
     if (rc == COLLIE_SUCCESS) rc = collie__net_wait(c->net, w, 2, c->deadline_ns);
     if (rc != COLLIE_SUCCESS) return rc;
   }

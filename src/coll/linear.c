@@ -58,8 +58,8 @@ lin_root(struct collie__call *c, int send, char *buf, size_t blk, size_t stride,
     }
     struct collie__req *r = &req[posted % LIN_WINDOW];
     char *b = buf + (size_t)q * stride;
-    rc = send ? collie__net_isend_direct(c->net, q, b, blk, slot, r)
-              : collie__net_irecv(c->net, q, b, blk, slot, r);
+    rc = send ? collie__call_isend_direct(c, q, b, blk, slot, r)
+              : collie__call_irecv(c, q, b, blk, slot, r);
     if (rc != COLLIE_SUCCESS) return rc;
     posted++;
   }
@@ -136,10 +136,10 @@ lin_gather_push_root(struct collie__call *c, size_t blk)
     }
     k = posted++ % LIN_WINDOW;
     from[k] = collie__root_abs(c, i);
-    if ((rc = collie__net_irecv(c->net, from[k], &status[k], sizeof(status[k]),
-                                collie__call_slot(c, LIN_STEP_STATUS), &r[k])) != COLLIE_SUCCESS ||
-        (rc = collie__net_isend(c->net, from[k], &base, sizeof(base),
-                                collie__call_slot(c, LIN_STEP_ADDR), &s[k])) != COLLIE_SUCCESS)
+    if ((rc = collie__call_irecv(c, from[k], &status[k], sizeof(status[k]),
+                                 collie__call_slot(c, LIN_STEP_STATUS), &r[k])) != COLLIE_SUCCESS ||
+        (rc = collie__call_isend(c, from[k], &base, sizeof(base),
+                                 collie__call_slot(c, LIN_STEP_ADDR), &s[k])) != COLLIE_SUCCESS)
       return rc;
   }
   char *own = (char *)c->recvbuf + (size_t)c->root * blk;
@@ -160,7 +160,8 @@ lin_gather_push_peer(struct collie__call *c, size_t blk)
   collie_result_t rc =
       collie__sendrecv(c, -1, NULL, 0, c->root, &base, sizeof(base), LIN_STEP_ADDR);
   if (rc != COLLIE_SUCCESS) return rc;
-  rc = collie__net_write_peer(c->net, c->root, base + (uint64_t)c->rank * blk, c->sendbuf, blk);
+  rc = collie__net_write_peer(c->net, collie__call_peer(c, c->root), base + (uint64_t)c->rank * blk,
+                              c->sendbuf, blk);
   if (rc != COLLIE_SUCCESS) {
     status = (uint64_t)rc;
     if (!atomic_exchange_explicit(&told, 1, memory_order_relaxed))

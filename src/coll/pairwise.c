@@ -142,12 +142,12 @@ pw_exchange(struct collie__call *c, const struct pw_bufs *b)
       if (k < nr) {
         size_t rlen = rl - o < chunk ? rl - o : chunk;
         char *dst = rlen ? b->rbase + ro + o : NULL;
-        if ((rc = collie__net_irecv(c->net, q, dst, rlen, slot, &pc->rreq)) != COLLIE_SUCCESS)
+        if ((rc = collie__call_irecv(c, q, dst, rlen, slot, &pc->rreq)) != COLLIE_SUCCESS)
           return rc;
         pc->w[0] = &pc->rreq;
       }
       if (k < ns) {
-        if ((rc = collie__net_isend(c->net, q, src, slen, slot, &pc->sreq)) != COLLIE_SUCCESS)
+        if ((rc = collie__call_isend(c, q, src, slen, slot, &pc->sreq)) != COLLIE_SUCCESS)
           return rc;
         pc->w[1] = &pc->sreq;
       }

@@ -142,12 +142,12 @@ rhd_xfer(struct collie__call *c, int to, const char *sbuf, size_t slen, int from
       if (k < nr) {
         size_t o = k * chunk, l = rlen - o < chunk ? rlen - o : chunk;
         void *dst = tmp ? tmp + (k & 1) * chunk : rbuf + o;
-        if ((rc = collie__net_irecv(c->net, from, dst, l, slot, &rreq[k & 1])) != COLLIE_SUCCESS)
+        if ((rc = collie__call_irecv(c, from, dst, l, slot, &rreq[k & 1])) != COLLIE_SUCCESS)
           return rc;
       }
       if (k < ns) {
         size_t o = k * chunk, l = slen - o < chunk ? slen - o : chunk;
-        if ((rc = collie__net_isend(c->net, to, sbuf + o, l, slot, &sreq[k & 1])) != COLLIE_SUCCESS)
+        if ((rc = collie__call_isend(c, to, sbuf + o, l, slot, &sreq[k & 1])) != COLLIE_SUCCESS)
           return rc;
       }
     }

@@ -90,12 +90,12 @@ ring_step(struct collie__call *c, char *buf, size_t total, char *tmp, int sb, in
       if (k < nr) {
         size_t o = k * chunk, l = r_len - o < chunk ? r_len - o : chunk;
         void *dst = tmp ? tmp + (k & 1) * chunk : buf + r_off + o;
-        if ((rc = collie__net_irecv(c->net, left, dst, l, slot, &rreq[k & 1])) != COLLIE_SUCCESS)
+        if ((rc = collie__call_irecv(c, left, dst, l, slot, &rreq[k & 1])) != COLLIE_SUCCESS)
           return rc;
       }
       if (k < ns) {
         size_t o = k * chunk, l = s_len - o < chunk ? s_len - o : chunk;
-        rc = collie__net_isend(c->net, right, sbase + o, l, slot, &sreq[k & 1]);
+        rc = collie__call_isend(c, right, sbase + o, l, slot, &sreq[k & 1]);
         if (rc != COLLIE_SUCCESS) return rc;
       }
     }
@@ -275,4 +275,11 @@ collie__ring_reduce_scatter_phase(struct collie__call *c, char *buf, size_t tota
                                   int shift)
 {
   return ring_reduce_scatter_phase(c, buf, total, tmp, shift);
+}
+
+collie_result_t
+collie__ring_allgather_phase(struct collie__call *c, char *buf, size_t total, int shift,
+                             uint32_t step0)
+{
+  return ring_allgather_phase(c, buf, total, shift, step0, NULL);
 }

@@ -38,9 +38,22 @@ collie__topo_build(const struct collie__peer *peers, int size, struct collie__to
   for (int h = 1; h < t->nhosts; h++) t->first[h] = t->first[h - 1] + t->host_size[h - 1];
   for (int r = 0; r < size; r++) t->by_host[t->first[t->host[r]] + t->local[r]] = r;
   t->uniform = 1;
+  t->min_local = size;
   for (int h = 0; h < t->nhosts; h++) {
     if (t->host_size[h] > t->max_local) t->max_local = t->host_size[h];
+    if (t->host_size[h] < t->min_local) t->min_local = t->host_size[h];
     if (t->host_size[h] != t->host_size[0]) t->uniform = 0;
+  }
+  t->by_rail = calloc((size_t)size, sizeof(int));
+  t->rail_first = calloc((size_t)t->max_local + 1, sizeof(int));
+  if (!t->by_rail || !t->rail_first) {
+    collie__topo_free(t);
+    return collie__err(COLLIE_SYSTEM_ERROR, "out of memory describing the hosts of %d ranks", size);
+  }
+  for (int i = 0, n = 0; i < t->max_local; i++) {
+    t->rail_first[i] = n;
+    n += collie__topo_rail(t, i, t->by_rail + n);
+    t->rail_first[i + 1] = n;
   }
   return COLLIE_SUCCESS;
 }
@@ -54,6 +67,8 @@ collie__topo_free(struct collie__topo *t)
   free(t->host_size);
   free(t->first);
   free(t->by_host);
+  free(t->by_rail);
+  free(t->rail_first);
   memset(t, 0, sizeof(*t));
 }
 

@@ -14,15 +14,18 @@
 #include "transport/transport.h"
 
 struct collie__topo {
-  int size;       /* ranks */
-  int nhosts;     /* distinct host identities */
-  int max_local;  /* ranks of the largest host */
-  int uniform;    /* every host has max_local ranks */
-  int *host;      /* [size]: each rank's host */
-  int *local;     /* [size]: each rank's index among its host's ranks */
-  int *host_size; /* [nhosts] */
-  int *first;     /* [nhosts]: where each host's ranks start in by_host */
-  int *by_host;   /* [size]: the ranks, host after host, ascending within one */
+  int size;        /* ranks */
+  int nhosts;      /* distinct host identities */
+  int max_local;   /* ranks of the largest host */
+  int uniform;     /* every host has max_local ranks */
+  int *host;       /* [size]: each rank's host */
+  int *local;      /* [size]: each rank's index among its host's ranks */
+  int *host_size;  /* [nhosts] */
+  int *first;      /* [nhosts]: where each host's ranks start in by_host */
+  int *by_host;    /* [size]: the ranks, host after host, ascending within one */
+  int min_local;   /* ranks of the smallest host: every host has local indices below it */
+  int *by_rail;    /* [size]: the rails one after another, each in host order */
+  int *rail_first; /* [max_local + 1]: rail i is by_rail[rail_first[i] .. rail_first[i + 1]) */
 };
 
 /* Builds t from the peers' host identities (peers[r].host). Errors:

@@ -129,14 +129,14 @@ tree_broadcast_run(struct collie__call *c)
     size_t o = k * chunk, l = bytes - o < chunk ? bytes - o : chunk;
     if (parent >= 0) {
       struct collie__req *rr = &rreq;
-      if ((rc = collie__net_irecv(c->net, parent, buf + o, l, slot, &rreq)) != COLLIE_SUCCESS)
+      if ((rc = collie__call_irecv(c, parent, buf + o, l, slot, &rreq)) != COLLIE_SUCCESS)
         return rc;
       if ((rc = collie__net_wait(c->net, &rr, 1, c->deadline_ns)) != COLLIE_SUCCESS) return rc;
     }
     /* One chunk is the whole call: nothing to pipeline, so one copy. */
     for (int i = 0; i < nchild; i++)
-      if ((rc = (nchunks == 1 ? collie__net_isend_direct : collie__net_isend)(
-               c->net, child[i], buf + o, l, slot, &sreq[k & 1][i])) != COLLIE_SUCCESS)
+      if ((rc = (nchunks == 1 ? collie__call_isend_direct : collie__call_isend)(
+               c, child[i], buf + o, l, slot, &sreq[k & 1][i])) != COLLIE_SUCCESS)
         return rc;
     if (k > 0) { /* keep at most two chunks of sends in flight */
       for (int i = 0; i < nchild; i++) w[i] = &sreq[(k - 1) & 1][i];
@@ -207,8 +207,7 @@ tree_reduce_post_recvs(struct tree_reduce *r, size_t k)
   size_t o = k * r->chunk, l = r->bytes - o < r->chunk ? r->bytes - o : r->chunk;
   for (int i = 0; i < r->t.nchild; i++) {
     char *dst = i == 0 ? tree_reduce_dst0(r, k) : tree_reduce_rbuf(r, set, i);
-    collie_result_t rc =
-        collie__net_irecv(r->c->net, r->child[i], dst, l, r->slot, &r->rreq[set][i]);
+    collie_result_t rc = collie__call_irecv(r->c, r->child[i], dst, l, r->slot, &r->rreq[set][i]);
     if (rc != COLLIE_SUCCESS) return rc;
   }
   return COLLIE_SUCCESS;
@@ -289,8 +288,8 @@ tree_reduce_run(struct collie__call *c)
     }
     if ((rc = tree_reduce_wait_send(&r, set)) != COLLIE_SUCCESS) return rc;
     /* One chunk is the whole call: one copy (as broadcast's). */
-    rc = (nchunks == 1 ? collie__net_isend_direct : collie__net_isend)(c->net, r.parent, acc, l,
-                                                                       r.slot, &r.sreq[set]);
+    rc = (nchunks == 1 ? collie__call_isend_direct : collie__call_isend)(c, r.parent, acc, l,
+                                                                         r.slot, &r.sreq[set]);
     if (rc != COLLIE_SUCCESS) return rc;
     r.sactive[set] = 1;
   }
@@ -359,8 +358,8 @@ tree_range_post(struct collie__call *c, size_t total, char *base, int compact, i
   for (int i = 0; i < 2; i++) {
     if (!len[i]) continue;
     uint64_t slot = collie__call_slot(c, step0 + (uint32_t)i);
-    collie_result_t rc = is_send ? collie__net_isend(c->net, peer, at[i], len[i], slot, &req[i])
-                                 : collie__net_irecv(c->net, peer, at[i], len[i], slot, &req[i]);
+    collie_result_t rc = is_send ? collie__call_isend(c, peer, at[i], len[i], slot, &req[i])
+                                 : collie__call_irecv(c, peer, at[i], len[i], slot, &req[i]);
     if (rc != COLLIE_SUCCESS) return rc;
     w[i] = &req[i];
   }

@@ -169,9 +169,12 @@ api_call(struct collie__call *call, int kind, const void *sendbuf, void *recvbuf
   call->p2p_seq = 0;
   call->p2p_recv_seqs = NULL;
   call->source = NULL;
+  call->group = NULL;
+  call->step0 = 0;
+  call->models = NULL;
 }
 /* A field added to struct collie__call must be set above (or by dispatch). */
-_Static_assert(sizeof(void *) != 8 || sizeof(struct collie__call) == 184,
+_Static_assert(sizeof(void *) != 8 || sizeof(struct collie__call) == 208,
                "struct collie__call changed: update api_call");
 
 /* The same for a reducing collective (root: reduce's; 0 for the others). */

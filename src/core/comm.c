@@ -82,7 +82,8 @@ comm_free(collie_comm_t *c)
   collie__net_close(c->net);
   if (c->store) collie__store_release(c->store);
   if (c->job_store) collie__store_release(c->job_store);
-  collie__scratch_free(&c->scratch);
+  collie__scratch_free(&c->scratch[0]);
+  collie__scratch_free(&c->scratch[1]);
   collie__models_free(&c->models);
   free(c->peers);
   collie__topo_free(&c->topo);
@@ -574,7 +575,7 @@ collie_comm_split(collie_comm_t *comm, int color, int key, collie_comm_t **out)
                                 .all_shm = comm->all_shm,
                                 .topo = &comm->topo,
                                 .net = comm->net,
-                                .scratch = &comm->scratch,
+                                .scratch = comm->scratch,
                                 .deadline_ns = deadline};
     collie__net_set_mem(comm->net, COLLIE_MEM_HOST);
     if ((rc = collie__algo_allgather_ring.run(&call)) != COLLIE_SUCCESS) goto out_poison;

@@ -100,7 +100,8 @@ struct collie_comm {
   int in_group;
   struct collie__group *group;
   struct collie__workq *workq; /* work.c's queue and worker; NULL until the first async call */
-  struct collie__scratch scratch;
+  /* [0] a call's, [1] its phases' when the call runs hierarchically (hier.c) */
+  struct collie__scratch scratch[2];
   /* The first fatal error. collie_comm_abort may set it from another thread
    * while the driving thread reads it: the message is written under the lock,
    * then the code is published (release); readers load the code (acquire)

@@ -168,10 +168,11 @@ collie__dispatch_prepare(collie_comm_t *comm, struct collie__op *op, const colli
   call->rank = comm->rank;
   call->size = comm->size;
   call->net = comm->net;
-  call->scratch = &comm->scratch;
+  call->scratch = comm->scratch;
   call->cls = comm->cls;
   call->all_shm = comm->all_shm;
   call->topo = &comm->topo;
+  call->models = &comm->models;
   call->esize = collie_dtype_size(call->dtype);
   op->fr_id = -1;
   if (call->kind == COLLIE_KIND_P2P) { /* api.c counted the pair */

@@ -34,6 +34,7 @@ collie__comm_select(collie_comm_t *comm, int kind, size_t count, collie_dtype_t 
                               .all_shm = comm->all_shm,
                               .topo = &comm->topo,
                               .net = comm->net, /* shm_flat asks it whether it can run */
+                              .models = models ? models : &comm->models,
                               .reduce = collie__reduce_kernel(dtype, op)};
   struct collie__select_log quiet = {{0}};
   for (int k = 0; k < COLLIE_KIND_COUNT_; k++) quiet.logged[k] = ~(uint64_t)0; /* no INFO table */

@@ -40,6 +40,12 @@ TEST_IMPL(topo_uneven_hosts)
   ASSERT(collie__topo_rail(&t, 1, rail) == 2 && rail[0] == 2 && rail[1] == 4);
   ASSERT(collie__topo_rail(&t, 2, rail) == 1 && rail[0] == 5);
   ASSERT(collie__topo_rail(&t, 3, rail) == 0);
+  /* The rails laid end to end, as the hierarchical algorithms index them. */
+  const int by_rail[] = {0, 1, 3, 2, 4, 5}, rail_first[] = {0, 3, 5, 6};
+  ASSERT(t.min_local == 1);
+  for (int i = 0; i < 6; i++)
+    ASSERTF(t.by_rail[i] == by_rail[i], "by_rail[%d] = %d", i, t.by_rail[i]);
+  for (int i = 0; i <= 3; i++) ASSERT(t.rail_first[i] == rail_first[i]);
   char d[96];
   collie__topo_describe(&t, d, sizeof(d));
   ASSERTF(!strcmp(d, "6 ranks on 3 hosts (2+3+1)"), "%s", d);

@@ -1,0 +1,525 @@
+/*
+ * hier.c - the hierarchical family (issue 20): shared memory inside a host,
+ * the network between hosts, on the communicator's topology (topo.h).
+ *
+ * A flat algorithm on several hosts pays the network's latency at every
+ * step, also for the steps between two ranks of one host. The algorithms
+ * here cut a collective into phases that each run a flat algorithm on a
+ * group of the communicator (coll.h: call->group): a host's local group,
+ * whose messages go over shared memory, and a rail (the ranks of one local
+ * index, one per host), whose messages cross the network. Each phase picks
+ * its flat algorithm by the model of its own level, so the whole costs
+ * (local alpha and beta for the local phases, the network's for the rail)
+ * are what select.c compares with the flat algorithms' single-level cost.
+ *
+ *   allreduce, "leader" (small S): reduce to local index 0 on every host,
+ *     allreduce over rail 0, broadcast inside each host.
+ *   allreduce, "sharded" (large S, K = the smallest host's ranks >= 2):
+ *     ring reduce-scatter inside each host into K shards, allreduce of
+ *     shard i over rail i (K rails at once, so the bytes between hosts are
+ *     spread over K ranks rather than funnelled through one), ring
+ *     allgather inside each host. A bigger host's ranks beyond K hand their
+ *     input to local index (i mod K) first and take the result back last.
+ *   broadcast: the root hands the buffer to its host's local index 0 (when
+ *     it is not that), broadcast over rail 0, then inside each host.
+ *   reduce: reduce inside each host to local index 0, reduce over rail 0 to
+ *     the root's host, then to the root (when it is not local index 0).
+ *   allgather: each host's blocks gathered at local index 0, those exchanged
+ *     between the hosts' index-0 ranks, the whole buffer broadcast inside
+ *     each host.
+ *   barrier: barrier inside each host, over rail 0, inside each host again
+ *     (no rank leaves before every host's index 0 has passed rail 0).
+ *
+ * Costs: the sum of the phases' cheapest flat costs, each under its level's
+ * model. The K rails of the sharded allreduce share each host's link, so
+ * their phase is costed at K times the network's beta: a host sends the
+ * same bytes between hosts either way, over K streams. A phase's steps are
+ * numbered from its own base (HIER_STEP_*), so two phases of one call never
+ * share a slot even between the same two ranks.
+ *
+ * Applies to a whole communicator on at least two hosts where some host has
+ * two ranks or more (on one host, or one rank per host, a phase would be
+ * the flat algorithm itself). Phases do not nest.
+ */
+#include <string.h>
+
+#include "coll/coll.h"
+#include "coll/coll_int.h"
+#include "coll/topo.h"
+#include "util/error.h"
+
+/* Step bases of the phases: 12288 steps each, more than any flat algorithm
+ * takes on a group of fewer than 6144 ranks. */
+enum {
+  HIER_STEP_IN = 0x0000,    /* hand-ins to a host's index 0 or shard owner */
+  HIER_STEP_LOCAL = 0x3000, /* the first phase inside a host */
+  HIER_STEP_RAIL = 0x6000,  /* between hosts */
+  HIER_STEP_BACK = 0x9000,  /* the last phase inside a host */
+  HIER_STEP_OUT = 0xC000    /* results handed back to a bigger host's extra ranks */
+};
+
+static int
+hier_applies(const struct collie__call *c)
+{
+  const struct collie__topo *t = c->topo;
+  return t && !c->group && c->models && t->nhosts >= 2 && t->nhosts < c->size;
+}
+
+static const struct collie__model *
+hier_local_model(const struct collie__call *c)
+{
+  return &c->models->cls[COLLIE_NET_CLASS_LOCAL];
+}
+
+static const struct collie__model *
+hier_rail_model(const struct collie__call *c)
+{
+  return &c->models->cls[c->cls];
+}
+
+/* The network's model for one of k rails that run at once and share each
+ * host's link: every byte waits for the other rails' bytes. */
+static struct collie__model
+hier_shared_model(const struct collie__call *c, int k)
+{
+  struct collie__model m = *hier_rail_model(c);
+  m.beta_us *= k;
+  return m;
+}
+
+/* ---- Phases ---- */
+
+/* A phase of c: `kind` over `size` ranks of `group` (this rank is `rank`
+ * there), `count` elements (the kind's meaning), rooted at `root`, with
+ * steps from step0, run by the flat algorithm cheapest under m. AVG reduces
+ * as SUM in a phase: the hierarchical algorithm divides once, by c's size. */
+struct hier_phase {
+  struct collie__call call;
+  const struct collie__algo *algo;
+  double cost_us;
+};
+
+static void
+hier_phase_plan(const struct collie__call *c, struct hier_phase *ph, int kind, int size,
+                size_t count, int root, const struct collie__model *m)
+{
+  struct collie__call *s = &ph->call;
+  *s = *c;
+  s->kind = kind;
+  s->size = size;
+  s->rank = 0;
+  s->count = count;
+  s->root = root;
+  s->topo = NULL;
+  s->all_shm = 0;
+  s->group = NULL;
+  s->sendcounts = s->sdispls = s->recvcounts = s->rdispls = NULL;
+  if (s->op == COLLIE_AVG) s->op = COLLIE_SUM;
+  ph->algo = NULL;
+  ph->cost_us = -1;
+  int n;
+  const struct collie__algo *const *all = collie__algo_table(&n);
+  for (int i = 0; i < n; i++) {
+    const struct collie__algo *a = all[i];
+    if (a->kind != kind || a->id == COLLIE_ALGO_HIERARCHICAL) continue;
+    if ((a->needs & COLLIE_NEEDS_ALL_SHM) || ((a->needs & COLLIE_NEEDS_REDUCE) && !s->reduce))
+      continue;
+    double t = a->cost_us(s, m);
+    if (t >= 0 && (!ph->algo || t < ph->cost_us)) {
+      ph->algo = a;
+      ph->cost_us = t;
+    }
+  }
+}
+
+/* Cost of a phase (0 for a group of one, which moves nothing). */
+static double
+hier_phase_cost(const struct collie__call *c, int kind, int size, size_t count, int root,
+                const struct collie__model *m)
+{
+  if (size <= 1) return 0;
+  struct hier_phase ph;
+  hier_phase_plan(c, &ph, kind, size, count, root, m);
+  return ph.cost_us;
+}
+
+/* Runs a phase on group[0..size) where this rank is `rank`, with its
+ * buffers, in the phases' scratch. */
+static collie_result_t
+hier_phase_run(struct collie__call *c, int kind, const int *group, int size, int rank,
+               const void *sendbuf, void *recvbuf, size_t count, int root, uint32_t step0,
+               const struct collie__model *m)
+{
+  if (size == 1) { /* a group of one: a reduction is its input */
+    int reduces = kind == COLLIE_KIND_REDUCE || kind == COLLIE_KIND_ALLREDUCE;
+    size_t bytes = count * c->esize;
+    if (reduces && bytes && recvbuf && recvbuf != sendbuf)
+      collie__call_copy(c, recvbuf, sendbuf, bytes);
+    return COLLIE_SUCCESS;
+  }
+  struct hier_phase ph;
+  hier_phase_plan(c, &ph, kind, size, count, root, m);
+  if (!ph.algo)
+    return collie__err(COLLIE_INTERNAL_ERROR, "%s #%u: no flat algorithm for a %d-rank %s phase",
+                       collie__kind_name(c->kind), c->seq, size, collie__kind_name(kind));
+  struct collie__call *s = &ph.call;
+  s->group = group;
+  s->rank = rank;
+  s->sendbuf = sendbuf;
+  s->recvbuf = recvbuf;
+  s->step0 = step0;
+  s->algo = ph.algo->id;
+  s->scratch = c->scratch + 1;
+  return ph.algo->run(s);
+}
+
+/* This rank's host group: its ranks, how many, and this rank's index. */
+static const int *
+hier_local(const struct collie__call *c, int *size, int *li)
+{
+  const struct collie__topo *t = c->topo;
+  int h = t->host[c->rank];
+  *size = t->host_size[h];
+  *li = t->local[c->rank];
+  return t->by_host + t->first[h];
+}
+
+/* Rail i (every host has an index i below min_local: one rank per host, in
+ * host order, so this rank's place in it is its host). */
+static const int *
+hier_rail(const struct collie__call *c, int i)
+{
+  return c->topo->by_rail + c->topo->rail_first[i];
+}
+
+/* ---- allreduce ---- */
+
+/* Which allreduce variant is cheaper: every rank decides alike (it depends
+ * on the topology, the count and the models only). */
+static double
+hier_allreduce_plan(const struct collie__call *c, int *sharded)
+{
+  const struct collie__topo *t = c->topo;
+  const struct collie__model *ml = hier_local_model(c), *mr = hier_rail_model(c);
+  int H = t->nhosts, L = t->max_local, K = t->min_local;
+  double S = (double)(c->count * c->esize);
+  double leader = hier_phase_cost(c, COLLIE_KIND_REDUCE, L, c->count, 0, ml) +
+                  hier_phase_cost(c, COLLIE_KIND_ALLREDUCE, H, c->count, 0, mr) +
+                  hier_phase_cost(c, COLLIE_KIND_BROADCAST, L, c->count, 0, ml);
+  *sharded = 0;
+  if (K < 2 || c->count < (size_t)K) return leader;
+  struct collie__model shared = hier_shared_model(c, K);
+  double k = K;
+  double sh = 2 * (k - 1) * ml->alpha_us + (k - 1) / k * S * (2 * ml->beta_us + ml->gamma_us) +
+              hier_phase_cost(c, COLLIE_KIND_ALLREDUCE, H, (c->count + K - 1) / K, 0, &shared);
+  if (L > K) { /* extras hand in and take back the whole buffer */
+    int rounds = (L - K + K - 1) / K;
+    sh += rounds * (2 * ml->alpha_us + S * (2 * ml->beta_us + ml->gamma_us));
+  }
+  if (sh < leader) {
+    *sharded = 1;
+    return sh;
+  }
+  return leader;
+}
+
+static collie_result_t
+hier_allreduce_leader(struct collie__call *c)
+{
+  int L, li;
+  const int *local = hier_local(c, &L, &li);
+  const struct collie__topo *t = c->topo;
+  collie_result_t rc = hier_phase_run(c, COLLIE_KIND_REDUCE, local, L, li, c->sendbuf, c->recvbuf,
+                                      c->count, 0, HIER_STEP_LOCAL, hier_local_model(c));
+  if (rc != COLLIE_SUCCESS) return rc;
+  if (li == 0) {
+    rc = hier_phase_run(c, COLLIE_KIND_ALLREDUCE, hier_rail(c, 0), t->nhosts, t->host[c->rank],
+                        c->recvbuf, c->recvbuf, c->count, 0, HIER_STEP_RAIL, hier_rail_model(c));
+    if (rc != COLLIE_SUCCESS) return rc;
+    if (c->op == COLLIE_AVG) collie__reduce_avg_finish(c->recvbuf, c->count, c->dtype, c->size);
+  }
+  return hier_phase_run(c, COLLIE_KIND_BROADCAST, local, L, li, c->recvbuf, c->recvbuf, c->count, 0,
+                        HIER_STEP_BACK, hier_local_model(c));
+}
+
+static collie_result_t
+hier_allreduce_sharded(struct collie__call *c)
+{
+  const struct collie__topo *t = c->topo;
+  int L, li, K = t->min_local;
+  const int *local = hier_local(c, &L, &li);
+  char *buf = c->recvbuf;
+  size_t bytes = c->count * c->esize;
+  collie_result_t rc;
+  if (c->sendbuf != c->recvbuf && bytes) collie__call_copy(c, buf, c->sendbuf, bytes);
+  if (li >= K) { /* an extra rank of a bigger host: its owner does its share */
+    int owner = local[li % K];
+    if ((rc = collie__send_direct(c, owner, buf, bytes, HIER_STEP_IN)) != COLLIE_SUCCESS) return rc;
+    return collie__sendrecv(c, -1, NULL, 0, owner, buf, bytes, HIER_STEP_OUT);
+  }
+  if (L > K) {
+    char *in = collie__scratch_get(c->scratch, bytes);
+    if (!in) return COLLIE_SYSTEM_ERROR;
+    for (int e = li + K; e < L; e += K) {
+      rc = collie__sendrecv(c, -1, NULL, 0, local[e], in, bytes, HIER_STEP_IN);
+      if (rc != COLLIE_SUCCESS) return rc;
+      c->reduce(buf, in, c->count);
+    }
+  }
+  /* The local phases run the ring's own phases on the first K ranks of the
+   * host, so that shard i ends on local index i with every host cutting the
+   * same shards. */
+  struct hier_phase ph;
+  hier_phase_plan(c, &ph, COLLIE_KIND_ALLREDUCE, K, c->count, 0, hier_local_model(c));
+  struct collie__call *s = &ph.call;
+  s->group = local;
+  s->rank = li;
+  s->algo = COLLIE_ALGO_RING;
+  s->step0 = HIER_STEP_LOCAL;
+  char *tmp = collie__scratch_get(c->scratch, collie__ring_staging_bytes(s, c->count));
+  if (!tmp) return COLLIE_SYSTEM_ERROR;
+  if ((rc = collie__ring_reduce_scatter_phase(s, buf, c->count, tmp, -1)) != COLLIE_SUCCESS)
+    return rc;
+  size_t off = collie__block_off(c->count, K, li), len = collie__block_len(c->count, K, li);
+  char *shard = buf + off * c->esize;
+  struct collie__model shared = hier_shared_model(c, K);
+  rc = hier_phase_run(c, COLLIE_KIND_ALLREDUCE, hier_rail(c, li), t->nhosts, t->host[c->rank],
+                      shard, shard, len, 0, HIER_STEP_RAIL, &shared);
+  if (rc != COLLIE_SUCCESS) return rc;
+  if (c->op == COLLIE_AVG) collie__reduce_avg_finish(shard, len, c->dtype, c->size);
+  s->step0 = HIER_STEP_BACK;
+  if ((rc = collie__ring_allgather_phase(s, buf, c->count, -1, 0)) != COLLIE_SUCCESS) return rc;
+  for (int e = li + K; e < L; e += K)
+    if ((rc = collie__send_direct(c, local[e], buf, bytes, HIER_STEP_OUT)) != COLLIE_SUCCESS)
+      return rc;
+  return COLLIE_SUCCESS;
+}
+
+static collie_result_t
+hier_allreduce_run(struct collie__call *c)
+{
+  int sharded;
+  hier_allreduce_plan(c, &sharded);
+  return sharded ? hier_allreduce_sharded(c) : hier_allreduce_leader(c);
+}
+
+static double
+hier_allreduce_cost(const struct collie__call *c, const struct collie__model *m)
+{
+  (void)m;
+  if (!hier_applies(c)) return -1;
+  int sharded;
+  return hier_allreduce_plan(c, &sharded);
+}
+
+const struct collie__algo collie__algo_allreduce_hierarchical = {
+    "hierarchical",      COLLIE_ALGO_HIERARCHICAL, COLLIE_KIND_ALLREDUCE,
+    COLLIE_NEEDS_REDUCE, hier_allreduce_cost,      hier_allreduce_run};
+
+/* ---- broadcast ---- */
+
+static collie_result_t
+hier_broadcast_run(struct collie__call *c)
+{
+  const struct collie__topo *t = c->topo;
+  int L, li, hr = t->host[c->root], h = t->host[c->rank];
+  const int *local = hier_local(c, &L, &li);
+  size_t bytes = c->count * c->esize;
+  collie_result_t rc;
+  if (t->local[c->root] != 0 && h == hr) { /* the root hands it to its host's index 0 */
+    if (c->rank == c->root)
+      rc = collie__send_direct(c, local[0], c->recvbuf, bytes, HIER_STEP_IN);
+    else if (li == 0)
+      rc = collie__sendrecv(c, -1, NULL, 0, c->root, c->recvbuf, bytes, HIER_STEP_IN);
+    else
+      rc = COLLIE_SUCCESS;
+    if (rc != COLLIE_SUCCESS) return rc;
+  }
+  if (li == 0) {
+    rc = hier_phase_run(c, COLLIE_KIND_BROADCAST, hier_rail(c, 0), t->nhosts, h, c->recvbuf,
+                        c->recvbuf, c->count, hr, HIER_STEP_RAIL, hier_rail_model(c));
+    if (rc != COLLIE_SUCCESS) return rc;
+  }
+  return hier_phase_run(c, COLLIE_KIND_BROADCAST, local, L, li, c->recvbuf, c->recvbuf, c->count, 0,
+                        HIER_STEP_BACK, hier_local_model(c));
+}
+
+static double
+hier_broadcast_cost(const struct collie__call *c, const struct collie__model *m)
+{
+  (void)m;
+  if (!hier_applies(c)) return -1;
+  const struct collie__topo *t = c->topo;
+  const struct collie__model *ml = hier_local_model(c);
+  double S = (double)(c->count * c->esize);
+  double hand = t->local[c->root] ? ml->alpha_us + S * ml->beta_us : 0;
+  return hand +
+         hier_phase_cost(c, COLLIE_KIND_BROADCAST, t->nhosts, c->count, 0, hier_rail_model(c)) +
+         hier_phase_cost(c, COLLIE_KIND_BROADCAST, t->max_local, c->count, 0, ml);
+}
+
+const struct collie__algo collie__algo_broadcast_hierarchical = {
+    "hierarchical",      COLLIE_ALGO_HIERARCHICAL, COLLIE_KIND_BROADCAST, 0,
+    hier_broadcast_cost, hier_broadcast_run};
+
+/* ---- reduce ---- */
+
+static collie_result_t
+hier_reduce_run(struct collie__call *c)
+{
+  const struct collie__topo *t = c->topo;
+  int L, li, hr = t->host[c->root], h = t->host[c->rank], lr = t->local[c->root];
+  const int *local = hier_local(c, &L, &li);
+  size_t bytes = c->count * c->esize;
+  collie_result_t rc;
+  /* Index 0 of every host holds its host's sum, then index 0 of the root's
+   * host the whole: in the root's recvbuf when it is the root, else in the
+   * call's scratch (the phases use their own). */
+  char *acc = NULL;
+  if (li == 0) {
+    acc = c->rank == c->root ? c->recvbuf : collie__scratch_get(c->scratch, bytes ? bytes : 1);
+    if (!acc) return COLLIE_SYSTEM_ERROR;
+  }
+  rc = hier_phase_run(c, COLLIE_KIND_REDUCE, local, L, li, c->sendbuf, acc, c->count, 0,
+                      HIER_STEP_LOCAL, hier_local_model(c));
+  if (rc != COLLIE_SUCCESS) return rc;
+  if (li == 0) {
+    rc = hier_phase_run(c, COLLIE_KIND_REDUCE, hier_rail(c, 0), t->nhosts, h, acc, acc, c->count,
+                        hr, HIER_STEP_RAIL, hier_rail_model(c));
+    if (rc != COLLIE_SUCCESS) return rc;
+    if (h == hr && c->op == COLLIE_AVG) collie__reduce_avg_finish(acc, c->count, c->dtype, c->size);
+  }
+  if (lr != 0 && h == hr) { /* index 0 hands the result to the root */
+    if (li == 0) return collie__send_direct(c, c->root, acc, bytes, HIER_STEP_OUT);
+    if (c->rank == c->root)
+      return collie__sendrecv(c, -1, NULL, 0, local[0], c->recvbuf, bytes, HIER_STEP_OUT);
+  }
+  return COLLIE_SUCCESS;
+}
+
+static double
+hier_reduce_cost(const struct collie__call *c, const struct collie__model *m)
+{
+  (void)m;
+  if (!hier_applies(c)) return -1;
+  const struct collie__topo *t = c->topo;
+  const struct collie__model *ml = hier_local_model(c);
+  double S = (double)(c->count * c->esize);
+  double hand = t->local[c->root] ? ml->alpha_us + S * ml->beta_us : 0;
+  return hier_phase_cost(c, COLLIE_KIND_REDUCE, t->max_local, c->count, 0, ml) +
+         hier_phase_cost(c, COLLIE_KIND_REDUCE, t->nhosts, c->count, 0, hier_rail_model(c)) + hand;
+}
+
+const struct collie__algo collie__algo_reduce_hierarchical = {
+    "hierarchical",      COLLIE_ALGO_HIERARCHICAL, COLLIE_KIND_REDUCE,
+    COLLIE_NEEDS_REDUCE, hier_reduce_cost,         hier_reduce_run};
+
+/* ---- allgather ---- */
+
+static collie_result_t
+hier_allgather_run(struct collie__call *c)
+{
+  const struct collie__topo *t = c->topo;
+  int L, li, h = t->host[c->rank];
+  const int *local = hier_local(c, &L, &li);
+  size_t blk = c->count * c->esize;
+  char *out = c->recvbuf;
+  collie_result_t rc;
+  if (li != 0) {
+    if ((rc = collie__send_direct(c, local[0], c->sendbuf, blk, HIER_STEP_IN)) != COLLIE_SUCCESS)
+      return rc;
+  } else {
+    /* Index 0 gathers its host's blocks, then trades them with every other
+     * host's index 0: one message per block, all posted at once. */
+    int others = c->size - L, n = 0;
+    struct collie__req *req =
+        collie__scratch_get(c->scratch, (size_t)(L - 1 + 2 * others) * sizeof(*req));
+    struct collie__req **w =
+        collie__scratch_get(c->scratch + 1, (size_t)(L - 1 + 2 * others) * sizeof(*w));
+    if (!req || !w) return COLLIE_SYSTEM_ERROR;
+    char *own = out + (size_t)c->rank * blk;
+    if (blk && own != (const char *)c->sendbuf) collie__call_copy(c, own, c->sendbuf, blk);
+    uint64_t in = collie__call_slot(c, HIER_STEP_IN), x = collie__call_slot(c, HIER_STEP_RAIL);
+    for (int q = 1; q < L; q++)
+      if ((rc = collie__call_irecv(c, local[q], out + (size_t)local[q] * blk, blk, in,
+                                   &req[n++])) != COLLIE_SUCCESS)
+        return rc;
+    for (int g = 0; g < t->nhosts; g++) {
+      if (g == h) continue;
+      const int *theirs = t->by_host + t->first[g];
+      for (int q = 0; q < t->host_size[g]; q++)
+        if ((rc = collie__call_irecv(c, theirs[0], out + (size_t)theirs[q] * blk, blk, x,
+                                     &req[n++])) != COLLIE_SUCCESS)
+          return rc;
+    }
+    for (int i = 0; i < n; i++) w[i] = &req[i];
+    if ((rc = collie__net_wait(c->net, w, L - 1, c->deadline_ns)) != COLLIE_SUCCESS) return rc;
+    for (int g = 0; g < t->nhosts; g++) {
+      if (g == h) continue;
+      int to = t->by_host[t->first[g]];
+      for (int q = 0; q < L; q++)
+        if ((rc = collie__call_isend(c, to, out + (size_t)local[q] * blk, blk, x, &req[n++])) !=
+            COLLIE_SUCCESS)
+          return rc;
+    }
+    for (int i = L - 1; i < n; i++) w[i] = &req[i];
+    if ((rc = collie__net_wait(c->net, w + L - 1, n - (L - 1), c->deadline_ns)) != COLLIE_SUCCESS)
+      return rc;
+  }
+  return hier_phase_run(c, COLLIE_KIND_BROADCAST, local, L, li, out, out,
+                        c->count * (size_t)c->size, 0, HIER_STEP_BACK, hier_local_model(c));
+}
+
+static double
+hier_allgather_cost(const struct collie__call *c, const struct collie__model *m)
+{
+  (void)m;
+  if (!hier_applies(c)) return -1;
+  const struct collie__topo *t = c->topo;
+  const struct collie__model *ml = hier_local_model(c), *mr = hier_rail_model(c);
+  double blk = (double)(c->count * c->esize), L = t->max_local, H = t->nhosts;
+  /* Index 0 takes its host's blocks in, then every other host's blocks over
+   * its link while sending its own to each of them. */
+  double gather = ml->alpha_us + (L - 1) * blk * ml->beta_us;
+  double trade = (H - 1) * mr->alpha_us + (c->size - L + (H - 1) * L) * blk * mr->beta_us;
+  return gather + trade +
+         hier_phase_cost(c, COLLIE_KIND_BROADCAST, t->max_local, c->count * (size_t)c->size, 0, ml);
+}
+
+const struct collie__algo collie__algo_allgather_hierarchical = {
+    "hierarchical",      COLLIE_ALGO_HIERARCHICAL, COLLIE_KIND_ALLGATHER, 0,
+    hier_allgather_cost, hier_allgather_run};
+
+/* ---- barrier ---- */
+
+static collie_result_t
+hier_barrier_run(struct collie__call *c)
+{
+  const struct collie__topo *t = c->topo;
+  int L, li;
+  const int *local = hier_local(c, &L, &li);
+  const struct collie__model *ml = hier_local_model(c);
+  collie_result_t rc =
+      hier_phase_run(c, COLLIE_KIND_BARRIER, local, L, li, NULL, NULL, 0, 0, HIER_STEP_LOCAL, ml);
+  if (rc == COLLIE_SUCCESS && li == 0)
+    rc = hier_phase_run(c, COLLIE_KIND_BARRIER, hier_rail(c, 0), t->nhosts, t->host[c->rank], NULL,
+                        NULL, 0, 0, HIER_STEP_RAIL, hier_rail_model(c));
+  if (rc == COLLIE_SUCCESS)
+    rc = hier_phase_run(c, COLLIE_KIND_BARRIER, local, L, li, NULL, NULL, 0, 0, HIER_STEP_BACK, ml);
+  return rc;
+}
+
+static double
+hier_barrier_cost(const struct collie__call *c, const struct collie__model *m)
+{
+  (void)m;
+  if (!hier_applies(c)) return -1;
+  const struct collie__topo *t = c->topo;
+  const struct collie__model *ml = hier_local_model(c);
+  return 2 * hier_phase_cost(c, COLLIE_KIND_BARRIER, t->max_local, 0, 0, ml) +
+         hier_phase_cost(c, COLLIE_KIND_BARRIER, t->nhosts, 0, 0, hier_rail_model(c));
+}
+
+const struct collie__algo collie__algo_barrier_hierarchical = {
+    "hierarchical",    COLLIE_ALGO_HIERARCHICAL, COLLIE_KIND_BARRIER, 0,
+    hier_barrier_cost, hier_barrier_run};
