@@ -258,6 +258,7 @@ const struct collie__algo *const *collie__algo_table(int *n);
   XX(reduce_scatter_ring)                                                                          \
   XX(reduce_scatter_recursive_halving)                                                             \
   XX(reduce_scatter_shm_flat)                                                                      \
+  XX(reduce_scatter_hierarchical)                                                                  \
   XX(broadcast_tree)                                                                               \
   XX(broadcast_scatter_allgather)                                                                  \
   XX(broadcast_chain)                                                                              \
@@ -269,6 +270,7 @@ const struct collie__algo *const *collie__algo_table(int *n);
   XX(alltoall_pairwise)                                                                            \
   XX(alltoall_bruck)                                                                               \
   XX(alltoall_shm_flat)                                                                            \
+  XX(alltoall_hierarchical)                                                                        \
   XX(alltoallv_pairwise)                                                                           \
   XX(gather_tree)                                                                                  \
   XX(gather_linear)                                                                                \

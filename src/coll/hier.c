@@ -29,6 +29,15 @@
  *     each host.
  *   barrier: barrier inside each host, over rail 0, inside each host again
  *     (no rank leaves before every host's index 0 has passed rail 0).
+ *   reduce_scatter (hosts of equal size L): the input's blocks put in rail
+ *     order (rail 0's ranks host by host, then rail 1's, ...), a ring
+ *     reduce-scatter inside each host leaves on local index i its host's
+ *     sum of rail i's blocks, and a reduce-scatter over rail i finishes them.
+ *   alltoall (hosts of equal size L), aggregated per host pair: inside each
+ *     host an alltoall hands local index i every block its host sends to
+ *     rail i; over rail i an alltoall then moves, per pair of hosts, the L
+ *     blocks of the one host for the other's rank i in one message, where
+ *     the flat algorithms send L x L messages per pair of hosts.
  *
  * Costs: the sum of the phases' cheapest flat costs, each under its level's
  * model. The K rails of the sharded allreduce share each host's link, so
@@ -523,3 +532,124 @@ hier_barrier_cost(const struct collie__call *c, const struct collie__model *m)
 const struct collie__algo collie__algo_barrier_hierarchical = {
     "hierarchical",    COLLIE_ALGO_HIERARCHICAL, COLLIE_KIND_BARRIER, 0,
     hier_barrier_cost, hier_barrier_run};
+
+/* ---- reduce_scatter (equal hosts) ---- */
+
+static int
+hier_uniform(const struct collie__call *c)
+{
+  return hier_applies(c) && c->topo->uniform;
+}
+
+/* Copies the size blocks of blk bytes of src into dst in rail order (the
+ * k-th block of dst is rank by_rail[k]'s). */
+static void
+hier_to_rail_order(const struct collie__call *c, char *dst, const char *src, size_t blk)
+{
+  for (int k = 0; k < c->size; k++)
+    collie__call_copy_small(c, dst + (size_t)k * blk, src + (size_t)c->topo->by_rail[k] * blk, blk);
+}
+
+static collie_result_t
+hier_reduce_scatter_run(struct collie__call *c)
+{
+  const struct collie__topo *t = c->topo;
+  int L, li, H = t->nhosts;
+  const int *local = hier_local(c, &L, &li);
+  size_t blk = c->count * c->esize, total = c->count * (size_t)c->size;
+  struct hier_phase ph;
+  hier_phase_plan(c, &ph, COLLIE_KIND_ALLREDUCE, L, total, 0, hier_local_model(c));
+  struct collie__call *s = &ph.call;
+  s->group = local;
+  s->rank = li;
+  s->algo = COLLIE_ALGO_RING;
+  s->step0 = HIER_STEP_LOCAL;
+  size_t pb = ((size_t)c->size * blk + 63) & ~(size_t)63;
+  char *part = collie__scratch_get(c->scratch, pb + collie__ring_staging_bytes(s, total));
+  if (!part) return COLLIE_SYSTEM_ERROR;
+  hier_to_rail_order(c, part, c->sendbuf, blk);
+  /* Equal hosts: part i of the ring is exactly rail i's H blocks. */
+  collie_result_t rc = collie__ring_reduce_scatter_phase(s, part, total, part + pb, -1);
+  if (rc != COLLIE_SUCCESS) return rc;
+  struct collie__model shared = hier_shared_model(c, L);
+  rc =
+      hier_phase_run(c, COLLIE_KIND_REDUCE_SCATTER, hier_rail(c, li), H, t->host[c->rank],
+                     part + (size_t)li * H * blk, c->recvbuf, c->count, 0, HIER_STEP_RAIL, &shared);
+  if (rc == COLLIE_SUCCESS && c->op == COLLIE_AVG)
+    collie__reduce_avg_finish(c->recvbuf, c->count, c->dtype, c->size);
+  return rc;
+}
+
+static double
+hier_reduce_scatter_cost(const struct collie__call *c, const struct collie__model *m)
+{
+  (void)m;
+  if (!hier_uniform(c)) return -1;
+  const struct collie__topo *t = c->topo;
+  const struct collie__model *ml = hier_local_model(c);
+  struct collie__model shared = hier_shared_model(c, t->max_local);
+  double L = t->max_local, S = (double)collie__call_bytes(c);
+  return S * ml->beta_us + (L - 1) * ml->alpha_us + (L - 1) / L * S * (ml->beta_us + ml->gamma_us) +
+         hier_phase_cost(c, COLLIE_KIND_REDUCE_SCATTER, t->nhosts, c->count, 0, &shared);
+}
+
+const struct collie__algo collie__algo_reduce_scatter_hierarchical = {
+    "hierarchical",      COLLIE_ALGO_HIERARCHICAL, COLLIE_KIND_REDUCE_SCATTER,
+    COLLIE_NEEDS_REDUCE, hier_reduce_scatter_cost, hier_reduce_scatter_run};
+
+/* ---- alltoall (equal hosts) ---- */
+
+static collie_result_t
+hier_alltoall_run(struct collie__call *c)
+{
+  const struct collie__topo *t = c->topo;
+  int L, li, H = t->nhosts;
+  const int *local = hier_local(c, &L, &li);
+  size_t blk = c->count * c->esize, all = (size_t)c->size * blk;
+  /* a: the input in rail order, later the rail phase's input; b: what the
+   * local phase brings, later the rail phase's output. */
+  char *a = collie__scratch_get(c->scratch, 2 * all + 64);
+  if (!a) return COLLIE_SYSTEM_ERROR;
+  char *b = a + ((all + 63) & ~(size_t)63);
+  hier_to_rail_order(c, a, c->sendbuf, blk);
+  /* Local index j sends local index i rail i's H blocks: b[j][g] is the
+   * block local index j sends to host g's rank i. */
+  collie_result_t rc =
+      hier_phase_run(c, COLLIE_KIND_ALLTOALL, local, L, li, a, b, c->count * (size_t)H, 0,
+                     HIER_STEP_LOCAL, hier_local_model(c));
+  if (rc != COLLIE_SUCCESS) return rc;
+  /* Per destination host g, the L blocks of this host's ranks: a[g][j]. */
+  for (int g = 0; g < H; g++)
+    for (int j = 0; j < L; j++)
+      collie__call_copy_small(c, a + ((size_t)g * L + j) * blk, b + ((size_t)j * H + g) * blk, blk);
+  struct collie__model shared = hier_shared_model(c, L);
+  rc = hier_phase_run(c, COLLIE_KIND_ALLTOALL, hier_rail(c, li), H, t->host[c->rank], a, b,
+                      c->count * (size_t)L, 0, HIER_STEP_RAIL, &shared);
+  if (rc != COLLIE_SUCCESS) return rc;
+  /* b[h][j] came from host h's local index j. */
+  for (int h = 0; h < H; h++)
+    for (int j = 0; j < L; j++)
+      collie__call_copy_small(c, (char *)c->recvbuf + (size_t)t->by_host[t->first[h] + j] * blk,
+                              b + ((size_t)h * L + j) * blk, blk);
+  return COLLIE_SUCCESS;
+}
+
+static double
+hier_alltoall_cost(const struct collie__call *c, const struct collie__model *m)
+{
+  (void)m;
+  if (!hier_uniform(c)) return -1;
+  const struct collie__topo *t = c->topo;
+  const struct collie__model *ml = hier_local_model(c);
+  struct collie__model shared = hier_shared_model(c, t->max_local);
+  double S = (double)collie__call_bytes(c);
+  return 3 * S * ml->beta_us +
+         hier_phase_cost(c, COLLIE_KIND_ALLTOALL, t->max_local, c->count * (size_t)t->nhosts, 0,
+                         ml) +
+         hier_phase_cost(c, COLLIE_KIND_ALLTOALL, t->nhosts, c->count * (size_t)t->max_local, 0,
+                         &shared);
+}
+
+const struct collie__algo collie__algo_alltoall_hierarchical = {
+    "hierarchical",     COLLIE_ALGO_HIERARCHICAL, COLLIE_KIND_ALLTOALL, 0,
+    hier_alltoall_cost, hier_alltoall_run};
