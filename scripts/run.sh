@@ -92,18 +92,26 @@ case "$what" in
     # results, refuse every one and log it (scripts/hostile.sh).
     sh scripts/hostile.sh --build build
     # The test bed of hosts (network and UTS namespaces, a bridge; issue 20):
-    # the demo, chaos trials, and the collective matrix's allreduce,
-    # allgather, reduce_scatter, alltoall(v) and broadcast on 2 and 3 hosts
-    # of 1 to 3 ranks, even and uneven, each host its own collierun
+    # the demo, chaos trials, and the collective matrix (every collective,
+    # every algorithm the hosts allow, hierarchical ones included), the
+    # barrier and the hierarchical allreduce's same-bits check on 2 and 3
+    # hosts of 1 to 3 ranks, even and uneven, each host its own collierun
     # (scripts/testbed.sh; docs/hosts.md).
     sh scripts/testbed.sh --hosts 2,1,3 --tag -- build/collie-demo
     sh scripts/chaos.sh --build build --seeds "$(seq 1 8)" --testbed 2,1,3
     tests=$(./build/tests/collie_tests --list)
     for hosts in 1,1 2,2 1,2,1 3,3 2,1,3; do
       n=$(($(echo "$hosts" | tr ',' '+')))
-      for t in allreduce allgather reduce_scatter alltoall alltoallv broadcast; do
+      for t in allreduce allgather allgatherv reduce_scatter reduce alltoall alltoallv broadcast \
+        gather scatter; do
         name=$(echo "$tests" | grep -E "^matrix_${t}_[a-z]+_${n}\$" | head -1)
-        [ -n "$name" ] || continue
+        [ -n "$name" ] || { echo "no matrix test of $t at $n ranks" >&2; exit 1; }
+        echo "=== $name on hosts $hosts"
+        sh scripts/testbed.sh --hosts "$hosts" --timeout 120 -- "$PWD/build/tests/collie_tests" --as-rank "$name"
+      done
+      extra=hier_allreduce_same_bits_mixed_4 # needs a host of two ranks
+      [ "$n" -gt "$(echo "$hosts" | tr ',' '\n' | wc -l)" ] || extra=
+      for name in barrier_mixed_4 $extra; do
         echo "=== $name on hosts $hosts"
         sh scripts/testbed.sh --hosts "$hosts" --timeout 120 -- "$PWD/build/tests/collie_tests" --as-rank "$name"
       done

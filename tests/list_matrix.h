@@ -59,6 +59,7 @@
   XX(matrix_allgatherv_tcp_4, matrix_allgatherv, 4, "tcp", 120)                                    \
   XX(matrix_allgatherv_tcp_8, matrix_allgatherv, 8, "tcp", 120)                                    \
   XX(matrix_allgatherv_mixed_4, matrix_allgatherv, 4, "mixed", 120)                                \
+  XX(matrix_allgatherv_mixed_6, matrix_allgatherv, 6, "mixed", 120)                                \
   XX(matrix_broadcast_shm_1, matrix_broadcast, 1, "shm", 120)                                      \
   XX(matrix_broadcast_shm_2, matrix_broadcast, 2, "shm", 120)                                      \
   XX(matrix_broadcast_shm_3, matrix_broadcast, 3, "shm", 120)                                      \
