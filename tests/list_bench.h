@@ -27,5 +27,6 @@
   XX(bench_run_profile, bench_run_profile, 0, "auto", 90)                                          \
   XX(bench_bad_options, bench_bad_options, 0, "auto", 60)                                          \
   XX(bench_help_and_alone, bench_help_and_alone, 0, "auto", 30)                                    \
+  XX(bench_model, bench_model, 0, "auto", 30)                                                      \
   XX(bench_run_tcp_refused, bench_run_tcp_refused, 0, "auto", 60)                                  \
   XX(fit_bench_run, fit_bench_run, 0, "auto", 120)

@@ -239,6 +239,12 @@ int cb_tune_write(FILE *f, const char *comment, const struct cb_tune_consts *c,
  * 10 % slower than the best, or a result was wrong (that point is left out
  * of the fits); 2 when FILE cannot be written or read; 3 when collie failed
  * (messages on stderr). */
+/* collie-bench --model (cbench_model.c): the model's predictions for 8 to
+ * max_ranks ranks at per_host a host, under this machine's constants and a
+ * network of net_alpha_us and net_gbps between hosts; o's collectives,
+ * sizes and dtype. No communicator. Returns the exit status. */
+int cb_model_main(const struct cb_opts *o, int per_host, int max_ranks, double net_alpha_us,
+                  double net_gbps);
 int cb_fit_main(collie_comm_t *comm, const struct cb_opts *o, const char *tune_path,
                 int check_only);
 

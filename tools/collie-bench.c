@@ -93,6 +93,10 @@ static const char bench_help[] =
     "      --fit              fit alpha-beta per transport and per algorithm; print it\n"
     "      --tune FILE        as --fit, then write FILE for COLLIE_TUNING_FILE\n"
     "      --tune-check FILE  compare FILE's picks with measured best and default picks\n"
+    "      --model            no run: the cost model's time of every algorithm, and the\n"
+    "                         pick, at --per-host N ranks a host (8) for 8 to\n"
+    "                         --max-ranks ranks (4096), with this machine's constants\n"
+    "                         and a datacenter's between hosts (--net ALPHA_US,GBPS: 5,25)\n"
     "  -h, --help             print this help and exit\n"
     "\n"
     "Without -b, -e, -f and -o it runs the seed profile: 1M, 4M and 16M elements through\n"
@@ -117,6 +121,9 @@ struct bench_args {
   const char *transport, *csv, *plot, *profile_dir, *tune_path;
   int fit_mode; /* 0 none, 1 --fit, 2 --tune, 3 --tune-check */
   long root_arg;
+  int model;                     /* --model: predictions only, no communicator */
+  long per_host, max_ranks;      /* --per-host, --max-ranks */
+  double net_alpha_us, net_gbps; /* --net */
 };
 
 static int bench_rank0 = 1; /* only rank 0 speaks */
@@ -253,7 +260,11 @@ bench_parse_args(int argc, char **argv, struct bench_args *a)
     OPT_PROFILE_DIR,
     OPT_FIT,
     OPT_TUNE,
-    OPT_TUNE_CHECK
+    OPT_TUNE_CHECK,
+    OPT_MODEL,
+    OPT_PER_HOST,
+    OPT_MAX_RANKS,
+    OPT_NET
   };
   static const struct option longopts[] = {
       {"minbytes", required_argument, NULL, 'b'},
@@ -278,6 +289,10 @@ bench_parse_args(int argc, char **argv, struct bench_args *a)
       {"fit", no_argument, NULL, OPT_FIT},
       {"tune", required_argument, NULL, OPT_TUNE},
       {"tune-check", required_argument, NULL, OPT_TUNE_CHECK},
+      {"model", no_argument, NULL, OPT_MODEL},
+      {"per-host", required_argument, NULL, OPT_PER_HOST},
+      {"max-ranks", required_argument, NULL, OPT_MAX_RANKS},
+      {"net", required_argument, NULL, OPT_NET},
       {NULL, 0, NULL, 0}};
   struct cb_opts *o = &a->o;
   memset(a, 0, sizeof(*a));
@@ -291,6 +306,10 @@ bench_parse_args(int argc, char **argv, struct bench_args *a)
   o->target_s = 0.1;
   o->check = 1;
   o->algo = COLLIE_ALGO_AUTO;
+  a->per_host = 8;
+  a->max_ranks = 4096;
+  a->net_alpha_us = 5;
+  a->net_gbps = 25;
   int c, redop_given = 0;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":b:e:f:o:d:r:n:w:c:t:h", longopts, NULL)) != -1) {
@@ -401,6 +420,26 @@ bench_parse_args(int argc, char **argv, struct bench_args *a)
       a->fit_mode = c == OPT_FIT ? 1 : c == OPT_TUNE ? 2 : 3;
       a->tune_path = c == OPT_FIT ? NULL : optarg;
       break;
+    case OPT_MODEL:
+      a->model = 1;
+      break;
+    case OPT_PER_HOST:
+      if (bench_parse_long("--per-host", optarg, 1, 1 << 16, &a->per_host)) return -1;
+      break;
+    case OPT_MAX_RANKS:
+      if (bench_parse_long("--max-ranks", optarg, 1, 1 << 20, &a->max_ranks)) return -1;
+      break;
+    case OPT_NET: {
+      char *end = NULL;
+      a->net_alpha_us = strtod(optarg, &end);
+      if (end == optarg || *end != ',' || !(a->net_alpha_us >= 0))
+        return bench_usage("--net %s: expected ALPHA_US,GBPS (e.g. 5,25)", optarg);
+      const char *g = end + 1;
+      a->net_gbps = strtod(g, &end);
+      if (end == g || *end || !(a->net_gbps > 0))
+        return bench_usage("--net %s: expected ALPHA_US,GBPS (e.g. 5,25)", optarg);
+      break;
+    }
     case ':':
       return bench_usage("option '%s' needs a value", argv[optind - 1]);
     default:
@@ -409,6 +448,18 @@ bench_parse_args(int argc, char **argv, struct bench_args *a)
     }
   }
   if (optind < argc) return bench_usage("unexpected argument '%s'", argv[optind]);
+  if (a->model && a->fit_mode) return bench_usage("--model and --fit/--tune exclude each other");
+  if (!a->model &&
+      (a->per_host != 8 || a->max_ranks != 4096 || a->net_alpha_us != 5 || a->net_gbps != 25))
+    return bench_usage("--per-host, --max-ranks and --net go with --model");
+  if (a->model && a->per_host > a->max_ranks)
+    return bench_usage("--per-host %ld is more than --max-ranks %ld", a->per_host, a->max_ranks);
+  if (a->model && !a->ops_given) { /* the collectives that have hierarchical forms */
+    memset(o->ops, 0, sizeof(o->ops));
+    o->ops[CB_ALLREDUCE] = o->ops[CB_ALLGATHER] = o->ops[CB_REDUCE_SCATTER] = 1;
+    o->ops[CB_BROADCAST] = o->ops[CB_ALLTOALL] = 1;
+  }
+  if (a->model && !a->sizes_given) o->stepfactor = 8;
   if (o->minbytes > o->maxbytes)
     return bench_usage("-b %zu is larger than -e %zu", o->minbytes, o->maxbytes);
   if (collie_dtype_size(o->dtype) > o->maxbytes && a->sizes_given)
@@ -616,6 +667,10 @@ main(int argc, char **argv)
     return bench_usage_status();
   }
   struct cb_opts *o = &a.o;
+  if (a.model) {
+    free(argv0);
+    return cb_model_main(o, (int)a.per_host, (int)a.max_ranks, a.net_alpha_us, a.net_gbps);
+  }
   if (a.transport) setenv("COLLIE_TRANSPORT", a.transport, 1);
   /* The benchmark marks no training steps, so comms.csv would only be an
    * empty file left in the working directory: off unless asked for. */

@@ -93,5 +93,5 @@ chain_broadcast_cost(const struct collie__call *c, const struct collie__model *m
 }
 
 const struct collie__algo collie__algo_broadcast_chain = {
-    "chain", COLLIE_ALGO_CHAIN,    COLLIE_KIND_BROADCAST,
-    0,       chain_broadcast_cost, chain_broadcast_run};
+    "chain",         COLLIE_ALGO_CHAIN,    COLLIE_KIND_BROADCAST,
+    COLLIE_ONE_LINK, chain_broadcast_cost, chain_broadcast_run};

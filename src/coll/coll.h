@@ -223,6 +223,10 @@ size_t collie__call_bytes(const struct collie__call *c);
 /* needs bits: conditions every rank can evaluate the same way. */
 #define COLLIE_NEEDS_ALL_SHM 0x1u /* every rank on one host (reads peers' memory) */
 #define COLLIE_NEEDS_REDUCE 0x2u  /* the call reduces (has a valid kernel) */
+/* A trait in the same bits, for the model: the algorithm crosses each
+ * boundary between hosts with one rank at a time (a ring, a chain), so the
+ * ranks of a host do not share its link (select.c). */
+#define COLLIE_ONE_LINK 0x4u
 
 struct collie__algo {
   const char *name; /* COLLIE_ALGO_MAP's name: COLLIE_ALGO and logs */
@@ -324,6 +328,18 @@ collie_result_t collie__algo_select(const struct collie__call *call, int opts_al
  * (may be NULL) tells whether the bytes lay outside every range. */
 double collie__fit_cost(const struct collie__models *models, const struct collie__call *call,
                         int algo, int *extrapolated);
+
+/* What selection would pick, with no communicator (collie-bench --model):
+ * every algorithm of kind costed for a communicator on topo's hosts (one
+ * host: the shm class, but shm_flat is not costed; several: tcp between
+ * them), count elements of dtype, SUM where it reduces, under models'
+ * class constants (fit lines are not used). cost[id] gets each algorithm's
+ * estimate in us, < 0 where it cannot run or the kind lacks it; returns the
+ * cheapest, or NULL when none can run. */
+const struct collie__algo *collie__algo_predict(int kind, const struct collie__topo *topo,
+                                                size_t count, collie_dtype_t dtype,
+                                                const struct collie__models *models,
+                                                double cost[COLLIE_ALGO_COUNT_]);
 
 /* ---- Helpers shared by the families ---- */
 

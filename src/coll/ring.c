@@ -191,7 +191,7 @@ ring_allreduce_cost(const struct collie__call *c, const struct collie__model *m)
 const struct collie__algo collie__algo_allreduce_ring = {"ring",
                                                          COLLIE_ALGO_RING,
                                                          COLLIE_KIND_ALLREDUCE,
-                                                         COLLIE_NEEDS_REDUCE,
+                                                         COLLIE_NEEDS_REDUCE | COLLIE_ONE_LINK,
                                                          ring_allreduce_cost,
                                                          ring_allreduce_run};
 
@@ -232,7 +232,7 @@ ring_reduce_scatter_cost(const struct collie__call *c, const struct collie__mode
 const struct collie__algo collie__algo_reduce_scatter_ring = {"ring",
                                                               COLLIE_ALGO_RING,
                                                               COLLIE_KIND_REDUCE_SCATTER,
-                                                              COLLIE_NEEDS_REDUCE,
+                                                              COLLIE_NEEDS_REDUCE | COLLIE_ONE_LINK,
                                                               ring_reduce_scatter_cost,
                                                               ring_reduce_scatter_run};
 
@@ -255,10 +255,12 @@ ring_allgather_cost(const struct collie__call *c, const struct collie__model *m)
 }
 
 const struct collie__algo collie__algo_allgather_ring = {
-    "ring", COLLIE_ALGO_RING, COLLIE_KIND_ALLGATHER, 0, ring_allgather_cost, ring_allgather_run};
+    "ring",          COLLIE_ALGO_RING,    COLLIE_KIND_ALLGATHER,
+    COLLIE_ONE_LINK, ring_allgather_cost, ring_allgather_run};
 
 const struct collie__algo collie__algo_allgatherv_ring = {
-    "ring", COLLIE_ALGO_RING, COLLIE_KIND_ALLGATHERV, 0, ring_allgather_cost, ring_allgather_run};
+    "ring",          COLLIE_ALGO_RING,    COLLIE_KIND_ALLGATHERV,
+    COLLIE_ONE_LINK, ring_allgather_cost, ring_allgather_run};
 
 /* ---- Phases lent to the composites (coll_int.h) ---- */
 

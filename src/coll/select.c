@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "coll/coll.h"
+#include "coll/topo.h"
 #include "util/error.h"
 
 static const struct collie__algo *const select_table[] = {
@@ -465,6 +466,19 @@ select_cost(const struct collie__algo *a, const struct collie__call *c,
 {
   if ((a->needs & COLLIE_NEEDS_ALL_SHM) && !c->all_shm) return -1;
   if ((a->needs & COLLIE_NEEDS_REDUCE) && !c->reduce) return -1;
+  /* A flat algorithm on several hosts: in most of its steps every rank of
+   * a host talks to another host at once, and they share its link, so the
+   * network's beta counts once per rank of the largest host. A ring or a
+   * chain crosses each boundary between hosts with one rank at a time (ranks
+   * placed host by host, as launchers do). The hierarchical algorithms cost
+   * their levels themselves. */
+  const struct collie__topo *t = c->topo;
+  if (t && !c->group && t->nhosts > 1 && t->max_local > 1 && a->id != COLLIE_ALGO_HIERARCHICAL &&
+      !(a->needs & COLLIE_ONE_LINK)) {
+    struct collie__model shared = *m;
+    shared.beta_us *= t->max_local;
+    return a->cost_us(c, &shared);
+  }
   return a->cost_us(c, m);
 }
 
@@ -553,4 +567,41 @@ collie__algo_select(const struct collie__call *call, int opts_algo,
   if (collie__log_level >= COLLIE_LOG_INFO) select_log_table(call, m, cls, g, ng, best, log);
   *out = best;
   return COLLIE_SUCCESS;
+}
+
+/* ---- Predictions (collie-bench --model) ---- */
+
+const struct collie__algo *
+collie__algo_predict(int kind, const struct collie__topo *topo, size_t count, collie_dtype_t dtype,
+                     const struct collie__models *models, double cost[COLLIE_ALGO_COUNT_])
+{
+  int one_host = topo->nhosts == 1;
+  int cls = one_host ? COLLIE_NET_CLASS_LOCAL : collie__net_class_index("tcp");
+  if (cls < 0) cls = collie__net_class_count() - 1;
+  struct collie__call call = {.kind = kind,
+                              .count = count,
+                              .dtype = dtype,
+                              .op = COLLIE_SUM,
+                              .esize = collie_dtype_size(dtype),
+                              .size = topo->size,
+                              .cls = cls,
+                              .all_shm = 0, /* shm_flat needs a real segment to be costed */
+                              .topo = topo,
+                              .models = models,
+                              .reduce = collie__reduce_kernel(dtype, COLLIE_SUM)};
+  const struct collie__model *m = &models->cls[cls];
+  const struct collie__algo *best = NULL;
+  double best_t = 0;
+  for (int a = 0; a < COLLIE_ALGO_COUNT_; a++) cost[a] = -1;
+  for (int i = 0; i < SELECT_N; i++) {
+    const struct collie__algo *a = select_table[i];
+    if (a->kind != kind) continue;
+    double t = select_cost(a, &call, m);
+    cost[a->id] = t;
+    if (t >= 0 && (!best || t < best_t)) {
+      best = a;
+      best_t = t;
+    }
+  }
+  return best;
 }

@@ -10,8 +10,8 @@
 
 #include "util/error.h"
 
-collie_result_t
-collie__topo_build(const struct collie__peer *peers, int size, struct collie__topo *t)
+static collie_result_t
+topo_alloc(int size, struct collie__topo *t)
 {
   memset(t, 0, sizeof(*t));
   t->size = size;
@@ -20,19 +20,22 @@ collie__topo_build(const struct collie__peer *peers, int size, struct collie__to
   t->host_size = calloc((size_t)size, sizeof(int));
   t->first = calloc((size_t)size, sizeof(int));
   t->by_host = calloc((size_t)size, sizeof(int));
-  if (!t->host || !t->local || !t->host_size || !t->first || !t->by_host) {
+  t->by_rail = calloc((size_t)size, sizeof(int));
+  if (!t->host || !t->local || !t->host_size || !t->first || !t->by_host || !t->by_rail) {
     collie__topo_free(t);
     return collie__err(COLLIE_SYSTEM_ERROR, "out of memory describing the hosts of %d ranks", size);
   }
-  /* A rank's host is the host of the lowest rank with its identity: hosts
-   * come numbered in the order of their lowest ranks. Quadratic, once per
-   * communicator, in identities that are short strings. */
+  return COLLIE_SUCCESS;
+}
+
+/* Everything else from t->host (hosts numbered by their lowest rank). */
+static collie_result_t
+topo_finish(struct collie__topo *t)
+{
+  int size = t->size;
   for (int r = 0; r < size; r++) {
-    int h = -1;
-    for (int q = 0; q < r && h < 0; q++)
-      if (!strcmp(peers[q].host, peers[r].host)) h = t->host[q];
-    if (h < 0) h = t->nhosts++;
-    t->host[r] = h;
+    int h = t->host[r];
+    if (h >= t->nhosts) t->nhosts = h + 1;
     t->local[r] = t->host_size[h]++;
   }
   for (int h = 1; h < t->nhosts; h++) t->first[h] = t->first[h - 1] + t->host_size[h - 1];
@@ -44,9 +47,8 @@ collie__topo_build(const struct collie__peer *peers, int size, struct collie__to
     if (t->host_size[h] < t->min_local) t->min_local = t->host_size[h];
     if (t->host_size[h] != t->host_size[0]) t->uniform = 0;
   }
-  t->by_rail = calloc((size_t)size, sizeof(int));
   t->rail_first = calloc((size_t)t->max_local + 1, sizeof(int));
-  if (!t->by_rail || !t->rail_first) {
+  if (!t->rail_first) {
     collie__topo_free(t);
     return collie__err(COLLIE_SYSTEM_ERROR, "out of memory describing the hosts of %d ranks", size);
   }
@@ -56,6 +58,35 @@ collie__topo_build(const struct collie__peer *peers, int size, struct collie__to
     t->rail_first[i + 1] = n;
   }
   return COLLIE_SUCCESS;
+}
+
+collie_result_t
+collie__topo_build(const struct collie__peer *peers, int size, struct collie__topo *t)
+{
+  collie_result_t rc = topo_alloc(size, t);
+  if (rc != COLLIE_SUCCESS) return rc;
+  /* A rank's host is the host of the lowest rank with its identity: hosts
+   * come numbered in the order of their lowest ranks. Quadratic, once per
+   * communicator, in identities that are short strings. */
+  int nh = 0;
+  for (int r = 0; r < size; r++) {
+    int h = -1;
+    for (int q = 0; q < r && h < 0; q++)
+      if (!strcmp(peers[q].host, peers[r].host)) h = t->host[q];
+    t->host[r] = h < 0 ? nh++ : h;
+  }
+  return topo_finish(t);
+}
+
+collie_result_t
+collie__topo_uniform(int size, int per_host, struct collie__topo *t)
+{
+  if (size < 1 || per_host < 1)
+    return collie__err(COLLIE_INVALID_ARGUMENT, "%d ranks at %d per host", size, per_host);
+  collie_result_t rc = topo_alloc(size, t);
+  if (rc != COLLIE_SUCCESS) return rc;
+  for (int r = 0; r < size; r++) t->host[r] = r / per_host;
+  return topo_finish(t);
 }
 
 void

@@ -34,6 +34,10 @@ struct collie__topo {
 collie_result_t collie__topo_build(const struct collie__peer *peers, int size,
                                    struct collie__topo *t);
 void collie__topo_free(struct collie__topo *t);
+/* The hosts of a communicator that has not been made (the model's
+ * predictions): size ranks, per_host to a host in rank order, the last host
+ * smaller when they do not divide. INVALID_ARGUMENT below 1; SYSTEM_ERROR. */
+collie_result_t collie__topo_uniform(int size, int per_host, struct collie__topo *t);
 
 /* The rank with local index i on host h, or -1 when the host is smaller. */
 static inline int

@@ -3,7 +3,8 @@
  * the library beyond include/collie.h, and all they may include of it: a
  * communicator's facts through functions (its struct stays private to
  * src/core), what it would select, and the contracts they measure (the
- * algorithm table, the kinds and the cost model of coll/coll.h; the
+ * algorithm table, the kinds and the cost model of coll/coll.h, with
+ * coll/topo.h's hosts for the model's predictions; the
  * kernels of reduce/reduce.h; the COLLIE_* variables of core/params.h).
  * scripts/check_layers.sh refuses any other private header in tools/.
  * introspect.c implements the communicator's part; nothing here
@@ -13,6 +14,7 @@
 #define COLLIE_CORE_INTROSPECT_H
 
 #include "coll/coll.h"
+#include "coll/topo.h"
 #include "collie.h"
 #include "core/params.h"
 #include "reduce/reduce.h"

@@ -935,3 +935,87 @@ TEST_IMPL(bench_run_tcp_refused)
   free(out);
   free(err);
 }
+
+/* One line of --model's table: collective, ranks, hosts, bytes, pick, its
+ * time, then name=time for every algorithm that can run it. */
+static int
+bt_model_line(const char *line, char *coll, int *ranks, int *hosts, char *pick, double *t,
+              double *min_t, int *has_hier)
+{
+  size_t bytes;
+  int n = 0;
+  if (sscanf(line, "%31s %d %d %zu %31s %lf %n", coll, ranks, hosts, &bytes, pick, t, &n) != 6)
+    return 0;
+  *min_t = -1;
+  *has_hier = 0;
+  for (const char *p = line + n; *p;) {
+    const char *eq = strchr(p, '=');
+    if (!eq) break;
+    double v = strtod(eq + 1, NULL);
+    if (*min_t < 0 || v < *min_t) *min_t = v;
+    if (!strncmp(p, "hierarchical=", 13)) *has_hier = 1;
+    p = strchr(eq, ' ');
+    if (!p) break;
+    p++;
+  }
+  return 1;
+}
+
+/* --model: no communicator, one line per (model, collective, ranks, size);
+ * the pick is the cheapest line item; one host never lists hierarchical,
+ * several hosts do; --net moves only the rows of several hosts. */
+TEST_IMPL(bench_model)
+{
+  char *out, *err, *out2, *err2;
+  int rc = bt_sh("'" BT_BENCH "' --model --max-ranks 64 -b 4K -e 1M -f 16", &out, &err);
+  ASSERTF(rc == 0, "%d\n%s\n%s", rc, out, err);
+  ASSERT(bt_count(out, "# model \"") == 2 && strstr(out, "datacenter: 5 us, 25 GB/s"));
+  rc = bt_sh("'" BT_BENCH "' --model --max-ranks 64 -b 4K -e 1M -f 16 --net 50,1", &out2, &err2);
+  ASSERTF(rc == 0, "%d\n%s", rc, err2);
+  int rows = 0, hier_rows = 0, half = 0;
+  char *save = NULL, *save2 = NULL;
+  char *l2 = strtok_r(out2, "\n", &save2);
+  for (char *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    while (l2 && l2[0] == '#') l2 = strtok_r(NULL, "\n", &save2);
+    if (line[0] == '#') {
+      if (strstr(line, "datacenter")) half = 1;
+      continue;
+    }
+    char coll[32], pick[32], coll2[32], pick2[32];
+    int ranks, hosts, hh, ranks2, hosts2, hh2;
+    double t, tmin, t2, tmin2;
+    ASSERTF(bt_model_line(line, coll, &ranks, &hosts, pick, &t, &tmin, &hh), "line: %s", line);
+    ASSERTF(l2 && bt_model_line(l2, coll2, &ranks2, &hosts2, pick2, &t2, &tmin2, &hh2), "%s", line);
+    ASSERT(!strcmp(coll, coll2) && ranks == ranks2 && hosts == hosts2);
+    ASSERTF(t == tmin, "%s: pick %s %.1f, cheapest %.1f", line, pick, t, tmin);
+    ASSERTF(hosts == (ranks + 7) / 8, "%s", line);
+    ASSERTF(hosts == 1 ? !hh : hh, "%s: hierarchical %s", line, hh ? "listed" : "missing");
+    if (half) /* the datacenter half: another network changes the rows of several hosts only */
+      ASSERTF(hosts == 1 ? t == t2 : t != t2, "%s vs %s", line, l2);
+    hier_rows += hh;
+    rows++;
+    l2 = strtok_r(NULL, "\n", &save2);
+  }
+  /* 5 collectives x 3 sizes (4K, 64K, 1M) x 4 rank counts (8..64, one
+   * of them one host) x 2 models. */
+  ASSERTF(rows == 5 * 3 * 4 * 2 && hier_rows == 5 * 3 * 3 * 2, "%d rows, %d hierarchical", rows,
+          hier_rows);
+  free(out);
+  free(err);
+  free(out2);
+  free(err2);
+  /* Bad values name the option. */
+  ASSERT(bt_sh("'" BT_BENCH "' --model --net 5", &out, &err) == 2 && strstr(err, "--net 5"));
+  free(out);
+  free(err);
+  ASSERT(bt_sh("'" BT_BENCH "' --per-host 4", &out, &err) == 2 && strstr(err, "go with --model"));
+  free(out);
+  free(err);
+  ASSERT(bt_sh("'" BT_BENCH "' --model --per-host 0", &out, &err) == 2 &&
+         strstr(err, "--per-host"));
+  free(out);
+  free(err);
+  ASSERT(bt_sh("'" BT_BENCH "' --model --fit", &out, &err) == 2 && strstr(err, "exclude"));
+  free(out);
+  free(err);
+}
