@@ -296,4 +296,5 @@
   XX(hier_allreduce_same_bits_mixed_3, hier_allreduce_same_bits, 3, "mixed", 90)                   \
   XX(hier_allreduce_same_bits_mixed_4, hier_allreduce_same_bits, 4, "mixed", 90)                   \
   XX(hier_allreduce_same_bits_mixed_5, hier_allreduce_same_bits, 5, "mixed", 90)                   \
-  XX(hier_allreduce_same_bits_mixed_6, hier_allreduce_same_bits, 6, "mixed", 90)
+  XX(hier_allreduce_same_bits_mixed_6, hier_allreduce_same_bits, 6, "mixed", 90)                   \
+  XX(wait_across_transports_mixed_3, wait_across_transports, 3, "mixed", 60)

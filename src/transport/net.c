@@ -4,8 +4,11 @@
  * accepts the peer), opens each transport for its peers, loops messages to
  * self through memory, and waits for requests: a brief spin of progress
  * calls, then sleeping in the transport's wait() so that eight ranks on two
- * cores do not grind. Every wait ends by its deadline.
+ * cores do not grind. A wait on requests of two transports sleeps once, in
+ * poll() on what each of them arms (poll_arm), and wakes on whichever moves
+ * first. Every wait ends by its deadline.
  */
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +34,8 @@ struct collie__net {
   struct collie__req *self_send, *self_recv;
   collie_result_t failed; /* first transport failure; the net is unusable after it */
   char fail_msg[COLLIE_ERRMSG_LEN];
+  struct pollfd *pfds; /* one sleep across transports: npfds entries */
+  int npfds;
 };
 
 collie_result_t
@@ -47,6 +52,14 @@ collie__net_open(const struct collie__net_cfg *cfg, struct collie__net **out)
   }
   n->rank = cfg->rank;
   n->size = cfg->size;
+  /* Room for every peer's socket and a few wake-up descriptors. */
+  n->npfds = cfg->size + 2 * NET_NX;
+  if (!(n->pfds = calloc((size_t)n->npfds, sizeof(*n->pfds)))) {
+    free(peers);
+    free(n->peer_xp);
+    free(n);
+    return collie__err(COLLIE_SYSTEM_ERROR, "out of memory opening channels");
+  }
   if (!(n->world = calloc((size_t)cfg->size, sizeof(*n->world)))) {
     free(peers);
     free(n->peer_xp);
@@ -362,6 +375,39 @@ net_crowded(void *arg)
   return 0;
 }
 
+/* One sleep on every active transport at once, until something moves on
+ * any of them, deadline_ns, or a transport's own limit. Returns 0 when some
+ * transport cannot share a sleep (nothing slept), else 1. */
+static int
+net_sleep_across(struct collie__net *n, const int *active, int64_t deadline_ns)
+{
+  int start[NET_NX], count[NET_NX], nf = 0, armed = 0, shared = 1, ready = 0;
+  int64_t until = deadline_ns;
+  for (int i = 0; i < NET_NX; i++) {
+    count[i] = -1;
+    if (!active[i] || ready || !shared) continue;
+    const struct collie__xport_ops *ops = net_table[i];
+    int k = ops->poll_arm ? ops->poll_arm(n->xp[i], n->pfds + nf, n->npfds - nf, &until) : -2;
+    if (k == -2) shared = 0;
+    if (k == -1) ready = 1;
+    if (k < 0) continue;
+    start[i] = nf;
+    count[i] = k;
+    nf += k;
+    armed++;
+  }
+  if (shared && !ready) {
+    int64_t left = until - collie__now_ns();
+    if (left > 0) {
+      struct timespec ts = {(time_t)(left / 1000000000), (long)(left % 1000000000)};
+      (void)ppoll(n->pfds, (nfds_t)nf, &ts, NULL);
+    }
+  }
+  for (int i = 0; i < NET_NX && armed; i++)
+    if (count[i] >= 0) net_table[i]->poll_done(n->xp[i], n->pfds + start[i], count[i]);
+  return shared;
+}
+
 collie_result_t
 collie__net_wait(struct collie__net *n, struct collie__req *const *reqs, int nreq,
                  int64_t deadline_ns)
@@ -412,9 +458,10 @@ collie__net_wait(struct collie__net *n, struct collie__req *const *reqs, int nre
       for (int i = 0; i < NET_NX; i++)
         if (active[i]) net_table[i]->wait(n->xp[i], deadline_ns);
     } else if (nactive > 1) {
-      /* Two transports cannot share one sleep: take short turns. */
-      for (int i = 0; i < NET_NX; i++)
-        if (active[i]) net_table[i]->wait(n->xp[i], now + 50000);
+      if (!net_sleep_across(n, active, deadline_ns))
+        /* A transport that cannot share a sleep: take short turns. */
+        for (int i = 0; i < NET_NX; i++)
+          if (active[i]) net_table[i]->wait(n->xp[i], now + 50000);
     } else {
       /* Only messages to self remain, and their other half was never posted. */
       return net_fail(n, collie__err(COLLIE_INVALID_USAGE,
@@ -479,5 +526,6 @@ collie__net_close(struct collie__net *n)
     if (n->xp[i]) net_table[i]->close(n->xp[i]);
   free(n->peer_xp);
   free(n->world);
+  free(n->pfds);
   free(n);
 }

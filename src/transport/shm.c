@@ -43,7 +43,6 @@
 #include "util/util.h"
 
 /* The longest sleep when the membarrier that makes it safe failed. */
-#define SHM_UNFENCED_SLEEP_NS (1000000LL)
 /* A one-way single copy starts here even when the algorithm asks for it:
  * below, the slots' pipeline is faster (a 16-32 KiB broadcast or gather
  * root: 5-25 % slower as one copy), while an exchange gains from 16 KiB
@@ -138,7 +137,10 @@ collie__shm_notify(struct collie__shm_xport *x, int local)
 {
   struct collie__shm_ctrl *c = &x->ctrl[local];
   atomic_fetch_add_explicit(&c->doorbell, 1, memory_order_seq_cst);
-  if (atomic_load_explicit(&c->sleeping, memory_order_seq_cst))
+  uint32_t how = atomic_load_explicit(&c->sleeping, memory_order_seq_cst);
+  if (how == COLLIE_SHM_SLEEP_POLL)
+    collie__shm_wake_ring(x, local);
+  else if (how)
     collie__futex_wake_all(collie__shm_futex_word(&c->doorbell));
 }
 
@@ -743,6 +745,15 @@ shm_look(struct collie__shm_xport *x)
   return 0;
 }
 
+int
+collie__shm_look_locked(struct collie__shm_xport *x)
+{
+  shm_lock(x);
+  int moved = shm_look(x);
+  shm_unlock(x);
+  return moved;
+}
+
 static void
 shm_wait(struct collie__xport *xp, int64_t until_ns)
 {
@@ -753,7 +764,7 @@ shm_wait(struct collie__xport *xp, int64_t until_ns)
   if (until_ns < limit) limit = until_ns;
   if (limit <= now) return;
   struct collie__shm_ctrl *c = &x->ctrl[x->me];
-  atomic_store_explicit(&c->sleeping, 1, memory_order_seq_cst);
+  atomic_store_explicit(&c->sleeping, COLLIE_SHM_SLEEP_FUTEX, memory_order_seq_cst);
   uint32_t s = atomic_load_explicit(&c->doorbell, memory_order_seq_cst);
   /* Fence-free producers did not fence between their publish and their look
    * at `sleeping`: this fences them. Should it fail, sleep in short turns. */
@@ -834,6 +845,7 @@ collie__shm_free(struct collie__shm_xport *x)
     collie__shm_mem_unmap_all(&x->chans[i]);
     if (x->chans[i].pidfd >= 0) close(x->chans[i].pidfd);
   }
+  collie__shm_wake_close(x);
   free(x->chans);
   free(x->chan_of_rank);
   free(x);
@@ -904,4 +916,6 @@ const struct collie__xport_ops collie__shm_ops = {
     .write_peer = shm_write_peer,
     .peek = shm_peek,
     .crowded = collie__shm_crowded,
+    .poll_arm = collie__shm_poll_arm,
+    .poll_done = collie__shm_poll_done,
 };

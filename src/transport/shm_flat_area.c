@@ -274,7 +274,7 @@ shm_flat_wait(struct collie__shm_flat *f, uint64_t target, int64_t deadline_ns)
   struct collie__shm_ctrl *me = &x->ctrl[x->me];
   collie_result_t rc = COLLIE_SUCCESS;
   for (;;) {
-    atomic_store_explicit(&me->sleeping, 1, memory_order_seq_cst);
+    atomic_store_explicit(&me->sleeping, COLLIE_SHM_SLEEP_FUTEX, memory_order_seq_cst);
     uint32_t snap = atomic_load_explicit(&me->doorbell, memory_order_seq_cst);
     /* Strays first: one sent after the words were complete proves nothing,
      * and the sender's own sync reads precede its send. */

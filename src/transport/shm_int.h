@@ -146,8 +146,10 @@ struct collie__shm_ctrl {
   /* Futex word of the owner: bumped by any rank that changed something the
    * owner may be waiting on (data in, space freed, a departure). */
   _Atomic uint32_t doorbell;
-  /* Non-zero while the owner is inside wait(): producers only pay for
-   * futex_wake when it is set. */
+  /* Non-zero while the owner is inside wait(): producers only pay for a
+   * wake-up when it is set. COLLIE_SHM_SLEEP_FUTEX: futex_wake the doorbell;
+   * COLLIE_SHM_SLEEP_POLL: the owner sleeps in poll() with sockets of other
+   * transports too, and a byte to its wake-up socket wakes it (shm_wake.c). */
   _Atomic uint32_t sleeping;
   _Atomic uint32_t state; /* COLLIE_SHM_UNATTACHED, _ALIVE, _CLOSED, _ABORTED */
   int32_t pid;            /* owner's pid, written before state becomes ALIVE */
@@ -379,7 +381,13 @@ struct collie__shm_xport {
   _Atomic int busy;
   _Atomic int stopped;
   _Atomic int left; /* our state is CLOSED or ABORTED already */
+  int wake_fd;      /* the wake-up socket (shm_wake.c), or -1 */
 };
+
+#define COLLIE_SHM_SLEEP_FUTEX 1u
+#define COLLIE_SHM_SLEEP_POLL 2u
+/* The longest sleep of a fenced wait when membarrier fails (shm.c). */
+#define SHM_UNFENCED_SLEEP_NS (1000000LL)
 
 /* A futex word of the segment, as the kernel sees it: same size and
  * representation (asserted above); the kernel only compares and sleeps. */
@@ -388,6 +396,21 @@ collie__shm_futex_word(_Atomic uint32_t *w)
 {
   return (uint32_t *)(void *)w;
 }
+
+/* ---- shm_wake.c: one sleep with other transports ---- */
+
+/* Binds this rank's wake-up socket (x->wake_fd, -1 when it cannot). */
+void collie__shm_wake_open(struct collie__shm_xport *x);
+void collie__shm_wake_close(struct collie__shm_xport *x);
+/* Sends local index `local`'s wake-up socket a byte (never blocks). */
+void collie__shm_wake_ring(struct collie__shm_xport *x, int local);
+/* The transport ops poll_arm and poll_done (transport.h). */
+struct pollfd;
+int collie__shm_poll_arm(struct collie__xport *xp, struct pollfd *fds, int max, int64_t *until_ns);
+void collie__shm_poll_done(struct collie__xport *xp, const struct pollfd *fds, int n);
+/* Whether anything a waiter could act on moved (shm.c's shm_look, under
+ * the transport's lock). */
+int collie__shm_look_locked(struct collie__shm_xport *x);
 
 /* ---- shm_setup.c ---- */
 

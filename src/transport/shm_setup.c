@@ -596,6 +596,7 @@ collie__shm_open(const struct collie__net_cfg *cfg, const int *peers, int npeers
   struct collie__shm_xport *x = calloc(1, sizeof(*x));
   int *group = calloc((size_t)npeers + 1, sizeof(int));
   if (!x || !group) goto out_nomem;
+  x->wake_fd = -1;
   x->rank = cfg->rank;
   x->comm_size = cfg->size;
   x->spin = cfg->spin > 0 ? cfg->spin : 0;
@@ -680,6 +681,7 @@ collie__shm_open(const struct collie__net_cfg *cfg, const int *peers, int npeers
   for (int i = 0; i < x->nlocal; i++) x->fence_free &= x->ctrl[i].membarrier == 1;
   x->events_seen = atomic_load_explicit(&x->hdr->events, memory_order_acquire);
   shm_flat_init(x);
+  collie__shm_wake_open(x);
   COLLIE_INFO("SHM",
               "segment %s: %d local ranks (this is index %d), %zu bytes (COLLIE_SHM_BYTES=%zu per "
               "local rank), %u x %zu-byte slots per ring, flat area of 2 x %zu KiB per rank, "

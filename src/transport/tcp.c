@@ -547,21 +547,23 @@ tcp_progress(struct collie__xport *xp, int *pending)
   return COLLIE_SUCCESS;
 }
 
-static void
-tcp_wait(struct collie__xport *xp, int64_t until_ns)
+/* What a sleep of this rank waits for on each channel, into fds[0..nchan):
+ * nchan, or -1 when progress() has work that needs no I/O (do not sleep). */
+static int
+tcp_arm(struct collie__tcp_xport *t, struct pollfd *fds)
 {
-  struct collie__tcp_xport *t = tcp_x(xp);
   if (t->failed != COLLIE_SUCCESS || atomic_load_explicit(&t->aborted, memory_order_acquire))
-    return;
+    return -1;
   for (int i = 0; i < t->nchan; i++) {
     struct collie__tcp_chan *c = &t->chans[i];
-    struct pollfd *p = &t->pfds[i];
+    struct pollfd *p = &fds[i];
     int held = c->r_hdr_got == TCP_HDR;
     p->fd = c->fd;
     p->events = 0;
     p->revents = 0;
     /* Work that progress() can do without any I/O: do not sleep on it. */
-    if ((c->rq_head && (held || c->bye || c->gone)) || (c->sq_head && (c->bye || c->gone))) return;
+    if ((c->rq_head && (held || c->bye || c->gone)) || (c->sq_head && (c->bye || c->gone)))
+      return -1;
     if (c->gone) {
       p->fd = -1; /* nothing will ever come from it */
       continue;
@@ -575,20 +577,52 @@ tcp_wait(struct collie__xport *xp, int64_t until_ns)
       p->events |= POLLIN | POLLRDHUP;                   /* a header, a BYE or an end of stream */
     if (!p->events && (c->eof || c->parked)) p->fd = -1; /* nothing to learn from it now */
   }
-  int64_t now = collie__now_ns();
-  int64_t end = until_ns < now + COLLIE_TCP_WAIT_CAP_NS ? until_ns : now + COLLIE_TCP_WAIT_CAP_NS;
-  int64_t left = end > now ? end - now : 0;
-  struct timespec ts = {(time_t)(left / 1000000000), (long)(left % 1000000000)};
-  int n = ppoll(t->pfds, (nfds_t)t->nchan, &ts, NULL);
-  if (n <= 0) return;
+  return t->nchan;
+}
+
+/* Takes the events a sleep found on fds[0..nchan) for progress(). */
+static void
+tcp_take(struct collie__tcp_xport *t, const struct pollfd *fds)
+{
   for (int i = 0; i < t->nchan; i++) {
     struct collie__tcp_chan *c = &t->chans[i];
-    short ev = t->pfds[i].revents;
-    if (!ev || t->pfds[i].fd < 0) continue;
+    short ev = fds[i].revents;
+    if (!ev || fds[i].fd < 0) continue;
     c->revents |= ev;
     if (!c->rq_head && c->r_hdr_got == TCP_HDR && (ev & (POLLRDHUP | POLLERR | POLLHUP)))
       c->parked = 1;
   }
+}
+
+static void
+tcp_wait(struct collie__xport *xp, int64_t until_ns)
+{
+  struct collie__tcp_xport *t = tcp_x(xp);
+  if (tcp_arm(t, t->pfds) < 0) return;
+  int64_t now = collie__now_ns();
+  int64_t end = until_ns < now + COLLIE_TCP_WAIT_CAP_NS ? until_ns : now + COLLIE_TCP_WAIT_CAP_NS;
+  int64_t left = end > now ? end - now : 0;
+  struct timespec ts = {(time_t)(left / 1000000000), (long)(left % 1000000000)};
+  if (ppoll(t->pfds, (nfds_t)t->nchan, &ts, NULL) > 0) tcp_take(t, t->pfds);
+}
+
+static int
+tcp_poll_arm(struct collie__xport *xp, struct pollfd *fds, int max, int64_t *until_ns)
+{
+  struct collie__tcp_xport *t = tcp_x(xp);
+  if (max < t->nchan) return -2;
+  int n = tcp_arm(t, fds);
+  if (n < 0) return -1;
+  int64_t cap = collie__now_ns() + COLLIE_TCP_WAIT_CAP_NS;
+  if (*until_ns > cap) *until_ns = cap;
+  return n;
+}
+
+static void
+tcp_poll_done(struct collie__xport *xp, const struct pollfd *fds, int n)
+{
+  struct collie__tcp_xport *t = tcp_x(xp);
+  if (n == t->nchan) tcp_take(t, fds);
 }
 
 /* Only an atomic flag and shutdown(): safe while another thread is inside
@@ -724,6 +758,8 @@ const struct collie__xport_ops collie__tcp_ops = {
     .post = tcp_post,
     .progress = tcp_progress,
     .wait = tcp_wait,
+    .poll_arm = tcp_poll_arm,
+    .poll_done = tcp_poll_done,
     .abort = tcp_abort,
     .close = tcp_close,
     .tell = tcp_tell,

@@ -106,6 +106,7 @@ struct collie__net_cfg {
 };
 
 struct collie__xport; /* a transport's state for one communicator */
+struct pollfd;
 
 /* What the cost model (coll/select.c) assumes of a transport's channels until
  * a tuning file says otherwise: the latency of one message step, busy and
@@ -169,6 +170,17 @@ struct collie__xport_ops {
    * on the CPU this rank runs on: a waiter then yields at once instead of
    * spinning (util/backoff.c). Cheap (a few loads); called every 64 polls. */
   int (*crowded)(struct collie__xport *x);
+  /* Optional pair (NULL: this transport sleeps only in its own wait(), and
+   * a net waiting on it and another takes short turns between them). For
+   * one sleep across transports (net.c): poll_arm fills fds[0..max) with
+   * what would wake this transport, announces the sleep to its peers and
+   * may lower *until_ns to its own limit; it returns how many fds it used,
+   * -1 when something can be done without sleeping (do not sleep), or -2
+   * when it cannot share a sleep now. poll_done, after the sleep (or when
+   * another transport's arm said not to sleep), takes the events of its
+   * fds and withdraws the announcement. Called only by the driving thread. */
+  int (*poll_arm)(struct collie__xport *x, struct pollfd *fds, int max, int64_t *until_ns);
+  void (*poll_done)(struct collie__xport *x, const struct pollfd *fds, int n);
 };
 
 extern const struct collie__xport_ops collie__shm_ops;
