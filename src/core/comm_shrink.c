@@ -14,6 +14,8 @@
  *              it neither came nor was found dead before the timeout
  *   lock       ADD 1 by every rank that has resolved every p (alive or
  *              dead): the one that gets 1 writes the decision
+ *   holder     the rank that got 1 (int32), so that its host can vouch for
+ *              its death
  *   decision   the members, ascending old ranks (int32 each)
  *
  * A rank that finds the lock taken when it comes reads the decision at once.
@@ -25,8 +27,11 @@
  * rank that polls does not churn the store. Dead wins over alive: a rank
  * declared dead that comes later is left out and told so. A failure during
  * the agreement is a rank that is then found dead like the others; if the
- * writer itself dies between its lock and its decision, the others fail at
- * their deadline with an error that says so, and may shrink again. A member
+ * writer itself dies between its lock and its decision, a rank of its host
+ * sees its process gone, declares it dead and the next generation of the
+ * lock ("lock.1", with "holder.1" and "decision.1") picks another writer;
+ * on another host the others fail at their deadline with an error that says
+ * so, and may shrink again. A member
  * that dies after the decision makes the new communicator's setup fail, named;
  * shrinking again (k + 1) leaves it out.
  */
@@ -112,33 +117,26 @@ shrink_resolve(collie_comm_t *comm, uint32_t k, signed char *fate, int64_t until
 
 /* The decision: written by the lock's winner from the counters as they are
  * now (dead wins), read by everyone else. Fills members (n of them). */
-static collie_result_t
-shrink_decide(collie_comm_t *comm, uint32_t k, int32_t *members, int *n, int64_t deadline)
+/* The key of generation g of a per-shrink word ("lock", "holder",
+ * "decision"): generation 0 has the plain name. */
+static void
+shrink_gen_key(char *key, size_t len, uint32_t k, const char *what, int gen)
 {
-  char key[64];
-  snprintf(key, sizeof(key), "shrink/%" PRIu32 "/decision", k);
-  int64_t ticket = 0;
-  collie_result_t rc = shrink_add(comm, k, "lock", -1, 1, &ticket, deadline);
-  if (rc != COLLIE_SUCCESS) return rc;
-  if (ticket == 1) {
-    int m = 0;
-    for (int p = 0; p < comm->size; p++) {
-      int64_t alive = 0, dead = 0;
-      if ((rc = shrink_add(comm, k, "d", p, 0, &dead, deadline)) != COLLIE_SUCCESS ||
-          (rc = shrink_add(comm, k, "a", p, 0, &alive, deadline)) != COLLIE_SUCCESS)
-        return rc;
-      if (alive > 0 && dead == 0) members[m++] = p;
-    }
-    *n = m;
-    return collie__store_set(comm->store, key, members, (size_t)m * sizeof(*members), deadline);
-  }
+  if (gen == 0)
+    snprintf(key, len, "shrink/%" PRIu32 "/%s", k, what);
+  else
+    snprintf(key, len, "shrink/%" PRIu32 "/%s.%d", k, what, gen);
+}
+
+/* Reads a decision of members into members/n: SUCCESS, TIMEOUT (not
+ * written by wait_until), or an error. */
+static collie_result_t
+shrink_read_decision(collie_comm_t *comm, const char *key, int32_t *members, int *n,
+                     int64_t wait_until)
+{
   void *val = NULL;
   size_t len = 0;
-  rc = collie__store_get(comm->store, key, &val, &len, deadline);
-  if (rc == COLLIE_TIMEOUT)
-    return collie__err(COLLIE_TIMEOUT,
-                       "the rank that took the decision never wrote it (it died while deciding?); "
-                       "shrink again");
+  collie_result_t rc = collie__store_get(comm->store, key, &val, &len, wait_until);
   if (rc != COLLIE_SUCCESS) return rc;
   if (len % sizeof(*members) != 0 || len / sizeof(*members) > (size_t)comm->size) {
     free(val);
@@ -148,6 +146,89 @@ shrink_decide(collie_comm_t *comm, uint32_t k, int32_t *members, int *n, int64_t
   memcpy(members, val, len);
   free(val);
   return COLLIE_SUCCESS;
+}
+
+/* Whether the holder of generation gen's lock is known to be dead: it
+ * said who it is, shares this host, and its process is gone. */
+static int
+shrink_holder_dead(collie_comm_t *comm, uint32_t k, int gen)
+{
+  char key[96];
+  shrink_gen_key(key, sizeof(key), k, "holder", gen);
+  void *val = NULL;
+  size_t len = 0;
+  if (collie__store_get(comm->store, key, &val, &len, collie__now_ns()) != COLLIE_SUCCESS) return 0;
+  int32_t h = -1;
+  if (len == sizeof(h)) memcpy(&h, val, sizeof(h));
+  free(val);
+  if (h < 0 || h >= comm->size || h == comm->rank) return 0;
+  const struct collie__peer *me = &comm->peers[comm->rank], *hp = &comm->peers[h];
+  if (strcmp(hp->host, me->host) != 0 || !collie__proc_dead(hp->pid)) return 0;
+  COLLIE_INFO("INIT", "shrink: rank %d (world rank %d, pid %d) died while deciding; deciding again",
+              h, hp->world_rank, hp->pid);
+  return 1;
+}
+
+/* The decision: written by the lock's winner from the counters as they are
+ * now (dead wins), read by everyone else. A winner that dies before it
+ * writes (seen by a rank of its host) is declared dead, and the next
+ * generation's lock picks another; the dead winner's decision, had it been
+ * written, is taken first, so every rank ends with the same one. Fills
+ * members (n of them). */
+static collie_result_t
+shrink_decide(collie_comm_t *comm, uint32_t k, int32_t *members, int *n, int64_t deadline)
+{
+  for (int gen = 0;; gen++) {
+    char lock[96], key[96];
+    shrink_gen_key(lock, sizeof(lock), k, "lock", gen);
+    shrink_gen_key(key, sizeof(key), k, "decision", gen);
+    int64_t ticket = 0;
+    collie_result_t rc = collie__store_add(comm->store, lock, 1, &ticket, deadline);
+    if (rc != COLLIE_SUCCESS) return rc;
+    if (ticket == 1) {
+      char holder[96];
+      int32_t me = comm->rank;
+      shrink_gen_key(holder, sizeof(holder), k, "holder", gen);
+      if ((rc = collie__store_set(comm->store, holder, &me, sizeof(me), deadline)) !=
+          COLLIE_SUCCESS)
+        return rc;
+      int m = 0;
+      for (int p = 0; p < comm->size; p++) {
+        int64_t alive = 0, dead = 0;
+        if ((rc = shrink_add(comm, k, "d", p, 0, &dead, deadline)) != COLLIE_SUCCESS ||
+            (rc = shrink_add(comm, k, "a", p, 0, &alive, deadline)) != COLLIE_SUCCESS)
+          return rc;
+        if (alive > 0 && dead == 0) members[m++] = p;
+      }
+      *n = m;
+      return collie__store_set(comm->store, key, members, (size_t)m * sizeof(*members), deadline);
+    }
+    for (;;) {
+      int64_t slice = collie__now_ns() + 200 * 1000000LL;
+      rc = shrink_read_decision(comm, key, members, n, slice < deadline ? slice : deadline);
+      if (rc != COLLIE_TIMEOUT) return rc;
+      if (slice >= deadline)
+        return collie__err(COLLIE_TIMEOUT,
+                           "the rank that took the decision never wrote it (it died while "
+                           "deciding, on another host?); shrink again");
+      if (!shrink_holder_dead(comm, k, gen)) continue;
+      /* It wrote nothing more after it died: its decision stands if it exists. */
+      rc = shrink_read_decision(comm, key, members, n, collie__now_ns());
+      if (rc != COLLIE_TIMEOUT) return rc;
+      char holder[96];
+      int32_t h = -1;
+      void *val = NULL;
+      size_t len = 0;
+      shrink_gen_key(holder, sizeof(holder), k, "holder", gen);
+      if (collie__store_get(comm->store, holder, &val, &len, deadline) == COLLIE_SUCCESS &&
+          len == sizeof(h))
+        memcpy(&h, val, sizeof(h));
+      free(val);
+      if (h >= 0 && (rc = shrink_add(comm, k, "d", h, 1, NULL, deadline)) != COLLIE_SUCCESS)
+        return rc;
+      break; /* the next generation */
+    }
+  }
 }
 
 static collie_result_t
