@@ -99,6 +99,9 @@ case "$what" in
     # (scripts/testbed.sh; docs/hosts.md).
     sh scripts/testbed.sh --hosts 2,1,3 --tag -- build/collie-demo
     sh scripts/chaos.sh --build build --seeds "$(seq 1 8)" --testbed 2,1,3
+    # A host's link taken down mid-job: every rank fails within the deadline,
+    # naming a rank of another host by its host (scripts/linkcut.sh).
+    sh scripts/linkcut.sh --build build
     tests=$(./build/tests/collie_tests --list)
     for hosts in 1,1 2,2 1,2,1 3,3 2,1,3; do
       n=$(($(echo "$hosts" | tr ',' '+')))

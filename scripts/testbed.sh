@@ -22,6 +22,9 @@
 #                  on every host; the others are not stopped): jobs that go on
 #                  after a death, chaos trials
 #   --tag          prefix each output line with its host ("[h1] ...")
+#   --cut-link I@S take host I's link down S seconds after the start (its
+#                  veth end on the bridge: whatever it sends or is sent is
+#                  lost, as when a cable is pulled; scripts/linkcut.sh)
 #
 # Host i is 10.213.N.(i+1)/24 on its eth0 (N from the script's pid, so that
 # two test beds can run at once); rank 0 is on host 0, which serves the
@@ -29,8 +32,8 @@
 # collierun variables. Exit status: 0 when every host's collierun exited 0,
 # else the first failure's status; 2 for usage or a missing capability.
 set -u
-hosts=2,2 rate="" delay="" jitter="" loss="" timeout=300 build=build tag=0 keep=""
-usage() { echo "usage: sh scripts/testbed.sh [--hosts 2,1,3] [--rate R] [--delay D] [--jitter J] [--loss P] [--timeout S] [--build DIR] [--tag] [--keep-going] -- PROGRAM [ARGS...]" >&2; exit 2; }
+hosts=2,2 rate="" delay="" jitter="" loss="" timeout=300 build=build tag=0 keep="" cut=""
+usage() { echo "usage: sh scripts/testbed.sh [--hosts 2,1,3] [--rate R] [--delay D] [--jitter J] [--loss P] [--timeout S] [--build DIR] [--tag] [--keep-going] [--cut-link I@S] -- PROGRAM [ARGS...]" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
     --hosts) hosts=$2; shift 2 ;;
@@ -42,6 +45,7 @@ while [ $# -gt 0 ]; do
     --build) build=$2; shift 2 ;;
     --tag) tag=1; shift ;;
     --keep-going) keep=--keep-going; shift ;;
+    --cut-link) cut=$2; shift 2 ;;
     --) shift; break ;;
     *) echo "testbed.sh: unknown argument $1" >&2; usage ;;
   esac
@@ -51,6 +55,13 @@ case $hosts in
   *[!0-9,]* | ,* | *, | *,,* | "") echo "testbed.sh: --hosts '$hosts': expected counts like 2,1,3" >&2; exit 2 ;;
 esac
 nhosts=$(echo "$hosts" | tr ',' '\n' | grep -c .)
+cut_host="" cut_after=""
+if [ -n "$cut" ]; then
+  cut_host=${cut%@*} cut_after=${cut#*@}
+  case $cut_host in *[!0-9]* | "") echo "testbed.sh: --cut-link '$cut': expected HOST@SECONDS" >&2; exit 2 ;; esac
+  case $cut_after in *[!0-9.]* | "") echo "testbed.sh: --cut-link '$cut': expected HOST@SECONDS" >&2; exit 2 ;; esac
+  [ "$cut_host" -lt "$nhosts" ] || { echo "testbed.sh: --cut-link: there is no host $cut_host of $nhosts" >&2; exit 2; }
+fi
 [ "$(id -u)" = 0 ] || { echo "testbed.sh: needs root (network namespaces)" >&2; exit 2; }
 for tool in ip unshare tc; do
   command -v $tool >/dev/null 2>&1 || { echo "testbed.sh: needs $tool (iproute2, util-linux)" >&2; exit 2; }
@@ -133,6 +144,11 @@ for _ in $(echo "$hosts" | tr "," " "); do
   pids="$pids $!"
   i=$((i + 1))
 done
+if [ -n "$cut_host" ]; then
+  (sleep "$cut_after" && ip -n "$ns_br" link set "ctb${id}b$cut_host" down &&
+    echo "testbed.sh: host $cut_host's link is down" >&2) &
+  pids="$pids $!"
+fi
 # Wait for every host; when one fails, stop the others (all processes of
 # their namespaces), as collierun stops a node's ranks when one fails.
 rc=0 stopped=0

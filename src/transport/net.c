@@ -28,8 +28,9 @@ struct collie__net {
   int single_copy;        /* COLLIE_SHM_CMA_MIN > 0 */
   collie__mem_kind_t mem; /* of the buffers posted now (collie__net_set_mem) */
   struct collie__xport *xp[NET_NX];
-  signed char *peer_xp; /* index into net_table per peer; -1 for self */
-  int32_t *world;       /* each peer's world rank, for messages */
+  signed char *peer_xp;             /* index into net_table per peer; -1 for self */
+  int32_t *world;                   /* each peer's world rank, for messages */
+  const struct collie__peer *peers; /* cfg->peers (the communicator's, which outlives the net) */
   /* Messages to self: FIFOs of posted sends and receives, matched in order. */
   struct collie__req *self_send, *self_recv;
   collie_result_t failed; /* first transport failure; the net is unusable after it */
@@ -52,6 +53,7 @@ collie__net_open(const struct collie__net_cfg *cfg, struct collie__net **out)
   }
   n->rank = cfg->rank;
   n->size = cfg->size;
+  n->peers = cfg->peers;
   /* Room for every peer's socket and a few wake-up descriptors. */
   n->npfds = cfg->size + 2 * NET_NX;
   if (!(n->pfds = calloc((size_t)n->npfds, sizeof(*n->pfds)))) {
@@ -314,12 +316,19 @@ net_describe_pending(const struct collie__net *n, struct collie__req *const *req
   buf[0] = '\0';
   for (int i = 0; i < nreq && shown < 4; i++) {
     if (!reqs[i] || reqs[i]->done) continue;
-    char s[96];
+    char s[96], host[80] = "";
     collie__slot_describe(reqs[i]->slot, s, sizeof(s));
+    /* A peer on another host is named with its host: a lost link or host
+     * shows as every rank of it going silent at once. */
+    int p = reqs[i]->peer;
+    if (n->peers && p >= 0 && p < n->size && strcmp(n->peers[p].host, n->peers[n->rank].host)) {
+      size_t h = strcspn(n->peers[p].host, "/"); /* the hostname, not the boot id */
+      snprintf(host, sizeof(host), ", host %.*s", (int)(h < 60 ? h : 60), n->peers[p].host);
+    }
     o += (size_t)snprintf(buf + o, o < len ? len - o : 0,
-                          "%s%s rank %d (world rank %d) (%s, %zu of %zu bytes)", shown ? "; " : "",
-                          reqs[i]->is_send ? "send to" : "recv from", reqs[i]->peer,
-                          n->world[reqs[i]->peer], s, reqs[i]->off, reqs[i]->len);
+                          "%s%s rank %d (world rank %d%s) (%s, %zu of %zu bytes)",
+                          shown ? "; " : "", reqs[i]->is_send ? "send to" : "recv from", p,
+                          n->world[p], host, s, reqs[i]->off, reqs[i]->len);
     shown++;
     if (o >= len) break;
   }
@@ -345,21 +354,26 @@ net_timeout_grace(struct collie__net *n)
   for (int i = 0; i < NET_NX; i++)
     if (n->xp[i] && net_table[i]->tell) net_table[i]->tell(n->xp[i], own);
   int64_t until = collie__now_ns() + NET_TIMEOUT_GRACE_NS;
-  for (;;) {
+  /* A transport whose failure teaches nothing (a local peer that gave up on
+   * our own word) is done; another may still bring the cause from across
+   * the chain (a rank of another host that timed out on the lost one). */
+  int spent[NET_NX] = {0}, live = 0;
+  for (int i = 0; i < NET_NX; i++) live += n->xp[i] != NULL;
+  while (live > 0) {
     for (int i = 0; i < NET_NX; i++) {
-      if (!n->xp[i]) continue;
+      if (!n->xp[i] || spent[i]) continue;
       int pending = 0;
       collie_result_t rc = net_table[i]->progress(n->xp[i], &pending);
       if (rc == COLLIE_SUCCESS) continue;
       if (rc == COLLIE_REMOTE_ERROR && !strstr(collie__err_msg(), me)) return rc;
-      collie__err_set_text(own);
-      return COLLIE_TIMEOUT;
+      spent[i] = 1;
+      live--;
     }
     int64_t now = collie__now_ns();
-    if (now >= until) break;
+    if (now >= until || live == 0) break;
     int64_t nap = now + 10000000 < until ? now + 10000000 : until;
     for (int i = 0; i < NET_NX; i++)
-      if (n->xp[i]) net_table[i]->wait(n->xp[i], nap);
+      if (n->xp[i] && !spent[i]) net_table[i]->wait(n->xp[i], nap);
   }
   collie__err_set_text(own);
   return COLLIE_TIMEOUT;
