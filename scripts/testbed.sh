@@ -22,6 +22,11 @@
 #                  on every host; the others are not stopped): jobs that go on
 #                  after a death, chaos trials
 #   --tag          prefix each output line with its host ("[h1] ...")
+#   --outside      run PROGRAM once, in this namespace, instead of a
+#                  collierun per host: for another launcher (mpiexec) whose
+#                  ranks enter their hosts themselves with
+#                  scripts/testbed_enter.sh (it reads TESTBED_NS and
+#                  TESTBED_HOSTS, set here)
 #   --cut-link I@S take host I's link down S seconds after the start (its
 #                  veth end on the bridge: whatever it sends or is sent is
 #                  lost, as when a cable is pulled; scripts/linkcut.sh)
@@ -32,7 +37,7 @@
 # collierun variables. Exit status: 0 when every host's collierun exited 0,
 # else the first failure's status; 2 for usage or a missing capability.
 set -u
-hosts=2,2 rate="" delay="" jitter="" loss="" timeout=300 build=build tag=0 keep="" cut=""
+hosts=2,2 rate="" delay="" jitter="" loss="" timeout=300 build=build tag=0 keep="" cut="" outside=0
 usage() { echo "usage: sh scripts/testbed.sh [--hosts 2,1,3] [--rate R] [--delay D] [--jitter J] [--loss P] [--timeout S] [--build DIR] [--tag] [--keep-going] [--cut-link I@S] -- PROGRAM [ARGS...]" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
@@ -46,6 +51,7 @@ while [ $# -gt 0 ]; do
     --tag) tag=1; shift ;;
     --keep-going) keep=--keep-going; shift ;;
     --cut-link) cut=$2; shift 2 ;;
+    --outside) outside=1; shift ;;
     --) shift; break ;;
     *) echo "testbed.sh: unknown argument $1" >&2; usage ;;
   esac
@@ -67,7 +73,7 @@ for tool in ip unshare tc; do
   command -v $tool >/dev/null 2>&1 || { echo "testbed.sh: needs $tool (iproute2, util-linux)" >&2; exit 2; }
 done
 run=$(cd "$build" 2>/dev/null && pwd)/collierun
-[ -x "$run" ] || { echo "testbed.sh: $build/collierun is missing: build first" >&2; exit 2; }
+[ -x "$run" ] || [ $outside = 1 ] || { echo "testbed.sh: $build/collierun is missing: build first" >&2; exit 2; }
 
 id=$$
 net=10.213.$((id % 250)).
@@ -123,6 +129,11 @@ for _ in $(echo "$hosts" | tr "," " "); do
   i=$((i + 1))
 done
 
+if [ $outside = 1 ]; then
+  # Another launcher's job: its ranks enter ctb$id-hI themselves.
+  TESTBED_NS=ctb$id-h TESTBED_HOSTS=$hosts timeout "$timeout" "$@"
+  exit $?
+fi
 : "${COLLIE_JOB_TOKEN:=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')}"
 export COLLIE_JOB_TOKEN
 status_dir=$(mktemp -d "${TMPDIR:-/tmp}/collie-testbed.XXXXXX")
