@@ -130,8 +130,11 @@ for _ in $(echo "$hosts" | tr "," " "); do
 done
 
 if [ $outside = 1 ]; then
-  # Another launcher's job: its ranks enter ctb$id-hI themselves.
-  TESTBED_NS=ctb$id-h TESTBED_HOSTS=$hosts timeout "$timeout" "$@"
+  # Another launcher's job: its ranks enter ctb$id-hI themselves. In the
+  # background, so that a signal reaches the traps (and the cleanup) at once.
+  TESTBED_NS=ctb$id-h TESTBED_HOSTS=$hosts timeout "$timeout" "$@" &
+  pids="$pids $!"
+  wait $!
   exit $?
 fi
 : "${COLLIE_JOB_TOKEN:=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')}"

@@ -440,11 +440,13 @@ hier_allgather_run(struct collie__call *c)
   } else {
     /* Index 0 gathers its host's blocks, then trades them with every other
      * host's index 0: one message per block, all posted at once. */
-    int others = c->size - L, n = 0;
-    struct collie__req *req =
-        collie__scratch_get(c->scratch, (size_t)(L - 1 + 2 * others) * sizeof(*req));
-    struct collie__req **w =
-        collie__scratch_get(c->scratch + 1, (size_t)(L - 1 + 2 * others) * sizeof(*w));
+    /* Requests: L - 1 local blocks in, every other host's blocks in, and
+     * this host's L blocks out to each of the H - 1 others (more than come
+     * in when this host is the biggest). */
+    size_t nreq = (size_t)(L - 1) + (size_t)(c->size - L) + (size_t)L * (size_t)(t->nhosts - 1);
+    int n = 0;
+    struct collie__req *req = collie__scratch_get(c->scratch, nreq * sizeof(*req));
+    struct collie__req **w = collie__scratch_get(c->scratch + 1, nreq * sizeof(*w));
     if (!req || !w) return COLLIE_SYSTEM_ERROR;
     char *own = out + (size_t)c->rank * blk;
     if (blk && own != (const char *)c->sendbuf) collie__call_copy(c, own, c->sendbuf, blk);
@@ -488,9 +490,11 @@ hier_allgather_cost(const struct collie__call *c, const struct collie__model *m)
   const struct collie__model *ml = hier_local_model(c), *mr = hier_rail_model(c);
   double blk = (double)(c->count * c->esize), L = t->max_local, H = t->nhosts;
   /* Index 0 takes its host's blocks in, then every other host's blocks over
-   * its link while sending its own to each of them. */
+   * its link while it sends its own to each of them: a link carries both
+   * ways at once, so the larger direction counts. */
   double gather = ml->alpha_us + (L - 1) * blk * ml->beta_us;
-  double trade = (H - 1) * mr->alpha_us + (c->size - L + (H - 1) * L) * blk * mr->beta_us;
+  double in = c->size - L, out = (H - 1) * L;
+  double trade = (H - 1) * mr->alpha_us + (in > out ? in : out) * blk * mr->beta_us;
   return gather + trade +
          hier_phase_cost(c, COLLIE_KIND_BROADCAST, t->max_local, c->count * (size_t)c->size, 0, ml);
 }
