@@ -47,12 +47,14 @@ tcp_x(struct collie__xport *x)
 
 /* ---- Naming ---- */
 
-/* Names c's peer for messages: "rank 3 (world rank 5, pid 123, ip:port)".
- * Writes at most len bytes of buf, NUL-terminated. Never fails. */
+/* Names c's peer for messages: "rank 3 (world rank 5, pid 123, ip:port)",
+ * with ", host NAME" before the address when it is on another host. Writes
+ * at most len bytes of buf, NUL-terminated. Never fails. */
 void
 collie__tcp_peer_name(const struct collie__tcp_chan *c, char *buf, size_t len)
 {
-  collie__fmt(buf, len, "rank %d (world rank %d, pid %d, %s)", c->peer, c->world_rank, (int)c->pid,
+  collie__fmt(buf, len, "rank %d (world rank %d, pid %d, %s%s%s%s)", c->peer, c->world_rank,
+              (int)c->pid, c->host[0] ? "host " : "", c->host, c->host[0] ? ", " : "",
               c->addr[0] ? c->addr : "not connected");
 }
 

@@ -45,6 +45,7 @@ struct collie__tcp_chan {
   int near;       /* on this host (tcp_crowded) */
   int fd;         /* -1 until connected */
   char addr[80];  /* the socket's remote end, "ip:port" */
+  char host[48];  /* the peer's hostname (its host identity before '/'), when not this host's */
   /* Send side. */
   struct collie__req *sq_head, *sq_tail;
   uint32_t s_hdr_sent;                             /* header bytes of the current frame written */

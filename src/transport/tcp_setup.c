@@ -484,6 +484,11 @@ collie__tcp_open(const struct collie__net_cfg *cfg, const int *peers, int npeers
     c->world_rank = cfg->peers[p].world_rank;
     c->pid = cfg->peers[p].pid;
     c->near = !strcmp(cfg->peers[p].host, cfg->peers[cfg->rank].host) && c->pid > 0;
+    if (strcmp(cfg->peers[p].host, cfg->peers[cfg->rank].host)) {
+      size_t h = strcspn(cfg->peers[p].host, "/");
+      snprintf(c->host, sizeof(c->host), "%.*s",
+               (int)(h < sizeof(c->host) - 1 ? h : sizeof(c->host) - 1), cfg->peers[p].host);
+    }
     c->fd = -1;
     t->chan_of[p] = i;
     t->nchan++;
