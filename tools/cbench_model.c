@@ -86,11 +86,9 @@ cb_model_main(const struct cb_opts *o, int per_host, int max_ranks, double net_a
   }
   collie__models_free(&here.m); /* class constants only: fit lines are per measured size */
   memcpy(dc.m.cls, here.m.cls, sizeof(dc.m.cls));
-  int tcp = collie__net_class_index("tcp");
-  if (tcp >= 0) {
-    dc.m.cls[tcp].alpha_us = net_alpha_us;
-    dc.m.cls[tcp].beta_us = 1e-3 / net_gbps;
-  }
+  int net = collie__net_class_remote();
+  dc.m.cls[net].alpha_us = net_alpha_us;
+  dc.m.cls[net].beta_us = 1e-3 / net_gbps;
   char name[64];
   snprintf(name, sizeof(name), "datacenter: %g us, %g GB/s between hosts", net_alpha_us, net_gbps);
   dc.name = name;

@@ -576,8 +576,7 @@ collie__algo_predict(int kind, const struct collie__topo *topo, size_t count, co
                      const struct collie__models *models, double cost[COLLIE_ALGO_COUNT_])
 {
   int one_host = topo->nhosts == 1;
-  int cls = one_host ? COLLIE_NET_CLASS_LOCAL : collie__net_class_index("tcp");
-  if (cls < 0) cls = collie__net_class_count() - 1;
+  int cls = one_host ? COLLIE_NET_CLASS_LOCAL : collie__net_class_remote();
   struct collie__call call = {.kind = kind,
                               .count = count,
                               .dtype = dtype,

@@ -219,6 +219,9 @@ const char *collie__net_class_name(int cls);
 int collie__net_class_index(const char *name);
 /* The class's default cost constants; NULL outside 0..count-1. */
 const struct collie__xport_cost *collie__net_class_cost(int cls);
+/* The class that serves a peer on another host (COLLIE_TRANSPORT=auto):
+ * the network's, for the model's predictions (collie-bench --model). */
+int collie__net_class_remote(void);
 /* The class of the communicator these channels serve (0 with no peer). */
 int collie__net_class(const struct collie__net *n);
 /* The class in which every peer shares this host's memory (the table's first):
