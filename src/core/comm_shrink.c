@@ -115,8 +115,6 @@ shrink_resolve(collie_comm_t *comm, uint32_t k, signed char *fate, int64_t until
   }
 }
 
-/* The decision: written by the lock's winner from the counters as they are
- * now (dead wins), read by everyone else. Fills members (n of them). */
 /* The key of generation g of a per-shrink word ("lock", "holder",
  * "decision"): generation 0 has the plain name. */
 static void
@@ -148,25 +146,26 @@ shrink_read_decision(collie_comm_t *comm, const char *key, int32_t *members, int
   return COLLIE_SUCCESS;
 }
 
-/* Whether the holder of generation gen's lock is known to be dead: it
- * said who it is, shares this host, and its process is gone. */
+/* The holder of generation gen's lock when it is known to be dead (it
+ * said who it is, shares this host, and its process is gone), else -1. */
 static int
-shrink_holder_dead(collie_comm_t *comm, uint32_t k, int gen)
+shrink_dead_holder(collie_comm_t *comm, uint32_t k, int gen)
 {
   char key[96];
   shrink_gen_key(key, sizeof(key), k, "holder", gen);
   void *val = NULL;
   size_t len = 0;
-  if (collie__store_get(comm->store, key, &val, &len, collie__now_ns()) != COLLIE_SUCCESS) return 0;
+  if (collie__store_get(comm->store, key, &val, &len, collie__now_ns()) != COLLIE_SUCCESS)
+    return -1;
   int32_t h = -1;
   if (len == sizeof(h)) memcpy(&h, val, sizeof(h));
   free(val);
-  if (h < 0 || h >= comm->size || h == comm->rank) return 0;
+  if (h < 0 || h >= comm->size || h == comm->rank) return -1;
   const struct collie__peer *me = &comm->peers[comm->rank], *hp = &comm->peers[h];
-  if (strcmp(hp->host, me->host) != 0 || !collie__proc_dead(hp->pid)) return 0;
+  if (strcmp(hp->host, me->host) != 0 || !collie__proc_dead(hp->pid)) return -1;
   COLLIE_INFO("INIT", "shrink: rank %d (world rank %d, pid %d) died while deciding; deciding again",
               h, hp->world_rank, hp->pid);
-  return 1;
+  return h;
 }
 
 /* The decision: written by the lock's winner from the counters as they are
@@ -211,21 +210,12 @@ shrink_decide(collie_comm_t *comm, uint32_t k, int32_t *members, int *n, int64_t
         return collie__err(COLLIE_TIMEOUT,
                            "the rank that took the decision never wrote it (it died while "
                            "deciding, on another host?); shrink again");
-      if (!shrink_holder_dead(comm, k, gen)) continue;
+      int h = shrink_dead_holder(comm, k, gen);
+      if (h < 0) continue;
       /* It wrote nothing more after it died: its decision stands if it exists. */
       rc = shrink_read_decision(comm, key, members, n, collie__now_ns());
       if (rc != COLLIE_TIMEOUT) return rc;
-      char holder[96];
-      int32_t h = -1;
-      void *val = NULL;
-      size_t len = 0;
-      shrink_gen_key(holder, sizeof(holder), k, "holder", gen);
-      if (collie__store_get(comm->store, holder, &val, &len, deadline) == COLLIE_SUCCESS &&
-          len == sizeof(h))
-        memcpy(&h, val, sizeof(h));
-      free(val);
-      if (h >= 0 && (rc = shrink_add(comm, k, "d", h, 1, NULL, deadline)) != COLLIE_SUCCESS)
-        return rc;
+      if ((rc = shrink_add(comm, k, "d", h, 1, NULL, deadline)) != COLLIE_SUCCESS) return rc;
       break; /* the next generation */
     }
   }

@@ -56,17 +56,11 @@ collie__net_open(const struct collie__net_cfg *cfg, struct collie__net **out)
   n->peers = cfg->peers;
   /* Room for every peer's socket and a few wake-up descriptors. */
   n->npfds = cfg->size + 2 * NET_NX;
-  if (!(n->pfds = calloc((size_t)n->npfds, sizeof(*n->pfds)))) {
-    free(peers);
-    free(n->peer_xp);
-    free(n);
-    return collie__err(COLLIE_SYSTEM_ERROR, "out of memory opening channels");
-  }
-  if (!(n->world = calloc((size_t)cfg->size, sizeof(*n->world)))) {
-    free(peers);
-    free(n->peer_xp);
-    free(n);
-    return collie__err(COLLIE_SYSTEM_ERROR, "out of memory opening channels");
+  n->pfds = calloc((size_t)n->npfds, sizeof(*n->pfds));
+  n->world = calloc((size_t)cfg->size, sizeof(*n->world));
+  if (!n->pfds || !n->world) {
+    rc = collie__err(COLLIE_SYSTEM_ERROR, "out of memory opening channels");
+    goto out_close; /* no transport is open yet: close frees what is here */
   }
   for (int p = 0; p < cfg->size; p++) n->world[p] = cfg->peers ? cfg->peers[p].world_rank : p;
   n->spin = cfg->spin;
@@ -410,9 +404,12 @@ net_crowded(void *arg)
 static int
 net_sleep_across(struct collie__net *n, const int *active, int64_t deadline_ns)
 {
-  int start[NET_NX], count[NET_NX], nf = 0, armed = 0, shared = 1, ready = 0;
+  int start[NET_NX], count[NET_NX], nf = 0, shared = 1, ready = 0;
   int64_t until = deadline_ns;
-  for (int i = 0; i < NET_NX; i++) {
+  /* The table's later transports first: tcp arms without a system call and
+   * often finds work, sparing shm its announcement (a membarrier, a look
+   * under its lock) and the drain after. */
+  for (int i = NET_NX - 1; i >= 0; i--) {
     count[i] = -1;
     if (!active[i] || ready || !shared) continue;
     const struct collie__xport_ops *ops = net_table[i];
@@ -423,7 +420,6 @@ net_sleep_across(struct collie__net *n, const int *active, int64_t deadline_ns)
     start[i] = nf;
     count[i] = k;
     nf += k;
-    armed++;
   }
   if (shared && !ready) {
     int64_t left = until - collie__now_ns();
@@ -432,7 +428,7 @@ net_sleep_across(struct collie__net *n, const int *active, int64_t deadline_ns)
       (void)ppoll(n->pfds, (nfds_t)nf, &ts, NULL);
     }
   }
-  for (int i = 0; i < NET_NX && armed; i++)
+  for (int i = 0; i < NET_NX; i++)
     if (count[i] >= 0) net_table[i]->poll_done(n->xp[i], n->pfds + start[i], count[i]);
   return shared;
 }

@@ -50,6 +50,8 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include "transport/shm.h"
 #include "transport/transport.h"
@@ -380,8 +382,11 @@ struct collie__shm_xport {
    * which take it uncontended otherwise; stopped lets wait() skip sleeping. */
   _Atomic int busy;
   _Atomic int stopped;
-  _Atomic int left; /* our state is CLOSED or ABORTED already */
-  int wake_fd;      /* the wake-up socket (shm_wake.c), or -1 */
+  _Atomic int left;              /* our state is CLOSED or ABORTED already */
+  int wake_fd;                   /* the wake-up socket (shm_wake.c), or -1 */
+  int wake_bound;                /* it is bound to this rank's address (it can sleep in poll()) */
+  struct sockaddr_un *wake_addr; /* [nlocal]: each local rank's wake-up address */
+  socklen_t *wake_len;           /* [nlocal] */
 };
 
 #define COLLIE_SHM_SLEEP_FUTEX 1u

@@ -25,6 +25,7 @@
 #include <poll.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -50,16 +51,20 @@ shm_wake_addr(const struct collie__shm_xport *x, int local, struct sockaddr_un *
 void
 collie__shm_wake_open(struct collie__shm_xport *x)
 {
+  /* Every local rank's address, made once: a wake is one sendto. */
+  x->wake_addr = calloc((size_t)x->nlocal, sizeof(*x->wake_addr));
+  x->wake_len = calloc((size_t)x->nlocal, sizeof(*x->wake_len));
   x->wake_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (x->wake_fd < 0) return;
-  struct sockaddr_un a;
-  socklen_t len = shm_wake_addr(x, x->me, &a);
-  if (bind(x->wake_fd, (struct sockaddr *)&a, len) != 0) {
+  if (!x->wake_addr || !x->wake_len || x->wake_fd < 0) {
+    collie__shm_wake_close(x);
+    return;
+  }
+  for (int i = 0; i < x->nlocal; i++) x->wake_len[i] = shm_wake_addr(x, i, &x->wake_addr[i]);
+  x->wake_bound =
+      bind(x->wake_fd, (struct sockaddr *)&x->wake_addr[x->me], x->wake_len[x->me]) == 0;
+  if (!x->wake_bound) /* it can still ring the peers that sleep in poll() */
     COLLIE_INFO("SHM", "no wake-up socket (%s): waits on shm and tcp at once take turns",
                 strerror(errno));
-    close(x->wake_fd);
-    x->wake_fd = -1;
-  }
 }
 
 void
@@ -67,18 +72,22 @@ collie__shm_wake_close(struct collie__shm_xport *x)
 {
   if (x->wake_fd >= 0) close(x->wake_fd);
   x->wake_fd = -1;
+  x->wake_bound = 0;
+  free(x->wake_addr);
+  free(x->wake_len);
+  x->wake_addr = NULL;
+  x->wake_len = NULL;
 }
 
 void
 collie__shm_wake_ring(struct collie__shm_xport *x, int local)
 {
-  struct sockaddr_un a;
-  socklen_t len = shm_wake_addr(x, local, &a);
+  /* The waiter only counts bytes. A full queue (EAGAIN) already wakes it;
+   * a closed one means it is gone. */
   char b = 1;
-  /* From any socket of ours: the waiter only counts bytes. A full queue
-   * (EAGAIN) already wakes it; a closed one means it is gone. */
-  int fd = x->wake_fd >= 0 ? x->wake_fd : -1;
-  if (fd >= 0) (void)sendto(fd, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&a, len);
+  if (x->wake_fd >= 0)
+    (void)sendto(x->wake_fd, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL,
+                 (struct sockaddr *)&x->wake_addr[local], x->wake_len[local]);
 }
 
 int
@@ -86,7 +95,7 @@ collie__shm_poll_arm(struct collie__xport *xp, struct pollfd *fds, int max, int6
 {
   struct collie__shm_xport *x = (struct collie__shm_xport *)(void *)xp;
   if (atomic_load_explicit(&x->stopped, memory_order_acquire) || !x->ctrl) return -1;
-  if (x->wake_fd < 0 || max < 1) return -2;
+  if (!x->wake_bound || max < 1) return -2;
   int64_t now = collie__now_ns();
   if (*until_ns > now + SHM_CHECK_NS) *until_ns = now + SHM_CHECK_NS; /* a death rings nothing */
   struct collie__shm_ctrl *c = &x->ctrl[x->me];
@@ -107,10 +116,9 @@ void
 collie__shm_poll_done(struct collie__xport *xp, const struct pollfd *fds, int n)
 {
   struct collie__shm_xport *x = (struct collie__shm_xport *)(void *)xp;
-  (void)fds;
-  (void)n;
   char buf[64];
-  while (x->wake_fd >= 0 && recv(x->wake_fd, buf, sizeof(buf), MSG_DONTWAIT) > 0) {
-  }
+  if (n == 1 && (fds[0].revents & POLLIN))
+    while (recv(x->wake_fd, buf, sizeof(buf), MSG_DONTWAIT) > 0) {
+    }
   if (x->ctrl) atomic_store_explicit(&x->ctrl[x->me].sleeping, 0, memory_order_relaxed);
 }
