@@ -122,6 +122,7 @@ struct bench_args {
   int fit_mode; /* 0 none, 1 --fit, 2 --tune, 3 --tune-check */
   long root_arg;
   int model;                     /* --model: predictions only, no communicator */
+  int model_opts;                /* --per-host, --max-ranks or --net given */
   long per_host, max_ranks;      /* --per-host, --max-ranks */
   double net_alpha_us, net_gbps; /* --net */
 };
@@ -424,12 +425,15 @@ bench_parse_args(int argc, char **argv, struct bench_args *a)
       a->model = 1;
       break;
     case OPT_PER_HOST:
+      a->model_opts = 1;
       if (bench_parse_long("--per-host", optarg, 1, 1 << 16, &a->per_host)) return -1;
       break;
     case OPT_MAX_RANKS:
+      a->model_opts = 1;
       if (bench_parse_long("--max-ranks", optarg, 1, 1 << 20, &a->max_ranks)) return -1;
       break;
     case OPT_NET: {
+      a->model_opts = 1;
       char *end = NULL;
       a->net_alpha_us = strtod(optarg, &end);
       if (end == optarg || *end != ',' || !(a->net_alpha_us >= 0))
@@ -449,12 +453,11 @@ bench_parse_args(int argc, char **argv, struct bench_args *a)
   }
   if (optind < argc) return bench_usage("unexpected argument '%s'", argv[optind]);
   if (a->model && a->fit_mode) return bench_usage("--model and --fit/--tune exclude each other");
-  if (!a->model &&
-      (a->per_host != 8 || a->max_ranks != 4096 || a->net_alpha_us != 5 || a->net_gbps != 25))
+  if (!a->model && a->model_opts)
     return bench_usage("--per-host, --max-ranks and --net go with --model");
   if (a->model && a->per_host > a->max_ranks)
     return bench_usage("--per-host %ld is more than --max-ranks %ld", a->per_host, a->max_ranks);
-  if (a->model && !a->ops_given) { /* the collectives that have hierarchical forms */
+  if (a->model && !a->ops_given) { /* the bandwidth collectives of issue 20's benchmark */
     memset(o->ops, 0, sizeof(o->ops));
     o->ops[CB_ALLREDUCE] = o->ops[CB_ALLGATHER] = o->ops[CB_REDUCE_SCATTER] = 1;
     o->ops[CB_BROADCAST] = o->ops[CB_ALLTOALL] = 1;

@@ -27,10 +27,11 @@ collie_result_t collie__ring_reduce_scatter_phase(struct collie__call *c, char *
                                                   char *tmp, int shift);
 
 /* p-1 ring allgather steps over buf (total elements in c->size blocks, as
- * above), steps step0..step0+p-2: with shift -1, rank r starts owning block
- * r and ends holding every block. Blocks; returns the first transport error. */
+ * above), steps 0..p-2 (after c->step0): with shift -1, rank r starts owning
+ * block r and ends holding every block. Blocks; returns the first transport
+ * error. */
 collie_result_t collie__ring_allgather_phase(struct collie__call *c, char *buf, size_t total,
-                                             int shift, uint32_t step0);
+                                             int shift);
 
 /* ---- tree.c: binomial scatter and gather of blocks ----
  *

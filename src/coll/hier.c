@@ -108,11 +108,12 @@ struct hier_phase {
   double cost_us;
 };
 
+/* c as a phase of `kind` over `size` ranks (the group, this rank's place
+ * in it, buffers and steps are the caller's to set). */
 static void
-hier_phase_plan(const struct collie__call *c, struct hier_phase *ph, int kind, int size,
-                size_t count, int root, const struct collie__model *m)
+hier_phase_call(const struct collie__call *c, struct collie__call *s, int kind, int size,
+                size_t count, int root)
 {
-  struct collie__call *s = &ph->call;
   *s = *c;
   s->kind = kind;
   s->size = size;
@@ -124,6 +125,14 @@ hier_phase_plan(const struct collie__call *c, struct hier_phase *ph, int kind, i
   s->group = NULL;
   s->sendcounts = s->sdispls = s->recvcounts = s->rdispls = NULL;
   if (s->op == COLLIE_AVG) s->op = COLLIE_SUM;
+}
+
+static void
+hier_phase_plan(const struct collie__call *c, struct hier_phase *ph, int kind, int size,
+                size_t count, int root, const struct collie__model *m)
+{
+  struct collie__call *s = &ph->call;
+  hier_phase_call(c, s, kind, size, count, root);
   ph->algo = NULL;
   ph->cost_us = -1;
   int n;
@@ -278,9 +287,8 @@ hier_allreduce_sharded(struct collie__call *c)
   /* The local phases run the ring's own phases on the first K ranks of the
    * host, so that shard i ends on local index i with every host cutting the
    * same shards. */
-  struct hier_phase ph;
-  hier_phase_plan(c, &ph, COLLIE_KIND_ALLREDUCE, K, c->count, 0, hier_local_model(c));
-  struct collie__call *s = &ph.call;
+  struct collie__call sc, *s = &sc;
+  hier_phase_call(c, s, COLLIE_KIND_ALLREDUCE, K, c->count, 0);
   s->group = local;
   s->rank = li;
   s->algo = COLLIE_ALGO_RING;
@@ -297,7 +305,7 @@ hier_allreduce_sharded(struct collie__call *c)
   if (rc != COLLIE_SUCCESS) return rc;
   if (c->op == COLLIE_AVG) collie__reduce_avg_finish(shard, len, c->dtype, c->size);
   s->step0 = HIER_STEP_BACK;
-  if ((rc = collie__ring_allgather_phase(s, buf, c->count, -1, 0)) != COLLIE_SUCCESS) return rc;
+  if ((rc = collie__ring_allgather_phase(s, buf, c->count, -1)) != COLLIE_SUCCESS) return rc;
   for (int e = li + K; e < L; e += K)
     if ((rc = collie__send_direct(c, local[e], buf, bytes, HIER_STEP_OUT)) != COLLIE_SUCCESS)
       return rc;
@@ -561,9 +569,8 @@ hier_reduce_scatter_run(struct collie__call *c)
   int L, li, H = t->nhosts;
   const int *local = hier_local(c, &L, &li);
   size_t blk = c->count * c->esize, total = c->count * (size_t)c->size;
-  struct hier_phase ph;
-  hier_phase_plan(c, &ph, COLLIE_KIND_ALLREDUCE, L, total, 0, hier_local_model(c));
-  struct collie__call *s = &ph.call;
+  struct collie__call sc, *s = &sc;
+  hier_phase_call(c, s, COLLIE_KIND_ALLREDUCE, L, total, 0);
   s->group = local;
   s->rank = li;
   s->algo = COLLIE_ALGO_RING;
@@ -633,8 +640,8 @@ hier_alltoall_run(struct collie__call *c)
   /* b[h][j] came from host h's local index j. */
   for (int h = 0; h < H; h++)
     for (int j = 0; j < L; j++)
-      collie__call_copy_small(c, (char *)c->recvbuf + (size_t)t->by_host[t->first[h] + j] * blk,
-                              b + ((size_t)h * L + j) * blk, blk);
+      collie__call_copy(c, (char *)c->recvbuf + (size_t)t->by_host[t->first[h] + j] * blk,
+                        b + ((size_t)h * L + j) * blk, blk);
   return COLLIE_SUCCESS;
 }
 

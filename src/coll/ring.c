@@ -280,8 +280,7 @@ collie__ring_reduce_scatter_phase(struct collie__call *c, char *buf, size_t tota
 }
 
 collie_result_t
-collie__ring_allgather_phase(struct collie__call *c, char *buf, size_t total, int shift,
-                             uint32_t step0)
+collie__ring_allgather_phase(struct collie__call *c, char *buf, size_t total, int shift)
 {
-  return ring_allgather_phase(c, buf, total, shift, step0, NULL);
+  return ring_allgather_phase(c, buf, total, shift, 0, NULL);
 }

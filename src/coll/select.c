@@ -473,8 +473,7 @@ select_cost(const struct collie__algo *a, const struct collie__call *c,
    * placed host by host, as launchers do). The hierarchical algorithms cost
    * their levels themselves. */
   const struct collie__topo *t = c->topo;
-  if (t && !c->group && t->nhosts > 1 && t->max_local > 1 && a->id != COLLIE_ALGO_HIERARCHICAL &&
-      !(a->needs & COLLIE_ONE_LINK)) {
+  if (t && t->nhosts > 1 && t->max_local > 1 && !(a->needs & COLLIE_ONE_LINK)) {
     struct collie__model shared = *m;
     shared.beta_us *= t->max_local;
     return a->cost_us(c, &shared);
