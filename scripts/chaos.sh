@@ -46,6 +46,13 @@ done
 for f in "$build/collierun" "$build/tests/chaos_rank" "$build/collie-report"; do
   [ -x "$f" ] || { echo "chaos.sh: $f is missing: build first" >&2; exit 2; }
 done
+bad() { echo "chaos.sh: $*" >&2; exit 2; }
+case $trials in '' | *[!0-9]* | 0) bad "--trials '$trials': expected a count > 0" ;; esac
+case $nranks in '' | *[!0-9]* | 0 | 1) bad "-n '$nranks': expected 2 ranks or more" ;; esac
+case $tmo in '' | *[!0-9]* | 0) bad "--timeout-ms '$tmo': expected milliseconds > 0" ;; esac
+case $limit in '' | *[!0-9.]* | *.*.* | .) bad "--limit '$limit': expected seconds" ;; esac
+case $seeds in *[!0-9\ ]*) bad "--seeds '$seeds': expected numbers" ;; esac
+[ "$transport" != testbed ] || bad "--transport testbed: use --testbed HOSTS"
 [ -n "$seeds" ] || seeds=$(seq 1 "$trials")
 # On the test bed of hosts (scripts/testbed.sh) the ranks are real hosts'
 # ranks: shm within a host, tcp between hosts; -n is the hosts' sum.
@@ -178,4 +185,4 @@ awk '{ t[$1] = t[$1] " " $2 } END { for (k in t) print k, t[k] }' "$work/times" 
     { v[NR] = $1 } END { if (NR) printf "  %-8s detection s: n %d, min %.3f, median %.3f, p90 %.3f, max %.3f\n",
       k, NR, v[1], v[int((NR + 1) / 2)], v[int(NR * 0.9 + 0.999)], v[NR] }'
 done
-[ $failed -eq 0 ]
+[ $failed -eq 0 ] && [ $passed -gt 0 ]

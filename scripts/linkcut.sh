@@ -34,6 +34,11 @@ trap 'rm -f "$out"' EXIT
 limit=$(awk "BEGIN { print $timeout_ms / 1000 + 2 }")
 failed=0
 for trial in "$@"; do
+  case $trial in
+    *[!0-9,:]* | *:*:*) echo "linkcut.sh: '$trial': expected HOSTS:CUT, e.g. 2,1,3:1" >&2; exit 2 ;;
+    [0-9]*:[0-9]*) ;;
+    *) echo "linkcut.sh: '$trial': expected HOSTS:CUT, e.g. 2,1,3:1" >&2; exit 2 ;;
+  esac
   shape=${trial%:*} cut=${trial#*:}
   nranks=$(($(echo "$shape" | tr ',' '+')))
   start=$(date +%s) before=$(ip netns list 2>/dev/null | grep -c '^ctb')

@@ -97,6 +97,15 @@ case "$what" in
     # barrier and the hierarchical allreduce's same-bits check on 2 and 3
     # hosts of 1 to 3 ranks, even and uneven, each host its own collierun
     # (scripts/testbed.sh; docs/hosts.md).
+    # Bad arguments to the fault scripts stop them with exit 2 and a reason,
+    # before anything runs.
+    for args in "testbed.sh --cut-link 1 -- true" "testbed.sh --cut-link 1@x -- true" \
+      "testbed.sh --cut-link 9@1 -- true" "testbed.sh --hosts 0,2 -- true" \
+      "linkcut.sh 2,2" "chaos.sh --trials 0" "chaos.sh --transport testbed"; do
+      # shellcheck disable=SC2086
+      if sh scripts/$args >/dev/null 2>&1; then rc=0; else rc=$?; fi
+      [ $rc = 2 ] || { echo "scripts/$args exited $rc, not 2" >&2; exit 1; }
+    done
     sh scripts/testbed.sh --hosts 2,1,3 --tag -- build/collie-demo
     sh scripts/chaos.sh --build build --seeds "$(seq 1 8)" --testbed 2,1,3
     # A host's link taken down mid-job: every rank fails within the deadline,

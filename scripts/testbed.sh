@@ -57,15 +57,16 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ $# -gt 0 ] || { echo "testbed.sh: no program to run" >&2; usage; }
-case $hosts in
-  *[!0-9,]* | ,* | *, | *,,* | "") echo "testbed.sh: --hosts '$hosts': expected counts like 2,1,3" >&2; exit 2 ;;
+case ,$hosts, in
+  *[!0-9,]* | ,, | *,,* | *,0,* | *,0[0-9]*) echo "testbed.sh: --hosts '$hosts': expected counts like 2,1,3" >&2; exit 2 ;;
 esac
 nhosts=$(echo "$hosts" | tr ',' '\n' | grep -c .)
 cut_host="" cut_after=""
 if [ -n "$cut" ]; then
   cut_host=${cut%@*} cut_after=${cut#*@}
+  case $cut in *@*) ;; *) cut_host="" ;; esac
   case $cut_host in *[!0-9]* | "") echo "testbed.sh: --cut-link '$cut': expected HOST@SECONDS" >&2; exit 2 ;; esac
-  case $cut_after in *[!0-9.]* | "") echo "testbed.sh: --cut-link '$cut': expected HOST@SECONDS" >&2; exit 2 ;; esac
+  case $cut_after in *[!0-9.]* | *.*.* | . | "") echo "testbed.sh: --cut-link '$cut': expected HOST@SECONDS" >&2; exit 2 ;; esac
   [ "$cut_host" -lt "$nhosts" ] || { echo "testbed.sh: --cut-link: there is no host $cut_host of $nhosts" >&2; exit 2; }
 fi
 [ "$(id -u)" = 0 ] || { echo "testbed.sh: needs root (network namespaces)" >&2; exit 2; }
@@ -82,7 +83,7 @@ made=""
 pids=""
 cleanup() {
   trap - EXIT INT TERM
-  for p in $pids; do kill -TERM "$p" 2>/dev/null; done
+  for p in $pids ${cut_pid:-}; do kill -TERM "$p" 2>/dev/null; done
   sleep 0.2
   for p in $pids; do kill -KILL "$p" 2>/dev/null; done
   # A namespace's processes are its collierun's: gone above. Deleting a
@@ -152,16 +153,22 @@ for _ in $(echo "$hosts" | tr "," " "); do
         shift
         exec "$@"' sh "$i" "$run" --nprocs "$hosts" --node-rank "$i" --master-addr "${net}1" \
         --master-port 29500 --timeout "$timeout" $keep "$@"
-      echo $? >"$status_dir/h$i"
+      # Whole or not at all: the loop below reads it while we write.
+      echo $? >"$status_dir/.h$i" && mv "$status_dir/.h$i" "$status_dir/h$i"
     } 2>&1 | if [ $tag = 1 ]; then sed -u "s/^/[h$i] /"; else cat; fi
   ) &
   pids="$pids $!"
   i=$((i + 1))
 done
 if [ -n "$cut_host" ]; then
-  (sleep "$cut_after" && ip -n "$ns_br" link set "ctb${id}b$cut_host" down &&
-    echo "testbed.sh: host $cut_host's link is down" >&2) &
-  pids="$pids $!"
+  (
+    trap 'kill "$s" 2>/dev/null; exit 0' TERM # its sleep goes with it
+    sleep "$cut_after" &
+    s=$!
+    wait "$s" && ip -n "$ns_br" link set "ctb${id}b$cut_host" down &&
+      echo "testbed.sh: host $cut_host's link is down" >&2
+  ) &
+  cut_pid=$! # not waited for: a cut due after the job ended is dropped
 fi
 # Wait for every host; when one fails, stop the others (all processes of
 # their namespaces), as collierun stops a node's ranks when one fails.
@@ -169,12 +176,12 @@ rc=0 stopped=0
 while :; do
   alive=0
   for p in $pids; do kill -0 "$p" 2>/dev/null && alive=1; done
-  if [ $rc = 0 ]; then
+  if [ "$rc" = 0 ]; then
     for f in "$status_dir"/h*; do
       [ -f "$f" ] && [ "$(cat "$f")" != 0 ] && rc=$(cat "$f") && echo "testbed.sh: host ${f##*/h} failed (exit $rc)" >&2
     done
   fi
-  if [ $rc != 0 ] && [ $stopped = 0 ] && [ -z "$keep" ]; then
+  if [ "$rc" != 0 ] && [ $stopped = 0 ] && [ -z "$keep" ]; then
     stopped=1
     for ns in $made; do ip netns pids "$ns" 2>/dev/null | xargs -r kill -TERM 2>/dev/null; done
   fi
@@ -183,7 +190,8 @@ while :; do
 done
 for p in $pids; do wait "$p"; done
 for i in $(seq 0 $((nhosts - 1))); do
-  [ -f "$status_dir/h$i" ] || { [ $rc = 0 ] && rc=1 && echo "testbed.sh: host $i reported no status" >&2; }
+  [ -f "$status_dir/h$i" ] || { [ "$rc" = 0 ] && rc=1 && echo "testbed.sh: host $i reported no status" >&2; }
 done
+[ -z "${cut_pid:-}" ] || kill "$cut_pid" 2>/dev/null
 rm -rf "$status_dir"
-exit $rc
+exit "$rc"
