@@ -51,7 +51,7 @@ case $trials in '' | *[!0-9]* | 0) bad "--trials '$trials': expected a count > 0
 case $nranks in '' | *[!0-9]* | 0 | 1) bad "-n '$nranks': expected 2 ranks or more" ;; esac
 case $tmo in '' | *[!0-9]* | 0) bad "--timeout-ms '$tmo': expected milliseconds > 0" ;; esac
 case $limit in '' | *[!0-9.]* | *.*.* | .) bad "--limit '$limit': expected seconds" ;; esac
-case $seeds in *[!0-9\ ]*) bad "--seeds '$seeds': expected numbers" ;; esac
+case $seeds in *[!0-9[:space:]]*) bad "--seeds '$seeds': expected numbers" ;; esac
 [ "$transport" != testbed ] || bad "--transport testbed: use --testbed HOSTS"
 [ -n "$seeds" ] || seeds=$(seq 1 "$trials")
 # On the test bed of hosts (scripts/testbed.sh) the ranks are real hosts'
