@@ -17,6 +17,12 @@
 #    CUDA-event times positive, within each step, an async call's time
 #    reaching its wait); then what the wrappers cost per call on CUDA with
 #    nccl (bench/wrapper_cost.py).
+# 6. Where torch 2.x's microseconds go on the direct path (issue 16's latency
+#    floor): bench/torch_dispatch_cost.py, layer by layer against a Python
+#    backend that does nothing.
+# 7. CUDA IPC and cuMem POSIX-fd sharing between two processes on one GPU,
+#    the driver opened at run time (issue 21's ground): bench/cuda_ipc_probe.c.
+# (FSDP on torch 2.x, issue 16 item 5, is tests/torch/test_fsdp.py in step 1.)
 #
 # Each step's output goes to $OUT/<step>.log (the last lines also to stdout);
 # the summary line says which passed. Nothing here needs a GPU itself: the
@@ -41,6 +47,11 @@ step() { # name, command...
 "$py" -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__)' | tee "$out/versions.log"
 step build sh -c "cmake -S . -B build-dev -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build build-dev -j$jobs"
 export OMP_NUM_THREADS=1
+# The short new checks first (7, 6), so that a slow step cannot starve them.
+cuda_inc=$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")/../include
+step cuda_ipc_probe sh -c "cc -O2 -I$cuda_inc bench/cuda_ipc_probe.c -o build-dev/cuda_ipc_probe -ldl \
+  && timeout 60 build-dev/cuda_ipc_probe"
+step dispatch_cost env COLLIE_LIBRARY="$PWD/build-dev/libcollie.so" timeout 120 "$py" bench/torch_dispatch_cost.py 20000 5
 step torch_tests env PYTHON="$py" sh tests/torch/run.sh build-dev -q
 for be in gloo collie; do
   step "torchrun_$be" env PYTHONPATH="$PWD/python" COLLIE_LIBRARY="$PWD/build-dev/libcollie.so" \
