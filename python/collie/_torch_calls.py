@@ -57,6 +57,7 @@ class _State:
         self.lock = threading.Lock()
         self.groups = {}  # group -> (size, writes its own timing rows)
         self.cuda = []  # [(charge, start event, end event, timing row)] awaiting the GPU
+        self.events = {}  # device index -> CUDA events already read, recorded again rather than created anew
         self.ops = None  # collie ReduceOp value -> torch ReduceOp
 
 
@@ -201,14 +202,24 @@ class TimedWork:
         return getattr(self._work, name)
 
 
-def _cuda_end(t, start, stream):
-    import torch
+def _event(stream):
+    """A timing CUDA event for stream's device: a read one from the pool (an
+    event may be recorded again once its time is read, on its own device
+    only), else a new one."""
+    try:
+        return _state.events[stream.device_index].pop()  # list.pop is atomic under the GIL
+    except (KeyError, IndexError):
+        import torch
 
-    end = torch.cuda.Event(enable_timing=True)
+        return torch.cuda.Event(enable_timing=True)
+
+
+def _cuda_end(t, start, stream):
+    end = _event(stream)
     end.record(stream)
     t.end_mono = time.monotonic()
     with _state.lock:
-        _state.cuda.append((t, start, end))
+        _state.cuda.append((t, start, end, stream.device_index))
         many = len(_state.cuda) > 4096
     if many:
         drain_cuda(block=True)
@@ -223,13 +234,16 @@ def drain_cuda(block=False):
     with st.lock:
         pending, st.cuda = st.cuda, []
     later = []
-    for t, start, end in pending:
+    for t, start, end, dev in pending:
         if block:
             end.synchronize()
         if block or end.query():
             t.finish(int(start.elapsed_time(end) * 1e6), t.end_mono)
+            pool = st.events.setdefault(dev, [])
+            if len(pool) < 256:
+                pool += (start, end)
         else:
-            later.append((t, start, end))
+            later.append((t, start, end, dev))
     if later:
         with st.lock:
             st.cuda[:0] = later
@@ -282,7 +296,7 @@ def call(d, fn, coll, tensor, size, group, async_op, category, label, phase):
         import torch
 
         stream = torch.cuda.current_stream(tensor.device)
-        start = torch.cuda.Event(enable_timing=True)
+        start = _event(stream)
         start.record(stream)
         w = fn()
         t.charge = log.charge(coll, cat, p, size) if log.charging else None
