@@ -2,8 +2,9 @@
 # scripts/chaos.sh - chaos trials (docs/reliability.md): N ranks run a random
 # sequence of collectives (tests/chaos/chaos_rank.c) and one of them, drawn
 # from the trial's seed, injects one fault at a random moment: SIGKILL,
-# SIGTERM, SIGSTOP (a frozen rank) or, over tcp, shutting its sockets. Each
-# trial checks what the operator of a job needs:
+# SIGTERM, SIGSTOP (a frozen rank), over tcp shutting its sockets, with a
+# private /dev/shm filling it, and on the test bed of hosts (--testbed)
+# cutting its host's link. Each trial checks what the operator of a job needs:
 #   - every surviving rank's call fails, and its error names the operation
 #     ("#<seq>") and the victim ("world rank V"), or a rank whose own error
 #     does (a rank blocked on the victim in another communicator is what a
@@ -14,12 +15,17 @@
 #     trial, no /dev/shm/collie-* file is left;
 #   - the flight-recorder dumps exist and `collie-report hang` names the victim
 #     (by its world rank when the stuck operation was on a split).
+# A cut link kills no rank: every rank fails, those off the cut host naming
+# a rank of it (or a rank whose own error leads there, at most 3 hops), those
+# on it a rank of another host, within the deadline plus LIMIT; and
+# `collie-report hang` says that host lost its network ("network: ...").
 # It prints one line per trial, then the detection times per fault kind, and
 # every failed trial with its seed (`--seeds S` replays it exactly).
 #
 #   sh scripts/chaos.sh [--build DIR] [-n RANKS] [--transport shm|tcp|mixed]
 #                       [--testbed 2,1,3]
 #                       [--seeds "1 2 3" | --trials N] [--limit S] [--timeout-ms MS]
+#                       [--faults kill,term,stop,sockets,shmfull,cut]   (only these)
 #   e.g. sh scripts/chaos.sh --trials 1000 -n 4 --transport tcp   (the benchmark)
 #
 # Exit status: 0 when every trial passed, 1 otherwise, 2 for usage.
@@ -29,7 +35,7 @@ set -u
 if [ -z "${CHAOS_IN_NS:-}" ] && [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
   exec unshare -m env CHAOS_IN_NS=1 sh "$0" "$@"
 fi
-build=build nranks=3 transport=shm seeds="" trials=20 limit=2.0 tmo=1500 testbed=""
+build=build nranks=3 transport=shm seeds="" trials=20 limit=2.0 tmo=1500 testbed="" faults=""
 while [ $# -gt 0 ]; do
   case $1 in
     --build) build=$2; shift 2 ;;
@@ -40,6 +46,7 @@ while [ $# -gt 0 ]; do
     --limit) limit=$2; shift 2 ;;
     --timeout-ms) tmo=$2; shift 2 ;;
     --testbed) testbed=$2; shift 2 ;;
+    --faults) faults=$2; shift 2 ;;
     *) echo "chaos.sh: unknown argument $1 (see the header of scripts/chaos.sh)" >&2; exit 2 ;;
   esac
 done
@@ -53,6 +60,10 @@ case $tmo in '' | *[!0-9]* | 0) bad "--timeout-ms '$tmo': expected milliseconds 
 case $limit in '' | *[!0-9.]* | *.*.* | .) bad "--limit '$limit': expected seconds" ;; esac
 case $seeds in *[!0-9[:space:]]*) bad "--seeds '$seeds': expected numbers" ;; esac
 [ "$transport" != testbed ] || bad "--transport testbed: use --testbed HOSTS"
+for k in $(echo "$faults" | tr ',' ' '); do
+  case $k in kill | term | stop | sockets | shmfull | cut) ;; *) bad "--faults: '$k' is not kill, term, stop, sockets, shmfull or cut" ;; esac
+done
+case $faults in *cut*) [ -n "$testbed" ] || bad "--faults cut: a cut link needs the test bed (--testbed HOSTS)" ;; esac
 [ -n "$seeds" ] || seeds=$(seq 1 "$trials")
 # On the test bed of hosts (scripts/testbed.sh) the ranks are real hosts'
 # ranks: shm within a host, tcp between hosts; -n is the hosts' sum.
@@ -88,12 +99,13 @@ for seed in $seeds; do
   if [ -n "$testbed" ]; then
     # shellcheck disable=SC2086
     env $ranks_env CHAOS_SHM_FULL=0 CHAOS_DIR=$d COLLIE_LOG_DIR=$d/logs COLLIE_TIMEOUT_MS=$tmo \
-      COLLIE_DEBUG=NONE timeout 120 sh "$(dirname "$0")/testbed.sh" --build "$build" --hosts "$testbed" \
-      --keep-going --timeout $((tmo / 1000 + 15)) -- "$(cd "$build" && pwd)/tests/chaos_rank" "$seed" \
-      >"$d/out" 2>&1 &
+      CHAOS_FAULTS=$faults CHAOS_CUT_FILE=$d/cutreq COLLIE_DEBUG=NONE timeout 120 \
+      sh "$(dirname "$0")/testbed.sh" --build "$build" --hosts "$testbed" --keep-going \
+      --cut-on-request "$d/cutreq" --timeout $((tmo / 1000 + 15)) -- \
+      "$(cd "$build" && pwd)/tests/chaos_rank" "$seed" >"$d/out" 2>&1 &
   else
     # shellcheck disable=SC2086
-    env $ranks_env CHAOS_SHM_FULL=$shm_full CHAOS_DIR=$d COLLIE_LOG_DIR=$d/logs \
+    env $ranks_env CHAOS_SHM_FULL=$shm_full CHAOS_FAULTS=$faults CHAOS_DIR=$d COLLIE_LOG_DIR=$d/logs \
       COLLIE_TIMEOUT_MS=$tmo COLLIE_DEBUG=NONE timeout 120 "$build/collierun" -n "$nranks" --keep-going \
       --grace 1 --timeout $((tmo / 1000 + 15)) "$build/tests/chaos_rank" "$seed" >"$d/out" 2>&1 &
   fi
@@ -113,7 +125,8 @@ for seed in $seeds; do
   if [ ! -f "$d/fault" ]; then
     why="no fault was injected (exit $rc)"
   else
-    read -r kind tf fop victim _ <"$d/fault"
+    read -r kind tf fop victim _ vhost <"$d/fault"
+    [ "$kind" != cut ] || [ -f "$d/cutreq.cut" ] || why="$why the test bed did not cut host $vhost's link;"
     worst=0
     for r in $(seq 0 $((nranks - 1))); do
       f="$d/rank$r"
@@ -135,6 +148,24 @@ for seed in $seeds; do
           *) why="$why rank $r's error does not say /dev/shm is full: $msg;" ;; esac
         continue
       fi
+      if [ "$kind" = cut ]; then
+        # Off the cut host: a rank of it is named, or a rank whose error
+        # leads there (3 hops at most); on it: a rank of another host.
+        mine=$(cat "$d/host$r" 2>/dev/null)
+        m=$msg hops=0 ok=0
+        while [ $hops -lt 4 ] && [ $ok = 0 ]; do
+          for w in $(printf '%s' "$m" | grep -o 'world rank [0-9]*' | awk '{print $3}'); do
+            h=$(cat "$d/host$w" 2>/dev/null)
+            if [ "$mine" = "$vhost" ]; then [ "$h" != "$vhost" ] && ok=1; else [ "$h" = "$vhost" ] && ok=1; fi
+          done
+          next=$(printf '%s' "$m" | grep -o 'world rank [0-9]*' | head -1 | awk '{print $3}')
+          [ -n "$next" ] && [ -f "$d/rank$next" ] || break
+          m=$(sed -n 2p "$d/rank$next")
+          hops=$((hops + 1))
+        done
+        [ $ok = 1 ] || why="$why rank $r (host $mine) does not lead across the cut of host $vhost: $msg;"
+        continue
+      fi
       [ "$r" = "$victim" ] && continue # its own error (sockets: it cut them itself)
       # It names the victim, or a rank whose own error does (at most 3 hops:
       # a rank blocked in another communicator is what this one waited on).
@@ -149,9 +180,11 @@ for seed in $seeds; do
       [ $ok = 1 ] || why="$why rank $r's error does not lead to world rank $victim: $msg;"
     done
     nres=$(count "$d"/rank[0-9] "$d"/rank[0-9][0-9])
-    [ "$nres" -ge $((nranks - 1)) ] || why="$why only $nres survivor(s) reported (a rank hung?);"
+    need=$((nranks - 1))
+    [ "$kind" != cut ] || need=$nranks # nobody died
+    [ "$nres" -ge $need ] || why="$why only $nres of $need rank(s) reported (a rank hung?);"
     bound=$limit
-    [ "$kind" = stop ] && bound=$(awk -v l="$limit" -v t="$tmo" 'BEGIN { print t / 1000 + l }')
+    case $kind in stop | cut) bound=$(awk -v l="$limit" -v t="$tmo" 'BEGIN { print t / 1000 + l }') ;; esac
     awk -v w="$worst" -v b="$bound" 'BEGIN { exit !(w > b) }' && why="$why detection took $worst s (bound $bound s);"
   fi
   if [ -f "$d/fault" ] && [ "$kind" != shmfull ]; then
@@ -160,7 +193,10 @@ for seed in $seeds; do
     [ $? -le 1 ] || why="$why collie-report hang failed: $(tail -1 "$d/report");"
     # A dead or frozen victim writes no dump: the verdict must say so by name
     # (a victim that cut its sockets failed like the others and dumped).
-    if [ "$kind" != sockets ] &&
+    if [ "$kind" = cut ]; then
+      grep -q "^network: .*testbed-h${vhost}[ :,]" "$d/report" ||
+        why="$why collie-report hang does not say host testbed-h$vhost lost its link: $(grep -v '^  ' "$d/report" | tr '\n' ' ');"
+    elif [ "$kind" != sockets ] &&
       ! grep -Eq "(rank $victim|\(world rank $victim\)) left no dump" "$d/report"; then
       why="$why collie-report hang does not name world rank $victim: $(tr '\n' ' ' <"$d/report");"
     fi
@@ -172,7 +208,9 @@ for seed in $seeds; do
   [ "$(shm_count)" -le "$before" ] || why="$why shared memory left in /dev/shm;"
   if [ -z "$why" ]; then
     passed=$((passed + 1))
-    echo "seed $seed: $kind of world rank ${victim:-?} at op ${fop:-?}: ok (slowest survivor ${worst:-?} s)"
+    what="$kind of world rank ${victim:-?}"
+    [ "$kind" != cut ] || what="cut of host ${vhost:-?}'s link (by world rank ${victim:-?})"
+    echo "seed $seed: $what at op ${fop:-?}: ok (slowest survivor ${worst:-?} s)"
   else
     failed=$((failed + 1))
     echo "seed $seed: FAILED:$why"

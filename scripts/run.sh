@@ -101,13 +101,19 @@ case "$what" in
     # before anything runs.
     for args in "testbed.sh --cut-link 1 -- true" "testbed.sh --cut-link 1@x -- true" \
       "testbed.sh --cut-link 9@1 -- true" "testbed.sh --hosts 0,2 -- true" \
-      "linkcut.sh 2,2" "chaos.sh --trials 0" "chaos.sh --transport testbed"; do
+      "linkcut.sh 2,2" "chaos.sh --trials 0" "chaos.sh --transport testbed" \
+      "chaos.sh --faults cut" "chaos.sh --faults fire --testbed 2,2"; do
       # shellcheck disable=SC2086
       if sh scripts/$args >/dev/null 2>&1; then rc=0; else rc=$?; fi
       [ $rc = 2 ] || { echo "scripts/$args exited $rc, not 2" >&2; exit 1; }
     done
     sh scripts/testbed.sh --hosts 2,1,3 --tag -- build/collie-demo
     sh scripts/chaos.sh --build build --seeds "$(seq 1 8)" --testbed 2,1,3
+    # A cut link as a chaos fault: no rank dies; every rank fails naming the
+    # other side, every rank dumps, and collie-report hang's "network:"
+    # verdict names the cut host (docs/flight-recorder.md).
+    sh scripts/chaos.sh --build build --faults cut --seeds "1 2 3 4" --testbed 2,1,3
+    sh scripts/chaos.sh --build build --faults cut --seeds "1 2" --testbed 2,2
     # A host's link taken down mid-job: every rank fails within the deadline,
     # naming a rank of another host by its host (scripts/linkcut.sh).
     sh scripts/linkcut.sh --build build

@@ -30,6 +30,11 @@
 #   --cut-link I@S take host I's link down S seconds after the start (its
 #                  veth end on the bridge: whatever it sends or is sent is
 #                  lost, as when a cable is pulled; scripts/linkcut.sh)
+#   --cut-on-request FILE  take a host's link down when the job asks: a
+#                  rank writes the host's index to FILE (whole: write a
+#                  temporary file and rename it), and within ~20 ms that
+#                  host's link goes down as with --cut-link; the time of
+#                  the cut goes to FILE.cut (scripts/chaos.sh's cut fault)
 #
 # Host i is 10.213.N.(i+1)/24 on its eth0 (N from the script's pid, so that
 # two test beds can run at once); rank 0 is on host 0, which serves the
@@ -37,8 +42,8 @@
 # collierun variables. Exit status: 0 when every host's collierun exited 0,
 # else the first failure's status; 2 for usage or a missing capability.
 set -u
-hosts=2,2 rate="" delay="" jitter="" loss="" timeout=300 build=build tag=0 keep="" cut="" outside=0
-usage() { echo "usage: sh scripts/testbed.sh [--hosts 2,1,3] [--rate R] [--delay D] [--jitter J] [--loss P] [--timeout S] [--build DIR] [--tag] [--keep-going] [--cut-link I@S] -- PROGRAM [ARGS...]" >&2; exit 2; }
+hosts=2,2 rate="" delay="" jitter="" loss="" timeout=300 build=build tag=0 keep="" cut="" outside=0 cut_req=""
+usage() { echo "usage: sh scripts/testbed.sh [--hosts 2,1,3] [--rate R] [--delay D] [--jitter J] [--loss P] [--timeout S] [--build DIR] [--tag] [--keep-going] [--cut-link I@S] [--cut-on-request FILE] -- PROGRAM [ARGS...]" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
     --hosts) hosts=$2; shift 2 ;;
@@ -51,6 +56,7 @@ while [ $# -gt 0 ]; do
     --tag) tag=1; shift ;;
     --keep-going) keep=--keep-going; shift ;;
     --cut-link) cut=$2; shift 2 ;;
+    --cut-on-request) cut_req=$2; shift 2 ;;
     --outside) outside=1; shift ;;
     --) shift; break ;;
     *) echo "testbed.sh: unknown argument $1" >&2; usage ;;
@@ -83,7 +89,7 @@ made=""
 pids=""
 cleanup() {
   trap - EXIT INT TERM
-  for p in $pids ${cut_pid:-}; do kill -TERM "$p" 2>/dev/null; done
+  for p in $pids ${cut_pid:-} ${req_pid:-}; do kill -TERM "$p" 2>/dev/null; done
   sleep 0.2
   for p in $pids; do kill -KILL "$p" 2>/dev/null; done
   # A namespace's processes are its collierun's: gone above. Deleting a
@@ -170,6 +176,21 @@ if [ -n "$cut_host" ]; then
   ) &
   cut_pid=$! # not waited for: a cut due after the job ended is dropped
 fi
+if [ -n "$cut_req" ]; then
+  (
+    trap 'exit 0' TERM
+    while [ ! -f "$cut_req" ]; do sleep 0.02; done
+    h=$(cat "$cut_req")
+    case $h in '' | *[!0-9]*) echo "testbed.sh: $cut_req: '$h' is not a host index" >&2; exit 0 ;; esac
+    if [ "$h" -lt "$nhosts" ] && ip -n "$ns_br" link set "ctb${id}b$h" down; then
+      date +%s.%N >"$cut_req.cut"
+      echo "testbed.sh: host $h's link is down (asked for in $cut_req)" >&2
+    else
+      echo "testbed.sh: $cut_req: cannot cut host $h's link" >&2
+    fi
+  ) &
+  req_pid=$!
+fi
 # Wait for every host; when one fails, stop the others (all processes of
 # their namespaces), as collierun stops a node's ranks when one fails.
 rc=0 stopped=0
@@ -193,5 +214,6 @@ for i in $(seq 0 $((nhosts - 1))); do
   [ -f "$status_dir/h$i" ] || { [ "$rc" = 0 ] && rc=1 && echo "testbed.sh: host $i reported no status" >&2; }
 done
 [ -z "${cut_pid:-}" ] || kill "$cut_pid" 2>/dev/null
+[ -z "${req_pid:-}" ] || kill "$req_pid" 2>/dev/null
 rm -rf "$status_dir"
 exit "$rc"

@@ -41,4 +41,6 @@
   XX(report_hang_split_world_ranks, report_hang_split_world_ranks, 0, "auto", 20)                  \
   XX(report_hang_bad_usage, report_hang_bad_usage, 0, "auto", 20)                                  \
   XX(report_hang_from_recorder, report_hang_from_recorder, 0, "auto", 20)                          \
-  XX(report_hang_overwritten_and_p2p, report_hang_overwritten_and_p2p, 0, "auto", 20)
+  XX(report_hang_overwritten_and_p2p, report_hang_overwritten_and_p2p, 0, "auto", 20)              \
+  XX(report_hang_network, report_hang_network, 0, "auto", 20)                                      \
+  XX(report_hang_network_from_recorder, report_hang_network_from_recorder, 0, "auto", 20)

@@ -68,6 +68,10 @@ struct rd_dump {
   char time[64];
   long pid;
   int *world; /* each rank's world rank ("world_ranks"), or NULL when absent */
+  int nhosts;
+  char (*hosts)[64]; /* [nhosts] host names ("hosts"), or NULL when absent */
+  int *host_of;      /* [size] each rank's index in hosts ("host_of"), or NULL */
+  char error[1024];  /* the error that made the rank dump ("error"), or "" */
   int nops;
   struct rd_op *ops; /* oldest first */
 };
@@ -220,6 +224,10 @@ int rt_start(int argc, char **argv, const char *cmd, unsigned allowed, void (*us
 
 int report_hang(int argc, char **argv);
 void report_hang_usage(void);
+/* report_partition.c: prints the "network:" verdict when the dumps d[0..n)
+ * (every communicator's) show a lost host link rather than a lost rank;
+ * returns 1 when it printed one. */
+int report_partition(const struct rd_dump *d, int n);
 int report_summary(int argc, char **argv);
 void report_summary_usage(void);
 int report_stragglers(int argc, char **argv);

@@ -135,6 +135,53 @@ rd_world(const struct rj_val *root, struct rd_dump *d, char *err, size_t errlen)
   return 0;
 }
 
+/* The optional "hosts" (names) and "host_of" (each rank's index in them):
+ * both or neither. */
+static int
+rd_hosts(const struct rj_val *root, struct rd_dump *d, char *err, size_t errlen)
+{
+  const struct rj_val *h = rj_get(root, "hosts"), *of = rj_get(root, "host_of");
+  int has_h = h && h->type != RJ_NULL, has_of = of && of->type != RJ_NULL;
+  if (!has_h && !has_of) return 0;
+  if (!has_h || !has_of) {
+    snprintf(err, errlen, "\"%s\": present without \"%s\"", has_h ? "hosts" : "host_of",
+             has_h ? "host_of" : "hosts");
+    return -1;
+  }
+  if (h->type != RJ_ARR || h->n < 1 || h->n > (size_t)d->size) {
+    snprintf(err, errlen, "\"hosts\": expected an array of 1 to %d strings", d->size);
+    return -1;
+  }
+  if (of->type != RJ_ARR || of->n != (size_t)d->size) {
+    snprintf(err, errlen, "\"host_of\": expected an array of %d integers (one per rank)", d->size);
+    return -1;
+  }
+  d->hosts = calloc(h->n, sizeof(*d->hosts));
+  d->host_of = calloc(of->n, sizeof(*d->host_of));
+  if (!d->hosts || !d->host_of) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  d->nhosts = (int)h->n;
+  for (size_t k = 0; k < h->n; k++) {
+    if (h->items[k].type != RJ_STR) {
+      snprintf(err, errlen, "\"hosts\"[%zu]: expected a string", k);
+      return -1;
+    }
+    snprintf(d->hosts[k], sizeof(d->hosts[k]), "%s", h->items[k].str);
+  }
+  for (size_t k = 0; k < of->n; k++) {
+    const struct rj_val *v = &of->items[k];
+    if (v->type != RJ_NUM || !v->is_int || v->i < 0 || v->i >= d->nhosts) {
+      snprintf(err, errlen, "\"host_of\"[%zu]: expected an index of \"hosts\" (0 to %d)", k,
+               d->nhosts - 1);
+      return -1;
+    }
+    d->host_of[k] = (int)v->i;
+  }
+  return 0;
+}
+
 /* Fills d from the file at d->path; -1 with err (without the file name). */
 static int
 rd_load_file(struct rd_dump *d, char *err, size_t errlen)
@@ -165,6 +212,7 @@ rd_load_file(struct rd_dump *d, char *err, size_t errlen)
       rd_str(root, "comm", d->comm, sizeof(d->comm), 0, "", err, errlen) ||
       rd_str(root, "reason", d->reason, sizeof(d->reason), 1, "", err, errlen) ||
       rd_str(root, "time", d->time, sizeof(d->time), 1, "", err, errlen) ||
+      rd_str(root, "error", d->error, sizeof(d->error), 1, "", err, errlen) ||
       rd_int_opt(root, "pid", &pid, "", err, errlen))
     goto out;
   if (size < 1 || size > 1 << 20 || rank < 0 || rank >= size) {
@@ -175,7 +223,7 @@ rd_load_file(struct rd_dump *d, char *err, size_t errlen)
   d->rank = (int)rank;
   d->size = (int)size;
   d->pid = (long)pid;
-  if (rd_world(root, d, err, errlen)) goto out;
+  if (rd_world(root, d, err, errlen) || rd_hosts(root, d, err, errlen)) goto out;
   const struct rj_val *ops = rj_get(root, "ops");
   if (!ops || ops->type != RJ_ARR) {
     snprintf(err, errlen, "\"ops\": %s", ops ? "expected an array" : "missing");
@@ -277,6 +325,8 @@ rd_free(struct rd_dump *dumps, int n)
   for (int i = 0; dumps && i < n; i++) {
     free(dumps[i].ops);
     free(dumps[i].world);
+    free(dumps[i].hosts);
+    free(dumps[i].host_of);
   }
   free(dumps);
 }

@@ -15,6 +15,10 @@
  * per communicator, so they never pick it either; unfinished ones are listed
  * after the verdict.
  *
+ * Each rank that failed is listed with its error (the dump's "error", which
+ * names the peer it lost), and report_partition.c adds a verdict on the
+ * network when every rank failed naming a rank on another host.
+ *
  * Exit status: 0 when every communicator completed everything, 1 when
  * something is stuck or failed, 2 when the dumps could not be read.
  */
@@ -33,7 +37,9 @@ report_hang_usage(void)
          "rank) and says,\n"
          "  per communicator, which operation is stuck, which ranks started, "
          "completed or\n"
-         "  failed it, and which never joined it (with their last operation).\n"
+         "  failed it, and which never joined it (with their last operation); each\n"
+         "  failed rank's error; and whether a host lost its network link (every\n"
+         "  rank failed naming a rank on another host).\n"
          "  Exit status: 0 nothing stuck, 1 a hang or failure found, 2 "
          "unreadable input.\n");
 }
@@ -186,6 +192,13 @@ hang_comm(const struct rd_dump *d, int n)
     if (ref) hang_describe(desc, sizeof(desc), ref);
     printf("  stuck: %s: %s%s\n", desc, line, line[0] ? tail : (tail[0] ? tail + 2 : ""));
   }
+  /* What each rank that failed was told: the message names the peer it lost. */
+  for (int i = 0; i < n; i++) {
+    if (!d[i].error[0]) continue;
+    printf("  rank %d", d[i].rank);
+    if (d[i].host_of) printf(" (host %s)", d[i].hosts[d[i].host_of[d[i].rank]]);
+    printf(": %s\n", d[i].error);
+  }
 
   /* Point-to-point operations that never finished, per rank. */
   for (int i = 0; i < n; i++) {
@@ -228,6 +241,7 @@ report_hang(int argc, char **argv)
     found |= hang_comm(&dumps[i], j - i);
     i = j;
   }
+  found |= report_partition(dumps, n);
   rd_free(dumps, n);
   return found ? REPORT_FOUND : REPORT_OK;
 }

@@ -308,6 +308,13 @@ collie__comm_create(const struct collie__params *params, const char *token, int6
       collie__flight_set_world(c->flight, world);
       free(world);
     }
+    const char **names = malloc((size_t)c->topo.nhosts * sizeof(*names));
+    if (names) {
+      for (int h = 0; h < c->topo.nhosts; h++)
+        names[h] = c->peers[c->topo.by_host[c->topo.first[h]]].host;
+      collie__flight_set_hosts(c->flight, c->topo.host, c->topo.nhosts, names);
+      free(names);
+    }
     collie__flight_watch(c->flight, params->LOG_DIR);
   }
   COLLIE_CHECK_GOTO(collie__comm_register(c), rc, out_free);

@@ -139,7 +139,8 @@ collie__comm_flight_dump(collie_comm_t *comm, const char *reason)
   if (!comm->flight) return;
   char saved[COLLIE_ERRMSG_LEN];
   snprintf(saved, sizeof(saved), "%s", collie__err_msg()); /* keep the caller's diagnosis */
-  if (collie__flight_dump(comm->flight, comm->params.LOG_DIR, reason) != COLLIE_SUCCESS)
+  if (collie__flight_dump_error(comm->flight, comm->params.LOG_DIR, reason, saved) !=
+      COLLIE_SUCCESS)
     COLLIE_WARN("INIT", "flight recorder: %s", collie__err_msg());
   collie__err_set_text(saved);
 }

@@ -94,7 +94,10 @@ struct flight_rec {
 struct collie__flight {
   int capacity, rank, size; /* capacity: operations a dump shows (COLLIE_FR_SIZE) */
   uint64_t comm_hash;
-  int *world;      /* each rank's world rank, or NULL (collie__flight_set_world) */
+  int *world;        /* each rank's world rank, or NULL (collie__flight_set_world) */
+  int *host_of;      /* [size] each rank's host, an index of host_names, or NULL */
+  char **host_names; /* [nhosts], one allocation with host_of's names after the pointers */
+  int nhosts;
   int64_t next_id; /* atomic: ids handed out so far */
   /* The ring holds the next power of two of capacity records, so that an
    * id's record is id & mask: a 64-bit division per record update was a
@@ -130,6 +133,8 @@ collie__flight_free(struct collie__flight *fr)
 {
   if (!fr) return;
   free(fr->world);
+  free(fr->host_of);
+  free(fr->host_names);
   free(fr->recs);
   free(fr);
 }
@@ -140,6 +145,34 @@ collie__flight_set_world(struct collie__flight *fr, const int *world)
   if (!fr || fr->world) return;
   if (!(fr->world = malloc((size_t)fr->size * sizeof(*fr->world)))) return;
   memcpy(fr->world, world, (size_t)fr->size * sizeof(*fr->world));
+}
+
+void
+collie__flight_set_hosts(struct collie__flight *fr, const int *host_of, int nhosts,
+                         const char *const *names)
+{
+  if (!fr || fr->host_of || nhosts < 1) return;
+  size_t bytes = (size_t)nhosts * sizeof(char *);
+  for (int h = 0; h < nhosts; h++) bytes += strcspn(names[h], "/") + 1;
+  fr->host_of = malloc((size_t)fr->size * sizeof(*fr->host_of));
+  fr->host_names = malloc(bytes);
+  if (!fr->host_of || !fr->host_names) {
+    free(fr->host_of);
+    free(fr->host_names);
+    fr->host_of = NULL;
+    fr->host_names = NULL;
+    return;
+  }
+  memcpy(fr->host_of, host_of, (size_t)fr->size * sizeof(*fr->host_of));
+  char *at = (char *)(fr->host_names + nhosts);
+  for (int h = 0; h < nhosts; h++) {
+    size_t n = strcspn(names[h], "/");
+    memcpy(at, names[h], n);
+    at[n] = '\0';
+    fr->host_names[h] = at;
+    at += n + 1;
+  }
+  fr->nhosts = nhosts;
 }
 
 /* A half's single writer: odd version, stores, even version. */
@@ -356,7 +389,7 @@ flight_time_field(FILE *f, const char *name, int64_t mono, int64_t offset)
 }
 
 static void
-flight_write(struct collie__flight *fr, FILE *f, const char *reason)
+flight_write(struct collie__flight *fr, FILE *f, const char *reason, const char *error)
 {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -372,6 +405,20 @@ flight_write(struct collie__flight *fr, FILE *f, const char *reason)
     fputs(",\"world_ranks\":[", f);
     for (int r = 0; r < fr->size; r++) fprintf(f, "%s%d", r ? "," : "", fr->world[r]);
     fputc(']', f);
+  }
+  if (fr->host_of) {
+    fputs(",\"hosts\":[", f);
+    for (int h = 0; h < fr->nhosts; h++) {
+      if (h) fputc(',', f);
+      flight_json_str(f, fr->host_names[h]);
+    }
+    fputs("],\"host_of\":[", f);
+    for (int r = 0; r < fr->size; r++) fprintf(f, "%s%d", r ? "," : "", fr->host_of[r]);
+    fputc(']', f);
+  }
+  if (error && *error) {
+    fputs(",\"error\":", f);
+    flight_json_str(f, error);
   }
   fprintf(f, ",\"time\":\"%s\",\"t_now\":%lld,\"pid\":%ld,\"capacity\":%d,\"ops\":[", iso,
           (long long)mono, (long)getpid(), fr->capacity);
@@ -404,6 +451,13 @@ flight_write(struct collie__flight *fr, FILE *f, const char *reason)
 collie_result_t
 collie__flight_dump(struct collie__flight *fr, const char *dir, const char *reason)
 {
+  return collie__flight_dump_error(fr, dir, reason, NULL);
+}
+
+collie_result_t
+collie__flight_dump_error(struct collie__flight *fr, const char *dir, const char *reason,
+                          const char *error)
+{
   if (!fr) return collie__err(COLLIE_INVALID_ARGUMENT, "flight dump: no recorder");
   if (!dir || !*dir) dir = ".";
   if (collie__mkdir_one(dir) != 0)
@@ -420,7 +474,7 @@ collie__flight_dump(struct collie__flight *fr, const char *dir, const char *reas
               (unsigned long long)fr->comm_hash, (long)getpid());
   FILE *f = fopen(tmp, "w");
   if (!f) return collie__err_errno(COLLIE_SYSTEM_ERROR, "flight dump: cannot create %s", tmp);
-  flight_write(fr, f, reason ? reason : "user");
+  flight_write(fr, f, reason ? reason : "user", error);
   int bad = ferror(f);
   if (fclose(f) != 0 || bad) {
     collie_result_t rc =

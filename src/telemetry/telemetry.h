@@ -53,6 +53,13 @@ void collie__flight_free(struct collie__flight *fr);
  * dump of a split names ranks as the job knows them; without it, or on
  * allocation failure, the dump leaves the map out. */
 void collie__flight_set_world(struct collie__flight *fr, const int *world);
+/* Gives the recorder each rank's host: host_of[size] indexes names[nhosts]
+ * (host names, each cut at its first '/': the hostname of a host identity).
+ * A dump then says where each rank ran, so that collie-report can tell a
+ * lost host or link from a lost rank. Copied; on allocation failure the
+ * dump leaves them out. */
+void collie__flight_set_hosts(struct collie__flight *fr, const int *host_of, int nhosts,
+                              const char *const *names);
 
 /* Records an issued operation in state QUEUED; returns its id (monotonic per
  * recorder), or -1 when fr is NULL. Never blocks, never allocates; safe to call
@@ -84,6 +91,10 @@ void collie__flight_end_at_issue(struct collie__flight *fr, int64_t id, int64_t 
  * (its parent must exist). Format: docs/flight-recorder.md. Errors: SYSTEM_ERROR naming the
  * path; INVALID_ARGUMENT when fr is NULL. */
 collie_result_t collie__flight_dump(struct collie__flight *fr, const char *dir, const char *reason);
+/* The same, with the error that made the rank dump (its message, naming the
+ * operation and the peer) in the dump's "error" field; NULL or "" leaves it out. */
+collie_result_t collie__flight_dump_error(struct collie__flight *fr, const char *dir,
+                                          const char *reason, const char *error);
 
 /* SIGUSR1 makes every live recorder of the process dump itself to its
  * directory (registered with collie__flight_watch). The handler only flags;

@@ -13,11 +13,19 @@
  *   shmfull  fills /dev/shm, and every rank then splits the world anew: the
  *            split needs a new segment (only when CHAOS_SHM_FULL=1, which
  *            scripts/chaos.sh sets when /dev/shm is a private tmpfs)
+ *   cut      its host's link goes down (on the test bed only, when
+ *            CHAOS_CUT_FILE names the file scripts/testbed.sh's
+ *            --cut-on-request watches: the victim writes its host's index,
+ *            TESTBED_HOST, there); the victim goes on like every other rank
+ *
+ * CHAOS_FAULTS=kill,cut (names, comma-separated) draws only among those.
  *
  * The fault fires 0-20 ms after the victim starts operation 3..40, and
  * every rank goes on calling collectives until one fails (at most OPS of
  * them), so the survivors always meet it. Just before the fault the victim
- * writes DIR/fault ("<kind> <monotonic s> <op index> <world rank> <pid>"). A rank
+ * writes DIR/fault ("<kind> <monotonic s> <op index> <world rank> <pid>", and
+ * for a cut " <host index>"). On the test bed each rank writes DIR/host<r>
+ * (its host's index) at the start. A rank
  * whose call fails writes DIR/rank<r> ("<rc> <monotonic s> <op index>" and
  * the message on the next line) and exits 0 0.3 s later without destroying anything:
  * what it leaves behind is the library's doing. A rank that runs every
@@ -62,8 +70,9 @@ chaos_now(void)
 }
 
 static const char *chaos_dir;
-static const char *const chaos_faults[] = {"kill", "term", "stop", "sockets", "shmfull"};
-enum { CHAOS_SOCKETS = 3, CHAOS_SHMFULL = 4 };
+static const char *const chaos_faults[] = {"kill", "term", "stop", "sockets", "shmfull", "cut"};
+enum { CHAOS_SOCKETS = 3, CHAOS_SHMFULL = 4, CHAOS_CUT = 5, CHAOS_NFAULTS = 6 };
+static const char *chaos_host = ""; /* TESTBED_HOST: this rank's host on the test bed */
 
 struct chaos_fault {
   int kind, op, rank;
@@ -89,8 +98,9 @@ chaos_inject(void *arg)
   const struct chaos_fault *f = arg;
   usleep(f->delay_us);
   char line[128];
-  snprintf(line, sizeof(line), "%s %.6f %d %d %ld\n", chaos_faults[f->kind], chaos_now(), f->op,
-           f->rank, (long)getpid());
+  snprintf(line, sizeof(line), "%s %.6f %d %d %ld%s%s\n", chaos_faults[f->kind], chaos_now(), f->op,
+           f->rank, (long)getpid(), f->kind == CHAOS_CUT ? " " : "",
+           f->kind == CHAOS_CUT ? chaos_host : "");
   chaos_write("fault", line);
   switch (f->kind) {
   case 0:
@@ -102,6 +112,19 @@ chaos_inject(void *arg)
   case 2:
     raise(SIGSTOP);
     break;
+  case CHAOS_CUT: {
+    /* testbed.sh takes the link down; the rank carries on and meets it. */
+    char req[1100], tmp[1200];
+    snprintf(req, sizeof(req), "%s", getenv("CHAOS_CUT_FILE"));
+    snprintf(tmp, sizeof(tmp), "%s.tmp", req);
+    FILE *w = fopen(tmp, "w");
+    if (w) {
+      fprintf(w, "%s\n", chaos_host);
+      fclose(w);
+      rename(tmp, req);
+    }
+    break;
+  }
   default:
     for (int fd = 0; fd < 1024; fd++) {
       struct stat st;
@@ -194,6 +217,14 @@ main(int argc, char **argv)
   snprintf(pidname, sizeof(pidname), "pid%d", r);
   snprintf(pidtext, sizeof(pidtext), "%ld\n", (long)getpid());
   chaos_write(pidname, pidtext); /* the script checks that no rank outlives its trial */
+  const char *bed_host = getenv("TESTBED_HOST");
+  if (bed_host && *bed_host) {
+    char hostname[32], hosttext[32];
+    chaos_host = bed_host;
+    snprintf(hostname, sizeof(hostname), "host%d", r);
+    snprintf(hosttext, sizeof(hosttext), "%s\n", bed_host);
+    chaos_write(hostname, hosttext); /* where each rank ran: the cut fault's checks */
+  }
   if (collie_comm_split(world, r % 2, r, &sub) != COLLIE_SUCCESS) {
     fprintf(stderr, "chaos_rank: split: %s\n", collie_last_error());
     return 1;
@@ -202,10 +233,29 @@ main(int argc, char **argv)
    * where there are any, a full /dev/shm where it is shared and private. */
   const char *tr = getenv("COLLIE_TRANSPORT"), *full = getenv("CHAOS_SHM_FULL");
   int tcp = tr && !strcmp(tr, "tcp"), shm_full = !tcp && full && !strcmp(full, "1");
-  int kinds[5] = {0, 1, 2}, nkinds = 3;
+  int kinds[CHAOS_NFAULTS] = {0, 1, 2}, nkinds = 3;
   const char *bed = getenv("CHAOS_TESTBED"); /* real hosts (scripts/testbed.sh): tcp between */
-  if (tcp || is_mixed || (bed && !strcmp(bed, "1"))) kinds[nkinds++] = CHAOS_SOCKETS;
+  int on_bed = bed && !strcmp(bed, "1");
+  const char *cut_file = getenv("CHAOS_CUT_FILE");
+  if (tcp || is_mixed || on_bed) kinds[nkinds++] = CHAOS_SOCKETS;
   if (shm_full) kinds[nkinds++] = CHAOS_SHMFULL;
+  if (on_bed && cut_file && *cut_file && *chaos_host) kinds[nkinds++] = CHAOS_CUT;
+  const char *only = getenv("CHAOS_FAULTS");
+  if (only && *only) {
+    int kept = 0;
+    for (int k = 0; k < nkinds; k++) {
+      char list[256];
+      snprintf(list, sizeof(list), ",%s,", only);
+      char name[32];
+      snprintf(name, sizeof(name), ",%s,", chaos_faults[kinds[k]]);
+      if (strstr(list, name)) kinds[kept++] = kinds[k];
+    }
+    if (!kept) {
+      fprintf(stderr, "chaos_rank: CHAOS_FAULTS=%s: none of these faults applies here\n", only);
+      return 2;
+    }
+    nkinds = kept;
+  }
   struct chaos_fault f = {.kind = kinds[chaos_next(&rng) % (uint64_t)nkinds],
                           .op = 3 + (int)(chaos_next(&rng) % 38),
                           .delay_us = (unsigned)(chaos_next(&rng) % 20000)};

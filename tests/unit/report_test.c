@@ -244,3 +244,126 @@ TEST_IMPL(report_hang_overwritten_and_p2p)
             "record was overwritten); rank 2 never joined: it recorded no operation\n"
             "  rank 3: send #2 (1 KiB float32) with peer 0 started\n");
 }
+
+/* Fails unless collie-report's output for args lacks text. */
+static void
+rt_expect_absent(const char *args, const char *text)
+{
+  char *out;
+  rt_run(args, &out);
+  ASSERTF(strstr(out, text) == NULL, "collie-report %s: output has \"%s\":\n%s", args, text, out);
+  free(out);
+}
+
+/* Rank r's failed dump, hosts h0..h2 placed by host_of, failing ms milliseconds
+ * after a second with error. */
+static void
+rt_dump_cut(int r, const char *host_of, int ms, const char *error)
+{
+  char path[1024];
+  snprintf(path, sizeof(path), "%s/flight-rank%d-00000000000000aa.json", test_dir(), r);
+  FILE *f = fopen(path, "w");
+  ASSERT(f != NULL);
+  fprintf(f,
+          "{\"version\":1,\"rank\":%d,\"size\":4,\"comm\":\"00000000000000aa\","
+          "\"reason\":\"timeout\",\"hosts\":[\"h0\",\"h1\",\"h2\"],\"host_of\":%s,"
+          "\"error\":\"%s\",\"time\":\"2026-11-26T00:00:01.%06dZ\",\"pid\":%d,\"ops\":[%s]}\n",
+          r, host_of, error, ms * 1000, 100 + r, RT_BCAST4 "," RT_AR5("failed"));
+  fclose(f);
+}
+
+#define RT_WAITED(w, h)                                                                            \
+  "allreduce #5: timed out waiting for recv from rank " #w " (world rank " #w ", host " h ")"
+
+/* A lost host link: every rank dumps a failure naming a rank on another host. */
+TEST_IMPL(report_hang_network)
+{
+  /* Hosts h0 {0,1}, h1 {2}, h2 {3}; h1 is cut off. Its rank fails first;
+   * rank 1's error quotes its neighbour's first (the last rank named is the
+   * root cause). */
+  const char *three = "[0,0,1,2]";
+  rt_dump_cut(2, three, 0, RT_WAITED(3, "h2"));
+  rt_dump_cut(3, three, 50, RT_WAITED(2, "h1"));
+  rt_dump_cut(0, three, 100, RT_WAITED(2, "h1"));
+  rt_dump_cut(
+      1, three, 110,
+      "shm: rank 0 (world rank 0, pid 100) aborted its communicator, after: " RT_WAITED(2, "h1"));
+  rt_expect(rt_dir_arg(), 1,
+            "  rank 2 (host h1): allreduce #5: timed out waiting for recv from rank 3 (world rank "
+            "3, host h2)\n");
+  rt_expect(rt_dir_arg(), 1,
+            "network: every rank failed naming a rank on another host (4 failures): host h1 "
+            "accounts for every one: it lost its link to the other hosts (a cut link, a down "
+            "interface or a partition), not a rank\n");
+  /* h2 is cut off, but rank 0's deadline came first: it names rank 2 (h1),
+   * which was alive and still waiting on h2 when rank 0 gave up. Without
+   * the times, h1 would be on every edge and alone blamed. */
+  rt_dump_cut(0, three, 0, RT_WAITED(2, "h1"));
+  rt_dump_cut(1, three, 10, "shm: rank 0 (world rank 0) aborted its communicator");
+  rt_dump_cut(2, three, 300, RT_WAITED(3, "h2"));
+  rt_dump_cut(3, three, 305, RT_WAITED(2, "h1"));
+  rt_expect(rt_dir_arg(), 1,
+            "network: every rank failed naming a rank on another host (4 failures): the link "
+            "between hosts h1 and h2 was lost");
+  /* Two hosts: the link between them, whichever side was cut. */
+  const char *two = "[0,0,1,1]";
+  rt_dump_cut(0, two, 0, RT_WAITED(2, "h1"));
+  rt_dump_cut(1, two, 0, RT_WAITED(3, "h1"));
+  rt_dump_cut(2, two, 0, RT_WAITED(0, "h0"));
+  rt_dump_cut(3, two, 0, RT_WAITED(1, "h0"));
+  rt_expect(rt_dir_arg(), 1,
+            "network: every rank failed naming a rank on another host (4 failures): the link "
+            "between hosts h0 and h1 was lost");
+  /* A rank blames its own host's rank, which blames it back: a rank's failure. */
+  rt_dump_cut(0, two, 0, RT_WAITED(1, "h0"));
+  rt_dump_cut(1, two, 0, RT_WAITED(0, "h0"));
+  rt_expect_absent(rt_dir_arg(), "network:");
+  /* A rank left no dump (it died): the verdict is its, not the network's. */
+  rt_dump_cut(0, two, 0, RT_WAITED(2, "h1"));
+  rt_dump_cut(1, two, 0, RT_WAITED(3, "h1"));
+  rt_expect(rt_dir_arg(), 1, "network: ");
+  char path[1100];
+  snprintf(path, sizeof(path), "%s/flight-rank1-00000000000000aa.json", test_dir());
+  ASSERT(remove(path) == 0);
+  rt_expect(rt_dir_arg(), 1, "; rank 1 left no dump\n");
+  rt_expect_absent(rt_dir_arg(), "network:");
+  /* The fields checked: both or neither, indices in range. */
+  rt_dump_with(1, ",\"hosts\":[\"h0\"]", RT_BCAST4);
+  rt_expect(rt_dir_arg(), 2,
+            "flight-rank1-00000000000000aa.json: \"hosts\": present without \"host_of\"");
+  rt_dump_with(1, ",\"hosts\":[\"h0\",\"h1\"],\"host_of\":[0,0,2,1]", RT_BCAST4);
+  rt_expect(rt_dir_arg(), 2,
+            "flight-rank1-00000000000000aa.json: \"host_of\"[2]: expected an index of \"hosts\" "
+            "(0 to 1)");
+  rt_dump_with(1, ",\"hosts\":[\"h0\",\"h1\"],\"host_of\":[0,0,1]", RT_BCAST4);
+  rt_expect(rt_dir_arg(), 2, "\"host_of\": expected an array of 4 integers (one per rank)");
+  rt_dump_with(1, ",\"hosts\":[\"h0\",7],\"host_of\":[0,0,1,1]", RT_BCAST4);
+  rt_expect(rt_dir_arg(), 2, "\"hosts\"[1]: expected a string");
+}
+
+/* The recorder writes what the verdict reads: hosts (cut at '/', the boot
+ * id's separator) and the error. */
+TEST_IMPL(report_hang_network_from_recorder)
+{
+  const char *names[2] = {"alpha/boot-1", "beta/boot-2"};
+  const int host_of[2] = {0, 1};
+  const char *errors[2] = {"allreduce #1: timed out waiting for rank 1 (world rank 1, host beta)",
+                           "allreduce #1: timed out waiting for rank 0 (world rank 0, host alpha)"};
+  for (int r = 0; r < 2; r++) {
+    struct collie__flight *fr = collie__flight_new(8, r, 2, 0x3333);
+    ASSERT(fr != NULL);
+    collie__flight_set_hosts(fr, host_of, 2, names);
+    struct collie__flight_op op = {
+        .seq = 1, .kind = "allreduce", .dtype = "float32", .count = 4, .bytes = 16, .root = -1};
+    collie__flight_state(fr, collie__flight_queued(fr, &op), COLLIE_FR_FAILED, "ring");
+    ASSERT_OK(collie__flight_dump_error(fr, test_dir(), "timeout", errors[r]));
+    collie__flight_free(fr);
+  }
+  rt_expect(rt_dir_arg(), 1,
+            "  rank 0 (host alpha): allreduce #1: timed out waiting for rank 1 (world rank 1, "
+            "host beta)\n"
+            "  rank 1 (host beta): allreduce #1: timed out waiting for rank 0 (world rank 0, host "
+            "alpha)\n"
+            "network: every rank failed naming a rank on another host (2 failures): the link "
+            "between hosts alpha and beta was lost");
+}
