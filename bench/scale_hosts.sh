@@ -8,8 +8,10 @@
 #   sh bench/scale_hosts.sh [--build DIR] [--hosts H] [N ...]
 #
 # Prints, per N: init (median and max over ranks), barrier, destroy, peak
-# RSS per rank (median, max) and the store's connections (rank 0's
-# descriptors less the median rank's).
+# RSS per rank (median, max), the store's connections (rank 0's
+# descriptors less the median rank's) and the bytes each rank's store
+# connection carried through init and the barrier (median, max; the
+# kernel's TCP_INFO count, both ways).
 set -u
 build=build hosts=4
 while [ $# -gt 0 ]; do
@@ -26,8 +28,8 @@ bin=$(cd "$build" 2>/dev/null && pwd)/bench/scale_rank
 here=$(dirname "$0")
 out=$(mktemp "${TMPDIR:-/tmp}/collie-scale.XXXXXX")
 trap 'rm -f "$out"' EXIT
-echo "| ranks | hosts | init ms (median, max) | barrier ms (median, max) | destroy ms (median, max) | peak RSS KiB (median, max) | store connections |"
-echo "|---|---|---|---|---|---|---|"
+echo "| ranks | hosts | init ms (median, max) | barrier ms (median, max) | destroy ms (median, max) | peak RSS KiB (median, max) | store connections | store bytes per rank (median, max) |"
+echo "|---|---|---|---|---|---|---|---|"
 for n in "$@"; do
   per=$((n / hosts)) shape=""
   for _ in $(seq 1 "$hosts"); do shape="$shape${shape:+,}$per"; done
@@ -38,10 +40,11 @@ for n in "$@"; do
   grep '^scale:' "$out" | awk -v n="$n" -v h="$hosts" -v wall="$wall" '
     function med(a, k,   t, i, j) { for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t } return a[int((k + 1) / 2)] }
     function mx(a, k,   m, i) { m = a[1]; for (i = 2; i <= k; i++) if (a[i] > m) m = a[i]; return m }
-    { k++; init[k] = $7; bar[k] = $9; des[k] = $11; rss[k] = $13; fds[k] = $15; if ($3 == 0) fd0 = $15 }
+    { k++; init[k] = $7; bar[k] = $9; des[k] = $11; rss[k] = $13; fds[k] = $15; sb[k] = $17; if ($3 == 0) fd0 = $15 }
     END {
       if (k != n) { printf "| %d | %d | only %d ranks reported |\n", n, h, k; exit 1 }
       mi = mx(init, k); mb = mx(bar, k); md = mx(des, k); mr = mx(rss, k); mf = med(fds, k)
-      printf "| %d | %d | %.0f, %.0f | %.1f, %.1f | %.0f, %.0f | %d, %d | %d (job %.1f s) |\n", n, h, med(init, k), mi, med(bar, k), mb, med(des, k), md, med(rss, k), mr, fd0 - mf, wall
+      ms = mx(sb, k)
+      printf "| %d | %d | %.0f, %.0f | %.1f, %.1f | %.0f, %.0f | %d, %d | %d (job %.1f s) | %d, %d |\n", n, h, med(init, k), mi, med(bar, k), mb, med(des, k), md, med(rss, k), mr, fd0 - mf, wall, med(sb, k), ms
     }' || exit 1
 done

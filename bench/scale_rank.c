@@ -4,15 +4,23 @@
  * one barrier and destroy, reads its peak resident memory and its open
  * descriptors after init, and prints one line:
  *
- *   scale: rank R host H init_ms I barrier_ms B destroy_ms D rss_kib M fds F
+ *   scale: rank R host H init_ms I barrier_ms B destroy_ms D rss_kib M fds F store_b S
  *
  * Rank 0 serves the job's tcp store, so its descriptors less another rank's
- * are the store's connections (one per rank).
+ * are the store's connections (one per rank). store_b is what this rank's
+ * connection to the store carried by the end of the barrier, both ways (the
+ * kernel's count for the socket whose peer is COLLIE_STORE's port: bytes
+ * acknowledged plus bytes received), or -1 where it cannot be read.
  */
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <linux/tcp.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "collie.h"
@@ -47,6 +55,36 @@ scale_fds(void)
   return n - 3; /* ".", ".." and the directory itself */
 }
 
+/* Bytes this process's connection to the tcp store carried, or -1. */
+static long long
+scale_store_bytes(void)
+{
+  const char *url = getenv("COLLIE_STORE"), *colon = url ? strrchr(url, ':') : NULL;
+  int port = colon ? atoi(colon + 1) : 0;
+  if (!url || strncmp(url, "tcp://", 6) != 0 || port <= 0) return -1;
+  DIR *d = opendir("/proc/self/fd");
+  struct dirent *e;
+  long long total = -1;
+  while (d && (e = readdir(d))) {
+    int fd = atoi(e->d_name);
+    struct stat st;
+    struct sockaddr_in peer;
+    socklen_t plen = sizeof(peer);
+    if (e->d_name[0] < '0' || e->d_name[0] > '9' || fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode) ||
+        getpeername(fd, (struct sockaddr *)&peer, &plen) != 0 || peer.sin_family != AF_INET ||
+        ntohs(peer.sin_port) != port)
+      continue;
+    struct tcp_info ti;
+    socklen_t tlen = sizeof(ti);
+    memset(&ti, 0, sizeof(ti));
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &tlen) != 0) continue;
+    total = (total < 0 ? 0 : total) + (long long)ti.tcpi_bytes_acked +
+            (long long)ti.tcpi_bytes_received;
+  }
+  if (d) closedir(d);
+  return total;
+}
+
 int
 main(void)
 {
@@ -63,6 +101,7 @@ main(void)
     return 1;
   }
   double t2 = scale_ms();
+  long long store_b = scale_store_bytes();
   int r = collie_comm_rank(world);
   if (collie_comm_destroy(world) != COLLIE_SUCCESS) {
     fprintf(stderr, "scale_rank: destroy: %s\n", collie_last_error());
@@ -70,7 +109,8 @@ main(void)
   }
   double t3 = scale_ms();
   const char *host = getenv("TESTBED_HOST");
-  printf("scale: rank %d host %s init_ms %.1f barrier_ms %.2f destroy_ms %.1f rss_kib %ld fds %d\n",
-         r, host ? host : "0", t1 - t0, t2 - t1, t3 - t2, scale_hwm_kib(), fds);
+  printf("scale: rank %d host %s init_ms %.1f barrier_ms %.2f destroy_ms %.1f rss_kib %ld fds %d "
+         "store_b %lld\n",
+         r, host ? host : "0", t1 - t0, t2 - t1, t3 - t2, scale_hwm_kib(), fds, store_b);
   return 0;
 }
