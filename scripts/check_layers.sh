@@ -1,11 +1,11 @@
 #!/bin/sh
 # Checks docs/design.md's "nothing below calls up": which module may include
 # which, and which may call which (below).
-#   core      -> bootstrap, transport, coll, reduce, telemetry, util
+#   core      -> bootstrap, transport, coll, reduce, telemetry, device, util
 #   coll      -> transport/transport.h, reduce/reduce.h, util
 #                (and coll/shm_flat.c alone -> transport/shm.h: the shm-only family)
 #   transport -> bootstrap/bootstrap.h (setup only), util
-#   bootstrap, telemetry -> util;  reduce -> itself;  util -> libc
+#   bootstrap, telemetry, device -> util;  reduce -> itself;  util -> libc
 set -eu
 cd "$(dirname "$0")/../src"
 fail=0
@@ -28,7 +28,8 @@ check() { # module allowed-regex
   done
 }
 rm -f /tmp/check_layers.$$
-check core '^(bootstrap|transport|coll|reduce|telemetry|util)/'
+check core '^(bootstrap|transport|coll|reduce|telemetry|device|util)/'
+check device '^util/'
 check coll '^(transport/transport\.h|reduce/reduce\.h|util/)'
 check transport '^(bootstrap/bootstrap\.h|util/)'
 check bootstrap '^util/'
@@ -40,22 +41,22 @@ check util '^$'
 # starts with its name and "(", the house style) and called from a file of
 # a module that may not reach it fails, as does a call within src/core
 # against the order of its files:
-#   api*.c, introspect.c, comm_shrink.c -> comm.c -> work.c -> dispatch.c, group.c
+#   api*.c, introspect.c, comm_shrink.c -> comm.c, stage.c -> work.c -> dispatch.c, group.c
 #   -> check.c, params.c, placement.c -> comm_state.c
 # (a file may call files to its right, never to its left or beside it).
 allowed_calls() { # module of the caller -> regex of the modules it may call
   case $1 in
-    core) echo '^(core|bootstrap|transport|coll|reduce|telemetry|util)$' ;;
+    core) echo '^(core|bootstrap|transport|coll|reduce|telemetry|device|util)$' ;;
     coll) echo '^(coll|transport|reduce|util)$' ;;
     transport) echo '^(transport|bootstrap|util)$' ;;
-    bootstrap | telemetry) echo "^($1|util)\$" ;;
+    bootstrap | telemetry | device) echo "^($1|util)\$" ;;
     *) echo "^$1\$" ;;
   esac
 }
 core_rank() {
   case $1 in
     api*.c | introspect.c | comm_shrink.c) echo 0 ;;
-    comm.c) echo 1 ;;
+    comm.c | stage.c) echo 1 ;;
     work.c) echo 2 ;;
     dispatch.c | group.c) echo 3 ;;
     check.c | params.c | placement.c) echo 4 ;;

@@ -1,6 +1,8 @@
 /* Tests of the util area; see test-list.h for the entry format. */
 #define TEST_LIST_UTIL(XX)                                                                         \
   XX(topo_uneven_hosts, topo_uneven_hosts, 0, "auto", 10)                                          \
+  XX(stage_extents, stage_extents, 0, "auto", 10)                                                  \
+  XX(stage_no_driver_shm_2, stage_no_driver, 2, "shm", 20)                                         \
   XX(topo_world_and_split_mixed_4, topo_world_and_split, 4, "mixed", 30)                           \
   XX(copy_stream_every_alignment, copy_stream_every_alignment, 0, "auto", 30)                      \
   XX(copy_around_threshold, copy_around_threshold, 0, "auto", 30)                                  \

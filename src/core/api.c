@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "device/cuda.h"
 #include "transport/shm.h"
 
 /* ---- Validation helpers: each returns SUCCESS or sets the message ---- */
@@ -126,6 +127,13 @@ static collie_result_t
 api_finish(collie_comm_t *comm, struct collie__op *op, const collie_opts_t *opts,
            collie_work_t **work)
 {
+  /* Device memory exists only in a process that loaded the CUDA driver: one
+   * cheap check otherwise (device/cuda.c). */
+  if (collie__cuda_live()) {
+    int handled;
+    collie_result_t rc = collie__stage_run(comm, op, opts, work, &handled);
+    if (handled) return rc;
+  }
   collie_result_t rc = collie__dispatch_prepare(comm, op, opts, work == NULL);
   if (rc != COLLIE_SUCCESS) return rc;
   return collie__work_issue(comm, op, NULL, work);
@@ -431,6 +439,12 @@ api_p2p(collie_comm_t *comm, const char *fn, const void *sbuf, void *rbuf, size_
           COLLIE_INVALID_ARGUMENT,
           "%s: work must be NULL inside a group (collie_group_end returns the handle)", fn);
     if (rbuf) API_TRY(api_no_any_pending(comm, fn));
+    if (count && collie__cuda_live() && collie__cuda_is_device(sbuf ? sbuf : rbuf, NULL))
+      return collie__err(COLLIE_UNSUPPORTED,
+                         "%s: CUDA device memory in a send/recv group is not supported yet (the "
+                         "device path stages through host memory, one call at a time); send "
+                         "or receive it outside the group, blocking",
+                         fn);
     return collie__group_add(comm, sbuf, rbuf, count, dtype, peer, tag, opts);
   }
   if (peer == comm->rank)

@@ -216,6 +216,23 @@ void collie__group_free(struct collie__group *g);
 /* Ends the telemetry of a closed group that will never run (comm failed). */
 void collie__group_skipped(collie_comm_t *comm, struct collie__group *g);
 
+/* ---- stage.c: calls on CUDA device memory, staged through the host ---- */
+
+/* The bytes of each buffer a call touches on this rank (0: not used here,
+ * e.g. a non-root's recvbuf of a reduce); a v-variant's up to its farthest
+ * block. */
+struct collie__extent {
+  size_t send, recv;
+};
+void collie__stage_extent(const struct collie__call *call, int rank, int size,
+                          struct collie__extent *e);
+/* Runs op on host copies of its buffers when they are CUDA device memory
+ * (*handled = 1), else sets *handled = 0 and does nothing. Errors:
+ * INVALID_ARGUMENT for a mix of device and host buffers, UNSUPPORTED for an
+ * async send or receive, the copies' and the run's. */
+collie_result_t collie__stage_run(collie_comm_t *comm, struct collie__op *op,
+                                  const collie_opts_t *opts, collie_work_t **work, int *handled);
+
 /* ---- work.c ---- */
 
 /* Issues a prepared op (work != NULL: queued for the worker, *work receives
@@ -235,6 +252,9 @@ collie_result_t collie__work_drain(collie_comm_t *comm, int64_t quiet_ms);
  * poisoned or with INVALID_USAGE "destroyed") and frees the queue. The caller
  * must have drained or poisoned/aborted comm first. */
 void collie__work_stop(collie_comm_t *comm);
+/* A handle that is already complete and successful (an operation that ran
+ * to the end at issue: the device path's staged calls); NULL without memory. */
+collie_work_t *collie__work_completed(void);
 
 /* Returns from the calling function when expr is not SUCCESS (the public
  * entry points validate step by step, each step setting the message). */

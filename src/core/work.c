@@ -295,6 +295,12 @@ collie__work_issue(collie_comm_t *comm, struct collie__op *op, struct collie__gr
   return COLLIE_SUCCESS;
 }
 
+collie_work_t *
+collie__work_completed(void)
+{
+  return work_alloc(1, WORK_DONE); /* rc 0: success; the caller's reference alone */
+}
+
 collie_result_t
 collie__work_drain(collie_comm_t *comm, int64_t quiet_ms)
 {

@@ -1,0 +1,163 @@
+/*
+ * stage.c - calls on CUDA device memory, staged through host memory (issue
+ * 21's first path; docs/gpu.md): the API finds the call's buffers on a
+ * device, copies what the call reads to host buffers, runs the host
+ * collective on them, and copies what it wrote back to the device.
+ *
+ * Everything of the host path holds (algorithms, deadlines, errors naming
+ * the peer, telemetry, the flight recorder), at the price of two copies
+ * over PCIe and host-speed reductions. Ordering: the copies in are ordered
+ * after the work already queued on the legacy default stream (cuMemcpy),
+ * and the result is in device memory when the call returns.
+ *
+ * What a call reads and writes is its extent (stage_extent): the bytes of
+ * each buffer the collective touches on this rank, a v-variant's up to its
+ * farthest block. A receive buffer is copied in too, so that the bytes a
+ * collective leaves alone (a non-root's part, the gaps between v-blocks)
+ * come back unchanged. A send buffer inside the receive buffer's extent (an
+ * in-place call) is staged as that same part of the receive buffer.
+ *
+ * Async calls on device memory run to completion at issue and return a
+ * handle that is already complete: collectives are issued in the same order
+ * on every rank, so this never deadlocks. An async send or receive (or a
+ * group of them) on device memory could, and is refused for now.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "device/cuda.h"
+
+void
+collie__stage_extent(const struct collie__call *call, int rank, int size, struct collie__extent *e)
+{
+  size_t es = collie_dtype_size(call->dtype), n = call->count, p = (size_t)size;
+  *e = (struct collie__extent){0};
+  int root = call->root == rank;
+  switch (call->kind) {
+  case COLLIE_KIND_ALLREDUCE:
+    e->send = e->recv = n * es;
+    break;
+  case COLLIE_KIND_BROADCAST:
+    e->send = e->recv = n * es; /* one buffer: sendbuf == recvbuf */
+    break;
+  case COLLIE_KIND_ALLGATHER:
+    e->send = n * es;
+    e->recv = p * n * es;
+    break;
+  case COLLIE_KIND_REDUCE_SCATTER:
+    e->send = p * n * es;
+    e->recv = n * es;
+    break;
+  case COLLIE_KIND_REDUCE:
+    e->send = n * es;
+    e->recv = root ? n * es : 0;
+    break;
+  case COLLIE_KIND_ALLTOALL:
+    e->send = e->recv = p * n * es;
+    break;
+  case COLLIE_KIND_GATHER:
+    e->send = n * es;
+    e->recv = root ? p * n * es : 0;
+    break;
+  case COLLIE_KIND_SCATTER:
+    e->send = root ? p * n * es : 0;
+    e->recv = n * es;
+    break;
+  case COLLIE_KIND_ALLGATHERV:
+  case COLLIE_KIND_ALLTOALLV:
+    if (call->kind == COLLIE_KIND_ALLGATHERV) e->send = n * es;
+    for (int q = 0; q < size; q++) {
+      if (call->sendcounts && call->sendcounts[q]) {
+        size_t end = (call->sdispls[q] + call->sendcounts[q]) * es;
+        if (end > e->send) e->send = end;
+      }
+      if (call->recvcounts && call->recvcounts[q]) {
+        size_t end = (call->rdispls[q] + call->recvcounts[q]) * es;
+        if (end > e->recv) e->recv = end;
+      }
+    }
+    break;
+  case COLLIE_KIND_P2P:
+    if (call->sendbuf)
+      e->send = n * es;
+    else
+      e->recv = n * es;
+    break;
+  default: /* barrier: no buffers */
+    break;
+  }
+}
+
+/* Where a buffer of the call is: 1 device, 0 host, -1 not used here. */
+static int
+stage_where(const void *buf, size_t extent, int *device)
+{
+  if (!buf || !extent) return -1;
+  return collie__cuda_is_device(buf, device);
+}
+
+collie_result_t
+collie__stage_run(collie_comm_t *comm, struct collie__op *op, const collie_opts_t *opts,
+                  collie_work_t **work, int *handled)
+{
+  struct collie__call *call = &op->call;
+  const char *fn = collie__kind_name(call->kind);
+  struct collie__extent e;
+  collie__stage_extent(call, comm->rank, comm->size, &e);
+  int sdev = -1, rdev = -1;
+  int s = stage_where(call->sendbuf, e.send, &sdev), r = stage_where(call->recvbuf, e.recv, &rdev);
+  *handled = s == 1 || r == 1;
+  if (!*handled) return COLLIE_SUCCESS; /* host memory: the caller goes on */
+  if (s == 0 || r == 0)
+    return collie__err(COLLIE_INVALID_ARGUMENT,
+                       "%s: %s is CUDA device memory (device %d) but %s is host memory: the "
+                       "buffers of one call must all be on the device or all on the host",
+                       fn, s == 1 ? "sendbuf" : "recvbuf", s == 1 ? sdev : rdev,
+                       s == 1 ? "recvbuf" : "sendbuf");
+  if (work && call->kind == COLLIE_KIND_P2P) {
+    /* api_p2p numbered it already: hand the number back, it never goes out. */
+    if (call->root >= 0 && call->sendbuf)
+      comm->p2p_send_seq[call->root]--;
+    else if (call->root >= 0)
+      comm->p2p_recv_seq[call->root]--;
+    return collie__err(COLLIE_UNSUPPORTED,
+                       "%s: an asynchronous send or receive on CUDA device memory is not "
+                       "supported yet (the device path stages through host memory and runs "
+                       "the call at issue, which could deadlock a pair that waits on each "
+                       "other); issue it blocking (work = NULL)",
+                       fn);
+  }
+  /* Host buffers for the device ones; an in-place send buffer is the
+   * receive buffer's staging at the same offset. */
+  char *hr = NULL, *hs = NULL;
+  const char *rb = call->recvbuf, *sb = call->sendbuf;
+  int alias = r == 1 && s == 1 && sb >= rb && sb + e.send <= rb + e.recv;
+  if (r == 1 && !(hr = malloc(e.recv)))
+    return collie__err(COLLIE_SYSTEM_ERROR, "%s: out of memory staging %zu bytes of recvbuf", fn,
+                       e.recv);
+  if (s == 1 && !alias && !(hs = malloc(e.send))) {
+    free(hr);
+    return collie__err(COLLIE_SYSTEM_ERROR, "%s: out of memory staging %zu bytes of sendbuf", fn,
+                       e.send);
+  }
+  collie_result_t rc = COLLIE_SUCCESS;
+  if (r == 1) rc = collie__cuda_copy(hr, rb, e.recv, "copying recvbuf to the host");
+  if (rc == COLLIE_SUCCESS && hs)
+    rc = collie__cuda_copy(hs, sb, e.send, "copying sendbuf to the host");
+  if (rc == COLLIE_SUCCESS) {
+    if (r == 1) call->recvbuf = hr;
+    if (s == 1) call->sendbuf = alias ? hr + (sb - rb) : hs;
+    rc = collie__dispatch_prepare(comm, op, opts, 1);
+    if (rc == COLLIE_SUCCESS) rc = collie__work_issue(comm, op, NULL, NULL);
+    if (rc == COLLIE_SUCCESS && r == 1)
+      rc = collie__cuda_copy((void *)rb, hr, e.recv, "copying the result to the device");
+  }
+  free(hs);
+  free(hr);
+  if (rc == COLLIE_SUCCESS && work) {
+    *work = collie__work_completed();
+    if (!*work) return collie__err(COLLIE_SYSTEM_ERROR, "%s: out of memory for a work handle", fn);
+  }
+  return rc;
+}

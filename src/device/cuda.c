@@ -1,0 +1,183 @@
+/*
+ * cuda.c - the CUDA driver at run time: found when the process has loaded
+ * it, opened with dlopen, its entry points resolved by cuGetProcAddress (the
+ * driver picks the versioned symbol, e.g. cuMemcpy's, for the API version
+ * asked), and used for the little the device path needs: what a pointer
+ * is, and copies between device and host.
+ *
+ * Why "has loaded it" and not "can load it": a buffer can be device memory
+ * only in a process that already uses CUDA, and loading the driver into
+ * every process that calls collie would cost each one its initialisation.
+ * The check must be cheap enough for the host path (an 8-byte broadcast is
+ * ~160 ns): dl_iterate_phdr reports how many objects the process has ever
+ * loaded (dlpi_adds); only when that count moves is the driver looked for
+ * by name (dlopen RTLD_NOLOAD, ~20 us, so never per call).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "device/cuda.h"
+#include "util/error.h"
+
+/* The driver's types and constants used here (cuda.h's values). */
+typedef int cu_result;
+typedef unsigned long long cu_ptr;
+typedef void *cu_ctx;
+enum {
+  CU_SUCCESS = 0,
+  CU_ATTR_CONTEXT = 1,
+  CU_ATTR_MEMORY_TYPE = 2,
+  CU_ATTR_IS_MANAGED = 8,
+  CU_ATTR_DEVICE_ORDINAL = 9,
+  CU_MEMORYTYPE_DEVICE = 2,
+  CU_API_VERSION = 12000, /* the entry points' behaviour asked for */
+};
+
+typedef cu_result (*get_proc_v2_fn)(const char *, void **, int, unsigned long long, int *);
+typedef cu_result (*get_proc_v1_fn)(const char *, void **, int, unsigned long long);
+
+static struct {
+  cu_result (*pointer_get_attribute)(void *, int, cu_ptr);
+  cu_result (*ctx_push)(cu_ctx);
+  cu_result (*ctx_pop)(cu_ctx *);
+  cu_result (*memcpy)(cu_ptr, cu_ptr, size_t);
+  cu_result (*error_string)(cu_result, const char **);
+} cu;
+
+static pthread_mutex_t cuda_mu = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int cuda_state; /* 0 not seen, 1 live, -1 seen but unusable */
+static atomic_ullong cuda_adds = ATOMIC_VAR_INIT(~0ULL); /* dlpi_adds when last looked */
+static char cuda_why[512];                               /* why the driver is unusable (state -1) */
+
+static int
+cuda_adds_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+  (void)size;
+  *(unsigned long long *)data = info->dlpi_adds;
+  return 1; /* the first object says it: stop there */
+}
+
+collie_result_t
+collie__cuda_open(const char *path)
+{
+  const char *lib = path ? path : "libcuda.so.1";
+  void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+  if (!h)
+    return collie__err(COLLIE_UNSUPPORTED, "CUDA: cannot open the driver %s: %s", lib, dlerror());
+  get_proc_v2_fn gp2 = (get_proc_v2_fn)dlsym(h, "cuGetProcAddress_v2");
+  get_proc_v1_fn gp1 = (get_proc_v1_fn)dlsym(h, "cuGetProcAddress");
+  if (!gp2 && !gp1) {
+    dlclose(h);
+    return collie__err(COLLIE_UNSUPPORTED,
+                       "CUDA: the driver %s has no cuGetProcAddress (a driver for CUDA 11.3 or "
+                       "newer is needed)",
+                       lib);
+  }
+  struct {
+    const char *name;
+    void **slot;
+  } want[] = {
+      {"cuPointerGetAttribute", (void **)&cu.pointer_get_attribute},
+      {"cuCtxPushCurrent", (void **)&cu.ctx_push},
+      {"cuCtxPopCurrent", (void **)&cu.ctx_pop},
+      {"cuMemcpy", (void **)&cu.memcpy},
+      {"cuGetErrorString", (void **)&cu.error_string},
+  };
+  for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+    void *fn = NULL;
+    int status = 0;
+    cu_result rc = gp2 ? gp2(want[i].name, &fn, CU_API_VERSION, 0, &status)
+                       : gp1(want[i].name, &fn, CU_API_VERSION, 0);
+    if (rc != CU_SUCCESS || !fn) {
+      memset(&cu, 0, sizeof(cu));
+      dlclose(h);
+      return collie__err(COLLIE_UNSUPPORTED,
+                         "CUDA: the driver %s has no entry point %s for CUDA %d.%d (error %d)", lib,
+                         want[i].name, CU_API_VERSION / 1000, CU_API_VERSION % 1000 / 10, rc);
+    }
+    *want[i].slot = fn;
+  }
+  return COLLIE_SUCCESS; /* the handle stays open for the process's life */
+}
+
+int
+collie__cuda_live(void)
+{
+  int state = atomic_load_explicit(&cuda_state, memory_order_acquire);
+  if (state != 0) return state > 0;
+  unsigned long long adds = 0;
+  dl_iterate_phdr(cuda_adds_cb, &adds);
+  if (adds == atomic_load_explicit(&cuda_adds, memory_order_relaxed)) return 0;
+  pthread_mutex_lock(&cuda_mu);
+  state = atomic_load_explicit(&cuda_state, memory_order_relaxed);
+  if (state == 0) {
+    void *loaded = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_LAZY);
+    if (loaded) {
+      dlclose(loaded); /* only a reference: the process keeps it loaded */
+      if (collie__cuda_open(NULL) == COLLIE_SUCCESS) {
+        state = 1;
+      } else {
+        snprintf(cuda_why, sizeof(cuda_why), "%s", collie__err_msg());
+        state = -1;
+      }
+      atomic_store_explicit(&cuda_state, state, memory_order_release);
+    }
+    atomic_store_explicit(&cuda_adds, adds, memory_order_relaxed);
+  }
+  pthread_mutex_unlock(&cuda_mu);
+  return state > 0;
+}
+
+int
+collie__cuda_is_device(const void *p, int *device)
+{
+  if (!p || atomic_load_explicit(&cuda_state, memory_order_acquire) <= 0) return 0;
+  unsigned type = 0, managed = 0;
+  if (cu.pointer_get_attribute(&type, CU_ATTR_MEMORY_TYPE, (cu_ptr)(uintptr_t)p) != CU_SUCCESS)
+    return 0; /* not the driver's: plain host memory */
+  if (type != CU_MEMORYTYPE_DEVICE) return 0;
+  if (cu.pointer_get_attribute(&managed, CU_ATTR_IS_MANAGED, (cu_ptr)(uintptr_t)p) == CU_SUCCESS &&
+      managed)
+    return 0; /* managed memory: the CPU reads it in place */
+  int ordinal = -1;
+  cu.pointer_get_attribute(&ordinal, CU_ATTR_DEVICE_ORDINAL, (cu_ptr)(uintptr_t)p);
+  if (device) *device = ordinal;
+  return 1;
+}
+
+static collie_result_t
+cuda_fail(cu_result rc, const char *what, size_t n)
+{
+  const char *s = NULL;
+  if (cu.error_string) cu.error_string(rc, &s);
+  return collie__err(COLLIE_SYSTEM_ERROR, "CUDA: %s (%zu bytes) failed: %s (error %d)", what, n,
+                     s ? s : "unknown error", rc);
+}
+
+collie_result_t
+collie__cuda_copy(void *dst, const void *src, size_t n, const char *what)
+{
+  if (atomic_load_explicit(&cuda_state, memory_order_acquire) <= 0)
+    return collie__err(COLLIE_UNSUPPORTED, "CUDA: %s: no driver in this process%s%s", what,
+                       cuda_why[0] ? ": " : "", cuda_why);
+  if (n == 0) return COLLIE_SUCCESS;
+  /* The copy runs in the context the device buffer belongs to, whatever
+   * this thread has current (a worker thread has none). */
+  const void *dev = collie__cuda_is_device(dst, NULL) ? dst : src;
+  cu_ctx ctx = NULL;
+  cu_result rc = cu.pointer_get_attribute(&ctx, CU_ATTR_CONTEXT, (cu_ptr)(uintptr_t)dev);
+  if (rc != CU_SUCCESS) return cuda_fail(rc, what, n);
+  if ((rc = cu.ctx_push(ctx)) != CU_SUCCESS) return cuda_fail(rc, what, n);
+  rc = cu.memcpy((cu_ptr)(uintptr_t)dst, (cu_ptr)(uintptr_t)src, n);
+  cu_ctx popped;
+  cu.ctx_pop(&popped);
+  return rc == CU_SUCCESS ? COLLIE_SUCCESS : cuda_fail(rc, what, n);
+}
