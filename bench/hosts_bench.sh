@@ -9,20 +9,26 @@
 # scripts/testbed_enter.sh, so MPICH uses shared memory inside a host and
 # tcp between hosts, as collie does).
 #
-#   sh bench/hosts_bench.sh [--build DIR] [--out DIR] [SHAPE@RATE ...]
+#   sh bench/hosts_bench.sh [--build DIR] [--out DIR] [--ops LIST] [--max SIZE]
+#                           [SHAPE@RATE[@DELAY] ...]
 #
 # Default: 2,2@10gbit 2,2@1gbit 1,2,1,2@1gbit. RATE is tc's (10gbit, 1gbit,
-# or "none" for an unshaped link). This kernel has no sch_netem, so the
-# link delays of the issue (50 us, 1 ms) cannot be set here (docs/hosts.md).
+# or "none" for an unshaped link); DELAY the one-way latency between two
+# hosts (50us, 1ms: scripts/testbed.sh --delay, through its user-space
+# switch where the kernel has no netem). --ops (default allreduce,
+# allgather,reduce_scatter,broadcast,alltoall) and --max (default 16M)
+# narrow the sweep.
 # Ratios are from one run: flat/hier above 1, hierarchical is faster;
 # MPICH/collie above 1, collie is faster. 4 ranks on 2 cores are
 # oversubscribed, where MPICH's busy polling costs it most.
 set -u
-build=build out=${TMPDIR:-/tmp}/collie-hosts-bench
+build=build out=${TMPDIR:-/tmp}/collie-hosts-bench ops=allreduce,allgather,reduce_scatter,broadcast,alltoall max=16M
 while [ $# -gt 0 ]; do
   case $1 in
     --build) build=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --ops) ops=$2; shift 2 ;;
+    --max) max=$2; shift 2 ;;
     -*) echo "hosts_bench.sh: unknown argument $1" >&2; exit 2 ;;
     *) break ;;
   esac
@@ -39,18 +45,20 @@ if command -v mpicc.mpich >/dev/null 2>&1 && [ -f "$anchors/mpi_coll_perf.c" ]; 
   mpicc.mpich -O2 -o "$mpich" "$anchors/mpi_coll_perf.c" || mpich=""
 fi
 [ -n "$mpich" ] || echo "hosts_bench.sh: no MPICH (mpicc.mpich, the anchors' mpi_coll_perf.c): collie alone" >&2
-ops=allreduce,allgather,reduce_scatter,broadcast,alltoall
 for cfg in "$@"; do
-  shape=${cfg%@*} rate=${cfg#*@}
-  tag="$out/hosts-$(echo "$shape" | tr ',' '+')-$rate"
+  shape=${cfg%%@*} rest=${cfg#*@} delay=""
+  rate=${rest%%@*}
+  [ "$rest" = "$rate" ] || delay=${rest#*@}
+  tag="$out/hosts-$(echo "$shape" | tr ',' '+')-$rate${delay:+-$delay}"
   shaping=""
   [ "$rate" = none ] || shaping="--rate $rate"
+  [ -z "$delay" ] || shaping="$shaping --delay $delay"
   for mode in all auto; do
     algo=""
     [ $mode = all ] && algo="--algo all"
     # shellcheck disable=SC2086
     sh "$here/../scripts/testbed.sh" --build "$build" --hosts "$shape" $shaping --timeout 900 -- \
-      "$bench" -o $ops -b 8 -e 16M -f 8 $algo -t 0.05 --csv "$tag-$mode.csv" >"$tag-$mode.txt" 2>&1 ||
+      "$bench" -o "$ops" -b 8 -e "$max" -f 8 $algo -t 0.05 --csv "$tag-$mode.csv" >"$tag-$mode.txt" 2>&1 ||
       { echo "hosts_bench.sh: collie at $shape, $rate failed: see $tag-$mode.txt" >&2; exit 1; }
   done
   : >"$tag-mpich.csv"
@@ -65,11 +73,11 @@ for cfg in "$@"; do
     # shellcheck disable=SC2086
     sh "$here/../scripts/testbed.sh" --hosts "$shape" $shaping --outside --timeout 900 -- \
       mpiexec.mpich -launcher fork -hosts "$hl" -n "$(($(echo "$shape" | tr ',' '+')))" \
-      sh "$here/../scripts/testbed_enter.sh" "$mpich" -i mpich -b 8 -e 16M -t 0.05 \
+      sh "$here/../scripts/testbed_enter.sh" "$mpich" -i mpich -b 8 -e "$max" -t 0.05 \
       -c "$(echo $ops | sed s/broadcast/bcast/)" >"$tag-mpich.csv" 2>"$tag-mpich.err" &
     tb=$!
     while kill -0 $tb 2>/dev/null; do
-      if grep -q "all results verified" "$tag-mpich.err"; then
+      if grep -q "all results verified" "$tag-mpich.err" 2>/dev/null; then
         sleep 10
         kill -TERM $tb 2>/dev/null
         break
@@ -80,7 +88,7 @@ for cfg in "$@"; do
     grep -q "all results verified" "$tag-mpich.err" ||
       echo "hosts_bench.sh: MPICH at $shape, $rate failed: see $tag-mpich.err" >&2
   fi
-  echo "## hosts $shape, links $rate"
+  echo "## hosts $shape, links $rate${delay:+, $delay one way}"
   python3 - "$tag-all.csv" "$tag-auto.csv" "$tag-mpich.csv" <<'PY'
 import collections, csv, sys
 alls = collections.defaultdict(dict)

@@ -23,6 +23,14 @@
 # 7. CUDA IPC and cuMem POSIX-fd sharing between two processes on one GPU,
 #    the driver opened at run time (issue 21's ground): bench/cuda_ipc_probe.c.
 # (FSDP on torch 2.x, issue 16 item 5, is tests/torch/test_fsdp.py in step 1.)
+# 8. collie's collectives on CUDA device memory (issue 21): the device
+#    matrix (tests/gpu/device_matrix.cu, built with nvcc) at 1, 2 and 4
+#    ranks on the one GPU.
+#
+# GPU_CHECK_STEPS="build device_matrix ..." runs only the steps named (the
+# names in the summary line); the build always runs.
+# GPU_CHECK_TORCH_K="fsdp or profile" narrows the torch suite (pytest -k),
+# and COLLIE_TORCH_TEST_SESSIONS its sessions (tests/torch/run.sh).
 #
 # Each step's output goes to $OUT/<step>.log (the last lines also to stdout);
 # the summary line says which passed. Nothing here needs a GPU itself: the
@@ -36,6 +44,7 @@ summary=""
 step() { # name, command...
   name=$1
   shift
+  case " build ${GPU_CHECK_STEPS:-$name} " in *" $name "*) ;; *) return 0 ;; esac
   start=$(date +%s)
   "$@" >"$out/$name.log" 2>&1
   rc=$?
@@ -52,7 +61,20 @@ cuda_inc=$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")/../inc
 step cuda_ipc_probe sh -c "cc -O2 -I$cuda_inc bench/cuda_ipc_probe.c -o build-dev/cuda_ipc_probe -ldl \
   && timeout 60 build-dev/cuda_ipc_probe"
 step dispatch_cost env COLLIE_LIBRARY="$PWD/build-dev/libcollie.so" timeout 120 "$py" bench/torch_dispatch_cost.py 20000 5
-step torch_tests env PYTHON="$py" sh tests/torch/run.sh build-dev -q
+# 8. The device matrix: every rank on device 0.
+device_matrix() {
+  "$cuda_inc/../bin/nvcc" -O2 -Iinclude tests/gpu/device_matrix.cu -Lbuild-dev -lcollie \
+    -Xlinker -rpath="$PWD/build-dev" -o build-dev/device_matrix || return 1
+  for n in 1 2 4; do
+    timeout 240 build-dev/collierun -n $n --timeout 200 build-dev/device_matrix || return 1
+  done
+}
+step device_matrix device_matrix
+if [ -n "${GPU_CHECK_TORCH_K:-}" ]; then
+  step torch_tests env PYTHON="$py" sh tests/torch/run.sh build-dev -q -k "$GPU_CHECK_TORCH_K"
+else
+  step torch_tests env PYTHON="$py" sh tests/torch/run.sh build-dev -q
+fi
 for be in gloo collie; do
   step "torchrun_$be" env PYTHONPATH="$PWD/python" COLLIE_LIBRARY="$PWD/build-dev/libcollie.so" \
     timeout 300 "$py" -m torch.distributed.run --standalone --nproc-per-node 2 \

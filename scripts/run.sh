@@ -134,6 +134,17 @@ case "$what" in
         sh scripts/testbed.sh --hosts "$hosts" --timeout 120 -- "$PWD/build/tests/collie_tests" --as-rank "$name"
       done
     done
+    # Links with delay, jitter and loss (scripts/testbed.sh; this kernel has
+    # no netem, so through tests/testbed/delay_switch): a round trip takes at
+    # least the one-way delay twice over (a lower bound, which load cannot
+    # break), and the allreduce matrix stays right over a jittery, lossy link.
+    lat=$(sh scripts/testbed.sh --hosts 1,1 --delay 1ms -- "$PWD/build/bench/latency" 2>&1)
+    echo "$lat"
+    echo "$lat" | awk '/allreduce of/ { seen = 1; if ($7 + 0 < 1000) bad = 1 } END { exit !(seen && !bad) }' ||
+      { echo "a 2-rank allreduce over 1 ms links took under 1 ms: the delay is not applied" >&2; exit 1; }
+    n=$(echo "$tests" | grep -E '^matrix_allreduce_[a-z]+_3$' | head -1)
+    sh scripts/testbed.sh --hosts 2,1 --delay 200us --jitter 100us --loss 2 --timeout 300 -- \
+      "$PWD/build/tests/collie_tests" --as-rank "$n"
     # The Python binding: pytest under collierun at 1, 2 and 4 ranks.
     sh tests/python/run.sh build
     # The torch.distributed backend: pytest under collierun, env:// at 2 and 4

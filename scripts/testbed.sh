@@ -15,8 +15,12 @@
 #   --hosts LIST   ranks per host (default 2,2: two hosts of two ranks)
 #   --rate R       each link's rate both ways (tc tbf: 10gbit, 1gbit, 100mbit)
 #   --delay D, --jitter J, --loss P
-#                  per link, through tc netem; a kernel without sch_netem
-#                  cannot, and the script says so and stops (exit 2)
+#                  the one-way latency between two hosts (50us, 1ms; D +- J,
+#                  uniform) and the percentage of frames lost: tc netem on
+#                  each host's eth0 where the kernel has sch_netem, else the
+#                  hosts meet through build/tests/delay_switch (a learning
+#                  switch in user space that holds each frame D +- J, in
+#                  order) instead of the bridge; --rate still applies
 #   --timeout S    collierun's --timeout on every host (default 300)
 #   --keep-going   a failed rank or host stops nothing (collierun --keep-going
 #                  on every host; the others are not stopped): jobs that go on
@@ -89,7 +93,7 @@ made=""
 pids=""
 cleanup() {
   trap - EXIT INT TERM
-  for p in $pids ${cut_pid:-} ${req_pid:-}; do kill -TERM "$p" 2>/dev/null; done
+  for p in $pids ${cut_pid:-} ${req_pid:-} ${switch_pid:-}; do kill -TERM "$p" 2>/dev/null; done
   sleep 0.2
   for p in $pids; do kill -KILL "$p" 2>/dev/null; done
   # A namespace's processes are its collierun's: gone above. Deleting a
@@ -106,13 +110,35 @@ made="$ns_br"
 ip -n "$ns_br" link add br0 type bridge && ip -n "$ns_br" link set br0 up && ip -n "$ns_br" link set lo up ||
   fail "cannot make the bridge"
 
+# Microseconds of a tc time ("50us", "1ms", "1.5ms", "2s"), or nothing.
+usec() {
+  echo "$1" | awk '/^[0-9.]+(us|ms|s)$/ { n = $0 + 0; u = $0; sub(/^[0-9.]+/, "", u)
+    printf "%d\n", n * (u == "us" ? 1 : (u == "ms" ? 1000 : 1000000)) }'
+}
+switch=""
+if [ -n "$delay$jitter$loss" ]; then
+  [ -n "$delay" ] || delay=0us
+  delay_us=$(usec "$delay") jitter_us=$(usec "${jitter:-0us}")
+  [ -n "$delay_us" ] || fail "--delay '$delay': expected a time such as 50us or 1ms"
+  [ -n "$jitter_us" ] && [ "$jitter_us" -le "$delay_us" ] || fail "--jitter '$jitter': expected a time no longer than --delay"
+  case ${loss:-0} in *[!0-9.]* | *.*.* | .) fail "--loss '$loss': expected a percentage" ;; esac
+  # netem where the kernel has it; else the switch in user space.
+  probe=ctb$id-probe
+  if ip netns add "$probe" 2>/dev/null && ip netns exec "$probe" tc qdisc add dev lo root netem delay 1us 2>/dev/null; then
+    switch=""
+  else
+    switch=$(cd "$build" 2>/dev/null && pwd)/tests/delay_switch
+    [ -x "$switch" ] || fail "no tc netem in this kernel, and $build/tests/delay_switch (its stand-in) is missing: build first"
+  fi
+  ip netns del "$probe" 2>/dev/null
+fi
+
 # The link's shaping, on one veth end (egress: each end shapes its own direction).
-shape() { # ns dev
-  if [ -n "$delay$jitter$loss" ]; then
-    args="${delay:+delay $delay}${jitter:+ $jitter}${loss:+ loss $loss%}${rate:+ rate $rate}"
+shape() { # ns dev where: where "host" takes the delay (once per path: one way)
+  if [ "$3" = host ] && [ -n "$delay$jitter$loss" ] && [ -z "$switch" ]; then
+    args="delay $delay${jitter:+ $jitter}${loss:+ loss $loss%}${rate:+ rate $rate}"
     # shellcheck disable=SC2086
-    ip netns exec "$1" tc qdisc add dev "$2" root netem $args 2>/dev/null ||
-      fail "tc netem failed on $2 (this kernel may lack sch_netem: --delay, --jitter and --loss need it; --rate alone uses tbf)"
+    ip netns exec "$1" tc qdisc add dev "$2" root netem $args || fail "tc netem $args failed on $2"
   elif [ -n "$rate" ]; then
     ip netns exec "$1" tc qdisc add dev "$2" root tbf rate "$rate" burst 256kb latency 50ms ||
       fail "tc tbf rate $rate failed on $2"
@@ -129,12 +155,25 @@ for _ in $(echo "$hosts" | tr "," " "); do
   ip -n "$ns" link set "ctb${id}h$i" name eth0 &&
     ip -n "$ns" addr add "$net$((i + 1))/24" dev eth0 &&
     ip -n "$ns" link set eth0 up && ip -n "$ns" link set lo up || fail "cannot set up host $i's eth0"
-  ip -n "$ns_br" link set "ctb${id}b$i" master br0 && ip -n "$ns_br" link set "ctb${id}b$i" up ||
-    fail "cannot attach host $i to the bridge"
-  shape "$ns" eth0
-  shape "$ns_br" "ctb${id}b$i"
+  if [ -n "$switch" ]; then
+    ip -n "$ns_br" link set "ctb${id}b$i" up || fail "cannot bring up host $i's switch port"
+  else
+    ip -n "$ns_br" link set "ctb${id}b$i" master br0 && ip -n "$ns_br" link set "ctb${id}b$i" up ||
+      fail "cannot attach host $i to the bridge"
+  fi
+  shape "$ns" eth0 host
+  shape "$ns_br" "ctb${id}b$i" switch
+  ports="${ports:-} ctb${id}b$i"
   i=$((i + 1))
 done
+if [ -n "$switch" ]; then
+  # shellcheck disable=SC2086
+  ip netns exec "$ns_br" "$switch" --delay-us "$delay_us" --jitter-us "$jitter_us" --loss "${loss:-0}" \
+    --seed "$id" $ports &
+  switch_pid=$!
+  sleep 0.2
+  kill -0 "$switch_pid" 2>/dev/null || fail "the delay switch did not start"
+fi
 
 if [ $outside = 1 ]; then
   # Another launcher's job: its ranks enter ctb$id-hI themselves. In the

@@ -1,0 +1,323 @@
+// device_matrix.cu - collie's collectives on CUDA device memory, checked
+// against a host reference (issue 21; run by scripts/gpu_check.sh on a GPU
+// machine, under collierun, every rank on device 0: several ranks per GPU).
+//
+//   nvcc -O2 -Iinclude tests/gpu/device_matrix.cu -Lbuild -lcollie -o device_matrix
+//   collierun -n 4 ./device_matrix
+//
+// Every collective, dtypes float32/float64/int32/int64/float16/bfloat16,
+// ops sum/max/min/prod, in place and out of place, counts 1, 5, 1027 and
+// 70001 (around chunk and block boundaries), roots on every rank; send and
+// receive; and the errors: a device buffer beside a host one, an async send
+// on device memory. Inputs are small integers, so every result is exact in
+// every dtype and is compared byte for byte; outputs are poisoned first.
+// Prints one line per failure and a summary; exit 1 on any failure.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <vector>
+
+extern "C" {
+#include "collie.h"
+}
+
+static int g_rank, g_size, g_fail, g_checks;
+static collie_comm_t *g_comm;
+
+#define CUDA_OK(x)                                                                                 \
+  do {                                                                                             \
+    cudaError_t e_ = (x);                                                                          \
+    if (e_ != cudaSuccess) {                                                                       \
+      printf("rank %d: %s: %s\n", g_rank, #x, cudaGetErrorString(e_));                             \
+      exit(2);                                                                                     \
+    }                                                                                              \
+  } while (0)
+
+static const collie_dtype_t kDtypes[] = {COLLIE_FLOAT32, COLLIE_FLOAT64,  COLLIE_INT32,
+                                         COLLIE_INT64,   COLLIE_FLOAT16, COLLIE_BFLOAT16};
+static const collie_op_t kOps[] = {COLLIE_SUM, COLLIE_MAX, COLLIE_MIN, COLLIE_PROD};
+static const size_t kCounts[] = {1, 5, 1027, 70001};
+
+// The value rank r contributes at element i (small: sums and products stay exact).
+static double val(int r, size_t i, collie_op_t op) {
+  return op == COLLIE_PROD ? (double)((r + i) % 2 + 1) : (double)((r * 3 + i) % 7 + 1);
+}
+
+static void put(collie_dtype_t t, void *base, size_t i, double v) {
+  switch (t) {
+  case COLLIE_FLOAT32: ((float *)base)[i] = (float)v; break;
+  case COLLIE_FLOAT64: ((double *)base)[i] = v; break;
+  case COLLIE_INT32: ((int *)base)[i] = (int)v; break;
+  case COLLIE_INT64: ((long long *)base)[i] = (long long)v; break;
+  case COLLIE_FLOAT16: ((__half *)base)[i] = __float2half((float)v); break;
+  case COLLIE_BFLOAT16: ((__nv_bfloat16 *)base)[i] = __float2bfloat16((float)v); break;
+  default: break;
+  }
+}
+
+static double reduce_ref(collie_op_t op, int nranks, size_t i) {
+  double a = val(0, i, op);
+  for (int r = 1; r < nranks; r++) {
+    double b = val(r, i, op);
+    a = op == COLLIE_SUM ? a + b : op == COLLIE_PROD ? a * b : op == COLLIE_MAX ? (a > b ? a : b)
+                                                                                : (a < b ? a : b);
+  }
+  return a;
+}
+
+// A device buffer of n bytes holding host bytes h (or poison when h is NULL).
+static void *dev_of(const std::vector<unsigned char> *h, size_t n) {
+  void *d = NULL;
+  CUDA_OK(cudaMalloc(&d, n ? n : 1));
+  if (h)
+    CUDA_OK(cudaMemcpy(d, h->data(), n, cudaMemcpyHostToDevice));
+  else
+    CUDA_OK(cudaMemset(d, 0xAB, n ? n : 1));
+  return d;
+}
+
+static void expect(const char *what, void *d, const std::vector<unsigned char> &want) {
+  std::vector<unsigned char> got(want.size());
+  CUDA_OK(cudaMemcpy(got.data(), d, want.size(), cudaMemcpyDeviceToHost));
+  g_checks++;
+  if (memcmp(got.data(), want.data(), want.size()) != 0) {
+    size_t k = 0;
+    while (k < want.size() && got[k] == want[k]) k++;
+    printf("rank %d: FAIL %s: byte %zu is 0x%02x, want 0x%02x\n", g_rank, what, k, got[k], want[k]);
+    g_fail++;
+  }
+}
+
+static void ok(const char *what, collie_result_t rc) {
+  if (rc != COLLIE_SUCCESS) {
+    printf("rank %d: FAIL %s: %s: %s\n", g_rank, what, collie_result_string(rc), collie_last_error());
+    g_fail++;
+  }
+}
+
+// Rank r's input of n elements (op decides the values), as bytes.
+static std::vector<unsigned char> input(collie_dtype_t t, collie_op_t op, int r, size_t n, size_t shift = 0) {
+  std::vector<unsigned char> b(n * collie_dtype_size(t));
+  for (size_t i = 0; i < n; i++) put(t, b.data(), i, val(r, i + shift, op));
+  return b;
+}
+
+static void allreduce_cases(void) {
+  for (collie_dtype_t t : kDtypes)
+    for (collie_op_t op : kOps)
+      for (size_t n : kCounts)
+        for (int inplace = 0; inplace < 2; inplace++) {
+          char what[160];
+          snprintf(what, sizeof(what), "allreduce %s %s n=%zu%s", collie_dtype_name(t),
+                   collie_op_name(op), n, inplace ? " in place" : "");
+          std::vector<unsigned char> in = input(t, op, g_rank, n), want(in.size());
+          for (size_t i = 0; i < n; i++) put(t, want.data(), i, reduce_ref(op, g_size, i));
+          void *s = dev_of(&in, in.size()), *d = inplace ? s : dev_of(NULL, in.size());
+          ok(what, collie_allreduce(g_comm, s, d, n, t, op, NULL, NULL));
+          expect(what, d, want);
+          cudaFree(s);
+          if (!inplace) cudaFree(d);
+        }
+}
+
+static void rooted_and_data_cases(void) {
+  const collie_dtype_t t = COLLIE_FLOAT32;
+  const size_t es = 4;
+  for (size_t n : kCounts) {
+    char what[160];
+    for (int root = 0; root < g_size; root++) {
+      // broadcast: the root's input everywhere.
+      std::vector<unsigned char> mine = input(t, COLLIE_SUM, g_rank, n), theirs = input(t, COLLIE_SUM, root, n);
+      void *b = dev_of(&mine, mine.size());
+      snprintf(what, sizeof(what), "broadcast n=%zu root %d", n, root);
+      ok(what, collie_broadcast(g_comm, b, n, t, root, NULL, NULL));
+      expect(what, b, theirs);
+      cudaFree(b);
+      // reduce (sum) to root; a non-root's recvbuf is left alone.
+      void *s = dev_of(&mine, mine.size()), *d = dev_of(NULL, mine.size());
+      snprintf(what, sizeof(what), "reduce n=%zu root %d", n, root);
+      ok(what, collie_reduce(g_comm, s, d, n, t, COLLIE_SUM, root, NULL, NULL));
+      std::vector<unsigned char> want(mine.size(), 0xAB);
+      if (g_rank == root)
+        for (size_t i = 0; i < n; i++) put(t, want.data(), i, reduce_ref(COLLIE_SUM, g_size, i));
+      expect(what, d, want);
+      cudaFree(s);
+      cudaFree(d);
+      // gather and scatter through root.
+      std::vector<unsigned char> all(g_size * n * es);
+      for (int r = 0; r < g_size; r++) {
+        std::vector<unsigned char> x = input(t, COLLIE_SUM, r, n);
+        memcpy(all.data() + r * n * es, x.data(), x.size());
+      }
+      s = dev_of(&mine, mine.size());
+      d = dev_of(NULL, all.size());
+      snprintf(what, sizeof(what), "gather n=%zu root %d", n, root);
+      ok(what, collie_gather(g_comm, s, d, n, t, root, NULL, NULL));
+      expect(what, d, g_rank == root ? all : std::vector<unsigned char>(all.size(), 0xAB));
+      cudaFree(s);
+      cudaFree(d);
+      s = dev_of(&all, all.size());
+      d = dev_of(NULL, mine.size());
+      snprintf(what, sizeof(what), "scatter n=%zu root %d", n, root);
+      ok(what, collie_scatter(g_comm, s, d, n, t, root, NULL, NULL));
+      expect(what, d, mine);
+      cudaFree(s);
+      cudaFree(d);
+    }
+    // allgather (out of place and in place), alltoall, reduce_scatter.
+    std::vector<unsigned char> mine = input(t, COLLIE_SUM, g_rank, n), all(g_size * n * es);
+    for (int r = 0; r < g_size; r++) {
+      std::vector<unsigned char> x = input(t, COLLIE_SUM, r, n);
+      memcpy(all.data() + r * n * es, x.data(), x.size());
+    }
+    void *s = dev_of(&mine, mine.size()), *d = dev_of(NULL, all.size());
+    snprintf(what, sizeof(what), "allgather n=%zu", n);
+    ok(what, collie_allgather(g_comm, s, d, n, t, NULL, NULL));
+    expect(what, d, all);
+    cudaFree(d);
+    std::vector<unsigned char> placed(all.size(), 0xAB);
+    memcpy(placed.data() + g_rank * n * es, mine.data(), mine.size());
+    d = dev_of(&placed, placed.size());
+    snprintf(what, sizeof(what), "allgather n=%zu in place", n);
+    ok(what, collie_allgather(g_comm, (char *)d + g_rank * n * es, d, n, t, NULL, NULL));
+    expect(what, d, all);
+    cudaFree(d);
+    cudaFree(s);
+    // alltoall: block j of rank r holds input(r, shift j*n); rank r gets block r of each.
+    std::vector<unsigned char> sendv(g_size * n * es), recvv(g_size * n * es);
+    for (int j = 0; j < g_size; j++) {
+      std::vector<unsigned char> x = input(t, COLLIE_SUM, g_rank, n, j * n);
+      memcpy(sendv.data() + j * n * es, x.data(), x.size());
+      std::vector<unsigned char> y = input(t, COLLIE_SUM, j, n, g_rank * n);
+      memcpy(recvv.data() + j * n * es, y.data(), y.size());
+    }
+    s = dev_of(&sendv, sendv.size());
+    d = dev_of(NULL, recvv.size());
+    snprintf(what, sizeof(what), "alltoall n=%zu", n);
+    ok(what, collie_alltoall(g_comm, s, d, n, t, NULL, NULL));
+    expect(what, d, recvv);
+    cudaFree(s);
+    cudaFree(d);
+    // reduce_scatter: rank r gets the sum over ranks of block r.
+    for (int j = 0; j < g_size; j++) {
+      std::vector<unsigned char> x = input(t, COLLIE_SUM, g_rank, n, j * n);
+      memcpy(sendv.data() + j * n * es, x.data(), x.size());
+    }
+    std::vector<unsigned char> want(n * es);
+    for (size_t i = 0; i < n; i++) {
+      double a = 0;
+      for (int r = 0; r < g_size; r++) a += val(r, i + g_rank * n, COLLIE_SUM);
+      put(t, want.data(), i, a);
+    }
+    s = dev_of(&sendv, sendv.size());
+    d = dev_of(NULL, want.size());
+    snprintf(what, sizeof(what), "reduce_scatter n=%zu", n);
+    ok(what, collie_reduce_scatter(g_comm, s, d, n, t, COLLIE_SUM, NULL, NULL));
+    expect(what, d, want);
+    cudaFree(s);
+    cudaFree(d);
+    // allgatherv with uneven counts (rank r sends n + r) and a gap between blocks.
+    std::vector<size_t> counts(g_size), displs(g_size);
+    size_t at = 0;
+    for (int r = 0; r < g_size; r++) {
+      counts[r] = n + r;
+      displs[r] = at;
+      at += counts[r] + 3;
+    }
+    std::vector<unsigned char> vall(at * es, 0xAB);
+    for (int r = 0; r < g_size; r++) {
+      std::vector<unsigned char> x = input(t, COLLIE_SUM, r, counts[r]);
+      memcpy(vall.data() + displs[r] * es, x.data(), x.size());
+    }
+    std::vector<unsigned char> vmine = input(t, COLLIE_SUM, g_rank, counts[g_rank]);
+    s = dev_of(&vmine, vmine.size());
+    d = dev_of(NULL, vall.size());
+    snprintf(what, sizeof(what), "allgatherv n=%zu", n);
+    ok(what, collie_allgatherv(g_comm, s, counts[g_rank], d, counts.data(), displs.data(), t, NULL, NULL));
+    expect(what, d, vall);
+    cudaFree(s);
+    cudaFree(d);
+  }
+}
+
+static void p2p_and_error_cases(void) {
+  const collie_dtype_t t = COLLIE_INT32;
+  const size_t n = 1027;
+  char what[160];
+  if (g_size > 1) {
+    // A ring: even ranks send first, odd ranks receive first.
+    int to = (g_rank + 1) % g_size, from = (g_rank + g_size - 1) % g_size;
+    std::vector<unsigned char> mine = input(t, COLLIE_SUM, g_rank, n), theirs = input(t, COLLIE_SUM, from, n);
+    void *s = dev_of(&mine, mine.size()), *d = dev_of(NULL, mine.size());
+    snprintf(what, sizeof(what), "send/recv ring n=%zu", n);
+    for (int phase = 0; phase < 2; phase++) {
+      if ((g_rank % 2 == 0) == (phase == 0))
+        ok(what, collie_send(g_comm, s, n, t, to, 7, NULL, NULL));
+      else
+        ok(what, collie_recv(g_comm, d, n, t, from, 7, NULL, NULL));
+    }
+    expect(what, d, theirs);
+    // An async send on device memory: refused, and the pair stays in step.
+    collie_work_t *w = NULL;
+    collie_result_t rc = collie_send(g_comm, s, n, t, to, 8, NULL, &w);
+    g_checks++;
+    if (rc != COLLIE_UNSUPPORTED || !strstr(collie_last_error(), "asynchronous send or receive on CUDA device memory")) {
+      printf("rank %d: FAIL async device send: %s: %s\n", g_rank, collie_result_string(rc), collie_last_error());
+      g_fail++;
+    }
+    cudaFree(s);
+    cudaFree(d);
+  }
+  // A device buffer beside a host one: refused by name, nothing run.
+  std::vector<float> host(n);
+  void *d = dev_of(NULL, n * 4);
+  collie_result_t rc = collie_allreduce(g_comm, d, host.data(), n, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL);
+  g_checks++;
+  if (rc != COLLIE_INVALID_ARGUMENT || !strstr(collie_last_error(), "sendbuf is CUDA device memory")) {
+    printf("rank %d: FAIL mixed buffers: %s: %s\n", g_rank, collie_result_string(rc), collie_last_error());
+    g_fail++;
+  }
+  // An async allreduce on device memory: complete when it returns.
+  std::vector<unsigned char> in = input(COLLIE_FLOAT32, COLLIE_SUM, g_rank, n), want(in.size());
+  for (size_t i = 0; i < n; i++) put(COLLIE_FLOAT32, want.data(), i, reduce_ref(COLLIE_SUM, g_size, i));
+  void *s = dev_of(&in, in.size());
+  collie_work_t *w = NULL;
+  ok("async allreduce", collie_allreduce(g_comm, s, d, n, COLLIE_FLOAT32, COLLIE_SUM, NULL, &w));
+  if (w) {
+    ok("async allreduce: test", collie_test(w) == COLLIE_SUCCESS ? COLLIE_SUCCESS : COLLIE_INTERNAL_ERROR);
+    ok("async allreduce: wait", collie_wait(w, -1));
+    collie_work_free(w);
+  }
+  expect("async allreduce", d, want);
+  cudaFree(s);
+  cudaFree(d);
+}
+
+int main(void) {
+  CUDA_OK(cudaSetDevice(0));
+  CUDA_OK(cudaFree(0)); // the context, before collie looks for the driver
+  if (collie_comm_init(&g_comm) != COLLIE_SUCCESS) {
+    printf("device_matrix: init: %s\n", collie_last_error());
+    return 2;
+  }
+  g_rank = collie_comm_rank(g_comm);
+  g_size = collie_comm_size(g_comm);
+  size_t free0 = 0, total = 0;
+  CUDA_OK(cudaMemGetInfo(&free0, &total));
+  allreduce_cases();
+  rooted_and_data_cases();
+  p2p_and_error_cases();
+  CUDA_OK(cudaDeviceSynchronize());
+  size_t free1 = 0;
+  CUDA_OK(cudaMemGetInfo(&free1, &total));
+  collie_barrier(g_comm, NULL, NULL);
+  collie_comm_destroy(g_comm);
+  if (g_rank == 0 || g_fail)
+    printf("device_matrix: rank %d of %d: %d checks, %d failed; device memory free %zu MiB before, %zu after\n",
+           g_rank, g_size, g_checks, g_fail, free0 >> 20, free1 >> 20);
+  return g_fail ? 1 : 0;
+}
