@@ -57,13 +57,14 @@ step() { # name, command...
 step build sh -c "cmake -S . -B build-dev -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build build-dev -j$jobs"
 export OMP_NUM_THREADS=1
 # The short new checks first (7, 6), so that a slow step cannot starve them.
-cuda_inc=$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")/../include
+nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+cuda_inc=$(dirname "$nvcc")/../include
 step cuda_ipc_probe sh -c "cc -O2 -I$cuda_inc bench/cuda_ipc_probe.c -o build-dev/cuda_ipc_probe -ldl \
   && timeout 60 build-dev/cuda_ipc_probe"
 step dispatch_cost env COLLIE_LIBRARY="$PWD/build-dev/libcollie.so" timeout 120 "$py" bench/torch_dispatch_cost.py 20000 5
 # 8. The device matrix: every rank on device 0.
 device_matrix() {
-  "$cuda_inc/../bin/nvcc" -O2 -Iinclude tests/gpu/device_matrix.cu -Lbuild-dev -lcollie \
+  "$nvcc" -O2 -Iinclude tests/gpu/device_matrix.cu -Lbuild-dev -lcollie \
     -Xlinker -rpath="$PWD/build-dev" -o build-dev/device_matrix || return 1
   for n in 1 2 4; do
     timeout 240 build-dev/collierun -n $n --timeout 200 build-dev/device_matrix || return 1
