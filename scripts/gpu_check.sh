@@ -25,7 +25,9 @@
 # (FSDP on torch 2.x, issue 16 item 5, is tests/torch/test_fsdp.py in step 1.)
 # 8. collie's collectives on CUDA device memory (issue 21): the device
 #    matrix (tests/gpu/device_matrix.cu, built with nvcc) at 1, 2 and 4
-#    ranks on the one GPU.
+#    ranks on the one GPU; CUDA tensors through collie.torch and the
+#    binding (tests/gpu/torch_cuda.py, 2 and 4 ranks) and the seed's training
+#    loop on collie with CUDA tensors (wrappers_collie_cuda_2ranks).
 #
 # GPU_CHECK_STEPS="build device_matrix ..." runs only the steps named (the
 # names in the summary line); the build always runs.
@@ -71,6 +73,13 @@ device_matrix() {
   done
 }
 step device_matrix device_matrix
+torch_cuda() {
+  for n in 2 4; do
+    COLLIE_LIBRARY="$PWD/build-dev/libcollie.so" timeout 200 build-dev/collierun -n $n --timeout 180 \
+      "$py" tests/gpu/torch_cuda.py || return 1
+  done
+}
+step torch_cuda torch_cuda
 if [ -n "${GPU_CHECK_TORCH_K:-}" ]; then
   step torch_tests env PYTHON="$py" sh tests/torch/run.sh build-dev -q -k "$GPU_CHECK_TORCH_K"
 else
@@ -104,5 +113,6 @@ mfcl() { # backend nranks dir
 }
 step wrappers_nccl mfcl nccl 1 "$out/mfcl_nccl"
 step wrappers_gloo_cuda_2ranks mfcl gloo 2 "$out/mfcl_gloo"
+step wrappers_collie_cuda_2ranks mfcl collie 2 "$out/mfcl_collie"
 step wrapper_cost_nccl timeout 120 "$py" bench/wrapper_cost.py 5000 3 nccl cuda
 echo "gpu_check:$summary"

@@ -80,9 +80,10 @@ class Buf:
     (the user's object, kept alive). release() ends the buffer export; it is
     called when the operation that uses the buffer has completed."""
 
-    __slots__ = ("obj", "ptr", "count", "dtype", "nbytes", "shape", "readonly", "_view", "__weakref__")
+    __slots__ = ("obj", "ptr", "count", "dtype", "nbytes", "shape", "readonly", "device", "_view", "__weakref__")
 
-    def __init__(self, obj, ptr, count, dtype, shape, readonly, view=None):
+    def __init__(self, obj, ptr, count, dtype, shape, readonly, view=None, device=False):
+        self.device = device  # CUDA memory: the C library stages it; Python never touches its bytes
         self.obj = obj
         self.ptr = ptr or 0
         self.count = count
@@ -123,8 +124,17 @@ class Staging(Buf):
         self._mem = ctypes.create_string_buffer(max(nbytes, 1))
         Buf.__init__(self, None, ctypes.addressof(self._mem), count, dtype, (count,), False)
 
+    @staticmethod
+    def _host_only(bufs):
+        for b in bufs:
+            if b.device:
+                raise InvalidArgument(
+                    "a list of CUDA arrays is not supported by this form (collie would copy them "
+                    "on the host); pass one contiguous array (the *_single form)")
+
     def copy_in(self, bufs):
         """Copies bufs into consecutive parts of the staging buffer."""
+        self._host_only(bufs)
         off = self.ptr
         for b in bufs:
             if b.nbytes:
@@ -133,6 +143,7 @@ class Staging(Buf):
 
     def copy_out(self, bufs):
         """Copies consecutive parts of the staging buffer into bufs."""
+        self._host_only(bufs)
         off = self.ptr
         for b in bufs:
             if b.nbytes:
@@ -154,9 +165,9 @@ def is_torch(obj):
 def _torch_buf(obj, what, writable):
     dev = getattr(obj, "device", None)
     dev_type = getattr(dev, "type", dev if dev is None else str(dev))
-    if dev is not None and dev_type != "cpu":
+    if dev is not None and dev_type not in ("cpu", "cuda"):
         raise InvalidArgument(
-            "%s: tensor is on device %s; collie moves CPU memory only (use .cpu())" % (what, dev)
+            "%s: tensor is on device %s; collie moves CPU and CUDA memory only (use .cpu())" % (what, dev)
         )
     layout = getattr(obj, "layout", None)
     if layout is not None and str(layout) != "torch.strided":
@@ -185,7 +196,7 @@ def _torch_buf(obj, what, writable):
     if hasattr(obj, "is_neg") and obj.is_neg():
         raise InvalidArgument("%s: tensor has a lazy negative bit; call .resolve_neg()" % what)
     count = int(obj.numel())
-    return Buf(obj, int(obj.data_ptr()), count, dtype, tuple(obj.shape), False)
+    return Buf(obj, int(obj.data_ptr()), count, dtype, tuple(obj.shape), False, device=dev_type == "cuda")
 
 
 def _supported():
@@ -233,10 +244,12 @@ def _fmt_dtype_slow(fmt, itemsize, obj, what):
     )
 
 
-def _interface_buf(obj, what, writable):
+def _interface_buf(obj, what, writable, ai=None, device=False):
     """Objects that expose only __array_interface__ (numpy dtypes with no
-    buffer format, such as ml_dtypes.bfloat16)."""
-    ai = obj.__array_interface__
+    buffer format, such as ml_dtypes.bfloat16), or __cuda_array_interface__
+    (CuPy, Numba: device memory, which the C library stages; docs/gpu.md)."""
+    if ai is None:
+        ai = obj.__array_interface__
     dt = getattr(obj, "dtype", None)
     name = getattr(dt, "name", None) or ai.get("typestr")
     if name not in _DTYPE_BY_NAME:
@@ -256,7 +269,7 @@ def _interface_buf(obj, what, writable):
         if not ok:
             raise InvalidArgument("%s: array is not C-contiguous (shape %s, strides %s)" % (what, shape, tuple(strides)))
     ptr, readonly = ai["data"]
-    return Buf(obj, ptr, count, dtype, shape, bool(readonly))
+    return Buf(obj, ptr, count, dtype, shape, bool(readonly), device=device)
 
 
 def as_buf(obj, what, writable=False):
@@ -270,6 +283,12 @@ def as_buf(obj, what, writable=False):
         return obj
     if is_torch(obj):
         return _torch_buf(obj, what, writable)
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if cai is not None:
+        b = _interface_buf(obj, what, writable, cai, device=True)
+        if writable and b.readonly:
+            raise InvalidArgument("%s: array is read-only, but collie writes the result into it" % what)
+        return b
     view = _PyBuffer()
     try:
         _api.PyObject_GetBuffer(obj, ctypes.byref(view), _PyBUF_RECORDS_RO)

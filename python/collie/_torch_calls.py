@@ -207,7 +207,7 @@ def _event(stream):
     event may be recorded again once its time is read, on its own device
     only), else a new one."""
     try:
-        return _state.events[stream.device_index].pop()  # list.pop is atomic under the GIL
+        return _state.events[getattr(stream, "device_index", None)].pop()  # list.pop is atomic under the GIL
     except (KeyError, IndexError):
         import torch
 
@@ -219,7 +219,7 @@ def _cuda_end(t, start, stream):
     end.record(stream)
     t.end_mono = time.monotonic()
     with _state.lock:
-        _state.cuda.append((t, start, end, stream.device_index))
+        _state.cuda.append((t, start, end, getattr(stream, "device_index", None)))
         many = len(_state.cuda) > 4096
     if many:
         drain_cuda(block=True)

@@ -107,17 +107,8 @@ def test_torch_errors(comm):
     with pytest.raises(collie.InvalidArgument, match="layout"):
         comm.all_reduce(torch.zeros(4).to_sparse())
 
-    class FakeCuda:  # duck-typed like a CUDA tensor: refused before any pointer is used
-        dtype = torch.float32
-        device = torch.device("cuda", 0)
-
-        def data_ptr(self):
-            raise AssertionError("touched")
-
-        numel = element_size = is_contiguous = data_ptr
-
-    with pytest.raises(collie.InvalidArgument, match="device cuda:0"):
-        comm.all_reduce(FakeCuda())
+    # CUDA tensors are taken (the C library stages device memory; docs/gpu.md,
+    # checked on a GPU by scripts/gpu_check.sh); other devices are not.
     with pytest.raises(collie.InvalidArgument, match="output is bfloat16 but input is float32"):
         comm.all_gather_single(torch.zeros(8, dtype=torch.bfloat16), torch.zeros(4))
     comm.barrier()  # still usable

@@ -33,7 +33,13 @@ class FakeEvent:
         FakeEvent.made.append(self)
 
     def record(self, stream):
+        # As a CUDA event recorded again (the wrappers reuse read events):
+        # not reached until the GPU passes this new record, the latest one.
         self.recorded_on = stream
+        self.gpu_ms = None
+        if self in FakeEvent.made:
+            FakeEvent.made.remove(self)
+        FakeEvent.made.append(self)
 
     def query(self):
         return self.gpu_ms is not None
@@ -120,6 +126,7 @@ def test_cuda_rows_wait_for_events(fake_cuda, rank):
         assert got[0]["bytes_all_reduce"] == "12000", got  # 2 calls x 2(p-1)/p x 4000 at p = 4
         assert got[0]["t_all_reduce_ms"] == "2.750", got  # the events' times, not the CPU's
         tc.call(d, lambda: None, tc.BROADCAST, t, 4000, None, False, 0, None, None)
+        assert len(FakeEvent.made) == 4, "the broadcast reuses two read events rather than making new ones"
         tc.step_end(d)
         tc.close()  # waits for the events still pending (FakeEvent.synchronize)
         got = rows(path)

@@ -79,7 +79,8 @@ def _register():
     if BACKEND.upper() in plugins:
         return  # a second import (importlib.reload, two copies on sys.path): already there
     try:
-        dist.Backend.register_backend(BACKEND, create, devices=["cpu"])
+        # CUDA tensors take the C library's device path (staged through the host; docs/gpu.md).
+        dist.Backend.register_backend(BACKEND, create, devices=["cpu", "cuda"])
     except TypeError:  # torch < 2.1: no devices=
         dist.Backend.register_backend(BACKEND, create)
 

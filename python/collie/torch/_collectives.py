@@ -183,7 +183,7 @@ class Collectives:
         if block(outs):
             return self._issue(fn, self._L.collie_allgather, (c.data_ptr(), outs[0].data_ptr(), n, dt), opts,
                                outs, (t, c, outs))
-        st = torch.empty((self._size,) + tuple(c.shape), dtype=c.dtype)
+        st = torch.empty((self._size,) + tuple(c.shape), dtype=c.dtype, device=c.device)
 
         def copy_out():
             for q, o in enumerate(outs):
@@ -225,7 +225,7 @@ class Collectives:
             check_cpu(t, fn, "input_tensor_list")
         flat = torch.cat([t.reshape(-1).view(torch.uint8) if t.numel() else t.new_empty(0, dtype=torch.uint8)
                           for t in input_list]) if input_list else torch.empty(0, dtype=torch.uint8)
-        st = torch.empty(flat.numel() * self._size, dtype=torch.uint8)
+        st = torch.empty(flat.numel() * self._size, dtype=torch.uint8, device=flat.device)
         for q, lst in enumerate(output_lists):
             if len(lst) != len(input_list):
                 raise CollieBackendError("%s: output_tensor_lists[%d] has %d tensors, expected %d"
@@ -264,7 +264,7 @@ class Collectives:
         if block(outs):
             return self._issue(fn, self._L.collie_gather, (c.data_ptr(), outs[0].data_ptr(), n, dt, root), opts,
                                outs, (t, c, outs))
-        st = torch.empty((self._size,) + tuple(c.shape), dtype=c.dtype)
+        st = torch.empty((self._size,) + tuple(c.shape), dtype=c.dtype, device=c.device)
 
         def copy_out():
             for q, o in enumerate(outs):
@@ -367,9 +367,10 @@ class Collectives:
             check_cpu(t, fn, "tensors")
         sc = [nbytes(t) for t in input_tensors]
         rc = [nbytes(t) for t in output_tensors]
+        dev = input_tensors[0].device if n else None
         src = torch.cat([t.reshape(-1).view(torch.uint8) for t in input_tensors]) if sum(sc) else \
-            torch.empty(1, dtype=torch.uint8)
-        st = torch.empty(max(sum(rc), 1), dtype=torch.uint8)
+            torch.empty(1, dtype=torch.uint8, device=dev)
+        st = torch.empty(max(sum(rc), 1), dtype=torch.uint8, device=dev)
         sd = [sum(sc[:q]) for q in range(n)]
         rd = [sum(rc[:q]) for q in range(n)]
 

@@ -84,9 +84,8 @@ def reduction_plan(t, op, fn):
 def check_cpu(t, fn, what="tensor"):
     if not isinstance(t, torch.Tensor):
         raise TypeError("%s: %s must be a torch.Tensor, got %s" % (fn, what, type(t).__name__))
-    if not t.is_cpu:  # (t.device.type would cost a device object per call)
-        raise Unsupported("%s: %s is on %s; the collie backend takes CPU tensors (use a gloo or nccl "
-                          "group for device tensors)" % (fn, what, t.device))
+    if not t.is_cpu and not t.is_cuda:  # (t.device.type would cost a device object per call)
+        raise Unsupported("%s: %s is on %s; the collie backend takes CPU and CUDA tensors" % (fn, what, t.device))
     if t.is_sparse:
         raise Unsupported("%s: %s is sparse; the collie backend takes dense tensors" % (fn, what))
 

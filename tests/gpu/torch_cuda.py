@@ -1,0 +1,95 @@
+"""torch_cuda.py - CUDA tensors through collie's Python paths (issue 21,
+item 5; run by scripts/gpu_check.sh under collierun on a GPU machine, every
+rank on device 0): collie.torch's backend with torch.distributed's own
+calls, the binding's Comm with a CUDA tensor, and a CuPy array through
+__cuda_array_interface__ when CuPy is there. Each result is checked against
+values computed from the ranks' inputs (small integers: exact). Prints one
+line per failure and "torch_cuda: N checks passed"; exit 1 on a failure.
+"""
+
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+import collie  # noqa: E402
+import collie.torch  # noqa: E402,F401
+
+env = os.environ
+env.setdefault("RANK", env.get("COLLIE_RANK", "0"))
+env.setdefault("WORLD_SIZE", env.get("COLLIE_WORLD_SIZE", "1"))
+env.setdefault("MASTER_ADDR", "127.0.0.1")
+env.setdefault("MASTER_PORT", "29561")
+rank, size = int(env["RANK"]), int(env["WORLD_SIZE"])
+dev = torch.device(os.environ.get("TORCH_CUDA_CHECK_DEVICE", "cuda:0"))  # "cpu": a dry run without a GPU
+if dev.type == "cuda":
+    torch.cuda.set_device(dev)
+fails, checks = [], [0]
+
+
+def check(what, got, want):
+    checks[0] += 1
+    if not torch.equal(got.cpu(), want.cpu()):
+        fails.append(what)
+        print("rank %d: FAIL %s: got %s, want %s" % (rank, what, got.flatten()[:6].tolist(),
+                                                     want.flatten()[:6].tolist()), flush=True)
+
+
+def inp(r, n, dtype=torch.float32, shift=0):
+    return ((torch.arange(n, dtype=torch.int64) + 3 * r + shift) % 7 + 1).to(dtype)
+
+
+dist.init_process_group("collie")
+for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.int64):
+    for n in (1, 1027, 70001):
+        t = inp(rank, n, dtype).to(dev)
+        dist.all_reduce(t)
+        check("all_reduce %s n=%d" % (dtype, n), t, sum(inp(r, n, dtype) for r in range(size)))
+n = 4099
+t = inp(rank, n).to(dev)
+w = dist.all_reduce(t, async_op=True)
+w.wait()
+check("all_reduce async", t, sum(inp(r, n) for r in range(size)))
+for root in range(size):
+    t = inp(rank, n).to(dev)
+    dist.broadcast(t, src=root)
+    check("broadcast root %d" % root, t, inp(root, n))
+out = torch.empty(size * n, device=dev)
+dist.all_gather_into_tensor(out, inp(rank, n).to(dev))
+check("all_gather_into_tensor", out, torch.cat([inp(r, n) for r in range(size)]))
+outs = [torch.empty(n, device=dev) for _ in range(size)]
+dist.all_gather(outs, inp(rank, n).to(dev))
+check("all_gather (list)", torch.cat(outs), torch.cat([inp(r, n) for r in range(size)]))
+rs = torch.empty(n, device=dev)
+dist.reduce_scatter_tensor(rs, torch.cat([inp(rank, n, shift=q) for q in range(size)]).to(dev))
+check("reduce_scatter_tensor", rs, sum(inp(r, n, shift=rank) for r in range(size)))
+a2a = torch.empty(size * n, device=dev)
+dist.all_to_all_single(a2a, torch.cat([inp(rank, n, shift=10 * q) for q in range(size)]).to(dev))
+check("all_to_all_single", a2a, torch.cat([inp(r, n, shift=10 * rank) for r in range(size)]))
+dist.barrier()
+
+# The binding: a Comm of its own, a CUDA tensor in place.
+comm = collie.new_comm("cuda_check")
+t = inp(rank, n).to(dev)
+comm.all_reduce(t)
+check("Comm.all_reduce (torch CUDA tensor)", t, sum(inp(r, n) for r in range(size)))
+try:
+    import cupy
+except Exception:  # CuPy is optional
+    cupy = None
+if cupy is not None:
+    with cupy.cuda.Device(0) if dev.type == "cuda" else open(os.devnull):
+        a = cupy.asarray(inp(rank, n).numpy())
+        comm.all_reduce(a)
+        check("Comm.all_reduce (CuPy array)", torch.as_tensor(cupy.asnumpy(a)),
+              sum(inp(r, n) for r in range(size)))
+comm.destroy()
+dist.destroy_process_group()
+if rank == 0 or fails:
+    print("torch_cuda: rank %d of %d: %d checks, %d failed%s" % (rank, size, checks[0], len(fails),
+                                                                 "" if cupy is not None else " (no CuPy)"))
+sys.exit(1 if fails else 0)
