@@ -1,4 +1,4 @@
-"""collie.torch - collie as a torch.distributed backend (CPU tensors).
+"""collie.torch - collie as a torch.distributed backend (CPU and CUDA tensors).
 
     import collie.torch                      # registers the backend "collie"
     import torch.distributed as dist

@@ -42,7 +42,7 @@ _adopt = []
 
 
 class ProcessGroupCollie(Collectives, PointToPoint, dist.ProcessGroup):
-    """torch.distributed.ProcessGroup on collie (CPU tensors). Created by
+    """torch.distributed.ProcessGroup on collie (CPU and CUDA tensors). Created by
     torch through init_process_group("collie") / new_group(backend="collie")
     after ``import collie.torch``; collie.torch.get_comm(group) gives its
     collie.Comm."""
