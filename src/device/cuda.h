@@ -17,7 +17,8 @@
 /* Whether this process has the CUDA driver loaded (by itself: torch, CuPy,
  * the user's code): only then can a buffer be device memory. The first
  * time the driver is seen, its entry points are resolved. Costs one
- * dl_iterate_phdr step (~12 ns) while the driver is absent, one load after. */
+ * dl_iterate_phdr step while the driver is absent (+8 ns on a 1-rank
+ * broadcast, docs/gpu.md), one atomic load after. */
 int collie__cuda_live(void);
 
 /* Where p points: 1 device memory (cuMemAlloc, cudaMalloc; also memory of
