@@ -90,6 +90,30 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/collie-chaos.XXXXXX")
 # How many files match a glob (0 when none does).
 count() { n=0; for f in "$@"; do [ -e "$f" ] && n=$((n + 1)); done; echo $n; }
 shm_count() { count /dev/shm/collie-*; }
+# Whether an error message ($1) satisfies the test $2 (a function of a
+# message), or the error of the rank it names first does, at most 3 hops
+# on: a rank blocked in another communicator, or one whose deadline came
+# first, names the rank it waited on, whose own error goes on. Reads $d.
+leads() {
+  m=$1 hops=0
+  while [ $hops -lt 4 ]; do
+    "$2" "$m" && return 0
+    next=$(printf '%s' "$m" | grep -o 'world rank [0-9]*' | head -1 | awk '{print $3}')
+    [ -n "$next" ] && [ -f "$d/rank$next" ] || return 1
+    m=$(sed -n 2p "$d/rank$next")
+    hops=$((hops + 1))
+  done
+  return 1
+}
+names_victim() { case $1 in *"world rank $victim"[!0-9]*) return 0 ;; esac; return 1; }
+# A cut: off the cut host, a rank of it is named; on it, a rank of another host.
+names_across() {
+  for w in $(printf '%s' "$1" | grep -o 'world rank [0-9]*' | awk '{print $3}'); do
+    h=$(cat "$d/host$w" 2>/dev/null)
+    if [ "$mine" = "$vhost" ]; then [ "$h" != "$vhost" ] && return 0; else [ "$h" = "$vhost" ] && return 0; fi
+  done
+  return 1
+}
 failed=0 passed=0
 : >"$work/times"
 for seed in $seeds; do
@@ -152,32 +176,11 @@ for seed in $seeds; do
         # Off the cut host: a rank of it is named, or a rank whose error
         # leads there (3 hops at most); on it: a rank of another host.
         mine=$(cat "$d/host$r" 2>/dev/null)
-        m=$msg hops=0 ok=0
-        while [ $hops -lt 4 ] && [ $ok = 0 ]; do
-          for w in $(printf '%s' "$m" | grep -o 'world rank [0-9]*' | awk '{print $3}'); do
-            h=$(cat "$d/host$w" 2>/dev/null)
-            if [ "$mine" = "$vhost" ]; then [ "$h" != "$vhost" ] && ok=1; else [ "$h" = "$vhost" ] && ok=1; fi
-          done
-          next=$(printf '%s' "$m" | grep -o 'world rank [0-9]*' | head -1 | awk '{print $3}')
-          [ -n "$next" ] && [ -f "$d/rank$next" ] || break
-          m=$(sed -n 2p "$d/rank$next")
-          hops=$((hops + 1))
-        done
-        [ $ok = 1 ] || why="$why rank $r (host $mine) does not lead across the cut of host $vhost: $msg;"
+        leads "$msg" names_across || why="$why rank $r (host $mine) does not lead across the cut of host $vhost: $msg;"
         continue
       fi
       [ "$r" = "$victim" ] && continue # its own error (sockets: it cut them itself)
-      # It names the victim, or a rank whose own error does (at most 3 hops:
-      # a rank blocked in another communicator is what this one waited on).
-      m=$msg hops=0 ok=0
-      while [ $hops -lt 4 ]; do
-        case $m in *"world rank $victim"[!0-9]*) ok=1; break ;; esac
-        next=$(printf '%s' "$m" | grep -o 'world rank [0-9]*' | head -1 | awk '{print $3}')
-        [ -n "$next" ] && [ -f "$d/rank$next" ] || break
-        m=$(sed -n 2p "$d/rank$next")
-        hops=$((hops + 1))
-      done
-      [ $ok = 1 ] || why="$why rank $r's error does not lead to world rank $victim: $msg;"
+      leads "$msg" names_victim || why="$why rank $r's error does not lead to world rank $victim: $msg;"
     done
     nres=$(count "$d"/rank[0-9] "$d"/rank[0-9][0-9])
     need=$((nranks - 1))

@@ -28,9 +28,10 @@ rt_run(const char *args, char **out)
 }
 
 /* Writes rank r's dump of communicator "00000000000000aa" (4 ranks) with
- * ops_json, and extra (",\"key\":value" fields, or "") after "reason". */
+ * ops_json, extra (",\"key\":value" fields, or "") after "reason", written
+ * at time (ISO 8601). */
 static void
-rt_dump_with(int r, const char *extra, const char *ops_json)
+rt_dump_at(int r, const char *extra, const char *time, const char *ops_json)
 {
   char path[1024];
   snprintf(path, sizeof(path), "%s/flight-rank%d-00000000000000aa.json", test_dir(), r);
@@ -38,10 +39,15 @@ rt_dump_with(int r, const char *extra, const char *ops_json)
   ASSERT(f != NULL);
   fprintf(f,
           "{\"version\":1,\"rank\":%d,\"size\":4,\"comm\":\"00000000000000aa\","
-          "\"reason\":\"timeout\"%s,\"time\":\"2026-11-26T00:00:00.000000Z\",\"pid\":%d,"
-          "\"ops\":[%s]}\n",
-          r, extra, 100 + r, ops_json);
+          "\"reason\":\"timeout\"%s,\"time\":\"%s\",\"pid\":%d,\"ops\":[%s]}\n",
+          r, extra, time, 100 + r, ops_json);
   fclose(f);
+}
+
+static void
+rt_dump_with(int r, const char *extra, const char *ops_json)
+{
+  rt_dump_at(r, extra, "2026-11-26T00:00:00.000000Z", ops_json);
 }
 
 static void
@@ -260,16 +266,11 @@ rt_expect_absent(const char *args, const char *text)
 static void
 rt_dump_cut(int r, const char *host_of, int ms, const char *error)
 {
-  char path[1024];
-  snprintf(path, sizeof(path), "%s/flight-rank%d-00000000000000aa.json", test_dir(), r);
-  FILE *f = fopen(path, "w");
-  ASSERT(f != NULL);
-  fprintf(f,
-          "{\"version\":1,\"rank\":%d,\"size\":4,\"comm\":\"00000000000000aa\","
-          "\"reason\":\"timeout\",\"hosts\":[\"h0\",\"h1\",\"h2\"],\"host_of\":%s,"
-          "\"error\":\"%s\",\"time\":\"2026-11-26T00:00:01.%06dZ\",\"pid\":%d,\"ops\":[%s]}\n",
-          r, host_of, error, ms * 1000, 100 + r, RT_BCAST4 "," RT_AR5("failed"));
-  fclose(f);
+  char extra[1024], time[64];
+  snprintf(extra, sizeof(extra),
+           ",\"hosts\":[\"h0\",\"h1\",\"h2\"],\"host_of\":%s,\"error\":\"%s\"", host_of, error);
+  snprintf(time, sizeof(time), "2026-11-26T00:00:01.%06dZ", ms * 1000);
+  rt_dump_at(r, extra, time, RT_BCAST4 "," RT_AR5("failed"));
 }
 
 #define RT_WAITED(w, h)                                                                            \
