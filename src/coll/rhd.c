@@ -66,6 +66,7 @@
 #include <string.h>
 
 #include "coll/coll.h"
+#include "coll/topo.h"
 #include "util/util.h"
 
 #define RHD_CHUNK ((size_t)256 * 1024)
@@ -217,6 +218,30 @@ rhd_round_bytes(const struct collie__call *c, const struct rhd_fold *f)
   return b;
 }
 
+/* The model a round runs under on several hosts: the host's (shm) when
+ * every pair of the round is on one host, else the network's, net (a round
+ * lasts as long as its slowest pair). m = 0 is the fold, whose pairs are
+ * (r, r ^ 1) below 2 rr; else survivors i and i ^ m. With ranks placed host
+ * by host, the fold and the short rounds stay inside a host: pricing them
+ * at the network's alpha made flat recursive doubling look dearer than the
+ * hierarchical form, which it was not (docs/hosts.md, 1 ms links). Every
+ * rank computes it from the topology alike, so every rank picks alike. */
+static const struct collie__model *
+rhd_round_model(const struct collie__call *c, const struct rhd_fold *f, int m,
+                const struct collie__model *net)
+{
+  const struct collie__topo *t = c->topo;
+  if (!t || t->nhosts < 2 || !c->models || c->group || t->size != c->size) return net;
+  if (m == 0) {
+    for (int r = 0; r + 1 < 2 * f->rr; r += 2)
+      if (t->host[r] != t->host[r + 1]) return net;
+  } else {
+    for (int i = 0; i < f->p2; i++)
+      if (t->host[rhd_first(f, i)] != t->host[rhd_first(f, i ^ m)]) return net;
+  }
+  return &c->models->cls[COLLIE_NET_CLASS_LOCAL];
+}
+
 /* ---- allreduce ---- */
 
 /* A rank that sits out of the fold: its input goes to its partner, and the
@@ -276,9 +301,13 @@ static double
 rhd_allreduce_rd_cost(const struct collie__call *c, const struct collie__model *m)
 {
   struct rhd_fold f;
-  double S = (double)collie__call_bytes(c);
+  double S = (double)collie__call_bytes(c), t = 0;
   rhd_fold_init(c, &f);
-  return f.k * (m->alpha_us + S * (m->beta_us + m->gamma_us)) + rhd_allreduce_fold_cost(&f, S, m);
+  for (int r = 1; r < f.p2; r *= 2) {
+    const struct collie__model *rm = rhd_round_model(c, &f, r, m);
+    t += rm->alpha_us + S * (rm->beta_us + rm->gamma_us);
+  }
+  return t + rhd_allreduce_fold_cost(&f, S, rhd_round_model(c, &f, 0, m));
 }
 
 static collie_result_t
@@ -307,9 +336,13 @@ rhd_allreduce_rab_cost(const struct collie__call *c, const struct collie__model 
   struct rhd_fold f;
   double S = (double)collie__call_bytes(c);
   rhd_fold_init(c, &f);
-  double B = rhd_round_bytes(c, &f);
-  return 2 * f.k * m->alpha_us + 2 * B * m->beta_us + B * m->gamma_us +
-         rhd_allreduce_fold_cost(&f, S, m);
+  double t = 0; /* a halving and a doubling round per distance r, B_r bytes each */
+  for (int r = 1; r < f.p2; r *= 2) {
+    const struct collie__model *rm = rhd_round_model(c, &f, r, m);
+    double B = (double)(rhd_bound(c, &f, r) - rhd_bound(c, &f, 0));
+    t += 2 * rm->alpha_us + 2 * B * rm->beta_us + B * rm->gamma_us;
+  }
+  return t + rhd_allreduce_fold_cost(&f, S, rhd_round_model(c, &f, 0, m));
 }
 
 const struct collie__algo collie__algo_allreduce_recursive_doubling = {

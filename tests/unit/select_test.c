@@ -1,12 +1,15 @@
 /* select_test.c - algorithm selection: the tuning file's strict parsing, the
- * decision table logged once per (collective, size bucket), and forced
- * algorithms through COLLIE_ALGO and opts. */
+ * decision table logged once per (collective, size bucket), forced
+ * algorithms through COLLIE_ALGO and opts, and the rounds of a flat
+ * algorithm priced by whether they cross hosts. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "coll/coll.h"
+#include "coll/topo.h"
 #include "runner.h"
 
 static collie_result_t
@@ -101,4 +104,52 @@ TEST_IMPL(select_forced)
   ASSERT_OK(collie_comm_destroy(comm));
   unsetenv("COLLIE_ALGO");
   unsetenv("COLLIE_DEBUG");
+}
+
+/* On several hosts, a round of recursive doubling whose every pair shares a
+ * host is priced under the host's (shm) constants, the others under the
+ * network's: ranks placed host by host keep the fold and the short rounds
+ * inside a host (docs/hosts.md: priced all at the network's alpha, flat
+ * recursive doubling looked dearer than the hierarchical form, and was
+ * not, over 1 ms links). */
+TEST_IMPL(select_rounds_by_host)
+{
+  struct collie__models m;
+  memset(&m, 0, sizeof(m));
+  collie__models_default(&m, 0);
+  const struct collie__model *shm = &m.cls[COLLIE_NET_CLASS_LOCAL],
+                             *net = &m.cls[collie__net_class_remote()];
+  double cost[COLLIE_ALGO_COUNT_];
+  struct collie__topo t;
+  /* 8 ranks, 2 a host: round 1 inside hosts, rounds 2 and 4 across. 1 byte:
+   * the byte terms are below 0.01 us. */
+  ASSERT_OK(collie__topo_uniform(8, 2, &t));
+  collie__algo_predict(COLLIE_KIND_ALLREDUCE, &t, 1, COLLIE_UINT8, &m, cost);
+  double want = shm->alpha_us + 2 * net->alpha_us;
+  ASSERTF(cost[COLLIE_ALGO_RECURSIVE_DOUBLING] > want - 0.01 &&
+              cost[COLLIE_ALGO_RECURSIVE_DOUBLING] < want + 0.01,
+          "recursive doubling at 8 ranks, 2 a host: %.3f us, expected %.3f",
+          cost[COLLIE_ALGO_RECURSIVE_DOUBLING], want);
+  collie__topo_free(&t);
+  /* 6 ranks, 2 a host: the fold pairs (0,1) and (2,3) share hosts; then
+   * survivors 0,2,4,5: distance 1 pairs ranks 0-2 (across), distance 2
+   * ranks 0-4 (across). The fold costs 2 alpha in and out. */
+  ASSERT_OK(collie__topo_uniform(6, 2, &t));
+  collie__algo_predict(COLLIE_KIND_ALLREDUCE, &t, 1, COLLIE_UINT8, &m, cost);
+  want = 2 * shm->alpha_us + 2 * net->alpha_us;
+  ASSERTF(cost[COLLIE_ALGO_RECURSIVE_DOUBLING] > want - 0.01 &&
+              cost[COLLIE_ALGO_RECURSIVE_DOUBLING] < want + 0.01,
+          "recursive doubling at 6 ranks, 2 a host: %.3f us, expected %.3f",
+          cost[COLLIE_ALGO_RECURSIVE_DOUBLING], want);
+  collie__topo_free(&t);
+  /* One rank a host: every round crosses, as before. */
+  ASSERT_OK(collie__topo_uniform(4, 1, &t));
+  collie__algo_predict(COLLIE_KIND_ALLREDUCE, &t, 1, COLLIE_UINT8, &m, cost);
+  want = 2 * net->alpha_us;
+  ASSERTF(cost[COLLIE_ALGO_RECURSIVE_DOUBLING] > want - 0.01 &&
+              cost[COLLIE_ALGO_RECURSIVE_DOUBLING] < want + 0.01,
+          "recursive doubling at 4 ranks, 1 a host: %.3f us, expected %.3f",
+          cost[COLLIE_ALGO_RECURSIVE_DOUBLING], want);
+  collie__topo_free(&t);
+  collie__models_free(&m);
 }
