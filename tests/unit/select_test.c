@@ -112,44 +112,36 @@ TEST_IMPL(select_forced)
  * inside a host (docs/hosts.md: priced all at the network's alpha, flat
  * recursive doubling looked dearer than the hierarchical form, and was
  * not, over 1 ms links). */
+/* Recursive doubling's predicted allreduce of 1 byte (the byte terms are
+ * below 0.01 us) at p ranks, per_host a host, must be want us. */
+static void
+sel_expect_rd(const struct collie__models *m, int p, int per_host, double want)
+{
+  struct collie__topo t;
+  double cost[COLLIE_ALGO_COUNT_];
+  ASSERT_OK(collie__topo_uniform(p, per_host, &t));
+  collie__algo_predict(COLLIE_KIND_ALLREDUCE, &t, 1, COLLIE_UINT8, m, cost);
+  double got = cost[COLLIE_ALGO_RECURSIVE_DOUBLING];
+  collie__topo_free(&t);
+  ASSERTF(got > want - 0.01 && got < want + 0.01,
+          "recursive doubling at %d ranks, %d a host: %.3f us, expected %.3f", p, per_host, got,
+          want);
+}
+
 TEST_IMPL(select_rounds_by_host)
 {
   struct collie__models m;
   memset(&m, 0, sizeof(m));
   collie__models_default(&m, 0);
-  const struct collie__model *shm = &m.cls[COLLIE_NET_CLASS_LOCAL],
-                             *net = &m.cls[collie__net_class_remote()];
-  double cost[COLLIE_ALGO_COUNT_];
-  struct collie__topo t;
-  /* 8 ranks, 2 a host: round 1 inside hosts, rounds 2 and 4 across. 1 byte:
-   * the byte terms are below 0.01 us. */
-  ASSERT_OK(collie__topo_uniform(8, 2, &t));
-  collie__algo_predict(COLLIE_KIND_ALLREDUCE, &t, 1, COLLIE_UINT8, &m, cost);
-  double want = shm->alpha_us + 2 * net->alpha_us;
-  ASSERTF(cost[COLLIE_ALGO_RECURSIVE_DOUBLING] > want - 0.01 &&
-              cost[COLLIE_ALGO_RECURSIVE_DOUBLING] < want + 0.01,
-          "recursive doubling at 8 ranks, 2 a host: %.3f us, expected %.3f",
-          cost[COLLIE_ALGO_RECURSIVE_DOUBLING], want);
-  collie__topo_free(&t);
-  /* 6 ranks, 2 a host: the fold pairs (0,1) and (2,3) share hosts; then
-   * survivors 0,2,4,5: distance 1 pairs ranks 0-2 (across), distance 2
-   * ranks 0-4 (across). The fold costs 2 alpha in and out. */
-  ASSERT_OK(collie__topo_uniform(6, 2, &t));
-  collie__algo_predict(COLLIE_KIND_ALLREDUCE, &t, 1, COLLIE_UINT8, &m, cost);
-  want = 2 * shm->alpha_us + 2 * net->alpha_us;
-  ASSERTF(cost[COLLIE_ALGO_RECURSIVE_DOUBLING] > want - 0.01 &&
-              cost[COLLIE_ALGO_RECURSIVE_DOUBLING] < want + 0.01,
-          "recursive doubling at 6 ranks, 2 a host: %.3f us, expected %.3f",
-          cost[COLLIE_ALGO_RECURSIVE_DOUBLING], want);
-  collie__topo_free(&t);
+  double shm = m.cls[COLLIE_NET_CLASS_LOCAL].alpha_us,
+         net = m.cls[collie__net_class_remote()].alpha_us;
+  /* 8 ranks, 2 a host: round 1 inside hosts, rounds 2 and 4 across. */
+  sel_expect_rd(&m, 8, 2, shm + 2 * net);
+  /* 6 ranks, 2 a host: the fold pairs (0,1) and (2,3) share hosts (2 alpha,
+   * in and out); then survivors 0,2,4,5: distance 1 pairs ranks 0-2
+   * (across), distance 2 ranks 0-4 (across). */
+  sel_expect_rd(&m, 6, 2, 2 * shm + 2 * net);
   /* One rank a host: every round crosses, as before. */
-  ASSERT_OK(collie__topo_uniform(4, 1, &t));
-  collie__algo_predict(COLLIE_KIND_ALLREDUCE, &t, 1, COLLIE_UINT8, &m, cost);
-  want = 2 * net->alpha_us;
-  ASSERTF(cost[COLLIE_ALGO_RECURSIVE_DOUBLING] > want - 0.01 &&
-              cost[COLLIE_ALGO_RECURSIVE_DOUBLING] < want + 0.01,
-          "recursive doubling at 4 ranks, 1 a host: %.3f us, expected %.3f",
-          cost[COLLIE_ALGO_RECURSIVE_DOUBLING], want);
-  collie__topo_free(&t);
+  sel_expect_rd(&m, 4, 1, 2 * net);
   collie__models_free(&m);
 }
