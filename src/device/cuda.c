@@ -53,9 +53,9 @@ static struct {
 } cu;
 
 static pthread_mutex_t cuda_mu = PTHREAD_MUTEX_INITIALIZER;
-static atomic_int cuda_state; /* 0 not seen, 1 live, -1 seen but unusable */
-static atomic_ullong cuda_adds = ATOMIC_VAR_INIT(~0ULL); /* dlpi_adds when last looked */
-static char cuda_why[512];                               /* why the driver is unusable (state -1) */
+static atomic_int cuda_state;           /* 0 not seen, 1 live, -1 seen but unusable */
+static atomic_ullong cuda_adds = ~0ULL; /* dlpi_adds when last looked */
+static char cuda_why[512];              /* why the driver is unusable (state -1) */
 
 static int
 cuda_adds_cb(struct dl_phdr_info *info, size_t size, void *data)
