@@ -142,6 +142,14 @@ case "$what" in
     echo "$lat"
     echo "$lat" | awk '/allreduce of/ { seen = 1; if ($7 + 0 < 1000) bad = 1 } END { exit !(seen && !bad) }' ||
       { echo "a 2-rank allreduce over 1 ms links took under 1 ms: the delay is not applied" >&2; exit 1; }
+    # A communicator across hosts measures the network at init and gives the
+    # model the measured alpha when it is slow (src/core/comm.c,
+    # comm_measure_net): over 1 ms links every rank must log a step of at
+    # least ~half a millisecond (a lower bound again).
+    lat=$(COLLIE_DEBUG=INFO sh scripts/testbed.sh --hosts 2,1,3 --delay 1ms -- "$PWD/build/bench/latency" 2>&1)
+    echo "$lat" | awk '/the network takes/ { n++; v = $0; sub(/.*takes /, "", v); if (v + 0 < 500) bad = 1 }
+      END { exit !(n == 6 && !bad) }' ||
+      { echo "$lat" | grep -E "network takes|allreduce of" >&2; echo "the ranks did not measure the 1 ms links at init" >&2; exit 1; }
     n=$(echo "$tests" | grep -E '^matrix_allreduce_[a-z]+_3$' | head -1)
     sh scripts/testbed.sh --hosts 2,1 --delay 200us --jitter 100us --loss 2 --timeout 300 -- \
       "$PWD/build/tests/collie_tests" --as-rank "$n"

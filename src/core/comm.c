@@ -157,6 +157,81 @@ comm_init_verdict(collie_comm_t *c, collie_result_t own, int64_t deadline)
                      c->peers[failed].fail);
 }
 
+/* The network's latency, measured once a communicator spans hosts: the
+ * built-in model's alpha between hosts is a fast network's (8 us), and on
+ * slow links (1 ms) it priced extra crossings as nothing, picking the
+ * hierarchical allreduce where flat recursive doubling was twice as fast
+ * (docs/hosts.md). Three dissemination barriers (every round has a pair
+ * across hosts, so each round takes one crossing); the best of the last
+ * two, per round, is this rank's estimate. Every rank must pick alike, so
+ * the estimates are gathered and the median is taken; it replaces the
+ * model's alpha only when over twice as long (a fast network keeps the
+ * fitted default). Skipped with a tuning file: its constants were measured.
+ * The sequence numbers used are handed back: every message was consumed. */
+static collie_result_t
+comm_measure_net(collie_comm_t *c, int64_t deadline)
+{
+  if (c->topo.nhosts < 2 || c->params.TUNING_FILE) return COLLIE_SUCCESS;
+  struct collie__call call = {.kind = COLLIE_KIND_BARRIER,
+                              .algo = COLLIE_ALGO_DISSEMINATION,
+                              .dtype = COLLIE_UINT8,
+                              .esize = 1,
+                              .rank = c->rank,
+                              .size = c->size,
+                              .cls = c->cls,
+                              .all_shm = c->all_shm,
+                              .topo = &c->topo,
+                              .net = c->net,
+                              .scratch = c->scratch,
+                              .deadline_ns = deadline};
+  uint32_t seq0 = c->seq;
+  int rounds = 0;
+  for (int d = 1; d < c->size; d *= 2) rounds++;
+  double mine = -1, *all = calloc((size_t)c->size, sizeof(*all));
+  if (!all) return collie__err(COLLIE_SYSTEM_ERROR, "out of memory measuring the network");
+  collie__net_set_mem(c->net, COLLIE_MEM_HOST);
+  collie_result_t rc = COLLIE_SUCCESS;
+  for (int i = 0; i < 3 && rc == COLLIE_SUCCESS; i++) {
+    call.seq = c->seq++;
+    int64_t t0 = collie__now_ns();
+    rc = collie__algo_barrier_dissemination.run(&call);
+    double us = (double)(collie__now_ns() - t0) / 1e3 / rounds;
+    if (i > 0 && (mine < 0 || us < mine)) mine = us; /* the first warms the channels */
+  }
+  if (rc == COLLIE_SUCCESS) {
+    call.kind = COLLIE_KIND_ALLGATHER; /* log2(p) steps: cheap at thousands of ranks too */
+    call.algo = COLLIE_ALGO_RECURSIVE_DOUBLING;
+    call.seq = c->seq++;
+    call.sendbuf = &mine;
+    call.recvbuf = all;
+    call.count = sizeof(mine);
+    rc = collie__algo_allgather_recursive_doubling.run(&call);
+  }
+  c->seq = seq0;
+  if (rc != COLLIE_SUCCESS) {
+    free(all);
+    collie__err_prefix("measuring the network at init");
+    return rc;
+  }
+  for (int i = 1; i < c->size; i++) /* insertion sort: the median */
+    for (int j = i; j > 0 && all[j - 1] > all[j]; j--) {
+      double t = all[j];
+      all[j] = all[j - 1];
+      all[j - 1] = t;
+    }
+  double med = all[c->size / 2];
+  free(all);
+  struct collie__model *net = &c->models.cls[c->cls];
+  if (med > 2 * net->alpha_us) {
+    COLLIE_INFO("INIT",
+                "the network takes %.1f us a step (measured at init, the ranks' median): "
+                "the model's alpha between hosts goes from %.1f to %.1f us",
+                med, net->alpha_us, med);
+    net->alpha_us = med;
+  }
+  return COLLIE_SUCCESS;
+}
+
 /* Waits for a peer's record under key. When the peer is known beforehand
  * (expect: a shrink's members) and shares this host, its process is looked at
  * while waiting, so that a member that died after the decision fails the
@@ -317,6 +392,7 @@ collie__comm_create(const struct collie__params *params, const char *token, int6
     }
     collie__flight_watch(c->flight, params->LOG_DIR);
   }
+  COLLIE_CHECK_GOTO(comm_measure_net(c, deadline), rc, out_free);
   COLLIE_CHECK_GOTO(collie__comm_register(c), rc, out_free);
   char hosts[160];
   collie__topo_describe(&c->topo, hosts, sizeof(hosts));
