@@ -207,15 +207,13 @@ rhd_doubling(struct collie__call *c, const struct rhd_fold *f, char *buf, uint32
   return COLLIE_SUCCESS;
 }
 
-/* The sum over the rounds of the bytes of the largest window a pair swaps:
- * survivors standing for two ranks are the low ones, so in the round of
- * distance m no pair moves more than survivors [0, m) hold. */
+/* The bytes of the largest window a pair swaps in the round of distance m:
+ * survivors standing for two ranks are the low ones, so no pair moves more
+ * than survivors [0, m) hold. */
 static double
-rhd_round_bytes(const struct collie__call *c, const struct rhd_fold *f)
+rhd_round_bytes(const struct collie__call *c, const struct rhd_fold *f, int m)
 {
-  double b = 0;
-  for (int m = 1; m < f->p2; m *= 2) b += (double)(rhd_bound(c, f, m) - rhd_bound(c, f, 0));
-  return b;
+  return (double)(rhd_bound(c, f, m) - rhd_bound(c, f, 0));
 }
 
 /* The model a round runs under on several hosts: the host's (shm) when
@@ -339,7 +337,7 @@ rhd_allreduce_rab_cost(const struct collie__call *c, const struct collie__model 
   double t = 0; /* a halving and a doubling round per distance r, B_r bytes each */
   for (int r = 1; r < f.p2; r *= 2) {
     const struct collie__model *rm = rhd_round_model(c, &f, r, m);
-    double B = (double)(rhd_bound(c, &f, r) - rhd_bound(c, &f, 0));
+    double B = rhd_round_bytes(c, &f, r);
     t += 2 * rm->alpha_us + 2 * B * rm->beta_us + B * rm->gamma_us;
   }
   return t + rhd_allreduce_fold_cost(&f, S, rhd_round_model(c, &f, 0, m));
@@ -388,8 +386,13 @@ rhd_allgather_cost(const struct collie__call *c, const struct collie__model *m)
   struct rhd_fold f;
   double S = (double)collie__call_bytes(c), b = S / c->size;
   rhd_fold_init(c, &f);
-  double t = f.k * m->alpha_us + rhd_round_bytes(c, &f) * m->beta_us;
-  if (f.rr) t += 2 * m->alpha_us + (b + S) * m->beta_us;
+  double t = 0;
+  for (int r = 1; r < f.p2; r *= 2) {
+    const struct collie__model *rm = rhd_round_model(c, &f, r, m);
+    t += rm->alpha_us + rhd_round_bytes(c, &f, r) * rm->beta_us;
+  }
+  const struct collie__model *fm = rhd_round_model(c, &f, 0, m);
+  if (f.rr) t += 2 * fm->alpha_us + (b + S) * fm->beta_us;
   return t;
 }
 
@@ -457,10 +460,15 @@ rhd_reduce_scatter_cost(const struct collie__call *c, const struct collie__model
   double S = (double)collie__call_bytes(c), b = S / c->size;
   rhd_fold_init(c, &f);
   if (c->size == 1) return b * m->beta_us / 2;
-  double t = f.k * m->alpha_us + rhd_round_bytes(c, &f) * (m->beta_us + m->gamma_us) +
-             (S / 2 + b) * m->beta_us / 2;
+  double t = (S / 2 + b) * m->beta_us / 2;
+  for (int r = 1; r < f.p2; r *= 2) {
+    const struct collie__model *rm = rhd_round_model(c, &f, r, m);
+    t += rm->alpha_us + rhd_round_bytes(c, &f, r) * (rm->beta_us + rm->gamma_us);
+  }
+  const struct collie__model *fm = rhd_round_model(c, &f, 0, m);
   if (f.rr)
-    t += 2 * m->alpha_us + S * (m->beta_us + m->gamma_us) + b * m->beta_us + S * m->beta_us / 4;
+    t +=
+        2 * fm->alpha_us + S * (fm->beta_us + fm->gamma_us) + b * fm->beta_us + S * fm->beta_us / 4;
   return t;
 }
 

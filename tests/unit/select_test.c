@@ -112,20 +112,24 @@ TEST_IMPL(select_forced)
  * inside a host (docs/hosts.md: priced all at the network's alpha, flat
  * recursive doubling looked dearer than the hierarchical form, and was
  * not, over 1 ms links). */
-/* Recursive doubling's predicted allreduce of 1 byte (the byte terms are
- * below 0.01 us) at p ranks, per_host a host, must be want us. */
+/* Algorithm algo's predicted kind of 1 byte (the byte terms are below
+ * 0.01 us) at p ranks, per_host a host, must be want us. */
 static void
-sel_expect_rd(const struct collie__models *m, int p, int per_host, double want)
+sel_expect(int kind, int algo, int p, int per_host, double want)
 {
+  struct collie__models m;
+  memset(&m, 0, sizeof(m));
+  collie__models_default(&m, 0);
   struct collie__topo t;
   double cost[COLLIE_ALGO_COUNT_];
   ASSERT_OK(collie__topo_uniform(p, per_host, &t));
-  collie__algo_predict(COLLIE_KIND_ALLREDUCE, &t, 1, COLLIE_UINT8, m, cost);
-  double got = cost[COLLIE_ALGO_RECURSIVE_DOUBLING];
+  collie__algo_predict(kind, &t, 1, COLLIE_UINT8, &m, cost);
+  double got = cost[algo];
   collie__topo_free(&t);
+  collie__models_free(&m);
   ASSERTF(got > want - 0.01 && got < want + 0.01,
-          "recursive doubling at %d ranks, %d a host: %.3f us, expected %.3f", p, per_host, got,
-          want);
+          "algorithm %d of %s at %d ranks, %d a host: %.3f us, expected %.3f", algo,
+          collie__kind_name(kind), p, per_host, got, want);
 }
 
 TEST_IMPL(select_rounds_by_host)
@@ -135,13 +139,19 @@ TEST_IMPL(select_rounds_by_host)
   collie__models_default(&m, 0);
   double shm = m.cls[COLLIE_NET_CLASS_LOCAL].alpha_us,
          net = m.cls[collie__net_class_remote()].alpha_us;
+  const int ar = COLLIE_KIND_ALLREDUCE, rd = COLLIE_ALGO_RECURSIVE_DOUBLING;
   /* 8 ranks, 2 a host: round 1 inside hosts, rounds 2 and 4 across. */
-  sel_expect_rd(&m, 8, 2, shm + 2 * net);
+  sel_expect(ar, rd, 8, 2, shm + 2 * net);
   /* 6 ranks, 2 a host: the fold pairs (0,1) and (2,3) share hosts (2 alpha,
    * in and out); then survivors 0,2,4,5: distance 1 pairs ranks 0-2
    * (across), distance 2 ranks 0-4 (across). */
-  sel_expect_rd(&m, 6, 2, 2 * shm + 2 * net);
+  sel_expect(ar, rd, 6, 2, 2 * shm + 2 * net);
   /* One rank a host: every round crosses, as before. */
-  sel_expect_rd(&m, 4, 1, 2 * net);
+  sel_expect(ar, rd, 4, 1, 2 * net);
+  /* Rabenseifner: a halving and a doubling round per distance. */
+  sel_expect(ar, COLLIE_ALGO_RABENSEIFNER, 8, 2, 2 * shm + 4 * net);
+  /* The allgather and reduce_scatter of the same family. */
+  sel_expect(COLLIE_KIND_ALLGATHER, rd, 8, 2, shm + 2 * net);
+  sel_expect(COLLIE_KIND_REDUCE_SCATTER, COLLIE_ALGO_RECURSIVE_HALVING, 8, 2, shm + 2 * net);
   collie__models_free(&m);
 }
