@@ -26,7 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
-typedef CUresult (*get_proc_fn)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
+typedef CUresult (*get_proc_fn)(const char *, void **, int, cuuint64_t,
+                                CUdriverProcAddressQueryResult *);
 
 static struct {
   CUresult (*init)(unsigned);
@@ -40,8 +41,10 @@ static struct {
   CUresult (*ipc_open)(CUdeviceptr *, CUipcMemHandle, unsigned);
   CUresult (*ipc_close)(CUdeviceptr);
   CUresult (*granularity)(size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags);
-  CUresult (*create)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long);
-  CUresult (*export_fd)(void *, CUmemGenericAllocationHandle, CUmemAllocationHandleType, unsigned long long);
+  CUresult (*create)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *,
+                     unsigned long long);
+  CUresult (*export_fd)(void *, CUmemGenericAllocationHandle, CUmemAllocationHandleType,
+                        unsigned long long);
   CUresult (*import_fd)(CUmemGenericAllocationHandle *, void *, CUmemAllocationHandleType);
   CUresult (*reserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
   CUresult (*map)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
@@ -52,27 +55,31 @@ static struct {
 
 static const char *who = "parent";
 
-static void die(const char *what, CUresult rc) {
+static void
+die(const char *what, CUresult rc)
+{
   const char *s = "?";
-  if (cu.error_string)
-    cu.error_string(rc, &s);
+  if (cu.error_string) cu.error_string(rc, &s);
   printf("%s: FAILED %s: CUresult %d (%s)\n", who, what, (int)rc, s);
   exit(1);
 }
-#define CK(call, what)                                                                                                 \
-  do {                                                                                                                 \
-    CUresult rc_ = (call);                                                                                             \
-    if (rc_ != CUDA_SUCCESS)                                                                                           \
-      die(what, rc_);                                                                                                  \
+#define CK(call, what)                                                                             \
+  do {                                                                                             \
+    CUresult rc_ = (call);                                                                         \
+    if (rc_ != CUDA_SUCCESS) die(what, rc_);                                                       \
   } while (0)
 
-static double now_us(void) {
+static double
+now_us(void)
+{
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
 }
 
-static void load(void) {
+static void
+load(void)
+{
   void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     printf("no driver: %s\n", dlerror());
@@ -117,7 +124,9 @@ static void load(void) {
   }
 }
 
-static void send_fd(int sock, int fd, const void *data, size_t n) {
+static void
+send_fd(int sock, int fd, const void *data, size_t n)
+{
   char ctl[CMSG_SPACE(sizeof(int))];
   memset(ctl, 0, sizeof ctl);
   struct iovec iov = {(void *)data, n};
@@ -139,7 +148,9 @@ static void send_fd(int sock, int fd, const void *data, size_t n) {
   }
 }
 
-static int recv_fd(int sock, void *data, size_t n) {
+static int
+recv_fd(int sock, void *data, size_t n)
+{
   char ctl[CMSG_SPACE(sizeof(int))];
   struct iovec iov = {data, n};
   struct msghdr m = {0};
@@ -153,12 +164,13 @@ static int recv_fd(int sock, void *data, size_t n) {
   }
   struct cmsghdr *c = CMSG_FIRSTHDR(&m);
   int fd = -1;
-  if (c && c->cmsg_type == SCM_RIGHTS)
-    memcpy(&fd, CMSG_DATA(c), sizeof(int));
+  if (c && c->cmsg_type == SCM_RIGHTS) memcpy(&fd, CMSG_DATA(c), sizeof(int));
   return fd;
 }
 
-static void setup(void) {
+static void
+setup(void)
+{
   CUdevice dev;
   CUcontext ctx;
   CK(cu.init(0), "cuInit");
@@ -167,7 +179,9 @@ static void setup(void) {
   CK(cu.ctx_set(ctx), "cuCtxSetCurrent");
 }
 
-static CUmemAllocationProp fd_prop(void) {
+static CUmemAllocationProp
+fd_prop(void)
+{
   CUmemAllocationProp p;
   memset(&p, 0, sizeof p);
   p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -177,7 +191,9 @@ static CUmemAllocationProp fd_prop(void) {
   return p;
 }
 
-static CUdeviceptr map_fd_alloc(CUmemGenericAllocationHandle h, size_t size) {
+static CUdeviceptr
+map_fd_alloc(CUmemGenericAllocationHandle h, size_t size)
+{
   CUdeviceptr va;
   CK(cu.reserve(&va, size, 0, 0, 0), "cuMemAddressReserve");
   CK(cu.map(va, size, 0, h, 0), "cuMemMap");
@@ -192,12 +208,15 @@ static CUdeviceptr map_fd_alloc(CUmemGenericAllocationHandle h, size_t size) {
 
 enum { N = 1 << 20 };
 
-static void fill(uint32_t *p, uint32_t seed) {
-  for (uint32_t i = 0; i < N; i++)
-    p[i] = seed * 2654435761u + i;
+static void
+fill(uint32_t *p, uint32_t seed)
+{
+  for (uint32_t i = 0; i < N; i++) p[i] = seed * 2654435761u + i;
 }
 
-static int check(const uint32_t *p, uint32_t seed, const char *what) {
+static int
+check(const uint32_t *p, uint32_t seed, const char *what)
+{
   for (uint32_t i = 0; i < N; i++)
     if (p[i] != seed * 2654435761u + i) {
       printf("%s: %s: word %u is %u, want %u\n", who, what, i, p[i], seed * 2654435761u + i);
@@ -206,7 +225,9 @@ static int check(const uint32_t *p, uint32_t seed, const char *what) {
   return 0;
 }
 
-int main(void) {
+int
+main(void)
+{
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv)) {
     perror("socketpair");
@@ -237,7 +258,8 @@ int main(void) {
     }
     CUmemGenericAllocationHandle gh;
     t0 = now_us();
-    CK(cu.import_fd(&gh, (void *)(intptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR), "cuMemImportFromShareableHandle");
+    CK(cu.import_fd(&gh, (void *)(intptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+       "cuMemImportFromShareableHandle");
     CUdeviceptr b = map_fd_alloc(gh, fsz);
     t1 = now_us();
     CK(cu.dtoh(host, b, N * 4), "read the parent's fd buffer");
@@ -270,7 +292,8 @@ int main(void) {
   fill(host, 2);
   CK(cu.htod(b, host, N * 4), "cuMemcpyHtoD");
   int fd = -1;
-  CK(cu.export_fd(&fd, gh, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0), "cuMemExportToShareableHandle");
+  CK(cu.export_fd(&fd, gh, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+     "cuMemExportToShareableHandle");
   send_fd(sv[0], -1, &ih, sizeof ih);
   send_fd(sv[0], fd, &fsz, sizeof fsz);
   char done = 0;
@@ -282,6 +305,7 @@ int main(void) {
   bad |= check(host, 3, "the child's IPC write");
   CK(cu.dtoh(host, b, N * 4), "cuMemcpyDtoH");
   bad |= check(host, 4, "the child's fd write");
-  printf("cuda_ipc_probe: %s\n", bad ? "FAILED" : "both handle kinds work between two processes on one GPU");
+  printf("cuda_ipc_probe: %s\n",
+         bad ? "FAILED" : "both handle kinds work between two processes on one GPU");
   return bad;
 }
