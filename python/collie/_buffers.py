@@ -276,25 +276,22 @@ def as_buf(obj, what, writable=False):
     """A Buf for obj. what names the argument in errors ("all_reduce: tensor").
     writable: the operation writes into it (an output). Raises InvalidArgument
     for None, non-arrays, non-contiguous, read-only outputs, unsupported
-    dtypes and non-CPU tensors."""
+    dtypes and tensors neither on the CPU nor on a CUDA device."""
     if obj is None:
         raise InvalidArgument("%s is None; pass an array" % what)
     if isinstance(obj, Buf):
         return obj
     if is_torch(obj):
         return _torch_buf(obj, what, writable)
-    cai = getattr(obj, "__cuda_array_interface__", None)
-    if cai is not None:
-        b = _interface_buf(obj, what, writable, cai, device=True)
-        if writable and b.readonly:
-            raise InvalidArgument("%s: array is read-only, but collie writes the result into it" % what)
-        return b
     view = _PyBuffer()
     try:
         _api.PyObject_GetBuffer(obj, ctypes.byref(view), _PyBUF_RECORDS_RO)
     except (TypeError, BufferError, ValueError) as e:
-        if hasattr(obj, "__array_interface__"):
-            b = _interface_buf(obj, what, writable)
+        # Device arrays (CuPy, Numba) have no buffer protocol: looked for only
+        # here, so host arrays pay nothing for them.
+        cai = getattr(obj, "__cuda_array_interface__", None)
+        if cai is not None or hasattr(obj, "__array_interface__"):
+            b = _interface_buf(obj, what, writable, cai, device=cai is not None)
             if writable and b.readonly:
                 raise InvalidArgument("%s: array is read-only, but collie writes the result into it" % what)
             return b

@@ -157,6 +157,35 @@ comm_init_verdict(collie_comm_t *c, collie_result_t own, int64_t deadline)
                      c->peers[failed].fail);
 }
 
+/* A collective that the library runs over c itself (a split's allgather,
+ * the network's measurement): c's place and channels, host memory, kind
+ * and algo named, at the next sequence number; buffers are the caller's. */
+static struct collie__call
+comm_internal_call(collie_comm_t *c, int kind, int algo, int64_t deadline)
+{
+  collie__net_set_mem(c->net, COLLIE_MEM_HOST);
+  return (struct collie__call){.kind = kind,
+                               .algo = algo,
+                               .seq = c->seq++,
+                               .dtype = COLLIE_UINT8,
+                               .esize = 1,
+                               .rank = c->rank,
+                               .size = c->size,
+                               .cls = c->cls,
+                               .all_shm = c->all_shm,
+                               .topo = &c->topo,
+                               .net = c->net,
+                               .scratch = c->scratch,
+                               .deadline_ns = deadline};
+}
+
+static int
+comm_double_cmp(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
 /* The network's latency, measured once a communicator spans hosts: the
  * built-in model's alpha between hosts is a fast network's (8 us), and on
  * slow links (1 ms) it priced extra crossings as nothing, picking the
@@ -172,36 +201,23 @@ static collie_result_t
 comm_measure_net(collie_comm_t *c, int64_t deadline)
 {
   if (c->topo.nhosts < 2 || c->params.TUNING_FILE) return COLLIE_SUCCESS;
-  struct collie__call call = {.kind = COLLIE_KIND_BARRIER,
-                              .algo = COLLIE_ALGO_DISSEMINATION,
-                              .dtype = COLLIE_UINT8,
-                              .esize = 1,
-                              .rank = c->rank,
-                              .size = c->size,
-                              .cls = c->cls,
-                              .all_shm = c->all_shm,
-                              .topo = &c->topo,
-                              .net = c->net,
-                              .scratch = c->scratch,
-                              .deadline_ns = deadline};
   uint32_t seq0 = c->seq;
   int rounds = 0;
   for (int d = 1; d < c->size; d *= 2) rounds++;
   double mine = -1, *all = calloc((size_t)c->size, sizeof(*all));
   if (!all) return collie__err(COLLIE_SYSTEM_ERROR, "out of memory measuring the network");
-  collie__net_set_mem(c->net, COLLIE_MEM_HOST);
   collie_result_t rc = COLLIE_SUCCESS;
   for (int i = 0; i < 3 && rc == COLLIE_SUCCESS; i++) {
-    call.seq = c->seq++;
+    struct collie__call call =
+        comm_internal_call(c, COLLIE_KIND_BARRIER, COLLIE_ALGO_DISSEMINATION, deadline);
     int64_t t0 = collie__now_ns();
     rc = collie__algo_barrier_dissemination.run(&call);
     double us = (double)(collie__now_ns() - t0) / 1e3 / rounds;
     if (i > 0 && (mine < 0 || us < mine)) mine = us; /* the first warms the channels */
   }
-  if (rc == COLLIE_SUCCESS) {
-    call.kind = COLLIE_KIND_ALLGATHER; /* log2(p) steps: cheap at thousands of ranks too */
-    call.algo = COLLIE_ALGO_RECURSIVE_DOUBLING;
-    call.seq = c->seq++;
+  if (rc == COLLIE_SUCCESS) { /* recursive doubling: log2(p) steps, cheap at thousands of ranks */
+    struct collie__call call =
+        comm_internal_call(c, COLLIE_KIND_ALLGATHER, COLLIE_ALGO_RECURSIVE_DOUBLING, deadline);
     call.sendbuf = &mine;
     call.recvbuf = all;
     call.count = sizeof(mine);
@@ -213,12 +229,7 @@ comm_measure_net(collie_comm_t *c, int64_t deadline)
     collie__err_prefix("measuring the network at init");
     return rc;
   }
-  for (int i = 1; i < c->size; i++) /* insertion sort: the median */
-    for (int j = i; j > 0 && all[j - 1] > all[j]; j--) {
-      double t = all[j];
-      all[j] = all[j - 1];
-      all[j - 1] = t;
-    }
+  qsort(all, (size_t)c->size, sizeof(*all), comm_double_cmp);
   double med = all[c->size / 2];
   free(all);
   struct collie__model *net = &c->models.cls[c->cls];
@@ -644,23 +655,11 @@ collie_comm_split(collie_comm_t *comm, int color, int key, collie_comm_t **out)
      * splitting is then found and named as in any collective (within the
      * transports' liveness checks), not after a store key's whole deadline;
      * and the split leaves nothing in the store. */
-    struct collie__call call = {.kind = COLLIE_KIND_ALLGATHER,
-                                .algo = COLLIE_ALGO_RING,
-                                .seq = comm->seq++,
-                                .sendbuf = &mine,
-                                .recvbuf = all,
-                                .count = sizeof(mine),
-                                .dtype = COLLIE_UINT8,
-                                .esize = 1,
-                                .rank = comm->rank,
-                                .size = comm->size,
-                                .cls = comm->cls,
-                                .all_shm = comm->all_shm,
-                                .topo = &comm->topo,
-                                .net = comm->net,
-                                .scratch = comm->scratch,
-                                .deadline_ns = deadline};
-    collie__net_set_mem(comm->net, COLLIE_MEM_HOST);
+    struct collie__call call =
+        comm_internal_call(comm, COLLIE_KIND_ALLGATHER, COLLIE_ALGO_RING, deadline);
+    call.sendbuf = &mine;
+    call.recvbuf = all;
+    call.count = sizeof(mine);
     if ((rc = collie__algo_allgather_ring.run(&call)) != COLLIE_SUCCESS) goto out_poison;
   }
   if (color == COLLIE_SPLIT_NONE) goto out_free;

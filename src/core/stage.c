@@ -22,6 +22,7 @@
  * on every rank, so this never deadlocks. An async send or receive (or a
  * group of them) on device memory could, and is refused for now.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -132,7 +133,9 @@ collie__stage_run(collie_comm_t *comm, struct collie__op *op, const collie_opts_
    * receive buffer's staging at the same offset. */
   char *hr = NULL, *hs = NULL;
   const char *rb = call->recvbuf, *sb = call->sendbuf;
-  int alias = r == 1 && s == 1 && sb >= rb && sb + e.send <= rb + e.recv;
+  uintptr_t ra = (uintptr_t)rb,
+            sa = (uintptr_t)sb; /* two allocations' pointers: compare as numbers */
+  int alias = r == 1 && s == 1 && sa >= ra && sa + e.send <= ra + e.recv;
   if (r == 1 && !(hr = malloc(e.recv)))
     return collie__err(COLLIE_SYSTEM_ERROR, "%s: out of memory staging %zu bytes of recvbuf", fn,
                        e.recv);

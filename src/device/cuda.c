@@ -170,10 +170,12 @@ collie__cuda_copy(void *dst, const void *src, size_t n, const char *what)
                        cuda_why[0] ? ": " : "", cuda_why);
   if (n == 0) return COLLIE_SUCCESS;
   /* The copy runs in the context the device buffer belongs to, whatever
-   * this thread has current (a worker thread has none). */
-  const void *dev = collie__cuda_is_device(dst, NULL) ? dst : src;
+   * this thread has current (a worker thread has none): dst's, or, when the
+   * driver does not know dst (host memory), src's. */
   cu_ctx ctx = NULL;
-  cu_result rc = cu.pointer_get_attribute(&ctx, CU_ATTR_CONTEXT, (cu_ptr)(uintptr_t)dev);
+  cu_result rc = cu.pointer_get_attribute(&ctx, CU_ATTR_CONTEXT, (cu_ptr)(uintptr_t)dst);
+  if (rc != CU_SUCCESS || !ctx)
+    rc = cu.pointer_get_attribute(&ctx, CU_ATTR_CONTEXT, (cu_ptr)(uintptr_t)src);
   if (rc != CU_SUCCESS) return cuda_fail(rc, what, n);
   if ((rc = cu.ctx_push(ctx)) != CU_SUCCESS) return cuda_fail(rc, what, n);
   rc = cu.memcpy((cu_ptr)(uintptr_t)dst, (cu_ptr)(uintptr_t)src, n);
