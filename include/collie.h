@@ -286,7 +286,8 @@ typedef enum {
   XX(PAIRWISE, "pairwise")                                                                         \
   XX(REDUCE_SCATTER_GATHER, "reduce_scatter_gather")                                               \
   XX(SHM_FLAT, "shm_flat")                                                                         \
-  XX(HIERARCHICAL, "hierarchical")
+  XX(HIERARCHICAL, "hierarchical")                                                                 \
+  XX(CUDA_IPC, "cuda_ipc")
 
 typedef enum {
 #define COLLIE_XX_(name, str) COLLIE_ALGO_##name,
@@ -302,6 +303,10 @@ typedef struct {
   const char *label;  /* telemetry: layer or bucket name */
   const char *phase;  /* telemetry: "dense", "sparse", ... */
   int algorithm;      /* COLLIE_ALGO_AUTO (= 0) or a named algorithm */
+  /* CUDA device buffers only (docs/gpu.md): the stream (a CUstream or
+   * cudaStream_t) the call is ordered after, and whose later work sees its
+   * result. NULL: the legacy default stream. Ignored for host buffers. */
+  void *cuda_stream;
 } collie_opts_t;
 
 /* ---- Collectives ------------------------------------------------------------------- */

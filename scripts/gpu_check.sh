@@ -29,6 +29,9 @@
 #    binding (tests/gpu/torch_cuda.py, 2 and 4 ranks) and the seed's training
 #    loop on collie with CUDA tensors (wrappers_collie_cuda_2ranks).
 #
+# 9. Speed on device buffers: collie-bench --device cuda against torch's Gloo
+#    on the same CUDA tensors (device_bench, gloo_bench).
+#
 # GPU_CHECK_STEPS="build device_matrix ..." runs only the steps named (the
 # names in the summary line); the build always runs.
 # GPU_CHECK_TORCH_K="fsdp or profile" narrows the torch suite (pytest -k),
@@ -64,15 +67,51 @@ cuda_inc=$(dirname "$nvcc")/../include
 step cuda_ipc_probe sh -c "cc -O2 -I$cuda_inc bench/cuda_ipc_probe.c -o build-dev/cuda_ipc_probe -ldl \
   && timeout 60 build-dev/cuda_ipc_probe"
 step dispatch_cost env COLLIE_LIBRARY="$PWD/build-dev/libcollie.so" timeout 120 "$py" bench/torch_dispatch_cost.py 20000 5
-# 8. The device matrix: every rank on device 0.
+# 8. The device matrix: every rank on device 0. The direct path (CUDA IPC,
+# collie's kernels) at 1, 2 and 4 ranks, then 9 ranks (more sources than a
+# kernel pass takes), staged through the host (COLLIE_CUDA_IPC=0) at 2 and
+# 4, then a timeout and a killed rank on device buffers (the others report
+# it naming rank 0 in time, and give their device memory back).
 device_matrix() {
   "$nvcc" -O2 -Iinclude tests/gpu/device_matrix.cu -Lbuild-dev -lcollie \
     -Xlinker -rpath="$PWD/build-dev" -o build-dev/device_matrix || return 1
   for n in 1 2 4; do
     timeout 240 build-dev/collierun -n $n --timeout 200 build-dev/device_matrix || return 1
   done
+  DEVICE_MATRIX_QUICK=1 timeout 240 build-dev/collierun -n 9 --timeout 200 build-dev/device_matrix || return 1
+  for n in 2 4; do
+    COLLIE_CUDA_IPC=0 timeout 240 build-dev/collierun -n $n --timeout 200 build-dev/device_matrix || return 1
+  done
+  for how in timeout kill; do
+    timeout 60 build-dev/collierun -n 3 --keep-going --timeout 50 build-dev/device_matrix $how \
+      >"$out/failure_$how.log" 2>&1
+    cat "$out/failure_$how.log"
+    [ "$(grep -c 'reported as expected' "$out/failure_$how.log")" = 2 ] || return 1
+  done
 }
 step device_matrix device_matrix
+# 9. Speed (issue 21, item 7): collie-bench --device cuda at 2 and 4 ranks on
+# the one GPU (its header has the GPU's copy bandwidth and launch latency),
+# the same staged through the host (COLLIE_CUDA_IPC=0), and torch's Gloo on
+# the same CUDA tensors (bench/gpu_gloo.py), 8 B to 1 GiB, x8 apart.
+device_bench() {
+  for n in 2 4; do
+    timeout 200 build-dev/collierun -n $n --timeout 190 build-dev/collie-bench --device cuda \
+      -o allreduce,allgather,reduce_scatter,broadcast -b 8 -e 1G -f 8 -t 0.05 \
+      --csv "$out/collie_cuda_$n.csv" || return 1
+  done
+  COLLIE_CUDA_IPC=0 timeout 200 build-dev/collierun -n 2 --timeout 190 build-dev/collie-bench \
+    --device cuda -o allreduce,allgather,reduce_scatter,broadcast -b 8 -e 256M -f 8 -t 0.05 \
+    --csv "$out/collie_cuda_staged_2.csv" || return 1
+}
+step device_bench device_bench
+gloo_bench() {
+  for n in 2 4; do
+    timeout 240 build-dev/collierun -n $n --timeout 230 "$py" bench/gpu_gloo.py $((1 << 30)) \
+      "$out/gloo_cuda_$n.csv" || return 1
+  done
+}
+step gloo_bench gloo_bench
 torch_cuda() {
   for n in 2 4; do
     COLLIE_LIBRARY="$PWD/build-dev/libcollie.so" timeout 200 build-dev/collierun -n $n --timeout 180 \

@@ -3,6 +3,15 @@
   XX(topo_uneven_hosts, topo_uneven_hosts, 0, "auto", 10)                                          \
   XX(stage_extents, stage_extents, 0, "auto", 10)                                                  \
   XX(stage_no_driver_shm_2, stage_no_driver, 2, "shm", 20)                                         \
+  XX(ipc_cache_handles, ipc_cache_handles, 0, "auto", 10)                                          \
+  XX(ipc_cache_limits, ipc_cache_limits, 0, "auto", 10)                                            \
+  XX(cuda_grid_shape, cuda_grid_shape, 0, "auto", 10)                                              \
+  XX(cuda_fake_direct_shm_1, cuda_fake_direct, 1, "shm", 30)                                       \
+  XX(cuda_fake_direct_shm_2, cuda_fake_direct, 2, "shm", 60)                                       \
+  XX(cuda_fake_direct_shm_3, cuda_fake_direct, 3, "shm", 60)                                       \
+  XX(cuda_fake_direct_quick_shm_9, cuda_fake_direct_quick, 9, "shm", 90)                           \
+  XX(cuda_fake_unshareable_shm_3, cuda_fake_unshareable, 3, "shm", 60)                             \
+  XX(cuda_fake_open_fails_shm_2, cuda_fake_open_fails, 2, "shm", 60)                               \
   XX(topo_world_and_split_mixed_4, topo_world_and_split, 4, "mixed", 30)                           \
   XX(copy_stream_every_alignment, copy_stream_every_alignment, 0, "auto", 30)                      \
   XX(copy_around_threshold, copy_around_threshold, 0, "auto", 30)                                  \

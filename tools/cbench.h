@@ -81,6 +81,7 @@ struct cb_opts {
   int algo;                  /* --algo: COLLIE_ALGO_AUTO or one id */
   int inplace;               /* --inplace */
   int mem_collie;            /* --mem collie: buffers from collie_mem_alloc */
+  int device_cuda;           /* --device cuda: buffers in device memory (cbench_cuda.c) */
 };
 
 /* One measured point. Times are in microseconds per call: time_us is the
@@ -247,5 +248,17 @@ int cb_model_main(const struct cb_opts *o, int per_host, int max_ranks, double n
                   double net_gbps);
 int cb_fit_main(collie_comm_t *comm, const struct cb_opts *o, const char *tune_path,
                 int check_only);
+
+/* ---- cbench_cuda.c: --device cuda (the driver opened at run time) ---- */
+
+/* Opens the driver and makes device local_rank % devices current; -1 with
+ * the reason in err. */
+int cb_cuda_open(int local_rank, char *err, size_t errlen);
+const char *cb_cuda_name(void); /* the device's name */
+void *cb_cuda_alloc(size_t n);  /* cuMemAlloc; NULL when out of memory */
+void cb_cuda_free(void *p);
+int cb_cuda_copy(void *dst, const void *src, size_t n); /* any direction; 0 or -1 */
+double cb_cuda_copy_gbps(void); /* device-to-device copy bandwidth, GB/s (0: failed) */
+double cb_cuda_launch_us(void); /* an empty kernel launched and waited for, us (< 0: failed) */
 
 #endif /* COLLIE_CBENCH_H */

@@ -169,6 +169,7 @@ cb_fit_can_run(const collie_comm_t *comm, const struct cb_opts *o, const struct 
   if ((a->needs & COLLIE_NEEDS_ALL_SHM) && collie__comm_class(comm) != COLLIE_NET_CLASS_LOCAL)
     return 0;
   if ((a->needs & COLLIE_NEEDS_REDUCE) && !collie__reduce_kernel(o->dtype, o->redop)) return 0;
+  if (a->needs & COLLIE_NEEDS_DEVICE) return 0; /* host buffers: no device algorithm runs */
   return 1;
 }
 

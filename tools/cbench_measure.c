@@ -84,7 +84,7 @@ cb_algos_of(int coll, int *ids, int max)
   int kind = cb_coll_kind(coll), n = 0;
   if (coll == CB_SENDRECV) return 0;
   for (int i = 0; i < MEAS_NALGOS; i++)
-    if (meas_algos[i]->kind == kind) {
+    if (meas_algos[i]->kind == kind && !(meas_algos[i]->needs & COLLIE_NEEDS_DEVICE)) {
       if (n < max) ids[n] = meas_algos[i]->id;
       n++;
     }
@@ -402,6 +402,51 @@ meas_reserve(size_t bytes, long iters)
   return 0;
 }
 
+/* --device cuda: device buffers mirroring cb_meas_sbuf and cb_meas_rbuf
+ * (offset for offset); the host ones are still where inputs are made and
+ * results checked, copied across around the checked call. */
+static void *meas_dsbuf, *meas_drbuf;
+static size_t meas_dcap;
+
+static int
+meas_reserve_device(size_t bytes)
+{
+  if (bytes <= meas_dcap) return 0;
+  size_t cap = (bytes + 4095) / 4096 * 4096;
+  void *s = cb_cuda_alloc(cap), *r = s ? cb_cuda_alloc(cap) : NULL;
+  if (!r) {
+    cb_cuda_free(s);
+    return -1;
+  }
+  cb_cuda_free(meas_dsbuf);
+  cb_cuda_free(meas_drbuf);
+  meas_dsbuf = s;
+  meas_drbuf = r;
+  meas_dcap = cap;
+  return 0;
+}
+
+/* Where host pointer p (inside one of the host areas) is on the device. */
+static void *
+meas_on_device(void *p)
+{
+  char *c = p, *s = cb_meas_sbuf, *r = cb_meas_rbuf;
+  if (c >= s && c < s + meas_cap) return (char *)meas_dsbuf + (c - s);
+  if (c >= r && c < r + meas_cap) return (char *)meas_drbuf + (c - r);
+  return p;
+}
+
+/* Copies both host areas' first bytes to the device (to_device) or back. */
+static int
+meas_device_sync(size_t bytes, int to_device)
+{
+  if (to_device)
+    return cb_cuda_copy(meas_dsbuf, cb_meas_sbuf, bytes) |
+           cb_cuda_copy(meas_drbuf, cb_meas_rbuf, bytes);
+  return cb_cuda_copy(cb_meas_sbuf, meas_dsbuf, bytes) |
+         cb_cuda_copy(cb_meas_rbuf, meas_drbuf, bytes);
+}
+
 /* ---- One call ---- */
 
 void
@@ -651,13 +696,28 @@ cb_measure(collie_comm_t *comm, const struct cb_opts *o, int coll, int algo, siz
     }
   }
 
+  if (o->device_cuda && coll != CB_SENDRECV) {
+    /* On device buffers collie runs its device algorithm, or stages the
+     * call through host memory and runs the host algorithm named. */
+    if (collie__comm_device_direct(comm, cb_coll_kind(coll))) {
+      out->algo = COLLIE_ALGO_CUDA_IPC;
+      snprintf(out->algo_name, sizeof(out->algo_name), "cuda_ipc");
+    } else {
+      char host[32];
+      snprintf(host, sizeof(host), "%s", out->algo_name);
+      snprintf(out->algo_name, sizeof(out->algo_name), "staged+%s", host);
+    }
+  }
   /* Every rank must know that every other one has its memory before the
    * first call, or a rank that ran out would leave the others waiting. */
   size_t need = out->shape.bytes > esize ? out->shape.bytes : esize;
   long max_iters = o->iters > 0 ? o->iters : CB_MAX_ITERS;
   meas_mem = o->mem_collie ? comm : NULL;
   struct cb_meas_data *d = calloc(1, sizeof(*d));
-  int32_t nomem = !d || meas_reserve(need, max_iters) != 0 ? rank + 1 : 0;
+  int32_t nomem =
+      !d || meas_reserve(need, max_iters) != 0 || (o->device_cuda && meas_reserve_device(need) != 0)
+          ? rank + 1
+          : 0;
   collie_result_t arc =
       collie_allreduce(comm, &nomem, &nomem, 1, COLLIE_INT32, COLLIE_MAX, NULL, NULL);
   if (arc != COLLIE_SUCCESS || nomem) {
@@ -671,6 +731,19 @@ cb_measure(collie_comm_t *comm, const struct cb_opts *o, int coll, int algo, siz
   cb_meas_buffers(&c, o->inplace);
   cb_meas_data_init(d, c.dt, c.op, n);
   cb_meas_fill(&c, d); /* sane values to time with */
+  /* What runs: c, or its twin on device memory. */
+  struct cb_meas_call dc = c, *run = &c;
+  if (o->device_cuda) {
+    dc.send = meas_on_device(c.send);
+    dc.recv = meas_on_device(c.recv);
+    run = &dc;
+    if (meas_device_sync(need, 1) != 0) {
+      fprintf(stderr, "collie-bench: rank %d: copying %zu bytes to the device failed\n", rank,
+              need);
+      free(d);
+      return -1;
+    }
+  }
 
   long warm = o->warmup >= 0 ? o->warmup : out->shape.bytes <= (1u << 20) ? 20 : 4;
   long iters = o->iters, it;
@@ -685,13 +758,13 @@ cb_measure(collie_comm_t *comm, const struct cb_opts *o, int coll, int algo, siz
   } while (0)
 
   MEAS_TRY(collie_barrier(comm, NULL, NULL));
-  for (it = 0; it < warm / 2; it++) MEAS_TRY(meas_run(&c));
+  for (it = 0; it < warm / 2; it++) MEAS_TRY(meas_run(run));
   int64_t t0 = collie__now_ns();
-  for (; it < warm; it++) MEAS_TRY(meas_run(&c));
+  for (; it < warm; it++) MEAS_TRY(meas_run(run));
   if (iters <= 0) {
     long timed = warm - warm / 2;
     if (timed == 0) { /* no warm-up asked for: one call is the estimate */
-      MEAS_TRY(meas_run(&c));
+      MEAS_TRY(meas_run(run));
       timed = 1;
     }
     MEAS_TRY(collie_barrier(comm, NULL, NULL));
@@ -705,7 +778,7 @@ cb_measure(collie_comm_t *comm, const struct cb_opts *o, int coll, int algo, siz
   for (int batch = 1;; batch++) {
     MEAS_TRY(collie_barrier(comm, NULL, NULL));
     int64_t start = collie__now_ns();
-    for (it = 0; it < iters; it++) MEAS_TRY(meas_run(&c));
+    for (it = 0; it < iters; it++) MEAS_TRY(meas_run(run));
     stat[0] = (double)(collie__now_ns() - start) / 1e3 / (double)iters;
     MEAS_TRY(collie_allreduce(comm, stat, stat, 1, COLLIE_FLOAT64, COLLIE_MAX, NULL, NULL));
     double loop_s = stat[0] * 1e-6 * (double)iters;
@@ -726,7 +799,7 @@ cb_measure(collie_comm_t *comm, const struct cb_opts *o, int coll, int algo, siz
   MEAS_TRY(collie_barrier(comm, NULL, NULL));
   meas_stamps[0] = collie__now_ns();
   for (it = 0; it < spread; it++) {
-    MEAS_TRY(meas_run(&c));
+    MEAS_TRY(meas_run(run));
     meas_stamps[it + 1] = collie__now_ns();
   }
   for (it = 0; it < spread; it++)
@@ -740,7 +813,10 @@ cb_measure(collie_comm_t *comm, const struct cb_opts *o, int coll, int algo, siz
   int64_t wrong = -1;
   if (o->check) {
     cb_meas_fill(&c, d);
-    MEAS_TRY(meas_run(&c));
+    if (o->device_cuda) meas_device_sync(need, 1);
+    MEAS_TRY(meas_run(run));
+    if (o->device_cuda && meas_device_sync(need, 0) != 0)
+      fprintf(stderr, "collie-bench: rank %d: copying the result back failed\n", rank);
     wrong = cb_meas_check(&c, d, out->shape.bytes);
     MEAS_TRY(collie_allreduce(comm, &wrong, &wrong, 1, COLLIE_INT64, COLLIE_SUM, NULL, NULL));
   }

@@ -76,6 +76,9 @@ static const char bench_help[] =
     "      --inplace          in-place calls (sendbuf == recvbuf, as collie.h defines)\n"
     "      --mem KIND         malloc (default, as the MPI anchors) or collie: buffers from\n"
     "                         collie_mem_alloc, which shm peers read in place\n"
+    "      --device KIND      cpu (default) or cuda: buffers in CUDA device memory, every\n"
+    "                         rank on device LOCAL_RANK % GPUs (several ranks may share\n"
+    "                         one); prints the GPU's copy bandwidth and launch latency\n"
     "      --transport T      auto, shm or tcp (sets COLLIE_TRANSPORT before init)\n"
     "How long:\n"
     "  -n, --iters N          timed calls per size; 0: enough for -t seconds (default 0)\n"
@@ -98,6 +101,8 @@ static const char bench_help[] =
     "                         --max-ranks ranks (4096), with this machine's constants\n"
     "                         and a datacenter's between hosts (--net ALPHA_US,GBPS: 5,25)\n"
     "  -h, --help             print this help and exit\n"
+    "      --version          print the version and the device code this libcollie\n"
+    "                         carries (none when built without nvcc), and exit\n"
     "\n"
     "Without -b, -e, -f and -o it runs the seed profile: 1M, 4M and 16M elements through\n"
     "allreduce, allgather and reduce_scatter, also written to\n"
@@ -254,6 +259,8 @@ bench_parse_args(int argc, char **argv, struct bench_args *a)
     OPT_ALGO = 256,
     OPT_INPLACE,
     OPT_MEM,
+    OPT_DEVICE,
+    OPT_VERSION,
     OPT_TRANSPORT,
     OPT_CSV,
     OPT_PLOT,
@@ -282,6 +289,8 @@ bench_parse_args(int argc, char **argv, struct bench_args *a)
       {"algo", required_argument, NULL, OPT_ALGO},
       {"inplace", no_argument, NULL, OPT_INPLACE},
       {"mem", required_argument, NULL, OPT_MEM},
+      {"device", required_argument, NULL, OPT_DEVICE},
+      {"version", no_argument, NULL, OPT_VERSION},
       {"transport", required_argument, NULL, OPT_TRANSPORT},
       {"csv", required_argument, NULL, OPT_CSV},
       {"plot", required_argument, NULL, OPT_PLOT},
@@ -393,6 +402,16 @@ bench_parse_args(int argc, char **argv, struct bench_args *a)
         return bench_usage("--mem: '%s' is not malloc or collie", optarg);
       o->mem_collie = !strcmp(optarg, "collie");
       break;
+    case OPT_DEVICE:
+      if (strcmp(optarg, "cpu") && strcmp(optarg, "cuda"))
+        return bench_usage("--device: '%s' is not cpu or cuda", optarg);
+      o->device_cuda = !strcmp(optarg, "cuda");
+      break;
+    case OPT_VERSION:
+      printf("collie-bench %s (collie %d.%d.%d)\ndevice code: %s\n", COLLIE_VERSION_STRING,
+             COLLIE_VERSION_MAJOR, COLLIE_VERSION_MINOR, COLLIE_VERSION_PATCH,
+             collie__device_code());
+      exit(0);
     case OPT_TRANSPORT:
       if (!collie__net_transport_name(optarg)) {
         char choices[128];
@@ -675,6 +694,15 @@ main(int argc, char **argv)
     return cb_model_main(o, (int)a.per_host, (int)a.max_ranks, a.net_alpha_us, a.net_gbps);
   }
   if (a.transport) setenv("COLLIE_TRANSPORT", a.transport, 1);
+  if (o->device_cuda) { /* before init: the library finds the driver loaded */
+    const char *lr = getenv("COLLIE_LOCAL_RANK");
+    char err[256];
+    if (cb_cuda_open(lr ? atoi(lr) : 0, err, sizeof(err)) != 0) {
+      fprintf(stderr, "collie-bench: rank %d: %s\n", rank, err);
+      free(argv0);
+      return BENCH_EXIT_COLLIE;
+    }
+  }
   /* The benchmark marks no training steps, so comms.csv would only be an
    * empty file left in the working directory: off unless asked for. */
   int comms_log_ours = !getenv("COLLIE_COMMS_LOG");
@@ -753,6 +781,11 @@ main(int argc, char **argv)
 
   if (rank == 0)
     bench_header(stdout, argc, argv0, &a, nranks, transport, !launched, comms_log_ours);
+  if (rank == 0 && o->device_cuda)
+    printf("# device: cuda, %s (every rank on device LOCAL_RANK %% GPUs); device code: %s\n"
+           "# device reference: copy device-to-device %.1f GB/s (256 MiB, best of 5); "
+           "empty kernel launched and waited for %.2f us (best of 2000)\n",
+           cb_cuda_name(), collie__device_code(), cb_cuda_copy_gbps(), cb_cuda_launch_us());
 
   if (a.fit_mode) {
     status = cb_fit_main(comm, o, a.tune_path, a.fit_mode == 3);

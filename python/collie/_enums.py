@@ -76,6 +76,7 @@ ALGORITHMS = (
     "reduce_scatter_gather",
     "shm_flat",
     "hierarchical",
+    "cuda_ipc",
 )
 
 

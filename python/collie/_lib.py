@@ -120,6 +120,7 @@ class Opts(ctypes.Structure):
         ("label", ctypes.c_char_p),
         ("phase", ctypes.c_char_p),
         ("algorithm", ctypes.c_int),
+        ("cuda_stream", ctypes.c_void_p),
     ]
 
 

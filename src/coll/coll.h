@@ -45,6 +45,7 @@ void collie__scratch_free(struct collie__scratch *s);
  * rank*count; reduce_scatter: recvbuf == sendbuf + rank*count; the others:
  * sendbuf == recvbuf). */
 struct collie__models;
+struct collie__ipc_cache; /* device/ipc_cache.h */
 
 struct collie__call {
   int kind;     /* COLLIE_KIND_* */
@@ -66,6 +67,10 @@ struct collie__call {
   const struct collie__topo *topo; /* the communicator's hosts (topo.h) */
   struct collie__net *net;
   collie__mem_kind_t mem;   /* where its buffers live (util/mem.h), decided at the API */
+  /* COLLIE_MEM_CUDA: the stream the call is ordered after (opts), and the
+   * communicator's IPC cache, made by the first call that needs it. */
+  void *stream;
+  struct collie__ipc_cache **ipc;
   collie__reduce_fn reduce; /* kernel for (mem, dtype, op) when the call reduces */
   /* The communicator's two scratch regions: an algorithm uses scratch[0]; a
    * hierarchical one keeps it across its phases and gives them scratch + 1. */
@@ -227,6 +232,9 @@ size_t collie__call_bytes(const struct collie__call *c);
  * boundary between hosts with one rank at a time (a ring, a chain), so the
  * ranks of a host do not share its link (select.c). */
 #define COLLIE_ONE_LINK 0x4u
+/* Runs on CUDA device buffers (call->mem COLLIE_MEM_CUDA), and only there:
+ * every other algorithm runs on host memory only. */
+#define COLLIE_NEEDS_DEVICE 0x8u
 
 struct collie__algo {
   const char *name; /* COLLIE_ALGO_MAP's name: COLLIE_ALGO and logs */
@@ -253,21 +261,25 @@ const struct collie__algo *const *collie__algo_table(int *n);
   XX(allreduce_rabenseifner)                                                                       \
   XX(allreduce_shm_flat)                                                                           \
   XX(allreduce_hierarchical)                                                                       \
+  XX(allreduce_cuda_ipc)                                                                           \
   XX(allgather_ring)                                                                               \
   XX(allgather_recursive_doubling)                                                                 \
   XX(allgather_bruck)                                                                              \
   XX(allgather_shm_flat)                                                                           \
   XX(allgather_hierarchical)                                                                       \
+  XX(allgather_cuda_ipc)                                                                           \
   XX(allgatherv_ring)                                                                              \
   XX(reduce_scatter_ring)                                                                          \
   XX(reduce_scatter_recursive_halving)                                                             \
   XX(reduce_scatter_shm_flat)                                                                      \
   XX(reduce_scatter_hierarchical)                                                                  \
+  XX(reduce_scatter_cuda_ipc)                                                                      \
   XX(broadcast_tree)                                                                               \
   XX(broadcast_scatter_allgather)                                                                  \
   XX(broadcast_chain)                                                                              \
   XX(broadcast_linear)                                                                             \
   XX(broadcast_hierarchical)                                                                       \
+  XX(broadcast_cuda_ipc)                                                                           \
   XX(reduce_tree)                                                                                  \
   XX(reduce_reduce_scatter_gather)                                                                 \
   XX(reduce_hierarchical)                                                                          \

@@ -464,6 +464,7 @@ static double
 select_cost(const struct collie__algo *a, const struct collie__call *c,
             const struct collie__model *m)
 {
+  if (!(a->needs & COLLIE_NEEDS_DEVICE) != (c->mem != COLLIE_MEM_CUDA)) return -1;
   if ((a->needs & COLLIE_NEEDS_ALL_SHM) && !c->all_shm) return -1;
   if ((a->needs & COLLIE_NEEDS_REDUCE) && !c->reduce) return -1;
   /* A flat algorithm on several hosts: in most of its steps every rank of
@@ -525,6 +526,15 @@ collie__algo_select(const struct collie__call *call, int opts_algo,
   if (id < 0 || id >= COLLIE_ALGO_COUNT_)
     return collie__err(COLLIE_INVALID_ARGUMENT, "opts->algorithm = %d is not a COLLIE_ALGO_* value",
                        id);
+  if (id != COLLIE_ALGO_AUTO && opts_algo == COLLIE_ALGO_AUTO) {
+    /* COLLIE_ALGO names one algorithm per collective for the whole job: a
+     * device algorithm applies to calls on device buffers, a host one to
+     * calls on host memory (device calls asking for a host algorithm are
+     * staged through host memory before they get here, stage.c). */
+    const struct collie__algo *a = select_find(call->kind, id);
+    if (a && !(a->needs & COLLIE_NEEDS_DEVICE) != (call->mem != COLLIE_MEM_CUDA))
+      id = COLLIE_ALGO_AUTO;
+  }
   if (id != COLLIE_ALGO_AUTO) {
     const struct collie__algo *a = select_find(call->kind, id);
     if (!a)
@@ -533,7 +543,10 @@ collie__algo_select(const struct collie__call *call, int opts_algo,
     if (select_cost(a, call, m) < 0)
       return collie__err(COLLIE_INVALID_ARGUMENT, "%s algorithm \"%s\" cannot run this call%s",
                          collie__kind_name(call->kind), a->name,
-                         (a->needs & COLLIE_NEEDS_ALL_SHM) && !call->all_shm
+                         (a->needs & COLLIE_NEEDS_DEVICE)
+                             ? " (it needs CUDA device buffers, every rank on one host, and a "
+                               "libcollie built with nvcc)"
+                         : (a->needs & COLLIE_NEEDS_ALL_SHM) && !call->all_shm
                              ? " (it needs every rank on one host)"
                              : "");
     *out = a;

@@ -172,6 +172,8 @@ api_call(struct collie__call *call, int kind, const void *sendbuf, void *recvbuf
   call->root = root;
   call->tag = 0;
   call->mem = collie__mem_kind_of(sendbuf, recvbuf); /* decided here, once (util/mem.h) */
+  call->stream = NULL;
+  call->ipc = NULL;
   call->reduce = NULL;
   call->deadline_ns = 0;
   call->p2p_seq = 0;
@@ -182,7 +184,7 @@ api_call(struct collie__call *call, int kind, const void *sendbuf, void *recvbuf
   call->models = NULL;
 }
 /* A field added to struct collie__call must be set above (or by dispatch). */
-_Static_assert(sizeof(void *) != 8 || sizeof(struct collie__call) == 208,
+_Static_assert(sizeof(void *) != 8 || sizeof(struct collie__call) == 224,
                "struct collie__call changed: update api_call");
 
 /* The same for a reducing collective (root: reduce's; 0 for the others). */

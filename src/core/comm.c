@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "device/cuda.h"
+#include "device/ipc_cache.h"
 
 /* ---- The job store of world inits ---- */
 
@@ -84,6 +86,8 @@ comm_free(collie_comm_t *c)
   if (c->job_store) collie__store_release(c->job_store);
   collie__scratch_free(&c->scratch[0]);
   collie__scratch_free(&c->scratch[1]);
+  collie__ipc_cache_free(c->ipc); /* closes the peers' buffers this rank mapped */
+  c->ipc = NULL;
   collie__models_free(&c->models);
   free(c->peers);
   collie__topo_free(&c->topo);
@@ -407,7 +411,8 @@ collie__comm_create(const struct collie__params *params, const char *token, int6
   COLLIE_CHECK_GOTO(collie__comm_register(c), rc, out_free);
   char hosts[160];
   collie__topo_describe(&c->topo, hosts, sizeof(hosts));
-  COLLIE_INFO("INIT", "communicator ready (%s, transport %s)", hosts, transport);
+  COLLIE_INFO("INIT", "communicator ready (%s, transport %s; device code: %s)", hosts, transport,
+              collie__cuda_device_code());
   *out = c;
   return COLLIE_SUCCESS;
 

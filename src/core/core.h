@@ -54,6 +54,7 @@ struct collie__select_memo {
   collie_dtype_t dtype;
   collie_op_t op;
   int root, opts_algo;
+  collie__mem_kind_t mem;
   /* The flight recorder's description of that shape (names, bytes, root):
    * a repeated call copies it and adds its sequence number, instead of
    * looking up four names and its byte count again. */
@@ -102,6 +103,7 @@ struct collie_comm {
   struct collie__workq *workq; /* work.c's queue and worker; NULL until the first async call */
   /* [0] a call's, [1] its phases' when the call runs hierarchically (hier.c) */
   struct collie__scratch scratch[2];
+  struct collie__ipc_cache *ipc; /* device buffers' IPC handles (coll/cuda_ipc.c), or NULL */
   /* The first fatal error. collie_comm_abort may set it from another thread
    * while the driving thread reads it: the message is written under the lock,
    * then the code is published (release); readers load the code (acquire)
@@ -232,6 +234,12 @@ void collie__stage_extent(const struct collie__call *call, int rank, int size,
  * async send or receive, the copies' and the run's. */
 collie_result_t collie__stage_run(collie_comm_t *comm, struct collie__op *op,
                                   const collie_opts_t *opts, collie_work_t **work, int *handled);
+/* Whether a call of kind on device buffers takes the direct path
+ * (coll/cuda_ipc.c) instead of staging: the build has device code,
+ * COLLIE_CUDA_IPC allows it, the collective has a direct algorithm, every
+ * rank is on this host with a flat area, and no host algorithm is asked for
+ * (opts or COLLIE_ALGO). */
+int collie__stage_direct(const collie_comm_t *comm, int kind, const collie_opts_t *opts);
 
 /* ---- work.c ---- */
 

@@ -131,7 +131,7 @@ dispatch_select(collie_comm_t *comm, const struct collie__call *call, int opts_a
   struct collie__select_memo *m = &comm->select_memo[call->kind];
   int memo = call->kind != COLLIE_KIND_ALLGATHERV && call->kind != COLLIE_KIND_ALLTOALLV;
   if (memo && m->algo && m->count == call->count && m->dtype == call->dtype && m->op == call->op &&
-      m->root == call->root && m->opts_algo == opts_algo) {
+      m->root == call->root && m->opts_algo == opts_algo && m->mem == call->mem) {
     *out = m;
     return COLLIE_SUCCESS;
   }
@@ -146,6 +146,7 @@ dispatch_select(collie_comm_t *comm, const struct collie__call *call, int opts_a
   m->op = call->op;
   m->root = call->root;
   m->opts_algo = opts_algo;
+  m->mem = call->mem;
   dispatch_flight_shape(call, algo, &m->fr);
   *out = m;
   return COLLIE_SUCCESS;

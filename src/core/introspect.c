@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "device/cuda.h"
 
 collie_result_t
 collie__comm_select(collie_comm_t *comm, int kind, size_t count, collie_dtype_t dtype,
@@ -52,6 +53,18 @@ collie__comm_models_load(collie_comm_t *comm, const char *path, struct collie__m
   memset(out, 0, sizeof(*out));
   memcpy(out->cls, comm->models.cls, sizeof(out->cls));
   return collie__models_load(path, out);
+}
+
+const char *
+collie__device_code(void)
+{
+  return collie__cuda_device_code();
+}
+
+int
+collie__comm_device_direct(const collie_comm_t *comm, int kind)
+{
+  return collie__stage_direct(comm, kind, NULL);
 }
 
 int

@@ -28,6 +28,7 @@
 
 #include "core/core.h"
 #include "device/cuda.h"
+#include "transport/shm.h"
 
 void
 collie__stage_extent(const struct collie__call *call, int rank, int size, struct collie__extent *e)
@@ -98,6 +99,36 @@ stage_where(const void *buf, size_t extent, int *device)
   return collie__cuda_is_device(buf, device);
 }
 
+/* Every input is the same on every rank of a job that passes device
+ * buffers everywhere (docs/gpu.md says what a mix of kinds does). */
+int
+collie__stage_direct(const collie_comm_t *comm, int kind, const collie_opts_t *opts)
+{
+  if (!comm->params.CUDA_IPC || !collie__cuda_has_kernels()) return 0;
+  switch (kind) {
+  case COLLIE_KIND_ALLREDUCE:
+  case COLLIE_KIND_REDUCE_SCATTER:
+  case COLLIE_KIND_ALLGATHER:
+  case COLLIE_KIND_BROADCAST:
+    break;
+  default:
+    return 0;
+  }
+  if (comm->size > 1 && (!comm->all_shm || !collie__net_shm_flat(comm->net))) return 0;
+  int id = opts && opts->algorithm ? opts->algorithm : comm->algos.forced[kind];
+  return id == COLLIE_ALGO_AUTO || id == COLLIE_ALGO_CUDA_IPC;
+}
+
+/* A finished call's handle, for a caller that asked for one. */
+static collie_result_t
+stage_completed(const char *fn, collie_work_t **work)
+{
+  if (!work) return COLLIE_SUCCESS;
+  *work = collie__work_completed();
+  return *work ? COLLIE_SUCCESS
+               : collie__err(COLLIE_SYSTEM_ERROR, "%s: out of memory for a work handle", fn);
+}
+
 collie_result_t
 collie__stage_run(collie_comm_t *comm, struct collie__op *op, const collie_opts_t *opts,
                   collie_work_t **work, int *handled)
@@ -116,6 +147,26 @@ collie__stage_run(collie_comm_t *comm, struct collie__op *op, const collie_opts_
                        "buffers of one call must all be on the device or all on the host",
                        fn, s == 1 ? "sendbuf" : "recvbuf", s == 1 ? sdev : rdev,
                        s == 1 ? "recvbuf" : "sendbuf");
+  if (collie__stage_direct(comm, call->kind, opts)) {
+    /* The direct path: the device algorithms of coll/cuda_ipc.c, picked by
+     * select.c for device memory; run at issue as below. */
+    call->mem = COLLIE_MEM_CUDA;
+    call->reduce = NULL;
+    call->stream = opts ? opts->cuda_stream : NULL;
+    call->ipc = &comm->ipc;
+    collie_result_t rc = collie__dispatch_prepare(comm, op, opts, 1);
+    if (rc == COLLIE_SUCCESS) rc = collie__work_issue(comm, op, NULL, NULL);
+    return rc == COLLIE_SUCCESS ? stage_completed(fn, work) : rc;
+  }
+  if (opts && opts->cuda_stream) {
+    /* The copies below are ordered after the legacy default stream only. */
+    const void *any = r == 1 ? call->recvbuf : call->sendbuf;
+    collie_result_t rc = collie__cuda_push_ctx_of(any, "entering the buffer's context");
+    if (rc != COLLIE_SUCCESS) return rc;
+    rc = collie__cuda_stream_sync(opts->cuda_stream, "waiting for opts->cuda_stream");
+    collie__cuda_pop();
+    if (rc != COLLIE_SUCCESS) return rc;
+  }
   if (work && call->kind == COLLIE_KIND_P2P) {
     /* api_p2p numbered it already: hand the number back, it never goes out. */
     if (call->root >= 0 && call->sendbuf)
@@ -158,9 +209,5 @@ collie__stage_run(collie_comm_t *comm, struct collie__op *op, const collie_opts_
   }
   free(hs);
   free(hr);
-  if (rc == COLLIE_SUCCESS && work) {
-    *work = collie__work_completed();
-    if (!*work) return collie__err(COLLIE_SYSTEM_ERROR, "%s: out of memory for a work handle", fn);
-  }
-  return rc;
+  return rc == COLLIE_SUCCESS ? stage_completed(fn, work) : rc;
 }

@@ -25,32 +25,14 @@
 #include <string.h>
 
 #include "device/cuda.h"
+#include "device/cuda_int.h"
 #include "util/error.h"
-
-/* The driver's types and constants used here (cuda.h's values). */
-typedef int cu_result;
-typedef unsigned long long cu_ptr;
-typedef void *cu_ctx;
-enum {
-  CU_SUCCESS = 0,
-  CU_ATTR_CONTEXT = 1,
-  CU_ATTR_MEMORY_TYPE = 2,
-  CU_ATTR_IS_MANAGED = 8,
-  CU_ATTR_DEVICE_ORDINAL = 9,
-  CU_MEMORYTYPE_DEVICE = 2,
-  CU_API_VERSION = 12000, /* the entry points' behaviour asked for */
-};
 
 typedef cu_result (*get_proc_v2_fn)(const char *, void **, int, unsigned long long, int *);
 typedef cu_result (*get_proc_v1_fn)(const char *, void **, int, unsigned long long);
 
-static struct {
-  cu_result (*pointer_get_attribute)(void *, int, cu_ptr);
-  cu_result (*ctx_push)(cu_ctx);
-  cu_result (*ctx_pop)(cu_ctx *);
-  cu_result (*memcpy)(cu_ptr, cu_ptr, size_t);
-  cu_result (*error_string)(cu_result, const char **);
-} cu;
+struct collie__cu collie__cu;
+#define cu collie__cu
 
 static pthread_mutex_t cuda_mu = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int cuda_state;           /* 0 not seen, 1 live, -1 seen but unusable */
@@ -88,7 +70,18 @@ collie__cuda_open(const char *path)
       {"cuPointerGetAttribute", (void **)&cu.pointer_get_attribute},
       {"cuCtxPushCurrent", (void **)&cu.ctx_push},
       {"cuCtxPopCurrent", (void **)&cu.ctx_pop},
+      {"cuCtxGetDevice", (void **)&cu.ctx_get_device},
+      {"cuCtxGetCurrent", (void **)&cu.ctx_get_current},
+      {"cuDeviceGetAttribute", (void **)&cu.device_get_attribute},
       {"cuMemcpy", (void **)&cu.memcpy},
+      {"cuMemcpyAsync", (void **)&cu.memcpy_async},
+      {"cuStreamSynchronize", (void **)&cu.stream_synchronize},
+      {"cuIpcGetMemHandle", (void **)&cu.ipc_get_mem_handle},
+      {"cuIpcOpenMemHandle", (void **)&cu.ipc_open_mem_handle},
+      {"cuIpcCloseMemHandle", (void **)&cu.ipc_close_mem_handle},
+      {"cuModuleLoadData", (void **)&cu.module_load_data},
+      {"cuModuleGetFunction", (void **)&cu.module_get_function},
+      {"cuLaunchKernel", (void **)&cu.launch_kernel},
       {"cuGetErrorString", (void **)&cu.error_string},
   };
   for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
@@ -153,19 +146,42 @@ collie__cuda_is_device(const void *p, int *device)
   return 1;
 }
 
-static collie_result_t
-cuda_fail(cu_result rc, const char *what, size_t n)
+int
+collie__cuda_ready(void)
+{
+  return atomic_load_explicit(&cuda_state, memory_order_acquire) > 0;
+}
+
+collie_result_t
+collie__cuda_fail(cu_result rc, const char *what)
 {
   const char *s = NULL;
   if (cu.error_string) cu.error_string(rc, &s);
-  return collie__err(COLLIE_SYSTEM_ERROR, "CUDA: %s (%zu bytes) failed: %s (error %d)", what, n,
+  return collie__err(COLLIE_SYSTEM_ERROR, "CUDA: %s failed: %s (error %d)", what,
                      s ? s : "unknown error", rc);
+}
+
+collie_result_t
+collie__cuda_push_ctx_of(const void *p, const char *what)
+{
+  cu_ctx ctx = NULL;
+  cu_result rc = cu.pointer_get_attribute(&ctx, CU_ATTR_CONTEXT, (cu_ptr)(uintptr_t)p);
+  if (rc == CU_SUCCESS && !ctx) rc = 201; /* CUDA_ERROR_INVALID_CONTEXT */
+  if (rc == CU_SUCCESS) rc = cu.ctx_push(ctx);
+  return rc == CU_SUCCESS ? COLLIE_SUCCESS : collie__cuda_fail(rc, what);
+}
+
+void
+collie__cuda_pop(void)
+{
+  cu_ctx popped;
+  cu.ctx_pop(&popped);
 }
 
 collie_result_t
 collie__cuda_copy(void *dst, const void *src, size_t n, const char *what)
 {
-  if (atomic_load_explicit(&cuda_state, memory_order_acquire) <= 0)
+  if (!collie__cuda_ready())
     return collie__err(COLLIE_UNSUPPORTED, "CUDA: %s: no driver in this process%s%s", what,
                        cuda_why[0] ? ": " : "", cuda_why);
   if (n == 0) return COLLIE_SUCCESS;
@@ -176,10 +192,20 @@ collie__cuda_copy(void *dst, const void *src, size_t n, const char *what)
   cu_result rc = cu.pointer_get_attribute(&ctx, CU_ATTR_CONTEXT, (cu_ptr)(uintptr_t)dst);
   if (rc != CU_SUCCESS || !ctx)
     rc = cu.pointer_get_attribute(&ctx, CU_ATTR_CONTEXT, (cu_ptr)(uintptr_t)src);
-  if (rc != CU_SUCCESS) return cuda_fail(rc, what, n);
-  if ((rc = cu.ctx_push(ctx)) != CU_SUCCESS) return cuda_fail(rc, what, n);
-  rc = cu.memcpy((cu_ptr)(uintptr_t)dst, (cu_ptr)(uintptr_t)src, n);
-  cu_ctx popped;
-  cu.ctx_pop(&popped);
-  return rc == CU_SUCCESS ? COLLIE_SUCCESS : cuda_fail(rc, what, n);
+  if (rc == CU_SUCCESS) rc = cu.ctx_push(ctx);
+  if (rc == CU_SUCCESS) {
+    rc = cu.memcpy((cu_ptr)(uintptr_t)dst, (cu_ptr)(uintptr_t)src, n);
+    collie__cuda_pop();
+  }
+  if (rc == CU_SUCCESS) return COLLIE_SUCCESS;
+  char what_n[160];
+  snprintf(what_n, sizeof(what_n), "%s (%zu bytes)", what, n);
+  return collie__cuda_fail(rc, what_n);
+}
+
+collie_result_t
+collie__cuda_stream_sync(void *stream, const char *what)
+{
+  cu_result rc = cu.stream_synchronize((cu_stream)stream);
+  return rc == CU_SUCCESS ? COLLIE_SUCCESS : collie__cuda_fail(rc, what);
 }

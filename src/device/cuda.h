@@ -40,4 +40,42 @@ collie_result_t collie__cuda_copy(void *dst, const void *src, size_t n, const ch
  * loader collie__cuda_live uses; tests call it with a bad path. */
 collie_result_t collie__cuda_open(const char *path);
 
+/* ---- The direct path (coll/cuda_ipc.c): kernels, streams, IPC ---- */
+
+struct collie__ipc_ops;
+
+/* The device code this build carries, as logs and collie-bench --version
+ * print it: "PTX compute_75 (nvcc release 13.0)", or "none (built without
+ * nvcc)". collie__cuda_has_kernels: whether there is any. */
+const char *collie__cuda_device_code(void);
+int collie__cuda_has_kernels(void);
+
+/* Pushes the context that owns device pointer p (the buffer's own, whatever
+ * the calling thread has current); undo with collie__cuda_pop. */
+collie_result_t collie__cuda_push_ctx_of(const void *p, const char *what);
+void collie__cuda_pop(void);
+
+/* Waits for everything queued on stream (NULL: the legacy default stream). */
+collie_result_t collie__cuda_stream_sync(void *stream, const char *what);
+
+/* Queues a copy of n bytes on stream (unified addressing: any direction). */
+collie_result_t collie__cuda_copy_async(void *dst, const void *src, size_t n, void *stream,
+                                        const char *what);
+
+/* Queues dst[i] = srcs[0][i] op ... op srcs[nsrc-1][i] for i < n (then / div
+ * when div > 1: AVG's division; op AVG itself combines as SUM) on stream, in
+ * the current context (collie__cuda_push_ctx_of). dst may be a source.
+ * COLLIE_UNSUPPORTED without device code; driver errors as SYSTEM_ERROR. */
+collie_result_t collie__cuda_reduce(void *dst, const void *const *srcs, int nsrc, size_t n,
+                                    collie_dtype_t dtype, collie_op_t op, int div, void *stream);
+
+/* The launch of a reduction of n elements of esize bytes on a device of sms
+ * multiprocessors: threads per block and blocks (a grid-stride loop covers
+ * the rest; aligned: 16 bytes per thread and step, else one element). */
+void collie__cuda_grid(size_t n, size_t esize, int aligned, int sms, unsigned *blocks,
+                       unsigned *threads);
+
+/* The driver's side of the IPC cache (device/ipc_cache.h). */
+const struct collie__ipc_ops *collie__cuda_ipc_ops(void);
+
 #endif /* COLLIE_DEVICE_CUDA_H */

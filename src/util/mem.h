@@ -18,6 +18,8 @@
 
 typedef enum {
   COLLIE_MEM_HOST = 0, /* the process's own memory: malloc, mmap, collie_mem_alloc */
+  COLLIE_MEM_CUDA,     /* CUDA device memory on the direct path (coll/cuda_ipc.c): only
+                        * the algorithms that need COLLIE_NEEDS_DEVICE touch it */
   COLLIE_MEM_KIND_COUNT_
 } collie__mem_kind_t;
 

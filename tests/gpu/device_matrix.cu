@@ -15,9 +15,12 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <vector>
 
@@ -297,7 +300,127 @@ static void p2p_and_error_cases(void) {
   cudaFree(d);
 }
 
-int main(void) {
+// Whether calls on device buffers take the direct path (COLLIE_CUDA_IPC,
+// default 1); the matrix runs both ways.
+static int direct_expected(void) {
+  const char *e = getenv("COLLIE_CUDA_IPC");
+  return !(e && !strcmp(e, "0"));
+}
+
+// The direct path asked for by name: it runs (and is right) where it
+// should, and is an argument error, naming what it needs, where it cannot.
+static void forced_cases(void) {
+  const size_t n = 70001;
+  collie_opts_t o;
+  memset(&o, 0, sizeof(o));
+  o.algorithm = COLLIE_ALGO_CUDA_IPC;
+  std::vector<unsigned char> in = input(COLLIE_FLOAT32, COLLIE_SUM, g_rank, n), want(in.size());
+  for (size_t i = 0; i < n; i++) put(COLLIE_FLOAT32, want.data(), i, reduce_ref(COLLIE_SUM, g_size, i));
+  void *s = dev_of(&in, in.size()), *d = dev_of(NULL, in.size());
+  collie_result_t rc = collie_allreduce(g_comm, s, d, n, COLLIE_FLOAT32, COLLIE_SUM, &o, NULL);
+  g_checks++;
+  if (direct_expected()) {
+    ok("allreduce forced cuda_ipc", rc);
+    expect("allreduce forced cuda_ipc", d, want);
+  } else if (rc != COLLIE_INVALID_ARGUMENT || !strstr(collie_last_error(), "CUDA device buffers")) {
+    printf("rank %d: FAIL forced cuda_ipc with COLLIE_CUDA_IPC=0: %s: %s\n", g_rank,
+           collie_result_string(rc), collie_last_error());
+    g_fail++;
+  }
+  cudaFree(s);
+  cudaFree(d);
+}
+
+// The same buffers over and over (the IPC caches' hits), buffers at
+// different offsets of one allocation on every rank (a tensor view), one at
+// a 4-byte offset (the kernels' element-wise path), and the call ordered
+// after a non-blocking stream whose copy into the input is still running.
+static void reuse_and_stream_cases(void) {
+  const collie_dtype_t t = COLLIE_FLOAT32;
+  const size_t n = 1 << 20, bytes = n * 4;
+  char *base = NULL;
+  CUDA_OK(cudaMalloc((void **)&base, 3 * bytes + 8192));
+  size_t off = 256 * (size_t)(g_rank + 1) + (g_rank % 2 ? 4 : 0);
+  void *s = base + off, *d = base + off + bytes + 4096;
+  char what[160];
+  for (int iter = 0; iter < 40; iter++) {
+    std::vector<unsigned char> in = input(t, COLLIE_SUM, g_rank, n, (size_t)iter), want(bytes);
+    for (size_t i = 0; i < n; i++) {
+      double v = 0;
+      for (int r = 0; r < g_size; r++) v += val(r, i + (size_t)iter, COLLIE_SUM);
+      put(t, want.data(), i, v);
+    }
+    CUDA_OK(cudaMemcpy(s, in.data(), bytes, cudaMemcpyHostToDevice));
+    snprintf(what, sizeof(what), "allreduce reused buffers (offset %zu) iteration %d", off, iter);
+    ok(what, collie_allreduce(g_comm, s, d, n, t, COLLIE_SUM, NULL, NULL));
+    if (iter % 13 == 0) expect(what, d, want);
+  }
+  // Ordered after a stream: the input's copy is queued on it, not waited for.
+  cudaStream_t st;
+  CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  unsigned char *pinned = NULL;
+  CUDA_OK(cudaMallocHost((void **)&pinned, bytes));
+  for (int iter = 0; iter < 4; iter++) {
+    std::vector<unsigned char> in = input(t, COLLIE_SUM, g_rank, n, 100 + (size_t)iter), want(bytes);
+    for (size_t i = 0; i < n; i++) {
+      double v = 0;
+      for (int r = 0; r < g_size; r++) v += val(r, i + 100 + (size_t)iter, COLLIE_SUM);
+      put(t, want.data(), i, v);
+    }
+    memcpy(pinned, in.data(), bytes);
+    CUDA_OK(cudaMemsetAsync(d, 0, bytes, st));
+    CUDA_OK(cudaMemcpyAsync(s, pinned, bytes, cudaMemcpyHostToDevice, st));
+    collie_opts_t o;
+    memset(&o, 0, sizeof(o));
+    o.cuda_stream = st;
+    snprintf(what, sizeof(what), "allreduce after a non-blocking stream, iteration %d", iter);
+    ok(what, collie_allreduce(g_comm, s, s, n, t, COLLIE_SUM, &o, NULL));
+    CUDA_OK(cudaStreamSynchronize(st));
+    expect(what, s, want);
+  }
+  CUDA_OK(cudaStreamDestroy(st));
+  CUDA_OK(cudaFreeHost(pinned));
+  cudaFree(base);
+}
+
+// A failure on device buffers (argv[1] "timeout" or "kill"; collierun
+// --keep-going): rank 0 never calls (it sleeps, or dies), every other rank's
+// allreduce fails within its deadline naming rank 0, nothing hangs, and its
+// device memory is all given back.
+static int failure_case(const char *how) {
+  const size_t n = 1 << 20;
+  size_t free0 = 0, free1 = 0, total = 0;
+  CUDA_OK(cudaMemGetInfo(&free0, &total));
+  void *s = dev_of(NULL, n * 4);
+  if (g_rank == 0) {
+    if (!strcmp(how, "kill")) raise(SIGKILL);
+    sleep(6);
+    cudaFree(s);
+    collie_comm_destroy(g_comm);
+    return 0;
+  }
+  collie_opts_t o;
+  memset(&o, 0, sizeof(o));
+  o.timeout_ms = 2000;
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  collie_result_t rc = collie_allreduce(g_comm, s, s, n, COLLIE_FLOAT32, COLLIE_SUM, &o, NULL);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+  const char *msg = collie_last_error();
+  int good = rc != COLLIE_SUCCESS && secs < 4.5 && strstr(msg, "rank 0");
+  printf("device_matrix %s: rank %d: %s after %.2f s: %s\n", how, g_rank, collie_result_string(rc), secs, msg);
+  cudaFree(s);
+  collie_comm_destroy(g_comm);
+  CUDA_OK(cudaDeviceSynchronize());
+  CUDA_OK(cudaMemGetInfo(&free1, &total));
+  long long lost = ((long long)free0 - (long long)free1) >> 20;
+  printf("device_matrix %s: rank %d: %s; device memory free %zu MiB before, %zu after\n", how, g_rank,
+         good ? "reported as expected" : "FAIL", free0 >> 20, free1 >> 20);
+  return good && lost < 64 ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
   CUDA_OK(cudaSetDevice(0));
   CUDA_OK(cudaFree(0)); // the context, before collie looks for the driver
   if (collie_comm_init(&g_comm) != COLLIE_SUCCESS) {
@@ -306,9 +429,23 @@ int main(void) {
   }
   g_rank = collie_comm_rank(g_comm);
   g_size = collie_comm_size(g_comm);
+  if (argc > 1) return failure_case(argv[1]);
   size_t free0 = 0, total = 0;
   CUDA_OK(cudaMemGetInfo(&free0, &total));
+  const char *quick = getenv("DEVICE_MATRIX_QUICK"); // many ranks: allreduce only
+  if (quick) {
+    allreduce_cases();
+    reuse_and_stream_cases();
+    collie_barrier(g_comm, NULL, NULL);
+    collie_comm_destroy(g_comm);
+    if (g_rank == 0 || g_fail)
+      printf("device_matrix (quick, %s): rank %d of %d: %d checks, %d failed\n",
+             direct_expected() ? "direct" : "staged", g_rank, g_size, g_checks, g_fail);
+    return g_fail ? 1 : 0;
+  }
   allreduce_cases();
+  forced_cases();
+  reuse_and_stream_cases();
   rooted_and_data_cases();
   p2p_and_error_cases();
   CUDA_OK(cudaDeviceSynchronize());
@@ -317,7 +454,7 @@ int main(void) {
   collie_barrier(g_comm, NULL, NULL);
   collie_comm_destroy(g_comm);
   if (g_rank == 0 || g_fail)
-    printf("device_matrix: rank %d of %d: %d checks, %d failed; device memory free %zu MiB before, %zu after\n",
-           g_rank, g_size, g_checks, g_fail, free0 >> 20, free1 >> 20);
+    printf("device_matrix (%s): rank %d of %d: %d checks, %d failed; device memory free %zu MiB before, %zu after\n",
+           direct_expected() ? "direct" : "staged", g_rank, g_size, g_checks, g_fail, free0 >> 20, free1 >> 20);
   return g_fail ? 1 : 0;
 }

@@ -106,6 +106,49 @@ TEST_IMPL(select_forced)
   unsetenv("COLLIE_DEBUG");
 }
 
+static void
+sel_device_forced_call(void *comm)
+{
+  static float buf[64];
+  ASSERT_OK(collie_allreduce(comm, buf, buf, 64, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL));
+  /* in place: 2 ranks x 32 */
+  ASSERT_OK(collie_allgather(comm, buf + 32 * collie_comm_rank(comm), buf, 32, COLLIE_FLOAT32, NULL,
+                             NULL));
+}
+
+/* The device algorithm (cuda_ipc) on host buffers: asked for by a call it is
+ * an argument error that says what it needs, and the communicator stays
+ * usable; named in COLLIE_ALGO (for the job's device calls) it leaves host
+ * calls to the model. */
+TEST_IMPL(select_forced_device)
+{
+  setenv("COLLIE_DEBUG", "TRACE", 1);
+  setenv("COLLIE_ALGO", "allreduce=cuda_ipc,allgather=ring", 1);
+  collie_comm_t *comm = test_comm();
+  char *out = test_capture_stderr(sel_device_forced_call, comm);
+  ASSERTF(strstr(out, "allreduce #0: 64 x float32, algorithm ") &&
+              !strstr(out, "algorithm cuda_ipc"),
+          "trace:\n%s", out);
+  ASSERTF(strstr(out, "allgather #1: 32 x float32, algorithm ring"), "trace:\n%s", out);
+  free(out);
+  float buf[8] = {0};
+  collie_opts_t o = {.algorithm = COLLIE_ALGO_CUDA_IPC};
+  ASSERT(collie_allreduce(comm, buf, buf, 8, COLLIE_FLOAT32, COLLIE_SUM, &o, NULL) ==
+         COLLIE_INVALID_ARGUMENT);
+  ASSERTF(strstr(collie_last_error(), "allreduce algorithm \"cuda_ipc\" cannot run this call") &&
+              strstr(collie_last_error(), "CUDA device buffers"),
+          "error: %s", collie_last_error());
+  /* Only where a device algorithm exists: alltoall has none. */
+  o.algorithm = COLLIE_ALGO_CUDA_IPC;
+  ASSERT(collie_alltoall(comm, buf, buf, 1, COLLIE_FLOAT32, &o, NULL) == COLLIE_INVALID_ARGUMENT);
+  ASSERTF(strstr(collie_last_error(), "alltoall has no algorithm \"cuda_ipc\""), "error: %s",
+          collie_last_error());
+  ASSERT_OK(collie_allreduce(comm, buf, buf, 8, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL));
+  ASSERT_OK(collie_comm_destroy(comm));
+  unsetenv("COLLIE_ALGO");
+  unsetenv("COLLIE_DEBUG");
+}
+
 /* On several hosts, a round of recursive doubling whose every pair shares a
  * host is priced under the host's (shm) constants, the others under the
  * network's: ranks placed host by host keep the fold and the short rounds

@@ -1,0 +1,399 @@
+/*
+ * cuda_ipc.c - collectives on CUDA device buffers of ranks on one host, read
+ * in place through CUDA IPC (issue 21's direct path; docs/gpu.md): several
+ * ranks on one GPU included, which NCCL refuses.
+ *
+ * The ranks meet in the communicator's flat area (transport/shm.h), as the
+ * shm_flat family does, but what they put there is a record of their
+ * buffers (device/ipc_cache.h: each allocation's IPC handle, cached on both
+ * sides), not their data. A call:
+ *   0. waits for the call's stream, so this rank's buffers hold what the
+ *      stream's earlier work wrote, and publishes its record; sync;
+ *   1. maps every peer's buffers (opening a handle only for an allocation
+ *      not seen before) and publishes whether that worked; sync. Every rank
+ *      now knows that every rank can read every buffer, or that one cannot
+ *      (memory not shareable, a handle that will not open), and then all of
+ *      them run the call through host memory instead (below);
+ *   2. runs its share with its own kernels and copies on the stream, waits
+ *      for it, and syncs after each phase whose results a peer reads next,
+ *      and at the end, so no rank returns (and lets its caller overwrite a
+ *      buffer) while a peer still reads it.
+ *
+ *   allreduce       rank r reduces block r of every rank's sendbuf (rank
+ *                   order, so every element has one order of combination
+ *                   whichever rank computes it) into its own recvbuf; sync;
+ *                   it copies every other block from its owner's recvbuf;
+ *                   sync. In place works: rank r writes only block r of its
+ *                   buffer while the others read only their own blocks.
+ *                   Per rank: S read and S/p written by the kernel, 2
+ *                   (p-1)/p S by the copies; syncs 4.
+ *   reduce_scatter  rank r reduces block r of every sendbuf into recvbuf;
+ *                   sync. Syncs 3.
+ *   allgather       rank r copies every sendbuf into its block of recvbuf;
+ *                   sync. Syncs 3.
+ *   broadcast       the others copy the root's buffer; sync. Syncs 3.
+ * Blocks are whole 64-byte lines (shm_flat's cut), so kernels run aligned.
+ *
+ * The host path inside the call: every rank copies its buffers to host
+ * memory, runs the shm_flat algorithm (broadcast: the binomial tree) on
+ * them, and copies the result back, all within this call's slot, so the
+ * ranks stay in step whichever way they went.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/coll.h"
+#include "device/cuda.h"
+#include "device/ipc_cache.h"
+#include "transport/shm.h"
+#include "util/error.h"
+
+/* The flat descriptor's shape of this family (shm_flat's shapes are piece
+ * sizes and counts, far below): a rank that took the host algorithm for
+ * the same call fails the first sync with a mismatch. */
+#define IPC_SHAPE 0xCDA00000u
+
+struct ipc_run {
+  struct collie__call *c;
+  struct collie__shm_flat *f;
+  void *stream;
+  void **peer_send, **peer_recv; /* every rank's buffers in this process */
+};
+
+/* Start of block i of len bytes cut into p whole 64-byte lines. */
+static size_t
+ipc_cut(size_t len, int p, int i)
+{
+  if (i >= p) return len;
+  return len / 64 * (size_t)i / (size_t)p * 64;
+}
+
+static collie_result_t
+ipc_sync(struct ipc_run *x)
+{
+  return collie__shm_flat_sync(x->f, x->c->deadline_ns);
+}
+
+/* Waits for this rank's queued work on the call's stream. */
+static collie_result_t
+ipc_wait(struct ipc_run *x, const char *what)
+{
+  return collie__cuda_stream_sync(x->stream, what);
+}
+
+/* ---- The host path ---- */
+
+/* Bytes of the send and receive buffers this rank's call touches. */
+static void
+ipc_extent(const struct collie__call *c, size_t *send, size_t *recv)
+{
+  size_t b = c->count * c->esize, p = (size_t)c->size;
+  switch (c->kind) {
+  case COLLIE_KIND_REDUCE_SCATTER:
+    *send = p * b;
+    *recv = b;
+    break;
+  case COLLIE_KIND_ALLGATHER:
+    *send = b;
+    *recv = p * b;
+    break;
+  default: /* allreduce; broadcast (one buffer) */
+    *send = *recv = b;
+  }
+}
+
+static collie_result_t
+ipc_host_path(struct ipc_run *x)
+{
+  struct collie__call *c = x->c, h = *c;
+  size_t se, re;
+  ipc_extent(c, &se, &re);
+  uintptr_t s = (uintptr_t)c->sendbuf, r = (uintptr_t)c->recvbuf;
+  int send_in_recv = c->sendbuf && s >= r && s + se <= r + re;
+  int recv_in_send = !send_in_recv && s <= r && r + re <= s + se;
+  size_t own = send_in_recv ? re : recv_in_send ? se : se + re;
+  char *host = malloc(own ? own : 1);
+  if (!host)
+    return collie__err(COLLIE_SYSTEM_ERROR, "cuda_ipc: out of memory staging %zu bytes", own);
+  char *hs = host, *hr = host + (send_in_recv || recv_in_send ? 0 : se);
+  if (send_in_recv) hs = hr + (s - r);
+  if (recv_in_send) hr = hs + (r - s);
+  collie_result_t rc = COLLIE_SUCCESS;
+  if (!recv_in_send) rc = collie__cuda_copy_async(hr, c->recvbuf, re, x->stream, "recvbuf to host");
+  if (rc == COLLIE_SUCCESS && !send_in_recv)
+    rc = collie__cuda_copy_async(hs, c->sendbuf, se, x->stream, "sendbuf to host");
+  if (rc == COLLIE_SUCCESS) rc = ipc_wait(x, "copying device buffers to the host");
+  if (rc == COLLIE_SUCCESS) {
+    h.sendbuf = hs;
+    h.recvbuf = hr;
+    h.mem = COLLIE_MEM_HOST;
+    h.reduce = collie__reduce_kernel(c->dtype, c->op);
+    const struct collie__algo *a =
+        c->kind == COLLIE_KIND_ALLREDUCE        ? &collie__algo_allreduce_shm_flat
+        : c->kind == COLLIE_KIND_REDUCE_SCATTER ? &collie__algo_reduce_scatter_shm_flat
+        : c->kind == COLLIE_KIND_ALLGATHER      ? &collie__algo_allgather_shm_flat
+                                                : &collie__algo_broadcast_tree;
+    rc = a->run(&h);
+  }
+  if (rc == COLLIE_SUCCESS)
+    rc = collie__cuda_copy_async(c->recvbuf, hr, re, x->stream, "result to device");
+  if (rc == COLLIE_SUCCESS) rc = ipc_wait(x, "copying the result to the device");
+  free(host);
+  return rc;
+}
+
+/* ---- Meeting: records, mappings, agreement ---- */
+
+/* Steps 0 and 1 of the essay. Publishes send (and recv) of this rank, maps
+ * every peer's. *host: some rank cannot take the direct path, so every rank
+ * runs the host path. */
+static collie_result_t
+ipc_meet(struct ipc_run *x, const void *send, const void *recv, int *host)
+{
+  struct collie__call *c = x->c;
+  int p = c->size, r = c->rank;
+  collie_result_t rc;
+  *host = 0;
+  if (!*c->ipc && !(*c->ipc = collie__ipc_cache_new(collie__cuda_ipc_ops(), p)))
+    return COLLIE_SYSTEM_ERROR;
+  void **ptrs = collie__scratch_get(c->scratch, 2 * (size_t)p * sizeof(void *));
+  if (!ptrs) return COLLIE_SYSTEM_ERROR;
+  x->peer_send = ptrs;
+  x->peer_recv = ptrs + p;
+
+  struct collie__shm_flat_desc d;
+  memset(&d, 0, sizeof(d));
+  d.slot = collie__call_slot(c, 0);
+  d.count = c->count;
+  d.dtype = (int32_t)c->dtype;
+  d.op = (int32_t)c->op;
+  d.root = c->root;
+  d.shape = IPC_SHAPE | (uint32_t)c->kind;
+  collie__shm_flat_begin(x->f, &d);
+
+  /* Step 0: this rank's buffers are ready when its stream's work is done. */
+  if ((rc = ipc_wait(x, "waiting for the call's stream")) != COLLIE_SUCCESS) return rc;
+  int b = collie__shm_flat_next_buf(x->f);
+  struct collie__ipc_rec *mine = collie__shm_flat_piece(x->f, r, b, sizeof(*mine));
+  const void *bufs[COLLIE_IPC_BUFS] = {send, recv};
+  if (collie__ipc_publish(*c->ipc, bufs, COLLIE_IPC_BUFS, mine) != COLLIE_SUCCESS) {
+    /* Still in step with the others: publishing nothing shareable sends
+     * everyone down the host path. */
+    COLLIE_WARN("COLL", "cuda_ipc: %s; this call goes through host memory", collie__err_msg());
+    memset(mine, 0, sizeof(*mine));
+    mine->unshared = 1;
+  }
+  if ((rc = ipc_sync(x)) != COLLIE_SUCCESS) return rc;
+
+  /* Step 1: map what the others published, unless one of them cannot share. */
+  int unshared = -1;
+  for (int q = 0; q < p && unshared < 0; q++)
+    if (((const struct collie__ipc_rec *)collie__shm_flat_piece(x->f, q, b, sizeof(*mine)))
+            ->unshared)
+      unshared = q;
+  int failed = 0;
+  for (int q = 0; q < p && unshared < 0 && !failed; q++) {
+    const struct collie__ipc_rec *rec = collie__shm_flat_piece(x->f, q, b, sizeof(*mine));
+    void *out[COLLIE_IPC_BUFS] = {NULL, NULL};
+    if (q == r) {
+      out[0] = (void *)send;
+      out[1] = (void *)recv;
+    } else if (collie__ipc_map(*c->ipc, q, rec, out) != COLLIE_SUCCESS) {
+      COLLIE_WARN("COLL",
+                  "cuda_ipc: mapping rank %d's buffers: %s; this call goes through host memory",
+                  collie__call_peer(c, q), collie__err_msg());
+      failed = 1;
+    }
+    x->peer_send[q] = out[0];
+    x->peer_recv[q] = out[1];
+  }
+  if (unshared >= 0) {
+    if (unshared == r || r == 0)
+      COLLIE_INFO("COLL",
+                  "cuda_ipc: rank %d's buffer is not shareable through CUDA IPC "
+                  "(cuMemCreate memory, e.g. torch's expandable segments): host path",
+                  collie__call_peer(c, unshared));
+    *host = 1;
+    return COLLIE_SUCCESS;
+  }
+  int b2 = collie__shm_flat_next_buf(x->f);
+  *(volatile int *)collie__shm_flat_piece(x->f, r, b2, sizeof(int)) = failed;
+  if ((rc = ipc_sync(x)) != COLLIE_SUCCESS) return rc;
+  for (int q = 0; q < p; q++)
+    *host |= *(const volatile int *)collie__shm_flat_piece(x->f, q, b2, sizeof(int));
+  return COLLIE_SUCCESS;
+}
+
+/* The frame of every call: one rank alone, context, meeting, host path. */
+static collie_result_t
+ipc_run(struct collie__call *c, const void *send, const void *recv,
+        collie_result_t (*direct)(struct ipc_run *), collie_result_t (*alone)(struct ipc_run *))
+{
+  struct ipc_run x = {c, NULL, c->stream, NULL, NULL};
+  const void *any = c->recvbuf ? (const void *)c->recvbuf : c->sendbuf;
+  collie_result_t rc = collie__cuda_push_ctx_of(any, "cuda_ipc: entering the buffer's context");
+  if (rc != COLLIE_SUCCESS) return rc;
+  if (c->size == 1) {
+    rc = alone(&x);
+    if (rc == COLLIE_SUCCESS) rc = ipc_wait(&x, "cuda_ipc: finishing the call's work");
+    collie__cuda_pop();
+    return rc;
+  }
+  x.f = collie__net_shm_flat(c->net);
+  int host = 0;
+  if (!x.f) rc = collie__err(COLLIE_INTERNAL_ERROR, "cuda_ipc: the communicator has no flat area");
+  if (rc == COLLIE_SUCCESS) rc = ipc_meet(&x, send, recv, &host);
+  if (rc == COLLIE_SUCCESS) rc = host ? ipc_host_path(&x) : direct(&x);
+  collie__cuda_pop();
+  return rc;
+}
+
+/* ---- allreduce ---- */
+
+static collie_result_t
+ipc_allreduce_alone(struct ipc_run *x)
+{
+  struct collie__call *c = x->c;
+  return collie__cuda_copy_async(c->recvbuf, c->sendbuf, c->count * c->esize, x->stream,
+                                 "cuda_ipc: allreduce copy");
+}
+
+static collie_result_t
+ipc_allreduce_direct(struct ipc_run *x)
+{
+  struct collie__call *c = x->c;
+  int p = c->size, r = c->rank;
+  size_t es = c->esize, len = c->count * es, lo = ipc_cut(len, p, r), hi = ipc_cut(len, p, r + 1);
+  collie_result_t rc = COLLIE_SUCCESS;
+  /* The sources of block r: every rank's sendbuf at lo, in rank order. The
+   * pointers are rewritten in place (peer_send is this call's own array). */
+  for (int q = 0; q < p; q++) x->peer_send[q] = (char *)x->peer_send[q] + lo;
+  if (hi > lo)
+    rc = collie__cuda_reduce((char *)c->recvbuf + lo, (const void *const *)x->peer_send, p,
+                             (hi - lo) / es, c->dtype, c->op, c->op == COLLIE_AVG ? p : 0,
+                             x->stream);
+  if (rc == COLLIE_SUCCESS) rc = ipc_wait(x, "cuda_ipc: allreduce's reduction");
+  if (rc == COLLIE_SUCCESS) rc = ipc_sync(x);
+  for (int q = 0; q < p && rc == COLLIE_SUCCESS; q++) {
+    size_t qlo = ipc_cut(len, p, q), qhi = ipc_cut(len, p, q + 1);
+    if (q != r && qhi > qlo)
+      rc = collie__cuda_copy_async((char *)c->recvbuf + qlo, (char *)x->peer_recv[q] + qlo,
+                                   qhi - qlo, x->stream, "cuda_ipc: allreduce's gather");
+  }
+  if (rc == COLLIE_SUCCESS) rc = ipc_wait(x, "cuda_ipc: allreduce's gather");
+  if (rc == COLLIE_SUCCESS) rc = ipc_sync(x);
+  return rc;
+}
+
+static collie_result_t
+ipc_allreduce_run(struct collie__call *c)
+{
+  return ipc_run(c, c->sendbuf, c->recvbuf, ipc_allreduce_direct, ipc_allreduce_alone);
+}
+
+/* ---- reduce_scatter ---- */
+
+static collie_result_t
+ipc_reduce_scatter_alone(struct ipc_run *x)
+{
+  return ipc_allreduce_alone(x);
+}
+
+static collie_result_t
+ipc_reduce_scatter_direct(struct ipc_run *x)
+{
+  struct collie__call *c = x->c;
+  int p = c->size;
+  size_t es = c->esize, off = (size_t)c->rank * c->count * es;
+  for (int q = 0; q < p; q++) x->peer_send[q] = (char *)x->peer_send[q] + off;
+  collie_result_t rc =
+      collie__cuda_reduce(c->recvbuf, (const void *const *)x->peer_send, p, c->count, c->dtype,
+                          c->op, c->op == COLLIE_AVG ? p : 0, x->stream);
+  if (rc == COLLIE_SUCCESS) rc = ipc_wait(x, "cuda_ipc: reduce_scatter's reduction");
+  if (rc == COLLIE_SUCCESS) rc = ipc_sync(x);
+  return rc;
+}
+
+static collie_result_t
+ipc_reduce_scatter_run(struct collie__call *c)
+{
+  return ipc_run(c, c->sendbuf, NULL, ipc_reduce_scatter_direct, ipc_reduce_scatter_alone);
+}
+
+/* ---- allgather ---- */
+
+static collie_result_t
+ipc_allgather_direct(struct ipc_run *x)
+{
+  struct collie__call *c = x->c;
+  size_t b = c->count * c->esize;
+  collie_result_t rc = COLLIE_SUCCESS;
+  for (int q = 0; q < c->size && rc == COLLIE_SUCCESS; q++)
+    rc = collie__cuda_copy_async((char *)c->recvbuf + (size_t)q * b,
+                                 q == c->rank ? c->sendbuf : x->peer_send[q], b, x->stream,
+                                 "cuda_ipc: allgather's copies");
+  if (rc == COLLIE_SUCCESS) rc = ipc_wait(x, "cuda_ipc: allgather's copies");
+  if (rc == COLLIE_SUCCESS) rc = ipc_sync(x);
+  return rc;
+}
+
+static collie_result_t
+ipc_allgather_alone(struct ipc_run *x)
+{
+  return ipc_allreduce_alone(x);
+}
+
+static collie_result_t
+ipc_allgather_run(struct collie__call *c)
+{
+  return ipc_run(c, c->sendbuf, NULL, ipc_allgather_direct, ipc_allgather_alone);
+}
+
+/* ---- broadcast ---- */
+
+static collie_result_t
+ipc_broadcast_direct(struct ipc_run *x)
+{
+  struct collie__call *c = x->c;
+  collie_result_t rc = COLLIE_SUCCESS;
+  if (c->rank != c->root)
+    rc = collie__cuda_copy_async(c->recvbuf, x->peer_send[c->root], c->count * c->esize, x->stream,
+                                 "cuda_ipc: broadcast's copy");
+  if (rc == COLLIE_SUCCESS) rc = ipc_wait(x, "cuda_ipc: broadcast's copy");
+  if (rc == COLLIE_SUCCESS) rc = ipc_sync(x);
+  return rc;
+}
+
+static collie_result_t
+ipc_broadcast_alone(struct ipc_run *x)
+{
+  (void)x;
+  return COLLIE_SUCCESS;
+}
+
+static collie_result_t
+ipc_broadcast_run(struct collie__call *c)
+{
+  return ipc_run(c, c->rank == c->root ? c->recvbuf : NULL, NULL, ipc_broadcast_direct,
+                 ipc_broadcast_alone);
+}
+
+/* ---- Costs: the only algorithms for device buffers, so any estimate
+ * picks them; a small one in the model's terms keeps logs readable. ---- */
+
+static double
+ipc_cost(const struct collie__call *c, const struct collie__model *m)
+{
+  if (c->mem != COLLIE_MEM_CUDA || c->group) return -1;
+  if (c->size > 1 && (!c->all_shm || !collie__net_shm_flat(c->net))) return -1;
+  return 4 * m->alpha_us;
+}
+
+#define IPC_ALGO(KIND, kind)                                                                       \
+  const struct collie__algo collie__algo_##kind##_cuda_ipc = {                                     \
+      "cuda_ipc", COLLIE_ALGO_CUDA_IPC, COLLIE_KIND_##KIND, COLLIE_NEEDS_DEVICE,                   \
+      ipc_cost,   ipc_##kind##_run}
+IPC_ALGO(ALLREDUCE, allreduce);
+IPC_ALGO(REDUCE_SCATTER, reduce_scatter);
+IPC_ALGO(ALLGATHER, allgather);
+IPC_ALGO(BROADCAST, broadcast);

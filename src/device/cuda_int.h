@@ -1,0 +1,71 @@
+/*
+ * cuda_int.h - what the files of src/device share about the driver: its few
+ * types and constants (cuda.h's values, declared here so that a machine
+ * without the toolkit builds the same library), the table of entry points
+ * that cuda.c resolves, and the error helper. Not for use outside
+ * src/device: the rest of collie sees device/cuda.h only.
+ */
+#ifndef COLLIE_DEVICE_CUDA_INT_H
+#define COLLIE_DEVICE_CUDA_INT_H
+
+#include <stddef.h>
+
+#include "collie.h"
+
+typedef int cu_result;
+typedef unsigned long long cu_ptr;
+typedef void *cu_ctx;
+typedef void *cu_stream;
+typedef void *cu_module;
+typedef void *cu_function;
+typedef int cu_device;
+typedef struct {
+  char reserved[64];
+} cu_ipc_handle;
+
+enum {
+  CU_SUCCESS = 0,
+  CU_ERROR_NOT_READY = 600,
+  CU_ATTR_CONTEXT = 1,
+  CU_ATTR_MEMORY_TYPE = 2,
+  CU_ATTR_BUFFER_ID = 7,
+  CU_ATTR_IS_MANAGED = 8,
+  CU_ATTR_DEVICE_ORDINAL = 9,
+  CU_ATTR_IS_LEGACY_IPC_CAPABLE = 10,
+  CU_ATTR_RANGE_START_ADDR = 11,
+  CU_ATTR_RANGE_SIZE = 12,
+  CU_MEMORYTYPE_DEVICE = 2,
+  CU_DEV_ATTR_MULTIPROCESSOR_COUNT = 16,
+  CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 1,
+  CU_API_VERSION = 12000, /* the entry points' behaviour asked for */
+};
+
+/* The driver's entry points collie uses, resolved by cuda.c. */
+struct collie__cu {
+  cu_result (*pointer_get_attribute)(void *, int, cu_ptr);
+  cu_result (*ctx_push)(cu_ctx);
+  cu_result (*ctx_pop)(cu_ctx *);
+  cu_result (*ctx_get_device)(cu_device *);
+  cu_result (*ctx_get_current)(cu_ctx *);
+  cu_result (*device_get_attribute)(int *, int, cu_device);
+  cu_result (*memcpy)(cu_ptr, cu_ptr, size_t);
+  cu_result (*memcpy_async)(cu_ptr, cu_ptr, size_t, cu_stream);
+  cu_result (*stream_synchronize)(cu_stream);
+  cu_result (*ipc_get_mem_handle)(cu_ipc_handle *, cu_ptr);
+  cu_result (*ipc_open_mem_handle)(cu_ptr *, cu_ipc_handle, unsigned);
+  cu_result (*ipc_close_mem_handle)(cu_ptr);
+  cu_result (*module_load_data)(cu_module *, const void *);
+  cu_result (*module_get_function)(cu_function *, cu_module, const char *);
+  cu_result (*launch_kernel)(cu_function, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, unsigned, cu_stream, void **, void **);
+  cu_result (*error_string)(cu_result, const char **);
+};
+extern struct collie__cu collie__cu;
+
+/* Whether the driver is open and its table filled (collie__cuda_live). */
+int collie__cuda_ready(void);
+
+/* COLLIE_SYSTEM_ERROR "CUDA: <what> failed: <driver's message> (error N)". */
+collie_result_t collie__cuda_fail(cu_result rc, const char *what);
+
+#endif /* COLLIE_DEVICE_CUDA_INT_H */

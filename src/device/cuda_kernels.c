@@ -1,0 +1,185 @@
+/*
+ * cuda_kernels.c - the embedded device code at run time: one module per
+ * (context, dtype), loaded with cuModuleLoadData the first time a context
+ * reduces that dtype (the driver JIT-compiles the PTX for the device it
+ * runs on, ~0.25 s, and caches the result on disk), and the launches of its
+ * kernels.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/cuda.h"
+#include "device/cuda_int.h"
+#include "util/error.h"
+
+/* From the generated ptx_embed.c (or cmake/ptx_none.c). */
+extern const int collie__cuda_ptx_count;
+extern const char collie__cuda_ptx_desc[];
+extern const unsigned char *const collie__cuda_ptx[];
+
+#define KERNEL_SRCS 8 /* kernels.cu's COLLIE_KERNEL_SRCS */
+#define KERNEL_CTXS 16
+
+struct kernel_srcs {
+  const void *p[KERNEL_SRCS];
+};
+
+struct kernel_ctx {
+  cu_ctx ctx;
+  int sms;
+  cu_module mod[COLLIE_DTYPE_COUNT_];
+  cu_function fn[COLLIE_DTYPE_COUNT_][COLLIE_OP_COUNT_];
+};
+
+static pthread_mutex_t kernel_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct kernel_ctx kernel_ctxs[KERNEL_CTXS];
+static int kernel_nctx;
+
+const char *
+collie__cuda_device_code(void)
+{
+  return collie__cuda_ptx_desc;
+}
+
+int
+collie__cuda_has_kernels(void)
+{
+  return collie__cuda_ptx_count == COLLIE_DTYPE_COUNT_;
+}
+
+void
+collie__cuda_grid(size_t n, size_t esize, int aligned, int sms, unsigned *blocks, unsigned *threads)
+{
+  size_t per = aligned && esize && esize <= 16 ? 16 / esize : 1; /* elements per thread-step */
+  size_t work = (n + per - 1) / per;
+  *threads = 512;
+  size_t b = (work + 511) / 512;
+  /* Enough blocks to fill every multiprocessor a few times over; beyond
+   * that the grid-stride loop gives each thread more steps. */
+  size_t cap = (size_t)(sms > 0 ? sms : 1) * 4;
+  if (b > cap) b = cap;
+  if (b == 0) b = 1;
+  *blocks = (unsigned)b;
+}
+
+/* The kernel for (dtype, op) in the current context; loads the dtype's
+ * module on first use. */
+static collie_result_t
+kernel_fn(collie_dtype_t dtype, collie_op_t op, cu_function *fn, int *sms)
+{
+  cu_ctx ctx = NULL;
+  cu_result rc = collie__cu.ctx_get_current(&ctx);
+  if (rc != CU_SUCCESS || !ctx)
+    return collie__cuda_fail(rc ? rc : 201, "finding the current context for a kernel");
+  pthread_mutex_lock(&kernel_mu);
+  struct kernel_ctx *k = NULL;
+  for (int i = 0; i < kernel_nctx && !k; i++)
+    if (kernel_ctxs[i].ctx == ctx) k = &kernel_ctxs[i];
+  collie_result_t out = COLLIE_SUCCESS;
+  if (!k) {
+    if (kernel_nctx == KERNEL_CTXS) {
+      pthread_mutex_unlock(&kernel_mu);
+      return collie__err(COLLIE_UNSUPPORTED, "CUDA: more than %d contexts reduce on devices",
+                         KERNEL_CTXS);
+    }
+    k = &kernel_ctxs[kernel_nctx++];
+    memset(k, 0, sizeof(*k));
+    k->ctx = ctx;
+    cu_device dev = 0;
+    k->sms = 1;
+    if (collie__cu.ctx_get_device(&dev) == CU_SUCCESS)
+      collie__cu.device_get_attribute(&k->sms, CU_DEV_ATTR_MULTIPROCESSOR_COUNT, dev);
+  }
+  if (!k->fn[dtype][op]) {
+    if (!k->mod[dtype]) {
+      rc = collie__cu.module_load_data(&k->mod[dtype], collie__cuda_ptx[dtype]);
+      if (rc != CU_SUCCESS) {
+        char what[96];
+        snprintf(what, sizeof(what), "loading the %s kernels (cuModuleLoadData, %s)",
+                 collie_dtype_name(dtype), collie__cuda_ptx_desc);
+        out = collie__cuda_fail(rc, what);
+      }
+    }
+    if (out == COLLIE_SUCCESS) {
+      char name[64];
+      snprintf(name, sizeof(name), "collie_reduce_%s_%s", collie_dtype_name(dtype),
+               collie_op_name(op));
+      rc = collie__cu.module_get_function(&k->fn[dtype][op], k->mod[dtype], name);
+      if (rc != CU_SUCCESS) out = collie__cuda_fail(rc, name);
+    }
+  }
+  *fn = k->fn[dtype][op];
+  *sms = k->sms;
+  pthread_mutex_unlock(&kernel_mu);
+  return out;
+}
+
+collie_result_t
+collie__cuda_reduce(void *dst, const void *const *srcs, int nsrc, size_t n, collie_dtype_t dtype,
+                    collie_op_t op, int div, void *stream)
+{
+  if (!collie__cuda_has_kernels())
+    return collie__err(COLLIE_UNSUPPORTED,
+                       "CUDA: this libcollie has no device code (%s): rebuild with nvcc",
+                       collie__cuda_ptx_desc);
+  if (n == 0) return COLLIE_SUCCESS;
+  if (nsrc < 1) return collie__err(COLLIE_INTERNAL_ERROR, "CUDA: a reduction of no sources");
+  if (op == COLLIE_AVG) op = COLLIE_SUM; /* the division is the last pass's div */
+  cu_function fn = NULL;
+  int sms = 1;
+  collie_result_t r = kernel_fn(dtype, op, &fn, &sms);
+  if (r != COLLIE_SUCCESS) return r;
+  size_t es = collie_dtype_size(dtype);
+  /* A source that is dst itself (an in-place call's own block) must be read
+   * by the first pass, before dst is written: moved to the front when it
+   * would fall in a later one. */
+  const void *few[64], **order = few;
+  for (int k = KERNEL_SRCS; k < nsrc; k++)
+    if (srcs[k] == dst) {
+      if (nsrc > (int)(sizeof(few) / sizeof(few[0])) &&
+          !(order = malloc((size_t)nsrc * sizeof(void *))))
+        return collie__err(COLLIE_SYSTEM_ERROR, "CUDA: out of memory ordering %d sources", nsrc);
+      order[0] = srcs[k];
+      memcpy(order + 1, srcs, (size_t)k * sizeof(void *));
+      memcpy(order + k + 1, srcs + k + 1, (size_t)(nsrc - k - 1) * sizeof(void *));
+      srcs = order;
+      break;
+    }
+  /* KERNEL_SRCS sources per pass; later passes fold the rest into dst. */
+  for (int first = 0; first < nsrc;) {
+    struct kernel_srcs s = {{0}};
+    int ns = 0;
+    if (first > 0) s.p[ns++] = dst;
+    while (ns < KERNEL_SRCS && first < nsrc) s.p[ns++] = srcs[first++];
+    int aligned = ((uintptr_t)dst & 15) == 0;
+    for (int k = 0; k < ns; k++) aligned &= ((uintptr_t)s.p[k] & 15) == 0;
+    unsigned blocks, threads;
+    collie__cuda_grid(n, es, aligned, sms, &blocks, &threads);
+    unsigned long long nn = n;
+    int d = first == nsrc ? div : 0;
+    void *args[] = {&dst, &s, &ns, &nn, &d};
+    cu_result rc =
+        collie__cu.launch_kernel(fn, blocks, 1, 1, threads, 1, 1, 0, (cu_stream)stream, args, NULL);
+    if (rc != CU_SUCCESS) {
+      char what[96];
+      snprintf(what, sizeof(what), "launching the %s %s reduction of %zu elements",
+               collie_dtype_name(dtype), collie_op_name(op), n);
+      if (order != few) free(order);
+      return collie__cuda_fail(rc, what);
+    }
+  }
+  if (order != few) free(order);
+  return COLLIE_SUCCESS;
+}
+
+collie_result_t
+collie__cuda_copy_async(void *dst, const void *src, size_t n, void *stream, const char *what)
+{
+  if (n == 0 || dst == src) return COLLIE_SUCCESS;
+  cu_result rc =
+      collie__cu.memcpy_async((cu_ptr)(uintptr_t)dst, (cu_ptr)(uintptr_t)src, n, (cu_stream)stream);
+  return rc == CU_SUCCESS ? COLLIE_SUCCESS : collie__cuda_fail(rc, what);
+}

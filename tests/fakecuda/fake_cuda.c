@@ -1,0 +1,387 @@
+/*
+ * fake_cuda.c - a stand-in CUDA driver for tests on machines without a GPU
+ * (built as libcuda.so.1 in the build tree; tests/unit/cuda_fake_test.c
+ * loads it): "device memory" is shared memory (a memfd per allocation), an
+ * IPC handle names the exporting process's fd so that a peer opens it
+ * through /proc, copies are memmove, and a "kernel" launch runs collie's
+ * reduction on the CPU. Enough of the driver for collie's device path
+ * (src/device) to run end to end, its direct path included, so that CI
+ * checks the logic a GPU would run; what a real GPU adds (streams, the PTX,
+ * the speed) is for scripts/gpu_check.sh.
+ *
+ * FAKE_CUDA_NO_IPC=1 makes allocations unshareable (as cuMemCreate's are),
+ * FAKE_CUDA_FAIL_OPEN=1 makes cuIpcOpenMemHandle fail: the two ways the
+ * direct path must fall back to the host on every rank.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define FAKE_EXPORT __attribute__((visibility("default")))
+#define MAXMAP 512
+
+typedef int CUresult;
+typedef unsigned long long CUdeviceptr;
+typedef struct {
+  char reserved[64];
+} CUipcMemHandle;
+
+struct fake_map {
+  uintptr_t base;
+  size_t size;
+  int fd; /* own allocations: the memfd; imports: -1 */
+  unsigned long long id;
+  int imported;
+};
+
+static pthread_mutex_t fake_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct fake_map fake_maps[MAXMAP];
+static unsigned long long fake_next_id = 1;
+static int fake_ctx_token;
+static long fake_launches, fake_opens, fake_closes;
+
+struct fake_handle {
+  int pid, fd;
+  size_t size;
+  unsigned long long id;
+};
+
+struct fake_fn {
+  char dtype[16], op[8];
+};
+static struct fake_fn fake_fns[64];
+static int fake_nfns;
+
+static struct fake_map *
+fake_find(uintptr_t p)
+{
+  for (int i = 0; i < MAXMAP; i++)
+    if (fake_maps[i].base && p >= fake_maps[i].base && p < fake_maps[i].base + fake_maps[i].size)
+      return &fake_maps[i];
+  return NULL;
+}
+
+static struct fake_map *
+fake_slot(void)
+{
+  for (int i = 0; i < MAXMAP; i++)
+    if (!fake_maps[i].base) return &fake_maps[i];
+  return NULL;
+}
+
+FAKE_EXPORT long
+fake_cuda_launches(void)
+{
+  return fake_launches;
+}
+
+FAKE_EXPORT long
+fake_cuda_opens(void)
+{
+  return fake_opens - fake_closes; /* mappings held now */
+}
+
+static CUresult
+f_init(unsigned flags)
+{
+  (void)flags;
+  return 0;
+}
+
+FAKE_EXPORT CUresult
+cuMemAlloc_v2(CUdeviceptr *p, size_t n)
+{
+  size_t size = (n + 4095) / 4096 * 4096;
+  int fd = memfd_create("fake-cuda", 0);
+  if (fd < 0 || ftruncate(fd, (off_t)size) != 0) return 2; /* out of memory */
+  void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (m == MAP_FAILED) return 2;
+  pthread_mutex_lock(&fake_mu);
+  struct fake_map *s = fake_slot();
+  if (s) *s = (struct fake_map){(uintptr_t)m, size, fd, fake_next_id++, 0};
+  pthread_mutex_unlock(&fake_mu);
+  if (!s) return 2;
+  *p = (CUdeviceptr)(uintptr_t)m;
+  return 0;
+}
+
+FAKE_EXPORT CUresult
+cuMemFree_v2(CUdeviceptr p)
+{
+  pthread_mutex_lock(&fake_mu);
+  struct fake_map *m = fake_find((uintptr_t)p);
+  if (!m || m->imported || m->base != (uintptr_t)p) {
+    pthread_mutex_unlock(&fake_mu);
+    return 1;
+  }
+  munmap((void *)m->base, m->size);
+  close(m->fd);
+  memset(m, 0, sizeof(*m));
+  pthread_mutex_unlock(&fake_mu);
+  return 0;
+}
+
+static CUresult
+f_pointer_get_attribute(void *data, int attr, CUdeviceptr p)
+{
+  pthread_mutex_lock(&fake_mu);
+  struct fake_map *m = fake_find((uintptr_t)p);
+  struct fake_map copy = m ? *m : (struct fake_map){0};
+  pthread_mutex_unlock(&fake_mu);
+  if (!m) return 1; /* CUDA_ERROR_INVALID_VALUE: not the driver's */
+  switch (attr) {
+  case 1:
+    *(void **)data = &fake_ctx_token;
+    break; /* CONTEXT */
+  case 2:
+    *(unsigned *)data = 2;
+    break; /* MEMORY_TYPE: device */
+  case 7:
+    *(unsigned long long *)data = copy.id;
+    break; /* BUFFER_ID */
+  case 8:
+    *(unsigned *)data = 0;
+    break; /* IS_MANAGED */
+  case 9:
+    *(int *)data = 0;
+    break; /* DEVICE_ORDINAL */
+  case 10:
+    *(int *)data = !getenv("FAKE_CUDA_NO_IPC") && !copy.imported;
+    break; /* IPC capable */
+  case 11:
+    *(CUdeviceptr *)data = copy.base;
+    break; /* RANGE_START_ADDR */
+  case 12:
+    *(size_t *)data = copy.size;
+    break; /* RANGE_SIZE */
+  default:
+    return 1;
+  }
+  return 0;
+}
+
+static CUresult
+f_ctx_push(void *ctx)
+{
+  return ctx == &fake_ctx_token ? 0 : 201;
+}
+
+static CUresult
+f_ctx_pop(void **ctx)
+{
+  if (ctx) *ctx = &fake_ctx_token;
+  return 0;
+}
+
+static CUresult
+f_ctx_get_current(void **ctx)
+{
+  *ctx = &fake_ctx_token;
+  return 0;
+}
+
+static CUresult
+f_ctx_get_device(int *dev)
+{
+  *dev = 0;
+  return 0;
+}
+
+static CUresult
+f_device_get_attribute(int *v, int attr, int dev)
+{
+  (void)attr;
+  (void)dev;
+  *v = 4;
+  return 0;
+}
+
+static CUresult
+f_memcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+  memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+  return 0;
+}
+
+static CUresult
+f_memcpy_async(CUdeviceptr dst, CUdeviceptr src, size_t n, void *stream)
+{
+  (void)stream;
+  return f_memcpy(dst, src, n);
+}
+
+static CUresult
+f_stream_synchronize(void *stream)
+{
+  (void)stream;
+  return 0;
+}
+
+static CUresult
+f_ipc_get(CUipcMemHandle *h, CUdeviceptr base)
+{
+  pthread_mutex_lock(&fake_mu);
+  struct fake_map *m = fake_find((uintptr_t)base);
+  struct fake_handle fh = {getpid(), m ? m->fd : -1, m ? m->size : 0, m ? m->id : 0};
+  pthread_mutex_unlock(&fake_mu);
+  if (!m || m->imported) return 1;
+  memset(h, 0, sizeof(*h));
+  memcpy(h->reserved, &fh, sizeof(fh));
+  return 0;
+}
+
+static CUresult
+f_ipc_open(CUdeviceptr *p, CUipcMemHandle h, unsigned flags)
+{
+  (void)flags;
+  struct fake_handle fh;
+  memcpy(&fh, h.reserved, sizeof(fh));
+  if (getenv("FAKE_CUDA_FAIL_OPEN")) return 205; /* CUDA_ERROR_MAP_FAILED */
+  if (fh.pid == getpid()) return 201;            /* as CUDA: not in the exporting process */
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/%d/fd/%d", fh.pid, fh.fd);
+  int fd = open(path, O_RDWR);
+  if (fd < 0) return 400; /* CUDA_ERROR_INVALID_HANDLE */
+  void *m = mmap(NULL, fh.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (m == MAP_FAILED) return 205;
+  pthread_mutex_lock(&fake_mu);
+  struct fake_map *s = fake_slot();
+  if (s) *s = (struct fake_map){(uintptr_t)m, fh.size, -1, fh.id, 1};
+  fake_opens++;
+  pthread_mutex_unlock(&fake_mu);
+  *p = (CUdeviceptr)(uintptr_t)m;
+  return 0;
+}
+
+static CUresult
+f_ipc_close(CUdeviceptr p)
+{
+  pthread_mutex_lock(&fake_mu);
+  struct fake_map *m = fake_find((uintptr_t)p);
+  if (!m || !m->imported) {
+    pthread_mutex_unlock(&fake_mu);
+    return 1;
+  }
+  munmap((void *)m->base, m->size);
+  memset(m, 0, sizeof(*m));
+  fake_closes++;
+  pthread_mutex_unlock(&fake_mu);
+  return 0;
+}
+
+static CUresult
+f_module_load(void **mod, const void *image)
+{
+  *mod = (void *)image;
+  return image ? 0 : 218; /* CUDA_ERROR_INVALID_PTX */
+}
+
+static CUresult
+f_module_get_function(void **fn, void *mod, const char *name)
+{
+  (void)mod;
+  const char *pre = "collie_reduce_";
+  if (strncmp(name, pre, strlen(pre))) return 500; /* CUDA_ERROR_NOT_FOUND */
+  const char *dt = name + strlen(pre), *us = strrchr(dt, '_');
+  if (!us || (size_t)(us - dt) >= sizeof(fake_fns[0].dtype) || fake_nfns == 64) return 500;
+  struct fake_fn *f = &fake_fns[fake_nfns++];
+  memcpy(f->dtype, dt, (size_t)(us - dt));
+  f->dtype[us - dt] = '\0';
+  snprintf(f->op, sizeof(f->op), "%s", us + 1);
+  *fn = f;
+  return 0;
+}
+
+#define FAKE_REDUCE(T)                                                                             \
+  for (unsigned long long i = 0; i < n; i++) {                                                     \
+    T acc = ((const T *)srcs[0])[i];                                                               \
+    for (int k = 1; k < ns; k++) {                                                                 \
+      T x = ((const T *)srcs[k])[i];                                                               \
+      acc = sum ? acc + x : prod ? acc * x : mx ? (x > acc ? x : acc) : (x < acc ? x : acc);       \
+    }                                                                                              \
+    if (div > 1) acc = (T)(acc / (T)div);                                                          \
+    ((T *)dst)[i] = acc;                                                                           \
+  }
+
+static CUresult
+f_launch(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+         unsigned shmem, void *stream, void **params, void **extra)
+{
+  (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shmem, (void)stream,
+      (void)extra;
+  const struct fake_fn *f = fn;
+  void *dst = *(void **)params[0];
+  const void *const *srcs = (const void *const *)params[1]; /* the struct of 8 pointers */
+  int ns = *(int *)params[2];
+  unsigned long long n = *(unsigned long long *)params[3];
+  int div = *(int *)params[4];
+  int sum = !strcmp(f->op, "sum"), prod = !strcmp(f->op, "prod"), mx = !strcmp(f->op, "max");
+  if (!sum && !prod && !mx && strcmp(f->op, "min")) return 801; /* CUDA_ERROR_NOT_SUPPORTED */
+  if (ns < 1 || ns > 8) return 1;
+  if (!strcmp(f->dtype, "float32")) {
+    FAKE_REDUCE(float)
+  } else if (!strcmp(f->dtype, "float64")) {
+    FAKE_REDUCE(double)
+  } else if (!strcmp(f->dtype, "int32")) {
+    FAKE_REDUCE(int32_t)
+  } else if (!strcmp(f->dtype, "int64")) {
+    FAKE_REDUCE(int64_t)
+  } else {
+    return 801;
+  }
+  __atomic_add_fetch(&fake_launches, 1, __ATOMIC_RELAXED);
+  return 0;
+}
+
+static CUresult
+f_error_string(CUresult rc, const char **s)
+{
+  *s = rc == 205 ? "mapping failed (fake)" : rc == 201 ? "invalid context (fake)" : "error (fake)";
+  return 0;
+}
+
+FAKE_EXPORT CUresult
+cuGetProcAddress_v2(const char *name, void **fn, int version, unsigned long long flags, int *status)
+{
+  (void)version;
+  (void)flags;
+  static const struct {
+    const char *name;
+    void *fn;
+  } table[] = {
+      {"cuInit", (void *)f_init},
+      {"cuPointerGetAttribute", (void *)f_pointer_get_attribute},
+      {"cuCtxPushCurrent", (void *)f_ctx_push},
+      {"cuCtxPopCurrent", (void *)f_ctx_pop},
+      {"cuCtxGetCurrent", (void *)f_ctx_get_current},
+      {"cuCtxGetDevice", (void *)f_ctx_get_device},
+      {"cuDeviceGetAttribute", (void *)f_device_get_attribute},
+      {"cuMemcpy", (void *)f_memcpy},
+      {"cuMemcpyAsync", (void *)f_memcpy_async},
+      {"cuStreamSynchronize", (void *)f_stream_synchronize},
+      {"cuIpcGetMemHandle", (void *)f_ipc_get},
+      {"cuIpcOpenMemHandle", (void *)f_ipc_open},
+      {"cuIpcCloseMemHandle", (void *)f_ipc_close},
+      {"cuModuleLoadData", (void *)f_module_load},
+      {"cuModuleGetFunction", (void *)f_module_get_function},
+      {"cuLaunchKernel", (void *)f_launch},
+      {"cuGetErrorString", (void *)f_error_string},
+  };
+  for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+    if (!strcmp(table[i].name, name)) {
+      *fn = table[i].fn;
+      if (status) *status = 0;
+      return 0;
+    }
+  *fn = NULL;
+  return 500;
+}

@@ -1,0 +1,198 @@
+/*
+ * cuda_fake_test.c - the device path end to end on a CPU, with the stand-in
+ * driver of tests/fakecuda (libcuda.so.1 over shared memory): every rank
+ * loads it as torch would load the real one, allocates "device" buffers, and
+ * runs the collectives of the direct path (coll/cuda_ipc.c) and the staged
+ * ones, against expected values. What a GPU adds (real kernels, streams,
+ * speed) is scripts/gpu_check.sh's; what this proves is the logic: the
+ * records, the handle caches, the agreement, the blocks each rank reduces,
+ * in place and out of place, the fallback to the host on every rank when one
+ * cannot share, and that everything mapped is closed with the communicator.
+ */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/introspect.h"
+#include "runner.h"
+
+#define FAKE_LIB COLLIE_BUILD_DIR "/tests/fakecuda/libcuda.so.1"
+
+static int (*fk_alloc)(unsigned long long *, size_t);
+static int (*fk_free)(unsigned long long);
+static long (*fk_launches)(void);
+static long (*fk_held)(void);
+
+static void
+fk_load(void)
+{
+  void *h = dlopen(FAKE_LIB, RTLD_NOW | RTLD_GLOBAL);
+  ASSERTF(h, "cannot load the fake driver: %s", dlerror());
+  fk_alloc = (int (*)(unsigned long long *, size_t))dlsym(h, "cuMemAlloc_v2");
+  fk_free = (int (*)(unsigned long long))dlsym(h, "cuMemFree_v2");
+  fk_launches = (long (*)(void))dlsym(h, "fake_cuda_launches");
+  fk_held = (long (*)(void))dlsym(h, "fake_cuda_opens");
+  ASSERT(fk_alloc && fk_free && fk_launches && fk_held);
+}
+
+static void *
+dev_alloc(size_t n)
+{
+  unsigned long long p = 0;
+  ASSERT(fk_alloc(&p, n ? n : 1) == 0);
+  return (void *)(uintptr_t)p;
+}
+
+static void
+dev_free(void *p)
+{
+  ASSERT(fk_free((unsigned long long)(uintptr_t)p) == 0);
+}
+
+/* Rank r's element i (small integers: exact in float32). */
+static float
+fk_val(int r, size_t i)
+{
+  return (float)((r * 5 + (int)(i % 11)) % 9 + 1);
+}
+
+/* The collectives of the direct path on p ranks, float32 and int32, sum and
+ * max, in and out of place, counts around the 64-byte cut; each result
+ * checked on every rank. */
+static void
+fk_matrix(collie_comm_t *comm, int quick)
+{
+  int p = collie_comm_size(comm), r = collie_comm_rank(comm);
+  const size_t counts[] = {1, 5, 17, 1027, 70001};
+  for (size_t ci = quick ? 3 : 0; ci < sizeof(counts) / sizeof(counts[0]); ci++) {
+    size_t n = counts[ci];
+    for (int inplace = 0; inplace < 2; inplace++) {
+      /* allreduce, float32 sum and int32 max */
+      float *s = dev_alloc(n * 4), *d = inplace ? s : dev_alloc(n * 4);
+      for (size_t i = 0; i < n; i++) s[i] = fk_val(r, i);
+      ASSERT_OK(collie_allreduce(comm, s, d, n, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL));
+      for (size_t i = 0; i < n; i++) {
+        float want = 0;
+        for (int q = 0; q < p; q++) want += fk_val(q, i);
+        ASSERTF(d[i] == want, "allreduce n=%zu%s: [%zu] = %g, want %g", n,
+                inplace ? " in place" : "", i, d[i], want);
+      }
+      int32_t *is = (int32_t *)s, *id = (int32_t *)d;
+      for (size_t i = 0; i < n; i++) is[i] = (int32_t)fk_val(r, i) * (r % 2 ? -1 : 1);
+      ASSERT_OK(collie_allreduce(comm, is, id, n, COLLIE_INT32, COLLIE_MAX, NULL, NULL));
+      for (size_t i = 0; i < n; i++) {
+        int32_t want = INT32_MIN;
+        for (int q = 0; q < p; q++) {
+          int32_t v = (int32_t)fk_val(q, i) * (q % 2 ? -1 : 1);
+          if (v > want) want = v;
+        }
+        ASSERTF(id[i] == want, "allreduce int32 max n=%zu: [%zu] = %d, want %d", n, i, id[i], want);
+      }
+      if (!inplace) dev_free(d);
+      dev_free(s);
+
+      /* reduce_scatter (AVG: the kernel's last pass divides) and allgather */
+      float *all = dev_alloc(n * 4 * (size_t)p),
+            *mine = inplace ? all + (size_t)r * n : dev_alloc(n * 4);
+      for (size_t i = 0; i < n * (size_t)p; i++) all[i] = (float)p * fk_val(r, i);
+      ASSERT_OK(collie_reduce_scatter(comm, all, mine, n, COLLIE_FLOAT32, COLLIE_AVG, NULL, NULL));
+      for (size_t i = 0; i < n; i++) {
+        float want = 0;
+        for (int q = 0; q < p; q++) want += fk_val(q, (size_t)r * n + i);
+        ASSERTF(mine[i] == want, "reduce_scatter avg n=%zu%s: [%zu] = %g, want %g", n,
+                inplace ? " in place" : "", i, mine[i], want);
+      }
+      for (size_t i = 0; i < n; i++) mine[i] = fk_val(r, i);
+      for (size_t i = 0; i < n * (size_t)p; i++)
+        if (!inplace || i / n != (size_t)r) all[i] = -1;
+      ASSERT_OK(collie_allgather(comm, mine, all, n, COLLIE_FLOAT32, NULL, NULL));
+      for (size_t i = 0; i < n * (size_t)p; i++)
+        ASSERTF(all[i] == fk_val((int)(i / n), i % n), "allgather n=%zu%s: [%zu] = %g", n,
+                inplace ? " in place" : "", i, all[i]);
+      if (!inplace) dev_free(mine);
+      dev_free(all);
+    }
+    /* broadcast from every root */
+    float *b = dev_alloc(n * 4);
+    for (int root = 0; root < p; root++) {
+      for (size_t i = 0; i < n; i++) b[i] = r == root ? fk_val(root, i) : -1;
+      ASSERT_OK(collie_broadcast(comm, b, n, COLLIE_FLOAT32, root, NULL, NULL));
+      for (size_t i = 0; i < n; i++)
+        ASSERTF(b[i] == fk_val(root, i), "broadcast n=%zu root %d: [%zu] = %g", n, root, i, b[i]);
+    }
+    dev_free(b);
+  }
+}
+
+/* New buffers every call (the caches' churn: freed allocations announced and
+ * closed, least recently used evicted); the same buffers many times (hits). */
+static void
+fk_churn(collie_comm_t *comm)
+{
+  int p = collie_comm_size(comm);
+  for (int it = 0; it < 80; it++) {
+    float *s = dev_alloc(4096), *d = dev_alloc(4096);
+    for (int i = 0; i < 1024; i++) s[i] = (float)it;
+    ASSERT_OK(collie_allreduce(comm, s, d, 1024, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL));
+    ASSERTF(d[1023] == (float)(it * p), "churn %d: %g", it, d[1023]);
+    dev_free(s);
+    dev_free(d);
+    /* Mappings stay bounded: at most the caps per peer. */
+    ASSERTF(fk_held() <= 2L * 32 * (p - 1), "held %ld mappings after %d calls", fk_held(), it);
+  }
+}
+
+/* mode: 0 direct expected, 1 every allocation unshareable, 2 opening fails */
+static void
+fk_run(int mode, int quick)
+{
+  if (mode == 1) setenv("FAKE_CUDA_NO_IPC", "1", 1);
+  if (mode == 2) setenv("FAKE_CUDA_FAIL_OPEN", "1", 1);
+  fk_load();
+  collie_comm_t *comm = test_comm();
+  int direct = collie__comm_device_direct(comm, COLLIE_KIND_ALLREDUCE);
+  int has_code = strncmp(collie__device_code(), "none", 4) != 0;
+  ASSERTF(direct == has_code, "direct path %d with device code \"%s\"", direct,
+          collie__device_code());
+  fk_matrix(comm, quick);
+  long launches = fk_launches();
+  if (direct && mode == 0 && collie_comm_size(comm) > 1) /* one rank only copies */
+    ASSERTF(launches > 0, "the direct path never launched a kernel");
+  else
+    ASSERTF(launches == 0, "%ld kernels launched on the host path", launches);
+  if (!quick) fk_churn(comm);
+  /* The direct path asked for by name runs, or says why it cannot. */
+  collie_opts_t o = {.algorithm = COLLIE_ALGO_CUDA_IPC};
+  float *x = dev_alloc(64);
+  x[0] = 1;
+  collie_result_t rc = collie_allreduce(comm, x, x, 16, COLLIE_FLOAT32, COLLIE_SUM, &o, NULL);
+  if (direct)
+    ASSERT_OK(rc);
+  else
+    ASSERT(rc == COLLIE_INVALID_ARGUMENT);
+  dev_free(x);
+  ASSERT_OK(collie_comm_destroy(comm));
+  ASSERTF(fk_held() == 0, "%ld peer buffers still mapped after destroy", fk_held());
+}
+
+TEST_IMPL(cuda_fake_direct)
+{
+  fk_run(0, 0);
+}
+
+TEST_IMPL(cuda_fake_direct_quick)
+{
+  fk_run(0, 1);
+}
+
+TEST_IMPL(cuda_fake_unshareable)
+{
+  fk_run(1, 1);
+}
+
+TEST_IMPL(cuda_fake_open_fails)
+{
+  fk_run(2, 1);
+}
