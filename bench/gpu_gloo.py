@@ -10,7 +10,7 @@ all_reduce, all_gather_into_tensor, reduce_scatter_tensor and broadcast of
 float32 tensors from 8 B to MAX_BYTES (default 1 GiB), sizes x8 apart,
 sized and timed as nccl-tests and collie-bench do: size is the largest
 buffer of a rank, time the mean over a timed loop after warm-up (loops of
-at least 0.2 s, at least 2 calls, each followed by torch.cuda.synchronize so
+about 0.1 s, at least 1 call, each followed by torch.cuda.synchronize so
 the time includes the GPU's part), the max over ranks; busbw = algbw x
 2(n-1)/n (allreduce), (n-1)/n (allgather, reduce_scatter), 1 (broadcast).
 Gloo stages CUDA tensors through host memory. Rank 0 prints the table and
@@ -33,8 +33,14 @@ def main():
     csv_path = sys.argv[2] if len(sys.argv) > 2 else None
     dist.init_process_group("gloo")
     rank, n = dist.get_rank(), dist.get_world_size()
-    dev = torch.device("cuda", 0)
+    # GPU_GLOO_DEVICE=cpu: a dry run of the script on a machine without a GPU.
+    on_gpu = os.environ.get("GPU_GLOO_DEVICE", "cuda") == "cuda"
+    dev = torch.device("cuda", 0) if on_gpu else torch.device("cpu")
+    sync = torch.cuda.synchronize if on_gpu else (lambda: None)
     rows = []
+    csv = open(csv_path, "w") if rank == 0 and csv_path else None
+    if csv:
+        csv.write("impl,collective,algorithm,transport,nranks,bytes,count,time_us,algbw_GBps,busbw_GBps,wrong\n")
     sizes = []
     b = 8
     while b <= max_bytes:
@@ -61,21 +67,23 @@ def main():
                 fn = lambda: dist.broadcast(t, 0)
             try:
                 fn()
-                torch.cuda.synchronize()
+                sync()
             except Exception as e:  # noqa: BLE001 - a collective Gloo lacks on CUDA
                 if rank == 0:
                     print("# gloo %s on CUDA: %s" % (coll, str(e).splitlines()[0]))
                 break
             one = time.perf_counter()
             fn()
-            torch.cuda.synchronize()
-            one = time.perf_counter() - one
-            iters = max(2, min(2000, int(0.2 / max(one, 1e-6))))
+            sync()
+            one = torch.tensor([time.perf_counter() - one])
+            dist.all_reduce(one, op=dist.ReduceOp.MAX)  # every rank the same count of calls
+            one = one.item()
+            iters = max(1, min(2000, int(0.1 / max(one, 1e-6))))
             dist.barrier()
             t0 = time.perf_counter()
             for _ in range(iters):
                 fn()
-                torch.cuda.synchronize()
+                sync()
             us = torch.tensor([(time.perf_counter() - t0) / iters * 1e6])
             dist.all_reduce(us, op=dist.ReduceOp.MAX)
             us = us.item()
@@ -83,11 +91,11 @@ def main():
             rows.append((coll, nbytes, count, us, algbw, algbw * busbw_factor(coll, n)))
             if rank == 0:
                 print("%-15s %12d %12d %12.2f %10.3f %10.3f" % rows[-1], flush=True)
-    if rank == 0 and csv_path:
-        with open(csv_path, "w") as f:
-            f.write("impl,collective,algorithm,transport,nranks,bytes,count,time_us,algbw_GBps,busbw_GBps,wrong\n")
-            for coll, nbytes, count, us, algbw, bus in rows:
-                f.write("gloo,%s,gloo,cuda,%d,%d,%d,%.3f,%.4f,%.4f,0\n" % (coll, n, nbytes, count, us, algbw, bus))
+            if csv:  # line by line: a run cut short keeps what it measured
+                csv.write("gloo,%s,gloo,cuda,%d,%d,%d,%.3f,%.4f,%.4f,0\n" % ((coll, n) + rows[-1][1:]))
+                csv.flush()
+    if csv:
+        csv.close()
     dist.destroy_process_group()
 
 

@@ -93,7 +93,8 @@ step device_matrix device_matrix
 # 9. Speed (issue 21, item 7): collie-bench --device cuda at 2 and 4 ranks on
 # the one GPU (its header has the GPU's copy bandwidth and launch latency),
 # the same staged through the host (COLLIE_CUDA_IPC=0), and torch's Gloo on
-# the same CUDA tensors (bench/gpu_gloo.py), 8 B to 1 GiB, x8 apart.
+# the same CUDA tensors (bench/gpu_gloo.py), 8 B to 1 GiB (Gloo to 128 MiB:
+# it takes seconds a call beyond), x8 apart.
 device_bench() {
   for n in 2 4; do
     timeout 200 build-dev/collierun -n $n --timeout 190 build-dev/collie-bench --device cuda \
@@ -101,13 +102,13 @@ device_bench() {
       --csv "$out/collie_cuda_$n.csv" || return 1
   done
   COLLIE_CUDA_IPC=0 timeout 200 build-dev/collierun -n 2 --timeout 190 build-dev/collie-bench \
-    --device cuda -o allreduce,allgather,reduce_scatter,broadcast -b 8 -e 256M -f 8 -t 0.05 \
+    --device cuda -o allreduce,allgather,reduce_scatter,broadcast -b 8 -e 16M -f 8 -t 0.05 \
     --csv "$out/collie_cuda_staged_2.csv" || return 1
 }
 step device_bench device_bench
 gloo_bench() {
   for n in 2 4; do
-    timeout 240 build-dev/collierun -n $n --timeout 230 "$py" bench/gpu_gloo.py $((1 << 30)) \
+    timeout 85 build-dev/collierun -n $n --timeout 75 "$py" bench/gpu_gloo.py $((128 << 20)) \
       "$out/gloo_cuda_$n.csv" || return 1
   done
 }

@@ -10,6 +10,8 @@
   XX(cuda_fake_direct_shm_2, cuda_fake_direct, 2, "shm", 60)                                       \
   XX(cuda_fake_direct_shm_3, cuda_fake_direct, 3, "shm", 60)                                       \
   XX(cuda_fake_direct_quick_shm_9, cuda_fake_direct_quick, 9, "shm", 90)                           \
+  XX(cuda_fake_gpu_each_shm_3, cuda_fake_gpu_each, 3, "shm", 60)                                   \
+  XX(cuda_fake_gpu_each_quick_shm_9, cuda_fake_gpu_each_quick, 9, "shm", 90)                       \
   XX(cuda_fake_unshareable_shm_3, cuda_fake_unshareable, 3, "shm", 60)                             \
   XX(cuda_fake_open_fails_shm_2, cuda_fake_open_fails, 2, "shm", 60)                               \
   XX(topo_world_and_split_mixed_4, topo_world_and_split, 4, "mixed", 30)                           \

@@ -14,11 +14,28 @@
  *      now knows that every rank can read every buffer, or that one cannot
  *      (memory not shareable, a handle that will not open), and then all of
  *      them run the call through host memory instead (below);
- *   2. runs its share with its own kernels and copies on the stream, waits
- *      for it, and syncs after each phase whose results a peer reads next,
- *      and at the end, so no rank returns (and lets its caller overwrite a
- *      buffer) while a peer still reads it.
+ *   2. runs the call, on one of two plans. All on one GPU (the records'
+ *      device UUIDs agree; several ranks per GPU): one rank does all of the
+ *      work, because a GPU runs one process's work at a time and switches
+ *      between processes' contexts slowly (measured on an H200: ~300 us a
+ *      small call at 2 ranks, ~600 us at 4, when every rank ran its share,
+ *      against ~12 us when one rank did). On several GPUs: every rank its
+ *      share, so every GPU's bandwidth works. Each rank waits for its stream,
+ *      and syncs after each phase whose results a peer reads next and at the
+ *      end, so no rank returns (and lets its caller overwrite a buffer) while
+ *      a peer still reads or writes it.
  *
+ *   One GPU (the worker: rank 0; broadcast's root), kernels that write every
+ *   rank's output at once (kernels.cu: up to 8 destinations a launch):
+ *   allreduce       every recvbuf = the reduction of every sendbuf: reads p
+ *                   S, writes p S; syncs 3.
+ *   reduce_scatter  block q of every sendbuf reduced into rank q's recvbuf,
+ *                   one launch per q; syncs 3.
+ *   allgather       each sendbuf copied into its block of every recvbuf, one
+ *                   launch per sender; syncs 3.
+ *   broadcast       the root's buffer copied into every other one; syncs 3.
+ *
+ *   Several GPUs, every rank its share:
  *   allreduce       rank r reduces block r of every rank's sendbuf (rank
  *                   order, so every element has one order of combination
  *                   whichever rank computes it) into its own recvbuf; sync;
@@ -58,6 +75,7 @@ struct ipc_run {
   struct collie__shm_flat *f;
   void *stream;
   void **peer_send, **peer_recv; /* every rank's buffers in this process */
+  int one_gpu;                   /* every rank on this rank's GPU */
 };
 
 /* Start of block i of len bytes cut into p whole 64-byte lines. */
@@ -176,7 +194,8 @@ ipc_meet(struct ipc_run *x, const void *send, const void *recv, int *host)
   int b = collie__shm_flat_next_buf(x->f);
   struct collie__ipc_rec *mine = collie__shm_flat_piece(x->f, r, b, sizeof(*mine));
   const void *bufs[COLLIE_IPC_BUFS] = {send, recv};
-  if (collie__ipc_publish(*c->ipc, bufs, COLLIE_IPC_BUFS, mine) != COLLIE_SUCCESS) {
+  if (collie__ipc_publish(*c->ipc, bufs, COLLIE_IPC_BUFS, mine) != COLLIE_SUCCESS ||
+      collie__cuda_current_uuid(mine->device) != COLLIE_SUCCESS) {
     /* Still in step with the others: publishing nothing shareable sends
      * everyone down the host path. */
     COLLIE_WARN("COLL", "cuda_ipc: %s; this call goes through host memory", collie__err_msg());
@@ -187,10 +206,12 @@ ipc_meet(struct ipc_run *x, const void *send, const void *recv, int *host)
 
   /* Step 1: map what the others published, unless one of them cannot share. */
   int unshared = -1;
-  for (int q = 0; q < p && unshared < 0; q++)
-    if (((const struct collie__ipc_rec *)collie__shm_flat_piece(x->f, q, b, sizeof(*mine)))
-            ->unshared)
-      unshared = q;
+  x->one_gpu = 1;
+  for (int q = 0; q < p && unshared < 0; q++) {
+    const struct collie__ipc_rec *rec = collie__shm_flat_piece(x->f, q, b, sizeof(*mine));
+    if (rec->unshared) unshared = q;
+    x->one_gpu &= !memcmp(rec->device, mine->device, sizeof(mine->device));
+  }
   int failed = 0;
   for (int q = 0; q < p && unshared < 0 && !failed; q++) {
     const struct collie__ipc_rec *rec = collie__shm_flat_piece(x->f, q, b, sizeof(*mine));
@@ -229,7 +250,7 @@ static collie_result_t
 ipc_run(struct collie__call *c, const void *send, const void *recv,
         collie_result_t (*direct)(struct ipc_run *), collie_result_t (*alone)(struct ipc_run *))
 {
-  struct ipc_run x = {c, NULL, c->stream, NULL, NULL};
+  struct ipc_run x = {c, NULL, c->stream, NULL, NULL, 0};
   const void *any = c->recvbuf ? (const void *)c->recvbuf : c->sendbuf;
   collie_result_t rc = collie__cuda_push_ctx_of(any, "cuda_ipc: entering the buffer's context");
   if (rc != COLLIE_SUCCESS) return rc;
@@ -250,6 +271,15 @@ ipc_run(struct collie__call *c, const void *send, const void *recv,
 
 /* ---- allreduce ---- */
 
+/* The end of a plan: this rank's queued work done, then the last sync. */
+static collie_result_t
+ipc_finish(struct ipc_run *x, collie_result_t rc, const char *what)
+{
+  if (rc == COLLIE_SUCCESS) rc = ipc_wait(x, what);
+  if (rc == COLLIE_SUCCESS) rc = ipc_sync(x);
+  return rc;
+}
+
 static collie_result_t
 ipc_allreduce_alone(struct ipc_run *x)
 {
@@ -262,16 +292,23 @@ static collie_result_t
 ipc_allreduce_direct(struct ipc_run *x)
 {
   struct collie__call *c = x->c;
-  int p = c->size, r = c->rank;
-  size_t es = c->esize, len = c->count * es, lo = ipc_cut(len, p, r), hi = ipc_cut(len, p, r + 1);
+  int p = c->size, r = c->rank, div = c->op == COLLIE_AVG ? p : 0;
+  size_t es = c->esize, len = c->count * es;
   collie_result_t rc = COLLIE_SUCCESS;
+  if (x->one_gpu) {
+    if (r == 0)
+      rc = collie__cuda_reduce(x->peer_recv, p, (const void *const *)x->peer_send, p, c->count,
+                               c->dtype, c->op, div, x->stream);
+    return ipc_finish(x, rc, "cuda_ipc: allreduce");
+  }
   /* The sources of block r: every rank's sendbuf at lo, in rank order. The
    * pointers are rewritten in place (peer_send is this call's own array). */
+  size_t lo = ipc_cut(len, p, r), hi = ipc_cut(len, p, r + 1);
+  void *dst = (char *)c->recvbuf + lo;
   for (int q = 0; q < p; q++) x->peer_send[q] = (char *)x->peer_send[q] + lo;
   if (hi > lo)
-    rc = collie__cuda_reduce((char *)c->recvbuf + lo, (const void *const *)x->peer_send, p,
-                             (hi - lo) / es, c->dtype, c->op, c->op == COLLIE_AVG ? p : 0,
-                             x->stream);
+    rc = collie__cuda_reduce(&dst, 1, (const void *const *)x->peer_send, p, (hi - lo) / es,
+                             c->dtype, c->op, div, x->stream);
   if (rc == COLLIE_SUCCESS) rc = ipc_wait(x, "cuda_ipc: allreduce's reduction");
   if (rc == COLLIE_SUCCESS) rc = ipc_sync(x);
   for (int q = 0; q < p && rc == COLLIE_SUCCESS; q++) {
@@ -280,9 +317,7 @@ ipc_allreduce_direct(struct ipc_run *x)
       rc = collie__cuda_copy_async((char *)c->recvbuf + qlo, (char *)x->peer_recv[q] + qlo,
                                    qhi - qlo, x->stream, "cuda_ipc: allreduce's gather");
   }
-  if (rc == COLLIE_SUCCESS) rc = ipc_wait(x, "cuda_ipc: allreduce's gather");
-  if (rc == COLLIE_SUCCESS) rc = ipc_sync(x);
-  return rc;
+  return ipc_finish(x, rc, "cuda_ipc: allreduce's gather");
 }
 
 static collie_result_t
@@ -294,30 +329,38 @@ ipc_allreduce_run(struct collie__call *c)
 /* ---- reduce_scatter ---- */
 
 static collie_result_t
+ipc_reduce_scatter_direct(struct ipc_run *x)
+{
+  struct collie__call *c = x->c;
+  int p = c->size, div = c->op == COLLIE_AVG ? p : 0;
+  size_t blk = c->count * c->esize;
+  collie_result_t rc = COLLIE_SUCCESS;
+  if (x->one_gpu && c->rank != 0) return ipc_finish(x, rc, "cuda_ipc: reduce_scatter");
+  /* Block q of every sendbuf, into rank q's recvbuf: every q on one GPU
+   * (by rank 0), this rank's own on several. */
+  void **base = x->peer_send;
+  const void *few[16], **at = p <= 16 ? few : malloc((size_t)p * sizeof(void *));
+  if (!at) return collie__err(COLLIE_SYSTEM_ERROR, "cuda_ipc: out of memory for %d pointers", p);
+  for (int q = x->one_gpu ? 0 : c->rank; q < (x->one_gpu ? p : c->rank + 1) && rc == COLLIE_SUCCESS;
+       q++) {
+    for (int s = 0; s < p; s++) at[s] = (const char *)base[s] + (size_t)q * blk;
+    void *dst = x->one_gpu ? x->peer_recv[q] : c->recvbuf;
+    rc = collie__cuda_reduce(&dst, 1, at, p, c->count, c->dtype, c->op, div, x->stream);
+  }
+  if (at != few) free(at);
+  return ipc_finish(x, rc, "cuda_ipc: reduce_scatter");
+}
+
+static collie_result_t
 ipc_reduce_scatter_alone(struct ipc_run *x)
 {
   return ipc_allreduce_alone(x);
 }
 
 static collie_result_t
-ipc_reduce_scatter_direct(struct ipc_run *x)
-{
-  struct collie__call *c = x->c;
-  int p = c->size;
-  size_t es = c->esize, off = (size_t)c->rank * c->count * es;
-  for (int q = 0; q < p; q++) x->peer_send[q] = (char *)x->peer_send[q] + off;
-  collie_result_t rc =
-      collie__cuda_reduce(c->recvbuf, (const void *const *)x->peer_send, p, c->count, c->dtype,
-                          c->op, c->op == COLLIE_AVG ? p : 0, x->stream);
-  if (rc == COLLIE_SUCCESS) rc = ipc_wait(x, "cuda_ipc: reduce_scatter's reduction");
-  if (rc == COLLIE_SUCCESS) rc = ipc_sync(x);
-  return rc;
-}
-
-static collie_result_t
 ipc_reduce_scatter_run(struct collie__call *c)
 {
-  return ipc_run(c, c->sendbuf, NULL, ipc_reduce_scatter_direct, ipc_reduce_scatter_alone);
+  return ipc_run(c, c->sendbuf, c->recvbuf, ipc_reduce_scatter_direct, ipc_reduce_scatter_alone);
 }
 
 /* ---- allgather ---- */
@@ -326,15 +369,28 @@ static collie_result_t
 ipc_allgather_direct(struct ipc_run *x)
 {
   struct collie__call *c = x->c;
+  int p = c->size;
   size_t b = c->count * c->esize;
   collie_result_t rc = COLLIE_SUCCESS;
-  for (int q = 0; q < c->size && rc == COLLIE_SUCCESS; q++)
+  if (x->one_gpu) {
+    if (c->rank == 0) { /* each sendbuf to its block of every recvbuf: one launch a sender */
+      void *few[16] = {0}, **dsts = p <= 16 ? few : malloc((size_t)p * sizeof(void *));
+      if (!dsts)
+        return collie__err(COLLIE_SYSTEM_ERROR, "cuda_ipc: out of memory for %d pointers", p);
+      for (int s = 0; s < p && rc == COLLIE_SUCCESS; s++) {
+        for (int q = 0; q < p; q++) dsts[q] = (char *)x->peer_recv[q] + (size_t)s * b;
+        const void *src = x->peer_send[s];
+        rc = collie__cuda_reduce(dsts, p, &src, 1, c->count, c->dtype, COLLIE_SUM, 0, x->stream);
+      }
+      if (dsts != few) free(dsts);
+    }
+    return ipc_finish(x, rc, "cuda_ipc: allgather");
+  }
+  for (int q = 0; q < p && rc == COLLIE_SUCCESS; q++)
     rc = collie__cuda_copy_async((char *)c->recvbuf + (size_t)q * b,
                                  q == c->rank ? c->sendbuf : x->peer_send[q], b, x->stream,
                                  "cuda_ipc: allgather's copies");
-  if (rc == COLLIE_SUCCESS) rc = ipc_wait(x, "cuda_ipc: allgather's copies");
-  if (rc == COLLIE_SUCCESS) rc = ipc_sync(x);
-  return rc;
+  return ipc_finish(x, rc, "cuda_ipc: allgather's copies");
 }
 
 static collie_result_t
@@ -346,7 +402,7 @@ ipc_allgather_alone(struct ipc_run *x)
 static collie_result_t
 ipc_allgather_run(struct collie__call *c)
 {
-  return ipc_run(c, c->sendbuf, NULL, ipc_allgather_direct, ipc_allgather_alone);
+  return ipc_run(c, c->sendbuf, c->recvbuf, ipc_allgather_direct, ipc_allgather_alone);
 }
 
 /* ---- broadcast ---- */
@@ -355,13 +411,26 @@ static collie_result_t
 ipc_broadcast_direct(struct ipc_run *x)
 {
   struct collie__call *c = x->c;
+  int p = c->size;
   collie_result_t rc = COLLIE_SUCCESS;
+  if (x->one_gpu) {
+    if (c->rank == c->root) { /* the root's buffer into every other one */
+      void *few[16] = {0}, **dsts = p <= 16 ? few : malloc((size_t)p * sizeof(void *));
+      if (!dsts)
+        return collie__err(COLLIE_SYSTEM_ERROR, "cuda_ipc: out of memory for %d pointers", p);
+      int nd = 0;
+      for (int q = 0; q < p; q++)
+        if (q != c->root) dsts[nd++] = x->peer_recv[q];
+      const void *src = c->recvbuf;
+      rc = collie__cuda_reduce(dsts, nd, &src, 1, c->count, c->dtype, COLLIE_SUM, 0, x->stream);
+      if (dsts != few) free(dsts);
+    }
+    return ipc_finish(x, rc, "cuda_ipc: broadcast");
+  }
   if (c->rank != c->root)
     rc = collie__cuda_copy_async(c->recvbuf, x->peer_send[c->root], c->count * c->esize, x->stream,
                                  "cuda_ipc: broadcast's copy");
-  if (rc == COLLIE_SUCCESS) rc = ipc_wait(x, "cuda_ipc: broadcast's copy");
-  if (rc == COLLIE_SUCCESS) rc = ipc_sync(x);
-  return rc;
+  return ipc_finish(x, rc, "cuda_ipc: broadcast's copy");
 }
 
 static collie_result_t
@@ -374,7 +443,9 @@ ipc_broadcast_alone(struct ipc_run *x)
 static collie_result_t
 ipc_broadcast_run(struct collie__call *c)
 {
-  return ipc_run(c, c->rank == c->root ? c->recvbuf : NULL, NULL, ipc_broadcast_direct,
+  /* The root shares what it sends, the others where it goes. */
+  int root = c->rank == c->root;
+  return ipc_run(c, root ? c->recvbuf : NULL, root ? NULL : c->recvbuf, ipc_broadcast_direct,
                  ipc_broadcast_alone);
 }
 

@@ -73,6 +73,7 @@ collie__cuda_open(const char *path)
       {"cuCtxGetDevice", (void **)&cu.ctx_get_device},
       {"cuCtxGetCurrent", (void **)&cu.ctx_get_current},
       {"cuDeviceGetAttribute", (void **)&cu.device_get_attribute},
+      {"cuDeviceGetUuid", (void **)&cu.device_get_uuid},
       {"cuMemcpy", (void **)&cu.memcpy},
       {"cuMemcpyAsync", (void **)&cu.memcpy_async},
       {"cuStreamSynchronize", (void **)&cu.stream_synchronize},

@@ -62,12 +62,19 @@ collie_result_t collie__cuda_stream_sync(void *stream, const char *what);
 collie_result_t collie__cuda_copy_async(void *dst, const void *src, size_t n, void *stream,
                                         const char *what);
 
-/* Queues dst[i] = srcs[0][i] op ... op srcs[nsrc-1][i] for i < n (then / div
- * when div > 1: AVG's division; op AVG itself combines as SUM) on stream, in
- * the current context (collie__cuda_push_ctx_of). dst may be a source.
- * COLLIE_UNSUPPORTED without device code; driver errors as SYSTEM_ERROR. */
-collie_result_t collie__cuda_reduce(void *dst, const void *const *srcs, int nsrc, size_t n,
-                                    collie_dtype_t dtype, collie_op_t op, int div, void *stream);
+/* Queues, on stream in the current context (collie__cuda_push_ctx_of), for
+ * i < n: every dsts[k][i] (k < ndst) = srcs[0][i] op ... op srcs[nsrc-1][i],
+ * then / div when div > 1 (AVG's division; op AVG combines as SUM). A
+ * destination may be a source (in place). With one source it is a copy to
+ * every destination. COLLIE_UNSUPPORTED without device code; driver errors
+ * as SYSTEM_ERROR. */
+collie_result_t collie__cuda_reduce(void *const *dsts, int ndst, const void *const *srcs, int nsrc,
+                                    size_t n, collie_dtype_t dtype, collie_op_t op, int div,
+                                    void *stream);
+
+/* The device this thread's current context is on, as the driver's 16-byte
+ * UUID (the same GPU in every process, whatever CUDA_VISIBLE_DEVICES). */
+collie_result_t collie__cuda_current_uuid(unsigned char uuid[16]);
 
 /* The launch of a reduction of n elements of esize bytes on a device of sms
  * multiprocessors: threads per block and blocks (a grid-stride loop covers

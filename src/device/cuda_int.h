@@ -48,6 +48,7 @@ struct collie__cu {
   cu_result (*ctx_get_device)(cu_device *);
   cu_result (*ctx_get_current)(cu_ctx *);
   cu_result (*device_get_attribute)(int *, int, cu_device);
+  cu_result (*device_get_uuid)(unsigned char *, cu_device);
   cu_result (*memcpy)(cu_ptr, cu_ptr, size_t);
   cu_result (*memcpy_async)(cu_ptr, cu_ptr, size_t, cu_stream);
   cu_result (*stream_synchronize)(cu_stream);

@@ -23,7 +23,7 @@ extern const unsigned char *const collie__cuda_ptx[];
 #define KERNEL_SRCS 8 /* kernels.cu's COLLIE_KERNEL_SRCS */
 #define KERNEL_CTXS 16
 
-struct kernel_srcs {
+struct kernel_ptrs {
   const void *p[KERNEL_SRCS];
 };
 
@@ -117,15 +117,44 @@ kernel_fn(collie_dtype_t dtype, collie_op_t op, cu_function *fn, int *sms)
   return out;
 }
 
+/* One launch: every dsts[k] (k < nd <= KERNEL_SRCS) = srcs[0] op ... op
+ * srcs[ns-1] (ns <= KERNEL_SRCS), / div when div > 1. */
+static collie_result_t
+kernel_launch(cu_function fn, int sms, void *const *dsts, int nd, const void *const *srcs, int ns,
+              size_t n, size_t es, int div, void *stream, collie_dtype_t dtype, collie_op_t op)
+{
+  struct kernel_ptrs d = {{0}}, s = {{0}};
+  int aligned = 1;
+  for (int k = 0; k < nd; k++) {
+    d.p[k] = dsts[k];
+    aligned &= ((uintptr_t)dsts[k] & 15) == 0;
+  }
+  for (int k = 0; k < ns; k++) {
+    s.p[k] = srcs[k];
+    aligned &= ((uintptr_t)srcs[k] & 15) == 0;
+  }
+  unsigned blocks, threads;
+  collie__cuda_grid(n, es, aligned, sms, &blocks, &threads);
+  unsigned long long nn = n;
+  void *args[] = {&d, &nd, &s, &ns, &nn, &div};
+  cu_result rc =
+      collie__cu.launch_kernel(fn, blocks, 1, 1, threads, 1, 1, 0, (cu_stream)stream, args, NULL);
+  if (rc == CU_SUCCESS) return COLLIE_SUCCESS;
+  char what[96];
+  snprintf(what, sizeof(what), "launching the %s %s reduction of %zu elements",
+           collie_dtype_name(dtype), collie_op_name(op), n);
+  return collie__cuda_fail(rc, what);
+}
+
 collie_result_t
-collie__cuda_reduce(void *dst, const void *const *srcs, int nsrc, size_t n, collie_dtype_t dtype,
-                    collie_op_t op, int div, void *stream)
+collie__cuda_reduce(void *const *dsts, int ndst, const void *const *srcs, int nsrc, size_t n,
+                    collie_dtype_t dtype, collie_op_t op, int div, void *stream)
 {
   if (!collie__cuda_has_kernels())
     return collie__err(COLLIE_UNSUPPORTED,
                        "CUDA: this libcollie has no device code (%s): rebuild with nvcc",
                        collie__cuda_ptx_desc);
-  if (n == 0) return COLLIE_SUCCESS;
+  if (n == 0 || ndst < 1) return COLLIE_SUCCESS;
   if (nsrc < 1) return collie__err(COLLIE_INTERNAL_ERROR, "CUDA: a reduction of no sources");
   if (op == COLLIE_AVG) op = COLLIE_SUM; /* the division is the last pass's div */
   cu_function fn = NULL;
@@ -133,9 +162,17 @@ collie__cuda_reduce(void *dst, const void *const *srcs, int nsrc, size_t n, coll
   collie_result_t r = kernel_fn(dtype, op, &fn, &sms);
   if (r != COLLIE_SUCCESS) return r;
   size_t es = collie_dtype_size(dtype);
-  /* A source that is dst itself (an in-place call's own block) must be read
-   * by the first pass, before dst is written: moved to the front when it
-   * would fall in a later one. */
+  if (nsrc <= KERNEL_SRCS) /* one pass, up to KERNEL_SRCS destinations at a time */
+    for (int k = 0; k < ndst && r == COLLIE_SUCCESS; k += KERNEL_SRCS)
+      r = kernel_launch(fn, sms, dsts + k, ndst - k < KERNEL_SRCS ? ndst - k : KERNEL_SRCS, srcs,
+                        nsrc, n, es, div, stream, dtype, op);
+  if (nsrc <= KERNEL_SRCS || r != COLLIE_SUCCESS) return r;
+  /* More sources than a pass takes: passes fold them into dsts[0], later
+   * passes reading it back; the others get copies. A source that is
+   * dsts[0] itself (an in-place call's own block) must be read by the first
+   * pass, before dsts[0] is written: moved to the front when it would fall
+   * in a later one. */
+  void *dst = dsts[0];
   const void *few[64], **order = few;
   for (int k = KERNEL_SRCS; k < nsrc; k++)
     if (srcs[k] == dst) {
@@ -148,31 +185,27 @@ collie__cuda_reduce(void *dst, const void *const *srcs, int nsrc, size_t n, coll
       srcs = order;
       break;
     }
-  /* KERNEL_SRCS sources per pass; later passes fold the rest into dst. */
-  for (int first = 0; first < nsrc;) {
-    struct kernel_srcs s = {{0}};
+  for (int first = 0; first < nsrc && r == COLLIE_SUCCESS;) {
+    const void *pass[KERNEL_SRCS];
     int ns = 0;
-    if (first > 0) s.p[ns++] = dst;
-    while (ns < KERNEL_SRCS && first < nsrc) s.p[ns++] = srcs[first++];
-    int aligned = ((uintptr_t)dst & 15) == 0;
-    for (int k = 0; k < ns; k++) aligned &= ((uintptr_t)s.p[k] & 15) == 0;
-    unsigned blocks, threads;
-    collie__cuda_grid(n, es, aligned, sms, &blocks, &threads);
-    unsigned long long nn = n;
-    int d = first == nsrc ? div : 0;
-    void *args[] = {&dst, &s, &ns, &nn, &d};
-    cu_result rc =
-        collie__cu.launch_kernel(fn, blocks, 1, 1, threads, 1, 1, 0, (cu_stream)stream, args, NULL);
-    if (rc != CU_SUCCESS) {
-      char what[96];
-      snprintf(what, sizeof(what), "launching the %s %s reduction of %zu elements",
-               collie_dtype_name(dtype), collie_op_name(op), n);
-      if (order != few) free(order);
-      return collie__cuda_fail(rc, what);
-    }
+    if (first > 0) pass[ns++] = dst;
+    while (ns < KERNEL_SRCS && first < nsrc) pass[ns++] = srcs[first++];
+    r = kernel_launch(fn, sms, &dst, 1, pass, ns, n, es, first == nsrc ? div : 0, stream, dtype,
+                      op);
   }
   if (order != few) free(order);
-  return COLLIE_SUCCESS;
+  for (int k = 1; k < ndst && r == COLLIE_SUCCESS; k++)
+    r = collie__cuda_copy_async(dsts[k], dst, n * es, stream, "copying a reduction's result");
+  return r;
+}
+
+collie_result_t
+collie__cuda_current_uuid(unsigned char uuid[16])
+{
+  cu_device dev = 0;
+  cu_result rc = collie__cu.ctx_get_device(&dev);
+  if (rc == CU_SUCCESS) rc = collie__cu.device_get_uuid(uuid, dev);
+  return rc == CU_SUCCESS ? COLLIE_SUCCESS : collie__cuda_fail(rc, "cuDeviceGetUuid");
 }
 
 collie_result_t

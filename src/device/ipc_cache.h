@@ -60,6 +60,7 @@ struct collie__ipc_rec {
   uint32_t unshared; /* buffers that could not be shared (not IPC memory) */
   uint32_t nreleased;
   uint32_t pad_;
+  unsigned char device[16]; /* the GPU's UUID (set by the caller: not the cache's) */
   struct collie__ipc_buf buf[COLLIE_IPC_BUFS];
   uint64_t released[COLLIE_IPC_ANNOUNCE]; /* ids gone since the last record */
 };

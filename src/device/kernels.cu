@@ -5,11 +5,13 @@
  * cuModuleLoadData the first time a context needs it. Nothing here is
  * linked: the library still depends on libc and pthreads only.
  *
- * collie_reduce_<dtype>_<op>(dst, srcs, ns, n, div): dst[i] = srcs[0][i] op
- * srcs[1][i] op ... op srcs[ns-1][i] for i < n, combined left to right in
- * the order given (one order per element, so the bits never depend on the
- * launch), then divided by div when div > 1 (AVG's last pass). dst may be
- * one of the sources: every element is read and written by one thread.
+ * collie_reduce_<dtype>_<op>(dsts, nd, srcs, ns, n, div): for i < n, every
+ * dsts[k][i] (k < nd) = srcs[0][i] op srcs[1][i] op ... op srcs[ns-1][i],
+ * combined left to right in the order given (one order per element, so the
+ * bits never depend on the launch), then divided by div when div > 1 (AVG's
+ * last pass). A destination may be one of the sources: every element is
+ * read, then written, by one thread. With one source it is a copy to nd
+ * places (what broadcast and allgather use on one GPU).
  *
  * The arithmetic is the CPU kernels' (src/reduce/kernels_gen.h): integer SUM
  * and PROD wrap (done unsigned), MIN and MAX propagate NaN, fp16 and bf16
@@ -25,7 +27,7 @@
 
 #define COLLIE_KERNEL_SRCS 8
 
-struct collie_srcs {
+struct collie_ptrs {
   const void *p[COLLIE_KERNEL_SRCS];
 };
 
@@ -150,7 +152,7 @@ divide(typename K::Store a, int div)
 
 template <class K, class OP>
 __device__ void
-reduce_n(typename K::Store *dst, collie_srcs s, int ns, unsigned long long n, int div)
+reduce_n(collie_ptrs d, int nd, collie_ptrs s, int ns, unsigned long long n, int div)
 {
   typedef typename K::Store S;
   const int V = 16 / sizeof(S);
@@ -158,10 +160,12 @@ reduce_n(typename K::Store *dst, collie_srcs s, int ns, unsigned long long n, in
     uint4 u;
     S e[16 / sizeof(S)];
   };
-  int aligned = ((uintptr_t)dst & 15) == 0;
+  int aligned = 1;
 #pragma unroll
-  for (int k = 0; k < COLLIE_KERNEL_SRCS; k++)
+  for (int k = 0; k < COLLIE_KERNEL_SRCS; k++) {
     if (k < ns) aligned &= ((uintptr_t)s.p[k] & 15) == 0;
+    if (k < nd) aligned &= ((uintptr_t)d.p[k] & 15) == 0;
+  }
   unsigned long long tid = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
   unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
   unsigned long long nv = aligned ? n / V : 0;
@@ -176,21 +180,24 @@ reduce_n(typename K::Store *dst, collie_srcs s, int ns, unsigned long long n, in
     if (div > 1)
 #pragma unroll
       for (int j = 0; j < V; j++) acc.e[j] = divide<K>(acc.e[j], div);
-    ((uint4 *)dst)[v] = acc.u;
+#pragma unroll
+    for (int k = 0; k < COLLIE_KERNEL_SRCS; k++)
+      if (k < nd) ((uint4 *)d.p[k])[v] = acc.u;
   }
   for (unsigned long long i = nv * V + tid; i < n; i += stride) {
     S acc = ((const S *)s.p[0])[i];
     for (int k = 1; k < ns; k++) acc = combine<K, OP>(acc, ((const S *)s.p[k])[i]);
     if (div > 1) acc = divide<K>(acc, div);
-    dst[i] = acc;
+    for (int k = 0; k < nd; k++) ((S *)d.p[k])[i] = acc;
   }
 }
 
 #define COLLIE_KERNEL(NAME, K, OP)                                                                 \
   extern "C" __global__ void __launch_bounds__(512)                                                \
-      collie_reduce_##NAME(K::Store *dst, collie_srcs s, int ns, unsigned long long n, int div)   \
+      collie_reduce_##NAME(collie_ptrs d, int nd, collie_ptrs s, int ns, unsigned long long n,     \
+                           int div)                                                                \
   {                                                                                                \
-    reduce_n<K, OP>(dst, s, ns, n, div);                                                           \
+    reduce_n<K, OP>(d, nd, s, ns, n, div);                                                         \
   }
 
 #define COLLIE_KERNELS_ARITH(NAME, K)                                                              \

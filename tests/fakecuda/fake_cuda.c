@@ -9,6 +9,8 @@
  * checks the logic a GPU would run; what a real GPU adds (streams, the PTX,
  * the speed) is for scripts/gpu_check.sh.
  *
+ * FAKE_CUDA_GPU_PER_PROCESS=1 gives every process a GPU of its own (the
+ * direct path's plan for several GPUs; by default all share one).
  * FAKE_CUDA_NO_IPC=1 makes allocations unshareable (as cuMemCreate's are),
  * FAKE_CUDA_FAIL_OPEN=1 makes cuIpcOpenMemHandle fail: the two ways the
  * direct path must fall back to the host on every rank.
@@ -309,9 +311,10 @@ f_module_get_function(void **fn, void *mod, const char *name)
       acc = sum ? acc + x : prod ? acc * x : mx ? (x > acc ? x : acc) : (x < acc ? x : acc);       \
     }                                                                                              \
     if (div > 1) acc = (T)(acc / (T)div);                                                          \
-    ((T *)dst)[i] = acc;                                                                           \
+    for (int k = 0; k < nd; k++) ((T *)dsts[k])[i] = acc;                                          \
   }
 
+/* collie_reduce_<dtype>_<op>(dsts, nd, srcs, ns, n, div), as kernels.cu. */
 static CUresult
 f_launch(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
          unsigned shmem, void *stream, void **params, void **extra)
@@ -319,14 +322,15 @@ f_launch(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned 
   (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shmem, (void)stream,
       (void)extra;
   const struct fake_fn *f = fn;
-  void *dst = *(void **)params[0];
-  const void *const *srcs = (const void *const *)params[1]; /* the struct of 8 pointers */
-  int ns = *(int *)params[2];
-  unsigned long long n = *(unsigned long long *)params[3];
-  int div = *(int *)params[4];
+  void *const *dsts = (void *const *)params[0]; /* a struct of 8 pointers */
+  int nd = *(int *)params[1];
+  const void *const *srcs = (const void *const *)params[2];
+  int ns = *(int *)params[3];
+  unsigned long long n = *(unsigned long long *)params[4];
+  int div = *(int *)params[5];
   int sum = !strcmp(f->op, "sum"), prod = !strcmp(f->op, "prod"), mx = !strcmp(f->op, "max");
   if (!sum && !prod && !mx && strcmp(f->op, "min")) return 801; /* CUDA_ERROR_NOT_SUPPORTED */
-  if (ns < 1 || ns > 8) return 1;
+  if (ns < 1 || ns > 8 || nd < 1 || nd > 8) return 1;
   if (!strcmp(f->dtype, "float32")) {
     FAKE_REDUCE(float)
   } else if (!strcmp(f->dtype, "float64")) {
@@ -339,6 +343,20 @@ f_launch(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned 
     return 801;
   }
   __atomic_add_fetch(&fake_launches, 1, __ATOMIC_RELAXED);
+  return 0;
+}
+
+/* One GPU for every process, unless FAKE_CUDA_GPU_PER_PROCESS is set (then
+ * each process has its own: the plan for several GPUs). */
+static CUresult
+f_device_get_uuid(unsigned char *uuid, int dev)
+{
+  (void)dev;
+  memset(uuid, 0x5a, 16);
+  if (getenv("FAKE_CUDA_GPU_PER_PROCESS")) {
+    int pid = getpid();
+    memcpy(uuid, &pid, sizeof(pid));
+  }
   return 0;
 }
 
@@ -365,6 +383,7 @@ cuGetProcAddress_v2(const char *name, void **fn, int version, unsigned long long
       {"cuCtxGetCurrent", (void *)f_ctx_get_current},
       {"cuCtxGetDevice", (void *)f_ctx_get_device},
       {"cuDeviceGetAttribute", (void *)f_device_get_attribute},
+      {"cuDeviceGetUuid", (void *)f_device_get_uuid},
       {"cuMemcpy", (void *)f_memcpy},
       {"cuMemcpyAsync", (void *)f_memcpy_async},
       {"cuStreamSynchronize", (void *)f_stream_synchronize},

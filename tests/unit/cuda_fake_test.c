@@ -144,12 +144,14 @@ fk_churn(collie_comm_t *comm)
   }
 }
 
-/* mode: 0 direct expected, 1 every allocation unshareable, 2 opening fails */
+/* mode: 0 direct expected (one GPU), 1 every allocation unshareable, 2
+ * opening fails, 3 direct expected, a GPU per rank */
 static void
 fk_run(int mode, int quick)
 {
   if (mode == 1) setenv("FAKE_CUDA_NO_IPC", "1", 1);
   if (mode == 2) setenv("FAKE_CUDA_FAIL_OPEN", "1", 1);
+  if (mode == 3) setenv("FAKE_CUDA_GPU_PER_PROCESS", "1", 1);
   fk_load();
   collie_comm_t *comm = test_comm();
   int direct = collie__comm_device_direct(comm, COLLIE_KIND_ALLREDUCE);
@@ -158,10 +160,13 @@ fk_run(int mode, int quick)
           collie__device_code());
   fk_matrix(comm, quick);
   long launches = fk_launches();
-  if (direct && mode == 0 && collie_comm_size(comm) > 1) /* one rank only copies */
-    ASSERTF(launches > 0, "the direct path never launched a kernel");
-  else
-    ASSERTF(launches == 0, "%ld kernels launched on the host path", launches);
+  /* One GPU: rank 0 does the work (broadcast's root too); a GPU each: every
+   * rank its share; the host path: no kernel. One rank alone only copies. */
+  int p = collie_comm_size(comm), r = collie_comm_rank(comm);
+  if (direct && p > 1 && (mode == 3 || (mode == 0 && r == 0)))
+    ASSERTF(launches > 0, "the direct path never launched a kernel on rank %d", r);
+  if (!direct || mode == 1 || mode == 2)
+    ASSERTF(launches == 0, "%ld kernels launched on the host path (mode %d)", launches, mode);
   if (!quick) fk_churn(comm);
   /* The direct path asked for by name runs, or says why it cannot. */
   collie_opts_t o = {.algorithm = COLLIE_ALGO_CUDA_IPC};
@@ -185,6 +190,16 @@ TEST_IMPL(cuda_fake_direct)
 TEST_IMPL(cuda_fake_direct_quick)
 {
   fk_run(0, 1);
+}
+
+TEST_IMPL(cuda_fake_gpu_each)
+{
+  fk_run(3, 0);
+}
+
+TEST_IMPL(cuda_fake_gpu_each_quick)
+{
+  fk_run(3, 1);
 }
 
 TEST_IMPL(cuda_fake_unshareable)
