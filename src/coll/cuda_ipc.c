@@ -56,6 +56,7 @@
  * them, and copies the result back, all within this call's slot, so the
  * ranks stay in step whichever way they went.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,6 +70,8 @@
  * sizes and counts, far below): a rank that took the host algorithm for
  * the same call fails the first sync with a mismatch. */
 #define IPC_SHAPE 0xCDA00000u
+
+static atomic_int ipc_warned; /* the fallback's WARN: once a process */
 
 struct ipc_run {
   struct collie__call *c;
@@ -198,7 +201,11 @@ ipc_meet(struct ipc_run *x, const void *send, const void *recv, int *host)
       collie__cuda_current_uuid(mine->device) != COLLIE_SUCCESS) {
     /* Still in step with the others: publishing nothing shareable sends
      * everyone down the host path. */
-    COLLIE_WARN("COLL", "cuda_ipc: %s; this call goes through host memory", collie__err_msg());
+    if (!atomic_exchange(&ipc_warned, 1))
+      COLLIE_WARN("COLL",
+                  "cuda_ipc: %s; this call (and any other that cannot share) goes through "
+                  "host memory",
+                  collie__err_msg());
     memset(mine, 0, sizeof(*mine));
     mine->unshared = 1;
   }
@@ -220,9 +227,11 @@ ipc_meet(struct ipc_run *x, const void *send, const void *recv, int *host)
       out[0] = (void *)send;
       out[1] = (void *)recv;
     } else if (collie__ipc_map(*c->ipc, q, rec, out) != COLLIE_SUCCESS) {
-      COLLIE_WARN("COLL",
-                  "cuda_ipc: mapping rank %d's buffers: %s; this call goes through host memory",
-                  collie__call_peer(c, q), collie__err_msg());
+      if (!atomic_exchange(&ipc_warned, 1)) /* once a process: a loop would flood the log */
+        COLLIE_WARN("COLL",
+                    "cuda_ipc: mapping rank %d's buffers: %s; this call (and any other that "
+                    "cannot map) goes through host memory",
+                    collie__call_peer(c, q), collie__err_msg());
       failed = 1;
     }
     x->peer_send[q] = out[0];
@@ -245,17 +254,20 @@ ipc_meet(struct ipc_run *x, const void *send, const void *recv, int *host)
   return COLLIE_SUCCESS;
 }
 
-/* The frame of every call: one rank alone, context, meeting, host path. */
+/* The frame of every call: context, one rank alone (its own copy; a
+ * broadcast has nothing to do), meeting, host path or direct. */
 static collie_result_t
 ipc_run(struct collie__call *c, const void *send, const void *recv,
-        collie_result_t (*direct)(struct ipc_run *), collie_result_t (*alone)(struct ipc_run *))
+        collie_result_t (*direct)(struct ipc_run *))
 {
   struct ipc_run x = {c, NULL, c->stream, NULL, NULL, 0};
   const void *any = c->recvbuf ? (const void *)c->recvbuf : c->sendbuf;
   collie_result_t rc = collie__cuda_push_ctx_of(any, "cuda_ipc: entering the buffer's context");
   if (rc != COLLIE_SUCCESS) return rc;
   if (c->size == 1) {
-    rc = alone(&x);
+    if (c->kind != COLLIE_KIND_BROADCAST) /* allgather and reduce_scatter: one block */
+      rc = collie__cuda_copy_async(c->recvbuf, c->sendbuf, c->count * c->esize, x.stream,
+                                   "cuda_ipc: a one-rank call's copy");
     if (rc == COLLIE_SUCCESS) rc = ipc_wait(&x, "cuda_ipc: finishing the call's work");
     collie__cuda_pop();
     return rc;
@@ -278,14 +290,6 @@ ipc_finish(struct ipc_run *x, collie_result_t rc, const char *what)
   if (rc == COLLIE_SUCCESS) rc = ipc_wait(x, what);
   if (rc == COLLIE_SUCCESS) rc = ipc_sync(x);
   return rc;
-}
-
-static collie_result_t
-ipc_allreduce_alone(struct ipc_run *x)
-{
-  struct collie__call *c = x->c;
-  return collie__cuda_copy_async(c->recvbuf, c->sendbuf, c->count * c->esize, x->stream,
-                                 "cuda_ipc: allreduce copy");
 }
 
 static collie_result_t
@@ -323,7 +327,7 @@ ipc_allreduce_direct(struct ipc_run *x)
 static collie_result_t
 ipc_allreduce_run(struct collie__call *c)
 {
-  return ipc_run(c, c->sendbuf, c->recvbuf, ipc_allreduce_direct, ipc_allreduce_alone);
+  return ipc_run(c, c->sendbuf, c->recvbuf, ipc_allreduce_direct);
 }
 
 /* ---- reduce_scatter ---- */
@@ -352,15 +356,9 @@ ipc_reduce_scatter_direct(struct ipc_run *x)
 }
 
 static collie_result_t
-ipc_reduce_scatter_alone(struct ipc_run *x)
-{
-  return ipc_allreduce_alone(x);
-}
-
-static collie_result_t
 ipc_reduce_scatter_run(struct collie__call *c)
 {
-  return ipc_run(c, c->sendbuf, c->recvbuf, ipc_reduce_scatter_direct, ipc_reduce_scatter_alone);
+  return ipc_run(c, c->sendbuf, c->recvbuf, ipc_reduce_scatter_direct);
 }
 
 /* ---- allgather ---- */
@@ -394,15 +392,9 @@ ipc_allgather_direct(struct ipc_run *x)
 }
 
 static collie_result_t
-ipc_allgather_alone(struct ipc_run *x)
-{
-  return ipc_allreduce_alone(x);
-}
-
-static collie_result_t
 ipc_allgather_run(struct collie__call *c)
 {
-  return ipc_run(c, c->sendbuf, c->recvbuf, ipc_allgather_direct, ipc_allgather_alone);
+  return ipc_run(c, c->sendbuf, c->recvbuf, ipc_allgather_direct);
 }
 
 /* ---- broadcast ---- */
@@ -434,19 +426,11 @@ ipc_broadcast_direct(struct ipc_run *x)
 }
 
 static collie_result_t
-ipc_broadcast_alone(struct ipc_run *x)
-{
-  (void)x;
-  return COLLIE_SUCCESS;
-}
-
-static collie_result_t
 ipc_broadcast_run(struct collie__call *c)
 {
   /* The root shares what it sends, the others where it goes. */
   int root = c->rank == c->root;
-  return ipc_run(c, root ? c->recvbuf : NULL, root ? NULL : c->recvbuf, ipc_broadcast_direct,
-                 ipc_broadcast_alone);
+  return ipc_run(c, root ? c->recvbuf : NULL, root ? NULL : c->recvbuf, ipc_broadcast_direct);
 }
 
 /* ---- Costs: the only algorithms for device buffers, so any estimate
