@@ -441,12 +441,6 @@ api_p2p(collie_comm_t *comm, const char *fn, const void *sbuf, void *rbuf, size_
           COLLIE_INVALID_ARGUMENT,
           "%s: work must be NULL inside a group (collie_group_end returns the handle)", fn);
     if (rbuf) API_TRY(api_no_any_pending(comm, fn));
-    if (count && collie__cuda_live() && collie__cuda_is_device(sbuf ? sbuf : rbuf, NULL))
-      return collie__err(COLLIE_UNSUPPORTED,
-                         "%s: CUDA device memory in a send/recv group is not supported yet (the "
-                         "device path stages through host memory, one call at a time); send "
-                         "or receive it outside the group, blocking",
-                         fn);
     return collie__group_add(comm, sbuf, rbuf, count, dtype, peer, tag, opts);
   }
   if (peer == comm->rank)

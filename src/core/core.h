@@ -159,6 +159,10 @@ struct collie__op {
   int64_t t_issue; /* collie__dispatch_now() at issue */
   int at_once;     /* blocking with no queue: runs on the issuing thread now */
   int precise;     /* telemetry times it: its stamps need the precise clock */
+  /* An async send or receive on device memory (stage.c): the call runs on
+   * stage_host, copied from stage_dev before a send and to it after a
+   * receive, when the op runs; freed when it ends. NULL otherwise. */
+  void *stage_dev, *stage_host;
   struct collie__tele_op tele;
 };
 

@@ -14,10 +14,16 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "device/cuda.h"
 
 struct collie__group_op {
   const void *sbuf; /* NULL for a recv */
   void *rbuf;
+  /* A message on device memory: dev is the caller's buffer, and sbuf or
+   * rbuf a host buffer of the group's that stands in for it, copied from
+   * dev before the group posts its messages (a send) or to dev after they
+   * have all arrived (a receive). NULL otherwise. */
+  void *dev;
   size_t bytes;
   int peer, tag;
   uint64_t slot; /* numbered at collie_group_end */
@@ -53,10 +59,24 @@ collie__group_add(collie_comm_t *comm, const void *sbuf, void *rbuf, size_t coun
                          cap);
     g->cap = cap;
   }
+  size_t bytes = count * collie_dtype_size(dtype);
+  void *dev = NULL;
+  if (bytes && collie__cuda_live() && collie__cuda_is_device(sbuf ? sbuf : rbuf, NULL)) {
+    void *host = malloc(bytes);
+    if (!host)
+      return collie__err(COLLIE_SYSTEM_ERROR,
+                         "out of memory staging %zu bytes of a group's device buffer", bytes);
+    dev = sbuf ? (void *)sbuf : rbuf;
+    if (sbuf)
+      sbuf = host;
+    else
+      rbuf = host;
+  }
   struct collie__group_op *op = &g->ops[g->n++];
   op->sbuf = sbuf;
   op->rbuf = rbuf;
-  op->bytes = count * collie_dtype_size(dtype);
+  op->dev = dev;
+  op->bytes = bytes;
   op->peer = peer;
   op->tag = tag;
   /* The group is charged to the category of its first message that names one. */
@@ -99,12 +119,24 @@ group_tele_done(collie_comm_t *comm, struct collie__group *g, int failed)
   collie__tele_complete(comm->tele, &g->tele, failed, now);
 }
 
+/* Frees the host buffers that stand in for device ones. */
+static void
+group_unstage(struct collie__group *g)
+{
+  for (size_t i = 0; i < g->n; i++)
+    if (g->ops[i].dev) {
+      free(g->ops[i].sbuf ? (void *)g->ops[i].sbuf : g->ops[i].rbuf);
+      g->ops[i].dev = NULL;
+    }
+}
+
 void
 collie__group_skipped(collie_comm_t *comm, struct collie__group *g)
 {
   if (comm->flight && g->fr_id >= 0)
     collie__flight_state(comm->flight, g->fr_id, COLLIE_FR_FAILED, NULL);
   group_tele_done(comm, g, 1);
+  group_unstage(g);
   g->n = 0;
 }
 
@@ -118,6 +150,7 @@ void
 collie__group_begin(struct collie__group *g)
 {
   g->fr_id = -1;
+  group_unstage(g); /* a group abandoned after an error while recording */
   g->n = 0;
   g->tele.category = COLLIE_CAT_OTHER;
 }
@@ -157,6 +190,10 @@ collie__group_run(collie_comm_t *comm, struct collie__group *g, int64_t timeout_
   int64_t deadline = collie__deadline_after_ms(timeout_ms);
   if (comm->flight && g->fr_id >= 0)
     collie__flight_state(comm->flight, g->fr_id, COLLIE_FR_STARTED, NULL);
+  for (size_t i = 0; i < g->n && rc == COLLIE_SUCCESS; i++) /* device sends, to the host */
+    if (g->ops[i].dev && g->ops[i].sbuf)
+      rc = collie__cuda_copy((void *)g->ops[i].sbuf, g->ops[i].dev, g->ops[i].bytes,
+                             "copying a group's device send buffer to the host");
   for (size_t i = 0; i < g->n && rc == COLLIE_SUCCESS; i++) {
     struct collie__group_op *op = &g->ops[i];
     collie__net_set_mem(comm->net, collie__mem_kind_of(op->sbuf, op->rbuf)); /* each its own */
@@ -167,6 +204,10 @@ collie__group_run(collie_comm_t *comm, struct collie__group *g, int64_t timeout_
     g->wait[i] = &g->reqs[i];
   }
   if (rc == COLLIE_SUCCESS) rc = collie__net_wait(comm->net, g->wait, (int)g->n, deadline);
+  for (size_t i = 0; i < g->n && rc == COLLIE_SUCCESS; i++) /* device receives, from the host */
+    if (g->ops[i].dev && !g->ops[i].sbuf)
+      rc = collie__cuda_copy(g->ops[i].dev, g->ops[i].rbuf, g->ops[i].bytes,
+                             "copying a group's received data to the device");
   if (rc != COLLIE_SUCCESS) {
     collie__err_prefix("group of %zu send/recv", g->n);
     collie__comm_poison(comm, rc);
@@ -178,6 +219,7 @@ collie__group_run(collie_comm_t *comm, struct collie__group *g, int64_t timeout_
       collie__comm_flight_dump(comm, rc == COLLIE_TIMEOUT ? "timeout" : "failure");
   }
   group_tele_done(comm, g, rc != COLLIE_SUCCESS);
+  group_unstage(g);
   g->n = 0;
   return rc;
 }
@@ -186,6 +228,7 @@ void
 collie__group_free(struct collie__group *g)
 {
   if (!g) return;
+  group_unstage(g);
   free(g->ops);
   free(g->reqs);
   free(g->wait);

@@ -17,10 +17,12 @@
  * come back unchanged. A send buffer inside the receive buffer's extent (an
  * in-place call) is staged as that same part of the receive buffer.
  *
- * Async calls on device memory run to completion at issue and return a
- * handle that is already complete: collectives are issued in the same order
- * on every rank, so this never deadlocks. An async send or receive (or a
- * group of them) on device memory could, and is refused for now.
+ * Async collectives on device memory run to completion at issue and return
+ * a handle that is already complete: collectives are issued in the same
+ * order on every rank, so this never deadlocks. An async send or receive
+ * could (two ranks each waiting in a receive), so it is queued as on the
+ * host, on a host buffer of its own, and staged when it runs (dispatch.c);
+ * a group stages each of its messages around its run (group.c).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -168,17 +170,33 @@ collie__stage_run(collie_comm_t *comm, struct collie__op *op, const collie_opts_
     if (rc != COLLIE_SUCCESS) return rc;
   }
   if (work && call->kind == COLLIE_KIND_P2P) {
-    /* api_p2p numbered it already: hand the number back, it never goes out. */
-    if (call->root >= 0 && call->sendbuf)
-      comm->p2p_send_seq[call->root]--;
-    else if (call->root >= 0)
-      comm->p2p_recv_seq[call->root]--;
-    return collie__err(COLLIE_UNSUPPORTED,
-                       "%s: an asynchronous send or receive on CUDA device memory is not "
-                       "supported yet (the device path stages through host memory and runs "
-                       "the call at issue, which could deadlock a pair that waits on each "
-                       "other); issue it blocking (work = NULL)",
-                       fn);
+    /* Async: staged when it runs, on whichever thread runs it (the copy in
+     * before a send, the copy out after a receive: dispatch.c), so a pair
+     * that waits on each other progresses as on the host. */
+    size_t bytes = call->sendbuf ? e.send : e.recv;
+    void *host = malloc(bytes ? bytes : 1);
+    if (!host) {
+      if (call->root >= 0 && call->sendbuf) /* api_p2p numbered it: it never goes out */
+        comm->p2p_send_seq[call->root]--;
+      else if (call->root >= 0)
+        comm->p2p_recv_seq[call->root]--;
+      return collie__err(COLLIE_SYSTEM_ERROR, "%s: out of memory staging %zu bytes", fn, bytes);
+    }
+    void *dev = call->sendbuf ? (void *)call->sendbuf : call->recvbuf;
+    if (call->sendbuf)
+      call->sendbuf = host;
+    else
+      call->recvbuf = host;
+    collie_result_t rc = collie__dispatch_prepare(comm, op, opts, 0);
+    if (rc != COLLIE_SUCCESS) {
+      free(host);
+      return rc;
+    }
+    op->stage_dev = dev;
+    op->stage_host = host;
+    rc = collie__work_issue(comm, op, NULL, work);
+    if (rc != COLLIE_SUCCESS) free(host); /* not queued: nothing else holds it */
+    return rc;
   }
   /* Host buffers for the device ones; an in-place send buffer is the
    * receive buffer's staging at the same offset. */

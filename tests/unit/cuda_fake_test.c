@@ -144,6 +144,62 @@ fk_churn(collie_comm_t *comm)
   }
 }
 
+/* Sends and receives on device memory: blocking, async (staged when they
+ * run, so a ring of them progresses), in a group (blocking and async), and
+ * a receive from any source. */
+static void
+fk_p2p(collie_comm_t *comm)
+{
+  int p = collie_comm_size(comm), r = collie_comm_rank(comm);
+  if (p < 2) return;
+  int next = (r + 1) % p, prev = (r + p - 1) % p;
+  const size_t n = 70001;
+  float *s = dev_alloc(n * 4), *d = dev_alloc(n * 4);
+  for (size_t i = 0; i < n; i++) s[i] = fk_val(r, i);
+  for (int mode = 0; mode < 3; mode++) {
+    for (size_t i = 0; i < n; i++) d[i] = -1;
+    if (mode == 0) { /* async ring (run in issue order): even ranks send first */
+      collie_work_t *wr = NULL, *ws = NULL;
+      if (r % 2 == 0) ASSERT_OK(collie_send(comm, s, n, COLLIE_FLOAT32, next, 3, NULL, &ws));
+      ASSERT_OK(collie_recv(comm, d, n, COLLIE_FLOAT32, prev, 3, NULL, &wr));
+      if (r % 2 == 1) ASSERT_OK(collie_send(comm, s, n, COLLIE_FLOAT32, next, 3, NULL, &ws));
+      ASSERT_OK(collie_wait(ws, -1));
+      ASSERT_OK(collie_wait(wr, -1));
+      collie_work_free(ws);
+      collie_work_free(wr);
+    } else { /* a group ring: blocking, then async */
+      collie_work_t *w = NULL;
+      ASSERT_OK(collie_group_start(comm));
+      ASSERT_OK(collie_send(comm, s, n, COLLIE_FLOAT32, next, 4, NULL, NULL));
+      ASSERT_OK(collie_recv(comm, d, n, COLLIE_FLOAT32, prev, 4, NULL, NULL));
+      ASSERT_OK(collie_group_end(comm, mode == 2 ? &w : NULL));
+      if (w) {
+        ASSERT_OK(collie_wait(w, -1));
+        collie_work_free(w);
+      }
+    }
+    for (size_t i = 0; i < n; i++)
+      ASSERTF(d[i] == fk_val(prev, i), "p2p mode %d: [%zu] = %g, want %g", mode, i, d[i],
+              fk_val(prev, i));
+  }
+  /* Rank 0 receives from any source, async, one at a time. */
+  if (r == 0) {
+    for (int k = 1; k < p; k++) {
+      int src = -1;
+      collie_work_t *w = NULL;
+      ASSERT_OK(collie_recv_any(comm, d, n, COLLIE_FLOAT32, 5, &src, NULL, &w));
+      ASSERT_OK(collie_wait(w, -1));
+      collie_work_free(w);
+      ASSERT(src > 0 && src < p);
+      ASSERTF(d[n - 1] == fk_val(src, n - 1), "recv_any from %d: %g", src, d[n - 1]);
+    }
+  } else {
+    ASSERT_OK(collie_send(comm, s, n, COLLIE_FLOAT32, 0, 5, NULL, NULL));
+  }
+  dev_free(s);
+  dev_free(d);
+}
+
 /* mode: 0 direct expected (one GPU), 1 every allocation unshareable, 2
  * opening fails, 3 direct expected, a GPU per rank */
 static void
@@ -167,7 +223,10 @@ fk_run(int mode, int quick)
     ASSERTF(launches > 0, "the direct path never launched a kernel on rank %d", r);
   if (!direct || mode == 1 || mode == 2)
     ASSERTF(launches == 0, "%ld kernels launched on the host path (mode %d)", launches, mode);
-  if (!quick) fk_churn(comm);
+  if (!quick) {
+    fk_churn(comm);
+    fk_p2p(comm);
+  }
   /* The direct path asked for by name runs, or says why it cannot. */
   collie_opts_t o = {.algorithm = COLLIE_ALGO_CUDA_IPC};
   float *x = dev_alloc(64);
