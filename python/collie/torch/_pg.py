@@ -23,6 +23,7 @@ import sys
 import threading
 import time
 
+import torch
 import torch.distributed as dist
 
 from .. import _lib
@@ -39,6 +40,16 @@ _TAG_MONITORED = "collie-monitored-barrier"
 # A collie.Comm that the next group created on this rank wraps instead of
 # making its own: how collie.torch.shrink() hands torch the survivors' comm.
 _adopt = []
+
+
+def _cuda_of(keep):
+    """The device of the first CUDA tensor among keep (tensors, or lists of
+    them), or None: host calls pay one attribute read per tensor."""
+    for k in keep:
+        for t in (k if isinstance(k, (list, tuple)) else (k,)):
+            if isinstance(t, torch.Tensor) and t.is_cuda:
+                return t.device
+    return None
 
 
 class ProcessGroupCollie(Collectives, PointToPoint, dist.ProcessGroup):
@@ -186,6 +197,14 @@ class ProcessGroupCollie(Collectives, PointToPoint, dist.ProcessGroup):
             f = f.f_back
         from_c10d = f is not None and f.f_globals is C10D
         o = self._opts(opts, from_c10d)
+        dev = _cuda_of(keep)
+        if dev is not None:
+            # The call is ordered after torch's current stream on the
+            # tensors' device (docs/gpu.md): what torch queued there before
+            # the call is done when collie reads the tensors.
+            if o is None:
+                o = _lib.Opts()
+            o.cuda_stream = torch.cuda.current_stream(dev).cuda_stream
         if from_c10d and (f.f_code.co_name in BLOCKING_P2P or f.f_locals.get("async_op", True) is False):
             with self._lock:
                 h = self._h
