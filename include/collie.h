@@ -287,7 +287,8 @@ typedef enum {
   XX(REDUCE_SCATTER_GATHER, "reduce_scatter_gather")                                               \
   XX(SHM_FLAT, "shm_flat")                                                                         \
   XX(HIERARCHICAL, "hierarchical")                                                                 \
-  XX(CUDA_IPC, "cuda_ipc")
+  XX(CUDA_IPC, "cuda_ipc")                                                                         \
+  XX(CUDA_PIPELINE, "cuda_pipeline")
 
 typedef enum {
 #define COLLIE_XX_(name, str) COLLIE_ALGO_##name,

@@ -4,8 +4,9 @@
 #   core      -> bootstrap, transport, coll, reduce, telemetry, device, util
 #   coll      -> transport/transport.h, reduce/reduce.h, util
 #                (and coll/shm_flat.c alone -> transport/shm.h: the shm-only family;
-#                coll/cuda_ipc.c alone -> transport/shm.h and device/: the
-#                device algorithms meet in the flat area and run kernels)
+#                coll/cuda_ipc.c alone -> transport/shm.h, and coll/cuda_*.c ->
+#                device/: the device algorithms meet in the flat area, run
+#                kernels and stage through pinned memory)
 #   transport -> bootstrap/bootstrap.h (setup only), util
 #   bootstrap, telemetry, device -> util;  reduce -> itself;  util -> libc
 set -eu
@@ -21,7 +22,7 @@ check() { # module allowed-regex
       esac
       case "$f:$inc" in
         coll/shm_flat.c:transport/shm.h) continue ;;
-        coll/cuda_ipc.c:transport/shm.h | coll/cuda_ipc.c:device/*) continue ;;
+        coll/cuda_ipc.c:transport/shm.h | coll/cuda_*.c:device/*) continue ;;
       esac
       if ! echo "$inc" | grep -Eq "$2"; then
         echo "check_layers: $f includes $inc (not allowed for $1)"
@@ -50,7 +51,7 @@ check util '^$'
 allowed_calls() { # module of the caller -> regex of the modules it may call
   case $1 in
     core) echo '^(core|bootstrap|transport|coll|reduce|telemetry|device|util)$' ;;
-    coll) echo '^(coll|transport|reduce|device|util)$' ;; # device: cuda_ipc.c alone (includes)
+    coll) echo '^(coll|transport|reduce|device|util)$' ;; # device: coll/cuda_*.c alone (includes)
     transport) echo '^(transport|bootstrap|util)$' ;;
     bootstrap | telemetry | device) echo "^($1|util)\$" ;;
     *) echo "^$1\$" ;;

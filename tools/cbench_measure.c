@@ -699,9 +699,10 @@ cb_measure(collie_comm_t *comm, const struct cb_opts *o, int coll, int algo, siz
   if (o->device_cuda && coll != CB_SENDRECV) {
     /* On device buffers collie runs its device algorithm, or stages the
      * call through host memory and runs the host algorithm named. */
-    if (collie__comm_device_direct(comm, cb_coll_kind(coll))) {
-      out->algo = COLLIE_ALGO_CUDA_IPC;
-      snprintf(out->algo_name, sizeof(out->algo_name), "cuda_ipc");
+    int dev = collie__comm_device_algo(comm, cb_coll_kind(coll), out->shape.count * esize);
+    if (dev) {
+      out->algo = dev;
+      snprintf(out->algo_name, sizeof(out->algo_name), "%s", cb_algo_name(dev));
     } else {
       char host[32];
       snprintf(host, sizeof(host), "%s", out->algo_name);

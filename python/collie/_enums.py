@@ -77,6 +77,7 @@ ALGORITHMS = (
     "shm_flat",
     "hierarchical",
     "cuda_ipc",
+    "cuda_pipeline",
 )
 
 

@@ -46,6 +46,15 @@ void collie__scratch_free(struct collie__scratch *s);
  * sendbuf == recvbuf). */
 struct collie__models;
 struct collie__ipc_cache; /* device/ipc_cache.h */
+struct collie__pinned;    /* device/pinned.h */
+
+/* A communicator's device resources (coll/cuda_*.c), each made by the first
+ * call that needs it and freed with the communicator. */
+struct collie__cuda_state {
+  struct collie__ipc_cache *ipc; /* the IPC handles of the direct path */
+  struct collie__pinned *pinned; /* the pipeline's pinned staging */
+  size_t chunk;                  /* the pipeline's chunk (COLLIE_CUDA_CHUNK; 0: off) */
+};
 
 struct collie__call {
   int kind;     /* COLLIE_KIND_* */
@@ -68,9 +77,9 @@ struct collie__call {
   struct collie__net *net;
   collie__mem_kind_t mem;   /* where its buffers live (util/mem.h), decided at the API */
   /* COLLIE_MEM_CUDA: the stream the call is ordered after (opts), and the
-   * communicator's IPC cache, made by the first call that needs it. */
+   * communicator's device resources. */
   void *stream;
-  struct collie__ipc_cache **ipc;
+  struct collie__cuda_state *dev;
   collie__reduce_fn reduce; /* kernel for (mem, dtype, op) when the call reduces */
   /* The communicator's two scratch regions: an algorithm uses scratch[0]; a
    * hierarchical one keeps it across its phases and gives them scratch + 1. */
@@ -262,6 +271,7 @@ const struct collie__algo *const *collie__algo_table(int *n);
   XX(allreduce_shm_flat)                                                                           \
   XX(allreduce_hierarchical)                                                                       \
   XX(allreduce_cuda_ipc)                                                                           \
+  XX(allreduce_cuda_pipeline)                                                                      \
   XX(allgather_ring)                                                                               \
   XX(allgather_recursive_doubling)                                                                 \
   XX(allgather_bruck)                                                                              \
@@ -280,9 +290,11 @@ const struct collie__algo *const *collie__algo_table(int *n);
   XX(broadcast_linear)                                                                             \
   XX(broadcast_hierarchical)                                                                       \
   XX(broadcast_cuda_ipc)                                                                           \
+  XX(broadcast_cuda_pipeline)                                                                      \
   XX(reduce_tree)                                                                                  \
   XX(reduce_reduce_scatter_gather)                                                                 \
   XX(reduce_hierarchical)                                                                          \
+  XX(reduce_cuda_pipeline)                                                                         \
   XX(alltoall_pairwise)                                                                            \
   XX(alltoall_bruck)                                                                               \
   XX(alltoall_shm_flat)                                                                            \

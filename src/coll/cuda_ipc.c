@@ -175,7 +175,7 @@ ipc_meet(struct ipc_run *x, const void *send, const void *recv, int *host)
   int p = c->size, r = c->rank;
   collie_result_t rc;
   *host = 0;
-  if (!*c->ipc && !(*c->ipc = collie__ipc_cache_new(collie__cuda_ipc_ops(), p)))
+  if (!c->dev->ipc && !(c->dev->ipc = collie__ipc_cache_new(collie__cuda_ipc_ops(), p)))
     return COLLIE_SYSTEM_ERROR;
   void **ptrs = collie__scratch_get(c->scratch, 2 * (size_t)p * sizeof(void *));
   if (!ptrs) return COLLIE_SYSTEM_ERROR;
@@ -197,7 +197,7 @@ ipc_meet(struct ipc_run *x, const void *send, const void *recv, int *host)
   int b = collie__shm_flat_next_buf(x->f);
   struct collie__ipc_rec *mine = collie__shm_flat_piece(x->f, r, b, sizeof(*mine));
   const void *bufs[COLLIE_IPC_BUFS] = {send, recv};
-  if (collie__ipc_publish(*c->ipc, bufs, COLLIE_IPC_BUFS, mine) != COLLIE_SUCCESS ||
+  if (collie__ipc_publish(c->dev->ipc, bufs, COLLIE_IPC_BUFS, mine) != COLLIE_SUCCESS ||
       collie__cuda_current_uuid(mine->device) != COLLIE_SUCCESS) {
     /* Still in step with the others: publishing nothing shareable sends
      * everyone down the host path. */
@@ -226,7 +226,7 @@ ipc_meet(struct ipc_run *x, const void *send, const void *recv, int *host)
     if (q == r) {
       out[0] = (void *)send;
       out[1] = (void *)recv;
-    } else if (collie__ipc_map(*c->ipc, q, rec, out) != COLLIE_SUCCESS) {
+    } else if (collie__ipc_map(c->dev->ipc, q, rec, out) != COLLIE_SUCCESS) {
       if (!atomic_exchange(&ipc_warned, 1)) /* once a process: a loop would flood the log */
         COLLIE_WARN("COLL",
                     "cuda_ipc: mapping rank %d's buffers: %s; this call (and any other that "

@@ -173,7 +173,7 @@ api_call(struct collie__call *call, int kind, const void *sendbuf, void *recvbuf
   call->tag = 0;
   call->mem = collie__mem_kind_of(sendbuf, recvbuf); /* decided here, once (util/mem.h) */
   call->stream = NULL;
-  call->ipc = NULL;
+  call->dev = NULL;
   call->reduce = NULL;
   call->deadline_ns = 0;
   call->p2p_seq = 0;

@@ -20,6 +20,7 @@
 #include "core/core.h"
 #include "device/cuda.h"
 #include "device/ipc_cache.h"
+#include "device/pinned.h"
 
 /* ---- The job store of world inits ---- */
 
@@ -86,8 +87,10 @@ comm_free(collie_comm_t *c)
   if (c->job_store) collie__store_release(c->job_store);
   collie__scratch_free(&c->scratch[0]);
   collie__scratch_free(&c->scratch[1]);
-  collie__ipc_cache_free(c->ipc); /* closes the peers' buffers this rank mapped */
-  c->ipc = NULL;
+  collie__ipc_cache_free(c->dev.ipc); /* closes the peers' buffers this rank mapped */
+  collie__pinned_free(c->dev.pinned);
+  c->dev.ipc = NULL;
+  c->dev.pinned = NULL;
   collie__models_free(&c->models);
   free(c->peers);
   collie__topo_free(&c->topo);
@@ -292,6 +295,7 @@ collie__comm_create(const struct collie__params *params, const char *token, int6
   c->size = size;
   c->hash = hash;
   collie__params_copy(&c->params, params);
+  c->dev.chunk = (size_t)c->params.CUDA_CHUNK;
   c->timeout_ms = timeout_ms;
   snprintf(c->token, sizeof(c->token), "%s", token);
   c->transport = collie__net_transport_name(transport);

@@ -103,7 +103,7 @@ struct collie_comm {
   struct collie__workq *workq; /* work.c's queue and worker; NULL until the first async call */
   /* [0] a call's, [1] its phases' when the call runs hierarchically (hier.c) */
   struct collie__scratch scratch[2];
-  struct collie__ipc_cache *ipc; /* device buffers' IPC handles (coll/cuda_ipc.c), or NULL */
+  struct collie__cuda_state dev; /* device algorithms' resources (coll/cuda_*.c) */
   /* The first fatal error. collie_comm_abort may set it from another thread
    * while the driving thread reads it: the message is written under the lock,
    * then the code is published (release); readers load the code (acquire)
@@ -238,12 +238,14 @@ void collie__stage_extent(const struct collie__call *call, int rank, int size,
  * async send or receive, the copies' and the run's. */
 collie_result_t collie__stage_run(collie_comm_t *comm, struct collie__op *op,
                                   const collie_opts_t *opts, collie_work_t **work, int *handled);
-/* Whether a call of kind on device buffers takes the direct path
- * (coll/cuda_ipc.c) instead of staging: the build has device code,
- * COLLIE_CUDA_IPC allows it, the collective has a direct algorithm, every
- * rank is on this host with a flat area, and no host algorithm is asked for
- * (opts or COLLIE_ALGO). */
-int collie__stage_direct(const collie_comm_t *comm, int kind, const collie_opts_t *opts);
+/* The device algorithm a call of kind on device buffers of `bytes` (count x
+ * dtype size) runs: COLLIE_ALGO_CUDA_IPC (every rank on this host with a
+ * flat area, the build has device code, COLLIE_CUDA_IPC allows it),
+ * COLLIE_ALGO_CUDA_PIPELINE (ranks on several hosts, more than one
+ * COLLIE_CUDA_CHUNK), or 0: staged whole through host memory. A host
+ * algorithm asked for (opts or COLLIE_ALGO) stages. */
+int collie__stage_device_algo(const collie_comm_t *comm, int kind, size_t bytes,
+                              const collie_opts_t *opts);
 
 /* ---- work.c ---- */
 

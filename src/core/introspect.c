@@ -62,9 +62,9 @@ collie__device_code(void)
 }
 
 int
-collie__comm_device_direct(const collie_comm_t *comm, int kind)
+collie__comm_device_algo(const collie_comm_t *comm, int kind, size_t bytes)
 {
-  return collie__stage_direct(comm, kind, NULL);
+  return collie__stage_device_algo(comm, kind, bytes, NULL);
 }
 
 int

@@ -30,9 +30,10 @@ const char *collie__comm_transport_of(const collie_comm_t *comm, int peer);
 /* The device code this libcollie carries: "PTX compute_75 (nvcc release
  * 13.0)", or "none (built without nvcc)". */
 const char *collie__device_code(void);
-/* Whether comm runs calls of kind (COLLIE_KIND_*) on device buffers with its
- * direct device path (else they are staged through host memory). */
-int collie__comm_device_direct(const collie_comm_t *comm, int kind);
+/* The device algorithm comm runs for a call of kind (COLLIE_KIND_*) on
+ * device buffers of `bytes`: COLLIE_ALGO_CUDA_IPC, COLLIE_ALGO_CUDA_PIPELINE,
+ * or 0 (staged whole through host memory). */
+int collie__comm_device_algo(const collie_comm_t *comm, int kind, size_t bytes);
 /* comm's cost model (built-in constants, COLLIE_TUNING_FILE's). */
 const struct collie__models *collie__comm_models(const collie_comm_t *comm);
 /* The poison code (COLLIE_SUCCESS while healthy). */

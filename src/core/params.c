@@ -121,6 +121,12 @@ params_check(const struct collie__params *p)
   if (p->COMMS_LOG != 0 && p->COMMS_LOG != 1)
     return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_COMMS_LOG=%lld must be 0 or 1",
                        (long long)p->COMMS_LOG);
+  if (p->CUDA_CHUNK < 0)
+    return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_CUDA_CHUNK=%lld must be >= 0 (bytes)",
+                       (long long)p->CUDA_CHUNK);
+  if (p->CUDA_IPC != 0 && p->CUDA_IPC != 1)
+    return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_CUDA_IPC=%lld must be 0 or 1",
+                       (long long)p->CUDA_IPC);
   if (p->SHM_CMA_MIN < 0)
     return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_SHM_CMA_MIN=%lld must be >= 0 (bytes)",
                        (long long)p->SHM_CMA_MIN);

@@ -104,21 +104,34 @@ stage_where(const void *buf, size_t extent, int *device)
 /* Every input is the same on every rank of a job that passes device
  * buffers everywhere (docs/gpu.md says what a mix of kinds does). */
 int
-collie__stage_direct(const collie_comm_t *comm, int kind, const collie_opts_t *opts)
+collie__stage_device_algo(const collie_comm_t *comm, int kind, size_t bytes,
+                          const collie_opts_t *opts)
 {
-  if (!comm->params.CUDA_IPC || !collie__cuda_has_kernels()) return 0;
+  int id = opts && opts->algorithm ? opts->algorithm : comm->algos.forced[kind];
+  int one_host = comm->size == 1 || (comm->all_shm && collie__net_shm_flat(comm->net));
+  int ipc = 0, pipe = 0;
   switch (kind) {
   case COLLIE_KIND_ALLREDUCE:
+  case COLLIE_KIND_BROADCAST:
+    ipc = pipe = 1;
+    break;
   case COLLIE_KIND_REDUCE_SCATTER:
   case COLLIE_KIND_ALLGATHER:
-  case COLLIE_KIND_BROADCAST:
+    ipc = 1;
+    break;
+  case COLLIE_KIND_REDUCE:
+    pipe = 1;
     break;
   default:
     return 0;
   }
-  if (comm->size > 1 && (!comm->all_shm || !collie__net_shm_flat(comm->net))) return 0;
-  int id = opts && opts->algorithm ? opts->algorithm : comm->algos.forced[kind];
-  return id == COLLIE_ALGO_AUTO || id == COLLIE_ALGO_CUDA_IPC;
+  if (ipc && one_host && comm->params.CUDA_IPC && collie__cuda_has_kernels() &&
+      (id == COLLIE_ALGO_AUTO || id == COLLIE_ALGO_CUDA_IPC))
+    return COLLIE_ALGO_CUDA_IPC;
+  if (pipe && comm->size > 1 && !comm->all_shm && comm->dev.chunk && bytes > comm->dev.chunk &&
+      (id == COLLIE_ALGO_AUTO || id == COLLIE_ALGO_CUDA_PIPELINE))
+    return COLLIE_ALGO_CUDA_PIPELINE;
+  return 0;
 }
 
 /* A finished call's handle, for a caller that asked for one. */
@@ -149,13 +162,15 @@ collie__stage_run(collie_comm_t *comm, struct collie__op *op, const collie_opts_
                        "buffers of one call must all be on the device or all on the host",
                        fn, s == 1 ? "sendbuf" : "recvbuf", s == 1 ? sdev : rdev,
                        s == 1 ? "recvbuf" : "sendbuf");
-  if (collie__stage_direct(comm, call->kind, opts)) {
-    /* The direct path: the device algorithms of coll/cuda_ipc.c, picked by
-     * select.c for device memory; run at issue as below. */
+  if (collie__stage_device_algo(comm, call->kind, call->count * collie_dtype_size(call->dtype),
+                                opts)) {
+    /* A device algorithm (coll/cuda_ipc.c on one host, coll/cuda_pipeline.c
+     * across hosts), picked by select.c for device memory; run at issue as
+     * below. */
     call->mem = COLLIE_MEM_CUDA;
     call->reduce = NULL;
     call->stream = opts ? opts->cuda_stream : NULL;
-    call->ipc = &comm->ipc;
+    call->dev = &comm->dev;
     collie_result_t rc = collie__dispatch_prepare(comm, op, opts, 1);
     if (rc == COLLIE_SUCCESS) rc = collie__work_issue(comm, op, NULL, NULL);
     return rc == COLLIE_SUCCESS ? stage_completed(fn, work) : rc;

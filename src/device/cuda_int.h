@@ -18,6 +18,7 @@ typedef void *cu_ctx;
 typedef void *cu_stream;
 typedef void *cu_module;
 typedef void *cu_function;
+typedef void *cu_event;
 typedef int cu_device;
 typedef struct {
   char reserved[64];
@@ -37,6 +38,8 @@ enum {
   CU_MEMORYTYPE_DEVICE = 2,
   CU_DEV_ATTR_MULTIPROCESSOR_COUNT = 16,
   CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 1,
+  CU_STREAM_NON_BLOCKING = 1,
+  CU_EVENT_DISABLE_TIMING = 2,
   CU_API_VERSION = 12000, /* the entry points' behaviour asked for */
 };
 
@@ -52,6 +55,15 @@ struct collie__cu {
   cu_result (*memcpy)(cu_ptr, cu_ptr, size_t);
   cu_result (*memcpy_async)(cu_ptr, cu_ptr, size_t, cu_stream);
   cu_result (*stream_synchronize)(cu_stream);
+  cu_result (*stream_create)(cu_stream *, unsigned);
+  cu_result (*stream_destroy)(cu_stream);
+  cu_result (*stream_wait_event)(cu_stream, cu_event, unsigned);
+  cu_result (*event_create)(cu_event *, unsigned);
+  cu_result (*event_record)(cu_event, cu_stream);
+  cu_result (*event_synchronize)(cu_event);
+  cu_result (*event_destroy)(cu_event);
+  cu_result (*mem_alloc_host)(void **, size_t);
+  cu_result (*mem_free_host)(void *);
   cu_result (*ipc_get_mem_handle)(cu_ipc_handle *, cu_ptr);
   cu_result (*ipc_open_mem_handle)(cu_ptr *, cu_ipc_handle, unsigned);
   cu_result (*ipc_close_mem_handle)(cu_ptr);

@@ -360,6 +360,88 @@ f_device_get_uuid(unsigned char *uuid, int dev)
   return 0;
 }
 
+/* Streams and events: every fake copy is done when it returns, so there is
+ * nothing to wait for; they only have to exist and be counted. */
+static long fake_streams, fake_events, fake_pinned;
+
+FAKE_EXPORT long
+fake_cuda_objects(void)
+{
+  return fake_streams + fake_events + fake_pinned; /* alive now */
+}
+
+static CUresult
+f_stream_create(void **s, unsigned flags)
+{
+  (void)flags;
+  *s = malloc(1);
+  __atomic_add_fetch(&fake_streams, 1, __ATOMIC_RELAXED);
+  return 0;
+}
+
+static CUresult
+f_stream_destroy(void *s)
+{
+  free(s);
+  __atomic_sub_fetch(&fake_streams, 1, __ATOMIC_RELAXED);
+  return 0;
+}
+
+static CUresult
+f_stream_wait_event(void *s, void *e, unsigned flags)
+{
+  (void)s, (void)e, (void)flags;
+  return 0;
+}
+
+static CUresult
+f_event_create(void **e, unsigned flags)
+{
+  (void)flags;
+  *e = malloc(1);
+  __atomic_add_fetch(&fake_events, 1, __ATOMIC_RELAXED);
+  return 0;
+}
+
+static CUresult
+f_event_record(void *e, void *s)
+{
+  (void)e, (void)s;
+  return 0;
+}
+
+static CUresult
+f_event_synchronize(void *e)
+{
+  (void)e;
+  return 0;
+}
+
+static CUresult
+f_event_destroy(void *e)
+{
+  free(e);
+  __atomic_sub_fetch(&fake_events, 1, __ATOMIC_RELAXED);
+  return 0;
+}
+
+static CUresult
+f_mem_alloc_host(void **p, size_t n)
+{
+  *p = malloc(n ? n : 1);
+  if (!*p) return 2;
+  __atomic_add_fetch(&fake_pinned, 1, __ATOMIC_RELAXED);
+  return 0;
+}
+
+static CUresult
+f_mem_free_host(void *p)
+{
+  free(p);
+  __atomic_sub_fetch(&fake_pinned, 1, __ATOMIC_RELAXED);
+  return 0;
+}
+
 static CUresult
 f_error_string(CUresult rc, const char **s)
 {
@@ -387,6 +469,15 @@ cuGetProcAddress_v2(const char *name, void **fn, int version, unsigned long long
       {"cuMemcpy", (void *)f_memcpy},
       {"cuMemcpyAsync", (void *)f_memcpy_async},
       {"cuStreamSynchronize", (void *)f_stream_synchronize},
+      {"cuStreamCreate", (void *)f_stream_create},
+      {"cuStreamDestroy", (void *)f_stream_destroy},
+      {"cuStreamWaitEvent", (void *)f_stream_wait_event},
+      {"cuEventCreate", (void *)f_event_create},
+      {"cuEventRecord", (void *)f_event_record},
+      {"cuEventSynchronize", (void *)f_event_synchronize},
+      {"cuEventDestroy", (void *)f_event_destroy},
+      {"cuMemAllocHost", (void *)f_mem_alloc_host},
+      {"cuMemFreeHost", (void *)f_mem_free_host},
       {"cuIpcGetMemHandle", (void *)f_ipc_get},
       {"cuIpcOpenMemHandle", (void *)f_ipc_open},
       {"cuIpcCloseMemHandle", (void *)f_ipc_close},

@@ -24,6 +24,7 @@ static int (*fk_alloc)(unsigned long long *, size_t);
 static int (*fk_free)(unsigned long long);
 static long (*fk_launches)(void);
 static long (*fk_held)(void);
+static long (*fk_objects)(void);
 
 static void
 fk_load(void)
@@ -34,7 +35,8 @@ fk_load(void)
   fk_free = (int (*)(unsigned long long))dlsym(h, "cuMemFree_v2");
   fk_launches = (long (*)(void))dlsym(h, "fake_cuda_launches");
   fk_held = (long (*)(void))dlsym(h, "fake_cuda_opens");
-  ASSERT(fk_alloc && fk_free && fk_launches && fk_held);
+  fk_objects = (long (*)(void))dlsym(h, "fake_cuda_objects");
+  ASSERT(fk_alloc && fk_free && fk_launches && fk_held && fk_objects);
 }
 
 static void *
@@ -210,7 +212,7 @@ fk_run(int mode, int quick)
   if (mode == 3) setenv("FAKE_CUDA_GPU_PER_PROCESS", "1", 1);
   fk_load();
   collie_comm_t *comm = test_comm();
-  int direct = collie__comm_device_direct(comm, COLLIE_KIND_ALLREDUCE);
+  int direct = collie__comm_device_algo(comm, COLLIE_KIND_ALLREDUCE, 4) == COLLIE_ALGO_CUDA_IPC;
   int has_code = strncmp(collie__device_code(), "none", 4) != 0;
   ASSERTF(direct == has_code, "direct path %d with device code \"%s\"", direct,
           collie__device_code());
@@ -269,4 +271,74 @@ TEST_IMPL(cuda_fake_unshareable)
 TEST_IMPL(cuda_fake_open_fails)
 {
   fk_run(2, 1);
+}
+
+/* Ranks on two (fake) hosts: allreduce, broadcast and reduce larger than a
+ * chunk go through the pinned pipeline (COLLIE_CUDA_CHUNK set small, so a
+ * few KiB make several chunks, the last one short), in and out of place,
+ * every root; a call of one chunk, and allgather and reduce_scatter, are
+ * staged whole; everything is right, and the pinned buffers, streams and
+ * events go with the communicator. */
+TEST_IMPL(cuda_fake_pipeline)
+{
+  setenv("COLLIE_CUDA_CHUNK", "4096", 1);
+  fk_load();
+  collie_comm_t *comm = test_comm();
+  int p = collie_comm_size(comm), r = collie_comm_rank(comm);
+  ASSERT(collie__comm_device_algo(comm, COLLIE_KIND_ALLREDUCE, 4097) == COLLIE_ALGO_CUDA_PIPELINE);
+  ASSERT(collie__comm_device_algo(comm, COLLIE_KIND_ALLREDUCE, 4096) == 0);
+  ASSERT(collie__comm_device_algo(comm, COLLIE_KIND_REDUCE, 1 << 20) == COLLIE_ALGO_CUDA_PIPELINE);
+  ASSERT(collie__comm_device_algo(comm, COLLIE_KIND_ALLGATHER, 1 << 20) == 0);
+  const size_t counts[] = {1000, 1025, 5000, 70001};
+  for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++) {
+    size_t n = counts[ci];
+    for (int inplace = 0; inplace < 2; inplace++) {
+      float *s = dev_alloc(n * 4), *d = inplace ? s : dev_alloc(n * 4);
+      for (size_t i = 0; i < n; i++) s[i] = (float)p * fk_val(r, i);
+      if (!inplace)
+        for (size_t i = 0; i < n; i++) d[i] = -1;
+      ASSERT_OK(collie_allreduce(comm, s, d, n, COLLIE_FLOAT32, COLLIE_AVG, NULL, NULL));
+      for (size_t i = 0; i < n; i++) {
+        float want = 0;
+        for (int q = 0; q < p; q++) want += fk_val(q, i);
+        ASSERTF(d[i] == want, "allreduce avg n=%zu%s: [%zu] = %g, want %g", n,
+                inplace ? " in place" : "", i, d[i], want);
+      }
+      for (int root = 0; root < p; root++) {
+        for (size_t i = 0; i < n; i++) s[i] = fk_val(r, i);
+        if (!inplace)
+          for (size_t i = 0; i < n; i++) d[i] = -7;
+        ASSERT_OK(collie_reduce(comm, s, d, n, COLLIE_FLOAT32, COLLIE_MAX, root, NULL, NULL));
+        for (size_t i = 0; i < n; i++) {
+          float want = 0;
+          for (int q = 0; q < p; q++)
+            if (fk_val(q, i) > want) want = fk_val(q, i);
+          if (r == root)
+            ASSERTF(d[i] == want, "reduce n=%zu root %d: [%zu] = %g", n, root, i, d[i]);
+          else if (!inplace)
+            ASSERTF(d[i] == -7, "reduce n=%zu: a non-root's recvbuf changed", n);
+        }
+        for (size_t i = 0; i < n; i++) d[i] = r == root ? fk_val(root, i) : -1;
+        ASSERT_OK(collie_broadcast(comm, d, n, COLLIE_FLOAT32, root, NULL, NULL));
+        for (size_t i = 0; i < n; i++)
+          ASSERTF(d[i] == fk_val(root, i), "broadcast n=%zu root %d: [%zu] = %g", n, root, i, d[i]);
+      }
+      if (!inplace) dev_free(d);
+      dev_free(s);
+    }
+  }
+  /* Across hosts, the others are staged whole: still right. */
+  size_t n = 3000;
+  float *all = dev_alloc(n * 4 * (size_t)p), *mine = dev_alloc(n * 4);
+  for (size_t i = 0; i < n; i++) mine[i] = fk_val(r, i);
+  ASSERT_OK(collie_allgather(comm, mine, all, n, COLLIE_FLOAT32, NULL, NULL));
+  for (size_t i = 0; i < n * (size_t)p; i++)
+    ASSERTF(all[i] == fk_val((int)(i / n), i % n), "allgather across hosts: [%zu]", i);
+  dev_free(all);
+  dev_free(mine);
+  ASSERT(fk_launches() == 0); /* nothing here runs a kernel */
+  ASSERT(fk_objects() > 0);   /* the pinned staging exists... */
+  ASSERT_OK(collie_comm_destroy(comm));
+  ASSERTF(fk_objects() == 0, "%ld pinned buffers, streams or events left after destroy",
+          fk_objects()); /* ...and goes with the communicator */
 }

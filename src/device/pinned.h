@@ -1,0 +1,44 @@
+/*
+ * pinned.h - a communicator's pinned staging for device data that crosses
+ * hosts (issue 21 item 4; coll/cuda_pipeline.c): two page-locked host
+ * buffers of one chunk each and two streams of its own, one copying chunks
+ * in from the device and one copying them out, so that the copy engines move
+ * chunk k+1 in and chunk k-1 out while the CPU runs the host collective on
+ * chunk k. Events order the reuse of a buffer on the GPU's side: a buffer is
+ * copied into only once its last copy out has finished.
+ *
+ * Made on first use in the current context and kept for the communicator's
+ * life (page-locking memory costs milliseconds); made again, larger or in
+ * another context, when a call needs it.
+ */
+#ifndef COLLIE_DEVICE_PINNED_H
+#define COLLIE_DEVICE_PINNED_H
+
+#include <stddef.h>
+
+#include "collie.h"
+
+struct collie__pinned;
+
+/* *p ready for chunks of `chunk` bytes in the current context (made or
+ * remade as needed). Errors: the driver's (out of pinned memory). */
+collie_result_t collie__pinned_get(struct collie__pinned **p, size_t chunk);
+/* Frees the buffers, streams and events (NULL: nothing). */
+void collie__pinned_free(struct collie__pinned *p);
+
+/* Buffer i (0 or 1). */
+void *collie__pinned_buf(struct collie__pinned *p, int i);
+/* Queues n bytes from device src into buffer i, after the last copy out of
+ * buffer i. */
+collie_result_t collie__pinned_in(struct collie__pinned *p, int i, const void *src, size_t n);
+/* Waits until every copy in queued so far has finished. */
+collie_result_t collie__pinned_wait_in(struct collie__pinned *p);
+/* Queues n bytes from buffer i to device dst. */
+collie_result_t collie__pinned_out(struct collie__pinned *p, int i, void *dst, size_t n);
+/* Waits until buffer i's last copy out has finished (before the CPU writes
+ * it again). */
+collie_result_t collie__pinned_wait_buf(struct collie__pinned *p, int i);
+/* Waits until every copy out queued so far has finished. */
+collie_result_t collie__pinned_wait_out(struct collie__pinned *p);
+
+#endif /* COLLIE_DEVICE_PINNED_H */
