@@ -98,11 +98,11 @@ step device_matrix device_matrix
 device_bench() {
   for n in 2 4; do
     timeout 200 build-dev/collierun -n $n --timeout 190 build-dev/collie-bench --device cuda \
-      -o allreduce,allgather,reduce_scatter,broadcast -b 8 -e 1G -f 8 -t 0.05 \
+      -o allreduce,allgather,reduce_scatter,broadcast -b 8 -e 1G -f 8 -t 0.03 \
       --csv "$out/collie_cuda_$n.csv" || return 1
   done
   COLLIE_CUDA_IPC=0 timeout 200 build-dev/collierun -n 2 --timeout 190 build-dev/collie-bench \
-    --device cuda -o allreduce,allgather,reduce_scatter,broadcast -b 8 -e 16M -f 8 -t 0.05 \
+    --device cuda -o allreduce,allgather,reduce_scatter,broadcast -b 8 -e 2M -f 8 -t 0.03 \
     --csv "$out/collie_cuda_staged_2.csv" || return 1
 }
 step device_bench device_bench

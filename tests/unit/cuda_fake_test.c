@@ -202,6 +202,39 @@ fk_p2p(collie_comm_t *comm)
   dev_free(d);
 }
 
+/* Telemetry and the flight recorder on device buffers: a marked step of
+ * two allreduces of n floats writes comms.csv's row with their bytes (rank
+ * 0), and the flight dump names the device algorithm that ran. */
+static void
+fk_telemetry(collie_comm_t *comm, size_t n, const char *algo)
+{
+  float *s = dev_alloc(n * 4);
+  for (size_t i = 0; i < n; i++) s[i] = 1;
+  ASSERT_OK(collie_step_begin(comm, 1, 0));
+  ASSERT_OK(collie_allreduce(comm, s, s, n, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL));
+  ASSERT_OK(collie_allreduce(comm, s, s, n, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL));
+  ASSERT_OK(collie_step_end(comm));
+  dev_free(s);
+  ASSERT_OK(collie_flight_dump(comm));
+  char *out = NULL;
+  char cmd[512];
+  snprintf(cmd, sizeof(cmd), "cat %s/flight-rank%d-*.json", test_dir(), collie_comm_rank(comm));
+  ASSERT(test_shell(cmd, &out) == 0 && out);
+  ASSERTF(strstr(out, algo), "the flight dump does not name %s:\n%.2000s", algo, out);
+  free(out);
+  if (collie_comm_rank(comm) != 0) return;
+  char *csv = test_read_file(test_path("comms.csv"), NULL);
+  ASSERT(csv);
+  /* comms.csv counts the bytes a ring allreduce moves: 2 (p-1)/p of each
+   * call's buffer (docs/telemetry.md). */
+  int p = collie_comm_size(comm);
+  size_t per = n * 4 * 2 * (size_t)(p - 1) / (size_t)p;
+  char want[64];
+  snprintf(want, sizeof(want), "\n1,0,%d,%zu,", p, 2 * per);
+  ASSERTF(strstr(csv, want), "comms.csv has no row starting %s:\n%s", want + 1, csv);
+  free(csv);
+}
+
 /* mode: 0 direct expected (one GPU), 1 every allocation unshareable, 2
  * opening fails, 3 direct expected, a GPU per rank */
 static void
@@ -211,6 +244,7 @@ fk_run(int mode, int quick)
   if (mode == 2) setenv("FAKE_CUDA_FAIL_OPEN", "1", 1);
   if (mode == 3) setenv("FAKE_CUDA_GPU_PER_PROCESS", "1", 1);
   fk_load();
+  setenv("COLLIE_LOG_DIR", test_dir(), 1);
   collie_comm_t *comm = test_comm();
   int direct = collie__comm_device_algo(comm, COLLIE_KIND_ALLREDUCE, 4) == COLLIE_ALGO_CUDA_IPC;
   int has_code = strncmp(collie__device_code(), "none", 4) != 0;
@@ -228,6 +262,7 @@ fk_run(int mode, int quick)
   if (!quick) {
     fk_churn(comm);
     fk_p2p(comm);
+    fk_telemetry(comm, 4096, direct ? "cuda_ipc" : "\"algo\"");
   }
   /* The direct path asked for by name runs, or says why it cannot. */
   collie_opts_t o = {.algorithm = COLLIE_ALGO_CUDA_IPC};
@@ -282,6 +317,7 @@ TEST_IMPL(cuda_fake_open_fails)
 TEST_IMPL(cuda_fake_pipeline)
 {
   setenv("COLLIE_CUDA_CHUNK", "4096", 1);
+  setenv("COLLIE_LOG_DIR", test_dir(), 1);
   fk_load();
   collie_comm_t *comm = test_comm();
   int p = collie_comm_size(comm), r = collie_comm_rank(comm);
@@ -336,6 +372,7 @@ TEST_IMPL(cuda_fake_pipeline)
     ASSERTF(all[i] == fk_val((int)(i / n), i % n), "allgather across hosts: [%zu]", i);
   dev_free(all);
   dev_free(mine);
+  fk_telemetry(comm, 5000, "cuda_pipeline");
   ASSERT(fk_launches() == 0); /* nothing here runs a kernel */
   ASSERT(fk_objects() > 0);   /* the pinned staging exists... */
   ASSERT_OK(collie_comm_destroy(comm));
