@@ -302,8 +302,10 @@ const struct collie__algo *const *collie__algo_table(int *n);
   XX(alltoallv_pairwise)                                                                           \
   XX(gather_tree)                                                                                  \
   XX(gather_linear)                                                                                \
+  XX(gather_hierarchical)                                                                          \
   XX(scatter_tree)                                                                                 \
   XX(scatter_linear)                                                                               \
+  XX(scatter_hierarchical)                                                                         \
   XX(barrier_dissemination)                                                                        \
   XX(barrier_shm_flat)                                                                             \
   XX(barrier_hierarchical)

@@ -33,6 +33,9 @@
  *     order (rail 0's ranks host by host, then rail 1's, ...), a ring
  *     reduce-scatter inside each host leaves on local index i its host's
  *     sum of rail i's blocks, and a reduce-scatter over rail i finishes them.
+ *   gather: each rank's block to its host's collector (the root on the
+ *     root's host, local index 0 elsewhere), then each other host's blocks
+ *     to the root in one message; scatter the mirror (below).
  *   alltoall (hosts of equal size L), aggregated per host pair: inside each
  *     host an alltoall hands local index i every block its host sends to
  *     rail i; over rail i an alltoall then moves, per pair of hosts, the L
@@ -664,3 +667,193 @@ hier_alltoall_cost(const struct collie__call *c, const struct collie__model *m)
 const struct collie__algo collie__algo_alltoall_hierarchical = {
     "hierarchical",     COLLIE_ALGO_HIERARCHICAL, COLLIE_KIND_ALLTOALL, 0,
     hier_alltoall_cost, hier_alltoall_run};
+
+/* ---- gather and scatter ----
+ *
+ * gather: every rank hands its block to its host's collector (the root on
+ * the root's host, local index 0 elsewhere); each other host's collector
+ * sends its host's blocks to the root as one message. scatter is the
+ * mirror: one message from the root to each other host's collector, which
+ * hands its ranks their blocks. Between hosts that is one message per host,
+ * where linear sends one per rank and the tree takes log2 p rounds. A host
+ * whose ranks are consecutive (launchers place them so) has its message
+ * land in, or leave from, the root's buffer in place; otherwise the root
+ * packs or unpacks it through scratch. */
+
+/* The rank that gathers host h's blocks (or hands them out). */
+static int
+hier_collector(const struct collie__call *c, int h)
+{
+  const struct collie__topo *t = c->topo;
+  return h == t->host[c->root] ? c->root : t->by_host[t->first[h]];
+}
+
+/* Whether host h's ranks are consecutive, ascending: its blocks are then
+ * one run of the root's buffer. */
+static int
+hier_consecutive(const struct collie__topo *t, int h)
+{
+  const int *r = t->by_host + t->first[h];
+  for (int i = 1; i < t->host_size[h]; i++)
+    if (r[i] != r[0] + i) return 0;
+  return 1;
+}
+
+/* Bytes of scratch the root needs to pack or unpack the hosts whose ranks
+ * are not consecutive, and the requests: one per rank of its host and one
+ * per other host. */
+static size_t
+hier_root_scratch(const struct collie__call *c, size_t blk, size_t *data)
+{
+  const struct collie__topo *t = c->topo;
+  *data = 0;
+  for (int g = 0; g < t->nhosts; g++)
+    if (g != t->host[c->root] && !hier_consecutive(t, g)) *data += (size_t)t->host_size[g] * blk;
+  size_t nreq = (size_t)t->host_size[t->host[c->root]] - 1 + (size_t)t->nhosts - 1;
+  return nreq * (sizeof(struct collie__req) + sizeof(struct collie__req *)) + 64 + *data;
+}
+
+/* The root's side of both: its host's ranks one block each (recv: into
+ * buf, else out of it), every other host one message; send packs first,
+ * receive unpacks after. */
+static collie_result_t
+hier_root_side(struct collie__call *c, int send, char *buf, size_t blk)
+{
+  const struct collie__topo *t = c->topo;
+  int hr = t->host[c->root], L = t->host_size[hr];
+  size_t data, need = hier_root_scratch(c, blk, &data);
+  size_t nreq = (size_t)L - 1 + (size_t)t->nhosts - 1;
+  char *s = collie__scratch_get(c->scratch, need);
+  if (!s) return COLLIE_SYSTEM_ERROR;
+  struct collie__req *req = (struct collie__req *)s;
+  struct collie__req **w = (struct collie__req **)(req + nreq);
+  char *pack = (char *)(((uintptr_t)(w + nreq) + 63) & ~(uintptr_t)63);
+  uint64_t in = collie__call_slot(c, HIER_STEP_IN), x = collie__call_slot(c, HIER_STEP_RAIL);
+  collie_result_t rc = COLLIE_SUCCESS;
+  int n = 0;
+  const int *local = t->by_host + t->first[hr];
+  for (int q = 0; q < L && rc == COLLIE_SUCCESS; q++) {
+    if (local[q] == c->root) continue;
+    char *b = buf + (size_t)local[q] * blk;
+    rc = send ? collie__call_isend(c, local[q], b, blk, in, &req[n])
+              : collie__call_irecv(c, local[q], b, blk, in, &req[n]);
+    n++;
+  }
+  char *p = pack;
+  for (int g = 0; g < t->nhosts && rc == COLLIE_SUCCESS; g++) {
+    if (g == hr) continue;
+    const int *theirs = t->by_host + t->first[g];
+    size_t bytes = (size_t)t->host_size[g] * blk;
+    char *b = buf + (size_t)theirs[0] * blk;
+    if (!hier_consecutive(t, g)) {
+      if (send)
+        for (int q = 0; q < t->host_size[g]; q++)
+          collie__call_copy(c, p + (size_t)q * blk, buf + (size_t)theirs[q] * blk, blk);
+      b = p;
+      p += bytes;
+    }
+    rc = send ? collie__call_isend(c, theirs[0], b, bytes, x, &req[n])
+              : collie__call_irecv(c, theirs[0], b, bytes, x, &req[n]);
+    n++;
+  }
+  for (int i = 0; i < n; i++) w[i] = &req[i];
+  if (rc == COLLIE_SUCCESS) rc = collie__net_wait(c->net, w, n, c->deadline_ns);
+  if (rc != COLLIE_SUCCESS || send) return rc;
+  p = pack;
+  for (int g = 0; g < t->nhosts; g++) {
+    if (g == hr || hier_consecutive(t, g)) continue;
+    const int *theirs = t->by_host + t->first[g];
+    for (int q = 0; q < t->host_size[g]; q++)
+      collie__call_copy(c, buf + (size_t)theirs[q] * blk, p + (size_t)q * blk, blk);
+    p += (size_t)t->host_size[g] * blk;
+  }
+  return COLLIE_SUCCESS;
+}
+
+/* Another host's collector: its ranks' blocks, in local order, in and out
+ * of one buffer (gather: in from them, then out to the root; scatter: the
+ * reverse). own/own_dst: this rank's block. */
+static collie_result_t
+hier_collector_side(struct collie__call *c, int gather, const void *own_src, void *own_dst,
+                    size_t blk)
+{
+  const struct collie__topo *t = c->topo;
+  int L, li;
+  const int *local = hier_local(c, &L, &li);
+  size_t bytes = (size_t)L * blk;
+  char *s = collie__scratch_get(
+      c->scratch,
+      bytes + (size_t)L * (sizeof(struct collie__req) + sizeof(struct collie__req *)) + 64);
+  if (!s) return COLLIE_SYSTEM_ERROR;
+  struct collie__req *req = (struct collie__req *)(((uintptr_t)(s + bytes) + 63) & ~(uintptr_t)63);
+  struct collie__req **w = (struct collie__req **)(req + L);
+  uint64_t in = collie__call_slot(c, HIER_STEP_IN);
+  collie_result_t rc = COLLIE_SUCCESS;
+  (void)t;
+  if (!gather) rc = collie__sendrecv(c, -1, NULL, 0, c->root, s, bytes, HIER_STEP_RAIL);
+  if (rc != COLLIE_SUCCESS) return rc;
+  if (gather && blk) collie__call_copy(c, s, own_src, blk);
+  if (!gather && blk) collie__call_copy(c, own_dst, s, blk);
+  int n = 0;
+  for (int q = 1; q < L && rc == COLLIE_SUCCESS; q++, n++)
+    rc = gather ? collie__call_irecv(c, local[q], s + (size_t)q * blk, blk, in, &req[n])
+                : collie__call_isend(c, local[q], s + (size_t)q * blk, blk, in, &req[n]);
+  for (int i = 0; i < n; i++) w[i] = &req[i];
+  if (rc == COLLIE_SUCCESS) rc = collie__net_wait(c->net, w, n, c->deadline_ns);
+  if (rc == COLLIE_SUCCESS && gather)
+    rc = collie__send_direct(c, c->root, s, bytes, HIER_STEP_RAIL);
+  return rc;
+}
+
+static collie_result_t
+hier_gather_run(struct collie__call *c)
+{
+  const struct collie__topo *t = c->topo;
+  size_t blk = c->count * c->esize;
+  int coll = hier_collector(c, t->host[c->rank]);
+  if (c->rank != coll) return collie__send_direct(c, coll, c->sendbuf, blk, HIER_STEP_IN);
+  if (c->rank != c->root) return hier_collector_side(c, 1, c->sendbuf, NULL, blk);
+  char *own = (char *)c->recvbuf + (size_t)c->root * blk;
+  if (blk && own != (const char *)c->sendbuf) collie__call_copy(c, own, c->sendbuf, blk);
+  return hier_root_side(c, 0, c->recvbuf, blk);
+}
+
+static collie_result_t
+hier_scatter_run(struct collie__call *c)
+{
+  const struct collie__topo *t = c->topo;
+  size_t blk = c->count * c->esize;
+  int coll = hier_collector(c, t->host[c->rank]);
+  if (c->rank != coll) return collie__sendrecv(c, -1, NULL, 0, coll, c->recvbuf, blk, HIER_STEP_IN);
+  if (c->rank != c->root) return hier_collector_side(c, 0, NULL, c->recvbuf, blk);
+  const char *own = (const char *)c->sendbuf + (size_t)c->root * blk;
+  collie_result_t rc = hier_root_side(c, 1, (char *)c->sendbuf, blk);
+  if (rc == COLLIE_SUCCESS && blk && own != (const char *)c->recvbuf)
+    collie__call_copy(c, c->recvbuf, own, blk);
+  return rc;
+}
+
+/* Each host's collector takes its L - 1 blocks over shared memory (the
+ * hosts at once), then the root takes every other host's blocks over its
+ * link, one message per host: a link's bytes are what the root's host does
+ * not hold. */
+static double
+hier_gather_cost(const struct collie__call *c, const struct collie__model *m)
+{
+  (void)m;
+  if (!hier_applies(c)) return -1;
+  const struct collie__topo *t = c->topo;
+  const struct collie__model *ml = hier_local_model(c), *mr = hier_rail_model(c);
+  double blk = (double)(c->count * c->esize), H = t->nhosts;
+  double L = t->max_local, away = c->size - t->host_size[t->host[c->root]];
+  return ml->alpha_us + (L - 1) * blk * ml->beta_us + (1 + 0.1 * (H - 2)) * mr->alpha_us +
+         away * blk * mr->beta_us;
+}
+
+const struct collie__algo collie__algo_gather_hierarchical = {
+    "hierarchical",   COLLIE_ALGO_HIERARCHICAL, COLLIE_KIND_GATHER, 0,
+    hier_gather_cost, hier_gather_run};
+
+const struct collie__algo collie__algo_scatter_hierarchical = {
+    "hierarchical",   COLLIE_ALGO_HIERARCHICAL, COLLIE_KIND_SCATTER, 0,
+    hier_gather_cost, hier_scatter_run};

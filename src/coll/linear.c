@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "coll/coll.h"
+#include "coll/topo.h"
 #include "util/error.h"
 #include "util/util.h"
 
@@ -86,6 +87,13 @@ static double
 lin_cost(const struct collie__call *c, const struct collie__model *m)
 {
   double p = c->size, S = (double)collie__call_bytes(c);
+  const struct collie__topo *t = c->topo;
+  if (t && t->nhosts > 1 && !c->group && c->root >= 0 && c->root < t->size) {
+    /* Several hosts: the root's link carries the blocks of the ranks off
+     * its host; its own host's blocks move over shared memory meanwhile. */
+    double away = p - t->host_size[t->host[c->root]];
+    return lin_alpha(c, m) + away / p * S * m->beta_us;
+  }
   return lin_alpha(c, m) + (p - 1) / p * S * m->beta_us;
 }
 
@@ -184,8 +192,11 @@ lin_gather_run(struct collie__call *c)
                   (char *)c->recvbuf + (size_t)c->root * blk);
 }
 
+/* COLLIE_ONE_LINK: on several hosts every message goes to or from the root,
+ * so the root's link carries what its host does not hold; the other links
+ * carry less at the same time, so their ranks do not share it. */
 const struct collie__algo collie__algo_gather_linear = {
-    "linear", COLLIE_ALGO_LINEAR, COLLIE_KIND_GATHER, 0, lin_cost, lin_gather_run};
+    "linear", COLLIE_ALGO_LINEAR, COLLIE_KIND_GATHER, COLLIE_ONE_LINK, lin_cost, lin_gather_run};
 
 /* ---- scatter ---- */
 
@@ -201,7 +212,7 @@ lin_scatter_run(struct collie__call *c)
 }
 
 const struct collie__algo collie__algo_scatter_linear = {
-    "linear", COLLIE_ALGO_LINEAR, COLLIE_KIND_SCATTER, 0, lin_cost, lin_scatter_run};
+    "linear", COLLIE_ALGO_LINEAR, COLLIE_KIND_SCATTER, COLLIE_ONE_LINK, lin_cost, lin_scatter_run};
 
 /* ---- broadcast ----
  *
