@@ -78,6 +78,7 @@ struct ipc_run {
   struct collie__shm_flat *f;
   void *stream;
   void **peer_send, **peer_recv; /* every rank's buffers in this process */
+  void **tmp;                    /* p pointers more, for a plan's launches */
   int one_gpu;                   /* every rank on this rank's GPU */
 };
 
@@ -177,10 +178,11 @@ ipc_meet(struct ipc_run *x, const void *send, const void *recv, int *host)
   *host = 0;
   if (!c->dev->ipc && !(c->dev->ipc = collie__ipc_cache_new(collie__cuda_ipc_ops(), p)))
     return COLLIE_SYSTEM_ERROR;
-  void **ptrs = collie__scratch_get(c->scratch, 2 * (size_t)p * sizeof(void *));
+  void **ptrs = collie__scratch_get(c->scratch, 3 * (size_t)p * sizeof(void *));
   if (!ptrs) return COLLIE_SYSTEM_ERROR;
   x->peer_send = ptrs;
   x->peer_recv = ptrs + p;
+  x->tmp = ptrs + 2 * p;
 
   struct collie__shm_flat_desc d;
   memset(&d, 0, sizeof(d));
@@ -260,7 +262,7 @@ static collie_result_t
 ipc_run(struct collie__call *c, const void *send, const void *recv,
         collie_result_t (*direct)(struct ipc_run *))
 {
-  struct ipc_run x = {c, NULL, c->stream, NULL, NULL, 0};
+  struct ipc_run x = {c, NULL, c->stream, NULL, NULL, NULL, 0};
   const void *any = c->recvbuf ? (const void *)c->recvbuf : c->sendbuf;
   collie_result_t rc = collie__cuda_push_ctx_of(any, "cuda_ipc: entering the buffer's context");
   if (rc != COLLIE_SUCCESS) return rc;
@@ -343,15 +345,13 @@ ipc_reduce_scatter_direct(struct ipc_run *x)
   /* Block q of every sendbuf, into rank q's recvbuf: every q on one GPU
    * (by rank 0), this rank's own on several. */
   void **base = x->peer_send;
-  const void *few[16], **at = p <= 16 ? few : malloc((size_t)p * sizeof(void *));
-  if (!at) return collie__err(COLLIE_SYSTEM_ERROR, "cuda_ipc: out of memory for %d pointers", p);
+  const void **at = (const void **)x->tmp;
   for (int q = x->one_gpu ? 0 : c->rank; q < (x->one_gpu ? p : c->rank + 1) && rc == COLLIE_SUCCESS;
        q++) {
     for (int s = 0; s < p; s++) at[s] = (const char *)base[s] + (size_t)q * blk;
     void *dst = x->one_gpu ? x->peer_recv[q] : c->recvbuf;
     rc = collie__cuda_reduce(&dst, 1, at, p, c->count, c->dtype, c->op, div, x->stream);
   }
-  if (at != few) free(at);
   return ipc_finish(x, rc, "cuda_ipc: reduce_scatter");
 }
 
@@ -372,15 +372,12 @@ ipc_allgather_direct(struct ipc_run *x)
   collie_result_t rc = COLLIE_SUCCESS;
   if (x->one_gpu) {
     if (c->rank == 0) { /* each sendbuf to its block of every recvbuf: one launch a sender */
-      void *few[16] = {0}, **dsts = p <= 16 ? few : malloc((size_t)p * sizeof(void *));
-      if (!dsts)
-        return collie__err(COLLIE_SYSTEM_ERROR, "cuda_ipc: out of memory for %d pointers", p);
+      void **dsts = x->tmp;
       for (int s = 0; s < p && rc == COLLIE_SUCCESS; s++) {
         for (int q = 0; q < p; q++) dsts[q] = (char *)x->peer_recv[q] + (size_t)s * b;
         const void *src = x->peer_send[s];
         rc = collie__cuda_reduce(dsts, p, &src, 1, c->count, c->dtype, COLLIE_SUM, 0, x->stream);
       }
-      if (dsts != few) free(dsts);
     }
     return ipc_finish(x, rc, "cuda_ipc: allgather");
   }
@@ -407,15 +404,12 @@ ipc_broadcast_direct(struct ipc_run *x)
   collie_result_t rc = COLLIE_SUCCESS;
   if (x->one_gpu) {
     if (c->rank == c->root) { /* the root's buffer into every other one */
-      void *few[16] = {0}, **dsts = p <= 16 ? few : malloc((size_t)p * sizeof(void *));
-      if (!dsts)
-        return collie__err(COLLIE_SYSTEM_ERROR, "cuda_ipc: out of memory for %d pointers", p);
+      void **dsts = x->tmp;
       int nd = 0;
       for (int q = 0; q < p; q++)
         if (q != c->root) dsts[nd++] = x->peer_recv[q];
       const void *src = c->recvbuf;
       rc = collie__cuda_reduce(dsts, nd, &src, 1, c->count, c->dtype, COLLIE_SUM, 0, x->stream);
-      if (dsts != few) free(dsts);
     }
     return ipc_finish(x, rc, "cuda_ipc: broadcast");
   }
