@@ -5,9 +5,10 @@
 //   nvcc -O2 -Iinclude tests/gpu/device_matrix.cu -Lbuild -lcollie -o device_matrix
 //   collierun -n 4 ./device_matrix
 //
-// Every collective, dtypes float32/float64/int32/int64/float16/bfloat16,
-// ops sum/max/min/prod, in place and out of place, counts 1, 5, 1027 and
-// 70001 (around chunk and block boundaries), roots on every rank; send and
+// Every collective; allreduce and reduce_scatter in dtypes float32, float64,
+// int32, int64, float16 and bfloat16 x ops sum, max, min and prod; in place
+// and out of place, counts 1, 5, 1027 and 70001 (around chunk and block
+// boundaries), roots on every rank; send and
 // receive, blocking, async and in a group; and the error of a device buffer
 // beside a host one. Inputs are small integers, so every result is exact in
 // every dtype and is compared byte for byte; outputs are poisoned first.
@@ -121,6 +122,32 @@ static void allreduce_cases(void) {
           for (size_t i = 0; i < n; i++) put(t, want.data(), i, reduce_ref(op, g_size, i));
           void *s = dev_of(&in, in.size()), *d = inplace ? s : dev_of(NULL, in.size());
           ok(what, collie_allreduce(g_comm, s, d, n, t, op, NULL, NULL));
+          expect(what, d, want);
+          cudaFree(s);
+          if (!inplace) cudaFree(d);
+        }
+}
+
+// reduce_scatter in every dtype and op (the kernels the direct path runs for
+// it), in place (recvbuf = sendbuf's block rank) and out of place.
+static void reduce_scatter_cases(void) {
+  for (collie_dtype_t t : kDtypes)
+    for (collie_op_t op : kOps)
+      for (size_t n : {(size_t)1, (size_t)1027})
+        for (int inplace = 0; inplace < 2; inplace++) {
+          size_t es = collie_dtype_size(t);
+          char what[160];
+          snprintf(what, sizeof(what), "reduce_scatter %s %s n=%zu%s", collie_dtype_name(t),
+                   collie_op_name(op), n, inplace ? " in place" : "");
+          std::vector<unsigned char> sendv(n * es * g_size), want(n * es);
+          for (int j = 0; j < g_size; j++) {
+            std::vector<unsigned char> x = input(t, op, g_rank, n, j * n);
+            memcpy(sendv.data() + j * n * es, x.data(), x.size());
+          }
+          for (size_t i = 0; i < n; i++) put(t, want.data(), i, reduce_ref(op, g_size, i + g_rank * n));
+          char *s = (char *)dev_of(&sendv, sendv.size());
+          void *d = inplace ? (void *)(s + g_rank * n * es) : dev_of(NULL, want.size());
+          ok(what, collie_reduce_scatter(g_comm, s, d, n, t, op, NULL, NULL));
           expect(what, d, want);
           cudaFree(s);
           if (!inplace) cudaFree(d);
@@ -456,6 +483,7 @@ int main(int argc, char **argv) {
     return g_fail ? 1 : 0;
   }
   allreduce_cases();
+  reduce_scatter_cases();
   forced_cases();
   reuse_and_stream_cases();
   rooted_and_data_cases();
