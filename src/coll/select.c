@@ -543,9 +543,12 @@ collie__algo_select(const struct collie__call *call, int opts_algo,
     if (select_cost(a, call, m) < 0)
       return collie__err(COLLIE_INVALID_ARGUMENT, "%s algorithm \"%s\" cannot run this call%s",
                          collie__kind_name(call->kind), a->name,
-                         (a->needs & COLLIE_NEEDS_DEVICE)
+                         a->id == COLLIE_ALGO_CUDA_IPC
                              ? " (it needs CUDA device buffers, every rank on one host, and a "
                                "libcollie built with nvcc)"
+                         : (a->needs & COLLIE_NEEDS_DEVICE)
+                             ? " (it needs CUDA device buffers on ranks of several hosts, "
+                               "larger than COLLIE_CUDA_CHUNK)"
                          : (a->needs & COLLIE_NEEDS_ALL_SHM) && !call->all_shm
                              ? " (it needs every rank on one host)"
                              : "");

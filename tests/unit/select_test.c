@@ -138,6 +138,12 @@ TEST_IMPL(select_forced_device)
   ASSERTF(strstr(collie_last_error(), "allreduce algorithm \"cuda_ipc\" cannot run this call") &&
               strstr(collie_last_error(), "CUDA device buffers"),
           "error: %s", collie_last_error());
+  o.algorithm = COLLIE_ALGO_CUDA_PIPELINE;
+  ASSERT(collie_allreduce(comm, buf, buf, 8, COLLIE_FLOAT32, COLLIE_SUM, &o, NULL) ==
+         COLLIE_INVALID_ARGUMENT);
+  ASSERTF(strstr(collie_last_error(), "\"cuda_pipeline\" cannot run this call") &&
+              strstr(collie_last_error(), "several hosts"),
+          "error: %s", collie_last_error());
   /* Only where a device algorithm exists: alltoall has none. */
   o.algorithm = COLLIE_ALGO_CUDA_IPC;
   ASSERT(collie_alltoall(comm, buf, buf, 1, COLLIE_FLOAT32, &o, NULL) == COLLIE_INVALID_ARGUMENT);
