@@ -383,6 +383,45 @@ COLLIE_API collie_result_t collie_scatter(collie_comm_t *comm, const void *sendb
 COLLIE_API collie_result_t collie_barrier(collie_comm_t *comm, const collie_opts_t *opts,
                                           collie_work_t **work);
 
+/* Persistent collectives (MPI-4's MPI_Allreduce_init, torchcomms'
+ * all_gather_p_init): plan a collective once, with its buffers and options,
+ * then start it as many times as needed. The arguments are checked when the
+ * plan is made, with the same errors as the plain call, and *plan is NULL on
+ * an error; making a plan is local (no rank waits for another). Each
+ * collie_start is one collective of comm, in the order of the calls, as the
+ * plain call would be at that point (every rank starts its plans, and calls
+ * its other collectives, in the same order); it reads the buffers' contents
+ * at each start (write the next input before starting again). work == NULL
+ * blocks; otherwise *work receives a handle, which must complete before the
+ * same plan starts again. Free every plan before its communicator is
+ * destroyed. */
+typedef struct collie_plan collie_plan_t; /* opaque: one planned collective */
+COLLIE_API collie_result_t collie_allreduce_init(collie_comm_t *comm, const void *sendbuf,
+                                                 void *recvbuf, size_t count, collie_dtype_t dtype,
+                                                 collie_op_t op, const collie_opts_t *opts,
+                                                 collie_plan_t **plan);
+COLLIE_API collie_result_t collie_allgather_init(collie_comm_t *comm, const void *sendbuf,
+                                                 void *recvbuf, size_t sendcount,
+                                                 collie_dtype_t dtype, const collie_opts_t *opts,
+                                                 collie_plan_t **plan);
+COLLIE_API collie_result_t collie_reduce_scatter_init(collie_comm_t *comm, const void *sendbuf,
+                                                      void *recvbuf, size_t recvcount,
+                                                      collie_dtype_t dtype, collie_op_t op,
+                                                      const collie_opts_t *opts,
+                                                      collie_plan_t **plan);
+COLLIE_API collie_result_t collie_broadcast_init(collie_comm_t *comm, void *buf, size_t count,
+                                                 collie_dtype_t dtype, int root,
+                                                 const collie_opts_t *opts, collie_plan_t **plan);
+COLLIE_API collie_result_t collie_alltoall_init(collie_comm_t *comm, const void *sendbuf,
+                                                void *recvbuf, size_t count_per_rank,
+                                                collie_dtype_t dtype, const collie_opts_t *opts,
+                                                collie_plan_t **plan);
+/* Runs plan once (see above). Errors: INVALID_ARGUMENT (plan is NULL), and
+ * those of the plain call's run. */
+COLLIE_API collie_result_t collie_start(collie_plan_t *plan, collie_work_t **work);
+/* Frees plan (NULL: nothing). A start still running keeps what it needs. */
+COLLIE_API void collie_plan_free(collie_plan_t *plan);
+
 /* Point to point. Messages between a pair of ranks match in the order they were
  * issued (as NCCL's send/recv); a recv whose count, dtype or tag differs from the
  * matching send fails with INVALID_USAGE naming both. tag must be >= 0. A blocking

@@ -1,6 +1,9 @@
 /* Multi-rank collective tests; see test-list.h for the entry format.
  * Generated shape: each collective x transport x world size. */
 #define TEST_LIST_COLL(XX)                                                                         \
+  XX(persistent_collectives_shm_3, persistent_collectives, 3, "shm", 60)                           \
+  XX(persistent_collectives_tcp_2, persistent_collectives, 2, "tcp", 60)                           \
+  XX(persistent_collectives_mixed_4, persistent_collectives, 4, "mixed", 60)                       \
   XX(shm_cma_every_message_shm_2, shm_cma_every_message, 2, "shm", 60)                             \
   XX(shm_cma_every_message_shm_3, shm_cma_every_message, 3, "shm", 60)                             \
   XX(shm_cma_off_shm_3, shm_cma_off, 3, "shm", 60)                                                 \

@@ -20,6 +20,7 @@ collie.timing (the per-rank timing logger). docs/python.md is the guide.
 from ._comm import (
     BatchSendRecv,
     Comm,
+    Plan,
     Work,
     get_default_comm,
     new_comm,
@@ -60,6 +61,7 @@ __all__ = [
     "InvalidUsage",
     "LibraryNotFound",
     "PayloadCategory",
+    "Plan",
     "ReduceOp",
     "RemoteError",
     "SPLIT_NONE",

@@ -412,6 +412,17 @@ class _Call:
                 "%s: %s overlaps %s%s" % (self.fn, an, bn, (": in place, " + allowed_text) if allowed_text else "")
             )
 
+    def plan(self, cfn, *args):
+        """A Plan of the collective cfn (a collie_*_init) on these buffers,
+        which it keeps acquired until the plan is freed."""
+        c = self.comm
+        keep, self.keep = self.keep, []
+        try:
+            return c._plan(cfn, args, self.opts, keep)
+        except BaseException:
+            release_all(b for b in keep if hasattr(b, "release"))
+            raise
+
     def run(self, cfn, *args, post=None):
         c = self.comm
         keep, self.keep = self.keep, []
@@ -420,6 +431,52 @@ class _Call:
         except BaseException:
             release_all(b for b in keep if hasattr(b, "release"))
             raise
+
+
+class Plan:
+    """A persistent collective (collie_*_init; torchcomms' *_p_init): made
+    once by a Comm's *_p_init method on its arrays, then start()ed as often
+    as needed (each start reads the arrays' contents then; an async start's
+    Work must complete before the next start). free() (or a with block)
+    releases it, and must come before the communicator is finalized."""
+
+    __slots__ = ("_comm", "_h", "_keep")
+
+    def __init__(self, comm, handle, keep):
+        self._comm = comm
+        self._h = handle
+        self._keep = keep
+
+    def start(self, async_op=False):
+        """Runs the planned collective once; a Work (complete unless async_op)."""
+        if self._h is None:
+            raise InvalidUsage("start(): the plan was freed")
+        c = self._comm
+        with c._lock:
+            c._live_handle("start")
+            if async_op:
+                w = ctypes.c_void_p()
+                rc = _lib.lib().collie_start(self._h, ctypes.byref(w))
+            else:
+                rc = _lib.lib().collie_start(self._h, None)
+            if rc != _lib.SUCCESS:
+                raise last_error(rc)
+        return Work(c, w.value, None) if async_op else Work(c, None, None)
+
+    def free(self):
+        """Releases the plan and its arrays (again: nothing)."""
+        if self._h is not None:
+            _lib.lib().collie_plan_free(self._h)
+            self._h = None
+            release_all(b for b in self._keep if hasattr(b, "release"))
+            self._keep = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, et, ev, tb):
+        self.free()
+        return False
 
 
 class Comm:
@@ -648,6 +705,16 @@ class Comm:
             release_all(b for b in keep if hasattr(b, "release"))
         return Work(self, None, None)
 
+    def _plan(self, cfn, args, opts, keep):
+        with self._lock:
+            h = self._live_handle(cfn.__name__)
+            optp = ctypes.byref(opts) if opts is not None else None
+            p = ctypes.c_void_p()
+            rc = cfn(h, *args, optp, ctypes.byref(p))
+            if rc != _lib.SUCCESS:
+                raise last_error(rc)
+        return Plan(self, p.value, keep)
+
     def _call(self, fn, async_op=False, timeout=None, category=None, label=None, phase=None, algorithm=None):
         return _Call(self, fn, async_op, timeout, category, label, phase, algorithm)
 
@@ -690,6 +757,58 @@ class Comm:
             c.count_is(o, "output", i.count * self._size, "size x input's %d" % i.count)
             c.no_alias(i, "input", o, "output", o.ptr + self._rank * i.nbytes, "input must be output's block rank")
             return c.run(_lib.lib().collie_allgather, i.ptr, o.ptr, i.count, i.dtype)
+
+    # ---- persistent collectives (collie_*_init; torchcomms' *_p_init) ----
+    # Each makes a Plan on the arrays given, checked as the plain call checks
+    # them; plan.start() runs it (the *_p_exec and *_p_free methods are
+    # torchcomms' spelling of start() and free()).
+
+    def all_reduce_p_init(self, tensor, op=ReduceOp.SUM, **kw):
+        with self._call("all_reduce_p_init", **kw) as c:
+            op = to_op(op)
+            t = c.buf(tensor, "tensor", out=True)
+            return c.plan(_lib.lib().collie_allreduce_init, t.ptr, t.ptr, t.count, t.dtype, op)
+
+    def all_gather_p_init(self, output, input, **kw):
+        """output (size x input's elements) = every rank's input, per start."""
+        with self._call("all_gather_p_init", **kw) as c:
+            i = c.buf(input, "input")
+            o = c.buf(output, "output", out=True)
+            c.same_dtype(o, "output", i, "input")
+            c.count_is(o, "output", i.count * self._size, "size x input's %d" % i.count)
+            return c.plan(_lib.lib().collie_allgather_init, i.ptr, o.ptr, i.count, i.dtype)
+
+    def reduce_scatter_p_init(self, output, input, op=ReduceOp.SUM, **kw):
+        """output = op over ranks of input's block rank, per start."""
+        with self._call("reduce_scatter_p_init", **kw) as c:
+            op = to_op(op)
+            i = c.buf(input, "input")
+            o = c.buf(output, "output", out=True)
+            c.same_dtype(o, "output", i, "input")
+            c.count_is(i, "input", o.count * self._size, "size x output's %d" % o.count)
+            return c.plan(_lib.lib().collie_reduce_scatter_init, i.ptr, o.ptr, o.count, o.dtype, op)
+
+    def broadcast_p_init(self, tensor, root, **kw):
+        with self._call("broadcast_p_init", **kw) as c:
+            t = c.buf(tensor, "tensor", out=True)
+            return c.plan(_lib.lib().collie_broadcast_init, t.ptr, t.count, t.dtype, int(root))
+
+    def all_to_all_p_init(self, output, input, **kw):
+        with self._call("all_to_all_p_init", **kw) as c:
+            i = c.buf(input, "input")
+            o = c.buf(output, "output", out=True)
+            c.same_dtype(o, "output", i, "input")
+            c.count_is(o, "output", i.count, "input's %d" % i.count)
+            if i.count % self._size:
+                raise InvalidArgument("all_to_all_p_init: input's %d elements do not split into %d blocks"
+                                      % (i.count, self._size))
+            return c.plan(_lib.lib().collie_alltoall_init, i.ptr, o.ptr, i.count // self._size, i.dtype)
+
+    def all_gather_p_exec(self, plan, async_op=False):
+        return plan.start(async_op)
+
+    def all_gather_p_free(self, plan):
+        plan.free()
 
     def all_gather_v(self, output_list, tensor, async_op=False, timeout=None, **kw):
         """output_list[q] = rank q's tensor, whose sizes may differ per rank;

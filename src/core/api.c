@@ -7,6 +7,7 @@
  */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/core.h"
@@ -123,10 +124,18 @@ api_enter(collie_comm_t *comm, const char *fn, const collie_opts_t *opts, collie
 /* op: only op->call set by the caller, in place (copying the call in from
  * a struct just zeroed stalls on store forwarding); not zeroed whole:
  * prepare sets what is read (telemetry's row is big). */
+/* A persistent plan being made on this thread (collie_*_init): the call's
+ * checks have passed and its op is taken into the plan instead of run. */
+static __thread struct collie__op *api_capture;
+
 static collie_result_t
 api_finish(collie_comm_t *comm, struct collie__op *op, const collie_opts_t *opts,
            collie_work_t **work)
 {
+  if (__builtin_expect(api_capture != NULL, 0)) {
+    *api_capture = *op;
+    return COLLIE_SUCCESS;
+  }
   /* Device memory exists only in a process that loaded the CUDA driver: one
    * cheap check otherwise (device/cuda.c). */
   if (collie__cuda_live()) {
@@ -557,4 +566,125 @@ collie_result_t
 collie_mem_free(void *ptr)
 {
   return collie__shm_mem_free(ptr);
+}
+
+/* ---- Persistent collectives ----
+ *
+ * A plan is the op that the plain call would issue, taken from api_finish
+ * after every check of that call has passed (so the two can never check
+ * differently), with its options copied. A start issues a copy of it as
+ * api_finish would have: the collective's sequence number, the algorithm
+ * (the selection memo answers at once for a repeated shape) and the device
+ * check happen at each start, the argument checks and the call's building
+ * only once. */
+
+struct collie_plan {
+  collie_comm_t *comm;
+  struct collie__op op;
+  collie_opts_t opts;
+  int has_opts;
+  char *label, *phase; /* the options' strings, owned */
+};
+
+/* The plan of the plain call `invocation` (its arguments end in opts and a
+ * NULL work). */
+#define API_PLAN(comm, opts, plan, invocation)                                                     \
+  do {                                                                                             \
+    if (!(plan)) return collie__err(COLLIE_INVALID_ARGUMENT, "%s: plan is NULL", __func__);        \
+    *(plan) = NULL;                                                                                \
+    struct collie__op cap_;                                                                        \
+    cap_.call.kind = -1; /* set by api_finish when the call gets there */                          \
+    api_capture = &cap_;                                                                           \
+    collie_result_t rc_ = (invocation);                                                            \
+    api_capture = NULL;                                                                            \
+    if (rc_ != COLLIE_SUCCESS) return rc_;                                                         \
+    if (cap_.call.kind < 0)                                                                        \
+      return collie__err(COLLIE_INTERNAL_ERROR, "%s: the call made no plan", __func__);            \
+    return api_plan_make((comm), &cap_, (opts), (plan));                                           \
+  } while (0)
+
+static collie_result_t
+api_plan_make(collie_comm_t *comm, const struct collie__op *op, const collie_opts_t *opts,
+              collie_plan_t **out)
+{
+  collie_plan_t *p = calloc(1, sizeof(*p));
+  if (!p) return collie__err(COLLIE_SYSTEM_ERROR, "out of memory for a collective's plan");
+  p->comm = comm;
+  p->op = *op;
+  if (opts) {
+    p->has_opts = 1;
+    p->opts = *opts;
+    if ((opts->label && !(p->label = strdup(opts->label))) ||
+        (opts->phase && !(p->phase = strdup(opts->phase)))) {
+      collie_plan_free(p);
+      return collie__err(COLLIE_SYSTEM_ERROR, "out of memory for a collective's plan");
+    }
+    p->opts.label = p->label;
+    p->opts.phase = p->phase;
+  }
+  *out = p;
+  return COLLIE_SUCCESS;
+}
+
+collie_result_t
+collie_allreduce_init(collie_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                      collie_dtype_t dtype, collie_op_t op, const collie_opts_t *opts,
+                      collie_plan_t **plan)
+{
+  API_PLAN(comm, opts, plan,
+           collie_allreduce(comm, sendbuf, recvbuf, count, dtype, op, opts, NULL));
+}
+
+collie_result_t
+collie_allgather_init(collie_comm_t *comm, const void *sendbuf, void *recvbuf, size_t sendcount,
+                      collie_dtype_t dtype, const collie_opts_t *opts, collie_plan_t **plan)
+{
+  API_PLAN(comm, opts, plan,
+           collie_allgather(comm, sendbuf, recvbuf, sendcount, dtype, opts, NULL));
+}
+
+collie_result_t
+collie_reduce_scatter_init(collie_comm_t *comm, const void *sendbuf, void *recvbuf,
+                           size_t recvcount, collie_dtype_t dtype, collie_op_t op,
+                           const collie_opts_t *opts, collie_plan_t **plan)
+{
+  API_PLAN(comm, opts, plan,
+           collie_reduce_scatter(comm, sendbuf, recvbuf, recvcount, dtype, op, opts, NULL));
+}
+
+collie_result_t
+collie_broadcast_init(collie_comm_t *comm, void *buf, size_t count, collie_dtype_t dtype, int root,
+                      const collie_opts_t *opts, collie_plan_t **plan)
+{
+  API_PLAN(comm, opts, plan, collie_broadcast(comm, buf, count, dtype, root, opts, NULL));
+}
+
+collie_result_t
+collie_alltoall_init(collie_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count_per_rank,
+                     collie_dtype_t dtype, const collie_opts_t *opts, collie_plan_t **plan)
+{
+  API_PLAN(comm, opts, plan,
+           collie_alltoall(comm, sendbuf, recvbuf, count_per_rank, dtype, opts, NULL));
+}
+
+collie_result_t
+collie_start(collie_plan_t *plan, collie_work_t **work)
+{
+  static const char fn[] = "collie_start";
+  if (!plan) return collie__err(COLLIE_INVALID_ARGUMENT, "%s: plan is NULL", fn);
+  collie_comm_t *comm = plan->comm;
+  API_TRY(collie__comm_check(comm, fn));
+  if (work) *work = NULL;
+  struct collie__op op;
+  op.call = plan->op.call;
+  return api_finish(comm, &op, plan->has_opts ? &plan->opts : NULL, work);
+}
+
+void
+collie_plan_free(collie_plan_t *plan)
+{
+  if (!plan) return;
+  free(plan->label);
+  free(plan->phase);
+  free(plan);
 }

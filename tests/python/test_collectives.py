@@ -392,3 +392,42 @@ def test_mem_alloc(comm, rank, size):
     assert collie._lib.lib().collie_mem_free(ptr) == collie._lib.INVALID_ARGUMENT  # freed already
     with pytest.raises(collie.InvalidArgument):
         comm.mem_alloc(0)
+
+
+def test_persistent_plans(comm, rank, size):
+    """*_p_init plans started many times (new contents each time, blocking
+    and async), torchcomms' all_gather_p_exec/free, and a plan's argument
+    errors at init."""
+    n = 64
+    x = np.zeros(n, np.float32)
+    with comm.all_reduce_p_init(x, ReduceOp.SUM) as ar:
+        for it in range(5):
+            x[:] = contrib(rank, n) + it
+            w = ar.start(async_op=bool(it % 2))
+            w.wait()
+            assert np.array_equal(x, reference(ReduceOp.SUM, size, n) + size * it)
+    inp, out = np.zeros(n, np.int32), np.zeros(n * size, np.int32)
+    ag = comm.all_gather_p_init(out, inp)
+    for it in range(3):
+        inp[:] = rank * 100 + it
+        comm.all_gather_p_exec(ag, async_op=False)
+        assert np.array_equal(out, np.repeat(np.arange(size) * 100 + it, n))
+    comm.all_gather_p_free(ag)
+    comm.all_gather_p_free(ag)  # freeing again does nothing
+    with pytest.raises(collie.InvalidUsage):
+        ag.start()
+    src, dst = np.zeros(n * size, np.float32), np.zeros(n, np.float32)
+    with comm.reduce_scatter_p_init(dst, src, ReduceOp.MAX) as rs, comm.broadcast_p_init(dst, size - 1) as bc:
+        src[:] = np.arange(n * size) + rank
+        rs.start()
+        assert np.array_equal(dst, np.arange(rank * n, rank * n + n) + size - 1)
+        dst[:] = rank
+        bc.start()
+        assert np.all(dst == size - 1)
+    a, b = np.arange(n * size, dtype=np.float64) + 1000 * rank, np.zeros(n * size)
+    with comm.all_to_all_p_init(b, a) as a2a:
+        a2a.start()
+        for q in range(size):
+            assert np.array_equal(b[q * n:(q + 1) * n], np.arange(rank * n, rank * n + n) + 1000 * q)
+    with pytest.raises(collie.InvalidArgument, match="output"):
+        comm.all_gather_p_init(np.zeros(n + 1, np.int32), inp)

@@ -195,6 +195,8 @@ _C_TYPES = {
     "collie_work_t *": ctypes.c_void_p,
     "collie_comm_t **": ctypes.POINTER(ctypes.c_void_p),
     "collie_work_t **": ctypes.POINTER(ctypes.c_void_p),
+    "collie_plan_t *": ctypes.c_void_p,
+    "collie_plan_t **": ctypes.POINTER(ctypes.c_void_p),
     "collie_timing_log_t *": ctypes.c_void_p,
     "collie_timing_log_t **": ctypes.POINTER(ctypes.c_void_p),
     "const size_t *": ctypes.POINTER(ctypes.c_size_t),
