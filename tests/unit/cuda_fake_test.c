@@ -235,6 +235,30 @@ fk_telemetry(collie_comm_t *comm, size_t n, const char *algo)
   free(csv);
 }
 
+/* A persistent allreduce on device buffers (docs/persistent.md): planned
+ * once, started with new contents each time, on whichever device path the
+ * communicator takes. */
+static void
+fk_plan(collie_comm_t *comm, size_t n)
+{
+  int p = collie_comm_size(comm), r = collie_comm_rank(comm);
+  float *s = dev_alloc(n * 4), *d = dev_alloc(n * 4);
+  collie_plan_t *plan = NULL;
+  ASSERT_OK(collie_allreduce_init(comm, s, d, n, COLLIE_FLOAT32, COLLIE_SUM, NULL, &plan));
+  for (int it = 0; it < 3; it++) {
+    for (size_t i = 0; i < n; i++) s[i] = fk_val(r, i) + (float)it;
+    ASSERT_OK(collie_start(plan, NULL));
+    for (size_t i = 0; i < n; i++) {
+      float want = (float)(p * it);
+      for (int q = 0; q < p; q++) want += fk_val(q, i);
+      ASSERTF(d[i] == want, "planned allreduce start %d: [%zu] = %g, want %g", it, i, d[i], want);
+    }
+  }
+  collie_plan_free(plan);
+  dev_free(s);
+  dev_free(d);
+}
+
 /* mode: 0 direct expected (one GPU), 1 every allocation unshareable, 2
  * opening fails, 3 direct expected, a GPU per rank */
 static void
@@ -263,6 +287,7 @@ fk_run(int mode, int quick)
     fk_churn(comm);
     fk_p2p(comm);
     fk_telemetry(comm, 4096, direct ? "cuda_ipc" : "\"algo\"");
+    fk_plan(comm, 5000);
   }
   /* The direct path asked for by name runs, or says why it cannot. */
   collie_opts_t o = {.algorithm = COLLIE_ALGO_CUDA_IPC};
@@ -373,6 +398,7 @@ TEST_IMPL(cuda_fake_pipeline)
   dev_free(all);
   dev_free(mine);
   fk_telemetry(comm, 5000, "cuda_pipeline");
+  fk_plan(comm, 5000);        /* over one chunk: the pipeline */
   ASSERT(fk_launches() == 0); /* nothing here runs a kernel */
   ASSERT(fk_objects() > 0);   /* the pinned staging exists... */
   ASSERT_OK(collie_comm_destroy(comm));
