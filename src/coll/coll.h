@@ -75,7 +75,7 @@ struct collie__call {
   int all_shm; /* every rank of the communicator is on this host (shm-only algorithms apply) */
   const struct collie__topo *topo; /* the communicator's hosts (topo.h) */
   struct collie__net *net;
-  collie__mem_kind_t mem;   /* where its buffers live (util/mem.h), decided at the API */
+  collie__mem_kind_t mem; /* where its buffers live (util/mem.h), decided at the API */
   /* COLLIE_MEM_CUDA: the stream the call is ordered after (opts), and the
    * communicator's device resources. */
   void *stream;
@@ -313,6 +313,15 @@ const struct collie__algo *const *collie__algo_table(int *n);
 #define COLLIE_XX_(name) extern const struct collie__algo collie__algo_##name;
 COLLIE_ALGOS(COLLIE_XX_)
 #undef COLLIE_XX_
+
+/* The bytes of each buffer a call touches on rank `rank` of `size` (0: not
+ * used there, e.g. a non-root's recvbuf of a reduce); a v-variant's up to
+ * its farthest block (extent.c). */
+struct collie__extent {
+  size_t send, recv;
+};
+void collie__call_extent(const struct collie__call *call, int rank, int size,
+                         struct collie__extent *e);
 
 /* Point to point is not selected: one way to do it. */
 collie_result_t collie__p2p_send(struct collie__call *call);

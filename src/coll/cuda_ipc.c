@@ -100,36 +100,18 @@ ipc_sync(struct ipc_run *x)
 static collie_result_t
 ipc_wait(struct ipc_run *x, const char *what)
 {
-  return collie__cuda_stream_sync(x->stream, what);
+  return collie__cuda_stream_sync(x->stream, x->c->deadline_ns, what);
 }
 
 /* ---- The host path ---- */
-
-/* Bytes of the send and receive buffers this rank's call touches. */
-static void
-ipc_extent(const struct collie__call *c, size_t *send, size_t *recv)
-{
-  size_t b = c->count * c->esize, p = (size_t)c->size;
-  switch (c->kind) {
-  case COLLIE_KIND_REDUCE_SCATTER:
-    *send = p * b;
-    *recv = b;
-    break;
-  case COLLIE_KIND_ALLGATHER:
-    *send = b;
-    *recv = p * b;
-    break;
-  default: /* allreduce; broadcast (one buffer) */
-    *send = *recv = b;
-  }
-}
 
 static collie_result_t
 ipc_host_path(struct ipc_run *x)
 {
   struct collie__call *c = x->c, h = *c;
-  size_t se, re;
-  ipc_extent(c, &se, &re);
+  struct collie__extent e;
+  collie__call_extent(c, c->rank, c->size, &e);
+  size_t se = e.send, re = e.recv;
   uintptr_t s = (uintptr_t)c->sendbuf, r = (uintptr_t)c->recvbuf;
   int send_in_recv = c->sendbuf && s >= r && s + se <= r + re;
   int recv_in_send = !send_in_recv && s <= r && r + re <= s + se;
@@ -344,11 +326,10 @@ ipc_reduce_scatter_direct(struct ipc_run *x)
   if (x->one_gpu && c->rank != 0) return ipc_finish(x, rc, "cuda_ipc: reduce_scatter");
   /* Block q of every sendbuf, into rank q's recvbuf: every q on one GPU
    * (by rank 0), this rank's own on several. */
-  void **base = x->peer_send;
   const void **at = (const void **)x->tmp;
-  for (int q = x->one_gpu ? 0 : c->rank; q < (x->one_gpu ? p : c->rank + 1) && rc == COLLIE_SUCCESS;
-       q++) {
-    for (int s = 0; s < p; s++) at[s] = (const char *)base[s] + (size_t)q * blk;
+  int first = x->one_gpu ? 0 : c->rank, last = x->one_gpu ? p - 1 : c->rank;
+  for (int q = first; q <= last && rc == COLLIE_SUCCESS; q++) {
+    for (int s = 0; s < p; s++) at[s] = (const char *)x->peer_send[s] + (size_t)q * blk;
     void *dst = x->one_gpu ? x->peer_recv[q] : c->recvbuf;
     rc = collie__cuda_reduce(&dst, 1, at, p, c->count, c->dtype, c->op, div, x->stream);
   }

@@ -62,23 +62,26 @@ pipe_run(struct collie__call *c)
   collie_result_t rc = collie__cuda_push_ctx_of(dst ? (const void *)dst : src,
                                                 "cuda_pipeline: entering the context");
   if (rc != COLLIE_SUCCESS) return rc;
-  rc = collie__cuda_stream_sync(c->stream, "cuda_pipeline: waiting for the call's stream");
+  rc = collie__cuda_stream_sync(c->stream, c->deadline_ns,
+                                "cuda_pipeline: waiting for the call's stream");
   if (rc == COLLIE_SUCCESS) rc = collie__pinned_get(&c->dev->pinned, chunk);
   struct collie__pinned *pin = c->dev->pinned;
   size_t n = bytes ? (bytes + chunk - 1) / chunk : 0;
+  const struct collie__algo *a = NULL;
   if (rc == COLLIE_SUCCESS && copy_in && n)
     rc = collie__pinned_in(pin, 0, src, bytes < chunk ? bytes : chunk);
   for (size_t k = 0; k < n && rc == COLLIE_SUCCESS; k++) {
     size_t off = k * chunk, len = bytes - off < chunk ? bytes - off : chunk;
     int b = (int)(k & 1);
     if (copy_in) {
-      rc = collie__pinned_wait_in(pin);
+      rc = collie__pinned_wait_in(pin, c->deadline_ns);
       if (rc == COLLIE_SUCCESS && k + 1 < n) {
         size_t next = bytes - off - len < chunk ? bytes - off - len : chunk;
         rc = collie__pinned_in(pin, b ^ 1, src + off + len, next);
       }
     } else {
-      rc = collie__pinned_wait_buf(pin, b); /* the CPU writes it: its copy out is done */
+      rc = collie__pinned_wait_buf(pin, b,
+                                   c->deadline_ns); /* the CPU writes it: its copy out is done */
     }
     if (rc != COLLIE_SUCCESS) break;
     struct collie__call sub = *c;
@@ -87,14 +90,14 @@ pipe_run(struct collie__call *c)
     sub.count = len / es;
     sub.sendbuf = sub.recvbuf = collie__pinned_buf(pin, b);
     sub.step0 = c->step0 + (uint32_t)k * PIPE_STEPS;
-    const struct collie__algo *a = NULL;
-    rc = pipe_pick(&sub, &a);
+    /* Every chunk but a short last one has one shape: picked once. */
+    if (k == 0 || len != chunk) rc = pipe_pick(&sub, &a);
     if (rc != COLLIE_SUCCESS) break;
     sub.algo = a->id;
     rc = a->run(&sub);
     if (rc == COLLIE_SUCCESS && copy_out) rc = collie__pinned_out(pin, b, dst + off, len);
   }
-  if (rc == COLLIE_SUCCESS && copy_out) rc = collie__pinned_wait_out(pin);
+  if (rc == COLLIE_SUCCESS && copy_out) rc = collie__pinned_wait_out(pin, c->deadline_ns);
   collie__cuda_pop();
   return rc;
 }

@@ -777,7 +777,6 @@ static collie_result_t
 hier_collector_side(struct collie__call *c, int gather, const void *own_src, void *own_dst,
                     size_t blk)
 {
-  const struct collie__topo *t = c->topo;
   int L, li;
   const int *local = hier_local(c, &L, &li);
   size_t bytes = (size_t)L * blk;
@@ -789,7 +788,6 @@ hier_collector_side(struct collie__call *c, int gather, const void *own_src, voi
   struct collie__req **w = (struct collie__req **)(req + L);
   uint64_t in = collie__call_slot(c, HIER_STEP_IN);
   collie_result_t rc = COLLIE_SUCCESS;
-  (void)t;
   if (!gather) rc = collie__sendrecv(c, -1, NULL, 0, c->root, s, bytes, HIER_STEP_RAIL);
   if (rc != COLLIE_SUCCESS) return rc;
   if (gather && blk) collie__call_copy(c, s, own_src, blk);

@@ -224,18 +224,10 @@ void collie__group_skipped(collie_comm_t *comm, struct collie__group *g);
 
 /* ---- stage.c: calls on CUDA device memory, staged through the host ---- */
 
-/* The bytes of each buffer a call touches on this rank (0: not used here,
- * e.g. a non-root's recvbuf of a reduce); a v-variant's up to its farthest
- * block. */
-struct collie__extent {
-  size_t send, recv;
-};
-void collie__stage_extent(const struct collie__call *call, int rank, int size,
-                          struct collie__extent *e);
 /* Runs op on host copies of its buffers when they are CUDA device memory
  * (*handled = 1), else sets *handled = 0 and does nothing. Errors:
- * INVALID_ARGUMENT for a mix of device and host buffers, UNSUPPORTED for an
- * async send or receive, the copies' and the run's. */
+ * INVALID_ARGUMENT for a mix of device and host buffers, the copies' and
+ * the run's. An async send or receive is queued and staged when it runs. */
 collie_result_t collie__stage_run(collie_comm_t *comm, struct collie__op *op,
                                   const collie_opts_t *opts, collie_work_t **work, int *handled);
 /* The device algorithm a call of kind on device buffers of `bytes` (count x

@@ -10,7 +10,7 @@
  * after the work already queued on the legacy default stream (cuMemcpy),
  * and the result is in device memory when the call returns.
  *
- * What a call reads and writes is its extent (stage_extent): the bytes of
+ * What a call reads and writes is its extent (coll/extent.c): the bytes of
  * each buffer the collective touches on this rank, a v-variant's up to its
  * farthest block. A receive buffer is copied in too, so that the bytes a
  * collective leaves alone (a non-root's part, the gaps between v-blocks)
@@ -31,67 +31,6 @@
 #include "core/core.h"
 #include "device/cuda.h"
 #include "transport/shm.h"
-
-void
-collie__stage_extent(const struct collie__call *call, int rank, int size, struct collie__extent *e)
-{
-  size_t es = collie_dtype_size(call->dtype), n = call->count, p = (size_t)size;
-  *e = (struct collie__extent){0};
-  int root = call->root == rank;
-  switch (call->kind) {
-  case COLLIE_KIND_ALLREDUCE:
-    e->send = e->recv = n * es;
-    break;
-  case COLLIE_KIND_BROADCAST:
-    e->send = e->recv = n * es; /* one buffer: sendbuf == recvbuf */
-    break;
-  case COLLIE_KIND_ALLGATHER:
-    e->send = n * es;
-    e->recv = p * n * es;
-    break;
-  case COLLIE_KIND_REDUCE_SCATTER:
-    e->send = p * n * es;
-    e->recv = n * es;
-    break;
-  case COLLIE_KIND_REDUCE:
-    e->send = n * es;
-    e->recv = root ? n * es : 0;
-    break;
-  case COLLIE_KIND_ALLTOALL:
-    e->send = e->recv = p * n * es;
-    break;
-  case COLLIE_KIND_GATHER:
-    e->send = n * es;
-    e->recv = root ? p * n * es : 0;
-    break;
-  case COLLIE_KIND_SCATTER:
-    e->send = root ? p * n * es : 0;
-    e->recv = n * es;
-    break;
-  case COLLIE_KIND_ALLGATHERV:
-  case COLLIE_KIND_ALLTOALLV:
-    if (call->kind == COLLIE_KIND_ALLGATHERV) e->send = n * es;
-    for (int q = 0; q < size; q++) {
-      if (call->sendcounts && call->sendcounts[q]) {
-        size_t end = (call->sdispls[q] + call->sendcounts[q]) * es;
-        if (end > e->send) e->send = end;
-      }
-      if (call->recvcounts && call->recvcounts[q]) {
-        size_t end = (call->rdispls[q] + call->recvcounts[q]) * es;
-        if (end > e->recv) e->recv = end;
-      }
-    }
-    break;
-  case COLLIE_KIND_P2P:
-    if (call->sendbuf)
-      e->send = n * es;
-    else
-      e->recv = n * es;
-    break;
-  default: /* barrier: no buffers */
-    break;
-  }
-}
 
 /* Where a buffer of the call is: 1 device, 0 host, -1 not used here. */
 static int
@@ -151,7 +90,7 @@ collie__stage_run(collie_comm_t *comm, struct collie__op *op, const collie_opts_
   struct collie__call *call = &op->call;
   const char *fn = collie__kind_name(call->kind);
   struct collie__extent e;
-  collie__stage_extent(call, comm->rank, comm->size, &e);
+  collie__call_extent(call, comm->rank, comm->size, &e);
   int sdev = -1, rdev = -1;
   int s = stage_where(call->sendbuf, e.send, &sdev), r = stage_where(call->recvbuf, e.recv, &rdev);
   *handled = s == 1 || r == 1;
@@ -180,7 +119,9 @@ collie__stage_run(collie_comm_t *comm, struct collie__op *op, const collie_opts_
     const void *any = r == 1 ? call->recvbuf : call->sendbuf;
     collie_result_t rc = collie__cuda_push_ctx_of(any, "entering the buffer's context");
     if (rc != COLLIE_SUCCESS) return rc;
-    rc = collie__cuda_stream_sync(opts->cuda_stream, "waiting for opts->cuda_stream");
+    int64_t deadline =
+        collie__deadline_after_ms(opts->timeout_ms > 0 ? opts->timeout_ms : comm->timeout_ms);
+    rc = collie__cuda_stream_sync(opts->cuda_stream, deadline, "waiting for opts->cuda_stream");
     collie__cuda_pop();
     if (rc != COLLIE_SUCCESS) return rc;
   }

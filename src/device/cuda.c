@@ -19,6 +19,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,6 +28,7 @@
 #include "device/cuda.h"
 #include "device/cuda_int.h"
 #include "util/error.h"
+#include "util/util.h"
 
 typedef cu_result (*get_proc_v2_fn)(const char *, void **, int, unsigned long long, int *);
 typedef cu_result (*get_proc_v1_fn)(const char *, void **, int, unsigned long long);
@@ -76,13 +78,13 @@ collie__cuda_open(const char *path)
       {"cuDeviceGetUuid", (void **)&cu.device_get_uuid},
       {"cuMemcpy", (void **)&cu.memcpy},
       {"cuMemcpyAsync", (void **)&cu.memcpy_async},
-      {"cuStreamSynchronize", (void **)&cu.stream_synchronize},
+      {"cuStreamQuery", (void **)&cu.stream_query},
       {"cuStreamCreate", (void **)&cu.stream_create},
       {"cuStreamDestroy", (void **)&cu.stream_destroy},
       {"cuStreamWaitEvent", (void **)&cu.stream_wait_event},
       {"cuEventCreate", (void **)&cu.event_create},
       {"cuEventRecord", (void **)&cu.event_record},
-      {"cuEventSynchronize", (void **)&cu.event_synchronize},
+      {"cuEventQuery", (void **)&cu.event_query},
       {"cuEventDestroy", (void **)&cu.event_destroy},
       {"cuMemAllocHost", (void **)&cu.mem_alloc_host},
       {"cuMemFreeHost", (void **)&cu.mem_free_host},
@@ -214,8 +216,21 @@ collie__cuda_copy(void *dst, const void *src, size_t n, const char *what)
 }
 
 collie_result_t
-collie__cuda_stream_sync(void *stream, const char *what)
+collie__cuda_poll(cu_result (*query)(void *), void *handle, int64_t deadline_ns, const char *what)
 {
-  cu_result rc = cu.stream_synchronize((cu_stream)stream);
-  return rc == CU_SUCCESS ? COLLIE_SUCCESS : collie__cuda_fail(rc, what);
+  for (unsigned i = 1;; i++) {
+    cu_result rc = query(handle);
+    if (rc == CU_SUCCESS) return COLLIE_SUCCESS;
+    if (rc != CU_ERROR_NOT_READY) return collie__cuda_fail(rc, what);
+    if (i % 64 == 0 && collie__now_coarse_ns() > deadline_ns)
+      return collie__err(COLLIE_TIMEOUT, "CUDA: %s: the GPU's work was not done by the deadline",
+                         what);
+    sched_yield();
+  }
+}
+
+collie_result_t
+collie__cuda_stream_sync(void *stream, int64_t deadline_ns, const char *what)
+{
+  return collie__cuda_poll(cu.stream_query, stream, deadline_ns, what);
 }

@@ -11,6 +11,7 @@
 #define COLLIE_DEVICE_CUDA_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "collie.h"
 
@@ -55,8 +56,9 @@ int collie__cuda_has_kernels(void);
 collie_result_t collie__cuda_push_ctx_of(const void *p, const char *what);
 void collie__cuda_pop(void);
 
-/* Waits for everything queued on stream (NULL: the legacy default stream). */
-collie_result_t collie__cuda_stream_sync(void *stream, const char *what);
+/* Waits for everything queued on stream (NULL: the legacy default stream),
+ * at most until deadline_ns (monotonic): then COLLIE_TIMEOUT naming what. */
+collie_result_t collie__cuda_stream_sync(void *stream, int64_t deadline_ns, const char *what);
 
 /* Queues a copy of n bytes on stream (unified addressing: any direction). */
 collie_result_t collie__cuda_copy_async(void *dst, const void *src, size_t n, void *stream,

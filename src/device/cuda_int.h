@@ -9,6 +9,7 @@
 #define COLLIE_DEVICE_CUDA_INT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "collie.h"
 
@@ -54,13 +55,13 @@ struct collie__cu {
   cu_result (*device_get_uuid)(unsigned char *, cu_device);
   cu_result (*memcpy)(cu_ptr, cu_ptr, size_t);
   cu_result (*memcpy_async)(cu_ptr, cu_ptr, size_t, cu_stream);
-  cu_result (*stream_synchronize)(cu_stream);
+  cu_result (*stream_query)(cu_stream);
   cu_result (*stream_create)(cu_stream *, unsigned);
   cu_result (*stream_destroy)(cu_stream);
   cu_result (*stream_wait_event)(cu_stream, cu_event, unsigned);
   cu_result (*event_create)(cu_event *, unsigned);
   cu_result (*event_record)(cu_event, cu_stream);
-  cu_result (*event_synchronize)(cu_event);
+  cu_result (*event_query)(cu_event);
   cu_result (*event_destroy)(cu_event);
   cu_result (*mem_alloc_host)(void **, size_t);
   cu_result (*mem_free_host)(void *);
@@ -77,6 +78,13 @@ extern struct collie__cu collie__cu;
 
 /* Whether the driver is open and its table filled (collie__cuda_live). */
 int collie__cuda_ready(void);
+
+/* Polls query(handle) (cuStreamQuery, cuEventQuery) until the GPU's work is
+ * done, yielding the CPU between polls as the driver's own spinning wait
+ * does; COLLIE_TIMEOUT naming `what` once deadline_ns (monotonic) passes, so
+ * no wait for the GPU outlasts its call's deadline. */
+collie_result_t collie__cuda_poll(cu_result (*query)(void *), void *handle, int64_t deadline_ns,
+                                  const char *what);
 
 /* COLLIE_SYSTEM_ERROR "CUDA: <what> failed: <driver's message> (error N)". */
 collie_result_t collie__cuda_fail(cu_result rc, const char *what);

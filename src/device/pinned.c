@@ -82,10 +82,10 @@ collie__pinned_in(struct collie__pinned *p, int i, const void *src, size_t n)
 }
 
 collie_result_t
-collie__pinned_wait_in(struct collie__pinned *p)
+collie__pinned_wait_in(struct collie__pinned *p, int64_t deadline_ns)
 {
-  cu_result rc = collie__cu.stream_synchronize(p->in);
-  return rc == CU_SUCCESS ? COLLIE_SUCCESS : collie__cuda_fail(rc, "a chunk's copy to the host");
+  return collie__cuda_poll(collie__cu.stream_query, p->in, deadline_ns,
+                           "a chunk's copy to the host");
 }
 
 collie_result_t
@@ -99,15 +99,15 @@ collie__pinned_out(struct collie__pinned *p, int i, void *dst, size_t n)
 }
 
 collie_result_t
-collie__pinned_wait_buf(struct collie__pinned *p, int i)
+collie__pinned_wait_buf(struct collie__pinned *p, int i, int64_t deadline_ns)
 {
-  cu_result rc = collie__cu.event_synchronize(p->out_done[i & 1]);
-  return rc == CU_SUCCESS ? COLLIE_SUCCESS : collie__cuda_fail(rc, "a chunk's copy to the device");
+  return collie__cuda_poll(collie__cu.event_query, p->out_done[i & 1], deadline_ns,
+                           "a chunk's copy to the device");
 }
 
 collie_result_t
-collie__pinned_wait_out(struct collie__pinned *p)
+collie__pinned_wait_out(struct collie__pinned *p, int64_t deadline_ns)
 {
-  cu_result rc = collie__cu.stream_synchronize(p->out);
-  return rc == CU_SUCCESS ? COLLIE_SUCCESS : collie__cuda_fail(rc, "a chunk's copy to the device");
+  return collie__cuda_poll(collie__cu.stream_query, p->out, deadline_ns,
+                           "a chunk's copy to the device");
 }

@@ -17,6 +17,7 @@
 
 #include "core/introspect.h"
 #include "runner.h"
+#include "util/util.h"
 
 #define FAKE_LIB COLLIE_BUILD_DIR "/tests/fakecuda/libcuda.so.1"
 
@@ -404,4 +405,22 @@ TEST_IMPL(cuda_fake_pipeline)
   ASSERT_OK(collie_comm_destroy(comm));
   ASSERTF(fk_objects() == 0, "%ld pinned buffers, streams or events left after destroy",
           fk_objects()); /* ...and goes with the communicator */
+}
+
+/* A call ordered after a stream whose work never finishes (the stand-in's
+ * busy stream, as behind a hung kernel) fails at its deadline with
+ * COLLIE_TIMEOUT naming the wait, instead of waiting for ever. */
+TEST_IMPL(cuda_fake_stream_deadline)
+{
+  fk_load();
+  collie_comm_t *comm = test_comm();
+  float *s = dev_alloc(64 * 4);
+  collie_opts_t o = {.timeout_ms = 300, .cuda_stream = (void *)0xb5b5};
+  int64_t t0 = collie__now_ns();
+  ASSERT_RC(COLLIE_TIMEOUT, "the GPU's work was not done by the deadline",
+            collie_allreduce(comm, s, s, 64, COLLIE_FLOAT32, COLLIE_SUM, &o, NULL));
+  double secs = (double)(collie__now_ns() - t0) / 1e9;
+  ASSERTF(secs >= 0.25 && secs < 5, "the wait ended after %.2f s, its deadline 0.3 s", secs);
+  dev_free(s);
+  collie_comm_destroy(comm);
 }

@@ -29,7 +29,7 @@ static void
 stage_expect(const struct collie__call *c, int rank, int size, size_t send, size_t recv)
 {
   struct collie__extent e;
-  collie__stage_extent(c, rank, size, &e);
+  collie__call_extent(c, rank, size, &e);
   ASSERTF(e.send == send && e.recv == recv,
           "%s at rank %d of %d: extent send %zu recv %zu, expected %zu and %zu",
           collie__kind_name(c->kind), rank, size, e.send, e.recv, send, recv);
