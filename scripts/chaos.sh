@@ -218,6 +218,9 @@ for seed in $seeds; do
     failed=$((failed + 1))
     echo "seed $seed: FAILED:$why"
     sed 's/^/    /' "$d/out" | tail -5
+    # The whole verdict, every rank's error with it: what a clean clone's
+    # CI printed is all there is to read afterwards.
+    [ ! -f "$d/report" ] || sed 's/^/    report: /' "$d/report" | head -60
   fi
 done
 echo "chaos: $passed passed, $failed failed ($nranks ranks, $transport)"

@@ -137,8 +137,15 @@ tcp_fail_peer(struct collie__tcp_xport *t, struct collie__tcp_chan *c, int err, 
     return tcp_fail(t, collie__err(COLLIE_REMOTE_ERROR,
                                    "tcp: %s aborted its communicator%s, after: %s", who, doing,
                                    c->why));
-  if (err == 0 || err == ECONNRESET || err == EPIPE || err == ETIMEDOUT || err == EHOSTUNREACH ||
-      err == ENETUNREACH || err == ECONNABORTED)
+  if (err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH)
+    /* Nothing came from the peer: the network between us failed. Not
+     * "closed the connection", which says the peer's end was heard from
+     * (collie-report reads it so: the link worked). */
+    return tcp_fail(t, collie__err(COLLIE_REMOTE_ERROR,
+                                   "tcp: lost the connection to %s%s: %s (a link down or its host "
+                                   "unreachable)",
+                                   who, doing, strerror(err)));
+  if (err == 0 || err == ECONNRESET || err == EPIPE || err == ECONNABORTED)
     return tcp_fail(
         t, collie__err(COLLIE_REMOTE_ERROR,
                        "tcp: %s closed the connection%s%s%s (it died, aborted or failed)", who,

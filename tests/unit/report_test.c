@@ -306,6 +306,42 @@ TEST_IMPL(report_hang_network)
   rt_expect(rt_dir_arg(), 1,
             "network: every rank failed naming a rank on another host (4 failures): the link "
             "between hosts h1 and h2 was lost");
+  /* Hosts h0 {0}, h1 {1}, h2 {2,3}; h0 is cut off. Rank 1's deadline came
+   * first (rank 0 was alive, waiting on h2), so h2 explains every edge as
+   * well as h0 does; but rank 1's abort reached rank 3: h1 and h2 still
+   * talked, so h2 was not the one cut off. */
+  const char *split = "[0,1,2,2]";
+  rt_dump_cut(1, split, 0, RT_WAITED(0, "h0"));
+  rt_dump_cut(2, split, 50, RT_WAITED(0, "h0"));
+  rt_dump_cut(3, split, 60,
+              "allreduce #5: tcp: rank 1 (world rank 1, host h1) aborted its communicator, after: "
+              "" RT_WAITED(0, "h0"));
+  rt_dump_cut(0, split, 100, RT_WAITED(2, "h2"));
+  rt_expect(rt_dir_arg(), 1,
+            "network: every rank failed naming a rank on another host (4 failures): host h0 "
+            "accounts for every one");
+  /* The news is followed to its sender: rank 2 gave up on h0 first and
+   * closed its connections; rank 1 heard that (h1 and h2 talked), so its
+   * failure is rank 2's, and h0, not h2, accounts for every one. */
+  rt_dump_cut(2, split, 0, RT_WAITED(0, "h0"));
+  rt_dump_cut(3, split, 2, "shm: rank 2 (world rank 2, pid 9) aborted its communicator");
+  rt_dump_cut(1, split, 5,
+              "allreduce #5: tcp: rank 2 (world rank 2, host h2) closed the connection during "
+              "allreduce #5 step 1 (it died, aborted or failed)");
+  rt_dump_cut(0, split, 10, RT_WAITED(2, "h2"));
+  rt_expect(rt_dir_arg(), 1,
+            "network: every rank failed naming a rank on another host (4 failures): host h0 "
+            "accounts for every one");
+  /* A chain of ranks each alive and waiting on the next: rank 3 (h2) on
+   * rank 1 (h1), on rank 2 (h2), on rank 0 (h0), which waited on h2. Both h0
+   * and h2 cut off explain it: the verdict names the link, not h2 alone. */
+  rt_dump_cut(3, split, 0, RT_WAITED(1, "h1"));
+  rt_dump_cut(1, split, 10, RT_WAITED(2, "h2"));
+  rt_dump_cut(2, split, 20, RT_WAITED(0, "h0"));
+  rt_dump_cut(0, split, 30, RT_WAITED(2, "h2"));
+  rt_expect(rt_dir_arg(), 1,
+            "network: every rank failed naming a rank on another host (4 failures): the link "
+            "between hosts h0 and h2 was lost");
   /* Two hosts: the link between them, whichever side was cut. */
   const char *two = "[0,0,1,1]";
   rt_dump_cut(0, two, 0, RT_WAITED(2, "h1"));
