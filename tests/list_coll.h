@@ -163,6 +163,7 @@
   XX(a2a_alltoall_mixed_inplace_mixed_5, a2a_alltoall_mixed_inplace, 5, "mixed", 60)               \
   XX(a2a_alltoallv_self_mismatch_shm_3, a2a_alltoallv_self_mismatch, 3, "shm", 30)                 \
   XX(a2a_alltoallv_self_mismatch_tcp_2, a2a_alltoallv_self_mismatch, 2, "tcp", 30)                 \
+  XX(a2a_alltoallv_pair_mismatch_mixed_4, a2a_alltoallv_pair_mismatch, 4, "mixed", 30)             \
   XX(shm_flat_sequence_2, shm_flat_sequence, 2, "shm", 60)                                         \
   XX(shm_flat_sequence_3, shm_flat_sequence, 3, "shm", 60)                                         \
   XX(shm_flat_sequence_6, shm_flat_sequence, 6, "shm", 90)                                         \

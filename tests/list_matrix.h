@@ -82,6 +82,8 @@
   XX(matrix_alltoall_tcp_4, matrix_alltoall, 4, "tcp", 120)                                        \
   XX(matrix_alltoall_tcp_8, matrix_alltoall, 8, "tcp", 120)                                        \
   XX(matrix_alltoall_mixed_4, matrix_alltoall, 4, "mixed", 120)                                    \
+  XX(matrix_alltoall_mixed_5, matrix_alltoall, 5, "mixed", 120)                                    \
+  XX(matrix_alltoall_mixed_3, matrix_alltoall, 3, "mixed", 120)                                    \
   XX(matrix_alltoallv_shm_1, matrix_alltoallv, 1, "shm", 120)                                      \
   XX(matrix_alltoallv_shm_2, matrix_alltoallv, 2, "shm", 120)                                      \
   XX(matrix_alltoallv_shm_3, matrix_alltoallv, 3, "shm", 120)                                      \
@@ -93,6 +95,8 @@
   XX(matrix_alltoallv_tcp_4, matrix_alltoallv, 4, "tcp", 120)                                      \
   XX(matrix_alltoallv_tcp_8, matrix_alltoallv, 8, "tcp", 120)                                      \
   XX(matrix_alltoallv_mixed_4, matrix_alltoallv, 4, "mixed", 120)                                  \
+  XX(matrix_alltoallv_mixed_5, matrix_alltoallv, 5, "mixed", 120)                                  \
+  XX(matrix_alltoallv_mixed_3, matrix_alltoallv, 3, "mixed", 120)                                  \
   XX(matrix_gather_shm_1, matrix_gather, 1, "shm", 120)                                            \
   XX(matrix_gather_shm_2, matrix_gather, 2, "shm", 120)                                            \
   XX(matrix_gather_shm_3, matrix_gather, 3, "shm", 120)                                            \

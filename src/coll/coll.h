@@ -300,6 +300,7 @@ const struct collie__algo *const *collie__algo_table(int *n);
   XX(alltoall_shm_flat)                                                                            \
   XX(alltoall_hierarchical)                                                                        \
   XX(alltoallv_pairwise)                                                                           \
+  XX(alltoallv_hierarchical)                                                                       \
   XX(gather_tree)                                                                                  \
   XX(gather_linear)                                                                                \
   XX(gather_hierarchical)                                                                          \

@@ -36,7 +36,8 @@
  *   gather: each rank's block to its host's collector (the root on the
  *     root's host, local index 0 elsewhere), then each other host's blocks
  *     to the root in one message; scatter the mirror (below).
- *   alltoall (hosts of equal size L), aggregated per host pair: inside each
+ *   alltoall (hosts of equal size L; other hosts: hier_alltoallv.c, as
+ *     alltoallv), aggregated per host pair: inside each
  *     host an alltoall hands local index i every block its host sends to
  *     rail i; over rail i an alltoall then moves, per pair of hosts, the L
  *     blocks of the one host for the other's rank i in one message, where
@@ -616,6 +617,7 @@ const struct collie__algo collie__algo_reduce_scatter_hierarchical = {
 static collie_result_t
 hier_alltoall_run(struct collie__call *c)
 {
+  if (!c->topo->uniform) return collie__hier_alltoall_uneven_run(c);
   const struct collie__topo *t = c->topo;
   int L, li, H = t->nhosts;
   const int *local = hier_local(c, &L, &li);
@@ -652,6 +654,7 @@ static double
 hier_alltoall_cost(const struct collie__call *c, const struct collie__model *m)
 {
   (void)m;
+  if (hier_applies(c) && !c->topo->uniform) return collie__hier_alltoall_uneven_cost(c);
   if (!hier_uniform(c)) return -1;
   const struct collie__topo *t = c->topo;
   const struct collie__model *ml = hier_local_model(c);

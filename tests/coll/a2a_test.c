@@ -2,8 +2,9 @@
  * a2a_test.c - what the collective matrix does not reach for alltoall(v):
  * alltoallv in place (sendbuf == recvbuf, send and receive regions laid out
  * differently in one buffer), ranks that disagree on in-place alltoall with
- * blocks larger than a pairwise chunk, and a rank's block to itself whose
- * send and receive counts differ.
+ * blocks larger than a pairwise chunk, a rank's block to itself whose
+ * send and receive counts differ, and counts that disagree between two
+ * ranks on different hosts yet add up alike per host.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -133,5 +134,37 @@ TEST_IMPL(a2a_alltoallv_self_mismatch)
   free(sc);
   free(rc);
   free(dz);
+  collie_comm_destroy(comm);
+}
+
+/* On hosts {0,2} and {1,3}: ranks 0 and 2 send rank 1 three elements and
+ * one, rank 1 expects two of each. The hierarchical exchange carries both
+ * blocks in one message whose length matches; rank 1 must still refuse the
+ * split (the blocks would land in the wrong place), naming rank 0. The
+ * others had what they expected. */
+TEST_IMPL(a2a_alltoallv_pair_mismatch)
+{
+  collie_comm_t *comm = test_comm();
+  int p = collie_comm_size(comm), me = collie_comm_rank(comm);
+  ASSERT(p == 4);
+  size_t sc[4], sd[4], rc[4], rd[4];
+  for (int q = 0; q < 4; q++) {
+    sc[q] = rc[q] = 2;
+    sd[q] = rd[q] = (size_t)q * 4;
+  }
+  if (me == 0) sc[1] = 3;
+  if (me == 2) sc[1] = 1;
+  float s[16] = {0}, r[16] = {0};
+  collie_opts_t o = {.algorithm = COLLIE_ALGO_HIERARCHICAL};
+  collie_result_t got = collie_alltoallv(comm, s, sc, sd, r, rc, rd, COLLIE_FLOAT32, &o, NULL);
+  if (me == 1) {
+    ASSERTF(got == COLLIE_INVALID_USAGE, "rank 1: %s: %s", collie_result_string(got),
+            collie_last_error());
+    ASSERTF(strstr(collie_last_error(), "rank 0 sends this rank 3 elements, but recvcounts[0] "
+                                        "here is 2"),
+            "rank 1: %s", collie_last_error());
+  } else {
+    ASSERT_OK(got);
+  }
   collie_comm_destroy(comm);
 }
