@@ -279,6 +279,7 @@ const struct collie__algo *const *collie__algo_table(int *n);
   XX(allgather_hierarchical)                                                                       \
   XX(allgather_cuda_ipc)                                                                           \
   XX(allgatherv_ring)                                                                              \
+  XX(allgatherv_hierarchical)                                                                      \
   XX(reduce_scatter_ring)                                                                          \
   XX(reduce_scatter_recursive_halving)                                                             \
   XX(reduce_scatter_shm_flat)                                                                      \

@@ -24,9 +24,10 @@
  *     it is not that), broadcast over rail 0, then inside each host.
  *   reduce: reduce inside each host to local index 0, reduce over rail 0 to
  *     the root's host, then to the root (when it is not local index 0).
- *   allgather: each host's blocks gathered at local index 0, those exchanged
- *     between the hosts' index-0 ranks, the whole buffer broadcast inside
- *     each host.
+ *   allgather(v): each host's blocks gathered at local index 0, those
+ *     exchanged between the hosts' index-0 ranks, the whole buffer
+ *     broadcast inside each host (an allgatherv whose blocks do not lie end
+ *     to end: packed first and put in place after, never writing the gaps).
  *   barrier: barrier inside each host, over rail 0, inside each host again
  *     (no rank leaves before every host's index 0 has passed rail 0).
  *   reduce_scatter (hosts of equal size L): the input's blocks put in rail
@@ -435,62 +436,119 @@ const struct collie__algo collie__algo_reduce_hierarchical = {
     "hierarchical",      COLLIE_ALGO_HIERARCHICAL, COLLIE_KIND_REDUCE,
     COLLIE_NEEDS_REDUCE, hier_reduce_cost,         hier_reduce_run};
 
-/* ---- allgather ---- */
+/* ---- allgather(v) ---- */
+
+/* Block q of the output: where it starts and its bytes. */
+static void
+hier_ag_block(const struct collie__call *c, int q, size_t *off, size_t *len)
+{
+  if (c->kind == COLLIE_KIND_ALLGATHERV) {
+    *off = c->rdispls[q] * c->esize;
+    *len = c->recvcounts[q] * c->esize;
+  } else {
+    *len = c->count * c->esize;
+    *off = (size_t)q * *len;
+  }
+}
+
+/* Elements of the whole output, and whether its blocks lie end to end from
+ * offset 0 in rank order (always for allgather): the local broadcast then
+ * sends it as one run; else through a packed copy, since the gaps between
+ * an allgatherv's blocks are the caller's and must not be written. */
+static size_t
+hier_ag_total(const struct collie__call *c, int *run)
+{
+  if (c->kind != COLLIE_KIND_ALLGATHERV) {
+    *run = 1;
+    return c->count * (size_t)c->size;
+  }
+  size_t total = 0;
+  *run = 1;
+  for (int q = 0; q < c->size; q++) {
+    if (c->rdispls[q] != total) *run = 0;
+    total += c->recvcounts[q];
+  }
+  return total;
+}
 
 static collie_result_t
 hier_allgather_run(struct collie__call *c)
 {
   const struct collie__topo *t = c->topo;
-  int L, li, h = t->host[c->rank];
+  int L, li, h = t->host[c->rank], run;
   const int *local = hier_local(c, &L, &li);
-  size_t blk = c->count * c->esize;
+  size_t total = hier_ag_total(c, &run), bytes = total * c->esize, off, len;
   char *out = c->recvbuf;
   collie_result_t rc;
+  /* Requests: L - 1 local blocks in, every other host's blocks in, and
+   * this host's L blocks out to each of the H - 1 others (more than come
+   * in when this host is the biggest). Then the packed output, if any. */
+  size_t nreq = li ? 0 : (size_t)(L - 1) + (size_t)(c->size - L) + (size_t)L * (t->nhosts - 1);
+  size_t head = (nreq * sizeof(struct collie__req) + 63) & ~(size_t)63;
+  char *base = collie__scratch_get(c->scratch, head + (run ? 0 : bytes) + 64);
+  if (!base) return COLLIE_SYSTEM_ERROR;
+  char *packed = base + head;
+  hier_ag_block(c, c->rank, &off, &len);
   if (li != 0) {
-    if ((rc = collie__send_direct(c, local[0], c->sendbuf, blk, HIER_STEP_IN)) != COLLIE_SUCCESS)
+    if ((rc = collie__send_direct(c, local[0], c->sendbuf, len, HIER_STEP_IN)) != COLLIE_SUCCESS)
       return rc;
   } else {
     /* Index 0 gathers its host's blocks, then trades them with every other
      * host's index 0: one message per block, all posted at once. */
-    /* Requests: L - 1 local blocks in, every other host's blocks in, and
-     * this host's L blocks out to each of the H - 1 others (more than come
-     * in when this host is the biggest). */
-    size_t nreq = (size_t)(L - 1) + (size_t)(c->size - L) + (size_t)L * (size_t)(t->nhosts - 1);
     int n = 0;
-    struct collie__req *req = collie__scratch_get(c->scratch, nreq * sizeof(*req));
-    struct collie__req **w = collie__scratch_get(c->scratch + 1, nreq * sizeof(*w));
-    if (!req || !w) return COLLIE_SYSTEM_ERROR;
-    char *own = out + (size_t)c->rank * blk;
-    if (blk && own != (const char *)c->sendbuf) collie__call_copy(c, own, c->sendbuf, blk);
+    struct collie__req *req = (struct collie__req *)base;
+    struct collie__req **w = collie__scratch_get(c->scratch + 1, nreq * sizeof(*w) + 8);
+    if (!w) return COLLIE_SYSTEM_ERROR;
+    if (len && out + off != (const char *)c->sendbuf)
+      collie__call_copy(c, out + off, c->sendbuf, len);
     uint64_t in = collie__call_slot(c, HIER_STEP_IN), x = collie__call_slot(c, HIER_STEP_RAIL);
-    for (int q = 1; q < L; q++)
-      if ((rc = collie__call_irecv(c, local[q], out + (size_t)local[q] * blk, blk, in,
-                                   &req[n++])) != COLLIE_SUCCESS)
+    for (int q = 1; q < L; q++) {
+      hier_ag_block(c, local[q], &off, &len);
+      if ((rc = collie__call_irecv(c, local[q], out + off, len, in, &req[n++])) != COLLIE_SUCCESS)
         return rc;
+    }
     for (int g = 0; g < t->nhosts; g++) {
       if (g == h) continue;
       const int *theirs = t->by_host + t->first[g];
-      for (int q = 0; q < t->host_size[g]; q++)
-        if ((rc = collie__call_irecv(c, theirs[0], out + (size_t)theirs[q] * blk, blk, x,
-                                     &req[n++])) != COLLIE_SUCCESS)
+      for (int q = 0; q < t->host_size[g]; q++) {
+        hier_ag_block(c, theirs[q], &off, &len);
+        if ((rc = collie__call_irecv(c, theirs[0], out + off, len, x, &req[n++])) != COLLIE_SUCCESS)
           return rc;
+      }
     }
     for (int i = 0; i < n; i++) w[i] = &req[i];
     if ((rc = collie__net_wait(c->net, w, L - 1, c->deadline_ns)) != COLLIE_SUCCESS) return rc;
     for (int g = 0; g < t->nhosts; g++) {
       if (g == h) continue;
       int to = t->by_host[t->first[g]];
-      for (int q = 0; q < L; q++)
-        if ((rc = collie__call_isend(c, to, out + (size_t)local[q] * blk, blk, x, &req[n++])) !=
-            COLLIE_SUCCESS)
+      for (int q = 0; q < L; q++) {
+        hier_ag_block(c, local[q], &off, &len);
+        if ((rc = collie__call_isend(c, to, out + off, len, x, &req[n++])) != COLLIE_SUCCESS)
           return rc;
+      }
     }
     for (int i = L - 1; i < n; i++) w[i] = &req[i];
     if ((rc = collie__net_wait(c->net, w + L - 1, n - (L - 1), c->deadline_ns)) != COLLIE_SUCCESS)
       return rc;
   }
-  return hier_phase_run(c, COLLIE_KIND_BROADCAST, local, L, li, out, out,
-                        c->count * (size_t)c->size, 0, HIER_STEP_BACK, hier_local_model(c));
+  if (run)
+    return hier_phase_run(c, COLLIE_KIND_BROADCAST, local, L, li, out, out, total, 0,
+                          HIER_STEP_BACK, hier_local_model(c));
+  /* The blocks one after another, broadcast, and put in place. */
+  for (size_t q = 0, at = 0; li == 0 && q < (size_t)c->size; q++) {
+    hier_ag_block(c, (int)q, &off, &len);
+    if (len) collie__call_copy(c, packed + at, out + off, len);
+    at += len;
+  }
+  rc = hier_phase_run(c, COLLIE_KIND_BROADCAST, local, L, li, packed, packed, total, 0,
+                      HIER_STEP_BACK, hier_local_model(c));
+  if (rc != COLLIE_SUCCESS || li == 0) return rc;
+  for (size_t q = 0, at = 0; q < (size_t)c->size; q++) {
+    hier_ag_block(c, (int)q, &off, &len);
+    if (len) collie__call_copy(c, out + off, packed + at, len);
+    at += len;
+  }
+  return COLLIE_SUCCESS;
 }
 
 static double
@@ -500,19 +558,28 @@ hier_allgather_cost(const struct collie__call *c, const struct collie__model *m)
   if (!hier_applies(c)) return -1;
   const struct collie__topo *t = c->topo;
   const struct collie__model *ml = hier_local_model(c), *mr = hier_rail_model(c);
-  double blk = (double)(c->count * c->esize), L = t->max_local, H = t->nhosts;
+  int run;
+  size_t total = hier_ag_total(c, &run);
+  /* A block's bytes on average (an allgatherv's counts are the same on
+   * every rank, so every rank prices alike). */
+  double S = (double)(total * c->esize), blk = S / c->size, L = t->max_local, H = t->nhosts;
   /* Index 0 takes its host's blocks in, then every other host's blocks over
    * its link while it sends its own to each of them: a link carries both
    * ways at once, so the larger direction counts. */
   double gather = ml->alpha_us + (L - 1) * blk * ml->beta_us;
   double in = c->size - L, out = (H - 1) * L;
   double trade = (H - 1) * mr->alpha_us + (in > out ? in : out) * blk * mr->beta_us;
-  return gather + trade +
-         hier_phase_cost(c, COLLIE_KIND_BROADCAST, t->max_local, c->count * (size_t)c->size, 0, ml);
+  double pack = run ? 0 : 2 * S * ml->beta_us;
+  return gather + trade + pack +
+         hier_phase_cost(c, COLLIE_KIND_BROADCAST, t->max_local, total, 0, ml);
 }
 
 const struct collie__algo collie__algo_allgather_hierarchical = {
     "hierarchical",      COLLIE_ALGO_HIERARCHICAL, COLLIE_KIND_ALLGATHER, 0,
+    hier_allgather_cost, hier_allgather_run};
+
+const struct collie__algo collie__algo_allgatherv_hierarchical = {
+    "hierarchical",      COLLIE_ALGO_HIERARCHICAL, COLLIE_KIND_ALLGATHERV, 0,
     hier_allgather_cost, hier_allgather_run};
 
 /* ---- barrier ---- */

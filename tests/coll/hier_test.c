@@ -2,7 +2,8 @@
  * hier_test.c - the hierarchical algorithms (src/coll/hier.c) beyond the
  * matrix's reference checks: refused on one host, and every rank holding
  * the same bits after a floating-point allreduce (data-parallel replicas
- * must not drift apart), whichever variant the size picks.
+ * must not drift apart), whichever variant the size picks, and an
+ * allgatherv whose blocks lie end to end.
  */
 #include <math.h>
 #include <stdint.h>
@@ -89,5 +90,46 @@ TEST_IMPL(hier_allreduce_same_bits)
     free(flat);
     free(sums);
   }
+  ASSERT_OK(collie_comm_destroy(comm));
+}
+
+/* allgatherv whose blocks lie end to end in rank order (torch's uneven
+ * all_gather): the hierarchical form broadcasts the output inside each host
+ * as one run, where the matrix's gapped layout takes the packed path. Every
+ * rank checks every element, and the word past the end stays untouched. */
+TEST_IMPL(hier_allgatherv_end_to_end)
+{
+  collie_comm_t *comm = test_comm();
+  int r = test_rank(), p = test_size();
+  collie_opts_t o = {.algorithm = COLLIE_ALGO_HIERARCHICAL};
+  size_t *counts = malloc((size_t)p * sizeof(size_t)), *displs = malloc((size_t)p * sizeof(size_t));
+  ASSERT(counts && displs);
+  size_t total = 0;
+  for (int q = 0; q < p; q++) {
+    counts[q] = (size_t)(q * 37 % 5) * 1000 + (size_t)q; /* rank 0 sends nothing */
+    displs[q] = total;
+    total += counts[q];
+  }
+  int32_t *out = malloc((total + 1) * sizeof(int32_t)), *in = malloc((counts[r] + 1) * 4);
+  ASSERT(out && in);
+  for (size_t i = 0; i < counts[r]; i++) in[i] = r * 1000003 + (int32_t)i;
+  for (int inplace = 0; inplace < 2; inplace++) {
+    for (size_t i = 0; i <= total; i++) out[i] = -1;
+    const int32_t *src = in;
+    if (inplace) {
+      memcpy(out + displs[r], in, counts[r] * sizeof(int32_t));
+      src = out + displs[r];
+    }
+    ASSERT_OK(collie_allgatherv(comm, src, counts[r], out, counts, displs, COLLIE_INT32, &o, NULL));
+    for (int q = 0; q < p; q++)
+      for (size_t i = 0; i < counts[q]; i++)
+        ASSERTF(out[displs[q] + i] == q * 1000003 + (int32_t)i, "inplace %d: rank %d elem %zu",
+                inplace, q, i);
+    ASSERT(out[total] == -1);
+  }
+  free(out);
+  free(in);
+  free(counts);
+  free(displs);
   ASSERT_OK(collie_comm_destroy(comm));
 }
