@@ -35,6 +35,8 @@
   XX(matrix_reduce_scatter_tcp_4, matrix_reduce_scatter, 4, "tcp", 120)                            \
   XX(matrix_reduce_scatter_tcp_8, matrix_reduce_scatter, 8, "tcp", 120)                            \
   XX(matrix_reduce_scatter_mixed_4, matrix_reduce_scatter, 4, "mixed", 120)                        \
+  XX(matrix_reduce_scatter_mixed_3, matrix_reduce_scatter, 3, "mixed", 120)                        \
+  XX(matrix_reduce_scatter_mixed_5, matrix_reduce_scatter, 5, "mixed", 120)                        \
   XX(matrix_allgather_shm_1, matrix_allgather, 1, "shm", 120)                                      \
   XX(matrix_allgather_shm_2, matrix_allgather, 2, "shm", 120)                                      \
   XX(matrix_allgather_shm_3, matrix_allgather, 3, "shm", 120)                                      \

@@ -64,12 +64,17 @@ collie_result_t collie__tree_gather_phase(struct collie__call *c, size_t total, 
 collie_result_t collie__tree_scatter_phase(struct collie__call *c, size_t total, char *base,
                                            int compact, uint32_t step0);
 
-/* ---- hier_alltoallv.c: alltoall on hosts of different sizes ---- */
+/* ---- hier_handler.c: alltoall and reduce_scatter on hosts of different sizes ---- */
 
 /* The per-host-pair exchange of alltoallv, for an alltoall whose hosts are
  * not all of one size (hier.c's rail alltoall takes equal ones): its cost
  * (< 0 where it does not apply) and its run. */
 double collie__hier_alltoall_uneven_cost(const struct collie__call *c);
 collie_result_t collie__hier_alltoall_uneven_run(struct collie__call *c);
+/* reduce_scatter on hosts of different sizes, through the same handlers:
+ * each host's partial sum for a rank made by its handler there, one block
+ * per other host to each rank. */
+double collie__hier_reduce_scatter_uneven_cost(const struct collie__call *c);
+collie_result_t collie__hier_reduce_scatter_uneven_run(struct collie__call *c);
 
 #endif /* COLLIE_COLL_INT_H */

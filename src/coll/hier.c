@@ -30,14 +30,15 @@
  *     to end: packed first and put in place after, never writing the gaps).
  *   barrier: barrier inside each host, over rail 0, inside each host again
  *     (no rank leaves before every host's index 0 has passed rail 0).
- *   reduce_scatter (hosts of equal size L): the input's blocks put in rail
+ *   reduce_scatter (hosts of equal size L; other hosts: hier_handler.c):
+ *     the input's blocks put in rail
  *     order (rail 0's ranks host by host, then rail 1's, ...), a ring
  *     reduce-scatter inside each host leaves on local index i its host's
  *     sum of rail i's blocks, and a reduce-scatter over rail i finishes them.
  *   gather: each rank's block to its host's collector (the root on the
  *     root's host, local index 0 elsewhere), then each other host's blocks
  *     to the root in one message; scatter the mirror (below).
- *   alltoall (hosts of equal size L; other hosts: hier_alltoallv.c, as
+ *   alltoall (hosts of equal size L; other hosts: hier_handler.c, as
  *     alltoallv), aggregated per host pair: inside each
  *     host an alltoall hands local index i every block its host sends to
  *     rail i; over rail i an alltoall then moves, per pair of hosts, the L
@@ -636,6 +637,7 @@ hier_to_rail_order(const struct collie__call *c, char *dst, const char *src, siz
 static collie_result_t
 hier_reduce_scatter_run(struct collie__call *c)
 {
+  if (!c->topo->uniform) return collie__hier_reduce_scatter_uneven_run(c);
   const struct collie__topo *t = c->topo;
   int L, li, H = t->nhosts;
   const int *local = hier_local(c, &L, &li);
@@ -666,6 +668,7 @@ static double
 hier_reduce_scatter_cost(const struct collie__call *c, const struct collie__model *m)
 {
   (void)m;
+  if (hier_applies(c) && !c->topo->uniform) return collie__hier_reduce_scatter_uneven_cost(c);
   if (!hier_uniform(c)) return -1;
   const struct collie__topo *t = c->topo;
   const struct collie__model *ml = hier_local_model(c);

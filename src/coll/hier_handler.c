@@ -1,7 +1,7 @@
 /*
- * hier_alltoallv.c - alltoallv aggregated per host pair (issue 20), and
- * alltoall on hosts of different sizes, where hier.c's rail alltoall does
- * not apply.
+ * hier_handler.c - alltoallv aggregated per host pair (issue 20), and
+ * alltoall and reduce_scatter on hosts of different sizes, where hier.c's
+ * rail forms do not apply.
  *
  * The pairwise exchange sends every rank p - 1 messages, so a pair of
  * hosts with L ranks each trades L x L messages over the network, each
@@ -42,6 +42,18 @@
  *
  * In place: every block is packed out of the send buffer in step "in",
  * before any byte of the receive buffer is written in step "out".
+ *
+ * reduce_scatter on hosts of different sizes takes the same handlers:
+ * each rank hands each handler of its host its blocks for the ranks that
+ * handler serves (step "in", no counts needed: every block is count
+ * elements), the handler reduces its host's L blocks for each, sends each
+ * one it serves on another host that host's partial sum (step "across",
+ * one block), and each rank reduces its own host's partial with the H - 1
+ * that came across. A host sends out p - L_h blocks, the least a
+ * reduce_scatter between hosts can, and each rank takes H - 1 messages
+ * from the network. Cost: (L - 1) alpha_l + ceil(max L / min L) (H - 1)
+ * alpha_n, 2 S (beta_l) on the host plus S gamma for the reductions inside
+ * it, and the blocks that leave the biggest host over its shared link.
  */
 #include <stdint.h>
 #include <string.h>
@@ -414,3 +426,104 @@ collie__hier_alltoall_uneven_run(struct collie__call *c)
 
 const struct collie__algo collie__algo_alltoallv_hierarchical = {
     "hierarchical", COLLIE_ALGO_HIERARCHICAL, COLLIE_KIND_ALLTOALLV, 0, hier_av_cost, hier_av_run};
+
+/* ---- reduce_scatter on hosts of different sizes ---- */
+
+collie_result_t
+collie__hier_reduce_scatter_uneven_run(struct collie__call *c)
+{
+  const struct collie__topo *t = c->topo;
+  int h = t->host[c->rank], L = t->host_size[h], li = t->local[c->rank], H = t->nhosts, p = c->size,
+      me = c->rank;
+  const int *local = t->by_host + t->first[h];
+  int nserve = av_nserve(t, h, li);
+  size_t blk = c->count * c->esize;
+  /* Scratch: requests, then this rank's blocks by handler (in destination
+   * order), what the local ranks hand in, and what comes across. */
+  size_t nreq = 2 * (size_t)L + (size_t)p + (size_t)H;
+  size_t head = av_align(nreq * (sizeof(struct collie__req) + sizeof(struct collie__req *)));
+  size_t in_bytes = (size_t)L * nserve * blk, across = (size_t)H * blk;
+  char *base = collie__scratch_get(c->scratch, head + (size_t)p * blk + in_bytes + across + 64);
+  if (!base) return COLLIE_SYSTEM_ERROR;
+  struct collie__req *req = (struct collie__req *)base;
+  struct collie__req **w = (struct collie__req **)(req + nreq);
+  char *pack = base + head, *in = pack + (size_t)p * blk, *recv = in + in_bytes;
+  /* pack: this rank's blocks, handler after handler, each handler's in
+   * destination order (the order it serves them in). */
+  size_t at = 0;
+  for (int j = 0; j < L; j++)
+    for (int d = 0; d < p; d++)
+      if (av_handler(t, h, d) == j) {
+        if (blk)
+          collie__call_copy_small(c, pack + at * blk, (const char *)c->sendbuf + d * blk, blk);
+        at++;
+      }
+  uint64_t slot_i = collie__call_slot(c, AV_STEP_IN), slot_a = collie__call_slot(c, AV_STEP_ACROSS);
+  collie_result_t rc = COLLIE_SUCCESS;
+  int n = 0;
+  /* Across first: one partial from each other host's handler for this rank. */
+  for (int g = 0; g < H && rc == COLLIE_SUCCESS; g++)
+    if (g != h)
+      rc = collie__call_irecv(c, t->by_host[t->first[g] + av_handler(t, g, me)], recv + g * blk,
+                              blk, slot_a, &req[n++]);
+  int nacross = n;
+  size_t off = 0, mine = 0;
+  for (int j = 0; j < L && rc == COLLIE_SUCCESS; j++) {
+    int nj = av_nserve(t, h, j);
+    if (j == li) {
+      mine = off;
+    } else {
+      rc = collie__call_isend_direct(c, local[j], pack + off * blk, (size_t)nj * blk, slot_i,
+                                     &req[n++]);
+      if (rc == COLLIE_SUCCESS)
+        rc = collie__call_irecv(c, local[j], in + (size_t)j * nserve * blk, (size_t)nserve * blk,
+                                slot_i, &req[n++]);
+    }
+    off += (size_t)nj;
+  }
+  for (int i = 0; i < n; i++) w[i] = &req[i];
+  if (rc == COLLIE_SUCCESS && n > nacross)
+    rc = collie__net_wait(c->net, w + nacross, n - nacross, c->deadline_ns);
+  if (rc != COLLIE_SUCCESS) return rc;
+  /* This host's partial for each destination served: the own blocks plus
+   * every local rank's, reduced into the own (pack is this rank's copy). */
+  char *acc = pack + mine * blk;
+  for (int j = 0; j < L; j++)
+    if (j != li)
+      for (int k = 0; k < nserve; k++)
+        c->reduce(acc + (size_t)k * blk, in + ((size_t)j * nserve + k) * blk, c->count);
+  int m = nacross, own = -1;
+  for (int k = 0, d = 0; d < p && rc == COLLIE_SUCCESS; d++) {
+    if (av_handler(t, h, d) != li) continue;
+    if (d == me)
+      own = k;
+    else
+      rc = collie__call_isend(c, d, acc + (size_t)k * blk, blk, slot_a, &req[m++]);
+    k++;
+  }
+  for (int i = 0; i < m; i++) w[i] = &req[i];
+  collie_result_t wrc = m ? collie__net_wait(c->net, w, m, c->deadline_ns) : COLLIE_SUCCESS;
+  if (rc == COLLIE_SUCCESS) rc = wrc;
+  if (rc != COLLIE_SUCCESS) return rc;
+  /* This rank's block: its host's partial and the others', in host order
+   * (so the result does not depend on which message came first). */
+  char *res = acc + (size_t)own * blk;
+  for (int g = 0; g < H; g++)
+    if (g != h) c->reduce(res, recv + g * blk, c->count);
+  if (blk) collie__call_copy(c, c->recvbuf, res, blk);
+  if (c->op == COLLIE_AVG) collie__reduce_avg_finish(c->recvbuf, c->count, c->dtype, p);
+  return COLLIE_SUCCESS;
+}
+
+double
+collie__hier_reduce_scatter_uneven_cost(const struct collie__call *c)
+{
+  if (!av_applies(c) || c->topo->uniform) return -1;
+  const struct collie__topo *t = c->topo;
+  const struct collie__model *ml = &c->models->cls[COLLIE_NET_CLASS_LOCAL];
+  const struct collie__model *mr = &c->models->cls[c->cls];
+  int per = (t->max_local + t->min_local - 1) / t->min_local;
+  double blk = (double)(c->count * c->esize), S = blk * c->size, L = t->max_local;
+  return (L - 1) * ml->alpha_us + (double)per * (t->nhosts - 1) * mr->alpha_us +
+         S * (2 * ml->beta_us + ml->gamma_us) + L * blk * (c->size - L) * mr->beta_us;
+}
