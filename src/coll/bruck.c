@@ -36,10 +36,19 @@
  *
  * Both work for any p >= 1 and any count (count 0 returns at once: every
  * rank passes it). A round's messages use the round as their step.
+ *
+ * On several hosts (ranks placed host by host) the round of distance d
+ * sends across a host boundary from the min(d, L) ranks of each host whose
+ * partner r - d is on another host, so those share the host's link; the
+ * others' messages stay inside it. Every round has such a pair, so every
+ * round pays the network's alpha, but its bytes are priced at min(d, L)
+ * times the network's beta, where select.c would price every round at L
+ * times (COLLIE_ONE_LINK: bruck prices its link itself).
  */
 #include <string.h>
 
 #include "coll/coll.h"
+#include "coll/topo.h"
 #include "util/error.h"
 #include "util/util.h"
 
@@ -93,16 +102,31 @@ bruck_allgather_run(struct collie__call *c)
   return COLLIE_SUCCESS;
 }
 
+/* How many ranks of a host share its link in the round of distance d: 1
+ * on one host (a round then moves through memory, one pair each). */
+static double
+bruck_share(const struct collie__call *c, int d)
+{
+  const struct collie__topo *t = c->topo;
+  if (!t || t->nhosts < 2) return 1;
+  return d < t->max_local ? d : t->max_local;
+}
+
 static double
 bruck_allgather_cost(const struct collie__call *c, const struct collie__model *m)
 {
-  double p = c->size, S = (double)collie__call_bytes(c);
-  return collie__log2_ceil(c->size) * m->alpha_us + (p - 1) / p * S * m->beta_us;
+  int p = c->size;
+  double blk = (double)collie__call_bytes(c) / p, t = 0;
+  for (int d = 1; d < p; d <<= 1) {
+    int n = d < p - d ? d : p - d; /* blocks a rank sends in this round */
+    t += m->alpha_us + n * blk * m->beta_us * bruck_share(c, d);
+  }
+  return t;
 }
 
 const struct collie__algo collie__algo_allgather_bruck = {
-    "bruck", COLLIE_ALGO_BRUCK,    COLLIE_KIND_ALLGATHER,
-    0,       bruck_allgather_cost, bruck_allgather_run};
+    "bruck",         COLLIE_ALGO_BRUCK,    COLLIE_KIND_ALLGATHER,
+    COLLIE_ONE_LINK, bruck_allgather_cost, bruck_allgather_run};
 
 /* ---- alltoall ---- */
 
@@ -146,9 +170,14 @@ bruck_alltoall_run(struct collie__call *c)
 static double
 bruck_alltoall_cost(const struct collie__call *c, const struct collie__model *m)
 {
-  double L = collie__log2_ceil(c->size), S = (double)collie__call_bytes(c);
-  return L * m->alpha_us + (L + 1) * S * m->beta_us;
+  /* Per round: S/2 on the wire (shared by the ranks that cross) and S/2 of
+   * packing and unpacking; the rotations S once. */
+  double S = (double)collie__call_bytes(c), t = S * m->beta_us;
+  for (int d = 1; d < c->size; d <<= 1)
+    t += m->alpha_us + S / 2 * m->beta_us * (bruck_share(c, d) + 1);
+  return t;
 }
 
 const struct collie__algo collie__algo_alltoall_bruck = {
-    "bruck", COLLIE_ALGO_BRUCK, COLLIE_KIND_ALLTOALL, 0, bruck_alltoall_cost, bruck_alltoall_run};
+    "bruck",         COLLIE_ALGO_BRUCK,   COLLIE_KIND_ALLTOALL,
+    COLLIE_ONE_LINK, bruck_alltoall_cost, bruck_alltoall_run};

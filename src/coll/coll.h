@@ -237,9 +237,12 @@ size_t collie__call_bytes(const struct collie__call *c);
 /* needs bits: conditions every rank can evaluate the same way. */
 #define COLLIE_NEEDS_ALL_SHM 0x1u /* every rank on one host (reads peers' memory) */
 #define COLLIE_NEEDS_REDUCE 0x2u  /* the call reduces (has a valid kernel) */
-/* A trait in the same bits, for the model: the algorithm crosses each
- * boundary between hosts with one rank at a time (a ring, a chain), so the
- * ranks of a host do not share its link (select.c). */
+/* A trait in the same bits, for the model: the algorithm's cost prices the
+ * sharing of a host's link itself, so select.c must not multiply the
+ * network's beta by the ranks of a host: a ring or a chain crosses each
+ * boundary between hosts with one rank at a time, linear's messages all go
+ * through the root's link, and bruck prices each round by the ranks of a
+ * host that cross in it. */
 #define COLLIE_ONE_LINK 0x4u
 /* Runs on CUDA device buffers (call->mem COLLIE_MEM_CUDA), and only there:
  * every other algorithm runs on host memory only. */

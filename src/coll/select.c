@@ -471,8 +471,9 @@ select_cost(const struct collie__algo *a, const struct collie__call *c,
    * a host talks to another host at once, and they share its link, so the
    * network's beta counts once per rank of the largest host. A ring or a
    * chain crosses each boundary between hosts with one rank at a time (ranks
-   * placed host by host, as launchers do). The hierarchical algorithms cost
-   * their levels themselves. */
+   * placed host by host, as launchers do); linear and bruck price the link
+   * themselves (COLLIE_ONE_LINK). The hierarchical algorithms cost their
+   * levels themselves. */
   const struct collie__topo *t = c->topo;
   if (t && t->nhosts > 1 && t->max_local > 1 && !(a->needs & COLLIE_ONE_LINK)) {
     struct collie__model shared = *m;
