@@ -180,12 +180,16 @@ typedef struct {
    * messages by their world rank there, as a split of parent would. Read at
    * init only; parent may be destroyed first. NULL: none. */
   collie_comm_t *parent;
+  /* The communicator's default COLLIE_WIRE_* for float32 SUM and AVG
+   * allreduces of host memory (other calls stay native); DEFAULT (0): the
+   * COLLIE_WIRE variable, else NATIVE. Splits inherit it. */
+  int wire;
 } collie_config_t;
 
 #define COLLIE_CONFIG_INIT                                                                         \
   {                                                                                                \
     sizeof(collie_config_t), COLLIE_CONFIG_MAGIC, COLLIE_VERSION_CODE, -1, 0, NULL, NULL, 0, NULL, \
-        NULL, NULL                                                                                 \
+        NULL, NULL, 0                                                                              \
   }
 
 /* Creates the world communicator from the environment that a launcher set:
@@ -288,7 +292,8 @@ typedef enum {
   XX(SHM_FLAT, "shm_flat")                                                                         \
   XX(HIERARCHICAL, "hierarchical")                                                                 \
   XX(CUDA_IPC, "cuda_ipc")                                                                         \
-  XX(CUDA_PIPELINE, "cuda_pipeline")
+  XX(CUDA_PIPELINE, "cuda_pipeline")                                                               \
+  XX(COMPRESSED, "compressed")
 
 typedef enum {
 #define COLLIE_XX_(name, str) COLLIE_ALGO_##name,
@@ -296,6 +301,22 @@ typedef enum {
 #undef COLLIE_XX_
       COLLIE_ALGO_COUNT_
 } collie_algo_t;
+
+/* What a float32 SUM or AVG allreduce sends between ranks (docs/compression.md).
+ * NATIVE: float32, exact as any allreduce. FLOAT16 / BFLOAT16: each rank's
+ * contribution and the result cross the wire as 16-bit floats, rounded to
+ * nearest even once each, while every sum is taken in float32: half the
+ * bytes, within the error bound the docs give. FLOAT16 keeps 11 significant
+ * bits but overflows past 65504; BFLOAT16 keeps float32's range with 8 bits.
+ * DEFAULT (0): the communicator's choice (collie_config_t.wire, else
+ * COLLIE_WIRE, else NATIVE). */
+typedef enum {
+  COLLIE_WIRE_DEFAULT = 0,
+  COLLIE_WIRE_NATIVE,
+  COLLIE_WIRE_FLOAT16,
+  COLLIE_WIRE_BFLOAT16,
+  COLLIE_WIRE_COUNT_
+} collie_wire_t;
 
 /* Per-call options; NULL, or a zero-initialised struct, means defaults. */
 typedef struct {
@@ -308,6 +329,11 @@ typedef struct {
    * cudaStream_t) the call is ordered after, and whose later work sees its
    * result. NULL: the legacy default stream. Ignored for host buffers. */
   void *cuda_stream;
+  /* allreduce only: a COLLIE_WIRE_* value. FLOAT16 or BFLOAT16 named here on
+   * a call that is not a float32 SUM or AVG allreduce of host memory is
+   * COLLIE_INVALID_ARGUMENT (the communicator's default, by contrast, applies
+   * where it can and leaves other calls native). */
+  int wire;
 } collie_opts_t;
 
 /* ---- Collectives ------------------------------------------------------------------- */

@@ -230,6 +230,16 @@
   XX(rooted_wrong_algorithm_shm_3, rooted_wrong_algorithm, 3, "shm", 30)                           \
   XX(rooted_wrong_algorithm_tcp_1, rooted_wrong_algorithm, 1, "tcp", 30)                           \
   XX(init_store_unreachable, init_store_unreachable, 0, "auto", 20)                                \
+  XX(wire_allreduce_bound_shm_2, wire_allreduce_bound, 2, "shm", 120)                              \
+  XX(wire_allreduce_bound_shm_3, wire_allreduce_bound, 3, "shm", 120)                              \
+  XX(wire_allreduce_bound_tcp_4, wire_allreduce_bound, 4, "tcp", 120)                              \
+  XX(wire_allreduce_bound_mixed_5, wire_allreduce_bound, 5, "mixed", 120)                          \
+  XX(wire_allreduce_bound_shm_1, wire_allreduce_bound, 1, "shm", 60)                               \
+  XX(wire_refused_shm_2, wire_refused, 2, "shm", 30)                                               \
+  XX(wire_refused_tcp_3, wire_refused, 3, "tcp", 30)                                               \
+  XX(wire_comm_default_shm_3, wire_comm_default, 3, "shm", 30)                                     \
+  XX(wire_comm_default_tcp_2, wire_comm_default, 2, "tcp", 30)                                     \
+  XX(wire_bad_env_and_config, wire_bad_env_and_config, 0, "auto", 20)                              \
   XX(init_port_in_use, init_port_in_use, 0, "auto", 20)                                            \
   XX(init_rank_never_arrives, init_rank_never_arrives, 0, "auto", 20)                              \
   XX(init_wrong_token_2, init_wrong_token, 2, "tcp", 30)                                           \

@@ -27,7 +27,7 @@ import weakref
 
 from . import _lib
 from ._buffers import Staging, as_buf, as_bufs, contiguous_run, overlaps, release_all
-from ._enums import ReduceOp, to_algorithm, to_category, to_ms, to_op
+from ._enums import ReduceOp, to_algorithm, to_category, to_ms, to_op, to_wire
 from ._errors import InvalidArgument, InvalidUsage, check, last_error
 from ._store import KVStore
 
@@ -334,18 +334,23 @@ class _Call:
     if validation fails), then issues the C call and hands everything the
     call points at to the Work."""
 
-    def __init__(self, comm, fn, async_op, timeout, category, label, phase, algorithm):
+    def __init__(self, comm, fn, async_op, timeout, category, label, phase, algorithm, wire=None):
         self.comm = comm
         self.fn = fn
         self.async_op = bool(async_op)
         self.keep = []
         self.opts = None
         ms = to_ms(timeout, fn + ": timeout")
-        if ms is not None or category is not None or label is not None or phase is not None or algorithm is not None:
+        given = (ms, category, label, phase, algorithm, wire)
+        if any(v is not None for v in given):
             o = _lib.Opts()
             o.timeout_ms = ms or 0
             o.category = to_category(category)
             o.algorithm = to_algorithm(algorithm)
+            try:
+                o.wire = to_wire(wire)
+            except InvalidArgument as e:
+                raise InvalidArgument("%s: %s" % (fn, e)) from None
             if label is not None:
                 lb = str(label).encode()
                 self.keep.append(lb)
@@ -715,18 +720,23 @@ class Comm:
                 raise last_error(rc)
         return Plan(self, p.value, keep)
 
-    def _call(self, fn, async_op=False, timeout=None, category=None, label=None, phase=None, algorithm=None):
-        return _Call(self, fn, async_op, timeout, category, label, phase, algorithm)
+    def _call(self, fn, async_op=False, timeout=None, category=None, label=None, phase=None, algorithm=None, wire=None):
+        return _Call(self, fn, async_op, timeout, category, label, phase, algorithm, wire)
 
     # ---- collectives ----
     # Common keyword arguments: async_op (return at once; wait on the Work),
     # timeout (timedelta or seconds; None: the communicator's), and the
     # telemetry options category (PayloadCategory, default OTHER), label
     # (layer or bucket name), phase ("dense", ...), plus algorithm ("ring",
-    # ...; None: the cost model picks).
+    # ...; None: the cost model picks). all_reduce also takes wire
+    # ("float16", "bfloat16", "native"; None: the communicator's default,
+    # hints={"wire": ...} at new_comm): float32 SUM/AVG sent as 16-bit floats,
+    # summed in float32 (docs/compression.md).
 
     def all_reduce(self, tensor, op=ReduceOp.SUM, async_op=False, timeout=None, **kw):
-        """tensor = op over ranks of tensor, in place, on every rank."""
+        """tensor = op over ranks of tensor, in place, on every rank. wire=
+        "float16" or "bfloat16" sends a float32 SUM/AVG as 16-bit floats
+        (docs/compression.md)."""
         with self._call("all_reduce", async_op, timeout, **kw) as c:
             op = to_op(op)
             t = c.buf(tensor, "tensor", out=True)

@@ -78,7 +78,28 @@ ALGORITHMS = (
     "hierarchical",
     "cuda_ipc",
     "cuda_pipeline",
+    "compressed",
 )
+
+# collie_wire_t names (COLLIE_WIRE_*), in the header's order; the aliases
+# "fp16" and "bf16" are accepted too.
+WIRES = ("default", "native", "float16", "bfloat16")
+
+
+def to_wire(wire):
+    """collie_wire_t value of a name ("float16", "bf16") or an int; None: 0,
+    the communicator's default."""
+    if wire is None:
+        return 0
+    if isinstance(wire, str):
+        name = {"fp16": "float16", "bf16": "bfloat16", "fp32": "native", "float32": "native"}.get(
+            wire.lower(), wire.lower()
+        )
+        if name in WIRES:
+            return WIRES.index(name)
+    elif not isinstance(wire, bool) and isinstance(wire, int) and 0 <= wire < len(WIRES):
+        return int(wire)
+    raise InvalidArgument("wire = %r is not one of %s (or fp16, bf16)" % (wire, ", ".join(WIRES)))
 
 
 def to_op(op):

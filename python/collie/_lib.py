@@ -97,6 +97,7 @@ class Config(ctypes.Structure):
         ("transport", ctypes.c_char_p),
         ("store_callbacks", ctypes.POINTER(StoreCallbacks)),
         ("parent", ctypes.c_void_p),
+        ("wire", ctypes.c_int),
     ]
 
 
@@ -121,6 +122,7 @@ class Opts(ctypes.Structure):
         ("phase", ctypes.c_char_p),
         ("algorithm", ctypes.c_int),
         ("cuda_stream", ctypes.c_void_p),
+        ("wire", ctypes.c_int),
     ]
 
 

@@ -67,6 +67,10 @@ struct collie__call {
   const size_t *recvcounts, *rdispls; /* alltoallv, allgatherv */
   collie_dtype_t dtype;
   collie_op_t op;
+  /* allreduce: COLLIE_WIRE_FLOAT16 or _BFLOAT16 when the call is sent
+   * compressed (api.c decided it applies: float32 SUM/AVG, host memory);
+   * else NATIVE (or 0 in a call made inside the library). */
+  int wire;
   size_t esize; /* bytes per element */
   int root;     /* rooted collectives; p2p: the peer */
   int tag;      /* p2p */
@@ -247,6 +251,16 @@ size_t collie__call_bytes(const struct collie__call *c);
 /* Runs on CUDA device buffers (call->mem COLLIE_MEM_CUDA), and only there:
  * every other algorithm runs on host memory only. */
 #define COLLIE_NEEDS_DEVICE 0x8u
+/* Runs calls whose wire format is compressed (call->wire FLOAT16 or
+ * BFLOAT16), and only those: no other algorithm takes them (wire.c). */
+#define COLLIE_NEEDS_WIRE 0x10u
+
+/* Whether call c sends 16-bit floats in place of its float32 data. */
+static inline int
+collie__call_compressed(const struct collie__call *c)
+{
+  return c->wire == COLLIE_WIRE_FLOAT16 || c->wire == COLLIE_WIRE_BFLOAT16;
+}
 
 struct collie__algo {
   const char *name; /* COLLIE_ALGO_MAP's name: COLLIE_ALGO and logs */
@@ -275,6 +289,7 @@ const struct collie__algo *const *collie__algo_table(int *n);
   XX(allreduce_hierarchical)                                                                       \
   XX(allreduce_cuda_ipc)                                                                           \
   XX(allreduce_cuda_pipeline)                                                                      \
+  XX(allreduce_compressed)                                                                         \
   XX(allgather_ring)                                                                               \
   XX(allgather_recursive_doubling)                                                                 \
   XX(allgather_bruck)                                                                              \

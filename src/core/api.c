@@ -107,6 +107,9 @@ api_opts(const collie_comm_t *comm, const char *fn, const collie_opts_t *opts)
     return collie__err(COLLIE_INVALID_ARGUMENT,
                        "%s: opts->algorithm = %d is not a COLLIE_ALGO_* value", fn,
                        opts->algorithm);
+  if (opts->wire < 0 || opts->wire >= COLLIE_WIRE_COUNT_)
+    return collie__err(COLLIE_INVALID_ARGUMENT, "%s: opts->wire = %d is not a COLLIE_WIRE_* value",
+                       fn, opts->wire);
   return COLLIE_SUCCESS;
 }
 
@@ -118,6 +121,38 @@ api_enter(collie_comm_t *comm, const char *fn, const collie_opts_t *opts, collie
   if (rc != COLLIE_SUCCESS) return rc;
   if (work) *work = NULL;
   return api_opts(comm, fn, opts);
+}
+
+/* The wire format of a call (docs/compression.md): opts->wire when set, and
+ * then it must apply (a float32 SUM or AVG allreduce of host memory), else
+ * the communicator's default where it applies. */
+static collie_result_t
+api_wire(collie_comm_t *comm, struct collie__call *call, const collie_opts_t *opts)
+{
+  int asked = opts ? opts->wire : COLLIE_WIRE_DEFAULT;
+  int w = asked ? asked : comm->params.WIRE;
+  if (w == COLLIE_WIRE_NATIVE) return COLLIE_SUCCESS;
+  const char *kind = collie__kind_name(call->kind);
+  if (call->kind == COLLIE_KIND_ALLREDUCE && call->dtype == COLLIE_FLOAT32 &&
+      (call->op == COLLIE_SUM || call->op == COLLIE_AVG) && call->mem == COLLIE_MEM_HOST) {
+    call->wire = w;
+    return COLLIE_SUCCESS;
+  }
+  if (!asked) return COLLIE_SUCCESS; /* the default leaves what it cannot compress alone */
+  const char *name = w == COLLIE_WIRE_FLOAT16 ? "COLLIE_WIRE_FLOAT16" : "COLLIE_WIRE_BFLOAT16";
+  if (call->kind != COLLIE_KIND_ALLREDUCE)
+    return collie__err(COLLIE_INVALID_ARGUMENT,
+                       "collie_%s: opts->wire = %s applies to allreduce only (leave it 0)", kind,
+                       name);
+  if (call->mem != COLLIE_MEM_HOST)
+    return collie__err(COLLIE_INVALID_ARGUMENT,
+                       "collie_allreduce: opts->wire = %s applies to host memory only; these "
+                       "buffers are device memory",
+                       name);
+  return collie__err(COLLIE_INVALID_ARGUMENT,
+                     "collie_allreduce: opts->wire = %s applies to float32 SUM or AVG only; this "
+                     "call is %s %s",
+                     name, collie_dtype_name(call->dtype), collie_op_name(call->op));
 }
 
 /* Common tail: the issue-time decisions, then run now or queue (work set). */
@@ -132,6 +167,12 @@ static collie_result_t
 api_finish(collie_comm_t *comm, struct collie__op *op, const collie_opts_t *opts,
            collie_work_t **work)
 {
+  if (__builtin_expect((opts && opts->wire > COLLIE_WIRE_NATIVE) ||
+                           comm->params.WIRE != COLLIE_WIRE_NATIVE,
+                       0)) {
+    collie_result_t rc = api_wire(comm, &op->call, opts);
+    if (rc != COLLIE_SUCCESS) return rc;
+  }
   if (__builtin_expect(api_capture != NULL, 0)) {
     *api_capture = *op;
     return COLLIE_SUCCESS;
@@ -178,6 +219,7 @@ api_call(struct collie__call *call, int kind, const void *sendbuf, void *recvbuf
   call->sendcounts = call->sdispls = call->recvcounts = call->rdispls = NULL;
   call->dtype = dtype;
   call->op = 0;
+  call->wire = COLLIE_WIRE_NATIVE;
   call->root = root;
   call->tag = 0;
   call->mem = collie__mem_kind_of(sendbuf, recvbuf); /* decided here, once (util/mem.h) */
@@ -193,7 +235,7 @@ api_call(struct collie__call *call, int kind, const void *sendbuf, void *recvbuf
   call->models = NULL;
 }
 /* A field added to struct collie__call must be set above (or by dispatch). */
-_Static_assert(sizeof(void *) != 8 || sizeof(struct collie__call) == 224,
+_Static_assert(sizeof(void *) != 8 || sizeof(struct collie__call) == 232,
                "struct collie__call changed: update api_call");
 
 /* The same for a reducing collective (root: reduce's; 0 for the others). */

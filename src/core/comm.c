@@ -610,8 +610,13 @@ collie_comm_init_config(const collie_config_t *cfg, collie_comm_t **comm)
   const collie_store_callbacks_t *user_store =
       CFG_HAS(store_callbacks) ? cfg->store_callbacks : NULL;
   collie_comm_t *parent = CFG_HAS(parent) ? cfg->parent : NULL;
+  int wire = CFG_HAS(wire) ? cfg->wire : COLLIE_WIRE_DEFAULT;
 #undef CFG_HAS
   collie_result_t rc = config_check(cfg, user_store, &params, &transport);
+  if (rc == COLLIE_SUCCESS && (wire < 0 || wire >= COLLIE_WIRE_COUNT_))
+    rc = collie__err(COLLIE_INVALID_ARGUMENT,
+                     "collie_comm_init_config: wire = %d is not a COLLIE_WIRE_* value", wire);
+  if (wire != COLLIE_WIRE_DEFAULT) params.WIRE = wire;
   if (rc == COLLIE_SUCCESS && parent)
     rc = collie__comm_check(parent, "collie_comm_init_config: parent");
   if (rc != COLLIE_SUCCESS) {

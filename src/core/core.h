@@ -25,6 +25,7 @@
 #define COLLIE_PARAM_CTYPE_STR const char *
 #define COLLIE_PARAM_CTYPE_LEVEL collie__loglevel_t
 #define COLLIE_PARAM_CTYPE_TRANSPORT const char *
+#define COLLIE_PARAM_CTYPE_WIRE int /* a COLLIE_WIRE_* other than DEFAULT */
 
 /* The parsed environment: one field per params.def line, named as the variable. */
 struct collie__params {
@@ -55,6 +56,7 @@ struct collie__select_memo {
   collie_op_t op;
   int root, opts_algo;
   collie__mem_kind_t mem;
+  int wire;
   /* The flight recorder's description of that shape (names, bytes, root):
    * a repeated call copies it and adds its sequence number, instead of
    * looking up four names and its byte count again. */

@@ -135,7 +135,8 @@ dispatch_select(collie_comm_t *comm, const struct collie__call *call, int opts_a
   struct collie__select_memo *m = &comm->select_memo[call->kind];
   int memo = call->kind != COLLIE_KIND_ALLGATHERV && call->kind != COLLIE_KIND_ALLTOALLV;
   if (memo && m->algo && m->count == call->count && m->dtype == call->dtype && m->op == call->op &&
-      m->root == call->root && m->opts_algo == opts_algo && m->mem == call->mem) {
+      m->root == call->root && m->opts_algo == opts_algo && m->mem == call->mem &&
+      m->wire == call->wire) {
     *out = m;
     return COLLIE_SUCCESS;
   }
@@ -151,6 +152,7 @@ dispatch_select(collie_comm_t *comm, const struct collie__call *call, int opts_a
   m->root = call->root;
   m->opts_algo = opts_algo;
   m->mem = call->mem;
+  m->wire = call->wire;
   dispatch_flight_shape(call, algo, &m->fr);
   *out = m;
   return COLLIE_SUCCESS;

@@ -13,6 +13,8 @@
 extern char **environ;
 
 static const char *params_levels[] = {"NONE", "WARN", "INFO", "TRACE"};
+/* COLLIE_WIRE's words, from COLLIE_WIRE_NATIVE on. */
+static const char *params_wires[] = {"native", "float16", "bfloat16"};
 
 static collie_result_t
 params_int(const char *name, const char *v, int64_t *out)
@@ -94,10 +96,22 @@ params_set_TRANSPORT(struct collie__params *p, size_t *used, const char *name, c
   return COLLIE_SUCCESS;
 }
 
+static collie_result_t
+params_set_WIRE(struct collie__params *p, size_t *used, const char *name, const char *v, int *field)
+{
+  (void)p;
+  (void)used;
+  int i = 0;
+  collie_result_t rc = params_word(name, v, params_wires, 3, &i);
+  if (rc == COLLIE_SUCCESS) *field = COLLIE_WIRE_NATIVE + i;
+  return rc;
+}
+
 #define PARAMS_DEF_INT(def) #def
 #define PARAMS_DEF_STR(def) def
 #define PARAMS_DEF_LEVEL(def) def
 #define PARAMS_DEF_TRANSPORT(def) def
+#define PARAMS_DEF_WIRE(def) def
 
 /* Range checks that the types alone do not express. */
 static collie_result_t
@@ -202,6 +216,7 @@ params_rebase(struct collie__params *dst, const struct collie__params *src, cons
 #define PARAMS_REBASE_LEVEL(name)
 #define PARAMS_REBASE_STR(name) params_rebase(dst, src, &dst->name);
 #define PARAMS_REBASE_TRANSPORT(name) params_rebase(dst, src, &dst->name);
+#define PARAMS_REBASE_WIRE(name)
 
 void
 collie__params_copy(struct collie__params *dst, const struct collie__params *src)

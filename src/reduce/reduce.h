@@ -57,4 +57,12 @@ unsigned short collie__float_to_half(float f);
 float collie__bf16_to_float(unsigned short h);
 unsigned short collie__float_to_bf16(float f);
 
+/* The compressed allreduce's wire (wire.c): wire is COLLIE_WIRE_FLOAT16 or
+ * COLLIE_WIRE_BFLOAT16, dst/src hold n 16-bit values. encode rounds to
+ * nearest even (fp16 past 65504: infinity); decode is exact; decode_add
+ * adds each decoded value to acc[i] in float32. */
+void collie__wire_encode(int wire, void *dst, const float *src, size_t n);
+void collie__wire_decode(int wire, float *dst, const void *src, size_t n);
+void collie__wire_decode_add(int wire, float *acc, const void *src, size_t n);
+
 #endif /* COLLIE_REDUCE_H */

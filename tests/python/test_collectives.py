@@ -45,6 +45,26 @@ def test_all_reduce_ops(comm, rank, size, op, async_op):
     np.testing.assert_allclose(x, reference(op, size, 37), rtol=1e-12)
 
 
+@pytest.mark.parametrize("wire", ["float16", "bf16"])
+def test_all_reduce_wire(comm, rank, size, wire):
+    """A float32 sum sent as 16-bit floats: within docs/compression.md's
+    bound of the exact sum, and every value a value of the wire format."""
+    n = 5000
+    rng = [np.random.default_rng(1000 + r) for r in range(size)]
+    data = [g.uniform(-50, 50, n).astype(np.float32) for g in rng]
+    x = data[rank].copy()
+    comm.all_reduce(x, wire=wire)
+    exact = np.sum([d.astype(np.float64) for d in data], axis=0)
+    absum = np.sum([np.abs(d.astype(np.float64)) for d in data], axis=0)
+    u = 2.0**-11 if wire == "float16" else 2.0**-8
+    bound = u * absum + u * np.abs(exact) + (size - 1) * 2.0**-24 * absum + (size + 1) * 2.0**-25
+    assert np.all(np.abs(x.astype(np.float64) - exact) <= bound * 1.0001)
+    if wire == "float16":
+        assert np.array_equal(x.astype(np.float16).astype(np.float32), x)
+    else:
+        assert np.all(x.view(np.uint32) & 0xFFFF == 0)
+
+
 def test_all_reduce_bitwise(comm, rank, size):
     x = np.array([1 << rank, 0xFF, rank], dtype=np.uint32)
     comm.all_reduce(x, ReduceOp.BOR)

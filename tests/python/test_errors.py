@@ -112,6 +112,12 @@ def test_c_argument_errors(comm, size):
         comm.all_reduce(x, algorithm="bruck")  # a real algorithm, but not an allreduce one
     with pytest.raises(collie.InvalidArgument, match="root = 'x' must be an int"):
         comm.reduce(x, "x")
+    with pytest.raises(collie.InvalidArgument, match="all_reduce: wire = 'fp8' is not one of"):
+        comm.all_reduce(x, wire="fp8")
+    with pytest.raises(collie.InvalidArgument, match="applies to float32 SUM or AVG only; this call is float32 max"):
+        comm.all_reduce(x, collie.ReduceOp.MAX, wire="bf16")
+    with pytest.raises(collie.InvalidArgument, match="this call is int32 sum"):
+        comm.all_reduce(np.zeros(4, dtype=np.int32), wire="float16")
     if size == 1:
         with pytest.raises(collie.InvalidUsage, match="itself"):
             comm.send(x, 0)  # a blocking send to oneself could never complete
