@@ -29,4 +29,7 @@
   XX(bench_help_and_alone, bench_help_and_alone, 0, "auto", 30)                                    \
   XX(bench_model, bench_model, 0, "auto", 30)                                                      \
   XX(bench_run_tcp_refused, bench_run_tcp_refused, 0, "auto", 60)                                  \
+  XX(bench_run_alltoallv_shm_2, bench_run_alltoallv_shm_2, 0, "auto", 60)                          \
+  XX(bench_run_alltoallv_tcp_3, bench_run_alltoallv_tcp_3, 0, "auto", 60)                          \
+  XX(bench_alltoallv_not_modelled, bench_alltoallv_not_modelled, 0, "auto", 60)                    \
   XX(fit_bench_run, fit_bench_run, 0, "auto", 120)

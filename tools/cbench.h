@@ -33,12 +33,13 @@ enum {
   CB_SCATTER,
   CB_BARRIER,
   CB_SENDRECV,
+  CB_ALLTOALLV, /* alltoall's shape through collie_alltoallv, every count equal */
   CB_NCOLL
 };
 
 /* "allreduce", "allgather", "reduce_scatter", "broadcast", "reduce",
- * "alltoall", "gather", "scatter", "barrier", "sendrecv" (also the -o names
- * and the CSV's collective column). */
+ * "alltoall", "gather", "scatter", "barrier", "sendrecv", "alltoallv" (also
+ * the -o names and the CSV's collective column). */
 const char *cb_coll_name(int coll);
 /* The collective named name (also "bcast" for broadcast), or -1. */
 int cb_coll_parse(const char *name);
@@ -48,7 +49,7 @@ const char *cb_coll_kind_name(int coll);
 
 /* nccl-tests' shape of a point: the requested size in bytes becomes the
  * element count passed to collie (per rank share for allgather,
- * reduce_scatter, alltoall (per peer block), gather, scatter: floor(bytes /
+ * reduce_scatter, alltoall and alltoallv (per peer block), gather, scatter: floor(bytes /
  * esize / nranks); the whole buffer for allreduce, broadcast, reduce,
  * sendrecv), and `bytes` the size actually used (count x esize, x nranks for
  * the shared ones; 0 for barrier). A point whose count would be 0 (but not
@@ -59,7 +60,7 @@ struct cb_shape {
 };
 int cb_shape(int coll, size_t req_bytes, int nranks, size_t esize, struct cb_shape *out);
 /* nccl-tests' bus bandwidth factor: allreduce 2(n-1)/n; allgather,
- * reduce_scatter, alltoall, gather, scatter (n-1)/n; broadcast, reduce,
+ * reduce_scatter, alltoall, alltoallv, gather, scatter (n-1)/n; broadcast, reduce,
  * sendrecv 1; barrier 0. */
 double cb_busbw_factor(int coll, int nranks);
 /* algbw in GB/s (1e9) = bytes / time; 0 when time_us <= 0. */
@@ -111,7 +112,9 @@ int cb_measure(collie_comm_t *comm, const struct cb_opts *o, int coll, int algo,
                struct cb_point *out);
 
 /* Which algorithm AUTO picks for coll at this shape on comm ("ring"), from
- * the library's own selection (the communicator's models). */
+ * the library's own selection (the communicator's models; alltoallv, which
+ * the selection answers per call from its counts: the model's prediction
+ * for the communicator's hosts, or COLLIE_ALGO's choice). */
 const char *cb_auto_algo(collie_comm_t *comm, int coll, const struct cb_shape *shape,
                          collie_dtype_t dtype, int *algo_id);
 

@@ -34,6 +34,9 @@ struct cb_meas_call {
   collie_op_t op;
   collie_opts_t opts;
   void *send, *recv; /* as passed (in place: aliased as the API defines) */
+  /* alltoallv: counts[q] = count and displs[q] = q x count (n each), for both
+   * sides; allocated once per point by cb_measure */
+  const size_t *vcounts, *vdispls;
 };
 
 /* The send and receive areas cb_meas_buffers carves a call's buffers from
@@ -56,10 +59,14 @@ void cb_out_thousands(char *buf, size_t len, size_t v);
 int cb_fit_can_run(const collie_comm_t *comm, const struct cb_opts *o,
                    const struct collie__algo *a);
 
-/* Seams: the alltoall cb_measure runs (tests corrupt its result), and the
- * measurement --fit and --tune make (tests fake it). */
+/* Seams: the alltoall and alltoallv cb_measure runs (tests corrupt their
+ * results), and the measurement --fit and --tune make (tests fake it). */
 extern collie_result_t (*cb_meas_alltoall)(collie_comm_t *, const void *, void *, size_t,
                                            collie_dtype_t, const collie_opts_t *, collie_work_t **);
+extern collie_result_t (*cb_meas_alltoallv)(collie_comm_t *, const void *, const size_t *,
+                                            const size_t *, void *, const size_t *, const size_t *,
+                                            collie_dtype_t, const collie_opts_t *,
+                                            collie_work_t **);
 extern int (*cb_fit_measure)(collie_comm_t *, const struct cb_opts *, int, int, size_t,
                              struct cb_point *);
 

@@ -44,6 +44,9 @@
 
 collie_result_t (*cb_meas_alltoall)(collie_comm_t *, const void *, void *, size_t, collie_dtype_t,
                                     const collie_opts_t *, collie_work_t **) = collie_alltoall;
+collie_result_t (*cb_meas_alltoallv)(collie_comm_t *, const void *, const size_t *, const size_t *,
+                                     void *, const size_t *, const size_t *, collie_dtype_t,
+                                     const collie_opts_t *, collie_work_t **) = collie_alltoallv;
 
 #define CB_MIN_ITERS 5
 #define CB_MAX_ITERS 50000
@@ -84,7 +87,9 @@ cb_algos_of(int coll, int *ids, int max)
   int kind = cb_coll_kind(coll), n = 0;
   if (coll == CB_SENDRECV) return 0;
   for (int i = 0; i < MEAS_NALGOS; i++)
-    if (meas_algos[i]->kind == kind && !(meas_algos[i]->needs & COLLIE_NEEDS_DEVICE)) {
+    /* Host buffers, native calls: no device or compressed-wire algorithm runs. */
+    if (meas_algos[i]->kind == kind &&
+        !(meas_algos[i]->needs & (COLLIE_NEEDS_DEVICE | COLLIE_NEEDS_WIRE))) {
       if (n < max) ids[n] = meas_algos[i]->id;
       n++;
     }
@@ -129,6 +134,42 @@ cb_transport_used(collie_comm_t *comm)
 
 /* ---- Which algorithm AUTO picks ---- */
 
+/* alltoallv's pick. collie__comm_select answers for the regular collectives
+ * only, since a v-variant's cost may depend on counts only one rank knows;
+ * the benchmark's counts are all equal, so the pick is the one the library's
+ * model predicts for this communicator's hosts (collie__algo_predict, which
+ * costs alltoallv from the hosts and ranks alone), unless COLLIE_ALGO forces
+ * one. NULL when it cannot say. */
+static const struct collie__algo *
+meas_resolve_v(collie_comm_t *comm, int kind, size_t count, collie_dtype_t dtype)
+{
+  const struct collie__algo *a = NULL;
+  struct collie__algo_table forced;
+  if (collie__algo_parse(getenv("COLLIE_ALGO"), &forced) == COLLIE_SUCCESS &&
+      forced.forced[kind] != COLLIE_ALGO_AUTO) {
+    for (int i = 0; i < MEAS_NALGOS; i++)
+      if (meas_algos[i]->kind == kind && meas_algos[i]->id == forced.forced[kind])
+        return meas_algos[i];
+    return NULL;
+  }
+  int n = collie_comm_size(comm);
+  struct collie__peer *peers = calloc((size_t)n, sizeof(*peers));
+  struct collie__topo topo;
+  memset(&topo, 0, sizeof(topo));
+  if (!peers) return NULL;
+  for (int q = 0; q < n; q++) {
+    const char *host = collie__comm_host(comm, q);
+    snprintf(peers[q].host, sizeof(peers[q].host), "%s", host ? host : "?");
+  }
+  if (collie__topo_build(peers, n, &topo) == COLLIE_SUCCESS) {
+    double cost[COLLIE_ALGO_COUNT_];
+    a = collie__algo_predict(kind, &topo, count, dtype, collie__comm_models(comm), cost);
+  }
+  collie__topo_free(&topo);
+  free(peers);
+  return a;
+}
+
 static const char *
 meas_resolve(collie_comm_t *comm, int coll, size_t count, collie_dtype_t dtype, collie_op_t op,
              int root, int *algo_id)
@@ -137,6 +178,11 @@ meas_resolve(collie_comm_t *comm, int coll, size_t count, collie_dtype_t dtype, 
   if (coll == CB_SENDRECV) {
     *algo_id = COLLIE_ALGO_AUTO;
     return "-";
+  }
+  if (coll == CB_ALLTOALLV) {
+    a = meas_resolve_v(comm, cb_coll_kind(coll), count, dtype);
+    *algo_id = a ? a->id : -1;
+    return a ? a->name : NULL;
   }
   /* A non-reducing collective carries no op; SUM is always a valid pair. */
   if (coll != CB_ALLREDUCE && coll != CB_REDUCE_SCATTER && coll != CB_REDUCE) op = COLLIE_SUM;
@@ -460,6 +506,7 @@ cb_meas_buffers(struct cb_meas_call *c, int inplace)
   case CB_ALLREDUCE:
   case CB_REDUCE:
   case CB_ALLTOALL:
+  case CB_ALLTOALLV:
     c->send = c->recv;
     break;
   case CB_ALLGATHER:
@@ -497,6 +544,9 @@ meas_run(struct cb_meas_call *c)
     return collie_reduce(m, c->send, c->recv, c->count, c->dt, c->op, c->root, o, NULL);
   case CB_ALLTOALL:
     return cb_meas_alltoall(m, c->send, c->recv, c->count, c->dt, o, NULL);
+  case CB_ALLTOALLV: /* alltoall's layout: every count c->count, block q at q x count */
+    return cb_meas_alltoallv(m, c->send, c->vcounts, c->vdispls, c->recv, c->vcounts, c->vdispls,
+                             c->dt, o, NULL);
   case CB_GATHER:
     return collie_gather(m, c->send, c->recv, c->count, c->dt, c->root, o, NULL);
   case CB_SCATTER:
@@ -555,6 +605,7 @@ cb_meas_fill(const struct cb_meas_call *c, const struct cb_meas_data *d)
       for (i = 0; i < tot; i++) cb_meas_put(dt, c->send, i, meas_pat(d, i / cnt, i % cnt));
     break;
   case CB_ALLTOALL: /* block q goes to rank q: its pattern names (sender, receiver) */
+  case CB_ALLTOALLV:
     for (i = 0; i < tot; i++) cb_meas_put(dt, c->recv, i, poison);
     for (i = 0; i < tot; i++)
       cb_meas_put(dt, c->send, i, meas_pat(d, (size_t)r * (size_t)n + i / cnt, i % cnt));
@@ -612,6 +663,7 @@ cb_meas_check(const struct cb_meas_call *c, const struct cb_meas_data *d, size_t
     for (i = 0, len = cnt; i < cnt; i++) MEAS_EXPECT(i, meas_pat(d, (size_t)r, i));
     break;
   case CB_ALLTOALL: /* block s came from rank s, which named it (s, me) */
+  case CB_ALLTOALLV:
     for (i = 0, len = tot; i < tot; i++)
       MEAS_EXPECT(i, meas_pat(d, (i / cnt) * (size_t)n + (size_t)r, i % cnt));
     break;
@@ -715,14 +767,26 @@ cb_measure(collie_comm_t *comm, const struct cb_opts *o, int coll, int algo, siz
   long max_iters = o->iters > 0 ? o->iters : CB_MAX_ITERS;
   meas_mem = o->mem_collie ? comm : NULL;
   struct cb_meas_data *d = calloc(1, sizeof(*d));
-  int32_t nomem =
-      !d || meas_reserve(need, max_iters) != 0 || (o->device_cuda && meas_reserve_device(need) != 0)
-          ? rank + 1
-          : 0;
+  /* alltoallv's counts and displacements, once per point: count each, block
+   * q at q x count (the same arrays serve the send and the receive side). */
+  size_t *v = coll == CB_ALLTOALLV ? malloc(2 * (size_t)n * sizeof(*v)) : NULL;
+  if (v) {
+    for (int q = 0; q < n; q++) {
+      v[q] = c.count;
+      v[n + q] = (size_t)q * c.count;
+    }
+    c.vcounts = v;
+    c.vdispls = v + n;
+  }
+  int32_t nomem = !d || (coll == CB_ALLTOALLV && !v) || meas_reserve(need, max_iters) != 0 ||
+                          (o->device_cuda && meas_reserve_device(need) != 0)
+                      ? rank + 1
+                      : 0;
   collie_result_t arc =
       collie_allreduce(comm, &nomem, &nomem, 1, COLLIE_INT32, COLLIE_MAX, NULL, NULL);
   if (arc != COLLIE_SUCCESS || nomem) {
     free(d);
+    free(v);
     if (arc != COLLIE_SUCCESS) return meas_fail(&c, out->shape.bytes, arc);
     if (rank == 0)
       fprintf(stderr, "collie-bench: rank %d cannot allocate 2 x %zu bytes for %s\n", nomem - 1,
@@ -742,6 +806,7 @@ cb_measure(collie_comm_t *comm, const struct cb_opts *o, int coll, int algo, siz
       fprintf(stderr, "collie-bench: rank %d: copying %zu bytes to the device failed\n", rank,
               need);
       free(d);
+      free(v);
       return -1;
     }
   }
@@ -835,5 +900,6 @@ cb_measure(collie_comm_t *comm, const struct cb_opts *o, int coll, int algo, siz
   rc = 0;
 out_free:
   free(d);
+  free(v);
   return rc;
 }

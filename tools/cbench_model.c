@@ -44,7 +44,9 @@ model_table(FILE *f, const struct cb_opts *o, const struct model_set *s, int per
           "hosts", "bytes", "pick", "time_us");
   size_t es = collie_dtype_size(o->dtype);
   for (int c = 0; c < CB_NCOLL; c++) {
-    if (!o->ops[c] || c == CB_SENDRECV) continue;
+    /* alltoallv's cost comes from its counts, which a size does not give
+     * (the model prices it by latency alone): cb_model_main notes it. */
+    if (!o->ops[c] || c == CB_SENDRECV || c == CB_ALLTOALLV) continue;
     int kind = cb_coll_kind(c);
     if (kind <= 0) continue;
     for (int p = per_host; p <= max_ranks; p *= 2) {
@@ -95,6 +97,9 @@ cb_model_main(const struct cb_opts *o, int per_host, int max_ranks, double net_a
   printf("# collie-bench --model: the cost model's predictions at %d ranks per host (no "
          "measurement)\n",
          per_host);
+  if (o->ops[CB_ALLTOALLV])
+    printf("# note: alltoallv not modelled: its cost depends on the per-peer counts, not on a "
+           "size\n");
   if (model_table(stdout, o, &here, per_host, max_ranks) ||
       model_table(stdout, o, &dc, per_host, max_ranks)) {
     fprintf(stderr, "collie-bench: --model: %s\n", collie_last_error());

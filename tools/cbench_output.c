@@ -76,8 +76,8 @@ cb_csv_row(FILE *f, const struct cb_point *p, const char *transport, int nranks)
 /* ---- The seed profile ---- */
 
 static const char *const out_profile_names[CB_NCOLL] = {
-    "AllReduce", "AllGather", "ReduceScatter", "Broadcast", "Reduce",
-    "AllToAll",  "Gather",    "Scatter",       "Barrier",   "SendRecv"};
+    "AllReduce", "AllGather", "ReduceScatter", "Broadcast", "Reduce",   "AllToAll",
+    "Gather",    "Scatter",   "Barrier",       "SendRecv",  "AllToAllv"};
 
 /* 1048576 -> "1,048,576" */
 void

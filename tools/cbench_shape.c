@@ -7,8 +7,8 @@
  * The rules are nccl-tests' (and the MPI anchors'), so that a collie line and
  * an MPI line with the same size compare the same amount of data: the size
  * is the largest buffer one rank holds. Collectives whose buffer is shared
- * out among the ranks (allgather, reduce_scatter, alltoall, gather, scatter)
- * give each rank floor(size / esize / nranks) elements, and the size shown is
+ * out among the ranks (allgather, reduce_scatter, alltoall, alltoallv,
+ * gather, scatter) give each rank floor(size / esize / nranks) elements, and the size shown is
  * what that rounds down to; a size too small to give each rank one element is
  * skipped rather than run with an empty call.
  *
@@ -24,13 +24,13 @@
 #include "core/introspect.h" /* COLLIE_KIND_* */
 
 static const char *const shape_names[CB_NCOLL] = {
-    "allreduce", "allgather", "reduce_scatter", "broadcast", "reduce",
-    "alltoall",  "gather",    "scatter",        "barrier",   "sendrecv"};
+    "allreduce", "allgather", "reduce_scatter", "broadcast", "reduce",   "alltoall",
+    "gather",    "scatter",   "barrier",        "sendrecv",  "alltoallv"};
 
 static const int shape_kinds[CB_NCOLL] = {
     COLLIE_KIND_ALLREDUCE, COLLIE_KIND_ALLGATHER, COLLIE_KIND_REDUCE_SCATTER, COLLIE_KIND_BROADCAST,
     COLLIE_KIND_REDUCE,    COLLIE_KIND_ALLTOALL,  COLLIE_KIND_GATHER,         COLLIE_KIND_SCATTER,
-    COLLIE_KIND_BARRIER,   COLLIE_KIND_P2P};
+    COLLIE_KIND_BARRIER,   COLLIE_KIND_P2P,       COLLIE_KIND_ALLTOALLV};
 
 const char *
 cb_coll_name(int coll)
@@ -79,7 +79,7 @@ static int
 shape_is_shared(int coll)
 {
   return coll == CB_ALLGATHER || coll == CB_REDUCE_SCATTER || coll == CB_ALLTOALL ||
-         coll == CB_GATHER || coll == CB_SCATTER;
+         coll == CB_ALLTOALLV || coll == CB_GATHER || coll == CB_SCATTER;
 }
 
 int
@@ -110,6 +110,7 @@ cb_busbw_factor(int coll, int nranks)
   case CB_ALLGATHER:
   case CB_REDUCE_SCATTER:
   case CB_ALLTOALL:
+  case CB_ALLTOALLV:
   case CB_GATHER:
   case CB_SCATTER:
     return (n - 1) / n;

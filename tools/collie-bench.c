@@ -63,8 +63,8 @@ static const char bench_help[] =
     "  -f, --stepfactor F     multiply the size by F (> 1) each step (default 2)\n"
     "What to run:\n"
     "  -o, --ops LIST         comma list of allreduce, allgather, reduce_scatter,\n"
-    "                         broadcast, reduce, alltoall, gather, scatter, barrier,\n"
-    "                         sendrecv, or all (default allreduce)\n"
+    "                         broadcast, reduce, alltoall, alltoallv, gather, scatter,\n"
+    "                         barrier, sendrecv, or all (default allreduce)\n"
     "  -d, --dtype T          int8 uint8 int32 uint32 int64 uint64 float16 bfloat16\n"
     "                         float32 float64 (default float32)\n"
     "  -r, --redop OP         sum prod min max avg band bor bxor (default sum; the\n"
@@ -109,11 +109,13 @@ static const char bench_help[] =
     "profile_collie_world{N}_{YYYYmmdd_HHMMSS}.txt (docs/collie-bench.md).\n"
     "\n"
     "size, count, algbw and busbw follow nccl-tests: size is the largest buffer of a rank\n"
-    "(allgather, reduce_scatter, alltoall, gather, scatter: the whole n-fold buffer, each\n"
-    "rank's share rounded down to whole elements); algbw = size / time (GB/s = 1e9 B/s);\n"
-    "busbw = algbw x 2(n-1)/n (allreduce), (n-1)/n (allgather, reduce_scatter, alltoall,\n"
-    "gather, scatter), 1 (broadcast, reduce, sendrecv). sendrecv is a ring shift: each\n"
-    "rank sends size bytes to rank+1 and receives from rank-1.\n"
+    "(allgather, reduce_scatter, alltoall, alltoallv, gather, scatter: the whole n-fold\n"
+    "buffer, each rank's share rounded down to whole elements); algbw = size / time\n"
+    "(GB/s = 1e9 B/s); busbw = algbw x 2(n-1)/n (allreduce), (n-1)/n (allgather,\n"
+    "reduce_scatter, alltoall, alltoallv, gather, scatter), 1 (broadcast, reduce,\n"
+    "sendrecv). sendrecv is a ring shift: each rank sends size bytes to rank+1 and\n"
+    "receives from rank-1. alltoallv is alltoall's call through collie_alltoallv, every\n"
+    "per-peer count equal (count is that count); --model and --fit leave it out.\n"
     "\n"
     "Progress goes to stderr (rank 0) when it is a terminal. collie-bench sets\n"
     "COLLIE_COMMS_LOG=0 unless it is set (it marks no training steps).\n"
@@ -236,7 +238,8 @@ bench_parse_ops(const char *s, int *ops)
     int c = cb_coll_parse(tok);
     if (c < 0)
       return bench_usage("-o: unknown collective '%s' (allreduce allgather reduce_scatter "
-                         "broadcast reduce alltoall gather scatter barrier sendrecv all)",
+                         "broadcast reduce alltoall alltoallv gather scatter barrier sendrecv "
+                         "all)",
                          tok);
     ops[c] = 1;
     any = 1;

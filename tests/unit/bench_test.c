@@ -5,9 +5,10 @@
  * every dtype, operation and several rank counts, in and out of place, and
  * made to see a corrupted element; the writers (table, CSV, profile, SVG) on
  * points made up here; cb_measure called directly by ranks, once with a
- * collective that corrupts its result; and the tool run as a black box under
- * collierun: a sweep with --csv and --plot whose files are parsed back, the
- * seed profile file, bad options (exit 2, one message, from rank 0 only) and
+ * collective that corrupts its result (alltoall's and alltoallv's seams); and
+ * the tool run as a black box under collierun: a sweep with --csv and --plot
+ * whose files are parsed back, alltoallv's rows on 2 and 3 ranks, the seed
+ * profile file, bad options (exit 2, one message, from rank 0 only) and
  * running alone without a launcher.
  *
  * cbench_measure.c and cbench_output.c are compiled into this file (the
@@ -48,6 +49,41 @@ bt_alltoall(collie_comm_t *comm, const void *sendbuf, void *recvbuf, size_t coun
   if (rc == COLLIE_SUCCESS && bt_corrupt > 0 && count > 0) {
     bt_corrupt--;
     cb_meas_put(dtype, recvbuf, 0, cb_meas_get(dtype, recvbuf, 0) + 1);
+  }
+  return rc;
+}
+
+/* When > 0, the next alltoallv of this rank changes the last element of the
+ * block it received from the last rank. bt_v_seen records the arrays the
+ * calls were given, to check that cb_measure passes alltoall's layout. */
+static int bt_corrupt_v;
+static struct {
+  long calls, bad_layout;
+  const size_t *counts; /* the first call's sendcounts: the same array every call */
+  int new_arrays;       /* a later call came with other arrays */
+} bt_v_seen;
+
+static collie_result_t
+bt_alltoallv(collie_comm_t *comm, const void *sendbuf, const size_t *sendcounts,
+             const size_t *sdispls, void *recvbuf, const size_t *recvcounts, const size_t *rdispls,
+             collie_dtype_t dtype, const collie_opts_t *opts, collie_work_t **work)
+{
+  int n = collie_comm_size(comm);
+  size_t cnt = sendcounts[0];
+  for (int q = 0; q < n; q++)
+    if (sendcounts[q] != cnt || recvcounts[q] != cnt || sdispls[q] != (size_t)q * cnt ||
+        rdispls[q] != (size_t)q * cnt)
+      bt_v_seen.bad_layout++;
+  if (!bt_v_seen.calls++)
+    bt_v_seen.counts = sendcounts;
+  else if (sendcounts != bt_v_seen.counts)
+    bt_v_seen.new_arrays = 1;
+  collie_result_t rc = collie_alltoallv(comm, sendbuf, sendcounts, sdispls, recvbuf, recvcounts,
+                                        rdispls, dtype, opts, work);
+  if (rc == COLLIE_SUCCESS && bt_corrupt_v > 0 && cnt > 0) {
+    bt_corrupt_v--;
+    size_t at = rdispls[n - 1] + recvcounts[n - 1] - 1;
+    cb_meas_put(dtype, recvbuf, at, cb_meas_get(dtype, recvbuf, at) + 1);
   }
   return rc;
 }
@@ -127,6 +163,11 @@ TEST_IMPL(bench_shape_rules)
     /* 8 bytes of float32 is 2 elements: fewer than one per rank from 3 ranks on. */
     ASSERT(cb_shape(CB_ALLGATHER, 8, n, 4, &s) == (n <= 2));
     ASSERT(cb_shape(CB_ALLTOALL, 8, n, 4, &s) == (n <= 2));
+    /* alltoallv has alltoall's shape: count is one peer block. */
+    struct cb_shape sv;
+    ASSERT(cb_shape(CB_ALLTOALLV, 1000, n, 4, &sv) == 1 && cb_shape(CB_ALLTOALL, 1000, n, 4, &s));
+    ASSERT(sv.count == s.count && sv.bytes == s.bytes && sv.count == 250 / (size_t)n);
+    ASSERT(cb_busbw_factor(CB_ALLTOALLV, n) == cb_busbw_factor(CB_ALLTOALL, n));
     ASSERT(cb_shape(CB_ALLREDUCE, 8, n, 4, &s) == 1 && s.count == 2);
     /* Rounding down: 7 bytes hold one float32; 3 bytes none. */
     ASSERT(cb_shape(CB_ALLREDUCE, 7, n, 4, &s) == 1 && s.count == 1 && s.bytes == 4);
@@ -151,7 +192,9 @@ TEST_IMPL(bench_names)
 {
   static const char *names[CB_NCOLL] = {"allreduce", "allgather", "reduce_scatter", "broadcast",
                                         "reduce",    "alltoall",  "gather",         "scatter",
-                                        "barrier",   "sendrecv"};
+                                        "barrier",   "sendrecv",  "alltoallv"};
+  /* The existing numbering is kept: alltoallv comes last. */
+  ASSERT(CB_SENDRECV == 9 && CB_ALLTOALLV == 10 && CB_NCOLL == 11);
   for (int c = 0; c < CB_NCOLL; c++) {
     ASSERT(!strcmp(cb_coll_name(c), names[c]));
     ASSERT(cb_coll_parse(names[c]) == c);
@@ -174,6 +217,13 @@ TEST_IMPL(bench_names)
                   1 << COLLIE_ALGO_RABENSEIFNER | 1 << COLLIE_ALGO_SHM_FLAT |
                   1 << COLLIE_ALGO_HIERARCHICAL));
   ASSERT(cb_algos_of(CB_BROADCAST, ids, COLLIE_ALGO_COUNT_) == 5);
+  /* alltoallv: its own kind, and both of the library's algorithms. */
+  ASSERT(cb_coll_kind(CB_ALLTOALLV) == COLLIE_KIND_ALLTOALLV &&
+         !strcmp(cb_coll_kind_name(CB_ALLTOALLV), "alltoallv"));
+  ASSERT(!cb_coll_reduces(CB_ALLTOALLV) && !cb_coll_rooted(CB_ALLTOALLV));
+  n = cb_algos_of(CB_ALLTOALLV, ids, COLLIE_ALGO_COUNT_);
+  ASSERTF(n == 2 && ids[0] == COLLIE_ALGO_PAIRWISE && ids[1] == COLLIE_ALGO_HIERARCHICAL,
+          "alltoallv has %d algorithms", n);
   ASSERT(cb_algos_of(CB_BARRIER, ids, COLLIE_ALGO_COUNT_) == 3);
   ASSERT(cb_algos_of(CB_SENDRECV, ids, COLLIE_ALGO_COUNT_) == 0);
   ASSERT(cb_coll_has_algo(CB_BROADCAST, COLLIE_ALGO_CHAIN) &&
@@ -219,6 +269,7 @@ bt_model(int coll, collie_op_t op, int n, int r, int root, size_t cnt, double *c
   case CB_SCATTER:
     return in[root][(size_t)r * cnt + i];
   case CB_ALLTOALL:
+  case CB_ALLTOALLV:
     return in[i / cnt][(size_t)r * cnt + i % cnt];
   default: /* sendrecv */
     return in[(r + n - 1) % n][i];
@@ -262,7 +313,10 @@ bt_check_case(int coll, collie_dtype_t dt, collie_op_t op, int n, size_t cnt, in
   cb_meas_sbuf = cb_meas_rbuf = NULL;
   for (int r = 0; r < n; r++) {
     if ((coll == CB_REDUCE || coll == CB_GATHER) && r != root) continue;
-    size_t len = coll == CB_ALLGATHER || coll == CB_GATHER || coll == CB_ALLTOALL ? tot : cnt;
+    size_t len =
+        coll == CB_ALLGATHER || coll == CB_GATHER || coll == CB_ALLTOALL || coll == CB_ALLTOALLV
+            ? tot
+            : cnt;
     for (size_t i = 0; i < len; i++)
       cb_meas_put(dt, c[r].recv, i, bt_model(coll, op, n, r, root, cnt, in, i));
   }
@@ -363,6 +417,16 @@ TEST_IMPL(bench_output_formats)
                         "algbw_GBps,busbw_GBps,wrong\n"
                         "collie,bcast,tree,shm,4,1024,256,2.500,0.4096,0.4096,0\n"
                         "collie,bcast,tree,tcp,4,1024,256,2.500,0.4096,0.4096,-1\n"),
+          "%s", text);
+  free(text);
+  /* alltoallv: its own name in the CSV and the profile; busbw (n-1)/n. */
+  struct cb_point v = bt_point(CB_ALLTOALLV, "pairwise", 256, 2048, 2, 2);
+  f = open_memstream(&text, &len);
+  cb_csv_row(f, &v, "shm", 2);
+  ASSERT(cb_profile_write(f, &v, 1, 2, "shm", COLLIE_FLOAT32) == 0);
+  fclose(f);
+  ASSERTF(!strncmp(text, "collie,alltoallv,pairwise,shm,2,2048,256,2.000,1.0240,0.5120,0\n", 63) &&
+              strstr(text, "\n  AllToAllv:     0.002 ms | AlgBW: 1.02 GB/s | BusBW: 0.51 GB/s\n"),
           "%s", text);
   free(text);
 
@@ -637,6 +701,35 @@ TEST_IMPL(bench_measure_ranks)
   /* Without the check there is no count. */
   o.check = 0;
   ASSERT(cb_measure(comm, &o, CB_ALLTOALL, COLLIE_ALGO_AUTO, 1024, &p) == 0 && p.wrong == -1);
+
+  /* alltoallv through its seam, out of place and in place: every call gets
+   * alltoall's layout (each count the point's count, block q at q x count)
+   * in the same arrays (made once per point), the result checks clean, and
+   * one damaged element on one rank is one wrong element everywhere. */
+  o.check = 1;
+  cb_meas_alltoallv = bt_alltoallv;
+  for (int inplace = 0; inplace < 2; inplace++) {
+    o.inplace = inplace;
+    memset(&bt_v_seen, 0, sizeof(bt_v_seen));
+    bt_corrupt_v = 0;
+    ASSERT(cb_measure(comm, &o, CB_ALLTOALLV, COLLIE_ALGO_PAIRWISE, 1024, &p) == 0);
+    ASSERTF(p.wrong == 0 && p.algo == COLLIE_ALGO_PAIRWISE && !strcmp(p.algo_name, "pairwise"),
+            "in place %d: wrong %ld, %s", inplace, p.wrong, p.algo_name);
+    ASSERT(p.shape.count == 1024 / 4 / (size_t)n && p.shape.bytes == p.shape.count * 4 * (size_t)n);
+    ASSERTF(bt_v_seen.calls > o.iters && !bt_v_seen.bad_layout && !bt_v_seen.new_arrays,
+            "%ld calls, %ld bad layouts, new arrays %d", bt_v_seen.calls, bt_v_seen.bad_layout,
+            bt_v_seen.new_arrays);
+    if (me == n - 1) bt_corrupt_v = 1000;
+    ASSERT(cb_measure(comm, &o, CB_ALLTOALLV, COLLIE_ALGO_AUTO, 1024, &p) == 0);
+    bt_corrupt_v = 0;
+    ASSERTF(p.wrong == 1, "in place %d: wrong = %ld", inplace, p.wrong);
+  }
+  o.inplace = 0;
+  cb_meas_alltoallv = collie_alltoallv;
+  /* Its hierarchical algorithm needs several hosts: refused here, comm intact. */
+  ASSERT(cb_measure(comm, &o, CB_ALLTOALLV, COLLIE_ALGO_HIERARCHICAL, 1024, &p) == -1);
+  ASSERT(strstr(collie_last_error(), "hierarchical"));
+  ASSERT(collie__comm_poisoned(comm) == COLLIE_SUCCESS);
 
   /* An algorithm another collective owns is refused, and the comm stays usable. */
   o.check = 1;
@@ -933,6 +1026,101 @@ TEST_IMPL(bench_run_tcp_refused)
               bt_count(csv, "\ncollie,barrier,dissemination,tcp,3,0,0,") == 1,
           "%s", csv);
   free(csv);
+  free(out);
+  free(err);
+}
+
+/* collie-bench -o alltoallv on `ranks` ranks with more options `extra`:
+ * exit 0; one table row per requested size (64 B to 16 KiB by 4) with
+ * alltoall's size and count (count: one peer block), the algorithm `algo`
+ * and #wrong 0; the CSV has the same rows. Returns stdout and stderr. */
+static void
+bt_run_alltoallv(int ranks, const char *extra, const char *transport, const char *algo, char **outp,
+                 char **errp)
+{
+  char cmd[1024], *out, *err;
+  snprintf(cmd, sizeof(cmd),
+           "'%s' -n %d '%s' -o alltoallv -b 64 -e 16K -f 4 -n 3 -w 1 --csv v.csv %s", BT_RUN, ranks,
+           BT_BENCH, extra);
+  int rc = bt_sh(cmd, &out, &err);
+  ASSERTF(rc == 0, "exit %d\n%s\n%s", rc, out, err);
+  ASSERTF(strstr(out, "# wrong elements: 0 OK"), "%s", out);
+  static const size_t reqs[] = {64, 256, 1024, 4096, 16384};
+  int rows = 0;
+  char *save = NULL, *text = strdup(out);
+  ASSERT(text);
+  for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    if (line[0] == '#') continue;
+    char v[13][64];
+    ASSERTF(sscanf(line, "%63s %63s %63s %63s %63s %63s %63s %63s %63s %63s %63s %63s %63s", v[0],
+                   v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12]) == 13,
+            "row: %s", line);
+    ASSERTF(rows < 5, "more rows than sizes: %s", line);
+    struct cb_shape s;
+    ASSERT(cb_shape(CB_ALLTOALLV, reqs[rows], ranks, 4, &s) == 1);
+    ASSERTF(strtoull(v[0], NULL, 10) == s.bytes && strtoull(v[1], NULL, 10) == s.count,
+            "%zu B requested: row %s", reqs[rows], line);
+    ASSERTF(s.count == reqs[rows] / 4 / (size_t)ranks, "%zu", s.count);
+    ASSERTF(!strcmp(v[2], "float32") && !strcmp(v[3], "none") && !strcmp(v[4], "-1") &&
+                !strcmp(v[5], algo) && !strcmp(v[9], "0"),
+            "row: %s", line);
+    ASSERTF(atof(v[6]) > 0, "row: %s", line);
+    char want[128];
+    snprintf(want, sizeof(want), "\ncollie,alltoallv,%s,%s,%d,%zu,%zu,", algo, transport, ranks,
+             s.bytes, s.count);
+    char *csv = bt_slurp(test_path("v.csv"));
+    const char *at = csv ? strstr(csv, want) : NULL;
+    ASSERTF(at, "CSV lacks %s:\n%s", want + 1, csv ? csv : "(none)");
+    size_t ll = strcspn(at + 1, "\n"); /* the row; its last field is wrong */
+    ASSERTF(ll > 2 && !strncmp(at + 1 + ll - 2, ",0", 2), "CSV row: %.*s", (int)ll, at + 1);
+    free(csv);
+    rows++;
+  }
+  ASSERTF(rows == 5, "%d rows\n%s", rows, out);
+  free(text);
+  *outp = out;
+  *errp = err;
+}
+
+/* 2 ranks over shm with --algo all: pairwise at every size; hierarchical,
+ * which needs several hosts, refused once with a note. */
+TEST_IMPL(bench_run_alltoallv_shm_2)
+{
+  char *out, *err;
+  bt_run_alltoallv(2, "--algo all", "shm", "pairwise", &out, &err);
+  ASSERTF(strstr(out, "# alltoallv, out of place") && strstr(out, "# transport: shm"), "%s", out);
+  ASSERTF(bt_count(out, "# note: alltoallv with hierarchical not measured") == 1, "%s", out);
+  ASSERTF(bt_count(err, "alltoallv algorithm \"hierarchical\" cannot run") == 1, "%s", err);
+  free(out);
+  free(err);
+}
+
+/* 3 ranks over tcp, in place, collie's pick (resolved to its name). */
+TEST_IMPL(bench_run_alltoallv_tcp_3)
+{
+  char *out, *err;
+  bt_run_alltoallv(3, "--transport tcp --inplace", "tcp", "pairwise", &out, &err);
+  ASSERTF(strstr(out, "# alltoallv, in place") && strstr(out, "# transport: tcp"), "%s", out);
+  ASSERT(!strstr(out, "# note:"));
+  free(out);
+  free(err);
+}
+
+/* --model and --fit leave alltoallv out with a note, and run the rest. */
+TEST_IMPL(bench_alltoallv_not_modelled)
+{
+  char *out, *err;
+  int rc =
+      bt_sh("'" BT_BENCH "' --model -o alltoallv,alltoall --max-ranks 16 -b 1K -e 1K", &out, &err);
+  ASSERTF(rc == 0, "%d\n%s\n%s", rc, out, err);
+  ASSERTF(bt_count(out, "# note: alltoallv not modelled") == 1, "%s", out);
+  ASSERTF(!strstr(out, "\nalltoallv ") && bt_count(out, "\nalltoall ") == 2 * 2, "%s", out);
+  free(out);
+  free(err);
+  rc = bt_sh("'" BT_BENCH "' --fit -o alltoallv,barrier -b 8 -e 64 -t 0.002 -w 2", &out, &err);
+  ASSERTF(rc == 0, "%d\n%s\n%s", rc, out, err);
+  ASSERTF(bt_count(out, "# note: alltoallv is not fitted") == 1, "%s", out);
+  ASSERTF(strstr(out, "| barrier | dissemination |") && !strstr(out, "| alltoallv |"), "%s", out);
   free(out);
   free(err);
 }
