@@ -4,6 +4,7 @@ plain float32 and against DDP's fp16 compression hook, over tcp.
 
     COLLIE_TRANSPORT=tcp build/collierun -n 4 /usr/bin/python3 bench/wire_bench.py
     ... bench/wire_bench.py --sizes 256K,4M,32M --rounds 7
+    sh scripts/testbed.sh --hosts 1,1 --rate 1gbit -- /usr/bin/python3 bench/wire_bench.py
 
 One job holds Gloo (torch.distributed's default group) and a collie
 communicator side by side; every round runs each variant once per size, in
@@ -57,7 +58,11 @@ def env_setup():
     """torch's variables from collierun's when the launcher set only those."""
     os.environ.setdefault("RANK", os.environ.get("COLLIE_RANK", "0"))
     os.environ.setdefault("WORLD_SIZE", os.environ.get("COLLIE_WORLD_SIZE", "1"))
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    store = os.environ.get("COLLIE_STORE", "")
+    host = store[6:].rsplit(":", 1)[0] if store.startswith("tcp://") else "127.0.0.1"
+    os.environ.setdefault("MASTER_ADDR", host)  # rank 0's host, where collierun serves the store
+    if "TESTBED_HOST" in os.environ:  # scripts/testbed.sh: Gloo must use the hosts' link
+        os.environ.setdefault("GLOO_SOCKET_IFNAME", "eth0")
     token = os.environ.get("COLLIE_JOB_TOKEN", "wire")
     port = 20000 + int(hashlib.sha1(token.encode()).hexdigest(), 16) % 20000
     os.environ.setdefault("MASTER_PORT", str(port))

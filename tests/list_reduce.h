@@ -10,4 +10,5 @@
   XX(reduce_into_tiles, reduce_into_tiles, 0, "auto", 30)                                          \
   XX(reduce_half_kernels_exhaustive, reduce_half_kernels_exhaustive, 0, "auto", 60)                \
   XX(reduce_isa_dispatch, reduce_isa_dispatch, 0, "auto", 10)                                      \
-  XX(reduce_isa_threads, reduce_isa_threads, 0, "auto", 10)
+  XX(reduce_isa_threads, reduce_isa_threads, 0, "auto", 10)                                        \
+  XX(reduce_wire_bulk, reduce_wire_bulk, 0, "auto", 30)

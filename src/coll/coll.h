@@ -252,8 +252,20 @@ size_t collie__call_bytes(const struct collie__call *c);
  * every other algorithm runs on host memory only. */
 #define COLLIE_NEEDS_DEVICE 0x8u
 /* Runs calls whose wire format is compressed (call->wire FLOAT16 or
- * BFLOAT16), and only those: no other algorithm takes them (wire.c). */
+ * BFLOAT16), and only those (wire.c). */
 #define COLLIE_NEEDS_WIRE 0x10u
+/* Runs compressed calls too, by handing the wire to the phase that crosses
+ * hosts and running the others native (the hierarchical allreduce). Every
+ * other algorithm runs native calls only. */
+#define COLLIE_WIRE_OK 0x20u
+
+/* Whether algorithm `needs` can run a call of this wire format. */
+static inline int
+collie__wire_fits(unsigned needs, int compressed)
+{
+  return compressed ? (needs & (COLLIE_NEEDS_WIRE | COLLIE_WIRE_OK)) != 0
+                    : !(needs & COLLIE_NEEDS_WIRE);
+}
 
 /* Whether call c sends 16-bit floats in place of its float32 data. */
 static inline int

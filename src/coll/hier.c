@@ -131,6 +131,10 @@ hier_phase_call(const struct collie__call *c, struct collie__call *s, int kind, 
   s->group = NULL;
   s->sendcounts = s->sdispls = s->recvcounts = s->rdispls = NULL;
   if (s->op == COLLIE_AVG) s->op = COLLIE_SUM;
+  /* A compressed allreduce compresses its allreduce phase, the one over a
+   * rail; the phases inside a host move float32 (shared memory: no bytes to
+   * save, and each rounding would add error). */
+  if (kind != COLLIE_KIND_ALLREDUCE) s->wire = COLLIE_WIRE_NATIVE;
 }
 
 static void
@@ -146,7 +150,8 @@ hier_phase_plan(const struct collie__call *c, struct hier_phase *ph, int kind, i
   for (int i = 0; i < n; i++) {
     const struct collie__algo *a = all[i];
     if (a->kind != kind || a->id == COLLIE_ALGO_HIERARCHICAL) continue;
-    if ((a->needs & COLLIE_NEEDS_ALL_SHM) || ((a->needs & COLLIE_NEEDS_REDUCE) && !s->reduce))
+    if ((a->needs & COLLIE_NEEDS_ALL_SHM) || ((a->needs & COLLIE_NEEDS_REDUCE) && !s->reduce) ||
+        !collie__wire_fits(a->needs, collie__call_compressed(s)))
       continue;
     double t = a->cost_us(s, m);
     if (t >= 0 && (!ph->algo || t < ph->cost_us)) {
@@ -335,9 +340,12 @@ hier_allreduce_cost(const struct collie__call *c, const struct collie__model *m)
   return hier_allreduce_plan(c, &sharded);
 }
 
+/* COLLIE_WIRE_OK: a compressed call sends 16-bit floats over the rails
+ * only (the rail phase is the compressed allreduce), float32 inside hosts. */
 const struct collie__algo collie__algo_allreduce_hierarchical = {
-    "hierarchical",      COLLIE_ALGO_HIERARCHICAL, COLLIE_KIND_ALLREDUCE,
-    COLLIE_NEEDS_REDUCE, hier_allreduce_cost,      hier_allreduce_run};
+    "hierarchical",        COLLIE_ALGO_HIERARCHICAL,
+    COLLIE_KIND_ALLREDUCE, COLLIE_NEEDS_REDUCE | COLLIE_WIRE_OK,
+    hier_allreduce_cost,   hier_allreduce_run};
 
 /* ---- broadcast ---- */
 

@@ -467,7 +467,7 @@ select_cost(const struct collie__algo *a, const struct collie__call *c,
   if (!(a->needs & COLLIE_NEEDS_DEVICE) != (c->mem != COLLIE_MEM_CUDA)) return -1;
   if ((a->needs & COLLIE_NEEDS_ALL_SHM) && !c->all_shm) return -1;
   if ((a->needs & COLLIE_NEEDS_REDUCE) && !c->reduce) return -1;
-  if (!(a->needs & COLLIE_NEEDS_WIRE) != !collie__call_compressed(c)) return -1;
+  if (!collie__wire_fits(a->needs, collie__call_compressed(c))) return -1;
   /* A flat algorithm on several hosts: in most of its steps every rank of
    * a host talks to another host at once, and they share its link, so the
    * network's beta counts once per rank of the largest host. A ring or a

@@ -6,6 +6,8 @@
  *     in double from every rank's data, which each rank regenerates);
  *   - it went through the wire format: every value is representable in it;
  *   - every rank holds the very same bits;
+ *   - the same through the hierarchical allreduce on several hosts, whose
+ *     rails carry the wire format and whose hosts sum in float32;
  *   - misuse is refused by name (a format on a call it cannot apply to, a
  *     value out of range, another algorithm forced on a compressed call, a
  *     bad collie_config_t.wire), and the communicator stays usable;
@@ -69,52 +71,62 @@ TEST_IMPL(wire_allreduce_bound)
   for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++)
     for (int wi = 0; wi < 2; wi++)
       for (int oi = 0; oi < 2; oi++)
-        for (int inplace = 0; inplace < 2; inplace++) {
-          size_t n = counts[ci];
-          int wire = wires[wi];
-          collie_op_t op = ops[oi];
-          float *in = malloc((n + 1) * sizeof(float)), *out = malloc((n + 1) * sizeof(float));
-          ASSERT(in && out);
-          for (size_t i = 0; i < n; i++) in[i] = wire_value(me, i);
-          collie_opts_t o = {.wire = wire};
-          if (inplace) {
-            memcpy(out, in, n * sizeof(float));
-            ASSERT_OK(collie_allreduce(comm, out, out, n, COLLIE_FLOAT32, op, &o, NULL));
-          } else {
-            ASSERT_OK(collie_allreduce(comm, in, out, n, COLLIE_FLOAT32, op, &o, NULL));
-          }
-          double u = wire == COLLIE_WIRE_FLOAT16 ? ldexp(1, -11) : ldexp(1, -8);
-          double tiny = wire == COLLIE_WIRE_FLOAT16 ? ldexp(1, -25) : 0;
-          for (size_t i = 0; i < n; i++) {
-            double s = 0, abs = 0;
-            for (int r = 0; r < p; r++) {
-              s += wire_value(r, i);
-              abs += fabs(wire_value(r, i));
+        for (int inplace = 0; inplace < 2; inplace++)
+          for (int hier = 0; hier < 2; hier++) {
+            size_t n = counts[ci];
+            int wire = wires[wi];
+            collie_op_t op = ops[oi];
+            float *in = malloc((n + 1) * sizeof(float)), *out = malloc((n + 1) * sizeof(float));
+            ASSERT(in && out);
+            for (size_t i = 0; i < n; i++) in[i] = wire_value(me, i);
+            /* hier: the hierarchical allreduce, float32 inside a host and the
+             * wire over the rails (several hosts only: refused on one). */
+            collie_opts_t o = {.wire = wire,
+                               .algorithm = hier ? COLLIE_ALGO_HIERARCHICAL : COLLIE_ALGO_AUTO};
+            if (inplace) memcpy(out, in, n * sizeof(float));
+            collie_result_t rc =
+                collie_allreduce(comm, inplace ? out : in, out, n, COLLIE_FLOAT32, op, &o, NULL);
+            if (hier && rc == COLLIE_INVALID_ARGUMENT &&
+                strstr(collie_last_error(), "cannot run this call")) {
+              free(in);
+              free(out);
+              continue;
             }
-            /* docs/compression.md: u sum|x| + u |s| + (p-1) 2^-24 sum|x|,
-             * + 2^-25 per float16 rounding (p of them); AVG: all over p,
-             * plus the division's own rounding. */
-            double bound = u * abs + u * fabs(s) + (p - 1) * ldexp(1, -24) * abs + (p + 1) * tiny;
-            double want = s;
-            if (op == COLLIE_AVG) {
-              want = s / p;
-              bound = bound / p + ldexp(1, -24) * fabs(want);
+            ASSERTF(rc == COLLIE_SUCCESS, "%s", collie_last_error());
+            double u = wire == COLLIE_WIRE_FLOAT16 ? ldexp(1, -11) : ldexp(1, -8);
+            double tiny = wire == COLLIE_WIRE_FLOAT16 ? ldexp(1, -25) : 0;
+            for (size_t i = 0; i < n; i++) {
+              double s = 0, abs = 0;
+              for (int r = 0; r < p; r++) {
+                s += wire_value(r, i);
+                abs += fabs(wire_value(r, i));
+              }
+              /* docs/compression.md: u sum|x| + u |s| + (p-1) 2^-24 sum|x|,
+               * + 2^-25 per float16 rounding (p of them); AVG: all over p,
+               * plus the division's own rounding. */
+              double bound = u * abs + u * fabs(s) + (p - 1) * ldexp(1, -24) * abs + (p + 1) * tiny;
+              double want = s;
+              if (op == COLLIE_AVG) {
+                want = s / p;
+                bound = bound / p + ldexp(1, -24) * fabs(want);
+              }
+              double err = fabs((double)out[i] - want);
+              ASSERTF(err <= bound * 1.0001,
+                      "wire %d op %d n %zu inplace %d [%zu]: %.9g vs %.9g (err %g > %g)", wire,
+                      (int)op, n, inplace, i, out[i], want, err, bound);
+              /* A sum is a value of the wire format (the hierarchical form
+               * divides an AVG after the wire, in float32). */
+              ASSERTF(op != COLLIE_SUM || wire_representable(wire, out[i]),
+                      "wire %d [%zu] = %.9g is not a wire value", wire, i, out[i]);
             }
-            double err = fabs((double)out[i] - want);
-            ASSERTF(err <= bound * 1.0001,
-                    "wire %d op %d n %zu inplace %d [%zu]: %.9g vs %.9g (err %g > %g)", wire,
-                    (int)op, n, inplace, i, out[i], want, err, bound);
-            ASSERTF(wire_representable(wire, out[i]), "wire %d [%zu] = %.9g is not a wire value",
-                    wire, i, out[i]);
+            /* Every rank the same bits. */
+            uint64_t h = wire_hash(out, n);
+            ASSERT_OK(collie_allgather(comm, &h, hashes, 1, COLLIE_UINT64, NULL, NULL));
+            for (int r = 0; r < p; r++)
+              ASSERTF(hashes[r] == h, "rank %d's result differs from rank %d's (n %zu)", r, me, n);
+            free(in);
+            free(out);
           }
-          /* Every rank the same bits. */
-          uint64_t h = wire_hash(out, n);
-          ASSERT_OK(collie_allgather(comm, &h, hashes, 1, COLLIE_UINT64, NULL, NULL));
-          for (int r = 0; r < p; r++)
-            ASSERTF(hashes[r] == h, "rank %d's result differs from rank %d's (n %zu)", r, me, n);
-          free(in);
-          free(out);
-        }
   free(hashes);
   ASSERT_OK(collie_comm_destroy(comm));
 }

@@ -1226,3 +1226,67 @@ TEST_IMPL(reduce_into_tiles)
     }
   }
 }
+
+/* The compressed allreduce's bulk conversions (src/reduce/wire.c) give
+ * exactly the scalar conversions' bits, on whichever path this CPU takes
+ * (8 lanes at a time and the tail), for every 16-bit value, its midpoints,
+ * random float32 patterns, infinities and NaNs; decode_add adds in float32. */
+TEST_IMPL(reduce_wire_bulk)
+{
+  enum { N = 65536 * 3 + 5 }; /* not a multiple of 8: the tail runs too */
+  float *f = malloc(N * sizeof(float)), *back = malloc(N * sizeof(float));
+  float *acc = malloc(N * sizeof(float));
+  uint16_t *h = malloc(N * sizeof(uint16_t));
+  ASSERT(f && back && acc && h);
+  static const int wires[] = {COLLIE_WIRE_FLOAT16, COLLIE_WIRE_BFLOAT16};
+  for (int wi = 0; wi < 2; wi++) {
+    int wire = wires[wi];
+    uint32_t rng = 12345;
+    for (size_t i = 0; i < N; i++) {
+      uint32_t bits;
+      if (i < 65536) { /* every 16-bit value, widened */
+        bits = wire == COLLIE_WIRE_FLOAT16 ? rt_fbits(collie__half_to_float((uint16_t)i))
+                                           : (uint32_t)i << 16;
+      } else if (i < 2 * 65536) { /* halfway to the next one: ties */
+        bits = wire == COLLIE_WIRE_FLOAT16 ? rt_fbits(collie__half_to_float((uint16_t)i)) + 0x1000u
+                                           : ((uint32_t)i << 16) + 0x8000u;
+      } else {
+        rng = rng * 1664525u + 1013904223u;
+        bits = rng;
+      }
+      memcpy(&f[i], &bits, sizeof(bits));
+      acc[i] = (float)(i % 97) - 48.5f;
+    }
+    collie__wire_encode(wire, h, f, N);
+    for (size_t i = 0; i < N; i++) {
+      uint16_t want =
+          wire == COLLIE_WIRE_FLOAT16 ? collie__float_to_half(f[i]) : collie__float_to_bf16(f[i]);
+      ASSERTF(h[i] == want, "wire %d encode [%zu] %08x -> %04x, scalar %04x (isa %s)", wire, i,
+              rt_fbits(f[i]), h[i], want, collie__reduce_isa());
+    }
+    collie__wire_decode(wire, back, h, N);
+    float *sum = malloc(N * sizeof(float));
+    ASSERT(sum);
+    memcpy(sum, acc, N * sizeof(float));
+    collie__wire_decode_add(wire, sum, h, N);
+    for (size_t i = 0; i < N; i++) {
+      float want =
+          wire == COLLIE_WIRE_FLOAT16 ? collie__half_to_float(h[i]) : collie__bf16_to_float(h[i]);
+      if (isnan(want)) {
+        ASSERTF(isnan(back[i]) && isnan(sum[i]), "wire %d decode [%zu] %04x: NaN lost", wire, i,
+                h[i]);
+        continue;
+      }
+      ASSERTF(rt_fbits(back[i]) == rt_fbits(want), "wire %d decode [%zu] %04x -> %08x, scalar %08x",
+              wire, i, h[i], rt_fbits(back[i]), rt_fbits(want));
+      float s = acc[i] + want;
+      ASSERTF(rt_fbits(sum[i]) == rt_fbits(s), "wire %d decode_add [%zu]: %a, expected %a", wire, i,
+              sum[i], s);
+    }
+    free(sum);
+  }
+  free(f);
+  free(back);
+  free(acc);
+  free(h);
+}
