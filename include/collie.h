@@ -293,7 +293,9 @@ typedef enum {
   XX(HIERARCHICAL, "hierarchical")                                                                 \
   XX(CUDA_IPC, "cuda_ipc")                                                                         \
   XX(CUDA_PIPELINE, "cuda_pipeline")                                                               \
-  XX(COMPRESSED, "compressed")
+  XX(COMPRESSED, "compressed")                                                                     \
+  XX(TOPK_ALLGATHER, "topk_allgather")                                                             \
+  XX(GTOPK, "gtopk")
 
 typedef enum {
 #define COLLIE_XX_(name, str) COLLIE_ALGO_##name,
@@ -404,6 +406,27 @@ COLLIE_API collie_result_t collie_gather(collie_comm_t *comm, const void *sendbu
 COLLIE_API collie_result_t collie_scatter(collie_comm_t *comm, const void *sendbuf, void *recvbuf,
                                           size_t count, collie_dtype_t dtype, int root,
                                           const collie_opts_t *opts, collie_work_t **work);
+
+/* Sparse allreduce (docs/sparse.md): every rank holds nnz (index, value)
+ * pairs of a vector of dim elements (indices in [0, dim), any order,
+ * duplicates summed), the same nnz on every rank, float32 or float64
+ * values; every rank gets the same result, sorted by index, *out_nnz
+ * entries of out_indices/out_values.
+ * TOPK_ALLGATHER: exact: every rank's pairs gathered, values of one index
+ *   summed; out_cap >= size x nnz.
+ * GTOPK: gTop-k: log2(size) rounds of pairwise exchange, each keeping the
+ *   nnz largest magnitudes of the merged set; at most nnz entries, out_cap
+ *   >= nnz. What a merge drops is lost (error feedback is the caller's).
+ * Index bytes are charged to COLLIE_CAT_TOPR_INDICES in comms.csv, values
+ * to opts->category. Host memory only. */
+typedef enum { COLLIE_SPARSE_TOPK_ALLGATHER = 0, COLLIE_SPARSE_GTOPK = 1 } collie_sparse_mode_t;
+
+COLLIE_API collie_result_t collie_sparse_allreduce(collie_comm_t *comm, collie_sparse_mode_t mode,
+                                                   const int64_t *indices, const void *values,
+                                                   size_t nnz, size_t dim, int64_t *out_indices,
+                                                   void *out_values, size_t out_cap,
+                                                   size_t *out_nnz, collie_dtype_t dtype,
+                                                   const collie_opts_t *opts, collie_work_t **work);
 
 /* Returns once every rank of comm has entered the barrier. */
 COLLIE_API collie_result_t collie_barrier(collie_comm_t *comm, const collie_opts_t *opts,

@@ -240,6 +240,20 @@
   XX(wire_comm_default_shm_3, wire_comm_default, 3, "shm", 30)                                     \
   XX(wire_comm_default_tcp_2, wire_comm_default, 2, "tcp", 30)                                     \
   XX(wire_bad_env_and_config, wire_bad_env_and_config, 0, "auto", 20)                              \
+  XX(sparse_topk_allgather_exact_shm_1, sparse_topk_allgather_exact, 1, "shm", 60)                 \
+  XX(sparse_topk_allgather_exact_shm_3, sparse_topk_allgather_exact, 3, "shm", 60)                 \
+  XX(sparse_topk_allgather_exact_tcp_4, sparse_topk_allgather_exact, 4, "tcp", 60)                 \
+  XX(sparse_topk_allgather_exact_mixed_5, sparse_topk_allgather_exact, 5, "mixed", 60)             \
+  XX(sparse_gtopk_tree_shm_1, sparse_gtopk_tree, 1, "shm", 60)                                     \
+  XX(sparse_gtopk_tree_shm_2, sparse_gtopk_tree, 2, "shm", 60)                                     \
+  XX(sparse_gtopk_tree_shm_3, sparse_gtopk_tree, 3, "shm", 60)                                     \
+  XX(sparse_gtopk_tree_tcp_4, sparse_gtopk_tree, 4, "tcp", 60)                                     \
+  XX(sparse_gtopk_tree_shm_5, sparse_gtopk_tree, 5, "shm", 60)                                     \
+  XX(sparse_gtopk_tree_mixed_6, sparse_gtopk_tree, 6, "mixed", 60)                                 \
+  XX(sparse_refused_shm_2, sparse_refused, 2, "shm", 30)                                           \
+  XX(sparse_refused_tcp_1, sparse_refused, 1, "tcp", 30)                                           \
+  XX(sparse_telemetry_indices_shm_3, sparse_telemetry_indices, 3, "shm", 30)                       \
+  XX(sparse_telemetry_indices_tcp_2, sparse_telemetry_indices, 2, "tcp", 30)                       \
   XX(init_port_in_use, init_port_in_use, 0, "auto", 20)                                            \
   XX(init_rank_never_arrives, init_rank_never_arrives, 0, "auto", 20)                              \
   XX(init_wrong_token_2, init_wrong_token, 2, "tcp", 30)                                           \

@@ -742,6 +742,42 @@ class Comm:
             t = c.buf(tensor, "tensor", out=True)
             return c.run(_lib.lib().collie_allreduce, t.ptr, t.ptr, t.count, t.dtype, op)
 
+    def sparse_all_reduce(self, indices, values, dim, mode="topk_allgather", timeout=None, **kw):
+        """Sparse allreduce (docs/sparse.md): this rank's nnz (index, value)
+        pairs of a vector of dim elements (the same nnz on every rank;
+        float32 or float64 values). Returns (indices, values), numpy arrays
+        sorted by index, the same on every rank. mode "topk_allgather"
+        (exact: the union, values of one index summed) or "gtopk" (gTop-k:
+        at most nnz entries, the largest magnitudes kept at every merge).
+        Blocking. Index bytes go to comms.csv's bytes_topr_indices."""
+        import numpy as np
+
+        modes = {"topk_allgather": 0, "allgather": 0, "topk": 0, "gtopk": 1}
+        if mode not in modes:
+            raise InvalidArgument(
+                "sparse_all_reduce: mode = %r is not one of topk_allgather, gtopk" % (mode,))
+        with self._call("sparse_all_reduce", False, timeout, **kw) as c:
+            v = c.buf(values, "values")
+            idx = np.ascontiguousarray(np.asarray(indices), dtype=np.int64).reshape(-1)
+            if idx.size != v.count:
+                raise InvalidArgument(
+                    "sparse_all_reduce: indices has %d elements, values %d (one index per value)"
+                    % (idx.size, v.count))
+            if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 0:
+                raise InvalidArgument("sparse_all_reduce: dim = %r must be an int >= 0" % (dim,))
+            cap = v.count if modes[mode] == 1 else v.count * self._size
+            names = [d[0] for d in _lib.DTYPES]
+            vtype = {names.index("float32"): np.float32, names.index("float64"): np.float64}.get(v.dtype)
+            out_i = np.empty(max(cap, 1), dtype=np.int64)
+            out_v = np.empty(max(cap, 1), dtype=vtype if vtype is not None else np.float32)
+            nout = ctypes.c_size_t(0)
+            c.hold((idx, out_i, out_v, nout))
+            c.run(_lib.lib().collie_sparse_allreduce, modes[mode], idx.ctypes.data, v.ptr, v.count, int(dim),
+                  out_i.ctypes.data_as(ctypes.POINTER(ctypes.c_int64)), out_v.ctypes.data, cap, ctypes.byref(nout),
+                  v.dtype)
+        n = nout.value
+        return out_i[:n].copy(), out_v[:n].copy()
+
     def all_gather(self, output_list, tensor, async_op=False, timeout=None, **kw):
         """output_list[q] = rank q's tensor (size arrays like tensor)."""
         with self._call("all_gather", async_op, timeout, **kw) as c:

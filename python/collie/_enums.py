@@ -79,6 +79,8 @@ ALGORITHMS = (
     "cuda_ipc",
     "cuda_pipeline",
     "compressed",
+    "topk_allgather",
+    "gtopk",
 )
 
 # collie_wire_t names (COLLIE_WIRE_*), in the header's order; the aliases

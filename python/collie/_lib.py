@@ -174,6 +174,10 @@ _SIGNATURES = {
     "collie_alltoallv": (_R, [_P, _P, _SZP, _SZP, _P, _SZP, _SZP, _I, _OPTS, _PP]),
     "collie_gather": (_R, [_P, _P, _P, _SZ, _I, _I, _OPTS, _PP]),
     "collie_scatter": (_R, [_P, _P, _P, _SZ, _I, _I, _OPTS, _PP]),
+    "collie_sparse_allreduce": (
+        _R,
+        [_P, _I, _P, _P, _SZ, _SZ, ctypes.POINTER(ctypes.c_int64), _P, _SZ, ctypes.POINTER(_SZ), _I, _OPTS, _PP],
+    ),
     "collie_barrier": (_R, [_P, _OPTS, _PP]),
     "collie_allreduce_init": (_R, [_P, _P, _P, _SZ, _I, _I, _OPTS, _PP]),
     "collie_allgather_init": (_R, [_P, _P, _P, _SZ, _I, _OPTS, _PP]),

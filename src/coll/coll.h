@@ -65,6 +65,13 @@ struct collie__call {
   size_t count;
   const size_t *sendcounts, *sdispls; /* alltoallv */
   const size_t *recvcounts, *rdispls; /* alltoallv, allgatherv */
+  /* sparse_allreduce (root holds its COLLIE_SPARSE_* mode, count its nnz):
+   * the pairs' indices, the result's, where the result's entry count goes,
+   * the vector's length. */
+  const int64_t *sidx;
+  int64_t *ridx;
+  size_t *rnnz;
+  size_t dim;
   collie_dtype_t dtype;
   collie_op_t op;
   /* allreduce: COLLIE_WIRE_FLOAT16 or _BFLOAT16 when the call is sent
@@ -332,6 +339,8 @@ const struct collie__algo *const *collie__algo_table(int *n);
   XX(alltoall_hierarchical)                                                                        \
   XX(alltoallv_pairwise)                                                                           \
   XX(alltoallv_hierarchical)                                                                       \
+  XX(sparse_allreduce_topk_allgather)                                                              \
+  XX(sparse_allreduce_gtopk)                                                                       \
   XX(gather_tree)                                                                                  \
   XX(gather_linear)                                                                                \
   XX(gather_hierarchical)                                                                          \

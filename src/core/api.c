@@ -217,6 +217,10 @@ api_call(struct collie__call *call, int kind, const void *sendbuf, void *recvbuf
   call->recvbuf = recvbuf;
   call->count = count;
   call->sendcounts = call->sdispls = call->recvcounts = call->rdispls = NULL;
+  call->sidx = NULL;
+  call->ridx = NULL;
+  call->rnnz = NULL;
+  call->dim = 0;
   call->dtype = dtype;
   call->op = 0;
   call->wire = COLLIE_WIRE_NATIVE;
@@ -235,7 +239,7 @@ api_call(struct collie__call *call, int kind, const void *sendbuf, void *recvbuf
   call->models = NULL;
 }
 /* A field added to struct collie__call must be set above (or by dispatch). */
-_Static_assert(sizeof(void *) != 8 || sizeof(struct collie__call) == 232,
+_Static_assert(sizeof(void *) != 8 || sizeof(struct collie__call) == 264,
                "struct collie__call changed: update api_call");
 
 /* The same for a reducing collective (root: reduce's; 0 for the others). */
@@ -279,6 +283,55 @@ collie_broadcast(collie_comm_t *comm, void *buf, size_t count, collie_dtype_t dt
   API_TRY(api_rank(comm, fn, "root", root));
   struct collie__op issue;
   api_call(&issue.call, COLLIE_KIND_BROADCAST, buf, buf, count, dtype, root);
+  return api_finish(comm, &issue, opts, work);
+}
+
+collie_result_t
+collie_sparse_allreduce(collie_comm_t *comm, collie_sparse_mode_t mode, const int64_t *indices,
+                        const void *values, size_t nnz, size_t dim, int64_t *out_indices,
+                        void *out_values, size_t out_cap, size_t *out_nnz, collie_dtype_t dtype,
+                        const collie_opts_t *opts, collie_work_t **work)
+{
+  static const char fn[] = "collie_sparse_allreduce";
+  API_TRY(api_enter(comm, fn, opts, work));
+  if (mode != COLLIE_SPARSE_TOPK_ALLGATHER && mode != COLLIE_SPARSE_GTOPK)
+    return collie__err(COLLIE_INVALID_ARGUMENT,
+                       "%s: mode = %d is neither COLLIE_SPARSE_TOPK_ALLGATHER nor "
+                       "COLLIE_SPARSE_GTOPK",
+                       fn, (int)mode);
+  API_TRY(api_dtype(fn, dtype));
+  if (dtype != COLLIE_FLOAT32 && dtype != COLLIE_FLOAT64)
+    return collie__err(COLLIE_UNSUPPORTED, "%s: dtype %s: sparse values are float32 or float64", fn,
+                       collie_dtype_name(dtype));
+  API_TRY(api_count(fn, "nnz", nnz, (size_t)comm->size, dtype));
+  API_TRY(api_buf(fn, "indices", indices, nnz));
+  API_TRY(api_buf(fn, "values", values, nnz));
+  size_t need = mode == COLLIE_SPARSE_GTOPK ? nnz : nnz * (size_t)comm->size;
+  if (out_cap < need)
+    return collie__err(COLLIE_INVALID_ARGUMENT,
+                       "%s: out_cap = %zu, but the result may hold %zu entries (%s)", fn, out_cap,
+                       need, mode == COLLIE_SPARSE_GTOPK ? "nnz" : "size x nnz");
+  API_TRY(api_buf(fn, "out_indices", out_indices, need));
+  API_TRY(api_buf(fn, "out_values", out_values, need));
+  if (!out_nnz) return collie__err(COLLIE_INVALID_ARGUMENT, "%s: out_nnz is NULL", fn);
+  for (size_t i = 0; i < nnz; i++)
+    if (indices[i] < 0 || (uint64_t)indices[i] >= dim)
+      return collie__err(COLLIE_INVALID_ARGUMENT,
+                         "%s: indices[%zu] = %lld is outside 0..%zu (dim = %zu)", fn, i,
+                         (long long)indices[i], dim ? dim - 1 : 0, dim);
+  struct collie__op issue;
+  api_call(&issue.call, COLLIE_KIND_SPARSE_ALLREDUCE, values, out_values, nnz, dtype, (int)mode);
+  if (issue.call.mem != COLLIE_MEM_HOST ||
+      collie__mem_kind_of(indices, out_indices) != COLLIE_MEM_HOST)
+    return collie__err(COLLIE_UNSUPPORTED,
+                       "%s: device memory: sparse allreduce runs on host "
+                       "memory",
+                       fn);
+  issue.call.op = COLLIE_SUM;
+  issue.call.sidx = indices;
+  issue.call.ridx = out_indices;
+  issue.call.rnnz = out_nnz;
+  issue.call.dim = dim;
   return api_finish(comm, &issue, opts, work);
 }
 

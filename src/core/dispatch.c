@@ -81,9 +81,22 @@ dispatch_tele_issue(collie_comm_t *comm, struct collie__op *op, const collie_opt
   case COLLIE_KIND_BARRIER:
     n = 0;
     break;
+  case COLLIE_KIND_SPARSE_ALLREDUCE: { /* indices and values; the indices' share to TOPR_INDICES */
+    uint64_t k = c->count, sent = c->root == COLLIE_SPARSE_GTOPK
+                                      ? (uint64_t)(collie__log2_ceil(c->size) + 1)
+                                      : (uint64_t)(c->size - 1);
+    n = k * (8 + es);
+    t->size = n;
+    t->wire = c->size > 1 ? sent * n : 0;
+    t->index_wire = c->size > 1 ? sent * k * 8 : 0;
+    collie__tele_issue(comm->tele, t, opts ? opts->label : NULL, opts ? opts->phase : NULL,
+                       op->t_issue);
+    return;
+  }
   default:
     break;
   }
+  t->index_wire = 0;
   t->size = n;
   t->wire = c->kind == COLLIE_KIND_ALLGATHERV || c->kind == COLLIE_KIND_ALLTOALLV
                 ? others

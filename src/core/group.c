@@ -104,6 +104,7 @@ group_tele_issue(collie_comm_t *comm, struct collie__group *g)
   g->tele.opname = NULL;
   g->tele.size = bytes;
   g->tele.wire = collie__wire_bytes(COLLIE_COLL_SEND_RECV, 2, bytes);
+  g->tele.index_wire = 0;
   collie__tele_issue(comm->tele, &g->tele, NULL, NULL, collie__now_ns());
 }
 

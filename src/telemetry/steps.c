@@ -277,6 +277,18 @@ collie__steps_charge(struct collie__steps *s, int tc, int category, uint64_t wir
 }
 
 void
+collie__steps_recharge(struct collie__steps *s, struct collie__step_acc *acc, int from, int to,
+                       uint64_t bytes)
+{
+  if (!acc || from < 0 || from >= s->ncat || to < 0 || to >= s->ncat) return;
+  pthread_mutex_lock(&s->lock);
+  uint64_t moved = acc->cat_bytes[from] < bytes ? acc->cat_bytes[from] : bytes;
+  acc->cat_bytes[from] -= moved;
+  acc->cat_bytes[to] += moved;
+  pthread_mutex_unlock(&s->lock);
+}
+
+void
 collie__steps_numbers(struct collie__steps *s, int64_t *iteration, int64_t *epoch)
 {
   pthread_mutex_lock(&s->lock);
@@ -324,6 +336,8 @@ comms_out_issue(void *self, struct collie__tele_op *op, const char *label, const
   (void)label;
   (void)phase;
   op->acc = collie__steps_charge(self, op->tc, op->category, op->wire, &op->iteration, &op->epoch);
+  if (op->index_wire && op->category != COLLIE_CAT_TOPR_INDICES)
+    collie__steps_recharge(self, op->acc, op->category, COLLIE_CAT_TOPR_INDICES, op->index_wire);
 }
 
 static void

@@ -199,6 +199,10 @@ int collie__steps_in_step(const struct collie__steps *s);
  * returns it with one more operation pending (else NULL). */
 struct collie__step_acc *collie__steps_charge(struct collie__steps *s, int tc, int category,
                                               uint64_t wire, int64_t *iteration, int64_t *epoch);
+/* Moves bytes of acc's charge from category `from` to `to` (a sparse
+ * allreduce's index bytes to COLLIE_CAT_TOPR_INDICES). acc NULL: no-op. */
+void collie__steps_recharge(struct collie__steps *s, struct collie__step_acc *acc, int from, int to,
+                            uint64_t bytes);
 /* The open step's numbers only (iteration 0 outside a step). */
 void collie__steps_numbers(struct collie__steps *s, int64_t *iteration, int64_t *epoch);
 /* Adds an operation's time to acc and ends its pending count; writes the
@@ -229,11 +233,12 @@ struct collie__tele_cfg {
 
 /* One operation as telemetry sees it; filled at issue, finished at completion. */
 struct collie__tele_op {
-  int tc;             /* collie_collective_t */
-  int category;       /* payload category id */
-  const char *opname; /* "ALLREDUCE", ... (static); NULL: no timing row of its own */
-  uint64_t size;      /* the caller's buffer bytes */
-  uint64_t wire;      /* wire-model bytes */
+  int tc;              /* collie_collective_t */
+  int category;        /* payload category id */
+  const char *opname;  /* "ALLREDUCE", ... (static); NULL: no timing row of its own */
+  uint64_t size;       /* the caller's buffer bytes */
+  uint64_t wire;       /* wire-model bytes */
+  uint64_t index_wire; /* of those, a sparse allreduce's indices: COLLIE_CAT_TOPR_INDICES's */
   /* set by collie__tele_issue */
   int active;                      /* anything to record at completion */
   int64_t t0_ns, iteration, epoch; /* the step's numbers: comms.csv's issue, else tele.c */

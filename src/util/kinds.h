@@ -29,6 +29,7 @@
   XX(SCATTER, "scatter", SCATTER, "SCATTER")                                                       \
   XX(BARRIER, "barrier", BARRIER, "BARRIER")                                                       \
   XX(P2P, "send/recv", SEND_RECV, "SEND")                                                          \
+  XX(SPARSE_ALLREDUCE, "sparse_allreduce", ALLREDUCE, "ALLREDUCE")                                 \
   XX(INTERNAL, "internal", COUNT_, "")
 
 typedef enum {

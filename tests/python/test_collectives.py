@@ -451,3 +451,23 @@ def test_persistent_plans(comm, rank, size):
             assert np.array_equal(b[q * n:(q + 1) * n], np.arange(rank * n, rank * n + n) + 1000 * q)
     with pytest.raises(collie.InvalidArgument, match="output"):
         comm.all_gather_p_init(np.zeros(n + 1, np.int32), inp)
+
+
+@pytest.mark.parametrize("mode", ["topk_allgather", "gtopk"])
+def test_sparse_all_reduce(comm, rank, size, mode):
+    """Every rank the same k indices: both modes give the exact sum, sorted;
+    the exact mode also takes ranks whose indices differ (the union)."""
+    idx = np.array([7, 2, 40], dtype=np.int64)
+    val = np.array([1.0, 2.0, 3.0], dtype=np.float32) * (rank + 1)
+    oi, ov = comm.sparse_all_reduce(idx, val, 100, mode=mode)
+    tri = size * (size + 1) / 2
+    assert list(oi) == [2, 7, 40] and ov.dtype == np.float32
+    assert np.allclose(ov, np.array([2.0, 1.0, 3.0]) * tri)
+    if mode == "topk_allgather":
+        oi, ov = comm.sparse_all_reduce(np.array([rank, 99]), np.array([1.0, 0.5]), 100)
+        assert list(oi) == list(range(size)) + [99] and ov.dtype == np.float64
+        assert np.allclose(ov, [1.0] * size + [0.5 * size])
+    with pytest.raises(collie.InvalidArgument, match="indices\\[0\\] = 100 is outside 0..99"):
+        comm.sparse_all_reduce(np.array([100]), np.array([1.0]), 100, mode=mode)
+    with pytest.raises(collie.InvalidArgument, match="mode = 'dense' is not one of"):
+        comm.sparse_all_reduce(idx, val, 100, mode="dense")

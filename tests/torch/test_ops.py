@@ -434,3 +434,28 @@ def test_backend_name(world):
     assert dist.get_rank() == world.rank and dist.get_world_size() == world.size == SIZE
     if IS_COLLIE:
         assert dist.get_backend(dist.group.WORLD) == "collie"
+
+
+def test_all_reduce_sparse_coo(rank, size):
+    """A sparse COO tensor sums as Gloo sums it: rank-dependent entries (and
+    nnz), a hybrid tensor with a dense dimension, the result coalesced and in
+    place; async_op gives a completed Work whose result() is the tensor; an
+    op other than SUM is refused by name."""
+    idx = torch.tensor([[0, 1, rank % 3], [2, rank, 4]])
+    t = torch.sparse_coo_tensor(idx, torch.tensor([1.0, 2.0, 3.0]) * (rank + 1), (3, 8))
+    dist.all_reduce(t)
+    want = sum(
+        torch.sparse_coo_tensor(torch.tensor([[0, 1, r % 3], [2, r, 4]]), torch.tensor([1.0, 2.0, 3.0]) * (r + 1),
+                                (3, 8)).to_dense()
+        for r in range(size)
+    )
+    assert t.is_sparse and t.is_coalesced() and torch.equal(t.to_dense(), want)
+    h = torch.sparse_coo_tensor(torch.tensor([[rank % 4]]), torch.ones(1, 3, dtype=torch.float64) * rank, (4, 3))
+    w = dist.all_reduce(h, async_op=True)
+    w.wait()
+    want = torch.zeros(4, 3, dtype=torch.float64)
+    for r in range(size):
+        want[r % 4] += r
+    assert torch.equal(h.to_dense(), want) and w.result()[0] is h
+    with pytest.raises(RuntimeError, match="sparse tensors reduce with SUM only"):
+        dist.all_reduce(h, op=dist.ReduceOp.MAX)

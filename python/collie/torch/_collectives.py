@@ -3,18 +3,23 @@ ProcessGroupCollie): argument checks in torch's terms, then one collie call
 on the tensors' own memory, with a staging tensor only where the layout
 needs one. Blocking calls of plain tensors take the direct path."""
 
+import ctypes
 import sys
 
 import torch
 import torch.distributed as dist
 
 from .. import _lib
+from .._enums import PayloadCategory
 from . import _context
 from ._common import C10D, OP_BY_ID, OWN, CollieBackendError, block, last_of, move
 from ._tensors import NATIVE, UINT8, check_cpu, dense, nbytes, op_of, reduction_plan
 from ._work import CollieWork
 
 OWN.add(id(globals()))
+
+_D_INT64 = [d[0] for d in _lib.DTYPES].index("int64")
+_CAT_TOPR_INDICES = int(PayloadCategory.TOPR_INDICES)
 
 
 class Collectives:
@@ -65,6 +70,8 @@ class Collectives:
 
     def _allreduce_general(self, tensors, opts):
         fn = "all_reduce"
+        if len(tensors) == 1 and isinstance(tensors[0], torch.Tensor) and tensors[0].is_sparse:
+            return self._allreduce_sparse(tensors[0], opts)
         t = self._one(tensors, fn)
         op = op_of(opts.reduceOp if opts is not None else dist.ReduceOp.SUM, fn)
         c, post = dense(t, fn, out=True)
@@ -72,6 +79,65 @@ class Collectives:
         posts = [p for p in (back, post) if p]
         return self._issue(fn, self._L.collie_allreduce, (r.data_ptr(), r.data_ptr(), r.numel(), dt, op), opts,
                            [t], (t, c, r), posts)
+
+    def _allreduce_sparse(self, t, opts):
+        """A sparse COO tensor summed over ranks, as Gloo does it: each rank's
+        coalesced entries gathered (nnz may differ between ranks: the counts
+        first, then the linear indices and the values by allgatherv), summed
+        into one coalesced tensor that replaces t's contents (t.copy_). The
+        index bytes are charged to comms.csv's bytes_topr_indices. Blocking;
+        the Work returned is complete, its result() [t]."""
+        fn = "all_reduce"
+        op = opts.reduceOp if opts is not None else dist.ReduceOp.SUM
+        if op_of(op, fn) != op_of(dist.ReduceOp.SUM, fn):
+            raise CollieBackendError("%s: sparse tensors reduce with SUM only (as Gloo)" % fn, "unsupported")
+        if not t.is_cpu:
+            raise CollieBackendError("%s: sparse tensors on %s: the collie backend reduces sparse CPU tensors"
+                                     % (fn, t.device), "unsupported")
+        c = t.coalesce()
+        sd, shape = c.sparse_dim(), tuple(c.shape)
+        vals = c._values().contiguous()
+        dt = NATIVE.get(vals.dtype)
+        if dt is None:
+            raise CollieBackendError("%s: sparse values of %s: the collie backend takes %s" % (
+                fn, vals.dtype, ", ".join(str(d) for d in NATIVE)), "unsupported")
+        strides = [1] * sd
+        for i in range(sd - 2, -1, -1):
+            strides[i] = strides[i + 1] * shape[i + 1]
+        lin = (c._indices() * torch.tensor(strides, dtype=torch.int64).view(-1, 1)).sum(0).contiguous()
+        row = vals[0].numel() if vals.shape[0] else int(torch.tensor(shape[sd:], dtype=torch.int64).prod())
+        nnz = torch.tensor([lin.numel()], dtype=torch.int64)
+        counts = torch.zeros(self._size, dtype=torch.int64)
+        self._sparse_call(fn, self._L.collie_allgather, nnz.data_ptr(), counts.data_ptr(), 1, _D_INT64, None)
+        n = [int(x) for x in counts]
+        total = sum(n)
+        displs = [sum(n[:q]) for q in range(self._size)]
+        all_lin = torch.empty(max(total, 1), dtype=torch.int64)
+        all_vals = torch.empty((max(total, 1),) + tuple(vals.shape[1:]), dtype=vals.dtype)
+        ix = _lib.Opts()
+        ix.category = _CAT_TOPR_INDICES
+        self._sparse_call(fn, self._L.collie_allgatherv, lin.data_ptr(), lin.numel(), all_lin.data_ptr(),
+                          self._sizes(n), self._sizes(displs), _D_INT64, ix)
+        self._sparse_call(fn, self._L.collie_allgatherv, vals.data_ptr(), vals.numel(), all_vals.data_ptr(),
+                          self._sizes([x * row for x in n]), self._sizes([x * row for x in displs]), dt, None)
+        idx = torch.empty((sd, total), dtype=torch.int64)
+        rest = all_lin[:total].clone()
+        for i in range(sd):
+            idx[i] = torch.div(rest, strides[i], rounding_mode="floor")
+            rest -= idx[i] * strides[i]
+        out = torch.sparse_coo_tensor(idx, all_vals[:total], shape).coalesce()
+        t.copy_(out)
+        return CollieWork(self, None, fn, result=[t])
+
+    def _sparse_call(self, fn, cfn, *args):
+        *args, o = args
+        with self._lock:
+            h = self._h
+            if h is None:
+                raise CollieBackendError("%s: the process group was destroyed" % fn, "invalid usage")
+            rc = cfn(h, *args, ctypes.byref(o) if o is not None else None, None)
+        if rc != _lib.SUCCESS:
+            raise CollieBackendError(self._last_error(rc), rc)
 
     def allreduce_coalesced(self, tensors, opts=None):
         fn = "all_reduce_coalesced"
