@@ -46,12 +46,12 @@ class Collectives:
             return dt
         return None
 
-    def _direct_call(self, fn, cfn, *args):
+    def _direct_call(self, fn, cfn, *args, opts=None):
         with self._lock:
             h = self._h
             if h is None:
                 raise CollieBackendError("%s: the process group was destroyed" % fn, "invalid usage")
-            rc = cfn(h, *args, None, None)
+            rc = cfn(h, *args, ctypes.byref(opts) if opts is not None else None, None)
         if rc != _lib.SUCCESS:
             raise CollieBackendError(self._last_error(rc), rc)
         return self._done
@@ -108,7 +108,7 @@ class Collectives:
         row = vals[0].numel() if vals.shape[0] else int(torch.tensor(shape[sd:], dtype=torch.int64).prod())
         nnz = torch.tensor([lin.numel()], dtype=torch.int64)
         counts = torch.zeros(self._size, dtype=torch.int64)
-        self._sparse_call(fn, self._L.collie_allgather, nnz.data_ptr(), counts.data_ptr(), 1, _D_INT64, None)
+        self._direct_call(fn, self._L.collie_allgather, nnz.data_ptr(), counts.data_ptr(), 1, _D_INT64)
         n = [int(x) for x in counts]
         total = sum(n)
         displs = [sum(n[:q]) for q in range(self._size)]
@@ -116,10 +116,10 @@ class Collectives:
         all_vals = torch.empty((max(total, 1),) + tuple(vals.shape[1:]), dtype=vals.dtype)
         ix = _lib.Opts()
         ix.category = _CAT_TOPR_INDICES
-        self._sparse_call(fn, self._L.collie_allgatherv, lin.data_ptr(), lin.numel(), all_lin.data_ptr(),
-                          self._sizes(n), self._sizes(displs), _D_INT64, ix)
-        self._sparse_call(fn, self._L.collie_allgatherv, vals.data_ptr(), vals.numel(), all_vals.data_ptr(),
-                          self._sizes([x * row for x in n]), self._sizes([x * row for x in displs]), dt, None)
+        self._direct_call(fn, self._L.collie_allgatherv, lin.data_ptr(), lin.numel(), all_lin.data_ptr(),
+                          self._sizes(n), self._sizes(displs), _D_INT64, opts=ix)
+        self._direct_call(fn, self._L.collie_allgatherv, vals.data_ptr(), vals.numel(), all_vals.data_ptr(),
+                          self._sizes([x * row for x in n]), self._sizes([x * row for x in displs]), dt)
         idx = torch.empty((sd, total), dtype=torch.int64)
         rest = all_lin[:total].clone()
         for i in range(sd):
@@ -128,16 +128,6 @@ class Collectives:
         out = torch.sparse_coo_tensor(idx, all_vals[:total], shape).coalesce()
         t.copy_(out)
         return CollieWork(self, None, fn, result=[t])
-
-    def _sparse_call(self, fn, cfn, *args):
-        *args, o = args
-        with self._lock:
-            h = self._h
-            if h is None:
-                raise CollieBackendError("%s: the process group was destroyed" % fn, "invalid usage")
-            rc = cfn(h, *args, ctypes.byref(o) if o is not None else None, None)
-        if rc != _lib.SUCCESS:
-            raise CollieBackendError(self._last_error(rc), rc)
 
     def allreduce_coalesced(self, tensors, opts=None):
         fn = "all_reduce_coalesced"
