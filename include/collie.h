@@ -428,6 +428,39 @@ COLLIE_API collie_result_t collie_sparse_allreduce(collie_comm_t *comm, collie_s
                                                    size_t *out_nnz, collie_dtype_t dtype,
                                                    const collie_opts_t *opts, collie_work_t **work);
 
+/* ---- One-sided windows (docs/windows.md) ----
+ * Every rank of comm exposes `bytes` of host memory at base (each its own
+ * size, 0 allowed); any rank puts bytes into a peer's window at an offset,
+ * then signals it; the peer waits for the signal, after which every put the
+ * signaller made to it before signalling is in its buffer. */
+typedef struct collie_window collie_window_t;
+
+/* Collective over comm (the window gets channels of its own). base must stay
+ * valid until collie_window_free. */
+COLLIE_API collie_result_t collie_window_create(collie_comm_t *comm, void *base, size_t bytes,
+                                                collie_window_t **win);
+/* Copies bytes of src into peer's window at offset (INVALID_ARGUMENT when
+ * they do not fit it). src must stay unchanged until collie_window_flush
+ * (into a peer of this host whose memory the OS lets us write, the copy is
+ * done at return). */
+COLLIE_API collie_result_t collie_window_put(collie_window_t *win, int peer, size_t offset,
+                                             const void *src, size_t bytes);
+/* Tells peer that this rank's puts to it so far are done (one count). */
+COLLIE_API collie_result_t collie_window_signal(collie_window_t *win, int peer);
+/* Blocks until peer's signals to this rank number at least count (since
+ * the window's creation), applying its puts meanwhile; timeout_ms 0: the
+ * communicator's. TIMEOUT, REMOTE_ERROR (peer died) leave the window
+ * unusable. */
+COLLIE_API collie_result_t collie_window_wait_signal(collie_window_t *win, int peer, uint64_t count,
+                                                     int64_t timeout_ms);
+/* Waits until this rank's puts and signals have left (src reusable). */
+COLLIE_API collie_result_t collie_window_flush(collie_window_t *win);
+/* Collective: every put any rank made to this rank before its fence is in
+ * this rank's window when the fence returns. */
+COLLIE_API collie_result_t collie_window_fence(collie_window_t *win);
+/* Collective: a fence, then the window's resources go. */
+COLLIE_API collie_result_t collie_window_free(collie_window_t *win);
+
 /* Returns once every rank of comm has entered the barrier. */
 COLLIE_API collie_result_t collie_barrier(collie_comm_t *comm, const collie_opts_t *opts,
                                           collie_work_t **work);

@@ -254,6 +254,19 @@
   XX(sparse_refused_tcp_1, sparse_refused, 1, "tcp", 30)                                           \
   XX(sparse_telemetry_indices_shm_3, sparse_telemetry_indices, 3, "shm", 30)                       \
   XX(sparse_telemetry_indices_tcp_2, sparse_telemetry_indices, 2, "tcp", 30)                       \
+  XX(window_put_signal_shm_1, window_put_signal, 1, "shm", 60)                                     \
+  XX(window_put_signal_shm_3, window_put_signal, 3, "shm", 60)                                     \
+  XX(window_put_signal_tcp_3, window_put_signal, 3, "tcp", 60)                                     \
+  XX(window_put_signal_mixed_4, window_put_signal, 4, "mixed", 60)                                 \
+  XX(window_fence_shm_4, window_fence, 4, "shm", 30)                                               \
+  XX(window_put_signal_messages_shm_3, window_put_signal_messages, 3, "shm", 60)                   \
+  XX(window_fence_tcp_2, window_fence, 2, "tcp", 30)                                               \
+  XX(window_refused_shm_2, window_refused, 2, "shm", 30)                                           \
+  XX(window_refused_tcp_3, window_refused, 3, "tcp", 30)                                           \
+  XX(window_wait_timeout_shm_2, window_wait_timeout, 2, "shm", 30)                                 \
+  XX(window_wait_timeout_tcp_2, window_wait_timeout, 2, "tcp", 30)                                 \
+  XX(window_peer_dies_shm_2, window_peer_dies, 2, "shm", 30)                                       \
+  XX(window_peer_dies_tcp_3, window_peer_dies, 3, "tcp", 30)                                       \
   XX(init_port_in_use, init_port_in_use, 0, "auto", 20)                                            \
   XX(init_rank_never_arrives, init_rank_never_arrives, 0, "auto", 20)                              \
   XX(init_wrong_token_2, init_wrong_token, 2, "tcp", 30)                                           \

@@ -28,6 +28,7 @@ from ._comm import (
     set_default_comm,
 )
 from ._enums import ALGORITHMS, DType, PayloadCategory, ReduceOp, dtype_of
+from ._window import Window
 from ._errors import (
     CollieError,
     CollieSystemError,
@@ -62,6 +63,7 @@ __all__ = [
     "LibraryNotFound",
     "PayloadCategory",
     "Plan",
+    "Window",
     "ReduceOp",
     "RemoteError",
     "SPLIT_NONE",

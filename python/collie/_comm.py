@@ -742,6 +742,13 @@ class Comm:
             t = c.buf(tensor, "tensor", out=True)
             return c.run(_lib.lib().collie_allreduce, t.ptr, t.ptr, t.count, t.dtype, op)
 
+    def new_window(self, array):
+        """A one-sided window over array (collective: every rank calls it,
+        each with its own array of one dtype); see collie.Window."""
+        from ._window import Window
+
+        return Window(self, array)
+
     def sparse_all_reduce(self, indices, values, dim, mode="topk_allgather", timeout=None, **kw):
         """Sparse allreduce (docs/sparse.md): this rank's nnz (index, value)
         pairs of a vector of dim elements (the same nnz on every rank;

@@ -186,6 +186,19 @@ comm_internal_call(collie_comm_t *c, int kind, int algo, int64_t deadline)
                                .deadline_ns = deadline};
 }
 
+collie_result_t
+collie__comm_exchange(collie_comm_t *c, const void *mine, void *all, size_t bytes)
+{
+  struct collie__call call = comm_internal_call(c, COLLIE_KIND_ALLGATHER, COLLIE_ALGO_RING,
+                                                collie__deadline_after_ms(c->timeout_ms));
+  call.sendbuf = mine;
+  call.recvbuf = all;
+  call.count = bytes;
+  collie_result_t rc = c->size > 1 ? collie__algo_allgather_ring.run(&call) : COLLIE_SUCCESS;
+  if (c->size == 1 && bytes) memcpy(all, mine, bytes);
+  return rc == COLLIE_SUCCESS ? rc : collie__comm_poison(c, rc);
+}
+
 static int
 comm_double_cmp(const void *a, const void *b)
 {

@@ -141,6 +141,11 @@ int collie__comm_live(const collie_comm_t *c);
 /* Checks that comm is live and usable; sets the error and returns INVALID_USAGE
  * (destroyed, never initialised, or poisoned: quoting the first error). */
 collie_result_t collie__comm_check(const collie_comm_t *comm, const char *fn);
+/* Every rank's `bytes` of mine into all (rank order), over comm's channels,
+ * at the next sequence number (a setup step of the library's: windows);
+ * a failure poisons comm. */
+collie_result_t collie__comm_exchange(collie_comm_t *comm, const void *mine, void *all,
+                                      size_t bytes);
 /* Records the first fatal error (the thread's current message) and returns rc.
  * Thread-safe against readers and other poisoners. */
 collie_result_t collie__comm_poison(collie_comm_t *comm, collie_result_t rc);

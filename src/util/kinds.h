@@ -30,6 +30,7 @@
   XX(BARRIER, "barrier", BARRIER, "BARRIER")                                                       \
   XX(P2P, "send/recv", SEND_RECV, "SEND")                                                          \
   XX(SPARSE_ALLREDUCE, "sparse_allreduce", ALLREDUCE, "ALLREDUCE")                                 \
+  XX(WINDOW, "window", COUNT_, "")                                                                 \
   XX(INTERNAL, "internal", COUNT_, "")
 
 typedef enum {

@@ -471,3 +471,22 @@ def test_sparse_all_reduce(comm, rank, size, mode):
         comm.sparse_all_reduce(np.array([100]), np.array([1.0]), 100, mode=mode)
     with pytest.raises(collie.InvalidArgument, match="mode = 'dense' is not one of"):
         comm.sparse_all_reduce(idx, val, 100, mode="dense")
+
+
+def test_window_put_signal(comm, rank, size):
+    """Each rank puts its rank number into every window at its own slot and
+    signals; each waits for every signal: every slot filled. A put past the
+    peer's window is refused by name."""
+    buf = np.full(size, -1, dtype=np.int64)
+    with comm.new_window(buf) as w:
+        for t in range(size):
+            w.put(t, rank, np.array([rank * 10 + t], dtype=np.int64))
+            w.signal(t)
+        for r in range(size):
+            w.wait_signal(r, 1)
+        assert list(buf) == [r * 10 + rank for r in range(size)]
+        with pytest.raises(collie.InvalidArgument, match="do not fit rank"):
+            w.put(0, size, np.zeros(1, dtype=np.int64))
+        with pytest.raises(collie.InvalidArgument, match="put: array is float32 but the window is int64"):
+            w.put(0, 0, np.zeros(1, dtype=np.float32))
+        w.fence()

@@ -198,6 +198,8 @@ _C_TYPES = {
     "collie_comm_t **": ctypes.POINTER(ctypes.c_void_p),
     "collie_work_t **": ctypes.POINTER(ctypes.c_void_p),
     "collie_plan_t *": ctypes.c_void_p,
+    "collie_window_t *": ctypes.c_void_p,
+    "collie_window_t **": ctypes.POINTER(ctypes.c_void_p),
     "collie_plan_t **": ctypes.POINTER(ctypes.c_void_p),
     "collie_timing_log_t *": ctypes.c_void_p,
     "collie_timing_log_t **": ctypes.POINTER(ctypes.c_void_p),
