@@ -123,6 +123,15 @@ api_enter(collie_comm_t *comm, const char *fn, const collie_opts_t *opts, collie
   return api_opts(comm, fn, opts);
 }
 
+/* Whether a or b is CUDA device memory (the driver asked only in a process
+ * that uses CUDA: util/mem.h's kind is decided later, by stage.c). */
+static int
+api_device(const void *a, const void *b)
+{
+  int d;
+  return collie__cuda_live() && (collie__cuda_is_device(a, &d) || collie__cuda_is_device(b, &d));
+}
+
 /* The wire format of a call (docs/compression.md): opts->wire when set, and
  * then it must apply (a float32 SUM or AVG allreduce of host memory), else
  * the communicator's default where it applies. */
@@ -134,7 +143,8 @@ api_wire(collie_comm_t *comm, struct collie__call *call, const collie_opts_t *op
   if (w == COLLIE_WIRE_NATIVE) return COLLIE_SUCCESS;
   const char *kind = collie__kind_name(call->kind);
   if (call->kind == COLLIE_KIND_ALLREDUCE && call->dtype == COLLIE_FLOAT32 &&
-      (call->op == COLLIE_SUM || call->op == COLLIE_AVG) && call->mem == COLLIE_MEM_HOST) {
+      (call->op == COLLIE_SUM || call->op == COLLIE_AVG) && call->mem == COLLIE_MEM_HOST &&
+      !api_device(call->sendbuf, call->recvbuf)) {
     call->wire = w;
     return COLLIE_SUCCESS;
   }
@@ -144,7 +154,7 @@ api_wire(collie_comm_t *comm, struct collie__call *call, const collie_opts_t *op
     return collie__err(COLLIE_INVALID_ARGUMENT,
                        "collie_%s: opts->wire = %s applies to allreduce only (leave it 0)", kind,
                        name);
-  if (call->mem != COLLIE_MEM_HOST)
+  if (call->dtype == COLLIE_FLOAT32 && (call->op == COLLIE_SUM || call->op == COLLIE_AVG))
     return collie__err(COLLIE_INVALID_ARGUMENT,
                        "collie_allreduce: opts->wire = %s applies to host memory only; these "
                        "buffers are device memory",
@@ -321,12 +331,9 @@ collie_sparse_allreduce(collie_comm_t *comm, collie_sparse_mode_t mode, const in
                          (long long)indices[i], dim ? dim - 1 : 0, dim);
   struct collie__op issue;
   api_call(&issue.call, COLLIE_KIND_SPARSE_ALLREDUCE, values, out_values, nnz, dtype, (int)mode);
-  if (issue.call.mem != COLLIE_MEM_HOST ||
-      collie__mem_kind_of(indices, out_indices) != COLLIE_MEM_HOST)
+  if (api_device(values, out_values) || api_device(indices, out_indices))
     return collie__err(COLLIE_UNSUPPORTED,
-                       "%s: device memory: sparse allreduce runs on host "
-                       "memory",
-                       fn);
+                       "%s: device memory: sparse allreduce runs on host memory", fn);
   issue.call.op = COLLIE_SUM;
   issue.call.sidx = indices;
   issue.call.ridx = out_indices;

@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "device/cuda.h"
 
 enum { WIN_PUT = 1, WIN_SIGNAL = 2, WIN_FENCE = 3 };
 
@@ -183,7 +184,8 @@ collie_window_create(collie_comm_t *comm, void *base, size_t bytes, collie_windo
   if (rc != COLLIE_SUCCESS) return rc;
   if (!base && bytes)
     return collie__err(COLLIE_INVALID_ARGUMENT, "%s: base is NULL but bytes is %zu", fn, bytes);
-  if (collie__mem_kind_of(base, base) != COLLIE_MEM_HOST)
+  int dev;
+  if (base && collie__cuda_live() && collie__cuda_is_device(base, &dev))
     return collie__err(COLLIE_UNSUPPORTED, "%s: base is device memory; windows are host memory",
                        fn);
   collie_window_t *w = calloc(1, sizeof(*w));

@@ -424,3 +424,33 @@ TEST_IMPL(cuda_fake_stream_deadline)
   dev_free(s);
   collie_comm_destroy(comm);
 }
+
+/* The host-only features on device buffers: a wire format named in opts is
+ * refused by name, the communicator's default leaves the call exact;
+ * sparse allreduce and windows refuse device memory. */
+TEST_IMPL(cuda_fake_host_only_features)
+{
+  fk_load();
+  setenv("COLLIE_WIRE", "bfloat16", 1);
+  collie_comm_t *comm = test_comm();
+  unsetenv("COLLIE_WIRE");
+  int p = collie_comm_size(comm);
+  float *d = dev_alloc(4 * sizeof(float));
+  for (int i = 0; i < 4; i++) d[i] = 1000.25f;
+  collie_opts_t o = {.wire = COLLIE_WIRE_FLOAT16};
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "applies to host memory only",
+            collie_allreduce(comm, d, d, 4, COLLIE_FLOAT32, COLLIE_SUM, &o, NULL));
+  ASSERT_OK(collie_allreduce(comm, d, d, 4, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL));
+  ASSERTF(d[0] == 1000.25f * (float)p, "the default wire compressed a device call: %.9g", d[0]);
+  int64_t idx[1] = {0}, oi[16];
+  size_t on;
+  ASSERT_RC(COLLIE_UNSUPPORTED, "device memory",
+            collie_sparse_allreduce(comm, COLLIE_SPARSE_GTOPK, idx, d, 1, 4, oi, d + 1, 1, &on,
+                                    COLLIE_FLOAT32, NULL, NULL));
+  collie_window_t *w = NULL;
+  ASSERT_RC(COLLIE_UNSUPPORTED, "base is device memory",
+            collie_window_create(comm, d, 4 * sizeof(float), &w));
+  ASSERT(w == NULL);
+  dev_free(d);
+  ASSERT_OK(collie_comm_destroy(comm));
+}
