@@ -77,7 +77,7 @@ def main():
         idx = np.sort(rng.choice(dim, size=k, replace=False)).astype(np.int64)
         val = dense[idx].copy()
         sp = torch.sparse_coo_tensor(torch.from_numpy(idx).view(1, -1), torch.from_numpy(val), (dim,))
-        rounds = int(np.ceil(np.log2(p))) + (0 if p & (p - 1) == 0 else 1) if p > 1 else 0
+        rounds = int(np.ceil(np.log2(p))) if p > 1 else 0  # log2 q rounds, + a fold where p is not 2^n
 
         def run_dense():
             comm.all_reduce(dense.copy())

@@ -252,8 +252,11 @@
   XX(sparse_gtopk_tree_mixed_6, sparse_gtopk_tree, 6, "mixed", 60)                                 \
   XX(sparse_refused_shm_2, sparse_refused, 2, "shm", 30)                                           \
   XX(sparse_refused_tcp_1, sparse_refused, 1, "tcp", 30)                                           \
+  XX(sparse_nnz_mismatch_shm_3, sparse_nnz_mismatch, 3, "shm", 30)                                 \
+  XX(sparse_nnz_mismatch_tcp_4, sparse_nnz_mismatch, 4, "tcp", 30)                                 \
   XX(sparse_telemetry_indices_shm_3, sparse_telemetry_indices, 3, "shm", 30)                       \
   XX(sparse_telemetry_indices_tcp_2, sparse_telemetry_indices, 2, "tcp", 30)                       \
+  XX(sparse_telemetry_indices_shm_5, sparse_telemetry_indices, 5, "shm", 30)                       \
   XX(window_put_signal_shm_1, window_put_signal, 1, "shm", 60)                                     \
   XX(window_put_signal_shm_3, window_put_signal, 3, "shm", 60)                                     \
   XX(window_put_signal_tcp_3, window_put_signal, 3, "tcp", 60)                                     \

@@ -295,6 +295,16 @@ struct collie__algo {
   collie_result_t (*run)(struct collie__call *c);
 };
 
+/* The cheapest algorithm of c's kind under m for a call that runs as one
+ * phase of another (a hierarchical phase, sparse allreduce's allgather):
+ * neither a shared-memory-only nor a hierarchical one (the caller holds the
+ * scratch and is not a whole-communicator call), and one that can run c as
+ * selection filters them. *cost_us gets its estimate (< 0: none). NULL when
+ * none can run it. */
+const struct collie__algo *collie__algo_cheapest_flat(const struct collie__call *c,
+                                                      const struct collie__model *m,
+                                                      double *cost_us);
+
 /* Every algorithm, in COLLIE_ALGOS order (ties in selection go to the
  * earlier); *n gets their number. For selection and for tools. */
 const struct collie__algo *const *collie__algo_table(int *n);

@@ -141,24 +141,8 @@ static void
 hier_phase_plan(const struct collie__call *c, struct hier_phase *ph, int kind, int size,
                 size_t count, int root, const struct collie__model *m)
 {
-  struct collie__call *s = &ph->call;
-  hier_phase_call(c, s, kind, size, count, root);
-  ph->algo = NULL;
-  ph->cost_us = -1;
-  int n;
-  const struct collie__algo *const *all = collie__algo_table(&n);
-  for (int i = 0; i < n; i++) {
-    const struct collie__algo *a = all[i];
-    if (a->kind != kind || a->id == COLLIE_ALGO_HIERARCHICAL) continue;
-    if ((a->needs & COLLIE_NEEDS_ALL_SHM) || ((a->needs & COLLIE_NEEDS_REDUCE) && !s->reduce) ||
-        !collie__wire_fits(a->needs, collie__call_compressed(s)))
-      continue;
-    double t = a->cost_us(s, m);
-    if (t >= 0 && (!ph->algo || t < ph->cost_us)) {
-      ph->algo = a;
-      ph->cost_us = t;
-    }
-  }
+  hier_phase_call(c, &ph->call, kind, size, count, root);
+  ph->algo = collie__algo_cheapest_flat(&ph->call, m, &ph->cost_us);
 }
 
 /* Cost of a phase (0 for a group of one, which moves nothing). */

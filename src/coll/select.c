@@ -460,14 +460,43 @@ collie__algo_parse(const char *spec, struct collie__algo_table *out)
 
 /* ---- Selection ---- */
 
+/* Whether a can run c at all (memory kind, shared memory, a kernel, the
+ * wire format), whatever its cost. */
+static int
+select_can_run(const struct collie__algo *a, const struct collie__call *c)
+{
+  if (!(a->needs & COLLIE_NEEDS_DEVICE) != (c->mem != COLLIE_MEM_CUDA)) return 0;
+  if ((a->needs & COLLIE_NEEDS_ALL_SHM) && !c->all_shm) return 0;
+  if ((a->needs & COLLIE_NEEDS_REDUCE) && !c->reduce) return 0;
+  return collie__wire_fits(a->needs, collie__call_compressed(c));
+}
+
+const struct collie__algo *
+collie__algo_cheapest_flat(const struct collie__call *c, const struct collie__model *m,
+                           double *cost_us)
+{
+  const struct collie__algo *best = NULL;
+  double best_t = -1;
+  for (int i = 0; i < SELECT_N; i++) {
+    const struct collie__algo *a = select_table[i];
+    if (a->kind != c->kind || a->id == COLLIE_ALGO_HIERARCHICAL ||
+        (a->needs & COLLIE_NEEDS_ALL_SHM) || !select_can_run(a, c))
+      continue;
+    double t = a->cost_us(c, m);
+    if (t >= 0 && (!best || t < best_t)) {
+      best = a;
+      best_t = t;
+    }
+  }
+  if (cost_us) *cost_us = best_t;
+  return best;
+}
+
 static double
 select_cost(const struct collie__algo *a, const struct collie__call *c,
             const struct collie__model *m)
 {
-  if (!(a->needs & COLLIE_NEEDS_DEVICE) != (c->mem != COLLIE_MEM_CUDA)) return -1;
-  if ((a->needs & COLLIE_NEEDS_ALL_SHM) && !c->all_shm) return -1;
-  if ((a->needs & COLLIE_NEEDS_REDUCE) && !c->reduce) return -1;
-  if (!collie__wire_fits(a->needs, collie__call_compressed(c))) return -1;
+  if (!select_can_run(a, c)) return -1;
   /* A flat algorithm on several hosts: in most of its steps every rank of
    * a host talks to another host at once, and they share its link, so the
    * network's beta counts once per rank of the largest host. A ring or a

@@ -21,8 +21,8 @@
  * index), so after the rounds every rank holds the same k pairs. A rank r
  * >= q first folds its pairs into rank r - q and at the end receives the
  * result from it. Each message is k pairs (padded with index -1), so a rank
- * sends k (8 + e) bytes per round: log2 p rounds against the allgather's p
- * - 1 blocks. What a merge drops is lost: error feedback (adding what was
+ * sends k (8 + e) bytes per exchange, ceil(log2 p) of them against the
+ * allgather's p - 1 blocks. What a merge drops is lost: error feedback (adding what was
  * not sent to the next step's gradient) is the caller's, docs/sparse.md.
  *
  * Results are sorted by index; *out_nnz says how many there are.
@@ -98,30 +98,6 @@ sp_radix_sort(struct sp_key *key, struct sp_key *tmp, size_t n, size_t dim)
   if (passes & 1) memcpy(tmp, key, n * sizeof(*key)); /* the sorted run back where it started */
 }
 
-/* The cheapest flat allgather for bytes per rank under the call's model
- * (shared-memory-only and hierarchical ones left out: this call holds the
- * first scratch region and runs as one phase). */
-static const struct collie__algo *
-sp_allgather_algo(const struct collie__call *s)
-{
-  int n;
-  const struct collie__algo *const *all = collie__algo_table(&n), *best = NULL;
-  double best_t = -1;
-  const struct collie__model *m = &s->models->cls[s->cls];
-  for (int i = 0; i < n; i++) {
-    const struct collie__algo *a = all[i];
-    if (a->kind != COLLIE_KIND_ALLGATHER || a->id == COLLIE_ALGO_HIERARCHICAL ||
-        (a->needs & (COLLIE_NEEDS_ALL_SHM | COLLIE_NEEDS_DEVICE | COLLIE_NEEDS_WIRE)))
-      continue;
-    double t = a->cost_us(s, m);
-    if (t >= 0 && (!best || t < best_t)) {
-      best = a;
-      best_t = t;
-    }
-  }
-  return best;
-}
-
 static collie_result_t
 sp_allgather_run(struct collie__call *c)
 {
@@ -150,7 +126,9 @@ sp_allgather_run(struct collie__call *c)
     s.recvbuf = all;
     s.scratch = c->scratch + 1;
     s.step0 = SP_STEP_GATHER;
-    const struct collie__algo *a = sp_allgather_algo(&s);
+    /* The cheapest flat allgather of those bytes: this call holds the first
+     * scratch region, so the allgather runs as one phase (scratch + 1). */
+    const struct collie__algo *a = collie__algo_cheapest_flat(&s, &c->models->cls[c->cls], NULL);
     if (!a)
       return collie__err(COLLIE_INTERNAL_ERROR, "sparse_allreduce #%u: no allgather algorithm",
                          c->seq);
@@ -398,7 +376,9 @@ static double
 sp_gtopk_cost(const struct collie__call *c, const struct collie__model *m)
 {
   if (c->root != COLLIE_SPARSE_GTOPK) return -1;
-  double rounds = collie__log2_ceil(c->size) + 1, blk = (double)c->count * (8 + (double)c->esize);
+  /* A rank takes part in ceil(log2 p) exchanges: log2 q rounds, plus the
+   * fold or the unfold where p is not a power of two. */
+  double rounds = collie__log2_ceil(c->size), blk = (double)c->count * (8 + (double)c->esize);
   return rounds * (m->alpha_us + blk * m->beta_us);
 }
 

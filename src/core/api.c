@@ -123,15 +123,6 @@ api_enter(collie_comm_t *comm, const char *fn, const collie_opts_t *opts, collie
   return api_opts(comm, fn, opts);
 }
 
-/* Whether a or b is CUDA device memory (the driver asked only in a process
- * that uses CUDA: util/mem.h's kind is decided later, by stage.c). */
-static int
-api_device(const void *a, const void *b)
-{
-  int d;
-  return collie__cuda_live() && (collie__cuda_is_device(a, &d) || collie__cuda_is_device(b, &d));
-}
-
 /* The wire format of a call (docs/compression.md): opts->wire when set, and
  * then it must apply (a float32 SUM or AVG allreduce of host memory), else
  * the communicator's default where it applies. */
@@ -141,10 +132,10 @@ api_wire(collie_comm_t *comm, struct collie__call *call, const collie_opts_t *op
   int asked = opts ? opts->wire : COLLIE_WIRE_DEFAULT;
   int w = asked ? asked : comm->params.WIRE;
   if (w == COLLIE_WIRE_NATIVE) return COLLIE_SUCCESS;
-  const char *kind = collie__kind_name(call->kind);
-  if (call->kind == COLLIE_KIND_ALLREDUCE && call->dtype == COLLIE_FLOAT32 &&
-      (call->op == COLLIE_SUM || call->op == COLLIE_AVG) && call->mem == COLLIE_MEM_HOST &&
-      !api_device(call->sendbuf, call->recvbuf)) {
+  int reduction = call->kind == COLLIE_KIND_ALLREDUCE && call->dtype == COLLIE_FLOAT32 &&
+                  (call->op == COLLIE_SUM || call->op == COLLIE_AVG);
+  int device = reduction && collie__stage_on_device(call->sendbuf, call->recvbuf);
+  if (reduction && !device) {
     call->wire = w;
     return COLLIE_SUCCESS;
   }
@@ -152,9 +143,9 @@ api_wire(collie_comm_t *comm, struct collie__call *call, const collie_opts_t *op
   const char *name = w == COLLIE_WIRE_FLOAT16 ? "COLLIE_WIRE_FLOAT16" : "COLLIE_WIRE_BFLOAT16";
   if (call->kind != COLLIE_KIND_ALLREDUCE)
     return collie__err(COLLIE_INVALID_ARGUMENT,
-                       "collie_%s: opts->wire = %s applies to allreduce only (leave it 0)", kind,
-                       name);
-  if (call->dtype == COLLIE_FLOAT32 && (call->op == COLLIE_SUM || call->op == COLLIE_AVG))
+                       "collie_%s: opts->wire = %s applies to allreduce only (leave it 0)",
+                       collie__kind_name(call->kind), name);
+  if (device)
     return collie__err(COLLIE_INVALID_ARGUMENT,
                        "collie_allreduce: opts->wire = %s applies to host memory only; these "
                        "buffers are device memory",
@@ -331,7 +322,7 @@ collie_sparse_allreduce(collie_comm_t *comm, collie_sparse_mode_t mode, const in
                          (long long)indices[i], dim ? dim - 1 : 0, dim);
   struct collie__op issue;
   api_call(&issue.call, COLLIE_KIND_SPARSE_ALLREDUCE, values, out_values, nnz, dtype, (int)mode);
-  if (api_device(values, out_values) || api_device(indices, out_indices))
+  if (collie__stage_on_device(values, out_values) || collie__stage_on_device(indices, out_indices))
     return collie__err(COLLIE_UNSUPPORTED,
                        "%s: device memory: sparse allreduce runs on host memory", fn);
   issue.call.op = COLLIE_SUM;

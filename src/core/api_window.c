@@ -33,7 +33,6 @@
 #include <string.h>
 
 #include "core/core.h"
-#include "device/cuda.h"
 
 enum { WIN_PUT = 1, WIN_SIGNAL = 2, WIN_FENCE = 3 };
 
@@ -49,9 +48,6 @@ struct win_peer {
   uint64_t sent, got;  /* messages to it and from it so far (their slots) */
   uint64_t signals;    /* signals counted from it */
   uint64_t fences;     /* fence markers counted from it */
-  struct win_hdr hdr;  /* the next header from it, while hdr_req is posted */
-  struct collie__req hdr_req;
-  int hdr_posted;
 };
 
 /* One posted send: its header (alive until complete) and its requests (a
@@ -139,20 +135,20 @@ win_take(collie_window_t *w, int q, int64_t deadline)
   struct win_peer *p = &w->peer[q];
   struct collie__net *net = w->comm->net;
   collie_result_t rc;
-  if (!p->hdr_posted) {
-    memset(&p->hdr_req, 0, sizeof(p->hdr_req));
-    rc = collie__net_irecv(net, q, &p->hdr, sizeof(p->hdr), win_slot(p->got++), &p->hdr_req);
-    if (rc != COLLIE_SUCCESS) return rc;
-    p->hdr_posted = 1;
-  }
-  struct collie__req *r = &p->hdr_req;
-  if ((rc = collie__net_wait(net, &r, 1, deadline)) != COLLIE_SUCCESS) return rc;
-  p->hdr_posted = 0;
-  switch (p->hdr.kind) {
+  /* A wait that fails fails the window's net: nothing stays posted for a
+   * later call, so the header and its request live here. */
+  struct win_hdr hdr;
+  struct collie__req hreq, *r = &hreq;
+  memset(&hreq, 0, sizeof(hreq));
+  if ((rc = collie__net_irecv(net, q, &hdr, sizeof(hdr), win_slot(p->got++), &hreq)) !=
+          COLLIE_SUCCESS ||
+      (rc = collie__net_wait(net, &r, 1, deadline)) != COLLIE_SUCCESS)
+    return rc;
+  switch (hdr.kind) {
   case WIN_PUT: {
     struct collie__req body;
     memset(&body, 0, sizeof(body));
-    uint64_t off = p->hdr.offset, n = p->hdr.bytes;
+    uint64_t off = hdr.offset, n = hdr.bytes;
     if (off > w->size || n > w->size - off)
       return collie__err(COLLIE_REMOTE_ERROR,
                          "rank %d put %llu bytes at offset %llu, past this rank's window of %zu "
@@ -170,7 +166,7 @@ win_take(collie_window_t *w, int q, int64_t deadline)
     return COLLIE_SUCCESS;
   default:
     return collie__err(COLLIE_REMOTE_ERROR, "rank %d sent a window message of unknown kind %u", q,
-                       p->hdr.kind);
+                       hdr.kind);
   }
 }
 
@@ -184,8 +180,7 @@ collie_window_create(collie_comm_t *comm, void *base, size_t bytes, collie_windo
   if (rc != COLLIE_SUCCESS) return rc;
   if (!base && bytes)
     return collie__err(COLLIE_INVALID_ARGUMENT, "%s: base is NULL but bytes is %zu", fn, bytes);
-  int dev;
-  if (base && collie__cuda_live() && collie__cuda_is_device(base, &dev))
+  if (collie__stage_on_device(base, NULL))
     return collie__err(COLLIE_UNSUPPORTED, "%s: base is device memory; windows are host memory",
                        fn);
   collie_window_t *w = calloc(1, sizeof(*w));

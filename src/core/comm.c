@@ -194,9 +194,9 @@ collie__comm_exchange(collie_comm_t *c, const void *mine, void *all, size_t byte
   call.sendbuf = mine;
   call.recvbuf = all;
   call.count = bytes;
-  collie_result_t rc = c->size > 1 ? collie__algo_allgather_ring.run(&call) : COLLIE_SUCCESS;
-  if (c->size == 1 && bytes) memcpy(all, mine, bytes);
-  return rc == COLLIE_SUCCESS ? rc : collie__comm_poison(c, rc);
+  if (c->size > 1) return collie__algo_allgather_ring.run(&call);
+  if (bytes) memcpy(all, mine, bytes);
+  return COLLIE_SUCCESS;
 }
 
 static int
@@ -668,27 +668,19 @@ collie_comm_split(collie_comm_t *comm, int color, int key, collie_comm_t **out)
   if ((rc = collie__comm_check(comm, "collie_comm_split")) != COLLIE_SUCCESS) return rc;
 
   uint32_t seq = ++comm->split_seq;
-  int64_t deadline = collie__deadline_after_ms(comm->timeout_ms);
   struct comm_split_rec mine = {color, key}, *all = calloc((size_t)comm->size, sizeof(*all));
   int *members = calloc((size_t)comm->size, sizeof(int));
   if (!all || !members) {
     rc = collie__err(COLLIE_SYSTEM_ERROR, "collie_comm_split: out of memory");
     goto out_free;
   }
-  all[comm->rank] = mine;
-  if (comm->size > 1) {
-    /* Everyone's (color, key) by an allgather over the parent's own
-     * channels, not the store: a rank that dies or freezes instead of
-     * splitting is then found and named as in any collective (within the
-     * transports' liveness checks), not after a store key's whole deadline;
-     * and the split leaves nothing in the store. */
-    struct collie__call call =
-        comm_internal_call(comm, COLLIE_KIND_ALLGATHER, COLLIE_ALGO_RING, deadline);
-    call.sendbuf = &mine;
-    call.recvbuf = all;
-    call.count = sizeof(mine);
-    if ((rc = collie__algo_allgather_ring.run(&call)) != COLLIE_SUCCESS) goto out_poison;
-  }
+  /* Everyone's (color, key) by an allgather over the parent's own
+   * channels, not the store: a rank that dies or freezes instead of
+   * splitting is then found and named as in any collective (within the
+   * transports' liveness checks), not after a store key's whole deadline;
+   * and the split leaves nothing in the store. */
+  if ((rc = collie__comm_exchange(comm, &mine, all, sizeof(mine))) != COLLIE_SUCCESS)
+    goto out_poison;
   if (color == COLLIE_SPLIT_NONE) goto out_free;
 
   /* Members of my color, ordered by (key, parent rank): insertion sort keeps it

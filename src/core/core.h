@@ -142,8 +142,9 @@ int collie__comm_live(const collie_comm_t *c);
  * (destroyed, never initialised, or poisoned: quoting the first error). */
 collie_result_t collie__comm_check(const collie_comm_t *comm, const char *fn);
 /* Every rank's `bytes` of mine into all (rank order), over comm's channels,
- * at the next sequence number (a setup step of the library's: windows);
- * a failure poisons comm. */
+ * at the next sequence number, within comm's timeout (the library's own
+ * setup steps: split, windows). A failure leaves comm to the caller to
+ * poison. */
 collie_result_t collie__comm_exchange(collie_comm_t *comm, const void *mine, void *all,
                                       size_t bytes);
 /* Records the first fatal error (the thread's current message) and returns rc.
@@ -243,6 +244,11 @@ collie_result_t collie__stage_run(collie_comm_t *comm, struct collie__op *op,
  * COLLIE_ALGO_CUDA_PIPELINE (ranks on several hosts, more than one
  * COLLIE_CUDA_CHUNK), or 0: staged whole through host memory. A host
  * algorithm asked for (opts or COLLIE_ALGO) stages. */
+/* Whether a or b is CUDA device memory, for the API's host-only features
+ * (compressed wire, sparse allreduce, windows): util/mem.h's kind is host
+ * until collie__stage_run decides. The driver is asked only in a process
+ * that uses CUDA. */
+int collie__stage_on_device(const void *a, const void *b);
 int collie__stage_device_algo(const collie_comm_t *comm, int kind, size_t bytes,
                               const collie_opts_t *opts);
 

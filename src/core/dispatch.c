@@ -59,50 +59,51 @@ dispatch_tele_issue(collie_comm_t *comm, struct collie__op *op, const collie_opt
     t->active = 0;
     return;
   }
-  uint64_t es = c->esize, n = c->count * es, others = 0;
+  uint64_t es = c->esize, n = c->count * es, wire = UINT64_MAX; /* MAX: the model's */
+  const char *phase = opts ? opts->phase : NULL;
   t->tc = (int)collie__kind_collective(c->kind);
   t->opname = c->kind == COLLIE_KIND_P2P && !c->sendbuf ? "RECV" : collie__kind_opname(c->kind);
   t->category = opts ? opts->category : COLLIE_CAT_OTHER;
+  t->index_wire = 0;
   switch (c->kind) {
   case COLLIE_KIND_ALLTOALL:
     n *= (uint64_t)c->size;
     break;
   case COLLIE_KIND_ALLGATHERV: /* the v-variants charge exactly what leaves for others */
-    for (int q = 0; q < c->size; q++) others += q == c->rank ? 0 : c->recvcounts[q] * es;
+    wire = 0;
+    for (int q = 0; q < c->size; q++) wire += q == c->rank ? 0 : c->recvcounts[q] * es;
     n = c->recvcounts[c->rank] * es;
     break;
   case COLLIE_KIND_ALLTOALLV:
-    n = 0;
+    n = wire = 0;
     for (int q = 0; q < c->size; q++) {
       n += c->sendcounts[q] * es;
-      others += q == c->rank ? 0 : c->sendcounts[q] * es;
+      wire += q == c->rank ? 0 : c->sendcounts[q] * es;
     }
     break;
   case COLLIE_KIND_BARRIER:
     n = 0;
     break;
-  case COLLIE_KIND_SPARSE_ALLREDUCE: { /* indices and values; the indices' share to TOPR_INDICES */
-    uint64_t k = c->count, sent = c->root == COLLIE_SPARSE_GTOPK
-                                      ? (uint64_t)(collie__log2_ceil(c->size) + 1)
-                                      : (uint64_t)(c->size - 1);
+  case COLLIE_KIND_SPARSE_ALLREDUCE: {
+    /* Indices and values, the indices' share to TOPR_INDICES; named as the
+     * seeds' timing logs name them, in the sparse phase unless told. */
+    int gtopk = c->root == COLLIE_SPARSE_GTOPK;
+    uint64_t k = c->count, sent = c->size < 2 ? 0
+                                  : gtopk     ? (uint64_t)collie__log2_ceil(c->size)
+                                              : (uint64_t)(c->size - 1);
     n = k * (8 + es);
-    t->size = n;
-    t->wire = c->size > 1 ? sent * n : 0;
-    t->index_wire = c->size > 1 ? sent * k * 8 : 0;
-    collie__tele_issue(comm->tele, t, opts ? opts->label : NULL, opts ? opts->phase : NULL,
-                       op->t_issue);
-    return;
+    wire = sent * n;
+    t->index_wire = sent * k * 8;
+    t->opname = gtopk ? "GTOPK_SPARSE_ALLREDUCE" : "TOPK_SPARSE_ALLREDUCE";
+    if (!phase) phase = "sparse";
+    break;
   }
   default:
     break;
   }
-  t->index_wire = 0;
   t->size = n;
-  t->wire = c->kind == COLLIE_KIND_ALLGATHERV || c->kind == COLLIE_KIND_ALLTOALLV
-                ? others
-                : collie__wire_bytes(t->tc, c->size, n);
-  collie__tele_issue(comm->tele, t, opts ? opts->label : NULL, opts ? opts->phase : NULL,
-                     op->t_issue);
+  t->wire = wire != UINT64_MAX ? wire : collie__wire_bytes(t->tc, c->size, n);
+  collie__tele_issue(comm->tele, t, opts ? opts->label : NULL, phase, op->t_issue);
 }
 
 /* Ends the records with the outcome; a failure also dumps the recorder, so the

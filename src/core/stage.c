@@ -40,6 +40,13 @@ stage_where(const void *buf, size_t extent, int *device)
   return collie__cuda_is_device(buf, device);
 }
 
+int
+collie__stage_on_device(const void *a, const void *b)
+{
+  int d;
+  return collie__cuda_live() && (collie__cuda_is_device(a, &d) || collie__cuda_is_device(b, &d));
+}
+
 /* Every input is the same on every rank of a job that passes device
  * buffers everywhere (docs/gpu.md says what a mix of kinds does). */
 int

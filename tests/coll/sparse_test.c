@@ -292,9 +292,11 @@ TEST_IMPL(sparse_refused)
   ASSERT_OK(collie_comm_destroy(comm));
 }
 
-/* Rank 0's comms.csv row: the sparse call's index bytes under
- * bytes_topr_indices, its value bytes under its own category (other), all of
- * it under bytes_all_reduce. */
+/* Rank 0's comms.csv rows: a sparse call's index bytes under
+ * bytes_topr_indices, its value bytes under its own category (other), all
+ * of it under bytes_all_reduce; topk_allgather sends p - 1 blocks, gtopk
+ * ceil(log2 p). Every rank's timing log names the calls as the seeds' logs
+ * do, in the sparse phase. */
 TEST_IMPL(sparse_telemetry_indices)
 {
   collie_comm_t *comm = test_comm();
@@ -307,22 +309,60 @@ TEST_IMPL(sparse_telemetry_indices)
   }
   size_t on;
   ASSERT(p <= 8);
-  ASSERT_OK(collie_step_begin(comm, 1, 0));
-  ASSERT_OK(collie_sparse_allreduce(comm, COLLIE_SPARSE_TOPK_ALLGATHER, idx, v, 50, 1000, oi, ov,
-                                    50 * 8, &on, COLLIE_FLOAT32, NULL, NULL));
-  ASSERT_OK(collie_step_end(comm));
+  ASSERT_OK(collie_timing_open(comm, test_dir()));
+  for (int step = 1; step <= 2; step++) {
+    ASSERT_OK(collie_step_begin(comm, step, 0));
+    ASSERT_OK(collie_sparse_allreduce(
+        comm, step == 1 ? COLLIE_SPARSE_TOPK_ALLGATHER : COLLIE_SPARSE_GTOPK, idx, v, 50, 1000, oi,
+        ov, 50 * 8, &on, COLLIE_FLOAT32, NULL, NULL));
+    ASSERT_OK(collie_step_end(comm));
+  }
   ASSERT_OK(collie_comm_destroy(comm));
-  if (me != 0) return;
   char path[512];
-  snprintf(path, sizeof(path), "%s/comms.csv", test_dir());
   struct csv_table t;
+  snprintf(path, sizeof(path), "%s/timing-rank%d.csv", test_dir(), me);
   ASSERTF(csv_load(path, &t) == 0, "%s", path);
-  ASSERT(t.nrows == 1);
-  long long idxb = atoll(csv_cell(&t, 0, "bytes_topr_indices")),
-            other = atoll(csv_cell(&t, 0, "bytes_other")),
-            all = atoll(csv_cell(&t, 0, "bytes_all_reduce"));
-  ASSERTF(idxb == (long long)(p - 1) * 50 * 8, "bytes_topr_indices %lld", idxb);
-  ASSERTF(other == (long long)(p - 1) * 50 * 4, "bytes_other %lld", other);
-  ASSERTF(all == idxb + other, "bytes_all_reduce %lld", all);
+  ASSERTF(t.nrows == 2, "%s: %d rows", path, t.nrows);
+  ASSERT(!strcmp(csv_cell(&t, 0, "operation"), "TOPK_SPARSE_ALLREDUCE"));
+  ASSERT(!strcmp(csv_cell(&t, 1, "operation"), "GTOPK_SPARSE_ALLREDUCE"));
+  ASSERT(!strcmp(csv_cell(&t, 0, "phase"), "sparse") &&
+         !strcmp(csv_cell(&t, 1, "phase"), "sparse"));
   csv_free(&t);
+  if (me != 0) return;
+  snprintf(path, sizeof(path), "%s/comms.csv", test_dir());
+  ASSERTF(csv_load(path, &t) == 0, "%s", path);
+  ASSERT(t.nrows == 2);
+  int log2p = 0;
+  while ((1 << log2p) < p) log2p++;
+  for (int row = 0; row < 2; row++) {
+    long long blocks = row == 0 ? p - 1 : log2p;
+    long long idxb = atoll(csv_cell(&t, row, "bytes_topr_indices")),
+              other = atoll(csv_cell(&t, row, "bytes_other")),
+              all = atoll(csv_cell(&t, row, "bytes_all_reduce"));
+    ASSERTF(idxb == blocks * 50 * 8, "step %d: bytes_topr_indices %lld", row + 1, idxb);
+    ASSERTF(other == blocks * 50 * 4, "step %d: bytes_other %lld", row + 1, other);
+    ASSERTF(all == idxb + other, "step %d: bytes_all_reduce %lld", row + 1, all);
+  }
+  csv_free(&t);
+}
+
+/* Ranks that pass different nnz fail, every one of them, with the
+ * mismatch (or a peer's failure over it) rather than hanging or reading a
+ * short block: rank 0 passes 2 pairs, the others 3. */
+TEST_IMPL(sparse_nnz_mismatch)
+{
+  static const collie_sparse_mode_t modes[] = {COLLIE_SPARSE_TOPK_ALLGATHER, COLLIE_SPARSE_GTOPK};
+  for (int m = 0; m < 2; m++) {
+    collie_comm_t *comm = test_comm();
+    int me = test_rank(), p = test_size();
+    int64_t idx[3] = {1, 2, 3}, oi[3 * 8];
+    double v[3] = {1, 2, 3}, ov[3 * 8];
+    size_t on, nnz = me == 0 ? 2 : 3;
+    ASSERT(p <= 8);
+    collie_result_t rc = collie_sparse_allreduce(comm, modes[m], idx, v, nnz, 10, oi, ov, 3 * 8,
+                                                 &on, COLLIE_FLOAT64, NULL, NULL);
+    ASSERTF(rc == COLLIE_INVALID_USAGE || rc == COLLIE_REMOTE_ERROR, "mode %d: %s: %s", m,
+            collie_result_string(rc), collie_last_error());
+    collie_comm_destroy(comm);
+  }
 }
