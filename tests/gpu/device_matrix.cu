@@ -9,10 +9,10 @@
 // int32, int64, float16 and bfloat16 x ops sum, max, min and prod; in place
 // and out of place, counts 1, 5, 1027 and 70001 (around chunk and block
 // boundaries), roots on every rank; send and
-// receive, blocking, async and in a group; and the error of a device buffer
-// beside a host one. Inputs are small integers, so every result is exact in
-// every dtype and is compared byte for byte; outputs are poisoned first.
-// Prints one line per failure and a summary; exit 1 on any failure.
+// receive, blocking, async and in a group; the error of a device buffer
+// beside a host one; the host-only features' refusals (wire, sparse, windows). Inputs are small
+// integers, so every result is exact in every dtype and is compared byte for byte; outputs are
+// poisoned first. Prints one line per failure and a summary; exit 1 on any failure.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -41,40 +41,63 @@ static collie_comm_t *g_comm;
     }                                                                                              \
   } while (0)
 
-static const collie_dtype_t kDtypes[] = {COLLIE_FLOAT32, COLLIE_FLOAT64,  COLLIE_INT32,
+static const collie_dtype_t kDtypes[] = {COLLIE_FLOAT32, COLLIE_FLOAT64, COLLIE_INT32,
                                          COLLIE_INT64,   COLLIE_FLOAT16, COLLIE_BFLOAT16};
 static const collie_op_t kOps[] = {COLLIE_SUM, COLLIE_MAX, COLLIE_MIN, COLLIE_PROD};
 static const size_t kCounts[] = {1, 5, 1027, 70001};
 
 // The value rank r contributes at element i (small: sums and products stay exact).
-static double val(int r, size_t i, collie_op_t op) {
+static double
+val(int r, size_t i, collie_op_t op)
+{
   return op == COLLIE_PROD ? (double)((r + i) % 2 + 1) : (double)((r * 3 + i) % 7 + 1);
 }
 
-static void put(collie_dtype_t t, void *base, size_t i, double v) {
+static void
+put(collie_dtype_t t, void *base, size_t i, double v)
+{
   switch (t) {
-  case COLLIE_FLOAT32: ((float *)base)[i] = (float)v; break;
-  case COLLIE_FLOAT64: ((double *)base)[i] = v; break;
-  case COLLIE_INT32: ((int *)base)[i] = (int)v; break;
-  case COLLIE_INT64: ((long long *)base)[i] = (long long)v; break;
-  case COLLIE_FLOAT16: ((__half *)base)[i] = __float2half((float)v); break;
-  case COLLIE_BFLOAT16: ((__nv_bfloat16 *)base)[i] = __float2bfloat16((float)v); break;
-  default: break;
+  case COLLIE_FLOAT32:
+    ((float *)base)[i] = (float)v;
+    break;
+  case COLLIE_FLOAT64:
+    ((double *)base)[i] = v;
+    break;
+  case COLLIE_INT32:
+    ((int *)base)[i] = (int)v;
+    break;
+  case COLLIE_INT64:
+    ((long long *)base)[i] = (long long)v;
+    break;
+  case COLLIE_FLOAT16:
+    ((__half *)base)[i] = __float2half((float)v);
+    break;
+  case COLLIE_BFLOAT16:
+    ((__nv_bfloat16 *)base)[i] = __float2bfloat16((float)v);
+    break;
+  default:
+    break;
   }
 }
 
-static double reduce_ref(collie_op_t op, int nranks, size_t i) {
+static double
+reduce_ref(collie_op_t op, int nranks, size_t i)
+{
   double a = val(0, i, op);
   for (int r = 1; r < nranks; r++) {
     double b = val(r, i, op);
-    a = op == COLLIE_SUM ? a + b : op == COLLIE_PROD ? a * b : op == COLLIE_MAX ? (a > b ? a : b)
-                                                                                : (a < b ? a : b);
+    a = op == COLLIE_SUM    ? a + b
+        : op == COLLIE_PROD ? a * b
+        : op == COLLIE_MAX  ? (a > b ? a : b)
+                            : (a < b ? a : b);
   }
   return a;
 }
 
 // A device buffer of n bytes holding host bytes h (or poison when h is NULL).
-static void *dev_of(const std::vector<unsigned char> *h, size_t n) {
+static void *
+dev_of(const std::vector<unsigned char> *h, size_t n)
+{
   void *d = NULL;
   CUDA_OK(cudaMalloc(&d, n ? n : 1));
   if (h)
@@ -84,7 +107,9 @@ static void *dev_of(const std::vector<unsigned char> *h, size_t n) {
   return d;
 }
 
-static void expect(const char *what, void *d, const std::vector<unsigned char> &want) {
+static void
+expect(const char *what, void *d, const std::vector<unsigned char> &want)
+{
   std::vector<unsigned char> got(want.size());
   CUDA_OK(cudaMemcpy(got.data(), d, want.size(), cudaMemcpyDeviceToHost));
   g_checks++;
@@ -96,21 +121,28 @@ static void expect(const char *what, void *d, const std::vector<unsigned char> &
   }
 }
 
-static void ok(const char *what, collie_result_t rc) {
+static void
+ok(const char *what, collie_result_t rc)
+{
   if (rc != COLLIE_SUCCESS) {
-    printf("rank %d: FAIL %s: %s: %s\n", g_rank, what, collie_result_string(rc), collie_last_error());
+    printf("rank %d: FAIL %s: %s: %s\n", g_rank, what, collie_result_string(rc),
+           collie_last_error());
     g_fail++;
   }
 }
 
 // Rank r's input of n elements (op decides the values), as bytes.
-static std::vector<unsigned char> input(collie_dtype_t t, collie_op_t op, int r, size_t n, size_t shift = 0) {
+static std::vector<unsigned char>
+input(collie_dtype_t t, collie_op_t op, int r, size_t n, size_t shift = 0)
+{
   std::vector<unsigned char> b(n * collie_dtype_size(t));
   for (size_t i = 0; i < n; i++) put(t, b.data(), i, val(r, i + shift, op));
   return b;
 }
 
-static void allreduce_cases(void) {
+static void
+allreduce_cases(void)
+{
   for (collie_dtype_t t : kDtypes)
     for (collie_op_t op : kOps)
       for (size_t n : kCounts)
@@ -130,7 +162,9 @@ static void allreduce_cases(void) {
 
 // reduce_scatter in every dtype and op (the kernels the direct path runs for
 // it), in place (recvbuf = sendbuf's block rank) and out of place.
-static void reduce_scatter_cases(void) {
+static void
+reduce_scatter_cases(void)
+{
   for (collie_dtype_t t : kDtypes)
     for (collie_op_t op : kOps)
       for (size_t n : {(size_t)1, (size_t)1027})
@@ -144,7 +178,8 @@ static void reduce_scatter_cases(void) {
             std::vector<unsigned char> x = input(t, op, g_rank, n, j * n);
             memcpy(sendv.data() + j * n * es, x.data(), x.size());
           }
-          for (size_t i = 0; i < n; i++) put(t, want.data(), i, reduce_ref(op, g_size, i + g_rank * n));
+          for (size_t i = 0; i < n; i++)
+            put(t, want.data(), i, reduce_ref(op, g_size, i + g_rank * n));
           char *s = (char *)dev_of(&sendv, sendv.size());
           void *d = inplace ? (void *)(s + g_rank * n * es) : dev_of(NULL, want.size());
           ok(what, collie_reduce_scatter(g_comm, s, d, n, t, op, NULL, NULL));
@@ -154,14 +189,17 @@ static void reduce_scatter_cases(void) {
         }
 }
 
-static void rooted_and_data_cases(void) {
+static void
+rooted_and_data_cases(void)
+{
   const collie_dtype_t t = COLLIE_FLOAT32;
   const size_t es = 4;
   for (size_t n : kCounts) {
     char what[160];
     for (int root = 0; root < g_size; root++) {
       // broadcast: the root's input everywhere.
-      std::vector<unsigned char> mine = input(t, COLLIE_SUM, g_rank, n), theirs = input(t, COLLIE_SUM, root, n);
+      std::vector<unsigned char> mine = input(t, COLLIE_SUM, g_rank, n),
+                                 theirs = input(t, COLLIE_SUM, root, n);
       void *b = dev_of(&mine, mine.size());
       snprintf(what, sizeof(what), "broadcast n=%zu root %d", n, root);
       ok(what, collie_broadcast(g_comm, b, n, t, root, NULL, NULL));
@@ -267,21 +305,25 @@ static void rooted_and_data_cases(void) {
     s = dev_of(&vmine, vmine.size());
     d = dev_of(NULL, vall.size());
     snprintf(what, sizeof(what), "allgatherv n=%zu", n);
-    ok(what, collie_allgatherv(g_comm, s, counts[g_rank], d, counts.data(), displs.data(), t, NULL, NULL));
+    ok(what, collie_allgatherv(g_comm, s, counts[g_rank], d, counts.data(), displs.data(), t, NULL,
+                               NULL));
     expect(what, d, vall);
     cudaFree(s);
     cudaFree(d);
   }
 }
 
-static void p2p_and_error_cases(void) {
+static void
+p2p_and_error_cases(void)
+{
   const collie_dtype_t t = COLLIE_INT32;
   const size_t n = 1027;
   char what[160];
   if (g_size > 1) {
     // A ring: even ranks send first, odd ranks receive first.
     int to = (g_rank + 1) % g_size, from = (g_rank + g_size - 1) % g_size;
-    std::vector<unsigned char> mine = input(t, COLLIE_SUM, g_rank, n), theirs = input(t, COLLIE_SUM, from, n);
+    std::vector<unsigned char> mine = input(t, COLLIE_SUM, g_rank, n),
+                               theirs = input(t, COLLIE_SUM, from, n);
     void *s = dev_of(&mine, mine.size()), *d = dev_of(NULL, mine.size());
     snprintf(what, sizeof(what), "send/recv ring n=%zu", n);
     for (int phase = 0; phase < 2; phase++) {
@@ -317,20 +359,25 @@ static void p2p_and_error_cases(void) {
   // A device buffer beside a host one: refused by name, nothing run.
   std::vector<float> host(n);
   void *d = dev_of(NULL, n * 4);
-  collie_result_t rc = collie_allreduce(g_comm, d, host.data(), n, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL);
+  collie_result_t rc =
+      collie_allreduce(g_comm, d, host.data(), n, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL);
   g_checks++;
-  if (rc != COLLIE_INVALID_ARGUMENT || !strstr(collie_last_error(), "sendbuf is CUDA device memory")) {
-    printf("rank %d: FAIL mixed buffers: %s: %s\n", g_rank, collie_result_string(rc), collie_last_error());
+  if (rc != COLLIE_INVALID_ARGUMENT ||
+      !strstr(collie_last_error(), "sendbuf is CUDA device memory")) {
+    printf("rank %d: FAIL mixed buffers: %s: %s\n", g_rank, collie_result_string(rc),
+           collie_last_error());
     g_fail++;
   }
   // An async allreduce on device memory: complete when it returns.
   std::vector<unsigned char> in = input(COLLIE_FLOAT32, COLLIE_SUM, g_rank, n), want(in.size());
-  for (size_t i = 0; i < n; i++) put(COLLIE_FLOAT32, want.data(), i, reduce_ref(COLLIE_SUM, g_size, i));
+  for (size_t i = 0; i < n; i++)
+    put(COLLIE_FLOAT32, want.data(), i, reduce_ref(COLLIE_SUM, g_size, i));
   void *s = dev_of(&in, in.size());
   collie_work_t *w = NULL;
   ok("async allreduce", collie_allreduce(g_comm, s, d, n, COLLIE_FLOAT32, COLLIE_SUM, NULL, &w));
   if (w) {
-    ok("async allreduce: test", collie_test(w) == COLLIE_SUCCESS ? COLLIE_SUCCESS : COLLIE_INTERNAL_ERROR);
+    ok("async allreduce: test",
+       collie_test(w) == COLLIE_SUCCESS ? COLLIE_SUCCESS : COLLIE_INTERNAL_ERROR);
     ok("async allreduce: wait", collie_wait(w, -1));
     collie_work_free(w);
   }
@@ -339,22 +386,72 @@ static void p2p_and_error_cases(void) {
   cudaFree(d);
 }
 
+// The host-only features refuse device buffers by name (docs/gpu.md): an
+// explicit 16-bit wire, sparse allreduce and windows. The communicator runs
+// with COLLIE_WIRE=bfloat16 (main), which calls on device memory must
+// ignore: 1000.25 does not survive bfloat16, so a compressed sum shows.
+static int
+refused(const char *what, collie_result_t rc, collie_result_t want, const char *text)
+{
+  g_checks++;
+  if (rc == want && strstr(collie_last_error(), text)) return 1;
+  printf("rank %d: FAIL %s: got %s (%s), want %s naming '%s'\n", g_rank, what,
+         collie_result_string(rc), collie_last_error(), collie_result_string(want), text);
+  g_fail++;
+  return 0;
+}
+
+static void
+host_only_cases(void)
+{
+  const size_t n = 4;
+  std::vector<unsigned char> in(n * 4), want(n * 4);
+  for (size_t i = 0; i < n; i++)
+    put(COLLIE_FLOAT32, in.data(), i, 1000.25),
+        put(COLLIE_FLOAT32, want.data(), i, 1000.25 * g_size);
+  float *d = (float *)dev_of(&in, in.size());
+  collie_opts_t o = {};
+  o.wire = COLLIE_WIRE_FLOAT16;
+  refused("wire=float16 on device memory",
+          collie_allreduce(g_comm, d, d, n, COLLIE_FLOAT32, COLLIE_SUM, &o, NULL),
+          COLLIE_INVALID_ARGUMENT, "applies to host memory only");
+  ok("allreduce under COLLIE_WIRE=bfloat16",
+     collie_allreduce(g_comm, d, d, n, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL));
+  expect("allreduce under COLLIE_WIRE=bfloat16 (not compressed)", d, want);
+  int64_t idx[1] = {0}, oi[16];
+  size_t on = 0;
+  refused("sparse allreduce on device memory",
+          collie_sparse_allreduce(g_comm, COLLIE_SPARSE_GTOPK, idx, d, 1, n, oi, d + 1, 1, &on,
+                                  COLLIE_FLOAT32, NULL, NULL),
+          COLLIE_UNSUPPORTED, "device memory");
+  collie_window_t *w = NULL;
+  refused("window on device memory", collie_window_create(g_comm, d, n * 4, &w), COLLIE_UNSUPPORTED,
+          "base is device memory");
+  if (w) printf("rank %d: FAIL window on device memory: a window came back\n", g_rank), g_fail++;
+  cudaFree(d);
+}
+
 // Whether calls on device buffers take the direct path (COLLIE_CUDA_IPC,
 // default 1); the matrix runs both ways.
-static int direct_expected(void) {
+static int
+direct_expected(void)
+{
   const char *e = getenv("COLLIE_CUDA_IPC");
   return !(e && !strcmp(e, "0"));
 }
 
 // The direct path asked for by name: it runs (and is right) where it
 // should, and is an argument error, naming what it needs, where it cannot.
-static void forced_cases(void) {
+static void
+forced_cases(void)
+{
   const size_t n = 70001;
   collie_opts_t o;
   memset(&o, 0, sizeof(o));
   o.algorithm = COLLIE_ALGO_CUDA_IPC;
   std::vector<unsigned char> in = input(COLLIE_FLOAT32, COLLIE_SUM, g_rank, n), want(in.size());
-  for (size_t i = 0; i < n; i++) put(COLLIE_FLOAT32, want.data(), i, reduce_ref(COLLIE_SUM, g_size, i));
+  for (size_t i = 0; i < n; i++)
+    put(COLLIE_FLOAT32, want.data(), i, reduce_ref(COLLIE_SUM, g_size, i));
   void *s = dev_of(&in, in.size()), *d = dev_of(NULL, in.size());
   collie_result_t rc = collie_allreduce(g_comm, s, d, n, COLLIE_FLOAT32, COLLIE_SUM, &o, NULL);
   g_checks++;
@@ -374,7 +471,9 @@ static void forced_cases(void) {
 // different offsets of one allocation on every rank (a tensor view), one at
 // a 4-byte offset (the kernels' element-wise path), and the call ordered
 // after a non-blocking stream whose copy into the input is still running.
-static void reuse_and_stream_cases(void) {
+static void
+reuse_and_stream_cases(void)
+{
   const collie_dtype_t t = COLLIE_FLOAT32;
   const size_t n = 1 << 20, bytes = n * 4;
   char *base = NULL;
@@ -400,7 +499,8 @@ static void reuse_and_stream_cases(void) {
   unsigned char *pinned = NULL;
   CUDA_OK(cudaMallocHost((void **)&pinned, bytes));
   for (int iter = 0; iter < 4; iter++) {
-    std::vector<unsigned char> in = input(t, COLLIE_SUM, g_rank, n, 100 + (size_t)iter), want(bytes);
+    std::vector<unsigned char> in = input(t, COLLIE_SUM, g_rank, n, 100 + (size_t)iter),
+                               want(bytes);
     for (size_t i = 0; i < n; i++) {
       double v = 0;
       for (int r = 0; r < g_size; r++) v += val(r, i + 100 + (size_t)iter, COLLIE_SUM);
@@ -426,7 +526,9 @@ static void reuse_and_stream_cases(void) {
 // --keep-going): rank 0 never calls (it sleeps, or dies), every other rank's
 // allreduce fails within its deadline naming rank 0, nothing hangs, and its
 // device memory is all given back.
-static int failure_case(const char *how) {
+static int
+failure_case(const char *how)
+{
   const size_t n = 1 << 20;
   size_t free0 = 0, free1 = 0, total = 0;
   CUDA_OK(cudaMemGetInfo(&free0, &total));
@@ -448,20 +550,24 @@ static int failure_case(const char *how) {
   double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
   const char *msg = collie_last_error();
   int good = rc != COLLIE_SUCCESS && secs < 4.5 && strstr(msg, "rank 0");
-  printf("device_matrix %s: rank %d: %s after %.2f s: %s\n", how, g_rank, collie_result_string(rc), secs, msg);
+  printf("device_matrix %s: rank %d: %s after %.2f s: %s\n", how, g_rank, collie_result_string(rc),
+         secs, msg);
   cudaFree(s);
   collie_comm_destroy(g_comm);
   CUDA_OK(cudaDeviceSynchronize());
   CUDA_OK(cudaMemGetInfo(&free1, &total));
   long long lost = ((long long)free0 - (long long)free1) >> 20;
-  printf("device_matrix %s: rank %d: %s; device memory free %zu MiB before, %zu after\n", how, g_rank,
-         good ? "reported as expected" : "FAIL", free0 >> 20, free1 >> 20);
+  printf("device_matrix %s: rank %d: %s; device memory free %zu MiB before, %zu after\n", how,
+         g_rank, good ? "reported as expected" : "FAIL", free0 >> 20, free1 >> 20);
   return good && lost < 64 ? 0 : 1;
 }
 
-int main(int argc, char **argv) {
+int
+main(int argc, char **argv)
+{
   CUDA_OK(cudaSetDevice(0));
-  CUDA_OK(cudaFree(0)); // the context, before collie looks for the driver
+  CUDA_OK(cudaFree(0));                 // the context, before collie looks for the driver
+  setenv("COLLIE_WIRE", "bfloat16", 0); // device calls must ignore it (host_only_cases)
   if (collie_comm_init(&g_comm) != COLLIE_SUCCESS) {
     printf("device_matrix: init: %s\n", collie_last_error());
     return 2;
@@ -488,6 +594,7 @@ int main(int argc, char **argv) {
   reuse_and_stream_cases();
   rooted_and_data_cases();
   p2p_and_error_cases();
+  host_only_cases();
   CUDA_OK(cudaDeviceSynchronize());
   // Free memory after the communicator is gone: the peers' mappings of
   // buffers freed during the matrix are closed with it (docs/gpu.md).
@@ -496,7 +603,9 @@ int main(int argc, char **argv) {
   size_t free1 = 0;
   CUDA_OK(cudaMemGetInfo(&free1, &total));
   if (g_rank == 0 || g_fail)
-    printf("device_matrix (%s): rank %d of %d: %d checks, %d failed; device memory free %zu MiB before, %zu after\n",
-           direct_expected() ? "direct" : "staged", g_rank, g_size, g_checks, g_fail, free0 >> 20, free1 >> 20);
+    printf("device_matrix (%s): rank %d of %d: %d checks, %d failed; device memory free %zu MiB "
+           "before, %zu after\n",
+           direct_expected() ? "direct" : "staged", g_rank, g_size, g_checks, g_fail, free0 >> 20,
+           free1 >> 20);
   return g_fail ? 1 : 0;
 }

@@ -70,6 +70,36 @@ check("reduce_scatter_tensor", rs, sum(inp(r, n, shift=rank) for r in range(size
 a2a = torch.empty(size * n, device=dev)
 dist.all_to_all_single(a2a, torch.cat([inp(rank, n, shift=10 * q) for q in range(size)]).to(dev))
 check("all_to_all_single", a2a, torch.cat([inp(r, n, shift=10 * rank) for r in range(size)]))
+# Point to point on CUDA tensors: a ring of isend/irecv, then the same ring
+# as one batch_isend_irecv.
+if size > 1:
+    to, frm = (rank + 1) % size, (rank - 1) % size
+    got = torch.zeros(n, device=dev)
+    ws = [dist.isend(inp(rank, n).to(dev), to), dist.irecv(got, frm)]
+    for w in ws:
+        w.wait()
+    check("isend/irecv ring", got, inp(frm, n))
+    got = torch.zeros(n, device=dev)
+    ops = [dist.P2POp(dist.isend, inp(rank, n, shift=5).to(dev), to), dist.P2POp(dist.irecv, got, frm)]
+    for w in dist.batch_isend_irecv(ops):
+        w.wait()
+    check("batch_isend_irecv ring", got, inp(frm, n, shift=5))
+# torch's current stream: a side stream is still busy writing the input when
+# all_reduce is called inside it; collie must order its work after that
+# stream's (the result would be built from zeros otherwise).
+if dev.type == "cuda":
+    src = inp(rank, n).to(dev)
+    busy = torch.ones(1 << 24, device=dev)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        t = torch.zeros(n, device=dev)
+        for _ in range(50):
+            busy.mul_(1.000001)
+        t.add_(src)
+        dist.all_reduce(t)
+    side.synchronize()
+    check("all_reduce on a busy side stream", t, sum(inp(r, n) for r in range(size)))
 dist.barrier()
 
 # The binding: a Comm of its own, a CUDA tensor in place.
