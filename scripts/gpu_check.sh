@@ -28,6 +28,9 @@
 #    ranks on the one GPU; CUDA tensors through collie.torch and the
 #    binding (tests/gpu/torch_cuda.py, 2 and 4 ranks) and the seed's training
 #    loop on collie with CUDA tensors (wrappers_collie_cuda_2ranks).
+#    device_hosts: the matrix on two "hosts" (COLLIE_HOST_ID) of 1 and 2
+#    ranks, where device buffers go through pinned host memory, and the
+#    pipeline's speed against staging whole.
 #
 # 9. Speed on device buffers: collie-bench --device cuda against torch's Gloo
 #    on the same CUDA tensors (device_bench, gloo_bench).
@@ -90,6 +93,39 @@ device_matrix() {
   done
 }
 step device_matrix device_matrix
+# Two "hosts" on the one machine (COLLIE_HOST_ID; tcp between them), 1 and
+# 2 ranks each, every rank on device 0: device buffers across hosts, the
+# pipeline through pinned host memory (chunks of 64 KiB, so the matrix's
+# calls make many) and the staged forms; then the pipeline's speed against
+# staging whole (COLLIE_CUDA_CHUNK=0), 2 x 2 ranks.
+two_hosts() { # per-host ranks, log, command... (same on both "hosts")
+  per=$1 log=$2
+  shift 2
+  port=$((29620 + per))
+  COLLIE_JOB_TOKEN=0123456789abcdef0123456789abcdef COLLIE_HOST_ID=hostA timeout 240 build-dev/collierun \
+    -n "$per" --nnodes 2 --node-rank 0 --master-port $port --timeout 200 "$@" >"$log.a" 2>&1 &
+  a=$!
+  COLLIE_JOB_TOKEN=0123456789abcdef0123456789abcdef COLLIE_HOST_ID=hostB timeout 240 build-dev/collierun \
+    -n "$per" --nnodes 2 --node-rank 1 --master-port $port --timeout 200 "$@" >"$log.b" 2>&1
+  rb=$?
+  wait $a
+  ra=$?
+  cat "$log.a" "$log.b"
+  [ $ra = 0 ] && [ $rb = 0 ]
+}
+device_hosts() {
+  [ -x build-dev/device_matrix ] || "$nvcc" -O2 -Iinclude tests/gpu/device_matrix.cu -Lbuild-dev -lcollie \
+    -Xlinker -rpath="$PWD/build-dev" -o build-dev/device_matrix || return 1
+  for per in 1 2; do
+    COLLIE_CUDA_IPC=0 COLLIE_CUDA_CHUNK=65536 DEVICE_MATRIX_LABEL="2 hosts x $per, pipelined" \
+      two_hosts $per "$out/hosts_matrix_$per" build-dev/device_matrix || return 1
+  done
+  for chunk in 4194304 0; do
+    COLLIE_CUDA_CHUNK=$chunk two_hosts 2 "$out/hosts_bench_$chunk" build-dev/collie-bench --device cuda \
+      -o allreduce,broadcast -b 1M -e 256M -f 4 -t 0.03 --csv "$out/hosts_cuda_chunk$chunk.csv" || return 1
+  done
+}
+step device_hosts device_hosts
 # 9. Speed (issue 21, item 7): collie-bench --device cuda at 2 and 4 ranks on
 # the one GPU (its header has the GPU's copy bandwidth and launch latency),
 # the same staged through the host (COLLIE_CUDA_IPC=0), and torch's Gloo on

@@ -45,15 +45,18 @@ void collie__scratch_free(struct collie__scratch *s);
  * rank*count; reduce_scatter: recvbuf == sendbuf + rank*count; the others:
  * sendbuf == recvbuf). */
 struct collie__models;
-struct collie__ipc_cache; /* device/ipc_cache.h */
-struct collie__pinned;    /* device/pinned.h */
+struct collie__ipc_cache;   /* device/ipc_cache.h */
+struct collie__pinned;      /* device/pinned.h */
+struct collie__pinned_area; /* device/pinned.h */
 
 /* A communicator's device resources (coll/cuda_*.c), each made by the first
  * call that needs it and freed with the communicator. */
 struct collie__cuda_state {
-  struct collie__ipc_cache *ipc; /* the IPC handles of the direct path */
-  struct collie__pinned *pinned; /* the pipeline's pinned staging */
-  size_t chunk;                  /* the pipeline's chunk (COLLIE_CUDA_CHUNK; 0: off) */
+  struct collie__ipc_cache *ipc;     /* the IPC handles of the direct path */
+  struct collie__pinned *pinned;     /* the pipeline's pinned staging */
+  size_t chunk;                      /* the pipeline's chunk (COLLIE_CUDA_CHUNK; 0: off) */
+  struct collie__pinned_area *stage; /* whole calls' pinned staging (core/stage.c) */
+  size_t stage_max;                  /* its cap (COLLIE_CUDA_STAGE_MAX; 0: never) */
 };
 
 struct collie__call {
@@ -367,9 +370,11 @@ COLLIE_ALGOS(COLLIE_XX_)
 
 /* The bytes of each buffer a call touches on rank `rank` of `size` (0: not
  * used there, e.g. a non-root's recvbuf of a reduce); a v-variant's up to
- * its farthest block (extent.c). */
+ * its farthest block (extent.c). recv_all: the collective writes every byte
+ * of recv there, so a copy of recv's old contents would be overwritten. */
 struct collie__extent {
   size_t send, recv;
+  int recv_all;
 };
 void collie__call_extent(const struct collie__call *call, int rank, int size,
                          struct collie__extent *e);

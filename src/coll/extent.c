@@ -64,4 +64,19 @@ collie__call_extent(const struct collie__call *call, int rank, int size, struct 
   default: /* barrier: no buffers */
     break;
   }
+  /* Broadcast's one buffer is the root's input; v-variants leave gaps; a
+   * receive may take a shorter message. */
+  switch (call->kind) {
+  case COLLIE_KIND_ALLREDUCE:
+  case COLLIE_KIND_ALLGATHER:
+  case COLLIE_KIND_REDUCE_SCATTER:
+  case COLLIE_KIND_REDUCE:
+  case COLLIE_KIND_ALLTOALL:
+  case COLLIE_KIND_GATHER:
+  case COLLIE_KIND_SCATTER:
+    e->recv_all = 1;
+    break;
+  default:
+    break;
+  }
 }

@@ -89,8 +89,10 @@ comm_free(collie_comm_t *c)
   collie__scratch_free(&c->scratch[1]);
   collie__ipc_cache_free(c->dev.ipc); /* closes the peers' buffers this rank mapped */
   collie__pinned_free(c->dev.pinned);
+  collie__pinned_area_free(c->dev.stage);
   c->dev.ipc = NULL;
   c->dev.pinned = NULL;
+  c->dev.stage = NULL;
   collie__models_free(&c->models);
   free(c->peers);
   collie__topo_free(&c->topo);
@@ -309,6 +311,7 @@ collie__comm_create(const struct collie__params *params, const char *token, int6
   c->hash = hash;
   collie__params_copy(&c->params, params);
   c->dev.chunk = (size_t)c->params.CUDA_CHUNK;
+  c->dev.stage_max = (size_t)c->params.CUDA_STAGE_MAX;
   c->timeout_ms = timeout_ms;
   snprintf(c->token, sizeof(c->token), "%s", token);
   c->transport = collie__net_transport_name(transport);

@@ -138,6 +138,9 @@ params_check(const struct collie__params *p)
   if (p->CUDA_CHUNK < 0)
     return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_CUDA_CHUNK=%lld must be >= 0 (bytes)",
                        (long long)p->CUDA_CHUNK);
+  if (p->CUDA_STAGE_MAX < 0)
+    return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_CUDA_STAGE_MAX=%lld must be >= 0 (bytes)",
+                       (long long)p->CUDA_STAGE_MAX);
   if (p->CUDA_IPC != 0 && p->CUDA_IPC != 1)
     return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_CUDA_IPC=%lld must be 0 or 1",
                        (long long)p->CUDA_IPC);

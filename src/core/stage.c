@@ -30,6 +30,7 @@
 
 #include "core/core.h"
 #include "device/cuda.h"
+#include "device/pinned.h"
 #include "transport/shm.h"
 
 /* Where a buffer of the call is: 1 device, 0 host, -1 not used here. */
@@ -78,6 +79,30 @@ collie__stage_device_algo(const collie_comm_t *comm, int kind, size_t bytes,
       (id == COLLIE_ALGO_AUTO || id == COLLIE_ALGO_CUDA_PIPELINE))
     return COLLIE_ALGO_CUDA_PIPELINE;
   return 0;
+}
+
+/* *host: `need` bytes of the communicator's page-locked staging area, or
+ * NULL where the call is over COLLIE_CUDA_STAGE_MAX or page-locking failed
+ * (the caller stages through pageable memory: slower, still right). The
+ * area is kept for the communicator's life: page-locking costs milliseconds. */
+static collie_result_t
+stage_area(collie_comm_t *comm, const void *dev, size_t need, char **host)
+{
+  *host = NULL;
+  if (!need || need > comm->dev.stage_max) return COLLIE_SUCCESS;
+  collie_result_t rc = collie__cuda_push_ctx_of(dev, "entering the buffer's context");
+  if (rc != COLLIE_SUCCESS) return rc;
+  void *buf = NULL;
+  if (collie__pinned_area_get(&comm->dev.stage, need, comm->dev.stage_max, &buf) ==
+      COLLIE_SUCCESS) {
+    *host = buf;
+  } else { /* not tried again on this communicator: each try costs milliseconds */
+    COLLIE_WARN("COLL", "staging device buffers through pageable memory from now on: %s",
+                collie_last_error());
+    comm->dev.stage_max = 0;
+  }
+  collie__cuda_pop();
+  return COLLIE_SUCCESS;
 }
 
 /* A finished call's handle, for a caller that asked for one. */
@@ -163,21 +188,22 @@ collie__stage_run(collie_comm_t *comm, struct collie__op *op, const collie_opts_
   }
   /* Host buffers for the device ones; an in-place send buffer is the
    * receive buffer's staging at the same offset. */
-  char *hr = NULL, *hs = NULL;
   const char *rb = call->recvbuf, *sb = call->sendbuf;
   uintptr_t ra = (uintptr_t)rb,
             sa = (uintptr_t)sb; /* two allocations' pointers: compare as numbers */
   int alias = r == 1 && s == 1 && sa >= ra && sa + e.send <= ra + e.recv;
-  if (r == 1 && !(hr = malloc(e.recv)))
-    return collie__err(COLLIE_SYSTEM_ERROR, "%s: out of memory staging %zu bytes of recvbuf", fn,
-                       e.recv);
-  if (s == 1 && !alias && !(hs = malloc(e.send))) {
-    free(hr);
-    return collie__err(COLLIE_SYSTEM_ERROR, "%s: out of memory staging %zu bytes of sendbuf", fn,
-                       e.send);
-  }
-  collie_result_t rc = COLLIE_SUCCESS;
-  if (r == 1) rc = collie__cuda_copy(hr, rb, e.recv, "copying recvbuf to the host");
+  size_t roff = 0, soff = r == 1 ? (e.recv + 63) & ~(size_t)63 : 0;
+  size_t need = soff + (s == 1 && !alias ? e.send : 0);
+  char *host = NULL, *heap = NULL;
+  collie_result_t rc = stage_area(comm, r == 1 ? rb : sb, need, &host);
+  if (rc != COLLIE_SUCCESS) return rc;
+  if (!host && !(host = heap = malloc(need ? need : 1)))
+    return collie__err(COLLIE_SYSTEM_ERROR, "%s: out of memory staging %zu bytes", fn, need);
+  char *hr = r == 1 ? host + roff : NULL, *hs = s == 1 && !alias ? host + soff : NULL;
+  /* The receive buffer's old contents only where the collective may leave
+   * some of them (or reads them: in place). */
+  if (r == 1 && (alias || !e.recv_all))
+    rc = collie__cuda_copy(hr, rb, e.recv, "copying recvbuf to the host");
   if (rc == COLLIE_SUCCESS && hs)
     rc = collie__cuda_copy(hs, sb, e.send, "copying sendbuf to the host");
   if (rc == COLLIE_SUCCESS) {
@@ -188,7 +214,6 @@ collie__stage_run(collie_comm_t *comm, struct collie__op *op, const collie_opts_
     if (rc == COLLIE_SUCCESS && r == 1)
       rc = collie__cuda_copy((void *)rb, hr, e.recv, "copying the result to the device");
   }
-  free(hs);
-  free(hr);
+  free(heap);
   return rc == COLLIE_SUCCESS ? stage_completed(fn, work) : rc;
 }

@@ -2,6 +2,7 @@
  * pinned.c - the pinned staging of pinned.h.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "device/cuda.h"
@@ -110,4 +111,55 @@ collie__pinned_wait_out(struct collie__pinned *p, int64_t deadline_ns)
 {
   return collie__cuda_poll(collie__cu.stream_query, p->out, deadline_ns,
                            "a chunk's copy to the device");
+}
+
+struct collie__pinned_area {
+  cu_ctx ctx;
+  size_t bytes;
+  void *buf;
+};
+
+void
+collie__pinned_area_free(struct collie__pinned_area *a)
+{
+  if (!a) return;
+  int pushed = a->ctx && collie__cu.ctx_push(a->ctx) == CU_SUCCESS;
+  if (a->buf) collie__cu.mem_free_host(a->buf);
+  if (pushed) collie__cuda_pop();
+  free(a);
+}
+
+collie_result_t
+collie__pinned_area_get(struct collie__pinned_area **ap, size_t bytes, size_t cap, void **buf)
+{
+  cu_ctx ctx = NULL;
+  cu_result rc = collie__cu.ctx_get_current(&ctx);
+  if (rc != CU_SUCCESS) return collie__cuda_fail(rc, "finding the context for pinned staging");
+  struct collie__pinned_area *a = *ap;
+  if (a && a->ctx == ctx && a->bytes >= bytes) {
+    *buf = a->buf;
+    return COLLIE_SUCCESS;
+  }
+  /* Grown by half again at least, so a job whose calls grow a little at a
+   * time does not page-lock memory on every call. */
+  size_t want = bytes;
+  if (a && a->ctx == ctx && bytes < a->bytes + a->bytes / 2) want = a->bytes + a->bytes / 2;
+  if (want > cap && cap >= bytes) want = cap;
+  collie__pinned_area_free(a);
+  *ap = NULL;
+  if (!(a = calloc(1, sizeof(*a))))
+    return collie__err(COLLIE_SYSTEM_ERROR, "out of memory for pinned staging");
+  a->ctx = ctx;
+  rc = collie__cu.mem_alloc_host(&a->buf, want ? want : 1);
+  if (rc != CU_SUCCESS) {
+    a->buf = NULL;
+    collie__pinned_area_free(a);
+    char what[96];
+    snprintf(what, sizeof(what), "page-locking %zu bytes to stage a call (cuMemAllocHost)", want);
+    return collie__cuda_fail(rc, what);
+  }
+  a->bytes = want;
+  *ap = a;
+  *buf = a->buf;
+  return COLLIE_SUCCESS;
 }

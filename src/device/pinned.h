@@ -43,4 +43,20 @@ collie_result_t collie__pinned_wait_buf(struct collie__pinned *p, int i, int64_t
 /* Waits until every copy out queued so far has finished. */
 collie_result_t collie__pinned_wait_out(struct collie__pinned *p, int64_t deadline_ns);
 
+/* A communicator's page-locked area for staging whole calls (core/stage.c):
+ * copies to and from it run at the copy engines' speed, where pageable
+ * memory is copied through the driver's own bounce buffers and faults its
+ * pages in on every call. Made in the current context at the first call,
+ * grown when a call needs more, freed with the communicator. Used by the
+ * issuing thread only (one thread issues calls on a communicator). */
+struct collie__pinned_area;
+
+/* *buf: at least `bytes` of the area (made or grown in the current context;
+ * growing takes half as much again, up to cap). Errors: the driver's (out of
+ * pinned memory); the area is then left empty. */
+collie_result_t collie__pinned_area_get(struct collie__pinned_area **a, size_t bytes, size_t cap,
+                                        void **buf);
+/* Frees the area (NULL: nothing). */
+void collie__pinned_area_free(struct collie__pinned_area *a);
+
 #endif /* COLLIE_DEVICE_PINNED_H */

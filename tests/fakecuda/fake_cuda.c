@@ -366,12 +366,18 @@ f_device_get_uuid(unsigned char *uuid, int dev)
 
 /* Streams and events: every fake copy is done when it returns, so there is
  * nothing to wait for; they only have to exist and be counted. */
-static long fake_streams, fake_events, fake_pinned;
+static long fake_streams, fake_events, fake_pinned, fake_pinned_made;
 
 FAKE_EXPORT long
 fake_cuda_objects(void)
 {
   return fake_streams + fake_events + fake_pinned; /* alive now */
+}
+
+FAKE_EXPORT long
+fake_cuda_pinned_made(void)
+{
+  return fake_pinned_made; /* page-locked allocations ever made */
 }
 
 static CUresult
@@ -428,6 +434,7 @@ f_mem_alloc_host(void **p, size_t n)
   *p = malloc(n ? n : 1);
   if (!*p) return 2;
   __atomic_add_fetch(&fake_pinned, 1, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&fake_pinned_made, 1, __ATOMIC_RELAXED);
   return 0;
 }
 

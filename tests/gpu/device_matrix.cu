@@ -440,6 +440,14 @@ direct_expected(void)
   return !(e && !strcmp(e, "0"));
 }
 
+// What the summary calls this run (DEVICE_MATRIX_LABEL names a layout).
+static const char *
+label(void)
+{
+  const char *l = getenv("DEVICE_MATRIX_LABEL");
+  return l ? l : direct_expected() ? "direct" : "staged";
+}
+
 // The direct path asked for by name: it runs (and is right) where it
 // should, and is an argument error, naming what it needs, where it cannot.
 static void
@@ -585,7 +593,7 @@ main(int argc, char **argv)
     collie_comm_destroy(g_comm);
     if (g_rank == 0 || g_fail)
       printf("device_matrix (quick, %s): rank %d of %d: %d checks, %d failed\n",
-             direct_expected() ? "direct" : "staged", g_rank, g_size, g_checks, g_fail);
+             label(), g_rank, g_size, g_checks, g_fail);
     return g_fail ? 1 : 0;
   }
   allreduce_cases();
@@ -605,7 +613,7 @@ main(int argc, char **argv)
   if (g_rank == 0 || g_fail)
     printf("device_matrix (%s): rank %d of %d: %d checks, %d failed; device memory free %zu MiB "
            "before, %zu after\n",
-           direct_expected() ? "direct" : "staged", g_rank, g_size, g_checks, g_fail, free0 >> 20,
+           label(), g_rank, g_size, g_checks, g_fail, free0 >> 20,
            free1 >> 20);
   return g_fail ? 1 : 0;
 }

@@ -407,6 +407,88 @@ TEST_IMPL(cuda_fake_pipeline)
           fk_objects()); /* ...and goes with the communicator */
 }
 
+/* Whole calls staged through the host (one host, COLLIE_CUDA_IPC=0) use
+ * the communicator's page-locked area: made by the first call, reused by the
+ * next ones (not page-locked again), grown by a larger one, not used over
+ * COLLIE_CUDA_STAGE_MAX (pageable memory: still right), freed with the
+ * communicator. Out of place the receive buffer is not copied in where the
+ * collective writes all of it; allgatherv's gaps and a non-root's reduce
+ * buffer, which it leaves alone, come back unchanged. */
+TEST_IMPL(cuda_fake_staged_area)
+{
+  setenv("COLLIE_CUDA_IPC", "0", 1);
+  setenv("COLLIE_CUDA_STAGE_MAX", "65536", 1);
+  fk_load();
+  long (*made)(void) = (long (*)(void))dlsym(RTLD_DEFAULT, "fake_cuda_pinned_made");
+  ASSERT(made);
+  collie_comm_t *comm = test_comm();
+  int p = collie_comm_size(comm), r = collie_comm_rank(comm);
+  long made0 = made();
+  const size_t n = 1000, big = 20000; /* 8 KB staged; 160 KB, over the cap */
+  float *s = dev_alloc(big * 4), *d = dev_alloc(big * 4);
+  for (int iter = 0; iter < 12; iter++) {
+    for (size_t i = 0; i < n; i++) s[i] = fk_val(r, i + (size_t)iter), d[i] = -1;
+    ASSERT_OK(collie_allreduce(comm, s, d, n, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL));
+    for (size_t i = 0; i < n; i++) {
+      float want = 0;
+      for (int q = 0; q < p; q++) want += fk_val(q, i + (size_t)iter);
+      ASSERTF(d[i] == want, "staged allreduce %d: [%zu] = %g, want %g", iter, i, d[i], want);
+    }
+  }
+  ASSERTF(made() == made0 + 1, "%ld page-locked allocations for 12 calls of one size (want 1)",
+          made() - made0);
+  ASSERT(fk_objects() == 1);
+  /* In place: the input is the receive buffer's old contents. */
+  for (size_t i = 0; i < 3000; i++) s[i] = fk_val(r, i);
+  ASSERT_OK(collie_allreduce(comm, s, s, 3000, COLLIE_FLOAT32, COLLIE_MAX, NULL, NULL));
+  for (size_t i = 0; i < 3000; i++) {
+    float want = 0;
+    for (int q = 0; q < p; q++)
+      if (fk_val(q, i) > want) want = fk_val(q, i);
+    ASSERTF(s[i] == want, "staged allreduce in place: [%zu] = %g, want %g", i, s[i], want);
+  }
+  ASSERTF(made() == made0 + 2, "a larger call did not grow the area once (%ld allocations)",
+          made() - made0);
+  /* allgatherv with a gap of 3 elements after each block. */
+  size_t counts[16], displs[16], m = 700;
+  for (int q = 0; q < p; q++)
+    counts[q] = m + (size_t)q, displs[q] = q ? displs[q - 1] + counts[q - 1] + 3 : 0;
+  size_t end = displs[p - 1] + counts[p - 1];
+  for (size_t i = 0; i < end; i++) d[i] = -5;
+  for (size_t i = 0; i < counts[r]; i++) s[i] = fk_val(r, i);
+  ASSERT_OK(collie_allgatherv(comm, s, counts[r], d, counts, displs, COLLIE_FLOAT32, NULL, NULL));
+  for (int q = 0; q < p; q++) {
+    for (size_t i = 0; i < counts[q]; i++)
+      ASSERTF(d[displs[q] + i] == fk_val(q, i), "staged allgatherv: block %d [%zu]", q, i);
+    if (q < p - 1)
+      for (size_t g = 0; g < 3; g++)
+        ASSERTF(d[displs[q] + counts[q] + g] == -5,
+                "staged allgatherv wrote the gap after block %d", q);
+  }
+  /* A reduce's non-root buffer is not touched. */
+  for (size_t i = 0; i < n; i++) s[i] = fk_val(r, i), d[i] = -9;
+  ASSERT_OK(collie_reduce(comm, s, d, n, COLLIE_FLOAT32, COLLIE_SUM, 0, NULL, NULL));
+  for (size_t i = 0; i < n; i++) {
+    float want = 0;
+    for (int q = 0; q < p; q++) want += fk_val(q, i);
+    ASSERTF(d[i] == (r == 0 ? want : -9), "staged reduce: rank %d [%zu] = %g", r, i, d[i]);
+  }
+  /* Over the cap: pageable memory, the area neither grown nor dropped. */
+  long before = made();
+  for (size_t i = 0; i < big; i++) s[i] = fk_val(r, i), d[i] = -1;
+  ASSERT_OK(collie_allreduce(comm, s, d, big, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL));
+  for (size_t i = 0; i < big; i++) {
+    float want = 0;
+    for (int q = 0; q < p; q++) want += fk_val(q, i);
+    ASSERTF(d[i] == want, "allreduce over the cap: [%zu] = %g, want %g", i, d[i], want);
+  }
+  ASSERT(made() == before && fk_objects() == 1);
+  dev_free(s);
+  dev_free(d);
+  ASSERT_OK(collie_comm_destroy(comm));
+  ASSERTF(fk_objects() == 0, "%ld page-locked buffers left after destroy", fk_objects());
+}
+
 /* A call ordered after a stream whose work never finishes (the stand-in's
  * busy stream, as behind a hung kernel) fails at its deadline with
  * COLLIE_TIMEOUT naming the wait, instead of waiting for ever. */
