@@ -98,7 +98,8 @@ stage_area(collie_comm_t *comm, const void *dev, size_t need, char **host)
     *host = buf;
   } else { /* not tried again on this communicator: each try costs milliseconds */
     COLLIE_WARN("COLL", "staging device buffers through pageable memory from now on: %s",
-                collie_last_error());
+                collie__err_msg());
+    collie__err_clear(); /* the call goes on and succeeds */
     comm->dev.stage_max = 0;
   }
   collie__cuda_pop();
