@@ -366,7 +366,7 @@ f_device_get_uuid(unsigned char *uuid, int dev)
 
 /* Streams and events: every fake copy is done when it returns, so there is
  * nothing to wait for; they only have to exist and be counted. */
-static long fake_streams, fake_events, fake_pinned, fake_pinned_made;
+static long fake_streams, fake_events, fake_pinned, fake_pinned_made, fake_pinned_tries;
 
 FAKE_EXPORT long
 fake_cuda_objects(void)
@@ -378,6 +378,12 @@ FAKE_EXPORT long
 fake_cuda_pinned_made(void)
 {
   return fake_pinned_made; /* page-locked allocations ever made */
+}
+
+FAKE_EXPORT long
+fake_cuda_pinned_tries(void)
+{
+  return fake_pinned_tries; /* cuMemAllocHost calls, failed ones too */
 }
 
 static CUresult
@@ -431,6 +437,8 @@ f_event_destroy(void *e)
 static CUresult
 f_mem_alloc_host(void **p, size_t n)
 {
+  __atomic_add_fetch(&fake_pinned_tries, 1, __ATOMIC_RELAXED);
+  if (getenv("FAKE_CUDA_FAIL_PINNED")) return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
   *p = malloc(n ? n : 1);
   if (!*p) return 2;
   __atomic_add_fetch(&fake_pinned, 1, __ATOMIC_RELAXED);

@@ -489,6 +489,38 @@ TEST_IMPL(cuda_fake_staged_area)
   ASSERTF(fk_objects() == 0, "%ld page-locked buffers left after destroy", fk_objects());
 }
 
+/* Page-locking fails (the stand-in's cuMemAllocHost runs out): staged calls
+ * go on through pageable memory, right, and the communicator does not try
+ * again on every call (each try costs milliseconds on a real driver). */
+TEST_IMPL(cuda_fake_staged_area_fails)
+{
+  setenv("COLLIE_CUDA_IPC", "0", 1);
+  setenv("FAKE_CUDA_FAIL_PINNED", "1", 1);
+  fk_load();
+  long (*tries)(void) = (long (*)(void))dlsym(RTLD_DEFAULT, "fake_cuda_pinned_tries");
+  ASSERT(tries);
+  collie_comm_t *comm = test_comm();
+  int p = collie_comm_size(comm), r = collie_comm_rank(comm);
+  long tries0 = tries();
+  const size_t n = 5000;
+  float *s = dev_alloc(n * 4), *d = dev_alloc(n * 4);
+  for (int iter = 0; iter < 5; iter++) {
+    for (size_t i = 0; i < n; i++) s[i] = fk_val(r, i + (size_t)iter), d[i] = -1;
+    ASSERT_OK(collie_allreduce(comm, s, d, n, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL));
+    for (size_t i = 0; i < n; i++) {
+      float want = 0;
+      for (int q = 0; q < p; q++) want += fk_val(q, i + (size_t)iter);
+      ASSERTF(d[i] == want, "allreduce %d without page-locked memory: [%zu] = %g", iter, i, d[i]);
+    }
+  }
+  ASSERTF(tries() == tries0 + 1, "page-locking tried %ld times for 5 calls (want once)",
+          tries() - tries0);
+  ASSERT(fk_objects() == 0);
+  dev_free(s);
+  dev_free(d);
+  ASSERT_OK(collie_comm_destroy(comm));
+}
+
 /* A call ordered after a stream whose work never finishes (the stand-in's
  * busy stream, as behind a hung kernel) fails at its deadline with
  * COLLIE_TIMEOUT naming the wait, instead of waiting for ever. */
