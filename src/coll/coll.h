@@ -322,6 +322,7 @@ const struct collie__algo *const *collie__algo_table(int *n);
   XX(allreduce_cuda_ipc)                                                                           \
   XX(allreduce_cuda_pipeline)                                                                      \
   XX(allreduce_compressed)                                                                         \
+  XX(allreduce_linear)                                                                             \
   XX(allgather_ring)                                                                               \
   XX(allgather_recursive_doubling)                                                                 \
   XX(allgather_bruck)                                                                              \

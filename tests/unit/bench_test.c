@@ -210,12 +210,12 @@ TEST_IMPL(bench_names)
   /* The library's table, as docs/algorithms.md lists it. */
   int ids[COLLIE_ALGO_COUNT_];
   int n = cb_algos_of(CB_ALLREDUCE, ids, COLLIE_ALGO_COUNT_);
-  ASSERTF(n == 5, "allreduce has %d algorithms", n);
+  ASSERTF(n == 6, "allreduce has %d algorithms", n);
   int seen = 0;
   for (int i = 0; i < n; i++) seen |= 1 << ids[i];
   ASSERT(seen == (1 << COLLIE_ALGO_RING | 1 << COLLIE_ALGO_RECURSIVE_DOUBLING |
                   1 << COLLIE_ALGO_RABENSEIFNER | 1 << COLLIE_ALGO_SHM_FLAT |
-                  1 << COLLIE_ALGO_HIERARCHICAL));
+                  1 << COLLIE_ALGO_HIERARCHICAL | 1 << COLLIE_ALGO_LINEAR));
   ASSERT(cb_algos_of(CB_BROADCAST, ids, COLLIE_ALGO_COUNT_) == 5);
   /* alltoallv: its own kind, and both of the library's algorithms. */
   ASSERT(cb_coll_kind(CB_ALLTOALLV) == COLLIE_KIND_ALLTOALLV &&
@@ -1021,8 +1021,8 @@ TEST_IMPL(bench_run_tcp_refused)
   ASSERT(bt_count(err, "needs every rank on one host") == 2); /* rank 0 only, once each */
   char *csv = bt_slurp(test_path("t.csv"));
   ASSERT(csv && !strstr(csv, "shm_flat") && !strstr(csv, ",shm,"));
-  /* 3 allreduce algorithms x 3 sizes (64, 256, 1024), 4 broadcast x 3, 1 barrier. */
-  ASSERTF(bt_count(csv, "\ncollie,allreduce,") == 9 && bt_count(csv, "\ncollie,bcast,") == 12 &&
+  /* 4 allreduce algorithms x 3 sizes (64, 256, 1024), 4 broadcast x 3, 1 barrier. */
+  ASSERTF(bt_count(csv, "\ncollie,allreduce,") == 12 && bt_count(csv, "\ncollie,bcast,") == 12 &&
               bt_count(csv, "\ncollie,barrier,dissemination,tcp,3,0,0,") == 1,
           "%s", csv);
   free(csv);
