@@ -100,6 +100,19 @@ if dev.type == "cuda":
         dist.all_reduce(t)
     side.synchronize()
     check("all_reduce on a busy side stream", t, sum(inp(r, n) for r in range(size)))
+    if size > 1:  # the same for a batch_isend_irecv issued inside the side stream
+        to, frm = (rank + 1) % size, (rank - 1) % size
+        got = torch.zeros(n, device=dev)
+        with torch.cuda.stream(side):
+            t = torch.zeros(n, device=dev)
+            for _ in range(50):
+                busy.mul_(1.000001)
+            t.add_(src)
+            ops = [dist.P2POp(dist.isend, t, to), dist.P2POp(dist.irecv, got, frm)]
+            for w in dist.batch_isend_irecv(ops):
+                w.wait()
+        side.synchronize()
+        check("batch_isend_irecv on a busy side stream", got, inp(frm, n))
 dist.barrier()
 
 # The binding: a Comm of its own, a CUDA tensor in place.

@@ -7,6 +7,8 @@ import sys
 import threading
 import time
 
+import torch
+
 from .. import _lib
 from ._common import BLOCKING_P2P, C10D, OWN, CollieBackendError
 from ._tensors import UINT8, check_cpu, nbytes
@@ -146,6 +148,12 @@ class PointToPoint:
 
     def _flush_p2p_locked(self):
         batch, self._p2p = self._p2p, []
+        # A group's copies of CUDA tensors are ordered after the legacy
+        # default stream only (docs/gpu.md): wait here for torch's current
+        # stream on each device, so that what it queued before the calls
+        # (a kernel writing a send buffer) is done when collie reads it.
+        for dev in {b[1].device for b in batch if b[1].is_cuda}:
+            torch.cuda.current_stream(dev).synchronize()
         L = self._L
         h = self._h
         w = ctypes.c_void_p()
