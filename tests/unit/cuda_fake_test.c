@@ -407,6 +407,21 @@ TEST_IMPL(cuda_fake_pipeline)
           fk_objects()); /* ...and goes with the communicator */
 }
 
+/* A float32 SUM allreduce of n elements on device buffers s and d (inputs
+ * fk_val shifted by `shift`, d poisoned first), checked on this rank. */
+static void
+fk_sum_check(collie_comm_t *comm, float *s, float *d, size_t n, size_t shift, const char *what)
+{
+  int p = collie_comm_size(comm), r = collie_comm_rank(comm);
+  for (size_t i = 0; i < n; i++) s[i] = fk_val(r, i + shift), d[i] = -1;
+  ASSERT_OK(collie_allreduce(comm, s, d, n, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL));
+  for (size_t i = 0; i < n; i++) {
+    float want = 0;
+    for (int q = 0; q < p; q++) want += fk_val(q, i + shift);
+    ASSERTF(d[i] == want, "%s, n=%zu: [%zu] = %g, want %g", what, n, i, d[i], want);
+  }
+}
+
 /* Whole calls staged through the host (one host, COLLIE_CUDA_IPC=0) use
  * the communicator's page-locked area: made by the first call, reused by the
  * next ones (not page-locked again), grown by a larger one, not used over
@@ -426,15 +441,8 @@ TEST_IMPL(cuda_fake_staged_area)
   long made0 = made();
   const size_t n = 1000, big = 20000; /* 8 KB staged; 160 KB, over the cap */
   float *s = dev_alloc(big * 4), *d = dev_alloc(big * 4);
-  for (int iter = 0; iter < 12; iter++) {
-    for (size_t i = 0; i < n; i++) s[i] = fk_val(r, i + (size_t)iter), d[i] = -1;
-    ASSERT_OK(collie_allreduce(comm, s, d, n, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL));
-    for (size_t i = 0; i < n; i++) {
-      float want = 0;
-      for (int q = 0; q < p; q++) want += fk_val(q, i + (size_t)iter);
-      ASSERTF(d[i] == want, "staged allreduce %d: [%zu] = %g, want %g", iter, i, d[i], want);
-    }
-  }
+  for (int iter = 0; iter < 12; iter++)
+    fk_sum_check(comm, s, d, n, (size_t)iter, "staged allreduce");
   ASSERTF(made() == made0 + 1, "%ld page-locked allocations for 12 calls of one size (want 1)",
           made() - made0);
   ASSERT(fk_objects() == 1);
@@ -475,13 +483,7 @@ TEST_IMPL(cuda_fake_staged_area)
   }
   /* Over the cap: pageable memory, the area neither grown nor dropped. */
   long before = made();
-  for (size_t i = 0; i < big; i++) s[i] = fk_val(r, i), d[i] = -1;
-  ASSERT_OK(collie_allreduce(comm, s, d, big, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL));
-  for (size_t i = 0; i < big; i++) {
-    float want = 0;
-    for (int q = 0; q < p; q++) want += fk_val(q, i);
-    ASSERTF(d[i] == want, "allreduce over the cap: [%zu] = %g, want %g", i, d[i], want);
-  }
+  fk_sum_check(comm, s, d, big, 0, "allreduce over the cap");
   ASSERT(made() == before && fk_objects() == 1);
   dev_free(s);
   dev_free(d);
@@ -500,19 +502,11 @@ TEST_IMPL(cuda_fake_staged_area_fails)
   long (*tries)(void) = (long (*)(void))dlsym(RTLD_DEFAULT, "fake_cuda_pinned_tries");
   ASSERT(tries);
   collie_comm_t *comm = test_comm();
-  int p = collie_comm_size(comm), r = collie_comm_rank(comm);
   long tries0 = tries();
   const size_t n = 5000;
   float *s = dev_alloc(n * 4), *d = dev_alloc(n * 4);
-  for (int iter = 0; iter < 5; iter++) {
-    for (size_t i = 0; i < n; i++) s[i] = fk_val(r, i + (size_t)iter), d[i] = -1;
-    ASSERT_OK(collie_allreduce(comm, s, d, n, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL));
-    for (size_t i = 0; i < n; i++) {
-      float want = 0;
-      for (int q = 0; q < p; q++) want += fk_val(q, i + (size_t)iter);
-      ASSERTF(d[i] == want, "allreduce %d without page-locked memory: [%zu] = %g", iter, i, d[i]);
-    }
-  }
+  for (int iter = 0; iter < 5; iter++)
+    fk_sum_check(comm, s, d, n, (size_t)iter, "allreduce without page-locked memory");
   ASSERTF(tries() == tries0 + 1, "page-locking tried %ld times for 5 calls (want once)",
           tries() - tries0);
   ASSERT(fk_objects() == 0);
