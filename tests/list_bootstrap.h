@@ -23,4 +23,11 @@
   XX(bootstrap_env_precedence, bootstrap_env_precedence, 0, "auto", 10)                            \
   XX(bootstrap_env_tokens, bootstrap_env_tokens, 0, "auto", 10)                                    \
   XX(bootstrap_env_errors, bootstrap_env_errors, 0, "auto", 10)                                    \
-  XX(bootstrap_host_id, bootstrap_host_id, 0, "auto", 10)
+  XX(bootstrap_host_id, bootstrap_host_id, 0, "auto", 10)                                          \
+  XX(ring_bootstrap_allgather_2, ring_bootstrap_allgather, 2, "auto", 20)                          \
+  XX(ring_bootstrap_allgather_5, ring_bootstrap_allgather, 5, "auto", 30)                          \
+  XX(ring_bootstrap_stranger, ring_bootstrap_stranger, 0, "auto", 20)                              \
+  XX(ring_bootstrap_comm_shm_3, ring_bootstrap_comm, 3, "shm", 30)                                 \
+  XX(ring_bootstrap_comm_tcp_4, ring_bootstrap_comm, 4, "tcp", 30)                                 \
+  XX(ring_bootstrap_comm_mixed_4, ring_bootstrap_comm, 4, "mixed", 30)                             \
+  XX(ring_bootstrap_missing_rank_3, ring_bootstrap_missing_rank, 3, "auto", 30)

@@ -93,6 +93,38 @@ collie__store_add(collie__store_t *s, const char *k, int64_t d, int64_t *out, in
   return s->ops->add(s, k, d, out, dl);
 }
 
+/* ---- ring.c: the bootstrap ring ----
+ *
+ * What a communicator of many ranks exchanges at init without the store
+ * serving everyone's records to everyone (N x N records through rank 0's
+ * store): each rank listens, publishes its address under "ring/<rank>",
+ * reads only the next rank's, and connects to it; the records then travel
+ * around the ring of the ranks' own sockets, N-1 steps (NCCL's bootstrap
+ * ring, in C). The store serves 2 records a rank. The listener stays open
+ * for the transports to take (tcp accepts its peers on it). */
+typedef struct collie__ring collie__ring_t;
+
+#define COLLIE_RING_ADDR_LEN 64
+
+/* Listens (on ifname's address, else the first non-loopback IPv4 address,
+ * else loopback), publishes, connects to the next rank and accepts the
+ * previous one, each side proving the job token (a connection that does
+ * not is closed, and the ring waits for the right one). Errors: TIMEOUT
+ * naming the rank it waited for, SYSTEM_ERROR, REMOTE_ERROR. */
+collie_result_t collie__ring_open(collie__store_t *store, int rank, int size, const char *token,
+                                  const char *ifname, int64_t deadline_ns, collie__ring_t **out);
+/* Every rank's `len` bytes into all (size x len, in rank order); mine is
+ * this rank's. size-1 steps around the ring. Errors: TIMEOUT (naming the
+ * previous rank and the step), REMOTE_ERROR (a rank closed the ring). */
+collie_result_t collie__ring_allgather(collie__ring_t *r, const void *mine, size_t len, void *all,
+                                       int64_t deadline_ns);
+/* This rank's listen address ("host:port") and listening socket (owned by
+ * the ring: a taker dups it). */
+const char *collie__ring_addr(const collie__ring_t *r);
+int collie__ring_listener(const collie__ring_t *r);
+/* Closes the ring's sockets (NULL: nothing). */
+void collie__ring_close(collie__ring_t *r);
+
 /* ---- env.c: which launcher started us ---- */
 
 struct collie__launch {

@@ -287,6 +287,114 @@ comm_get_peer(collie__store_t *store, const char *key, const struct collie__peer
   }
 }
 
+/* Every rank's peer record through the store: this rank's published under
+ * "peer/<rank>", every other rank's read (N records a rank). */
+static collie_result_t
+comm_store_exchange(collie_comm_t *c, const struct collie__peer *me,
+                    const struct collie__peer *expect, int64_t timeout_ms, int64_t deadline)
+{
+  char key[64];
+  snprintf(key, sizeof(key), "peer/%d", c->rank);
+  collie_result_t rc = collie__store_set(c->store, key, me, sizeof(*me), deadline);
+  for (int p = 0; p < c->size && rc == COLLIE_SUCCESS; p++) {
+    void *val = NULL;
+    size_t len = 0;
+    if (p == c->rank) continue;
+    snprintf(key, sizeof(key), "peer/%d", p);
+    rc = comm_get_peer(c->store, key, expect ? &expect[p] : NULL, me, deadline, &val, &len);
+    if (rc == COLLIE_TIMEOUT)
+      collie__err(COLLIE_TIMEOUT, "rank %d never joined within %lld ms (rank %d of %d waiting)", p,
+                  (long long)timeout_ms, c->rank, c->size);
+    if (rc != COLLIE_SUCCESS) return rc;
+    if (len != sizeof(struct collie__peer)) {
+      free(val);
+      return collie__err(COLLIE_REMOTE_ERROR,
+                         "rank %d published a malformed peer record (%zu bytes)", p, len);
+    }
+    memcpy(&c->peers[p], val, len);
+    c->peers[p].host[COLLIE_HOSTID_LEN - 1] = '\0';
+    free(val);
+  }
+  return rc;
+}
+
+/* A rank's record on the bootstrap ring: its peer record and the address
+ * its listener (which tcp takes over) is on. */
+struct comm_ring_rec {
+  struct collie__peer peer;
+  char addr[COLLIE_RING_ADDR_LEN];
+};
+
+/* Whether the ranks meet over the bootstrap ring (COLLIE_RING_BOOTSTRAP
+ * ranks or more): every rank decides alike from the size and the
+ * environment. A shrink's members keep the store, where a member that died
+ * after the decision is named while the others wait. */
+static int
+comm_ring_wanted(const struct collie__params *params, int size, const struct collie__peer *expect)
+{
+  return !expect && params->RING_BOOTSTRAP > 0 && size >= params->RING_BOOTSTRAP;
+}
+
+/* After the ring failed at its deadline: the first rank that never
+ * published its address is the one the job waits for, named as the store's
+ * path names it; NULL-safe and quick (a present key answers at once). */
+static void
+comm_ring_name_missing(collie_comm_t *c, int64_t timeout_ms)
+{
+  char saved[COLLIE_ERRMSG_LEN], key[32];
+  snprintf(saved, sizeof(saved), "%s", collie__err_msg());
+  for (int q = 0; q < c->size; q++) {
+    void *val = NULL;
+    size_t len = 0;
+    snprintf(key, sizeof(key), "ring/%d", q);
+    if (collie__store_get(c->store, key, &val, &len, collie__deadline_after_ms(100)) ==
+        COLLIE_SUCCESS) {
+      free(val);
+      continue;
+    }
+    collie__err(COLLIE_TIMEOUT, "rank %d never joined within %lld ms (rank %d of %d waiting)", q,
+                (long long)timeout_ms, c->rank, c->size);
+    return;
+  }
+  collie__err_set_text(saved);
+}
+
+/* Every rank's peer record and listen address over the bootstrap ring:
+ * c->peers filled, *addrs (size x COLLIE_RING_ADDR_LEN, the caller frees)
+ * and *ring (open, its listener for tcp) handed back. */
+static collie_result_t
+comm_ring_exchange(collie_comm_t *c, const struct collie__peer *me, int64_t timeout_ms,
+                   int64_t deadline, collie__ring_t **ring, char **addrs)
+{
+  struct comm_ring_rec mine, *all = calloc((size_t)c->size, sizeof(*all));
+  if (!all) return collie__err(COLLIE_SYSTEM_ERROR, "out of memory for %d peer records", c->size);
+  collie_result_t rc = collie__ring_open(c->store, c->rank, c->size, c->token,
+                                         c->params.SOCKET_IFNAME, deadline, ring);
+  if (rc == COLLIE_SUCCESS) {
+    memset(&mine, 0, sizeof(mine));
+    mine.peer = *me;
+    snprintf(mine.addr, sizeof(mine.addr), "%s", collie__ring_addr(*ring));
+    rc = collie__ring_allgather(*ring, &mine, sizeof(mine), all, deadline);
+  }
+  if (rc == COLLIE_SUCCESS && !(*addrs = calloc((size_t)c->size, COLLIE_RING_ADDR_LEN)))
+    rc = collie__err(COLLIE_SYSTEM_ERROR, "out of memory for %d addresses", c->size);
+  if (rc == COLLIE_SUCCESS) {
+    for (int p = 0; p < c->size; p++) {
+      c->peers[p] = all[p].peer;
+      c->peers[p].host[COLLIE_HOSTID_LEN - 1] = '\0';
+      memcpy(*addrs + (size_t)p * COLLIE_RING_ADDR_LEN, all[p].addr, COLLIE_RING_ADDR_LEN);
+      (*addrs)[(size_t)p * COLLIE_RING_ADDR_LEN + COLLIE_RING_ADDR_LEN - 1] = '\0';
+    }
+    c->met_over_ring = 1;
+    COLLIE_INFO("INIT", "met %d ranks over the bootstrap ring (listening on %s)", c->size,
+                collie__ring_addr(*ring));
+  } else if (rc == COLLIE_TIMEOUT) {
+    comm_ring_name_missing(c, timeout_ms);
+  }
+  free(all);
+  return rc;
+}
+
 /* Builds a communicator of `size` ranks with id `hash` on top of the job store
  * `base`: publishes `me`, reads everyone's peer record and opens the channels.
  * Takes its own reference on base. A split passes its parent's telemetry
@@ -298,6 +406,8 @@ collie__comm_create(const struct collie__params *params, const char *token, int6
                     struct collie__tele *tele, collie_comm_t **out)
 {
   collie_result_t own = COLLIE_SUCCESS;
+  collie__ring_t *ring = NULL; /* the bootstrap ring, until the channels are open */
+  char *addrs = NULL;          /* its listen addresses, size x COLLIE_RING_ADDR_LEN */
   struct collie__peer me_rec = *me_in, *me = &me_rec;
   me_rec.fail[0] = '\0';
   collie_result_t rc;
@@ -343,33 +453,16 @@ collie__comm_create(const struct collie__params *params, const char *token, int6
   }
   c->peers[rank] = *me;
   if (size > 1) {
-    char prefix[32], key[64];
+    char prefix[32];
     snprintf(prefix, sizeof(prefix), "c%016" PRIx64, hash);
     collie__store_retain(base);
     c->job_store = base;
     COLLIE_CHECK_GOTO(collie__store_prefix(base, prefix, &c->store), rc, out_free);
-    snprintf(key, sizeof(key), "peer/%d", rank);
-    COLLIE_CHECK_GOTO(collie__store_set(c->store, key, me, sizeof(*me), deadline), rc, out_free);
-    for (int p = 0; p < size; p++) {
-      void *val = NULL;
-      size_t len = 0;
-      if (p == rank) continue;
-      snprintf(key, sizeof(key), "peer/%d", p);
-      rc = comm_get_peer(c->store, key, expect ? &expect[p] : NULL, me, deadline, &val, &len);
-      if (rc == COLLIE_TIMEOUT)
-        collie__err(COLLIE_TIMEOUT, "rank %d never joined within %lld ms (rank %d of %d waiting)",
-                    p, (long long)timeout_ms, rank, size);
-      if (rc != COLLIE_SUCCESS) goto out_free;
-      if (len != sizeof(struct collie__peer)) {
-        free(val);
-        rc = collie__err(COLLIE_REMOTE_ERROR,
-                         "rank %d published a malformed peer record (%zu bytes)", p, len);
-        goto out_free;
-      }
-      memcpy(&c->peers[p], val, len);
-      c->peers[p].host[COLLIE_HOSTID_LEN - 1] = '\0';
-      free(val);
-    }
+    if (comm_ring_wanted(params, size, expect))
+      rc = comm_ring_exchange(c, me, timeout_ms, deadline, &ring, &addrs);
+    else
+      rc = comm_store_exchange(c, me, expect, timeout_ms, deadline);
+    if (rc != COLLIE_SUCCESS) goto out_free;
     COLLIE_CHECK_GOTO(comm_init_verdict(c, own, deadline), rc, out_free);
     if (!tele) collie__place_spread(c); /* world init only: a split has the same processes */
     int local = 0;
@@ -392,8 +485,15 @@ collie__comm_create(const struct collie__params *params, const char *token, int6
         .cma_min = (size_t)params->SHM_CMA_MIN,
         .shm_bytes = (size_t)params->SHM_BYTES,
         .deadline_ns = deadline,
+        .listen_addrs = addrs,
+        .listen_fd = ring ? collie__ring_listener(ring) : -1,
     };
-    COLLIE_CHECK_GOTO(collie__net_open(&cfg, &c->net), rc, out_free);
+    rc = collie__net_open(&cfg, &c->net);
+    collie__ring_close(ring); /* tcp took its own copy of the listener */
+    ring = NULL;
+    free(addrs);
+    addrs = NULL;
+    if (rc != COLLIE_SUCCESS) goto out_free;
   } else {
     collie__models_default(&c->models, 0);
     struct collie__net_cfg cfg = {.rank = 0,
@@ -437,6 +537,8 @@ collie__comm_create(const struct collie__params *params, const char *token, int6
   return COLLIE_SUCCESS;
 
 out_free:
+  collie__ring_close(ring);
+  free(addrs);
   comm_free(c);
   return rc;
 }

@@ -94,8 +94,9 @@ struct collie_comm {
   struct collie__flight *flight; /* last COLLIE_FR_SIZE operations (NULL: off) */
   struct collie__tele *tele;     /* shared with the whole collie_comm_init tree */
   int cls;                       /* cost-model class: collie__net_class */
-  int all_shm;  /* cls is COLLIE_NET_CLASS_LOCAL: shared memory serves every rank */
-  uint32_t seq; /* collectives issued so far */
+  int all_shm;       /* cls is COLLIE_NET_CLASS_LOCAL: shared memory serves every rank */
+  int met_over_ring; /* init exchanged its records over the bootstrap ring (bootstrap/ring.c) */
+  uint32_t seq;      /* collectives issued so far */
   uint32_t split_seq;
   uint32_t shrink_seq;                   /* collie_comm_shrink calls so far (comm_shrink.c) */
   uint32_t *p2p_send_seq, *p2p_recv_seq; /* per peer */

@@ -68,6 +68,12 @@ collie__comm_device_algo(const collie_comm_t *comm, int kind, size_t bytes)
 }
 
 int
+collie__comm_met_over_ring(const collie_comm_t *comm)
+{
+  return comm->met_over_ring;
+}
+
+int
 collie__comm_class(const collie_comm_t *comm)
 {
   return comm->cls;

@@ -34,6 +34,9 @@ const char *collie__device_code(void);
  * device buffers of `bytes`: COLLIE_ALGO_CUDA_IPC, COLLIE_ALGO_CUDA_PIPELINE,
  * or 0 (staged whole through host memory). */
 int collie__comm_device_algo(const collie_comm_t *comm, int kind, size_t bytes);
+/* Whether comm's ranks met over the bootstrap ring (COLLIE_RING_BOOTSTRAP)
+ * rather than through the store. */
+int collie__comm_met_over_ring(const collie_comm_t *comm);
 /* comm's cost model (built-in constants, COLLIE_TUNING_FILE's). */
 const struct collie__models *collie__comm_models(const collie_comm_t *comm);
 /* The poison code (COLLIE_SUCCESS while healthy). */

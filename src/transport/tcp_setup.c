@@ -74,11 +74,19 @@ tcp_sockaddr_str(const struct sockaddr_storage *ss, socklen_t sl, char *buf, siz
  * slower; small messages do not notice. */
 #define TCP_SOCKET_BUFFER (4 << 20)
 
-/* Listens where peers can reach us and publishes the address. */
+/* Listens where peers can reach us and publishes the address; with the
+ * bootstrap ring, takes its listener, whose address every rank has. */
 static collie_result_t
 tcp_listen_publish(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg, int *lfd,
                    char *laddr, size_t laddr_len)
 {
+  if (cfg->listen_addrs) {
+    if ((*lfd = dup(cfg->listen_fd)) < 0)
+      return collie__err_errno(COLLIE_SYSTEM_ERROR, "tcp: taking the bootstrap ring's listener");
+    collie__fmt(laddr, laddr_len, "%s",
+                cfg->listen_addrs + (size_t)cfg->rank * COLLIE_RING_ADDR_LEN);
+    return COLLIE_SUCCESS;
+  }
   char host[64];
   int same_host = 1;
   const char *me = cfg->peers[cfg->rank].host;
@@ -123,7 +131,17 @@ tcp_connect_lower(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg
     int port = 0;
     collie__fmt(key, sizeof(key), "tcp/addr/%d", c->peer);
     collie__tcp_peer_name(c, who, sizeof(who));
-    collie_result_t rc = collie__store_get(cfg->store, key, &val, &len, cfg->deadline_ns);
+    collie_result_t rc = COLLIE_SUCCESS;
+    if (cfg->listen_addrs) { /* the bootstrap ring brought every address */
+      const char *a = cfg->listen_addrs + (size_t)c->peer * COLLIE_RING_ADDR_LEN;
+      len = strnlen(a, COLLIE_RING_ADDR_LEN);
+      if ((val = malloc(len + 1)))
+        memcpy(val, a, len);
+      else
+        rc = collie__err(COLLIE_SYSTEM_ERROR, "tcp: out of memory");
+    } else {
+      rc = collie__store_get(cfg->store, key, &val, &len, cfg->deadline_ns);
+    }
     if (rc != COLLIE_SUCCESS) {
       collie__err_prefix("tcp: %s never published its listen address", who);
       return rc;

@@ -103,6 +103,12 @@ struct collie__net_cfg {
   size_t cma_min;                   /* shm: single-copy (CMA) from this many bytes; 0: never */
   size_t shm_bytes;                 /* shm: segment budget per local rank; 0: the default */
   int64_t deadline_ns;              /* setup deadline */
+  /* With the bootstrap ring (bootstrap/bootstrap.h): every rank's listen
+   * address, size x COLLIE_RING_ADDR_LEN bytes ("host:port"), and this
+   * rank's listening socket, which tcp takes (dup) instead of listening and
+   * publishing through the store. NULL: the store (listen_fd unused). */
+  const char *listen_addrs;
+  int listen_fd;
 };
 
 struct collie__xport; /* a transport's state for one communicator */
