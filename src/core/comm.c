@@ -335,11 +335,13 @@ comm_ring_wanted(const struct collie__params *params, int size, const struct col
   return !expect && params->RING_BOOTSTRAP > 0 && size >= params->RING_BOOTSTRAP;
 }
 
-/* After the ring failed at its deadline: the first rank that never
- * published its address is the one the job waits for, named as the store's
- * path names it; NULL-safe and quick (a present key answers at once). */
-static void
-comm_ring_name_missing(collie_comm_t *c, int64_t timeout_ms)
+/* After the ring failed: the first rank that never published its address
+ * is the one the job waits for, named as the store's path names it (the
+ * ring's own error may only name a neighbour that gave up first, its
+ * connection reset). Returns COLLIE_TIMEOUT when it named one, else rc with
+ * the ring's error kept. Quick: a present key answers at once. */
+static collie_result_t
+comm_ring_name_missing(collie_comm_t *c, int64_t timeout_ms, collie_result_t rc)
 {
   char saved[COLLIE_ERRMSG_LEN], key[32];
   snprintf(saved, sizeof(saved), "%s", collie__err_msg());
@@ -352,11 +354,12 @@ comm_ring_name_missing(collie_comm_t *c, int64_t timeout_ms)
       free(val);
       continue;
     }
-    collie__err(COLLIE_TIMEOUT, "rank %d never joined within %lld ms (rank %d of %d waiting)", q,
-                (long long)timeout_ms, c->rank, c->size);
-    return;
+    return collie__err(COLLIE_TIMEOUT,
+                       "rank %d never joined within %lld ms (rank %d of %d waiting)", q,
+                       (long long)timeout_ms, c->rank, c->size);
   }
   collie__err_set_text(saved);
+  return rc;
 }
 
 /* Every rank's peer record and listen address over the bootstrap ring:
@@ -388,8 +391,8 @@ comm_ring_exchange(collie_comm_t *c, const struct collie__peer *me, int64_t time
     c->met_over_ring = 1;
     COLLIE_INFO("INIT", "met %d ranks over the bootstrap ring (listening on %s)", c->size,
                 collie__ring_addr(*ring));
-  } else if (rc == COLLIE_TIMEOUT) {
-    comm_ring_name_missing(c, timeout_ms);
+  } else if (rc == COLLIE_TIMEOUT || rc == COLLIE_REMOTE_ERROR) {
+    rc = comm_ring_name_missing(c, timeout_ms, rc);
   }
   free(all);
   return rc;
