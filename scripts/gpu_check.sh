@@ -122,7 +122,7 @@ device_hosts() {
   done
   for chunk in 4194304 0; do
     COLLIE_CUDA_CHUNK=$chunk two_hosts 2 "$out/hosts_bench_$chunk" build-dev/collie-bench --device cuda \
-      -o allreduce,broadcast -b 1M -e 256M -f 4 -t 0.03 --csv "$out/hosts_cuda_chunk$chunk.csv" || return 1
+      -o allreduce,broadcast,allgather,reduce_scatter -b 1M -e 256M -f 4 -t 0.03 --csv "$out/hosts_cuda_chunk$chunk.csv" || return 1
   done
 }
 step device_hosts device_hosts

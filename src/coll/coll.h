@@ -329,6 +329,7 @@ const struct collie__algo *const *collie__algo_table(int *n);
   XX(allgather_shm_flat)                                                                           \
   XX(allgather_hierarchical)                                                                       \
   XX(allgather_cuda_ipc)                                                                           \
+  XX(allgather_cuda_pipeline)                                                                      \
   XX(allgatherv_ring)                                                                              \
   XX(allgatherv_hierarchical)                                                                      \
   XX(reduce_scatter_ring)                                                                          \
@@ -336,6 +337,7 @@ const struct collie__algo *const *collie__algo_table(int *n);
   XX(reduce_scatter_shm_flat)                                                                      \
   XX(reduce_scatter_hierarchical)                                                                  \
   XX(reduce_scatter_cuda_ipc)                                                                      \
+  XX(reduce_scatter_cuda_pipeline)                                                                 \
   XX(broadcast_tree)                                                                               \
   XX(broadcast_scatter_allgather)                                                                  \
   XX(broadcast_chain)                                                                              \

@@ -64,7 +64,8 @@ collie__stage_device_algo(const collie_comm_t *comm, int kind, size_t bytes,
     break;
   case COLLIE_KIND_REDUCE_SCATTER:
   case COLLIE_KIND_ALLGATHER:
-    ipc = 1;
+    ipc = pipe = 1;
+    bytes *= (size_t)comm->size; /* the pipeline chunks the whole buffer */
     break;
   case COLLIE_KIND_REDUCE:
     pipe = 1;

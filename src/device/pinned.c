@@ -73,12 +73,13 @@ collie__pinned_buf(struct collie__pinned *p, int i)
 }
 
 collie_result_t
-collie__pinned_in(struct collie__pinned *p, int i, const void *src, size_t n)
+collie__pinned_in(struct collie__pinned *p, int i, size_t off, const void *src, size_t n)
 {
   i &= 1;
   cu_result rc = collie__cu.stream_wait_event(p->in, p->out_done[i], 0);
   if (rc == CU_SUCCESS)
-    rc = collie__cu.memcpy_async((cu_ptr)(uintptr_t)p->buf[i], (cu_ptr)(uintptr_t)src, n, p->in);
+    rc = collie__cu.memcpy_async((cu_ptr)(uintptr_t)((char *)p->buf[i] + off),
+                                 (cu_ptr)(uintptr_t)src, n, p->in);
   return rc == CU_SUCCESS ? COLLIE_SUCCESS : collie__cuda_fail(rc, "copying a chunk to the host");
 }
 
@@ -90,11 +91,11 @@ collie__pinned_wait_in(struct collie__pinned *p, int64_t deadline_ns)
 }
 
 collie_result_t
-collie__pinned_out(struct collie__pinned *p, int i, void *dst, size_t n)
+collie__pinned_out(struct collie__pinned *p, int i, size_t off, void *dst, size_t n)
 {
   i &= 1;
-  cu_result rc =
-      collie__cu.memcpy_async((cu_ptr)(uintptr_t)dst, (cu_ptr)(uintptr_t)p->buf[i], n, p->out);
+  cu_result rc = collie__cu.memcpy_async((cu_ptr)(uintptr_t)dst,
+                                         (cu_ptr)(uintptr_t)((char *)p->buf[i] + off), n, p->out);
   if (rc == CU_SUCCESS) rc = collie__cu.event_record(p->out_done[i], p->out);
   return rc == CU_SUCCESS ? COLLIE_SUCCESS : collie__cuda_fail(rc, "copying a chunk to the device");
 }

@@ -29,14 +29,16 @@ void collie__pinned_free(struct collie__pinned *p);
 
 /* Buffer i (0 or 1). */
 void *collie__pinned_buf(struct collie__pinned *p, int i);
-/* Queues n bytes from device src into buffer i, after the last copy out of
- * buffer i. */
-collie_result_t collie__pinned_in(struct collie__pinned *p, int i, const void *src, size_t n);
+/* Queues n bytes from device src into buffer i at byte off, after the last
+ * copy out of buffer i. */
+collie_result_t collie__pinned_in(struct collie__pinned *p, int i, size_t off, const void *src,
+                                  size_t n);
 /* The waits below end at deadline_ns (monotonic) with COLLIE_TIMEOUT. */
 /* Waits until every copy in queued so far has finished. */
 collie_result_t collie__pinned_wait_in(struct collie__pinned *p, int64_t deadline_ns);
-/* Queues n bytes from buffer i to device dst. */
-collie_result_t collie__pinned_out(struct collie__pinned *p, int i, void *dst, size_t n);
+/* Queues n bytes from buffer i at byte off to device dst. */
+collie_result_t collie__pinned_out(struct collie__pinned *p, int i, size_t off, void *dst,
+                                   size_t n);
 /* Waits until buffer i's last copy out has finished (before the CPU writes
  * it again). */
 collie_result_t collie__pinned_wait_buf(struct collie__pinned *p, int i, int64_t deadline_ns);

@@ -334,6 +334,49 @@ TEST_IMPL(cuda_fake_open_fails)
   fk_run(2, 1);
 }
 
+/* allgather and reduce_scatter across hosts, whose pipeline chunks each
+ * rank's block (COLLIE_CUDA_CHUNK / p bytes of each): counts whose whole
+ * buffer is one chunk or less (staged whole), several chunks, a short last
+ * one; in and out of place; every element checked, the bytes around the
+ * output left alone. */
+static void
+fk_pipeline_blocks(collie_comm_t *comm)
+{
+  int p = collie_comm_size(comm), r = collie_comm_rank(comm);
+  const size_t counts[] = {300, 1000, 1025, 5000};
+  for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++) {
+    size_t n = counts[ci], all_n = n * (size_t)p;
+    for (int inplace = 0; inplace < 2; inplace++) {
+      /* allgather: an extra element on each side of the output. */
+      float *out = dev_alloc((all_n + 2) * 4),
+            *in = inplace ? out + 1 + (size_t)r * n : dev_alloc(n * 4);
+      for (size_t i = 0; i < all_n + 2; i++) out[i] = -3;
+      for (size_t i = 0; i < n; i++) in[i] = fk_val(r, i);
+      ASSERT_OK(collie_allgather(comm, in, out + 1, n, COLLIE_FLOAT32, NULL, NULL));
+      ASSERT(out[0] == -3 && out[all_n + 1] == -3);
+      for (size_t i = 0; i < all_n; i++)
+        ASSERTF(out[1 + i] == fk_val((int)(i / n), i % n), "allgather n=%zu%s across hosts: [%zu]",
+                n, inplace ? " in place" : "", i);
+      if (!inplace) dev_free(in);
+      dev_free(out);
+      /* reduce_scatter: block q of rank r is fk_val(r, q * n + i). */
+      float *big = dev_alloc(all_n * 4), *res = inplace ? big + (size_t)r * n : dev_alloc(n * 4);
+      for (size_t i = 0; i < all_n; i++) big[i] = fk_val(r, i);
+      if (!inplace)
+        for (size_t i = 0; i < n; i++) res[i] = -1;
+      ASSERT_OK(collie_reduce_scatter(comm, big, res, n, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL));
+      for (size_t i = 0; i < n; i++) {
+        float want = 0;
+        for (int q = 0; q < p; q++) want += fk_val(q, (size_t)r * n + i);
+        ASSERTF(res[i] == want, "reduce_scatter n=%zu%s across hosts: [%zu] = %g, want %g", n,
+                inplace ? " in place" : "", i, res[i], want);
+      }
+      if (!inplace) dev_free(res);
+      dev_free(big);
+    }
+  }
+}
+
 /* Ranks on two (fake) hosts: allreduce, broadcast and reduce larger than a
  * chunk go through the pinned pipeline (COLLIE_CUDA_CHUNK set small, so a
  * few KiB make several chunks, the last one short), in and out of place,
@@ -350,7 +393,8 @@ TEST_IMPL(cuda_fake_pipeline)
   ASSERT(collie__comm_device_algo(comm, COLLIE_KIND_ALLREDUCE, 4097) == COLLIE_ALGO_CUDA_PIPELINE);
   ASSERT(collie__comm_device_algo(comm, COLLIE_KIND_ALLREDUCE, 4096) == 0);
   ASSERT(collie__comm_device_algo(comm, COLLIE_KIND_REDUCE, 1 << 20) == COLLIE_ALGO_CUDA_PIPELINE);
-  ASSERT(collie__comm_device_algo(comm, COLLIE_KIND_ALLGATHER, 1 << 20) == 0);
+  ASSERT(collie__comm_device_algo(comm, COLLIE_KIND_ALLGATHER, 4097) == COLLIE_ALGO_CUDA_PIPELINE);
+  ASSERT(collie__comm_device_algo(comm, COLLIE_KIND_REDUCE_SCATTER, 4096 / (size_t)p) == 0);
   const size_t counts[] = {1000, 1025, 5000, 70001};
   for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++) {
     size_t n = counts[ci];
@@ -389,15 +433,7 @@ TEST_IMPL(cuda_fake_pipeline)
       dev_free(s);
     }
   }
-  /* Across hosts, the others are staged whole: still right. */
-  size_t n = 3000;
-  float *all = dev_alloc(n * 4 * (size_t)p), *mine = dev_alloc(n * 4);
-  for (size_t i = 0; i < n; i++) mine[i] = fk_val(r, i);
-  ASSERT_OK(collie_allgather(comm, mine, all, n, COLLIE_FLOAT32, NULL, NULL));
-  for (size_t i = 0; i < n * (size_t)p; i++)
-    ASSERTF(all[i] == fk_val((int)(i / n), i % n), "allgather across hosts: [%zu]", i);
-  dev_free(all);
-  dev_free(mine);
+  fk_pipeline_blocks(comm);
   fk_telemetry(comm, 5000, "cuda_pipeline");
   fk_plan(comm, 5000);        /* over one chunk: the pipeline */
   ASSERT(fk_launches() == 0); /* nothing here runs a kernel */
