@@ -69,6 +69,10 @@ nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 cuda_inc=$(dirname "$nvcc")/../include
 step cuda_ipc_probe sh -c "cc -O2 -I$cuda_inc bench/cuda_ipc_probe.c -o build-dev/cuda_ipc_probe -ldl \
   && timeout 60 build-dev/cuda_ipc_probe"
+# Where small staged copies spend their time (docs/gpu.md, "Not yet"): a
+# round trip through pinned memory at 8 B-256 KiB, one process and two.
+step copy_probe sh -c "cc -O2 -I$cuda_inc bench/cuda_copy_probe.c -o build-dev/cuda_copy_probe -ldl \
+  && timeout 60 build-dev/cuda_copy_probe 1 && timeout 60 build-dev/cuda_copy_probe 2"
 step dispatch_cost env COLLIE_LIBRARY="$PWD/build-dev/libcollie.so" timeout 120 "$py" bench/torch_dispatch_cost.py 20000 5
 # 8. The device matrix: every rank on device 0. The direct path (CUDA IPC,
 # collie's kernels) at 1, 2 and 4 ranks, then 9 ranks (more sources than a
