@@ -16,16 +16,13 @@
  *   /tmp/copy 1 && /tmp/copy 2
  */
 #define _GNU_SOURCE
-#include <cuda.h>
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-typedef CUresult (*get_proc_fn)(const char *, void **, int, cuuint64_t,
-                                CUdriverProcAddressQueryResult *);
+#include "cuda_probe_load.h"
 
 static struct {
   CUresult (*init)(unsigned);
@@ -61,16 +58,7 @@ now_us(void)
 static void
 load(void)
 {
-  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  get_proc_fn gp = h ? (get_proc_fn)dlsym(h, "cuGetProcAddress_v2") : NULL;
-  if (!gp) {
-    printf("no usable libcuda.so.1 (%s)\n", h ? "no cuGetProcAddress_v2" : dlerror());
-    exit(2);
-  }
-  struct {
-    const char *name;
-    void **slot;
-  } want[] = {
+  static const struct probe_sym want[] = {
       {"cuInit", (void **)&cu.init},
       {"cuDeviceGet", (void **)&cu.device_get},
       {"cuDevicePrimaryCtxRetain", (void **)&cu.primary_retain},
@@ -84,14 +72,7 @@ load(void)
       {"cuStreamCreate", (void **)&cu.stream_create},
       {"cuStreamSynchronize", (void **)&cu.stream_sync},
   };
-  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
-    CUdriverProcAddressQueryResult st;
-    if (gp(want[i].name, want[i].slot, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &st) != CUDA_SUCCESS ||
-        !*want[i].slot) {
-      printf("cuGetProcAddress(%s) failed\n", want[i].name);
-      exit(2);
-    }
-  }
+  probe_load(want, sizeof want / sizeof want[0]);
 }
 
 static void

@@ -15,8 +15,6 @@
  *   cc -O2 -I/usr/local/cuda/include bench/cuda_ipc_probe.c -o /tmp/probe -ldl && /tmp/probe
  */
 #define _GNU_SOURCE
-#include <cuda.h>
-#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,8 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-typedef CUresult (*get_proc_fn)(const char *, void **, int, cuuint64_t,
-                                CUdriverProcAddressQueryResult *);
+#include "cuda_probe_load.h"
 
 static struct {
   CUresult (*init)(unsigned);
@@ -80,20 +77,7 @@ now_us(void)
 static void
 load(void)
 {
-  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    printf("no driver: %s\n", dlerror());
-    exit(2);
-  }
-  get_proc_fn gp = (get_proc_fn)dlsym(h, "cuGetProcAddress_v2");
-  if (!gp) {
-    printf("libcuda.so.1 has no cuGetProcAddress_v2 (driver older than CUDA 12)\n");
-    exit(2);
-  }
-  struct {
-    const char *name;
-    void **slot;
-  } want[] = {
+  static const struct probe_sym want[] = {
       {"cuInit", (void **)&cu.init},
       {"cuDeviceGet", (void **)&cu.device_get},
       {"cuDevicePrimaryCtxRetain", (void **)&cu.primary_retain},
@@ -114,14 +98,7 @@ load(void)
       {"cuGetErrorString", (void **)&cu.error_string},
       {"cuDriverGetVersion", (void **)&cu.driver_version},
   };
-  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
-    CUdriverProcAddressQueryResult st;
-    CUresult rc = gp(want[i].name, want[i].slot, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &st);
-    if (rc != CUDA_SUCCESS || !*want[i].slot) {
-      printf("cuGetProcAddress(%s) failed: %d status %d\n", want[i].name, (int)rc, (int)st);
-      exit(2);
-    }
-  }
+  probe_load(want, sizeof want / sizeof want[0]);
 }
 
 static void

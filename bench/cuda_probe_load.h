@@ -1,0 +1,45 @@
+/* bench/cuda_probe_load.h - the CUDA probes' driver loader: libcuda.so.1
+ * opened at run time and each entry point resolved through
+ * cuGetProcAddress_v2 (the versioned symbols the driver chooses), as
+ * libcollie does. Header-only: the probes are single files built by
+ * scripts/gpu_check.sh with `cc ... -ldl`. */
+#ifndef CUDA_PROBE_LOAD_H
+#define CUDA_PROBE_LOAD_H
+
+#include <cuda.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+struct probe_sym {
+  const char *name;
+  void **slot;
+};
+
+/* Resolves want[0..n); exits 2 naming what is missing. */
+static void
+probe_load(const struct probe_sym *want, size_t n)
+{
+  typedef CUresult (*get_proc_fn)(const char *, void **, int, cuuint64_t,
+                                  CUdriverProcAddressQueryResult *);
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    printf("no driver: %s\n", dlerror());
+    exit(2);
+  }
+  get_proc_fn gp = (get_proc_fn)dlsym(h, "cuGetProcAddress_v2");
+  if (!gp) {
+    printf("libcuda.so.1 has no cuGetProcAddress_v2 (driver older than CUDA 12)\n");
+    exit(2);
+  }
+  for (size_t i = 0; i < n; i++) {
+    CUdriverProcAddressQueryResult st;
+    CUresult rc = gp(want[i].name, want[i].slot, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &st);
+    if (rc != CUDA_SUCCESS || !*want[i].slot) {
+      printf("cuGetProcAddress(%s) failed: %d status %d\n", want[i].name, (int)rc, (int)st);
+      exit(2);
+    }
+  }
+}
+
+#endif
