@@ -47,14 +47,6 @@ ck(CUresult rc, const char *what)
   exit(1);
 }
 
-static double
-now_us(void)
-{
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
-}
-
 static void
 load(void)
 {
@@ -95,18 +87,18 @@ run(int me, int nproc, int go)
   if (read(go, &c, 1) != 1) exit(1); /* every process starts at once */
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
     const int iters = 2000;
-    double t0 = now_us();
+    double t0 = probe_now_us();
     for (int k = 0; k < iters; k++) {
       ck(cu.htod(d, h, sizes[i]), "cuMemcpyHtoD");
       ck(cu.dtoh(h, d, sizes[i]), "cuMemcpyDtoH");
     }
-    double t1 = now_us();
+    double t1 = probe_now_us();
     for (int k = 0; k < iters; k++) {
       ck(cu.htod_async(d, h, sizes[i], s), "cuMemcpyHtoDAsync");
       ck(cu.dtoh_async(h, d, sizes[i], s), "cuMemcpyDtoHAsync");
       ck(cu.stream_sync(s), "cuStreamSynchronize");
     }
-    double t2 = now_us();
+    double t2 = probe_now_us();
     printf("copy_probe: %d process(es), process %d: %7zu B: sync pair %8.2f us, async pair + wait "
            "%8.2f us\n",
            nproc, me, sizes[i], (t1 - t0) / iters, (t2 - t1) / iters);

@@ -66,14 +66,6 @@ die(const char *what, CUresult rc)
     if (rc_ != CUDA_SUCCESS) die(what, rc_);                                                       \
   } while (0)
 
-static double
-now_us(void)
-{
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
-}
-
 static void
 load(void)
 {
@@ -221,9 +213,9 @@ main(void)
     recv_fd(sv[1], &ih, sizeof ih);
     int fd = recv_fd(sv[1], &fsz, sizeof fsz);
     CUdeviceptr a;
-    double t0 = now_us();
+    double t0 = probe_now_us();
     CK(cu.ipc_open(&a, ih, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS), "cuIpcOpenMemHandle");
-    double t1 = now_us();
+    double t1 = probe_now_us();
     CK(cu.dtoh(host, a, N * 4), "read the parent's IPC buffer");
     int bad = check(host, 1, "legacy IPC read");
     fill(host, 3);
@@ -234,11 +226,11 @@ main(void)
       return 1;
     }
     CUmemGenericAllocationHandle gh;
-    t0 = now_us();
+    t0 = probe_now_us();
     CK(cu.import_fd(&gh, (void *)(intptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
        "cuMemImportFromShareableHandle");
     CUdeviceptr b = map_fd_alloc(gh, fsz);
-    t1 = now_us();
+    t1 = probe_now_us();
     CK(cu.dtoh(host, b, N * 4), "read the parent's fd buffer");
     bad |= check(host, 2, "cuMem fd read");
     fill(host, 4);

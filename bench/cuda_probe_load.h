@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 struct probe_sym {
   const char *name;
@@ -40,6 +41,15 @@ probe_load(const struct probe_sym *want, size_t n)
       exit(2);
     }
   }
+}
+
+/* Monotonic microseconds. */
+static double
+probe_now_us(void)
+{
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
 }
 
 #endif
