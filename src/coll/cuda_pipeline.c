@@ -53,13 +53,14 @@ pipe_pick(const struct collie__call *sub, const struct collie__algo **out)
   return collie__algo_select(sub, COLLIE_ALGO_AUTO, &none, sub->models, &log, out);
 }
 
-/* Where chunk k of a call lives: `blocks` strided blocks of `len` bytes per
- * chunk (allgather's output and reduce_scatter's input hold one block per
- * rank, `stride` bytes apart on the device; the others one block), packed
- * block after block in a pinned buffer. */
+/* Where chunk k of one side of a call lives: `blocks` blocks `stride`
+ * bytes apart on the device (allgather's output and reduce_scatter's input
+ * hold one block per rank; the others one), each chunk's share of them
+ * packed block after block in a pinned buffer from block index `at`
+ * (allgather's input: this rank's place among the output's blocks). */
 struct pipe_side {
   int blocks;
-  size_t stride;
+  size_t stride, at;
 };
 
 /* Queues chunk bytes [off, off+len) of each block of side s between the
@@ -71,8 +72,8 @@ pipe_copy(struct collie__pinned *pin, int b, int in, const struct pipe_side *s, 
   collie_result_t rc = COLLIE_SUCCESS;
   for (int q = 0; q < s->blocks && rc == COLLIE_SUCCESS; q++) {
     char *d = dev + (size_t)q * s->stride + off;
-    rc = in ? collie__pinned_in(pin, b, (size_t)q * len, d, len)
-            : collie__pinned_out(pin, b, (size_t)q * len, d, len);
+    size_t at = (s->at + (size_t)q) * len;
+    rc = in ? collie__pinned_in(pin, b, at, d, len) : collie__pinned_out(pin, b, at, d, len);
   }
   return rc;
 }
@@ -90,13 +91,12 @@ pipe_run(struct collie__call *c)
   int copy_in = c->kind != COLLIE_KIND_BROADCAST || root;
   int copy_out = c->kind != COLLIE_KIND_REDUCE || root;
   if (c->kind == COLLIE_KIND_BROADCAST) copy_out = !root;
-  struct pipe_side in = {rs ? p : 1, bytes}, out = {ag ? p : 1, bytes};
+  struct pipe_side in = {rs ? p : 1, bytes, ag ? (size_t)c->rank : 0},
+                   out = {ag ? p : 1, bytes, rs ? (size_t)c->rank : 0};
   /* allgather's input is this rank's block only; broadcast's one buffer is
    * both sides. */
   char *src = (char *)(c->kind == COLLIE_KIND_BROADCAST ? c->recvbuf : c->sendbuf);
   char *dst = c->recvbuf;
-  size_t in_at = ag ? (size_t)c->rank : 0; /* where the input sits in a chunk's buffer */
-  size_t out_at = rs ? (size_t)c->rank : 0;
   collie_result_t rc = collie__cuda_push_ctx_of(dst ? (const void *)dst : src,
                                                 "cuda_pipeline: entering the context");
   if (rc != COLLIE_SUCCESS) return rc;
@@ -106,11 +106,8 @@ pipe_run(struct collie__call *c)
   struct collie__pinned *pin = c->dev->pinned;
   size_t n = bytes ? (bytes + chunk - 1) / chunk : 0;
   const struct collie__algo *a = NULL;
-  /* Chunk k's copy in to buffer b (allgather: into this rank's block). */
-#define PIPE_IN(b, off, len)                                                                       \
-  (ag ? collie__pinned_in(pin, (b), in_at * (len), src + (off), (len))                             \
-      : pipe_copy(pin, (b), 1, &in, src, (off), (len)))
-  if (rc == COLLIE_SUCCESS && copy_in && n) rc = PIPE_IN(0, 0, bytes < chunk ? bytes : chunk);
+  if (rc == COLLIE_SUCCESS && copy_in && n)
+    rc = pipe_copy(pin, 0, 1, &in, src, 0, bytes < chunk ? bytes : chunk);
   for (size_t k = 0; k < n && rc == COLLIE_SUCCESS; k++) {
     size_t off = k * chunk, len = bytes - off < chunk ? bytes - off : chunk;
     int b = (int)(k & 1);
@@ -118,7 +115,7 @@ pipe_run(struct collie__call *c)
       rc = collie__pinned_wait_in(pin, c->deadline_ns);
       if (rc == COLLIE_SUCCESS && k + 1 < n) {
         size_t next = bytes - off - len < chunk ? bytes - off - len : chunk;
-        rc = PIPE_IN(b ^ 1, off + len, next);
+        rc = pipe_copy(pin, b ^ 1, 1, &in, src, off + len, next);
       }
     } else {
       rc = collie__pinned_wait_buf(pin, b,
@@ -132,19 +129,16 @@ pipe_run(struct collie__call *c)
     sub.count = len / es;
     /* In place on the pinned buffer, as each collective spells it. */
     sub.sendbuf = sub.recvbuf = buf;
-    if (ag) sub.sendbuf = buf + in_at * len;
-    if (rs) sub.recvbuf = buf + out_at * len;
+    if (ag) sub.sendbuf = buf + in.at * len;
+    if (rs) sub.recvbuf = buf + out.at * len;
     sub.step0 = c->step0 + (uint32_t)k * PIPE_STEPS;
     /* Every chunk but a short last one has one shape: picked once. */
     if (k == 0 || len != chunk) rc = pipe_pick(&sub, &a);
     if (rc != COLLIE_SUCCESS) break;
     sub.algo = a->id;
     rc = a->run(&sub);
-    if (rc == COLLIE_SUCCESS && copy_out)
-      rc = rs ? collie__pinned_out(pin, b, out_at * len, dst + off, len)
-              : pipe_copy(pin, b, 0, &out, dst, off, len);
+    if (rc == COLLIE_SUCCESS && copy_out) rc = pipe_copy(pin, b, 0, &out, dst, off, len);
   }
-#undef PIPE_IN
   if (rc == COLLIE_SUCCESS && copy_out) rc = collie__pinned_wait_out(pin, c->deadline_ns);
   collie__cuda_pop();
   return rc;

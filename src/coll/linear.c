@@ -263,12 +263,12 @@ lin_allreduce_run(struct collie__call *c)
   int p = c->size;
   size_t bytes = c->count * c->esize;
   if (bytes == 0) return COLLIE_SUCCESS;
-  char *in = p > 1 ? collie__scratch_get(c->scratch, (size_t)p * bytes) : NULL;
-  if (p > 1 && !in) return COLLIE_SYSTEM_ERROR;
   if (p == 1) {
     if (c->sendbuf != c->recvbuf) collie__call_copy(c, c->recvbuf, c->sendbuf, bytes);
     return COLLIE_SUCCESS;
   }
+  char *in = collie__scratch_get(c->scratch, (size_t)p * bytes);
+  if (!in) return COLLIE_SYSTEM_ERROR;
   uint64_t slot = collie__call_slot(c, 0);
   struct collie__req req[LIN_WINDOW];
   struct collie__req *w[LIN_WINDOW];

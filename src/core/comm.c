@@ -287,6 +287,14 @@ comm_get_peer(collie__store_t *store, const char *key, const struct collie__peer
   }
 }
 
+/* Init's error when rank q never came, whichever way the ranks meet. */
+static collie_result_t
+comm_never_joined(const collie_comm_t *c, int q, int64_t timeout_ms)
+{
+  return collie__err(COLLIE_TIMEOUT, "rank %d never joined within %lld ms (rank %d of %d waiting)",
+                     q, (long long)timeout_ms, c->rank, c->size);
+}
+
 /* Every rank's peer record through the store: this rank's published under
  * "peer/<rank>", every other rank's read (N records a rank). */
 static collie_result_t
@@ -302,9 +310,7 @@ comm_store_exchange(collie_comm_t *c, const struct collie__peer *me,
     if (p == c->rank) continue;
     snprintf(key, sizeof(key), "peer/%d", p);
     rc = comm_get_peer(c->store, key, expect ? &expect[p] : NULL, me, deadline, &val, &len);
-    if (rc == COLLIE_TIMEOUT)
-      collie__err(COLLIE_TIMEOUT, "rank %d never joined within %lld ms (rank %d of %d waiting)", p,
-                  (long long)timeout_ms, c->rank, c->size);
+    if (rc == COLLIE_TIMEOUT) comm_never_joined(c, p, timeout_ms);
     if (rc != COLLIE_SUCCESS) return rc;
     if (len != sizeof(struct collie__peer)) {
       free(val);
@@ -354,9 +360,7 @@ comm_ring_name_missing(collie_comm_t *c, int64_t timeout_ms, collie_result_t rc)
       free(val);
       continue;
     }
-    return collie__err(COLLIE_TIMEOUT,
-                       "rank %d never joined within %lld ms (rank %d of %d waiting)", q,
-                       (long long)timeout_ms, c->rank, c->size);
+    return comm_never_joined(c, q, timeout_ms);
   }
   collie__err_set_text(saved);
   return rc;

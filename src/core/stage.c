@@ -194,14 +194,14 @@ collie__stage_run(collie_comm_t *comm, struct collie__op *op, const collie_opts_
   uintptr_t ra = (uintptr_t)rb,
             sa = (uintptr_t)sb; /* two allocations' pointers: compare as numbers */
   int alias = r == 1 && s == 1 && sa >= ra && sa + e.send <= ra + e.recv;
-  size_t roff = 0, soff = r == 1 ? (e.recv + 63) & ~(size_t)63 : 0;
+  size_t soff = r == 1 ? (e.recv + 63) & ~(size_t)63 : 0; /* recvbuf's staging first */
   size_t need = soff + (s == 1 && !alias ? e.send : 0);
   char *host = NULL, *heap = NULL;
   collie_result_t rc = stage_area(comm, r == 1 ? rb : sb, need, &host);
   if (rc != COLLIE_SUCCESS) return rc;
   if (!host && !(host = heap = malloc(need ? need : 1)))
     return collie__err(COLLIE_SYSTEM_ERROR, "%s: out of memory staging %zu bytes", fn, need);
-  char *hr = r == 1 ? host + roff : NULL, *hs = s == 1 && !alias ? host + soff : NULL;
+  char *hr = r == 1 ? host : NULL, *hs = s == 1 && !alias ? host + soff : NULL;
   /* The receive buffer's old contents only where the collective may leave
    * some of them (or reads them: in place). */
   if (r == 1 && (alias || !e.recv_all))
