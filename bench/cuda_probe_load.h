@@ -17,9 +17,10 @@ struct probe_sym {
   void **slot;
 };
 
-/* Resolves want[0..n); exits 2 naming what is missing. */
+/* Resolves want[0..n) as the driver API of `version` (12000: CUDA 12.0)
+ * defines them; exits 2 naming what is missing. */
 static void
-probe_load(const struct probe_sym *want, size_t n)
+probe_load_version(const struct probe_sym *want, size_t n, int version)
 {
   typedef CUresult (*get_proc_fn)(const char *, void **, int, cuuint64_t,
                                   CUdriverProcAddressQueryResult *);
@@ -35,12 +36,18 @@ probe_load(const struct probe_sym *want, size_t n)
   }
   for (size_t i = 0; i < n; i++) {
     CUdriverProcAddressQueryResult st;
-    CUresult rc = gp(want[i].name, want[i].slot, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &st);
+    CUresult rc = gp(want[i].name, want[i].slot, version, CU_GET_PROC_ADDRESS_DEFAULT, &st);
     if (rc != CUDA_SUCCESS || !*want[i].slot) {
       printf("cuGetProcAddress(%s) failed: %d status %d\n", want[i].name, (int)rc, (int)st);
       exit(2);
     }
   }
+}
+
+static void
+probe_load(const struct probe_sym *want, size_t n)
+{
+  probe_load_version(want, n, 12000);
 }
 
 /* Monotonic microseconds. */

@@ -57,7 +57,7 @@ step() { # name, command...
   "$@" >"$out/$name.log" 2>&1
   rc=$?
   echo "=== $name: exit $rc in $(($(date +%s) - start)) s"
-  tail -15 "$out/$name.log"
+  tail -${GPU_CHECK_TAIL:-15} "$out/$name.log"
   summary="$summary $name=$rc"
 }
 
@@ -72,7 +72,29 @@ step cuda_ipc_probe sh -c "cc -O2 -I$cuda_inc bench/cuda_ipc_probe.c -o build-de
 # Where small staged copies spend their time (docs/gpu.md, "Not yet"): a
 # round trip through pinned memory at 8 B-256 KiB, one process and two.
 step copy_probe sh -c "cc -O2 -I$cuda_inc bench/cuda_copy_probe.c -o build-dev/cuda_copy_probe -ldl \
-  && timeout 60 build-dev/cuda_copy_probe 1 && timeout 60 build-dev/cuda_copy_probe 2"
+  && $nvcc -ptx bench/cuda_copy_probe_kernels.cu -o build-dev/cuda_copy_probe.ptx \
+  && timeout 90 build-dev/cuda_copy_probe 1 build-dev/cuda_copy_probe.ptx \
+  && timeout 90 build-dev/cuda_copy_probe 2 build-dev/cuda_copy_probe.ptx \
+  && timeout 60 build-dev/cuda_copy_probe 2 build-dev/cuda_copy_probe.ptx lockstep \
+  && timeout 60 build-dev/cuda_copy_probe 2 build-dev/cuda_copy_probe.ptx turns"
+# The same probe under CUDA MPS (one server context for every process's
+# work: no context switches between them), where the image has the daemon;
+# it runs for this step only, its pipes under $out.
+mps_probe() (
+  command -v nvidia-cuda-mps-control >/dev/null || { echo "no nvidia-cuda-mps-control here"; return 1; }
+  [ -x build-dev/cuda_copy_probe ] || cc -O2 -I"$cuda_inc" bench/cuda_copy_probe.c -o build-dev/cuda_copy_probe -ldl || return 1
+  [ -f build-dev/cuda_copy_probe.ptx ] || "$nvcc" -ptx bench/cuda_copy_probe_kernels.cu -o build-dev/cuda_copy_probe.ptx || return 1
+  export CUDA_MPS_PIPE_DIRECTORY="$out/mps_pipe" CUDA_MPS_LOG_DIRECTORY="$out/mps_log"
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  nvidia-cuda-mps-control -d || return 1
+  timeout 90 build-dev/cuda_copy_probe 2 build-dev/cuda_copy_probe.ptx lockstep
+  rc=$?
+  echo quit | nvidia-cuda-mps-control
+  sleep 1
+  cat "$CUDA_MPS_LOG_DIRECTORY"/control.log 2>/dev/null | tail -5
+  return $rc
+)
+step mps_probe mps_probe
 step dispatch_cost env COLLIE_LIBRARY="$PWD/build-dev/libcollie.so" timeout 120 "$py" bench/torch_dispatch_cost.py 20000 5
 # 8. The device matrix: every rank on device 0. The direct path (CUDA IPC,
 # collie's kernels) at 1, 2 and 4 ranks, then 9 ranks (more sources than a
@@ -146,6 +168,23 @@ device_bench() {
     --csv "$out/collie_cuda_staged_2.csv" || return 1
 }
 step device_bench device_bench
+# reduce, gather, scatter and alltoall on the direct path against staged
+# (COLLIE_CUDA_IPC=0), 2 and 4 ranks on the one GPU, 8 B to 16 MiB; the
+# table printed: time direct, time staged, their ratio.
+device_pull_bench() {
+  for n in 2 4; do
+    for ipc in 1 0; do
+      COLLIE_CUDA_IPC=$ipc timeout 120 build-dev/collierun -n $n --timeout 110 build-dev/collie-bench \
+        --device cuda -o reduce,gather,scatter,alltoall -b 8 -e 16M -f 16 -t 0.02 \
+        --csv "$out/pull_${n}_$ipc.csv" >/dev/null || return 1
+    done
+    awk -F, -v n=$n 'FNR == 1 { next } NR == FNR { t[$2 "/" $6] = $8; a[$2 "/" $6] = $3; next }
+      ($2 "/" $6) in t { k = $2 "/" $6
+        printf "pull %d ranks %-18s %-9s %10.2f us  %-18s %10.2f us %7.1fx\n", n, k, a[k], t[k], $3, $8, $8 / t[k] }' \
+      "$out/pull_${n}_1.csv" "$out/pull_${n}_0.csv"
+  done
+}
+step device_pull_bench device_pull_bench
 gloo_bench() { # a run cut short keeps its CSV lines so far; both sizes run
   rc=0
   for n in 2 4; do

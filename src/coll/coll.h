@@ -349,10 +349,12 @@ const struct collie__algo *const *collie__algo_table(int *n);
   XX(reduce_reduce_scatter_gather)                                                                 \
   XX(reduce_hierarchical)                                                                          \
   XX(reduce_cuda_pipeline)                                                                         \
+  XX(reduce_cuda_ipc)                                                                              \
   XX(alltoall_pairwise)                                                                            \
   XX(alltoall_bruck)                                                                               \
   XX(alltoall_shm_flat)                                                                            \
   XX(alltoall_hierarchical)                                                                        \
+  XX(alltoall_cuda_ipc)                                                                            \
   XX(alltoallv_pairwise)                                                                           \
   XX(alltoallv_hierarchical)                                                                       \
   XX(sparse_allreduce_topk_allgather)                                                              \
@@ -360,9 +362,11 @@ const struct collie__algo *const *collie__algo_table(int *n);
   XX(gather_tree)                                                                                  \
   XX(gather_linear)                                                                                \
   XX(gather_hierarchical)                                                                          \
+  XX(gather_cuda_ipc)                                                                              \
   XX(scatter_tree)                                                                                 \
   XX(scatter_linear)                                                                               \
   XX(scatter_hierarchical)                                                                         \
+  XX(scatter_cuda_ipc)                                                                             \
   XX(barrier_dissemination)                                                                        \
   XX(barrier_shm_flat)                                                                             \
   XX(barrier_hierarchical)

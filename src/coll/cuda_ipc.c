@@ -61,6 +61,7 @@
 #include <string.h>
 
 #include "coll/coll.h"
+#include "coll/cuda_ipc.h"
 #include "device/cuda.h"
 #include "device/ipc_cache.h"
 #include "transport/shm.h"
@@ -73,15 +74,6 @@
 
 static atomic_int ipc_warned; /* the fallback's WARN: once a process */
 
-struct ipc_run {
-  struct collie__call *c;
-  struct collie__shm_flat *f;
-  void *stream;
-  void **peer_send, **peer_recv; /* every rank's buffers in this process */
-  void **tmp;                    /* p pointers more, for a plan's launches */
-  int one_gpu;                   /* every rank on this rank's GPU */
-};
-
 /* Start of block i of len bytes cut into p whole 64-byte lines. */
 static size_t
 ipc_cut(size_t len, int p, int i)
@@ -91,22 +83,47 @@ ipc_cut(size_t len, int p, int i)
 }
 
 static collie_result_t
-ipc_sync(struct ipc_run *x)
+ipc_sync(struct collie__ipc_run *x)
 {
   return collie__shm_flat_sync(x->f, x->c->deadline_ns);
 }
 
 /* Waits for this rank's queued work on the call's stream. */
 static collie_result_t
-ipc_wait(struct ipc_run *x, const char *what)
+ipc_wait(struct collie__ipc_run *x, const char *what)
 {
   return collie__cuda_stream_sync(x->stream, x->c->deadline_ns, what);
 }
 
 /* ---- The host path ---- */
 
+/* What the host path runs for each kind: shared-memory algorithms that need
+ * no scratch of the caller's. */
+static const struct collie__algo *
+ipc_host_algo(int kind)
+{
+  switch (kind) {
+  case COLLIE_KIND_ALLREDUCE:
+    return &collie__algo_allreduce_shm_flat;
+  case COLLIE_KIND_REDUCE_SCATTER:
+    return &collie__algo_reduce_scatter_shm_flat;
+  case COLLIE_KIND_ALLGATHER:
+    return &collie__algo_allgather_shm_flat;
+  case COLLIE_KIND_REDUCE:
+    return &collie__algo_reduce_tree;
+  case COLLIE_KIND_GATHER:
+    return &collie__algo_gather_linear;
+  case COLLIE_KIND_SCATTER:
+    return &collie__algo_scatter_linear;
+  case COLLIE_KIND_ALLTOALL:
+    return &collie__algo_alltoall_pairwise;
+  default:
+    return &collie__algo_broadcast_tree;
+  }
+}
+
 static collie_result_t
-ipc_host_path(struct ipc_run *x)
+ipc_host_path(struct collie__ipc_run *x)
 {
   struct collie__call *c = x->c, h = *c;
   struct collie__extent e;
@@ -123,8 +140,9 @@ ipc_host_path(struct ipc_run *x)
   if (send_in_recv) hs = hr + (s - r);
   if (recv_in_send) hr = hs + (r - s);
   collie_result_t rc = COLLIE_SUCCESS;
-  if (!recv_in_send) rc = collie__cuda_copy_async(hr, c->recvbuf, re, x->stream, "recvbuf to host");
-  if (rc == COLLIE_SUCCESS && !send_in_recv)
+  if (!recv_in_send && re)
+    rc = collie__cuda_copy_async(hr, c->recvbuf, re, x->stream, "recvbuf to host");
+  if (rc == COLLIE_SUCCESS && !send_in_recv && se)
     rc = collie__cuda_copy_async(hs, c->sendbuf, se, x->stream, "sendbuf to host");
   if (rc == COLLIE_SUCCESS) rc = ipc_wait(x, "copying device buffers to the host");
   if (rc == COLLIE_SUCCESS) {
@@ -132,14 +150,9 @@ ipc_host_path(struct ipc_run *x)
     h.recvbuf = hr;
     h.mem = COLLIE_MEM_HOST;
     h.reduce = collie__reduce_kernel(c->dtype, c->op);
-    const struct collie__algo *a =
-        c->kind == COLLIE_KIND_ALLREDUCE        ? &collie__algo_allreduce_shm_flat
-        : c->kind == COLLIE_KIND_REDUCE_SCATTER ? &collie__algo_reduce_scatter_shm_flat
-        : c->kind == COLLIE_KIND_ALLGATHER      ? &collie__algo_allgather_shm_flat
-                                                : &collie__algo_broadcast_tree;
-    rc = a->run(&h);
+    rc = ipc_host_algo(c->kind)->run(&h);
   }
-  if (rc == COLLIE_SUCCESS)
+  if (rc == COLLIE_SUCCESS && re)
     rc = collie__cuda_copy_async(c->recvbuf, hr, re, x->stream, "result to device");
   if (rc == COLLIE_SUCCESS) rc = ipc_wait(x, "copying the result to the device");
   free(host);
@@ -152,7 +165,7 @@ ipc_host_path(struct ipc_run *x)
  * every peer's. *host: some rank cannot take the direct path, so every rank
  * runs the host path. */
 static collie_result_t
-ipc_meet(struct ipc_run *x, const void *send, const void *recv, int *host)
+ipc_meet(struct collie__ipc_run *x, const void *send, const void *recv, int direct_ok, int *host)
 {
   struct collie__call *c = x->c;
   int p = c->size, r = c->rank;
@@ -203,7 +216,7 @@ ipc_meet(struct ipc_run *x, const void *send, const void *recv, int *host)
     if (rec->unshared) unshared = q;
     x->one_gpu &= !memcmp(rec->device, mine->device, sizeof(mine->device));
   }
-  int failed = 0;
+  int failed = !direct_ok;
   for (int q = 0; q < p && unshared < 0 && !failed; q++) {
     const struct collie__ipc_rec *rec = collie__shm_flat_piece(x->f, q, b, sizeof(*mine));
     void *out[COLLIE_IPC_BUFS] = {NULL, NULL};
@@ -238,18 +251,16 @@ ipc_meet(struct ipc_run *x, const void *send, const void *recv, int *host)
   return COLLIE_SUCCESS;
 }
 
-/* The frame of every call: context, one rank alone (its own copy; a
- * broadcast has nothing to do), meeting, host path or direct. */
-static collie_result_t
-ipc_run(struct collie__call *c, const void *send, const void *recv,
-        collie_result_t (*direct)(struct ipc_run *))
+collie_result_t
+collie__ipc_run(struct collie__call *c, const void *send, const void *recv, int direct_ok,
+                collie_result_t (*direct)(struct collie__ipc_run *))
 {
-  struct ipc_run x = {c, NULL, c->stream, NULL, NULL, NULL, 0};
+  struct collie__ipc_run x = {c, NULL, c->stream, NULL, NULL, NULL, 0};
   const void *any = c->recvbuf ? (const void *)c->recvbuf : c->sendbuf;
   collie_result_t rc = collie__cuda_push_ctx_of(any, "cuda_ipc: entering the buffer's context");
   if (rc != COLLIE_SUCCESS) return rc;
   if (c->size == 1) {
-    if (c->kind != COLLIE_KIND_BROADCAST) /* allgather and reduce_scatter: one block */
+    if (c->kind != COLLIE_KIND_BROADCAST) /* every other kind: one block to copy */
       rc = collie__cuda_copy_async(c->recvbuf, c->sendbuf, c->count * c->esize, x.stream,
                                    "cuda_ipc: a one-rank call's copy");
     if (rc == COLLIE_SUCCESS) rc = ipc_wait(&x, "cuda_ipc: finishing the call's work");
@@ -259,7 +270,7 @@ ipc_run(struct collie__call *c, const void *send, const void *recv,
   x.f = collie__net_shm_flat(c->net);
   int host = 0;
   if (!x.f) rc = collie__err(COLLIE_INTERNAL_ERROR, "cuda_ipc: the communicator has no flat area");
-  if (rc == COLLIE_SUCCESS) rc = ipc_meet(&x, send, recv, &host);
+  if (rc == COLLIE_SUCCESS) rc = ipc_meet(&x, send, recv, direct_ok, &host);
   if (rc == COLLIE_SUCCESS) rc = host ? ipc_host_path(&x) : direct(&x);
   collie__cuda_pop();
   return rc;
@@ -267,9 +278,8 @@ ipc_run(struct collie__call *c, const void *send, const void *recv,
 
 /* ---- allreduce ---- */
 
-/* The end of a plan: this rank's queued work done, then the last sync. */
-static collie_result_t
-ipc_finish(struct ipc_run *x, collie_result_t rc, const char *what)
+collie_result_t
+collie__ipc_finish(struct collie__ipc_run *x, collie_result_t rc, const char *what)
 {
   if (rc == COLLIE_SUCCESS) rc = ipc_wait(x, what);
   if (rc == COLLIE_SUCCESS) rc = ipc_sync(x);
@@ -277,7 +287,7 @@ ipc_finish(struct ipc_run *x, collie_result_t rc, const char *what)
 }
 
 static collie_result_t
-ipc_allreduce_direct(struct ipc_run *x)
+ipc_allreduce_direct(struct collie__ipc_run *x)
 {
   struct collie__call *c = x->c;
   int p = c->size, r = c->rank, div = c->op == COLLIE_AVG ? p : 0;
@@ -287,7 +297,7 @@ ipc_allreduce_direct(struct ipc_run *x)
     if (r == 0)
       rc = collie__cuda_reduce(x->peer_recv, p, (const void *const *)x->peer_send, p, c->count,
                                c->dtype, c->op, div, x->stream);
-    return ipc_finish(x, rc, "cuda_ipc: allreduce");
+    return collie__ipc_finish(x, rc, "cuda_ipc: allreduce");
   }
   /* The sources of block r: every rank's sendbuf at lo, in rank order. The
    * pointers are rewritten in place (peer_send is this call's own array). */
@@ -305,25 +315,25 @@ ipc_allreduce_direct(struct ipc_run *x)
       rc = collie__cuda_copy_async((char *)c->recvbuf + qlo, (char *)x->peer_recv[q] + qlo,
                                    qhi - qlo, x->stream, "cuda_ipc: allreduce's gather");
   }
-  return ipc_finish(x, rc, "cuda_ipc: allreduce's gather");
+  return collie__ipc_finish(x, rc, "cuda_ipc: allreduce's gather");
 }
 
 static collie_result_t
 ipc_allreduce_run(struct collie__call *c)
 {
-  return ipc_run(c, c->sendbuf, c->recvbuf, ipc_allreduce_direct);
+  return collie__ipc_run(c, c->sendbuf, c->recvbuf, 1, ipc_allreduce_direct);
 }
 
 /* ---- reduce_scatter ---- */
 
 static collie_result_t
-ipc_reduce_scatter_direct(struct ipc_run *x)
+ipc_reduce_scatter_direct(struct collie__ipc_run *x)
 {
   struct collie__call *c = x->c;
   int p = c->size, div = c->op == COLLIE_AVG ? p : 0;
   size_t blk = c->count * c->esize;
   collie_result_t rc = COLLIE_SUCCESS;
-  if (x->one_gpu && c->rank != 0) return ipc_finish(x, rc, "cuda_ipc: reduce_scatter");
+  if (x->one_gpu && c->rank != 0) return collie__ipc_finish(x, rc, "cuda_ipc: reduce_scatter");
   /* Block q of every sendbuf, into rank q's recvbuf: every q on one GPU
    * (by rank 0), this rank's own on several. */
   const void **at = (const void **)x->tmp;
@@ -333,19 +343,19 @@ ipc_reduce_scatter_direct(struct ipc_run *x)
     void *dst = x->one_gpu ? x->peer_recv[q] : c->recvbuf;
     rc = collie__cuda_reduce(&dst, 1, at, p, c->count, c->dtype, c->op, div, x->stream);
   }
-  return ipc_finish(x, rc, "cuda_ipc: reduce_scatter");
+  return collie__ipc_finish(x, rc, "cuda_ipc: reduce_scatter");
 }
 
 static collie_result_t
 ipc_reduce_scatter_run(struct collie__call *c)
 {
-  return ipc_run(c, c->sendbuf, c->recvbuf, ipc_reduce_scatter_direct);
+  return collie__ipc_run(c, c->sendbuf, c->recvbuf, 1, ipc_reduce_scatter_direct);
 }
 
 /* ---- allgather ---- */
 
 static collie_result_t
-ipc_allgather_direct(struct ipc_run *x)
+ipc_allgather_direct(struct collie__ipc_run *x)
 {
   struct collie__call *c = x->c;
   int p = c->size;
@@ -360,25 +370,25 @@ ipc_allgather_direct(struct ipc_run *x)
         rc = collie__cuda_reduce(dsts, p, &src, 1, c->count, c->dtype, COLLIE_SUM, 0, x->stream);
       }
     }
-    return ipc_finish(x, rc, "cuda_ipc: allgather");
+    return collie__ipc_finish(x, rc, "cuda_ipc: allgather");
   }
   for (int q = 0; q < p && rc == COLLIE_SUCCESS; q++)
     rc = collie__cuda_copy_async((char *)c->recvbuf + (size_t)q * b,
                                  q == c->rank ? c->sendbuf : x->peer_send[q], b, x->stream,
                                  "cuda_ipc: allgather's copies");
-  return ipc_finish(x, rc, "cuda_ipc: allgather's copies");
+  return collie__ipc_finish(x, rc, "cuda_ipc: allgather's copies");
 }
 
 static collie_result_t
 ipc_allgather_run(struct collie__call *c)
 {
-  return ipc_run(c, c->sendbuf, c->recvbuf, ipc_allgather_direct);
+  return collie__ipc_run(c, c->sendbuf, c->recvbuf, 1, ipc_allgather_direct);
 }
 
 /* ---- broadcast ---- */
 
 static collie_result_t
-ipc_broadcast_direct(struct ipc_run *x)
+ipc_broadcast_direct(struct collie__ipc_run *x)
 {
   struct collie__call *c = x->c;
   int p = c->size;
@@ -392,12 +402,12 @@ ipc_broadcast_direct(struct ipc_run *x)
       const void *src = c->recvbuf;
       rc = collie__cuda_reduce(dsts, nd, &src, 1, c->count, c->dtype, COLLIE_SUM, 0, x->stream);
     }
-    return ipc_finish(x, rc, "cuda_ipc: broadcast");
+    return collie__ipc_finish(x, rc, "cuda_ipc: broadcast");
   }
   if (c->rank != c->root)
     rc = collie__cuda_copy_async(c->recvbuf, x->peer_send[c->root], c->count * c->esize, x->stream,
                                  "cuda_ipc: broadcast's copy");
-  return ipc_finish(x, rc, "cuda_ipc: broadcast's copy");
+  return collie__ipc_finish(x, rc, "cuda_ipc: broadcast's copy");
 }
 
 static collie_result_t
@@ -405,25 +415,22 @@ ipc_broadcast_run(struct collie__call *c)
 {
   /* The root shares what it sends, the others where it goes. */
   int root = c->rank == c->root;
-  return ipc_run(c, root ? c->recvbuf : NULL, root ? NULL : c->recvbuf, ipc_broadcast_direct);
+  return collie__ipc_run(c, root ? c->recvbuf : NULL, root ? NULL : c->recvbuf, 1,
+                         ipc_broadcast_direct);
 }
 
 /* ---- Costs: the only algorithms for device buffers, so any estimate
  * picks them; a small one in the model's terms keeps logs readable. ---- */
 
-static double
-ipc_cost(const struct collie__call *c, const struct collie__model *m)
+double
+collie__ipc_cost(const struct collie__call *c, const struct collie__model *m)
 {
   if (c->mem != COLLIE_MEM_CUDA || c->group) return -1;
   if (c->size > 1 && (!c->all_shm || !collie__net_shm_flat(c->net))) return -1;
   return 4 * m->alpha_us;
 }
 
-#define IPC_ALGO(KIND, kind)                                                                       \
-  const struct collie__algo collie__algo_##kind##_cuda_ipc = {                                     \
-      "cuda_ipc", COLLIE_ALGO_CUDA_IPC, COLLIE_KIND_##KIND, COLLIE_NEEDS_DEVICE,                   \
-      ipc_cost,   ipc_##kind##_run}
-IPC_ALGO(ALLREDUCE, allreduce);
-IPC_ALGO(REDUCE_SCATTER, reduce_scatter);
-IPC_ALGO(ALLGATHER, allgather);
-IPC_ALGO(BROADCAST, broadcast);
+COLLIE_IPC_ALGO(ALLREDUCE, allreduce);
+COLLIE_IPC_ALGO(REDUCE_SCATTER, reduce_scatter);
+COLLIE_IPC_ALGO(ALLGATHER, allgather);
+COLLIE_IPC_ALGO(BROADCAST, broadcast);

@@ -68,7 +68,12 @@ collie__stage_device_algo(const collie_comm_t *comm, int kind, size_t bytes,
     bytes *= (size_t)comm->size; /* the pipeline chunks the whole buffer */
     break;
   case COLLIE_KIND_REDUCE:
-    pipe = 1;
+    ipc = pipe = 1;
+    break;
+  case COLLIE_KIND_GATHER:
+  case COLLIE_KIND_SCATTER:
+  case COLLIE_KIND_ALLTOALL:
+    ipc = 1;
     break;
   default:
     return 0;

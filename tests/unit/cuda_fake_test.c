@@ -61,6 +61,90 @@ fk_val(int r, size_t i)
   return (float)((r * 5 + (int)(i % 11)) % 9 + 1);
 }
 
+/* reduce (float32 sum, int32 AVG), gather and scatter from every root, in
+ * and out of place at the root; every rank's result checked. */
+static void
+fk_rooted(collie_comm_t *comm, size_t n)
+{
+  int p = collie_comm_size(comm), r = collie_comm_rank(comm);
+  float *all = dev_alloc(n * 4 * (size_t)p), *one = dev_alloc(n * 4);
+  for (int root = 0; root < p; root++)
+    for (int inplace = 0; inplace < 2; inplace++) {
+      const char *how = inplace ? " in place" : "";
+      /* reduce: the root's recvbuf is its sendbuf in place */
+      for (size_t i = 0; i < n; i++) one[i] = fk_val(r, i);
+      for (size_t i = 0; i < n; i++) all[i] = -1;
+      float *rs = r == root && inplace ? all : one;
+      if (rs == all)
+        for (size_t i = 0; i < n; i++) all[i] = fk_val(r, i);
+      ASSERT_OK(collie_reduce(comm, rs, all, n, COLLIE_FLOAT32, COLLIE_SUM, root, NULL, NULL));
+      for (size_t i = 0; i < n; i++) {
+        float want = 0;
+        for (int q = 0; q < p; q++) want += fk_val(q, i);
+        if (r != root) want = -1; /* a non-root's recvbuf is left alone */
+        ASSERTF(all[i] == want, "reduce n=%zu root %d%s: [%zu] = %g, want %g", n, root, how, i,
+                all[i], want);
+      }
+      int32_t *iv = (int32_t *)one;
+      for (size_t i = 0; i < n; i++) iv[i] = (int32_t)(p * fk_val(r, i));
+      ASSERT_OK(collie_reduce(comm, iv, iv, n, COLLIE_INT32, COLLIE_AVG, root, NULL, NULL));
+      if (r == root)
+        for (size_t i = 0; i < n; i++) {
+          int32_t want = 0;
+          for (int q = 0; q < p; q++) want += (int32_t)fk_val(q, i);
+          ASSERTF(iv[i] == want, "reduce int32 avg n=%zu root %d: [%zu] = %d, want %d", n, root, i,
+                  iv[i], want);
+        }
+      /* gather: in place, the root's block of recvbuf is its sendbuf */
+      float *gs = r == root && inplace ? all + (size_t)root * n : one;
+      for (size_t i = 0; i < n * (size_t)p; i++) all[i] = -1;
+      for (size_t i = 0; i < n; i++) gs[i] = fk_val(r, i);
+      ASSERT_OK(collie_gather(comm, gs, all, n, COLLIE_FLOAT32, root, NULL, NULL));
+      for (size_t i = 0; i < n * (size_t)p; i++) {
+        float want = r == root ? fk_val((int)(i / n), i % n) : -1; /* a non-root's: left alone */
+        ASSERTF(all[i] == want, "gather n=%zu root %d%s: [%zu] = %g, want %g", n, root, how, i,
+                all[i], want);
+      }
+      /* scatter: in place, the root's recvbuf is its block of sendbuf */
+      for (size_t i = 0; i < n * (size_t)p; i++) all[i] = r == root ? fk_val((int)(i / n), i) : -1;
+      float *sr = r == root && inplace ? all + (size_t)root * n : one;
+      if (sr == one)
+        for (size_t i = 0; i < n; i++) one[i] = -1;
+      ASSERT_OK(collie_scatter(comm, all, sr, n, COLLIE_FLOAT32, root, NULL, NULL));
+      for (size_t i = 0; i < n; i++)
+        ASSERTF(sr[i] == fk_val(r, (size_t)r * n + i), "scatter n=%zu root %d%s: [%zu] = %g", n,
+                root, how, i, sr[i]);
+    }
+  dev_free(one);
+  dev_free(all);
+}
+
+/* alltoall out of place (the direct path) and in place (the host path, as
+ * every rank's buffers overlap); every block checked. */
+static void
+fk_alltoall(collie_comm_t *comm, size_t n)
+{
+  int p = collie_comm_size(comm), r = collie_comm_rank(comm);
+  size_t len = n * (size_t)p;
+  float *s = dev_alloc(len * 4), *d = dev_alloc(len * 4);
+  for (int inplace = 0; inplace < 2; inplace++) {
+    float *out = inplace ? s : d;
+    for (size_t i = 0; i < len; i++) s[i] = (float)(r * 1000) + (float)i;
+    if (!inplace)
+      for (size_t i = 0; i < len; i++) d[i] = -1;
+    ASSERT_OK(collie_alltoall(comm, s, out, n, COLLIE_FLOAT32, NULL, NULL));
+    /* block q of rank r's result = block r of rank q's sendbuf */
+    for (size_t i = 0; i < len; i++) {
+      size_t q = i / n, k = i % n;
+      float want = (float)(q * 1000) + (float)((size_t)r * n + k);
+      ASSERTF(out[i] == want, "alltoall n=%zu%s: [%zu] = %g, want %g", n,
+              inplace ? " in place" : "", i, out[i], want);
+    }
+  }
+  dev_free(d);
+  dev_free(s);
+}
+
 /* The collectives of the direct path on p ranks, float32 and int32, sum and
  * max, in and out of place, counts around the 64-byte cut; each result
  * checked on every rank. */
@@ -117,6 +201,8 @@ fk_matrix(collie_comm_t *comm, int quick)
       if (!inplace) dev_free(mine);
       dev_free(all);
     }
+    fk_rooted(comm, n);
+    fk_alltoall(comm, n);
     /* broadcast from every root */
     float *b = dev_alloc(n * 4);
     for (int root = 0; root < p; root++) {
@@ -275,6 +361,12 @@ fk_run(int mode, int quick)
   int has_code = strncmp(collie__device_code(), "none", 4) != 0;
   ASSERTF(direct == has_code, "direct path %d with device code \"%s\"", direct,
           collie__device_code());
+  static const int direct_kinds[] = {
+      COLLIE_KIND_REDUCE_SCATTER, COLLIE_KIND_ALLGATHER, COLLIE_KIND_BROADCAST, COLLIE_KIND_REDUCE,
+      COLLIE_KIND_GATHER,         COLLIE_KIND_SCATTER,   COLLIE_KIND_ALLTOALL};
+  for (size_t k = 0; k < sizeof direct_kinds / sizeof direct_kinds[0]; k++)
+    ASSERTF((collie__comm_device_algo(comm, direct_kinds[k], 4) == COLLIE_ALGO_CUDA_IPC) == direct,
+            "%s does not take the path allreduce takes", collie__kind_name(direct_kinds[k]));
   fk_matrix(comm, quick);
   long launches = fk_launches();
   /* One GPU: rank 0 does the work (broadcast's root too); a GPU each: every
