@@ -365,8 +365,20 @@ fk_run(int mode, int quick)
       COLLIE_KIND_REDUCE_SCATTER, COLLIE_KIND_ALLGATHER, COLLIE_KIND_BROADCAST, COLLIE_KIND_REDUCE,
       COLLIE_KIND_GATHER,         COLLIE_KIND_SCATTER,   COLLIE_KIND_ALLTOALL};
   for (size_t k = 0; k < sizeof direct_kinds / sizeof direct_kinds[0]; k++)
-    ASSERTF((collie__comm_device_algo(comm, direct_kinds[k], 4) == COLLIE_ALGO_CUDA_IPC) == direct,
-            "%s does not take the path allreduce takes", collie__kind_name(direct_kinds[k]));
+    ASSERTF((collie__comm_device_algo(comm, direct_kinds[k], 1 << 20) == COLLIE_ALGO_CUDA_IPC) ==
+                direct,
+            "%s of 1 MiB does not take the path allreduce takes",
+            collie__kind_name(direct_kinds[k]));
+  /* Where staging pays (docs/gpu.md): a small gather, an alltoall of 32-128
+   * KiB a rank; a tiny alltoall and a small scatter stay direct. */
+  int p0 = collie_comm_size(comm);
+  if (direct && p0 > 1) {
+    ASSERT(collie__comm_device_algo(comm, COLLIE_KIND_GATHER, 4) != COLLIE_ALGO_CUDA_IPC);
+    ASSERT(collie__comm_device_algo(comm, COLLIE_KIND_ALLTOALL, (64 << 10) / (size_t)p0) !=
+           COLLIE_ALGO_CUDA_IPC);
+    ASSERT(collie__comm_device_algo(comm, COLLIE_KIND_ALLTOALL, 4) == COLLIE_ALGO_CUDA_IPC);
+    ASSERT(collie__comm_device_algo(comm, COLLIE_KIND_SCATTER, 4) == COLLIE_ALGO_CUDA_IPC);
+  }
   fk_matrix(comm, quick);
   long launches = fk_launches();
   /* One GPU: rank 0 does the work (broadcast's root too); a GPU each: every
