@@ -95,6 +95,29 @@ mps_probe() (
   return $rc
 )
 step mps_probe mps_probe
+# collie itself under MPS: the device matrix on the direct path and staged
+# at 2 ranks, and small staged allreduces (whose copies back to the device
+# switched contexts without MPS) against the direct path.
+mps_collie() (
+  command -v nvidia-cuda-mps-control >/dev/null || { echo "no nvidia-cuda-mps-control here"; return 1; }
+  "$nvcc" -O2 -Iinclude tests/gpu/device_matrix.cu -Lbuild-dev -lcollie \
+    -Xlinker -rpath="$PWD/build-dev" -o build-dev/device_matrix || return 1
+  export CUDA_MPS_PIPE_DIRECTORY="$out/mps_pipe" CUDA_MPS_LOG_DIRECTORY="$out/mps_log"
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  nvidia-cuda-mps-control -d || return 1
+  rc=0
+  DEVICE_MATRIX_LABEL="MPS, direct" timeout 120 build-dev/collierun -n 2 --timeout 100 build-dev/device_matrix || rc=1
+  COLLIE_CUDA_IPC=0 DEVICE_MATRIX_LABEL="MPS, staged" timeout 120 build-dev/collierun -n 2 --timeout 100 \
+    build-dev/device_matrix || rc=1
+  for ipc in 1 0; do
+    COLLIE_CUDA_IPC=$ipc timeout 60 build-dev/collierun -n 2 --timeout 50 build-dev/collie-bench --device cuda \
+      -o allreduce,scatter -b 8 -e 64K -f 8 -t 0.02 | grep -v '^#' | sed "s/^/MPS ipc=$ipc /" || rc=1
+  done
+  echo quit | nvidia-cuda-mps-control
+  sleep 1
+  return $rc
+)
+step mps_collie mps_collie
 step dispatch_cost env COLLIE_LIBRARY="$PWD/build-dev/libcollie.so" timeout 120 "$py" bench/torch_dispatch_cost.py 20000 5
 # 8. The device matrix: every rank on device 0. The direct path (CUDA IPC,
 # collie's kernels) at 1, 2 and 4 ranks, then 9 ranks (more sources than a

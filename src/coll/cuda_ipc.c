@@ -1,7 +1,10 @@
 /*
  * cuda_ipc.c - collectives on CUDA device buffers of ranks on one host, read
  * in place through CUDA IPC (issue 21's direct path; docs/gpu.md): several
- * ranks on one GPU included, which NCCL refuses.
+ * ranks on one GPU included, which NCCL refuses. This file is the frame
+ * (coll/cuda_ipc.h) and the plans of allreduce, reduce_scatter, allgather
+ * and broadcast; reduce, gather, scatter and alltoall are
+ * coll/cuda_ipc_pull.c's.
  *
  * The ranks meet in the communicator's flat area (transport/shm.h), as the
  * shm_flat family does, but what they put there is a record of their
