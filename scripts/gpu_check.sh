@@ -224,6 +224,17 @@ torch_cuda() {
   done
 }
 step torch_cuda torch_cuda
+# The examples of examples/python as written, their arrays torch CUDA
+# tensors (--device cuda), 2 and 4 ranks on the one GPU.
+examples_cuda() {
+  for n in 2 4; do
+    for e in allreduce allgather broadcast sendrecv_ring batch_p2p; do
+      COLLIE_LIBRARY="$PWD/build-dev/libcollie.so" timeout 60 build-dev/collierun -n $n --timeout 50 \
+        "$py" examples/python/$e.py --device cuda || return 1
+    done
+  done
+}
+step examples_cuda examples_cuda
 if [ -n "${GPU_CHECK_TORCH_K:-}" ]; then
   step torch_tests env PYTHON="$py" sh tests/torch/run.sh build-dev -q -k "$GPU_CHECK_TORCH_K"
 else

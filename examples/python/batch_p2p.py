@@ -1,6 +1,7 @@
 """batch_p2p.py - a halo exchange with a batch of sends and receives.
 
     collierun -n 4 /usr/bin/python3 examples/python/batch_p2p.py
+    collierun -n 4 python3 examples/python/batch_p2p.py --device cuda
 
 Every rank sends its edges to both neighbours and receives theirs. Posted
 together (collie_group_start/end), the sends and receives progress at once,
@@ -9,17 +10,18 @@ so the exchange cannot deadlock however large the messages are.
 
 import numpy as np
 
-from _common import communicator
+from _common import Arrays, communicator
 
 
-def main(comm=None, n=1 << 16):
+def main(comm=None, n=1 << 16, device=None):
+    xp = Arrays(device)
     with communicator(comm, "batch") as comm:
         rank, size = comm.get_rank(), comm.get_size()
         left, right = (rank - 1) % size, (rank + 1) % size
-        my_left_edge = np.full(n, rank * 10 + 1, dtype=np.float32)
-        my_right_edge = np.full(n, rank * 10 + 2, dtype=np.float32)
-        from_left = np.zeros(n, dtype=np.float32)
-        from_right = np.zeros(n, dtype=np.float32)
+        my_left_edge = xp.full(n, rank * 10 + 1, "float32")
+        my_right_edge = xp.full(n, rank * 10 + 2, "float32")
+        from_left = xp.zeros(n, "float32")
+        from_right = xp.zeros(n, "float32")
 
         # Messages between two ranks match in the order they were issued (as
         # NCCL's), and their tags must agree: each rank sends "to the left"
@@ -32,7 +34,7 @@ def main(comm=None, n=1 << 16):
         batch.recv(from_left, left, tag=2)  # the left neighbour's right edge
         batch.issue(async_op=True).wait()
 
-        assert np.all(from_left == left * 10 + 2) and np.all(from_right == right * 10 + 1)
+        assert np.all(xp.host(from_left) == left * 10 + 2) and np.all(xp.host(from_right) == right * 10 + 1)
         if rank == 0:
             print("batch_p2p: rank 0 got %g from the left and %g from the right" % (from_left[0], from_right[0]),
                   flush=True)

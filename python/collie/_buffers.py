@@ -115,25 +115,56 @@ class Buf:
 
 class Staging(Buf):
     """A library-owned contiguous buffer for the list forms whose items are
-    not one contiguous block: count elements of dtype."""
+    not one contiguous block: count elements of dtype. Where like (the
+    call's other array) is a CUDA torch tensor, the buffer is a tensor on
+    its device and the copies are torch's (queued on torch's current
+    stream, which the legacy default stream collie orders its device calls
+    after follows unless torch runs per-thread default streams)."""
 
     __slots__ = ("_mem",)
 
-    def __init__(self, count, dtype):
+    def __init__(self, count, dtype, like=None, items=()):
         nbytes = count * dtype_size(dtype)
+        on_device = like is not None and like.device
+        for b in items:  # refused before any communication
+            if b.device != on_device or (on_device and not is_torch(b.obj)):
+                raise InvalidArgument(
+                    "a list form's arrays must all be CUDA torch tensors or all host arrays, "
+                    "as its other argument is (%s)" % ("CUDA" if on_device else "host"))
+        if on_device:
+            if not is_torch(like.obj):
+                raise InvalidArgument(
+                    "a list of CUDA arrays other than torch tensors is not supported by this form; "
+                    "pass one contiguous array (the *_single form)")
+            import torch
+            self._mem = torch.empty(max(nbytes, 1), dtype=torch.uint8, device=like.obj.device)
+            Buf.__init__(self, None, self._mem.data_ptr(), count, dtype, (count,), False, device=True)
+            return
         self._mem = ctypes.create_string_buffer(max(nbytes, 1))
         Buf.__init__(self, None, ctypes.addressof(self._mem), count, dtype, (count,), False)
 
-    @staticmethod
-    def _host_only(bufs):
+    def _device_parts(self, bufs):
+        """(staging slice, the array's bytes) pairs, as uint8 tensors."""
+        import torch
+        off = 0
+        for b in bufs:
+            if not b.device or not is_torch(b.obj):
+                raise InvalidArgument("a list form mixes CUDA tensors with other arrays")
+            if b.nbytes:
+                yield self._mem[off:off + b.nbytes], b.obj.reshape(-1).view(torch.uint8)
+            off += b.nbytes
+
+    def _host_only(self, bufs):
         for b in bufs:
             if b.device:
-                raise InvalidArgument(
-                    "a list of CUDA arrays is not supported by this form (collie would copy them "
-                    "on the host); pass one contiguous array (the *_single form)")
+                raise InvalidArgument("a list form mixes CUDA tensors with host arrays")
 
     def copy_in(self, bufs):
         """Copies bufs into consecutive parts of the staging buffer."""
+        if self.device:
+            for part, src in self._device_parts(bufs):
+                part.copy_(src)
+            return
         self._host_only(bufs)
         off = self.ptr
         for b in bufs:
@@ -143,6 +174,10 @@ class Staging(Buf):
 
     def copy_out(self, bufs):
         """Copies consecutive parts of the staging buffer into bufs."""
+        if self.device:
+            for part, dst in self._device_parts(bufs):
+                dst.copy_(part)
+            return
         self._host_only(bufs)
         off = self.ptr
         for b in bufs:

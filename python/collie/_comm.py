@@ -796,7 +796,7 @@ class Comm:
                 _span(c, t, "tensor", base, t.nbytes * self._size, base + self._rank * t.nbytes,
                       "tensor must be output_list[rank]")
                 return c.run(_lib.lib().collie_allgather, t.ptr, base, t.count, t.dtype)
-            st = c.hold(Staging(t.count * self._size, t.dtype))
+            st = c.hold(Staging(t.count * self._size, t.dtype, like=t, items=outs))
             return c.run(_lib.lib().collie_allgather, t.ptr, st.ptr, t.count, t.dtype,
                          post=lambda: st.copy_out(outs))
 
@@ -884,7 +884,7 @@ class Comm:
                 _span(c, t, "tensor", base, sum(o.nbytes for o in outs), outs[self._rank].ptr,
                       "tensor must be output_list[rank]")
                 return c.run(_lib.lib().collie_allgatherv, t.ptr, t.count, base, cp, dp, t.dtype)
-            st = c.hold(Staging(sum(counts), t.dtype))
+            st = c.hold(Staging(sum(counts), t.dtype, like=t, items=outs))
             return c.run(_lib.lib().collie_allgatherv, t.ptr, t.count, st.ptr, cp, dp, t.dtype,
                          post=lambda: st.copy_out(outs))
 
@@ -900,7 +900,7 @@ class Comm:
                 _span(c, o, "output", base, o.nbytes * self._size, base + self._rank * o.nbytes,
                       "output must be input_list[rank]")
                 return c.run(_lib.lib().collie_reduce_scatter, base, o.ptr, o.count, o.dtype, op)
-            st = c.hold(Staging(o.count * self._size, o.dtype))
+            st = c.hold(Staging(o.count * self._size, o.dtype, like=o, items=ins))
             st.copy_in(ins)
             return c.run(_lib.lib().collie_reduce_scatter, st.ptr, o.ptr, o.count, o.dtype, op)
 
@@ -994,7 +994,7 @@ class Comm:
                 _span(c, t, "tensor", base, t.nbytes * self._size, base + root * t.nbytes,
                       "tensor must be output_list[root]")
                 return c.run(_lib.lib().collie_gather, t.ptr, base, t.count, t.dtype, root)
-            st = c.hold(Staging(t.count * self._size, t.dtype))
+            st = c.hold(Staging(t.count * self._size, t.dtype, like=t, items=outs))
             return c.run(_lib.lib().collie_gather, t.ptr, st.ptr, t.count, t.dtype, root,
                          post=lambda: st.copy_out(outs))
 
@@ -1013,7 +1013,7 @@ class Comm:
                 _span(c, o, "output", base, o.nbytes * self._size, base + root * o.nbytes,
                       "output must be input_list[root]")
                 return c.run(_lib.lib().collie_scatter, base, o.ptr, o.count, o.dtype, root)
-            st = c.hold(Staging(o.count * self._size, o.dtype))
+            st = c.hold(Staging(o.count * self._size, o.dtype, like=o, items=ins))
             st.copy_in(ins)
             return c.run(_lib.lib().collie_scatter, st.ptr, o.ptr, o.count, o.dtype, root)
 
