@@ -126,16 +126,16 @@ class Staging(Buf):
     def __init__(self, count, dtype, like=None, items=()):
         nbytes = count * dtype_size(dtype)
         on_device = like is not None and like.device
+        if on_device and not is_torch(like.obj):
+            raise InvalidArgument(
+                "a list of CUDA arrays other than torch tensors is not supported by this form; "
+                "pass one contiguous array (the *_single form)")
         for b in items:  # refused before any communication
             if b.device != on_device or (on_device and not is_torch(b.obj)):
                 raise InvalidArgument(
                     "a list form's arrays must all be CUDA torch tensors or all host arrays, "
                     "as its other argument is (%s)" % ("CUDA" if on_device else "host"))
         if on_device:
-            if not is_torch(like.obj):
-                raise InvalidArgument(
-                    "a list of CUDA arrays other than torch tensors is not supported by this form; "
-                    "pass one contiguous array (the *_single form)")
             import torch
             self._mem = torch.empty(max(nbytes, 1), dtype=torch.uint8, device=like.obj.device)
             Buf.__init__(self, None, self._mem.data_ptr(), count, dtype, (count,), False, device=True)

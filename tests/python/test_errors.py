@@ -38,6 +38,36 @@ def test_result_code_mapping():
         assert _lib.lib().collie_result_string(code).decode() == _lib.RESULT_NAMES[code]
 
 
+class _FakeCudaArray:
+    """Looks like a CuPy array to the binding (__cuda_array_interface__); its
+    bytes are never touched when the call is refused first."""
+
+    def __init__(self, n):
+        self._keep = np.zeros(n, np.float32)
+        self.dtype = self._keep.dtype
+        self.__cuda_array_interface__ = {"shape": (n,), "typestr": "<f4", "version": 3,
+                                         "data": (self._keep.ctypes.data, False)}
+
+
+def test_list_mixing_host_and_cuda_refused(comm, rank, size):
+    # A list form staged through one buffer takes all host arrays or all
+    # CUDA torch tensors: a mix, or CUDA arrays of another kind, is refused
+    # naming the rule, before any communication.
+    if size == 1:
+        pytest.skip("one rank: a list of one array is one block, never staged")
+    t = np.zeros(4, dtype=np.float32)
+    mixed = [np.zeros(4, np.float32) for _ in range(size)]
+    mixed[-1] = _FakeCudaArray(4)
+    with pytest.raises(collie.InvalidArgument, match="must all be CUDA torch tensors or all host arrays"):
+        comm.all_gather(mixed, t)
+    with pytest.raises(collie.InvalidArgument, match="must all be CUDA torch tensors or all host arrays"):
+        comm.reduce_scatter(t, mixed)
+    fakes = [_FakeCudaArray(4) for _ in range(size)]
+    with pytest.raises(collie.InvalidArgument, match="CUDA arrays other than torch tensors"):
+        comm.all_gather(fakes, _FakeCudaArray(4))
+    still_usable(comm)
+
+
 def test_list_size_errors(comm, rank, size):
     t = np.zeros(4, dtype=np.float32)
     with pytest.raises(collie.InvalidArgument, match=r"output_list has %d arrays, expected %d" % (size + 1, size)):
