@@ -10,6 +10,7 @@
   XX(cuda_fake_host_only_features_shm_2, cuda_fake_host_only_features, 2, "shm", 30)               \
   XX(cuda_fake_direct_shm_2, cuda_fake_direct, 2, "shm", 60)                                       \
   XX(cuda_fake_direct_shm_3, cuda_fake_direct, 3, "shm", 60)                                       \
+  XX(cuda_fake_alltoallv_mismatch_shm_3, cuda_fake_alltoallv_mismatch, 3, "shm", 30)               \
   XX(cuda_fake_direct_quick_shm_9, cuda_fake_direct_quick, 9, "shm", 90)                           \
   XX(cuda_fake_gpu_each_shm_3, cuda_fake_gpu_each, 3, "shm", 60)                                   \
   XX(cuda_fake_gpu_each_quick_shm_9, cuda_fake_gpu_each_quick, 9, "shm", 90)                       \

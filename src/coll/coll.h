@@ -332,6 +332,7 @@ const struct collie__algo *const *collie__algo_table(int *n);
   XX(allgather_cuda_pipeline)                                                                      \
   XX(allgatherv_ring)                                                                              \
   XX(allgatherv_hierarchical)                                                                      \
+  XX(allgatherv_cuda_ipc)                                                                          \
   XX(reduce_scatter_ring)                                                                          \
   XX(reduce_scatter_recursive_halving)                                                             \
   XX(reduce_scatter_shm_flat)                                                                      \
@@ -357,6 +358,7 @@ const struct collie__algo *const *collie__algo_table(int *n);
   XX(alltoall_cuda_ipc)                                                                            \
   XX(alltoallv_pairwise)                                                                           \
   XX(alltoallv_hierarchical)                                                                       \
+  XX(alltoallv_cuda_ipc)                                                                           \
   XX(sparse_allreduce_topk_allgather)                                                              \
   XX(sparse_allreduce_gtopk)                                                                       \
   XX(gather_tree)                                                                                  \

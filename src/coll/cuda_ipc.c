@@ -3,8 +3,8 @@
  * in place through CUDA IPC (issue 21's direct path; docs/gpu.md): several
  * ranks on one GPU included, which NCCL refuses. This file is the frame
  * (coll/cuda_ipc.h) and the plans of allreduce, reduce_scatter, allgather
- * and broadcast; reduce, gather, scatter and alltoall are
- * coll/cuda_ipc_pull.c's.
+ * and broadcast; reduce, gather, scatter, alltoall(v) and allgatherv
+ * are coll/cuda_ipc_pull.c's.
  *
  * The ranks meet in the communicator's flat area (transport/shm.h), as the
  * shm_flat family does, but what they put there is a record of their
@@ -120,6 +120,10 @@ ipc_host_algo(int kind)
     return &collie__algo_scatter_linear;
   case COLLIE_KIND_ALLTOALL:
     return &collie__algo_alltoall_pairwise;
+  case COLLIE_KIND_ALLGATHERV:
+    return &collie__algo_allgatherv_ring;
+  case COLLIE_KIND_ALLTOALLV:
+    return &collie__algo_alltoallv_pairwise;
   default:
     return &collie__algo_broadcast_tree;
   }
@@ -185,7 +189,8 @@ ipc_meet(struct collie__ipc_run *x, const void *send, const void *recv, int dire
   struct collie__shm_flat_desc d;
   memset(&d, 0, sizeof(d));
   d.slot = collie__call_slot(c, 0);
-  d.count = c->count;
+  /* A v-variant's count is each rank's own: only the others must agree. */
+  d.count = c->kind == COLLIE_KIND_ALLGATHERV || c->kind == COLLIE_KIND_ALLTOALLV ? 0 : c->count;
   d.dtype = (int32_t)c->dtype;
   d.op = (int32_t)c->op;
   d.root = c->root;
@@ -262,10 +267,19 @@ collie__ipc_run(struct collie__call *c, const void *send, const void *recv, int 
   const void *any = c->recvbuf ? (const void *)c->recvbuf : c->sendbuf;
   collie_result_t rc = collie__cuda_push_ctx_of(any, "cuda_ipc: entering the buffer's context");
   if (rc != COLLIE_SUCCESS) return rc;
-  if (c->size == 1) {
-    if (c->kind != COLLIE_KIND_BROADCAST) /* every other kind: one block to copy */
-      rc = collie__cuda_copy_async(c->recvbuf, c->sendbuf, c->count * c->esize, x.stream,
-                                   "cuda_ipc: a one-rank call's copy");
+  if (c->size == 1) { /* one block to copy, at the v-variants' displacements */
+    size_t es = c->esize, n = c->count * es, soff = 0, roff = 0;
+    if (c->kind == COLLIE_KIND_ALLGATHERV) {
+      n = c->recvcounts[0] * es;
+      roff = c->rdispls[0] * es;
+    } else if (c->kind == COLLIE_KIND_ALLTOALLV) {
+      n = c->recvcounts[0] * es;
+      soff = c->sdispls[0] * es;
+      roff = c->rdispls[0] * es;
+    }
+    if (c->kind != COLLIE_KIND_BROADCAST)
+      rc = collie__cuda_copy_async((char *)c->recvbuf + roff, (const char *)c->sendbuf + soff, n,
+                                   x.stream, "cuda_ipc: a one-rank call's copy");
     if (rc == COLLIE_SUCCESS) rc = ipc_wait(&x, "cuda_ipc: finishing the call's work");
     collie__cuda_pop();
     return rc;
@@ -280,6 +294,19 @@ collie__ipc_run(struct collie__call *c, const void *send, const void *recv, int 
 }
 
 /* ---- allreduce ---- */
+
+collie_result_t
+collie__ipc_share(struct collie__ipc_run *x, const void *mine, size_t len, const void **all)
+{
+  if (len > collie__shm_flat_buf_bytes(x->f))
+    return collie__err(COLLIE_INTERNAL_ERROR, "cuda_ipc: %zu bytes to share exceed the flat area",
+                       len);
+  int b = collie__shm_flat_next_buf(x->f);
+  memcpy(collie__shm_flat_piece(x->f, x->c->rank, b, len), mine, len);
+  collie_result_t rc = ipc_sync(x);
+  for (int q = 0; q < x->c->size; q++) all[q] = collie__shm_flat_piece(x->f, q, b, len);
+  return rc;
+}
 
 collie_result_t
 collie__ipc_finish(struct collie__ipc_run *x, collie_result_t rc, const char *what)

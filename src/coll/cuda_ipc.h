@@ -30,6 +30,12 @@ struct collie__ipc_run {
 collie_result_t collie__ipc_run(struct collie__call *c, const void *send, const void *recv,
                                 int direct_ok, collie_result_t (*direct)(struct collie__ipc_run *));
 
+/* Every rank publishes len bytes (the same len everywhere, at most the
+ * flat area's buffer: 64 KiB at least) and syncs; all[q] then points to
+ * rank q's bytes, readable until the plan's next sync (the finish's). */
+collie_result_t collie__ipc_share(struct collie__ipc_run *x, const void *mine, size_t len,
+                                  const void **all);
+
 /* The end of a plan: this rank's queued work done (rc first: a failure
  * stays), then the last sync, so no rank returns while a peer still reads
  * or writes its buffers. */

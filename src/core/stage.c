@@ -95,6 +95,8 @@ collie__stage_device_algo(const collie_comm_t *comm, int kind, size_t bytes,
     staged_pays = whole >= COLLIE_CUDA_ENGINE_COPY_MIN && whole < COLLIE_STAGED_ALLTOALL_MAX;
     break;
   case COLLIE_KIND_SCATTER:
+  case COLLIE_KIND_ALLGATHERV:
+  case COLLIE_KIND_ALLTOALLV:
     ipc = 1;
     break;
   default:

@@ -310,6 +310,36 @@ rooted_and_data_cases(void)
     expect(what, d, vall);
     cudaFree(s);
     cudaFree(d);
+    // alltoallv: rank a sends cnt(a, b) elements to rank b, the blocks apart
+    // by a gap on both sides; b gets block b of a's input.
+    auto cnt = [&](int a, int b) { return n / 2 + (size_t)((a + 2 * b) % 3); };
+    auto layout = [&](int a, bool send, std::vector<size_t> &c, std::vector<size_t> &dsp) {
+      size_t end = 0;
+      c.assign(g_size, 0);
+      dsp.assign(g_size, 0);
+      for (int b = 0; b < g_size; b++) {
+        c[b] = send ? cnt(a, b) : cnt(b, a);
+        dsp[b] = end + (send ? 1 : 2);
+        end = dsp[b] + c[b];
+      }
+      return end;
+    };
+    std::vector<size_t> sc, sd, rc, rd;
+    size_t stot = layout(g_rank, true, sc, sd), rtot = layout(g_rank, false, rc, rd);
+    std::vector<unsigned char> vin = input(t, COLLIE_SUM, g_rank, stot), vwant(rtot * es, 0xAB);
+    for (int q = 0; q < g_size; q++) {
+      std::vector<size_t> qc, qd;
+      std::vector<unsigned char> qin = input(t, COLLIE_SUM, q, layout(q, true, qc, qd));
+      memcpy(vwant.data() + rd[q] * es, qin.data() + qd[g_rank] * es, rc[q] * es);
+    }
+    s = dev_of(&vin, vin.size());
+    d = dev_of(NULL, vwant.size());
+    snprintf(what, sizeof(what), "alltoallv n=%zu", n);
+    ok(what, collie_alltoallv(g_comm, s, sc.data(), sd.data(), d, rc.data(), rd.data(), t, NULL,
+                              NULL));
+    expect(what, d, vwant);
+    cudaFree(s);
+    cudaFree(d);
   }
 }
 

@@ -145,6 +145,78 @@ fk_alltoall(collie_comm_t *comm, size_t n)
   dev_free(s);
 }
 
+/* alltoallv's count from rank `from` to rank `to`, and its values. */
+static size_t
+fk_vcount(int from, int to, size_t n)
+{
+  return (size_t)((from + 2 * to) % 3) + 1 + n / 100;
+}
+
+static float
+fk_vval(int from, int to, size_t k)
+{
+  return (float)(from * 10000 + to * 1000) + (float)k;
+}
+
+/* allgatherv (uneven blocks with gaps between them, in and out of place)
+ * and alltoallv (uneven counts, gaps on both sides): every element checked,
+ * the gaps left alone. */
+static void
+fk_vcolls(collie_comm_t *comm, size_t n)
+{
+  int p = collie_comm_size(comm), r = collie_comm_rank(comm);
+  size_t counts[16], displs[16], total = 0;
+  ASSERT(p <= 16);
+  for (int q = 0; q < p; q++) {
+    counts[q] = n + (size_t)q;
+    displs[q] = total + 3; /* a gap of 3 before every block */
+    total = displs[q] + counts[q];
+  }
+  float *all = dev_alloc(total * 4), *mine = dev_alloc(counts[r] * 4);
+  for (int inplace = 0; inplace < 2; inplace++) {
+    for (size_t i = 0; i < total; i++) all[i] = -7;
+    float *src = inplace ? all + displs[r] : mine;
+    for (size_t k = 0; k < counts[r]; k++) src[k] = fk_val(r, k);
+    ASSERT_OK(
+        collie_allgatherv(comm, src, counts[r], all, counts, displs, COLLIE_FLOAT32, NULL, NULL));
+    for (int q = 0; q < p; q++) {
+      size_t lo = q ? displs[q - 1] + counts[q - 1] : 0;
+      for (size_t i = lo; i < displs[q]; i++)
+        ASSERTF(all[i] == -7, "allgatherv n=%zu: gap [%zu] = %g", n, i, all[i]);
+      for (size_t k = 0; k < counts[q]; k++)
+        ASSERTF(all[displs[q] + k] == fk_val(q, k), "allgatherv n=%zu%s: block %d [%zu] = %g", n,
+                inplace ? " in place" : "", q, k, all[displs[q] + k]);
+    }
+  }
+  dev_free(mine);
+  dev_free(all);
+
+  size_t sc[16], sd[16], rc[16], rd[16], stot = 0, rtot = 0;
+  for (int q = 0; q < p; q++) {
+    sc[q] = fk_vcount(r, q, n);
+    sd[q] = stot + 1;
+    stot = sd[q] + sc[q];
+    rc[q] = fk_vcount(q, r, n);
+    rd[q] = rtot + 2;
+    rtot = rd[q] + rc[q];
+  }
+  float *s = dev_alloc(stot * 4), *d = dev_alloc(rtot * 4);
+  for (int q = 0; q < p; q++)
+    for (size_t k = 0; k < sc[q]; k++) s[sd[q] + k] = fk_vval(r, q, k);
+  for (size_t i = 0; i < rtot; i++) d[i] = -7;
+  ASSERT_OK(collie_alltoallv(comm, s, sc, sd, d, rc, rd, COLLIE_FLOAT32, NULL, NULL));
+  for (int q = 0; q < p; q++) {
+    size_t lo = q ? rd[q - 1] + rc[q - 1] : 0;
+    for (size_t i = lo; i < rd[q]; i++)
+      ASSERTF(d[i] == -7, "alltoallv n=%zu: gap [%zu] = %g", n, i, d[i]);
+    for (size_t k = 0; k < rc[q]; k++)
+      ASSERTF(d[rd[q] + k] == fk_vval(q, r, k), "alltoallv n=%zu: from %d [%zu] = %g, want %g", n,
+              q, k, d[rd[q] + k], fk_vval(q, r, k));
+  }
+  dev_free(d);
+  dev_free(s);
+}
+
 /* The collectives of the direct path on p ranks, float32 and int32, sum and
  * max, in and out of place, counts around the 64-byte cut; each result
  * checked on every rank. */
@@ -203,6 +275,7 @@ fk_matrix(collie_comm_t *comm, int quick)
     }
     fk_rooted(comm, n);
     fk_alltoall(comm, n);
+    fk_vcolls(comm, n);
     /* broadcast from every root */
     float *b = dev_alloc(n * 4);
     for (int root = 0; root < p; root++) {
@@ -362,8 +435,9 @@ fk_run(int mode, int quick)
   ASSERTF(direct == has_code, "direct path %d with device code \"%s\"", direct,
           collie__device_code());
   static const int direct_kinds[] = {
-      COLLIE_KIND_REDUCE_SCATTER, COLLIE_KIND_ALLGATHER, COLLIE_KIND_BROADCAST, COLLIE_KIND_REDUCE,
-      COLLIE_KIND_GATHER,         COLLIE_KIND_SCATTER,   COLLIE_KIND_ALLTOALL};
+      COLLIE_KIND_REDUCE_SCATTER, COLLIE_KIND_ALLGATHER,  COLLIE_KIND_BROADCAST,
+      COLLIE_KIND_REDUCE,         COLLIE_KIND_GATHER,     COLLIE_KIND_SCATTER,
+      COLLIE_KIND_ALLTOALL,       COLLIE_KIND_ALLGATHERV, COLLIE_KIND_ALLTOALLV};
   for (size_t k = 0; k < sizeof direct_kinds / sizeof direct_kinds[0]; k++)
     ASSERTF((collie__comm_device_algo(comm, direct_kinds[k], 1 << 20) == COLLIE_ALGO_CUDA_IPC) ==
                 direct,
@@ -406,6 +480,33 @@ fk_run(int mode, int quick)
   dev_free(x);
   ASSERT_OK(collie_comm_destroy(comm));
   ASSERTF(fk_held() == 0, "%ld peer buffers still mapped after destroy", fk_held());
+}
+
+/* alltoallv whose counts disagree (rank 0 expects one element more from
+ * rank 1 than rank 1 sends it): on the direct path every rank fails with
+ * the same INVALID_USAGE naming the pair, before any copy. */
+TEST_IMPL(cuda_fake_alltoallv_mismatch)
+{
+  fk_load();
+  collie_comm_t *comm = test_comm();
+  int p = collie_comm_size(comm), r = collie_comm_rank(comm);
+  if (collie__comm_device_algo(comm, COLLIE_KIND_ALLTOALLV, 4) != COLLIE_ALGO_CUDA_IPC) {
+    collie_comm_destroy(comm); /* no device code: the host path's own checks apply */
+    return;
+  }
+  size_t c[16], dsp[16], rc2[16];
+  ASSERT(p >= 2 && p <= 16);
+  for (int q = 0; q < p; q++) {
+    c[q] = 2;
+    dsp[q] = 3 * (size_t)q;
+    rc2[q] = r == 0 && q == 1 ? 3 : 2;
+  }
+  float *s = dev_alloc(3 * (size_t)p * 4), *d = dev_alloc(3 * (size_t)p * 4);
+  ASSERT_RC(COLLIE_INVALID_USAGE, "alltoallv: rank 1 sends 2 elements to rank 0, which expects 3",
+            collie_alltoallv(comm, s, c, dsp, d, rc2, dsp, COLLIE_FLOAT32, NULL, NULL));
+  dev_free(d);
+  dev_free(s);
+  collie_comm_destroy(comm);
 }
 
 TEST_IMPL(cuda_fake_direct)
