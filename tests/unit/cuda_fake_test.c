@@ -417,6 +417,22 @@ fk_plan(collie_comm_t *comm, size_t n)
   collie_plan_free(plan);
   dev_free(s);
   dev_free(d);
+  /* A persistent alltoall too (the direct path's pulls, or staged). */
+  size_t len = n * (size_t)p;
+  s = dev_alloc(len * 4);
+  d = dev_alloc(len * 4);
+  ASSERT_OK(collie_alltoall_init(comm, s, d, n, COLLIE_FLOAT32, NULL, &plan));
+  for (int it = 0; it < 3; it++) {
+    for (size_t i = 0; i < len; i++) s[i] = (float)(r * 100000 + it) + (float)i;
+    ASSERT_OK(collie_start(plan, NULL));
+    for (size_t i = 0; i < len; i++) {
+      float want = (float)((i / n) * 100000 + (size_t)it) + (float)((size_t)r * n + i % n);
+      ASSERTF(d[i] == want, "planned alltoall start %d: [%zu] = %g, want %g", it, i, d[i], want);
+    }
+  }
+  collie_plan_free(plan);
+  dev_free(s);
+  dev_free(d);
 }
 
 /* mode: 0 direct expected (one GPU), 1 every allocation unshareable, 2
