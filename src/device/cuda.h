@@ -64,6 +64,15 @@ collie_result_t collie__cuda_stream_sync(void *stream, int64_t deadline_ns, cons
 collie_result_t collie__cuda_copy_async(void *dst, const void *src, size_t n, void *stream,
                                         const char *what);
 
+/* Queues, on stream in the current context, the n copies bytes[k] from
+ * srcs[k] to dsts[k] (device memory, mapped peers' included; none empty or
+ * onto itself is skipped): the small ones in launches of one kernel for up
+ * to 32 of them, those of 256 KiB and more (or all, without device code)
+ * one cuMemcpyAsync each. Errors as collie__cuda_copy_async's, what naming
+ * the caller's copies. */
+collie_result_t collie__cuda_copy_list(void *const *dsts, const void *const *srcs,
+                                       const size_t *bytes, int n, void *stream, const char *what);
+
 /* Queues, on stream in the current context (collie__cuda_push_ctx_of), for
  * i < n: every dsts[k][i] (k < ndst) = srcs[0][i] op ... op srcs[nsrc-1][i],
  * then / div when div > 1 (AVG's division; op AVG combines as SUM). A

@@ -32,6 +32,18 @@ struct kernel_ctx {
   int sms;
   cu_module mod[COLLIE_DTYPE_COUNT_];
   cu_function fn[COLLIE_DTYPE_COUNT_][COLLIE_OP_COUNT_];
+  cu_function copy_list; /* in the uint8 module */
+};
+
+#define COPY_LIST 32 /* kernels.cu's COLLIE_COPY_LIST */
+/* Copies from this size go to cuMemcpyAsync one by one: the copy engines
+ * move them at full speed and the call's cost no longer shows. */
+#define COPY_LIST_MAX ((size_t)256 << 10)
+
+struct kernel_copies { /* kernels.cu's struct collie_copies */
+  const void *src[COPY_LIST];
+  void *dst[COPY_LIST];
+  unsigned long long bytes[COPY_LIST];
 };
 
 static pthread_mutex_t kernel_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -65,10 +77,10 @@ collie__cuda_grid(size_t n, size_t esize, int aligned, int sms, unsigned *blocks
   *blocks = (unsigned)b;
 }
 
-/* The kernel for (dtype, op) in the current context; loads the dtype's
- * module on first use. */
+/* The kernel for (dtype, op) in the current context, or collie_copy_list
+ * with copy set (dtype uint8); loads the dtype's module on first use. */
 static collie_result_t
-kernel_fn(collie_dtype_t dtype, collie_op_t op, cu_function *fn, int *sms)
+kernel_fn(collie_dtype_t dtype, collie_op_t op, int copy, cu_function *fn, int *sms)
 {
   cu_ctx ctx = NULL;
   cu_result rc = collie__cu.ctx_get_current(&ctx);
@@ -93,7 +105,8 @@ kernel_fn(collie_dtype_t dtype, collie_op_t op, cu_function *fn, int *sms)
     if (collie__cu.ctx_get_device(&dev) == CU_SUCCESS)
       collie__cu.device_get_attribute(&k->sms, CU_DEV_ATTR_MULTIPROCESSOR_COUNT, dev);
   }
-  if (!k->fn[dtype][op]) {
+  cu_function *slot = copy ? &k->copy_list : &k->fn[dtype][op];
+  if (!*slot) {
     if (!k->mod[dtype]) {
       rc = collie__cu.module_load_data(&k->mod[dtype], collie__cuda_ptx[dtype]);
       if (rc != CU_SUCCESS) {
@@ -105,13 +118,16 @@ kernel_fn(collie_dtype_t dtype, collie_op_t op, cu_function *fn, int *sms)
     }
     if (out == COLLIE_SUCCESS) {
       char name[64];
-      snprintf(name, sizeof(name), "collie_reduce_%s_%s", collie_dtype_name(dtype),
-               collie_op_name(op));
-      rc = collie__cu.module_get_function(&k->fn[dtype][op], k->mod[dtype], name);
+      if (copy)
+        snprintf(name, sizeof(name), "collie_copy_list");
+      else
+        snprintf(name, sizeof(name), "collie_reduce_%s_%s", collie_dtype_name(dtype),
+                 collie_op_name(op));
+      rc = collie__cu.module_get_function(slot, k->mod[dtype], name);
       if (rc != CU_SUCCESS) out = collie__cuda_fail(rc, name);
     }
   }
-  *fn = k->fn[dtype][op];
+  *fn = *slot;
   *sms = k->sms;
   pthread_mutex_unlock(&kernel_mu);
   return out;
@@ -159,7 +175,7 @@ collie__cuda_reduce(void *const *dsts, int ndst, const void *const *srcs, int ns
   if (op == COLLIE_AVG) op = COLLIE_SUM; /* the division is the last pass's div */
   cu_function fn = NULL;
   int sms = 1;
-  collie_result_t r = kernel_fn(dtype, op, &fn, &sms);
+  collie_result_t r = kernel_fn(dtype, op, 0, &fn, &sms);
   if (r != COLLIE_SUCCESS) return r;
   size_t es = collie_dtype_size(dtype);
   if (nsrc <= KERNEL_SRCS) /* one pass, up to KERNEL_SRCS destinations at a time */
@@ -215,4 +231,55 @@ collie__cuda_copy_async(void *dst, const void *src, size_t n, void *stream, cons
   cu_result rc =
       collie__cu.memcpy_async((cu_ptr)(uintptr_t)dst, (cu_ptr)(uintptr_t)src, n, (cu_stream)stream);
   return rc == CU_SUCCESS ? COLLIE_SUCCESS : collie__cuda_fail(rc, what);
+}
+
+/* One launch of collie_copy_list for c's n (<= COPY_LIST) copies. */
+static collie_result_t
+copy_list_launch(cu_function fn, int sms, struct kernel_copies *c, int n, void *stream)
+{
+  int aligned = 1;
+  size_t most = 0;
+  for (int k = 0; k < n; k++) {
+    aligned &= (((uintptr_t)c->src[k] | (uintptr_t)c->dst[k]) & 15) == 0;
+    if (c->bytes[k] > most) most = c->bytes[k];
+  }
+  unsigned blocks, threads;
+  collie__cuda_grid(most, 1, aligned, sms, &blocks, &threads);
+  unsigned cap = (unsigned)(sms > 0 ? sms : 1) * 4 / (unsigned)n; /* the whole grid's cap */
+  if (blocks > cap) blocks = cap ? cap : 1;
+  void *args[] = {c, &n, &aligned};
+  cu_result rc = collie__cu.launch_kernel(fn, blocks, (unsigned)n, 1, threads, 1, 1, 0,
+                                          (cu_stream)stream, args, NULL);
+  if (rc == CU_SUCCESS) return COLLIE_SUCCESS;
+  char what[80];
+  snprintf(what, sizeof(what), "launching a list of %d copies (largest %zu bytes)", n, most);
+  return collie__cuda_fail(rc, what);
+}
+
+collie_result_t
+collie__cuda_copy_list(void *const *dsts, const void *const *srcs, const size_t *bytes, int n,
+                       void *stream, const char *what)
+{
+  cu_function fn = NULL;
+  int sms = 1;
+  collie_result_t r = COLLIE_SUCCESS;
+  struct kernel_copies c;
+  int m = 0;
+  for (int k = 0; k < n && r == COLLIE_SUCCESS; k++) {
+    if (!bytes[k] || dsts[k] == srcs[k]) continue;
+    if (bytes[k] >= COPY_LIST_MAX || !collie__cuda_has_kernels()) {
+      r = collie__cuda_copy_async(dsts[k], srcs[k], bytes[k], stream, what);
+      continue;
+    }
+    if (!fn && (r = kernel_fn(COLLIE_UINT8, COLLIE_SUM, 1, &fn, &sms)) != COLLIE_SUCCESS) break;
+    c.src[m] = srcs[k];
+    c.dst[m] = dsts[k];
+    c.bytes[m++] = bytes[k];
+    if (m == COPY_LIST) {
+      r = copy_list_launch(fn, sms, &c, m, stream);
+      m = 0;
+    }
+  }
+  if (r == COLLIE_SUCCESS && m) r = copy_list_launch(fn, sms, &c, m, stream);
+  return r;
 }

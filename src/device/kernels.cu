@@ -22,6 +22,13 @@
  * Each thread moves 16 bytes per source and step when every pointer is
  * 16-byte aligned (the host checks), else one element; a grid-stride loop
  * covers any n with any grid.
+ *
+ * collie_copy_list(copies, n, aligned) (in the uint8 module): copy k < n,
+ * blockIdx.y = k, moves copies.bytes[k] bytes from copies.src[k] to
+ * copies.dst[k] (16 at a time when every pointer is 16-byte aligned, then
+ * the tail byte by byte): the many small copies of a gather, scatter or
+ * alltoall run by one rank on one GPU, in one launch instead of one driver
+ * call each.
  */
 #include <stdint.h>
 
@@ -234,6 +241,34 @@ COLLIE_KERNELS_INT(int8, I8)
 #endif
 #if COLLIE_KERNEL_ALL || COLLIE_KERNEL_SET == 1
 COLLIE_KERNELS_INT(uint8, U8)
+
+#define COLLIE_COPY_LIST 32 /* cuda_kernels.c's COPY_LIST */
+
+struct collie_copies {
+  const void *src[COLLIE_COPY_LIST];
+  void *dst[COLLIE_COPY_LIST];
+  unsigned long long bytes[COLLIE_COPY_LIST];
+};
+
+extern "C" __global__ void
+collie_copy_list(struct collie_copies c, int n, int aligned)
+{
+  int k = blockIdx.y;
+  if (k >= n) return;
+  const unsigned char *s = (const unsigned char *)c.src[k];
+  unsigned char *d = (unsigned char *)c.dst[k];
+  unsigned long long len = c.bytes[k], body = 0;
+  unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+  unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+  if (aligned) {
+    body = len / 16;
+    const uint4 *s4 = (const uint4 *)s;
+    uint4 *d4 = (uint4 *)d;
+    for (unsigned long long j = i; j < body; j += stride) d4[j] = s4[j];
+    body *= 16;
+  }
+  for (unsigned long long j = body + i; j < len; j += stride) d[j] = s[j];
+}
 #endif
 #if COLLIE_KERNEL_ALL || COLLIE_KERNEL_SET == 2
 COLLIE_KERNELS_INT(int32, I32)

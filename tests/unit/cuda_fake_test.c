@@ -26,6 +26,7 @@ static int (*fk_free)(unsigned long long);
 static long (*fk_launches)(void);
 static long (*fk_held)(void);
 static long (*fk_objects)(void);
+static long (*fk_copy_lists)(void);
 
 static void
 fk_load(void)
@@ -37,7 +38,8 @@ fk_load(void)
   fk_launches = (long (*)(void))dlsym(h, "fake_cuda_launches");
   fk_held = (long (*)(void))dlsym(h, "fake_cuda_opens");
   fk_objects = (long (*)(void))dlsym(h, "fake_cuda_objects");
-  ASSERT(fk_alloc && fk_free && fk_launches && fk_held && fk_objects);
+  fk_copy_lists = (long (*)(void))dlsym(h, "fake_cuda_copy_lists");
+  ASSERT(fk_alloc && fk_free && fk_launches && fk_held && fk_objects && fk_copy_lists);
 }
 
 static void *
@@ -478,6 +480,10 @@ fk_run(int mode, int quick)
     ASSERTF(launches > 0, "the direct path never launched a kernel on rank %d", r);
   if (!direct || mode == 1 || mode == 2)
     ASSERTF(launches == 0, "%ld kernels launched on the host path (mode %d)", launches, mode);
+  /* The plans' small copies go out as lists: alltoall's by rank 0 on one
+   * GPU, by every rank with a GPU each. */
+  if (direct && p > 1 && (mode == 3 || (mode == 0 && r == 0)))
+    ASSERTF(fk_copy_lists() > 0, "no copy list launched on rank %d (mode %d)", r, mode);
   if (!quick) {
     fk_churn(comm);
     fk_p2p(comm);
