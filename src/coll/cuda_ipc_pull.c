@@ -92,11 +92,17 @@ ipc_reduce_direct(struct collie__ipc_run *x)
   return collie__ipc_finish(x, rc, "cuda_ipc: reduce");
 }
 
+/* reduce and gather: every rank shares its sendbuf, the root its recvbuf. */
+static collie_result_t
+ipc_run_into_root(struct collie__call *c, collie_result_t (*direct)(struct collie__ipc_run *))
+{
+  return collie__ipc_run(c, c->sendbuf, c->rank == c->root ? c->recvbuf : NULL, 1, direct);
+}
+
 static collie_result_t
 ipc_reduce_run(struct collie__call *c)
 {
-  return collie__ipc_run(c, c->sendbuf, c->rank == c->root ? c->recvbuf : NULL, 1,
-                         ipc_reduce_direct);
+  return ipc_run_into_root(c, ipc_reduce_direct);
 }
 
 /* ---- gather ---- */
@@ -119,8 +125,7 @@ ipc_gather_direct(struct collie__ipc_run *x)
 static collie_result_t
 ipc_gather_run(struct collie__call *c)
 {
-  return collie__ipc_run(c, c->sendbuf, c->rank == c->root ? c->recvbuf : NULL, 1,
-                         ipc_gather_direct);
+  return ipc_run_into_root(c, ipc_gather_direct);
 }
 
 /* ---- scatter ---- */
