@@ -191,14 +191,14 @@ device_bench() {
     --csv "$out/collie_cuda_staged_2.csv" || return 1
 }
 step device_bench device_bench
-# reduce, gather, scatter and alltoall on the direct path against staged
+# reduce, gather, scatter and alltoall(v) on the direct path against staged
 # (COLLIE_CUDA_IPC=0), 2 and 4 ranks on the one GPU, 8 B to 16 MiB; the
 # table printed: the default's algorithm and time, staged's, their ratio.
 device_pull_bench() {
   for n in 2 4; do
     for ipc in 1 0; do
       COLLIE_CUDA_IPC=$ipc timeout 120 build-dev/collierun -n $n --timeout 110 build-dev/collie-bench \
-        --device cuda -o reduce,gather,scatter,alltoall -b 8 -e 16M -f 4 -t 0.02 \
+        --device cuda -o reduce,gather,scatter,alltoall,alltoallv -b 8 -e 16M -f 4 -t 0.02 \
         --csv "$out/pull_${n}_$ipc.csv" >/dev/null || return 1
     done
     awk -F, -v n=$n 'FNR == 1 { next } NR == FNR { t[$2 "/" $6] = $8; a[$2 "/" $6] = $3; next }
