@@ -23,6 +23,7 @@
   XX(bench_measure_ranks_shm_3, bench_measure_ranks, 3, "shm", 30)                                 \
   XX(bench_measure_ranks_tcp_2, bench_measure_ranks, 2, "tcp", 30)                                 \
   XX(bench_run_csv, bench_run_csv, 0, "auto", 60)                                                  \
+  XX(bench_run_device_fake, bench_run_device_fake, 0, "auto", 60)                                  \
   XX(bench_run_mem_collie, bench_run_mem_collie, 0, "auto", 60)                                    \
   XX(bench_run_profile, bench_run_profile, 0, "auto", 90)                                          \
   XX(bench_bad_options, bench_bad_options, 0, "auto", 60)                                          \

@@ -748,7 +748,7 @@ cb_measure(collie_comm_t *comm, const struct cb_opts *o, int coll, int algo, siz
     }
   }
 
-  if (o->device_cuda && coll != CB_SENDRECV) {
+  if (o->device_cuda && coll != CB_SENDRECV && coll != CB_BARRIER) { /* a barrier has no buffers */
     /* On device buffers collie runs its device algorithm, or stages the
      * call through host memory and runs the host algorithm named. */
     int dev = collie__comm_device_algo(comm, cb_coll_kind(coll), out->shape.count * esize);

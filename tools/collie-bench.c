@@ -784,11 +784,16 @@ main(int argc, char **argv)
 
   if (rank == 0)
     bench_header(stdout, argc, argv0, &a, nranks, transport, !launched, comms_log_ours);
-  if (rank == 0 && o->device_cuda)
+  if (rank == 0 && o->device_cuda) {
+    double launch = cb_cuda_launch_us();
+    char launch_s[80] = "no empty-kernel latency (the driver refused the kernel)";
+    if (launch >= 0)
+      snprintf(launch_s, sizeof(launch_s),
+               "empty kernel launched and waited for %.2f us (best of 2000)", launch);
     printf("# device: cuda, %s (every rank on device LOCAL_RANK %% GPUs); device code: %s\n"
-           "# device reference: copy device-to-device %.1f GB/s (256 MiB, best of 5); "
-           "empty kernel launched and waited for %.2f us (best of 2000)\n",
-           cb_cuda_name(), collie__device_code(), cb_cuda_copy_gbps(), cb_cuda_launch_us());
+           "# device reference: copy device-to-device %.1f GB/s (256 MiB, best of 5); %s\n",
+           cb_cuda_name(), collie__device_code(), cb_cuda_copy_gbps(), launch_s);
+  }
 
   if (a.fit_mode) {
     status = cb_fit_main(comm, o, a.tune_path, a.fit_mode == 3);

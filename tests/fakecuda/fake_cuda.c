@@ -486,6 +486,89 @@ f_error_string(CUresult rc, const char **s)
   return 0;
 }
 
+/* The plain entry points a tool resolves with dlsym (tools/cbench_cuda.c:
+ * collie-bench --device cuda), beside libcollie's cuGetProcAddress. One
+ * device, one context. */
+FAKE_EXPORT CUresult
+cuInit(unsigned flags)
+{
+  return f_init(flags);
+}
+
+FAKE_EXPORT CUresult
+cuDeviceGetCount(int *n)
+{
+  *n = 1;
+  return 0;
+}
+
+FAKE_EXPORT CUresult
+cuDeviceGet(int *dev, int ordinal)
+{
+  if (ordinal != 0) return 101; /* CUDA_ERROR_INVALID_DEVICE */
+  *dev = 0;
+  return 0;
+}
+
+FAKE_EXPORT CUresult
+cuDeviceGetName(char *name, int len, int dev)
+{
+  (void)dev;
+  snprintf(name, (size_t)len, "fake GPU (tests/fakecuda)");
+  return 0;
+}
+
+FAKE_EXPORT CUresult
+cuDevicePrimaryCtxRetain(void **ctx, int dev)
+{
+  (void)dev;
+  return f_ctx_get_current(ctx);
+}
+
+FAKE_EXPORT CUresult
+cuCtxSetCurrent(void *ctx)
+{
+  (void)ctx;
+  return 0;
+}
+
+FAKE_EXPORT CUresult
+cuCtxSynchronize(void)
+{
+  return 0; /* every fake operation is done when it returns */
+}
+
+FAKE_EXPORT CUresult
+cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+  return f_memcpy(dst, src, n);
+}
+
+FAKE_EXPORT CUresult
+cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+  return f_memcpy(dst, src, n);
+}
+
+FAKE_EXPORT CUresult
+cuModuleLoadData(void **mod, const void *image)
+{
+  return f_module_load(mod, image);
+}
+
+FAKE_EXPORT CUresult
+cuModuleGetFunction(void **fn, void *mod, const char *name)
+{
+  return f_module_get_function(fn, mod, name);
+}
+
+FAKE_EXPORT CUresult
+cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+               unsigned bz, unsigned shmem, void *stream, void **params, void **extra)
+{
+  return f_launch(fn, gx, gy, gz, bx, by, bz, shmem, stream, params, extra);
+}
+
 FAKE_EXPORT CUresult
 cuGetProcAddress_v2(const char *name, void **fn, int version, unsigned long long flags, int *status)
 {

@@ -764,6 +764,52 @@ bt_algos_one_host(int c)
   return k;
 }
 
+/* --device cuda on the stand-in driver (tests/fakecuda, loaded through
+ * LD_LIBRARY_PATH as the real one would be): every collective on "device"
+ * buffers, each result checked by the bench; the header names the device;
+ * each buffer collective's algorithm is the direct path's (cuda_ipc) or
+ * staged+<host algorithm>, the direct path appearing exactly when the
+ * library has device code. */
+TEST_IMPL(bench_run_device_fake)
+{
+  char *out, *err;
+  int rc = bt_sh("env LD_LIBRARY_PATH='" COLLIE_BUILD_DIR "/tests/fakecuda' '" BT_RUN
+                 "' -n 2 '" BT_BENCH "' --device cuda -b 8 -e 64K -f 64 -o all -n 3 -w 1 "
+                 "--csv dev.csv",
+                 &out, &err);
+  ASSERTF(rc == 0, "exit %d\n%s\n%s", rc, out, err);
+  ASSERTF(strstr(out, "# device: cuda, fake GPU (tests/fakecuda)"), "%s", out);
+  ASSERTF(strstr(out, "# wrong elements: 0 OK"), "%s", out);
+  char *csv = bt_slurp(test_path("dev.csv"));
+  ASSERT(csv);
+  int direct = 0, staged = 0, rows = 0;
+  char *save = NULL;
+  for (char *line = strtok_r(strchr(csv, '\n') + 1, "\n", &save); line;
+       line = strtok_r(NULL, "\n", &save)) {
+    char copy[512], *f[16];
+    snprintf(copy, sizeof(copy), "%s", line);
+    ASSERTF(bt_split(copy, f, 16) == 11, "row: %s", line);
+    rows++;
+    ASSERTF(!strcmp(f[10], "0"), "wrong elements: %s", line);
+    if (!strcmp(f[1], "sendrecv") || !strcmp(f[1], "barrier")) {
+      ASSERTF(strncmp(f[2], "staged+", 7), "a call without device buffers named staged: %s", line);
+      continue;
+    }
+    if (!strcmp(f[2], "cuda_ipc"))
+      direct++;
+    else
+      ASSERTF(!strncmp(f[2], "staged+", 7), "algorithm of a device call: %s", line);
+    staged += !strncmp(f[2], "staged+", 7);
+  }
+  int has_code = strncmp(collie__device_code(), "none", 4) != 0;
+  ASSERTF(rows >= 20 && (direct > 0) == has_code && (has_code || staged > 0),
+          "%d rows, %d direct, %d staged, device code %s\n%s", rows, direct, staged,
+          collie__device_code(), csv);
+  free(csv);
+  free(out);
+  free(err);
+}
+
 TEST_IMPL(bench_run_csv)
 {
   char *out, *err;
