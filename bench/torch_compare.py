@@ -422,7 +422,7 @@ def run_sweep(job, csv):
             pt = Point(job, op, nbytes, variants)
             if pt.skip:
                 continue
-            res = measure(job, pt)
+            res = measure(job, pt, first=nbytes == sizes[0])
             line = "%-15s %10d" % (op, pt.actual)
             for b in backends:
                 line += " %11s" % ("n/a" if b not in res else "%.2f" % (res[b][0] * 1e6))
@@ -458,14 +458,24 @@ def run_sweep(job, csv):
             job.out("%-15s %6.2fx   (%d sizes, %.2fx .. %.2fx)" % (op, gm, len(rs), min(rs), max(rs)))
 
 
-def measure(job, pt):
+# Untimed calls before an op's first size: its first calls pay for what the
+# later sizes find ready (page faults, lazy set-up, caches); 4-rank sweeps
+# read their first point slower than the next (docs/performance.md), though
+# at 4 ranks on 2 cores the noise between points is as large.
+FIRST_POINT_WARMUP = 100
+
+
+def measure(job, pt, first=False):
     """{backend: (median, min, max seconds per call over rounds, iterations
-    per round)} for one point; exits 3 on a wrong result."""
+    per round)} for one point (first: an op's first size, warmed up longer);
+    exits 3 on a wrong result."""
     a = job.args
     bs = list(pt.calls)
     if not bs:
         return {}
     warm = a.warmup if pt.actual <= MIB else min(a.warmup, 2)
+    if first and pt.actual <= MIB and a.warmup > 0:
+        warm = max(warm, FIRST_POINT_WARMUP)
     warm = max(warm, 1)
     est = []
     for b in bs:
@@ -734,7 +744,7 @@ def parse_args(argv):
                     help="sweep: most timed calls per round (default 1000; fewer at large sizes, see --time); "
                          "--latency: calls per round (default 2000); --ddp: timed steps (default 10)")
     ap.add_argument("--warmup", type=int, default=None,
-                    help="warm-up calls (sweep 6, 2 above 1 MiB; --latency 200) or steps (--ddp 3)")
+                    help="warm-up calls (sweep 6, 2 above 1 MiB, 100 before an op's first size; --latency 200) or steps (--ddp 3)")
     ap.add_argument("--rounds", type=int, default=5,
                     help="timed rounds, the backends taking turns; the median is shown (default 5)")
     ap.add_argument("--time", type=float, default=0.2,
