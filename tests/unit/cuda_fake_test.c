@@ -796,6 +796,36 @@ TEST_IMPL(cuda_fake_stream_deadline)
   collie_comm_destroy(comm);
 }
 
+/* Ranks that disagree on the kind of memory of one collective (rank 0 on
+ * the device, the others on the host) pick different algorithms: every
+ * rank fails (a mismatch where both sides use the flat area, else the
+ * deadline), none hangs or returns a wrong result as success. Without
+ * device code both sides are staged and the call works. */
+TEST_IMPL(cuda_fake_kinds_differ)
+{
+  fk_load();
+  collie_comm_t *comm = test_comm();
+  int r = collie_comm_rank(comm);
+  size_t n = 16;
+  float host[16], *buf = r == 0 ? dev_alloc(n * 4) : host;
+  for (size_t i = 0; i < n; i++) buf[i] = 1;
+  collie_opts_t o = {.timeout_ms = 1500};
+  int64_t t0 = collie__now_ns();
+  collie_result_t rc = collie_allreduce(comm, buf, buf, n, COLLIE_FLOAT32, COLLIE_SUM, &o, NULL);
+  double secs = (double)(collie__now_ns() - t0) / 1e9;
+  if (strncmp(collie__device_code(), "none", 4) == 0) { /* no direct path: both staged, right */
+    ASSERT_OK(rc);
+    for (size_t i = 0; i < n; i++)
+      ASSERTF(buf[i] == (float)collie_comm_size(comm), "[%zu] = %g", i, buf[i]);
+  } else {
+    ASSERTF(rc == COLLIE_INVALID_USAGE || rc == COLLIE_TIMEOUT || rc == COLLIE_REMOTE_ERROR,
+            "rank %d: %s (%s)", r, collie_result_string(rc), collie_last_error());
+  }
+  ASSERTF(secs < 10, "rank %d returned after %.2f s", r, secs);
+  if (r == 0) dev_free(buf);
+  collie_comm_destroy(comm);
+}
+
 /* The host-only features on device buffers: a wire format named in opts is
  * refused by name, the communicator's default leaves the call exact;
  * sparse allreduce and windows refuse device memory. */
