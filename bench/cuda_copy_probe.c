@@ -41,10 +41,6 @@
 #include "cuda_probe_load.h"
 
 static struct {
-  CUresult (*init)(unsigned);
-  CUresult (*device_get)(CUdevice *, int);
-  CUresult (*primary_retain)(CUcontext *, CUdevice);
-  CUresult (*ctx_set)(CUcontext);
   CUresult (*mem_alloc)(CUdeviceptr *, size_t);
   CUresult (*host_alloc)(void **, size_t, unsigned);
   CUresult (*host_devptr)(CUdeviceptr *, void *, unsigned);
@@ -75,10 +71,6 @@ static void
 load(void)
 {
   static const struct probe_sym want[] = {
-      {"cuInit", (void **)&cu.init},
-      {"cuDeviceGet", (void **)&cu.device_get},
-      {"cuDevicePrimaryCtxRetain", (void **)&cu.primary_retain},
-      {"cuCtxSetCurrent", (void **)&cu.ctx_set},
       {"cuMemAlloc", (void **)&cu.mem_alloc},
       {"cuMemHostAlloc", (void **)&cu.host_alloc},
       {"cuMemHostGetDevicePointer", (void **)&cu.host_devptr},
@@ -238,12 +230,9 @@ run(int me, int nproc, int go, const char *ptx_path, enum pace pace)
   static const size_t sizes[] = {8, 4096, 16384, 32768};
   const size_t max = 262144;
   struct probe p = {0};
-  CUdevice dev;
-  CUcontext ctx;
-  ck(cu.init(0), "cuInit");
-  ck(cu.device_get(&dev, 0), "cuDeviceGet");
-  ck(cu.primary_retain(&ctx, dev), "cuDevicePrimaryCtxRetain");
-  ck(cu.ctx_set(ctx), "cuCtxSetCurrent");
+  CUresult rc;
+  const char *failed = probe_context(&rc);
+  if (failed) ck(rc, failed);
   ck(cu.mem_alloc(&p.d, max), "cuMemAlloc");
   ck(cu.host_alloc(&p.h, max, CU_MEMHOSTALLOC_DEVICEMAP), "cuMemHostAlloc");
   ck(cu.host_devptr(&p.hd, p.h, 0), "cuMemHostGetDevicePointer");

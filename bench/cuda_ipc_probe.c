@@ -27,10 +27,6 @@
 #include "cuda_probe_load.h"
 
 static struct {
-  CUresult (*init)(unsigned);
-  CUresult (*device_get)(CUdevice *, int);
-  CUresult (*primary_retain)(CUcontext *, CUdevice);
-  CUresult (*ctx_set)(CUcontext);
   CUresult (*mem_alloc)(CUdeviceptr *, size_t);
   CUresult (*htod)(CUdeviceptr, const void *, size_t);
   CUresult (*dtoh)(void *, CUdeviceptr, size_t);
@@ -70,10 +66,6 @@ static void
 load(void)
 {
   static const struct probe_sym want[] = {
-      {"cuInit", (void **)&cu.init},
-      {"cuDeviceGet", (void **)&cu.device_get},
-      {"cuDevicePrimaryCtxRetain", (void **)&cu.primary_retain},
-      {"cuCtxSetCurrent", (void **)&cu.ctx_set},
       {"cuMemAlloc", (void **)&cu.mem_alloc},
       {"cuMemcpyHtoD", (void **)&cu.htod},
       {"cuMemcpyDtoH", (void **)&cu.dtoh},
@@ -140,12 +132,9 @@ recv_fd(int sock, void *data, size_t n)
 static void
 setup(void)
 {
-  CUdevice dev;
-  CUcontext ctx;
-  CK(cu.init(0), "cuInit");
-  CK(cu.device_get(&dev, 0), "cuDeviceGet");
-  CK(cu.primary_retain(&ctx, dev), "cuDevicePrimaryCtxRetain");
-  CK(cu.ctx_set(ctx), "cuCtxSetCurrent");
+  CUresult rc;
+  const char *failed = probe_context(&rc);
+  if (failed) CK(rc, failed);
 }
 
 static CUmemAllocationProp

@@ -50,6 +50,32 @@ probe_load(const struct probe_sym *want, size_t n)
   probe_load_version(want, n, 12000);
 }
 
+/* Makes device 0's primary context current in the calling process (after
+ * any fork: a context does not survive one). NULL on success, else the
+ * name of the call that failed, its result in *rc. */
+static const char *
+probe_context(CUresult *rc)
+{
+  CUresult (*init)(unsigned) = NULL;
+  CUresult (*device_get)(CUdevice *, int) = NULL;
+  CUresult (*primary_retain)(CUcontext *, CUdevice) = NULL;
+  CUresult (*ctx_set)(CUcontext) = NULL;
+  const struct probe_sym want[] = {
+      {"cuInit", (void **)&init},
+      {"cuDeviceGet", (void **)&device_get},
+      {"cuDevicePrimaryCtxRetain", (void **)&primary_retain},
+      {"cuCtxSetCurrent", (void **)&ctx_set},
+  };
+  probe_load(want, sizeof want / sizeof want[0]);
+  CUdevice dev;
+  CUcontext ctx;
+  if ((*rc = init(0)) != CUDA_SUCCESS) return "cuInit";
+  if ((*rc = device_get(&dev, 0)) != CUDA_SUCCESS) return "cuDeviceGet";
+  if ((*rc = primary_retain(&ctx, dev)) != CUDA_SUCCESS) return "cuDevicePrimaryCtxRetain";
+  if ((*rc = ctx_set(ctx)) != CUDA_SUCCESS) return "cuCtxSetCurrent";
+  return NULL;
+}
+
 /* Monotonic microseconds. */
 static double
 probe_now_us(void)
