@@ -207,15 +207,17 @@ static struct shared {
 static void
 pace_before(enum pace pace, int me, int nproc, unsigned long round)
 {
-  if (pace == LOCKSTEP) {
-    unsigned long want = (round + 1) * (unsigned long)nproc;
-    atomic_fetch_add(&sh->arrived, 1);
-    while (atomic_load(&sh->arrived) < want) {
+  unsigned long want = (round + 1) * (unsigned long)nproc,
+                turn = round * (unsigned long)nproc + (unsigned long)me;
+  if (pace == LOCKSTEP) atomic_fetch_add(&sh->arrived, 1);
+  if (pace == FREE) return;
+  /* A peer that died never arrives: give up after 10 s rather than spin on. */
+  double give_up = probe_now_us() + 10e6;
+  while (pace == LOCKSTEP ? atomic_load(&sh->arrived) < want : atomic_load(&sh->turn) != turn)
+    if (probe_now_us() > give_up) {
+      printf("pid %d: the other processes stopped arriving (round %lu)\n", (int)getpid(), round);
+      exit(1);
     }
-  } else if (pace == TURNS) {
-    while (atomic_load(&sh->turn) != round * (unsigned long)nproc + (unsigned long)me) {
-    }
-  }
 }
 
 static void
