@@ -144,20 +144,14 @@ class Staging(Buf):
         Buf.__init__(self, None, ctypes.addressof(self._mem), count, dtype, (count,), False)
 
     def _device_parts(self, bufs):
-        """(staging slice, the array's bytes) pairs, as uint8 tensors."""
+        """(staging slice, the array's bytes) pairs, as uint8 tensors (the
+        constructor made sure bufs are CUDA torch tensors)."""
         import torch
         off = 0
         for b in bufs:
-            if not b.device or not is_torch(b.obj):
-                raise InvalidArgument("a list form mixes CUDA tensors with other arrays")
             if b.nbytes:
                 yield self._mem[off:off + b.nbytes], b.obj.reshape(-1).view(torch.uint8)
             off += b.nbytes
-
-    def _host_only(self, bufs):
-        for b in bufs:
-            if b.device:
-                raise InvalidArgument("a list form mixes CUDA tensors with host arrays")
 
     def copy_in(self, bufs):
         """Copies bufs into consecutive parts of the staging buffer."""
@@ -165,7 +159,6 @@ class Staging(Buf):
             for part, src in self._device_parts(bufs):
                 part.copy_(src)
             return
-        self._host_only(bufs)
         off = self.ptr
         for b in bufs:
             if b.nbytes:
@@ -178,7 +171,6 @@ class Staging(Buf):
             for part, dst in self._device_parts(bufs):
                 dst.copy_(part)
             return
-        self._host_only(bufs)
         off = self.ptr
         for b in bufs:
             if b.nbytes:
