@@ -31,9 +31,8 @@
  *             each block at its own displacements. Overlapping buffers on
  *             a rank: the host path, as alltoall's.
  * The copies of a plan go out in lists (collie__cuda_copy_list): one kernel
- * launch for up to 32 small ones, where one driver call each cost ~4 us on
- * an H200 (an alltoall of 4 ranks on one GPU: 16 copies, 77 us); those of
- * 256 KiB and more stay cuMemcpyAsync calls, for the copy engines.
+ * launch for up to 32 of them, where one driver call each cost ~4-6 us on
+ * an H200 (an alltoall of 4 ranks on one GPU: 16 copies, 77-100 us).
  * Every plan ends with the frame's sync, so no rank returns while a peer
  * still reads or writes its buffers.
  */

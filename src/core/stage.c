@@ -48,15 +48,6 @@ collie__stage_on_device(const void *a, const void *b)
   return collie__cuda_live() && (collie__cuda_is_device(a, &d) || collie__cuda_is_device(b, &d));
 }
 
-/* Host-to-device copies from this size go to the copy engines (smaller ones
- * need the GPU's engine, and a context switch where ranks share a GPU);
- * bench/cuda_copy_probe.c on an H200: between 16 and 32 KiB. */
-#define COLLIE_CUDA_ENGINE_COPY_MIN (32u << 10)
-/* Under these whole-buffer sizes staging beat the direct path on an H200
- * (gpu_check's device_pull_bench). */
-#define COLLIE_STAGED_GATHER_MAX (128u << 10)
-#define COLLIE_STAGED_ALLTOALL_MAX (128u << 10)
-
 /* Every input is the same on every rank of a job that passes device
  * buffers everywhere (docs/gpu.md says what a mix of kinds does). */
 int
@@ -65,8 +56,7 @@ collie__stage_device_algo(const collie_comm_t *comm, int kind, size_t bytes,
 {
   int id = opts && opts->algorithm ? opts->algorithm : comm->algos.forced[kind];
   int one_host = comm->size == 1 || (comm->all_shm && collie__net_shm_flat(comm->net));
-  int ipc = 0, pipe = 0, staged_pays = 0;
-  size_t whole = bytes * (size_t)comm->size;
+  int ipc = 0, pipe = 0;
   switch (kind) {
   case COLLIE_KIND_ALLREDUCE:
   case COLLIE_KIND_BROADCAST:
@@ -80,20 +70,11 @@ collie__stage_device_algo(const collie_comm_t *comm, int kind, size_t bytes,
   case COLLIE_KIND_REDUCE:
     ipc = pipe = 1;
     break;
-  /* Staging pays where its copies to the device are the GPU's copy
-   * engines' or one process's (measured on an H200, docs/gpu.md): a small
-   * gather's (only the root copies to the device) and an alltoall's of
-   * 32-128 KiB a rank (larger host-to-device copies go to the copy engines:
-   * no context switch between the ranks' processes; the direct path's p*p
-   * copies cost more there). */
+  /* The direct path's small copies go out as one copy-list launch, which
+   * beat staging at every size on an H200 (docs/gpu.md); before it, a small
+   * gather and a 32-128 KiB alltoall were staged. */
   case COLLIE_KIND_GATHER:
-    ipc = 1;
-    staged_pays = whole < COLLIE_STAGED_GATHER_MAX;
-    break;
   case COLLIE_KIND_ALLTOALL:
-    ipc = 1;
-    staged_pays = whole >= COLLIE_CUDA_ENGINE_COPY_MIN && whole < COLLIE_STAGED_ALLTOALL_MAX;
-    break;
   case COLLIE_KIND_SCATTER:
   case COLLIE_KIND_ALLGATHERV:
   case COLLIE_KIND_ALLTOALLV:
@@ -103,7 +84,7 @@ collie__stage_device_algo(const collie_comm_t *comm, int kind, size_t bytes,
     return 0;
   }
   if (ipc && one_host && comm->params.CUDA_IPC && collie__cuda_has_kernels() &&
-      ((id == COLLIE_ALGO_AUTO && !staged_pays) || id == COLLIE_ALGO_CUDA_IPC))
+      (id == COLLIE_ALGO_AUTO || id == COLLIE_ALGO_CUDA_IPC))
     return COLLIE_ALGO_CUDA_IPC;
   if (pipe && comm->size > 1 && !comm->all_shm && comm->dev.chunk && bytes > comm->dev.chunk &&
       (id == COLLIE_ALGO_AUTO || id == COLLIE_ALGO_CUDA_PIPELINE))

@@ -66,9 +66,8 @@ collie_result_t collie__cuda_copy_async(void *dst, const void *src, size_t n, vo
 
 /* Queues, on stream in the current context, the n copies bytes[k] from
  * srcs[k] to dsts[k] (device memory, mapped peers' included; none empty or
- * onto itself is skipped): the small ones in launches of one kernel for up
- * to 32 of them, those of 256 KiB and more (or all, without device code)
- * one cuMemcpyAsync each. Errors as collie__cuda_copy_async's, what naming
+ * onto itself is skipped): in launches of one kernel for up to 32 of them
+ * (without device code, one cuMemcpyAsync each). Errors as collie__cuda_copy_async's, what naming
  * the caller's copies. */
 collie_result_t collie__cuda_copy_list(void *const *dsts, const void *const *srcs,
                                        const size_t *bytes, int n, void *stream, const char *what);

@@ -35,10 +35,10 @@ struct kernel_ctx {
   cu_function copy_list; /* in the uint8 module */
 };
 
-#define COPY_LIST 32 /* kernels.cu's COLLIE_COPY_LIST */
-/* Copies from this size go to cuMemcpyAsync one by one: the copy engines
- * move them at full speed and the call's cost no longer shows. */
-#define COPY_LIST_MAX ((size_t)256 << 10)
+/* kernels.cu's COLLIE_COPY_LIST. Large copies go in the list too: on an
+ * H200 it beat one cuMemcpyAsync each at every size measured (256 KiB to
+ * 16 MiB a copy: 1.0-5.3x, docs/gpu.md), as each call costs ~4-6 us. */
+#define COPY_LIST 32
 
 struct kernel_copies { /* kernels.cu's struct collie_copies */
   const void *src[COPY_LIST];
@@ -267,7 +267,7 @@ collie__cuda_copy_list(void *const *dsts, const void *const *srcs, const size_t 
   int m = 0;
   for (int k = 0; k < n && r == COLLIE_SUCCESS; k++) {
     if (!bytes[k] || dsts[k] == srcs[k]) continue;
-    if (bytes[k] >= COPY_LIST_MAX || !collie__cuda_has_kernels()) {
+    if (!collie__cuda_has_kernels()) {
       r = collie__cuda_copy_async(dsts[k], srcs[k], bytes[k], stream, what);
       continue;
     }

@@ -461,15 +461,17 @@ fk_run(int mode, int quick)
                 direct,
             "%s of 1 MiB does not take the path allreduce takes",
             collie__kind_name(direct_kinds[k]));
-  /* Where staging pays (docs/gpu.md): a small gather, an alltoall of 32-128
-   * KiB a rank; a tiny alltoall and a small scatter stay direct. */
+  /* At every size (staging lost to the copy lists at every size measured,
+   * docs/gpu.md): the sizes where staging once paid included. */
   int p0 = collie_comm_size(comm);
-  if (direct && p0 > 1) {
-    ASSERT(collie__comm_device_algo(comm, COLLIE_KIND_GATHER, 4) != COLLIE_ALGO_CUDA_IPC);
-    ASSERT(collie__comm_device_algo(comm, COLLIE_KIND_ALLTOALL, (64 << 10) / (size_t)p0) !=
-           COLLIE_ALGO_CUDA_IPC);
-    ASSERT(collie__comm_device_algo(comm, COLLIE_KIND_ALLTOALL, 4) == COLLIE_ALGO_CUDA_IPC);
-    ASSERT(collie__comm_device_algo(comm, COLLIE_KIND_SCATTER, 4) == COLLIE_ALGO_CUDA_IPC);
+  static const size_t sizes[] = {4, 16 << 10, 64 << 10};
+  for (size_t k = 0; direct && p0 > 1 && k < sizeof sizes / sizeof sizes[0]; k++) {
+    ASSERTF(collie__comm_device_algo(comm, COLLIE_KIND_GATHER, sizes[k]) == COLLIE_ALGO_CUDA_IPC,
+            "gather of %zu bytes staged", sizes[k]);
+    ASSERTF(collie__comm_device_algo(comm, COLLIE_KIND_ALLTOALL, sizes[k]) == COLLIE_ALGO_CUDA_IPC,
+            "alltoall of %zu bytes staged", sizes[k]);
+    ASSERTF(collie__comm_device_algo(comm, COLLIE_KIND_SCATTER, sizes[k]) == COLLIE_ALGO_CUDA_IPC,
+            "scatter of %zu bytes staged", sizes[k]);
   }
   fk_matrix(comm, quick);
   long launches = fk_launches();
