@@ -198,7 +198,7 @@ device_pull_bench() {
   for n in 2 4; do
     for ipc in 1 0; do
       COLLIE_CUDA_IPC=$ipc timeout 120 build-dev/collierun -n $n --timeout 110 build-dev/collie-bench \
-        --device cuda -o reduce,gather,scatter,alltoall,alltoallv -b 8 -e 16M -f 4 -t 0.02 \
+        --device cuda -o reduce,gather,scatter,alltoall,alltoallv,sendrecv -b 8 -e 16M -f 4 -t 0.02 \
         --csv "$out/pull_${n}_$ipc.csv" >/dev/null || return 1
     done
     awk -F, -v n=$n 'FNR == 1 { next } NR == FNR { t[$2 "/" $6] = $8; a[$2 "/" $6] = $3; next }

@@ -57,6 +57,14 @@ struct collie__cuda_state {
   size_t chunk;                      /* the pipeline's chunk (COLLIE_CUDA_CHUNK; 0: off) */
   struct collie__pinned_area *stage; /* whole calls' pinned staging (core/stage.c) */
   size_t stage_max;                  /* its cap (COLLIE_CUDA_STAGE_MAX; 0: never) */
+  /* Send and receive on device memory (core/stage_p2p.c): the IPC handles
+   * of sent buffers (a cache of its own: a record goes to one peer, not to
+   * all), the context a receive into host memory maps a peer's buffer in,
+   * and the ops installed on the net (p2p_on once they are). */
+  struct collie__ipc_cache *ipc_p2p;
+  void *p2p_ctx;
+  struct collie__net_dev_ops p2p_ops;
+  int p2p_on;
 };
 
 struct collie__call {
@@ -105,6 +113,14 @@ struct collie__call {
    * time, and where the matched peer's rank goes. */
   uint32_t *p2p_recv_seqs;
   int *source;
+  /* p2p on device memory (core/stage_p2p.c): a send that goes as a record
+   * the receiver copies the bytes with (transport.h: device messages); a
+   * receive's device memory, and whether the bytes landed there (set by
+   * the receive) rather than in recvbuf, host memory. */
+  const void *p2p_rec;
+  size_t p2p_reclen;
+  void *p2p_dev;
+  int p2p_on_dev;
   /* A phase of a hierarchical algorithm (hier.c) runs a flat algorithm on
    * part of the communicator: rank and size are then the group's, group[i]
    * is the communicator rank of the group's rank i, and step0 keeps the

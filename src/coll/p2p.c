@@ -18,10 +18,19 @@ p2p_run(struct collie__call *c, int is_send)
   struct collie__req *w = &r;
   uint64_t slot = collie__slot_p2p((uint32_t)c->tag, c->p2p_seq);
   size_t bytes = c->count * c->esize;
-  collie_result_t rc = is_send ? collie__net_isend(c->net, c->root, c->sendbuf, bytes, slot, &r)
-                               : collie__net_irecv(c->net, c->root, c->recvbuf, bytes, slot, &r);
+  collie_result_t rc;
+  if (is_send)
+    rc = c->p2p_rec
+             ? collie__net_isend_device(c->net, c->root, c->p2p_rec, c->p2p_reclen, bytes, slot, &r)
+             : collie__net_isend(c->net, c->root, c->sendbuf, bytes, slot, &r);
+  else
+    rc = c->p2p_dev
+             ? collie__net_irecv_device(c->net, c->root, c->recvbuf, c->p2p_dev, bytes, slot, &r)
+             : collie__net_irecv(c->net, c->root, c->recvbuf, bytes, slot, &r);
   if (rc != COLLIE_SUCCESS) return rc;
-  return collie__net_wait(c->net, &w, 1, c->deadline_ns);
+  rc = collie__net_wait(c->net, &w, 1, c->deadline_ns);
+  if (!is_send) c->p2p_on_dev = r.on_dev;
+  return rc;
 }
 
 collie_result_t

@@ -235,12 +235,16 @@ api_call(struct collie__call *call, int kind, const void *sendbuf, void *recvbuf
   call->p2p_seq = 0;
   call->p2p_recv_seqs = NULL;
   call->source = NULL;
+  call->p2p_rec = NULL;
+  call->p2p_reclen = 0;
+  call->p2p_dev = NULL;
+  call->p2p_on_dev = 0;
   call->group = NULL;
   call->step0 = 0;
   call->models = NULL;
 }
 /* A field added to struct collie__call must be set above (or by dispatch). */
-_Static_assert(sizeof(void *) != 8 || sizeof(struct collie__call) == 264,
+_Static_assert(sizeof(void *) != 8 || sizeof(struct collie__call) == 296,
                "struct collie__call changed: update api_call");
 
 /* The same for a reducing collective (root: reduce's; 0 for the others). */

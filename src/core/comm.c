@@ -88,9 +88,11 @@ comm_free(collie_comm_t *c)
   collie__scratch_free(&c->scratch[0]);
   collie__scratch_free(&c->scratch[1]);
   collie__ipc_cache_free(c->dev.ipc); /* closes the peers' buffers this rank mapped */
+  collie__ipc_cache_free(c->dev.ipc_p2p);
   collie__pinned_free(c->dev.pinned);
   collie__pinned_area_free(c->dev.stage);
   c->dev.ipc = NULL;
+  c->dev.ipc_p2p = NULL;
   c->dev.pinned = NULL;
   c->dev.stage = NULL;
   collie__models_free(&c->models);

@@ -168,10 +168,12 @@ struct collie__op {
   int64_t t_issue; /* collie__dispatch_now() at issue */
   int at_once;     /* blocking with no queue: runs on the issuing thread now */
   int precise;     /* telemetry times it: its stamps need the precise clock */
-  /* An async send or receive on device memory (stage.c): the call runs on
-   * stage_host, copied from stage_dev before a send and to it after a
-   * receive, when the op runs; freed when it ends. NULL otherwise. */
-  void *stage_dev, *stage_host;
+  /* A send or receive on device memory (stage.c): its device buffer, which
+   * stage_p2p.c moves when the op runs, and whether the caller waits for
+   * it (blocking: host staging may use the communicator's pinned area).
+   * NULL otherwise. */
+  void *stage_dev;
+  int stage_blocking;
   struct collie__tele_op tele;
 };
 
@@ -252,6 +254,23 @@ collie_result_t collie__stage_run(collie_comm_t *comm, struct collie__op *op,
 int collie__stage_on_device(const void *a, const void *b);
 int collie__stage_device_algo(const collie_comm_t *comm, int kind, size_t bytes,
                               const collie_opts_t *opts);
+
+/* ---- stage_p2p.c: send and receive on CUDA device memory ---- */
+
+/* Runs a send or receive whose buffer (op->stage_dev) is device memory: as
+ * a device message to a peer that takes them (one copy, by the receiver),
+ * else through host memory; a receive takes either. Errors: the copies',
+ * the driver's, the send's or receive's. */
+collie_result_t collie__stage_p2p_run(collie_comm_t *comm, struct collie__op *op);
+/* Makes comm take device messages from now on (once; dev: a device buffer
+ * of this rank, whose context receives into host memory use). */
+void collie__stage_p2p_ready(collie_comm_t *comm, const void *dev);
+/* *host: `need` bytes of the communicator's page-locked staging area, or
+ * NULL where the call is over COLLIE_CUDA_STAGE_MAX or page-locking failed
+ * (the caller stages through pageable memory: slower, still right). The
+ * area is kept for the communicator's life: page-locking costs
+ * milliseconds. One user at a time: blocking calls only. */
+collie_result_t collie__stage_area(collie_comm_t *comm, const void *dev, size_t need, char **host);
 
 /* ---- work.c ---- */
 

@@ -133,8 +133,6 @@ collie__dispatch_skipped(collie_comm_t *comm, struct collie__op *op)
     atomic_store_explicit(&comm->any_pending, 0, memory_order_release);
   collie__tele_complete(comm->tele, &op->tele, 1, now);
   if (comm->flight) collie__flight_state_at(comm->flight, op->fr_id, COLLIE_FR_FAILED, NULL, now);
-  free(op->stage_host); /* an async device send/recv that will never run */
-  op->stage_host = NULL;
 }
 
 /* The algorithm for call, with its flight-recorder shape. Training loops
@@ -180,7 +178,7 @@ collie__dispatch_prepare(collie_comm_t *comm, struct collie__op *op, const colli
   int opts_algo = opts ? opts->algorithm : COLLIE_ALGO_AUTO;
 
   op->algo = NULL;
-  op->stage_host = NULL; /* stage.c sets it after, for an async device send/recv */
+  op->stage_dev = NULL; /* stage.c sets it after, for a device send/recv */
   op->precise = collie__tele_wanted(comm->tele);
   op->t_issue = collie__dispatch_now(op);
   /* Runs at once on this thread (collie__work_issue): the recorder takes it
@@ -242,16 +240,8 @@ collie__dispatch_run(collie_comm_t *comm, struct collie__op *op, int64_t now)
     collie__flight_state_at(comm->flight, op->fr_id, COLLIE_FR_STARTED, NULL, now);
   collie__net_set_mem(comm->net, call->mem); /* its requests carry where its buffers live */
   if (call->kind == COLLIE_KIND_P2P) {
-    rc = COLLIE_SUCCESS;
-    size_t bytes = call->count * call->esize;
-    if (op->stage_host && call->sendbuf) /* an async send from device memory */
-      rc = collie__cuda_copy(op->stage_host, op->stage_dev, bytes, "copying sendbuf to the host");
-    if (rc == COLLIE_SUCCESS) rc = (call->sendbuf ? collie__p2p_send : collie__p2p_recv)(call);
-    if (rc == COLLIE_SUCCESS && op->stage_host && !call->sendbuf)
-      rc = collie__cuda_copy(op->stage_dev, op->stage_host, bytes,
-                             "copying the received data to the device");
-    free(op->stage_host);
-    op->stage_host = NULL;
+    rc = op->stage_dev ? collie__stage_p2p_run(comm, op)
+                       : (call->sendbuf ? collie__p2p_send : collie__p2p_recv)(call);
     if (call->source) atomic_store_explicit(&comm->any_pending, 0, memory_order_release);
     if (rc == COLLIE_SUCCESS) return dispatch_done(comm, op, rc);
     if (call->source && call->root < 0)

@@ -141,6 +141,9 @@ params_check(const struct collie__params *p)
   if (p->RING_BOOTSTRAP < 0)
     return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_RING_BOOTSTRAP=%lld must be >= 0 (ranks)",
                        (long long)p->RING_BOOTSTRAP);
+  if (p->CUDA_P2P_MIN < 0)
+    return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_CUDA_P2P_MIN=%lld must be >= 0 (bytes)",
+                       (long long)p->CUDA_P2P_MIN);
   if (p->CUDA_STAGE_MAX < 0)
     return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_CUDA_STAGE_MAX=%lld must be >= 0 (bytes)",
                        (long long)p->CUDA_STAGE_MAX);

@@ -19,10 +19,10 @@
  *
  * Async collectives on device memory run to completion at issue and return
  * a handle that is already complete: collectives are issued in the same
- * order on every rank, so this never deadlocks. An async send or receive
- * could (two ranks each waiting in a receive), so it is queued as on the
- * host, on a host buffer of its own, and staged when it runs (dispatch.c);
- * a group stages each of its messages around its run (group.c).
+ * order on every rank, so this never deadlocks. Sends and receives, async
+ * or not, are queued as on the host and moved when they run (stage_p2p.c:
+ * as device messages between ranks of one host, else staged); a group
+ * stages each of its messages around its run (group.c).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -92,31 +92,6 @@ collie__stage_device_algo(const collie_comm_t *comm, int kind, size_t bytes,
   return 0;
 }
 
-/* *host: `need` bytes of the communicator's page-locked staging area, or
- * NULL where the call is over COLLIE_CUDA_STAGE_MAX or page-locking failed
- * (the caller stages through pageable memory: slower, still right). The
- * area is kept for the communicator's life: page-locking costs milliseconds. */
-static collie_result_t
-stage_area(collie_comm_t *comm, const void *dev, size_t need, char **host)
-{
-  *host = NULL;
-  if (!need || need > comm->dev.stage_max) return COLLIE_SUCCESS;
-  collie_result_t rc = collie__cuda_push_ctx_of(dev, "entering the buffer's context");
-  if (rc != COLLIE_SUCCESS) return rc;
-  void *buf = NULL;
-  if (collie__pinned_area_get(&comm->dev.stage, need, comm->dev.stage_max, &buf) ==
-      COLLIE_SUCCESS) {
-    *host = buf;
-  } else { /* not tried again on this communicator: each try costs milliseconds */
-    COLLIE_WARN("COLL", "staging device buffers through pageable memory from now on: %s",
-                collie__err_msg());
-    collie__err_clear(); /* the call goes on and succeeds */
-    comm->dev.stage_max = 0;
-  }
-  collie__cuda_pop();
-  return COLLIE_SUCCESS;
-}
-
 /* A finished call's handle, for a caller that asked for one. */
 static collie_result_t
 stage_completed(const char *fn, collie_work_t **work)
@@ -145,6 +120,9 @@ collie__stage_run(collie_comm_t *comm, struct collie__op *op, const collie_opts_
                        "buffers of one call must all be on the device or all on the host",
                        fn, s == 1 ? "sendbuf" : "recvbuf", s == 1 ? sdev : rdev,
                        s == 1 ? "recvbuf" : "sendbuf");
+  /* From this rank's first call on device memory on, peers may send it
+   * device messages (stage_p2p.c). */
+  collie__stage_p2p_ready(comm, r == 1 ? call->recvbuf : call->sendbuf);
   if (collie__stage_device_algo(comm, call->kind, call->count * collie_dtype_size(call->dtype),
                                 opts)) {
     /* A device algorithm (coll/cuda_ipc.c on one host, coll/cuda_pipeline.c
@@ -169,34 +147,14 @@ collie__stage_run(collie_comm_t *comm, struct collie__op *op, const collie_opts_
     collie__cuda_pop();
     if (rc != COLLIE_SUCCESS) return rc;
   }
-  if (work && call->kind == COLLIE_KIND_P2P) {
-    /* Async: staged when it runs, on whichever thread runs it (the copy in
-     * before a send, the copy out after a receive: dispatch.c), so a pair
-     * that waits on each other progresses as on the host. */
-    size_t bytes = call->sendbuf ? e.send : e.recv;
-    void *host = malloc(bytes ? bytes : 1);
-    if (!host) {
-      if (call->root >= 0 && call->sendbuf) /* api_p2p numbered it: it never goes out */
-        comm->p2p_send_seq[call->root]--;
-      else if (call->root >= 0)
-        comm->p2p_recv_seq[call->root]--;
-      return collie__err(COLLIE_SYSTEM_ERROR, "%s: out of memory staging %zu bytes", fn, bytes);
-    }
-    void *dev = call->sendbuf ? (void *)call->sendbuf : call->recvbuf;
-    if (call->sendbuf)
-      call->sendbuf = host;
-    else
-      call->recvbuf = host;
-    collie_result_t rc = collie__dispatch_prepare(comm, op, opts, 0);
-    if (rc != COLLIE_SUCCESS) {
-      free(host);
-      return rc;
-    }
-    op->stage_dev = dev;
-    op->stage_host = host;
-    rc = collie__work_issue(comm, op, NULL, work);
-    if (rc != COLLIE_SUCCESS) free(host); /* not queued: nothing else holds it */
-    return rc;
+  if (call->kind == COLLIE_KIND_P2P) {
+    /* Moved when it runs, on whichever thread runs it (stage_p2p.c), so an
+     * async pair that waits on each other progresses as on the host. */
+    collie_result_t rc = collie__dispatch_prepare(comm, op, opts, !work);
+    if (rc != COLLIE_SUCCESS) return rc;
+    op->stage_dev = call->sendbuf ? (void *)call->sendbuf : call->recvbuf;
+    op->stage_blocking = !work;
+    return collie__work_issue(comm, op, NULL, work);
   }
   /* Host buffers for the device ones; an in-place send buffer is the
    * receive buffer's staging at the same offset. */
@@ -207,7 +165,7 @@ collie__stage_run(collie_comm_t *comm, struct collie__op *op, const collie_opts_
   size_t soff = r == 1 ? (e.recv + 63) & ~(size_t)63 : 0; /* recvbuf's staging first */
   size_t need = soff + (s == 1 && !alias ? e.send : 0);
   char *host = NULL, *heap = NULL;
-  collie_result_t rc = stage_area(comm, r == 1 ? rb : sb, need, &host);
+  collie_result_t rc = collie__stage_area(comm, r == 1 ? rb : sb, need, &host);
   if (rc != COLLIE_SUCCESS) return rc;
   if (!host && !(host = heap = malloc(need ? need : 1)))
     return collie__err(COLLIE_SYSTEM_ERROR, "%s: out of memory staging %zu bytes", fn, need);

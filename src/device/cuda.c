@@ -183,6 +183,23 @@ collie__cuda_push_ctx_of(const void *p, const char *what)
   return rc == CU_SUCCESS ? COLLIE_SUCCESS : collie__cuda_fail(rc, what);
 }
 
+collie_result_t
+collie__cuda_ctx_of(const void *p, void **ctx, const char *what)
+{
+  cu_ctx c = NULL;
+  cu_result rc = cu.pointer_get_attribute(&c, CU_ATTR_CONTEXT, (cu_ptr)(uintptr_t)p);
+  if (rc == CU_SUCCESS && !c) rc = 201; /* CUDA_ERROR_INVALID_CONTEXT */
+  *ctx = c;
+  return rc == CU_SUCCESS ? COLLIE_SUCCESS : collie__cuda_fail(rc, what);
+}
+
+collie_result_t
+collie__cuda_push_ctx(void *ctx, const char *what)
+{
+  cu_result rc = cu.ctx_push((cu_ctx)ctx);
+  return rc == CU_SUCCESS ? COLLIE_SUCCESS : collie__cuda_fail(rc, what);
+}
+
 void
 collie__cuda_pop(void)
 {

@@ -55,6 +55,11 @@ int collie__cuda_has_kernels(void);
  * the calling thread has current); undo with collie__cuda_pop. */
 collie_result_t collie__cuda_push_ctx_of(const void *p, const char *what);
 void collie__cuda_pop(void);
+/* The context that owns device pointer p, kept to be pushed later
+ * (collie__cuda_push_ctx) on a thread that has none: a receive into host
+ * memory of a peer's device message maps the peer's buffer there. */
+collie_result_t collie__cuda_ctx_of(const void *p, void **ctx, const char *what);
+collie_result_t collie__cuda_push_ctx(void *ctx, const char *what);
 
 /* Waits for everything queued on stream (NULL: the legacy default stream),
  * at most until deadline_ns (monotonic): then COLLIE_TIMEOUT naming what. */

@@ -106,6 +106,21 @@ collie__net_set_mem(struct collie__net *n, collie__mem_kind_t mem)
   n->mem = mem;
 }
 
+void
+collie__net_set_device(struct collie__net *n, const struct collie__net_dev_ops *ops)
+{
+  for (int i = 0; i < NET_NX; i++)
+    if (n->xp[i] && net_table[i]->set_device) net_table[i]->set_device(n->xp[i], ops);
+}
+
+int
+collie__net_device_peer(const struct collie__net *n, int peer)
+{
+  if (peer < 0 || peer >= n->size || n->peer_xp[peer] < 0 || n->failed != COLLIE_SUCCESS) return 0;
+  int i = n->peer_xp[peer];
+  return net_table[i]->device_peer && net_table[i]->device_peer(n->xp[i], peer);
+}
+
 const char *
 collie__net_transport_name(const char *name)
 {
@@ -246,9 +261,10 @@ net_fail(struct collie__net *n, collie_result_t rc)
   return rc;
 }
 
+/* dev, devrec: a device message's (struct collie__req). */
 static collie_result_t
 net_post(struct collie__net *n, int peer, void *buf, size_t len, uint64_t slot, int is_send,
-         int direct, struct collie__req *r)
+         int direct, void *dev, size_t devrec, struct collie__req *r)
 {
   memset(r, 0, sizeof(*r));
   r->peer = peer;
@@ -258,6 +274,8 @@ net_post(struct collie__net *n, int peer, void *buf, size_t len, uint64_t slot, 
   r->slot = slot;
   r->buf = buf;
   r->len = len;
+  r->dev = dev;
+  r->devrec = (uint32_t)devrec;
   if (n->failed != COLLIE_SUCCESS) {
     collie__err_set_text(n->fail_msg);
     r->done = 1;
@@ -279,21 +297,40 @@ collie_result_t
 collie__net_isend(struct collie__net *n, int peer, const void *buf, size_t len, uint64_t slot,
                   struct collie__req *r)
 {
-  return net_post(n, peer, (void *)buf, len, slot, 1, 0, r);
+  return net_post(n, peer, (void *)buf, len, slot, 1, 0, NULL, 0, r);
 }
 
 collie_result_t
 collie__net_isend_direct(struct collie__net *n, int peer, const void *buf, size_t len,
                          uint64_t slot, struct collie__req *r)
 {
-  return net_post(n, peer, (void *)buf, len, slot, 1, 1, r);
+  return net_post(n, peer, (void *)buf, len, slot, 1, 1, NULL, 0, r);
 }
 
 collie_result_t
 collie__net_irecv(struct collie__net *n, int peer, void *buf, size_t len, uint64_t slot,
                   struct collie__req *r)
 {
-  return net_post(n, peer, buf, len, slot, 0, 0, r);
+  return net_post(n, peer, buf, len, slot, 0, 0, NULL, 0, r);
+}
+
+collie_result_t
+collie__net_isend_device(struct collie__net *n, int peer, const void *rec, size_t reclen,
+                         size_t len, uint64_t slot, struct collie__req *r)
+{
+  if (!collie__net_device_peer(n, peer) || !reclen || reclen > COLLIE_NET_DEV_REC_MAX)
+    return collie__err(COLLIE_INTERNAL_ERROR,
+                       "device message of %zu bytes to rank %d: not a device peer, or a record "
+                       "of %zu bytes",
+                       len, peer, reclen);
+  return net_post(n, peer, (void *)rec, len, slot, 1, 0, NULL, reclen, r);
+}
+
+collie_result_t
+collie__net_irecv_device(struct collie__net *n, int peer, void *buf, void *dev, size_t len,
+                         uint64_t slot, struct collie__req *r)
+{
+  return net_post(n, peer, buf, len, slot, 0, 0, dev, 0, r);
 }
 
 collie_result_t

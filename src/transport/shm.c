@@ -49,6 +49,7 @@
  * (COLLIE_SHM_CMA_MIN; 2-rank allgather of 32 KiB 3.9 -> 2.5 us). */
 #define SHM_ONEWAY_CMA_MIN ((size_t)64 << 10)
 _Atomic uint64_t collie__shm_peer_writes;
+_Atomic uint64_t collie__shm_device_reads;
 
 /* The payload slot of chunk seq of ring r (when its payload is not inline). */
 static char *
@@ -292,6 +293,21 @@ shm_push(struct collie__shm_xport *x, struct collie__shm_chan *ch)
       shm_finish_head(x, &ch->sendq, &ch->sendq_last);
       continue;
     }
+    if (r->devrec) { /* a device message: its record in a payload slot */
+      if (!shm_room(ch, tail, 1, 1)) break;
+      struct collie__shm_chunk *c = shm_chunk(ch->out, tail);
+      c->slot = r->slot;
+      c->len = 0;
+      c->flags = COLLIE_SHM_CHUNK_DEVICE;
+      c->u.part.total = r->len;
+      c->u.part.off = 0;
+      c->u.part.addr = r->devrec;
+      memcpy(shm_payload(x, ch->out, tail), r->buf, r->devrec);
+      r->off = r->len;
+      r->xseq = tail + 1; /* complete when head reaches it: the receiver has copied */
+      atomic_store_explicit(&c->seq, ++tail, memory_order_release);
+      continue;
+    }
     if (!shm_room(ch, tail, 1, 0)) break;
     struct collie__shm_mem_ref ref;
     int mapped;
@@ -415,6 +431,33 @@ shm_read_peer(struct collie__shm_chan *ch, const struct collie__shm_chunk *c, st
   return shm_peer_copy(ch, r->buf, c->u.part.addr, r->len, 0);
 }
 
+/* Copies a device message (COLLIE_SHM_CHUNK_DEVICE at ring position k) into
+ * r: into r->dev when the receive has device memory, else into r->buf,
+ * through the net's device ops. */
+static collie_result_t
+shm_read_device(struct collie__shm_xport *x, struct collie__shm_chan *ch,
+                const struct collie__shm_chunk *c, struct collie__req *r, uint64_t k)
+{
+  size_t reclen = (size_t)c->u.part.addr;
+  if (r->off != 0 || !reclen || reclen > COLLIE_NET_DEV_REC_MAX || reclen > x->layout.slot_bytes)
+    return collie__err(COLLIE_INTERNAL_ERROR,
+                       "shm: corrupt device message from rank %d (world rank %d): record of %zu "
+                       "bytes at offset %zu",
+                       ch->rank, ch->world_rank, reclen, r->off);
+  if (!x->dev_ops) /* it told its peers it takes them only after it had ops */
+    return collie__err(COLLIE_INTERNAL_ERROR,
+                       "shm: a device message from rank %d, but this rank has no device ops",
+                       ch->rank);
+  void *dst = r->dev ? r->dev : r->buf;
+  collie_result_t rc =
+      x->dev_ops->read(x->dev_ops->ctx, ch->rank, shm_payload(x, ch->in, k), reclen, dst, r->len);
+  if (rc == COLLIE_SUCCESS) {
+    r->on_dev = r->dev != NULL;
+    atomic_fetch_add_explicit(&collie__shm_device_reads, 1, memory_order_relaxed);
+  }
+  return rc;
+}
+
 /* The write half of single copy (transport.h: write_peer): this rank's core
  * copies into a peer's buffer whose address the peer handed over. Allowed
  * where this rank may read the peer's memory (checked at open: the same
@@ -471,6 +514,14 @@ shm_pull(struct collie__shm_xport *x, struct collie__shm_chan *ch)
     if (c->slot != r->slot || shm_chunk_total(c) != r->len) {
       rc = shm_mismatch(ch, c, r);
       break;
+    }
+    if (c->flags & COLLIE_SHM_CHUNK_DEVICE) {
+      if ((rc = shm_read_device(x, ch, c, r, head)) != COLLIE_SUCCESS) break;
+      r->off = r->len;
+      ch->in_head = ++head;
+      shm_publish_head(x, ch);
+      shm_finish_head(x, &ch->recvq, &ch->recvq_last);
+      continue;
     }
     if (c->flags & COLLIE_SHM_CHUNK_CMA) {
       if (r->off != 0 || (rc = shm_read_peer(ch, c, r)) != COLLIE_SUCCESS) {
@@ -885,6 +936,27 @@ collie__shm_crowded(struct collie__xport *xp)
   return 0;
 }
 
+/* Device messages: this rank takes them from now on (ops first, then the
+ * word its peers read). */
+static void
+shm_set_device(struct collie__xport *xp, const struct collie__net_dev_ops *ops)
+{
+  struct collie__shm_xport *x = shm_of(xp);
+  shm_lock(x);
+  x->dev_ops = ops;
+  shm_unlock(x);
+  atomic_store_explicit(&x->ctrl[x->me].dev_rx, 1, memory_order_release);
+}
+
+static int
+shm_device_peer(struct collie__xport *xp, int peer)
+{
+  struct collie__shm_xport *x = shm_of(xp);
+  if (peer < 0 || peer >= x->comm_size || x->chan_of_rank[peer] < 0) return 0;
+  const struct collie__shm_chan *ch = &x->chans[x->chan_of_rank[peer]];
+  return atomic_load_explicit(&x->ctrl[ch->local].dev_rx, memory_order_acquire) != 0;
+}
+
 static int
 shm_peek(struct collie__xport *xp, int peer, uint64_t *slot, size_t *len)
 {
@@ -918,4 +990,6 @@ const struct collie__xport_ops collie__shm_ops = {
     .crowded = collie__shm_crowded,
     .poll_arm = collie__shm_poll_arm,
     .poll_done = collie__shm_poll_done,
+    .set_device = shm_set_device,
+    .device_peer = shm_device_peer,
 };

@@ -104,7 +104,7 @@
 #define COLLIE_SHM_REASON_LEN 256u
 
 #define COLLIE_SHM_MAGIC 0x636f6c6c69657368ull /* "collie" "sh" */
-#define COLLIE_SHM_VERSION 9u
+#define COLLIE_SHM_VERSION 10u
 
 /* Values of collie__shm_ctrl.state. 0 means the rank has not attached yet. */
 enum {
@@ -165,7 +165,10 @@ struct collie__shm_ctrl {
   /* The CPU the owner ran on when it last looked (shm_crowded), -1: not
    * known. Stored only when it changed, so the line stays shared. */
   _Atomic int32_t cpu;
-  char pad_[COLLIE_SHM_LINE - 32];
+  /* 1 once the owner takes device messages (its net has device ops:
+   * collie__net_set_device); never cleared. */
+  _Atomic uint32_t dev_rx;
+  char pad_[COLLIE_SHM_LINE - 36];
   /* Why the owner aborted, when it knows (its own failure, e.g. "rank 3
    * died"): written before state becomes ABORTED, so a rank that only waited
    * on the owner can still name the root cause. NUL-terminated. */
@@ -236,7 +239,16 @@ struct collie__shm_chunk {
  * bytes lie in a collie_mem_alloc region of the sender: inline_payload holds
  * its id and length (two uint64), off the offset within it (shm_mem.c).
  * WHOLE: the union holds the message itself (see above). */
-enum { COLLIE_SHM_CHUNK_CMA = 1u, COLLIE_SHM_CHUNK_MAPPED = 2u, COLLIE_SHM_CHUNK_WHOLE = 4u };
+/* COLLIE_SHM_CHUNK_DEVICE: a device message, len 0, its record (u.part.addr
+ * bytes) in the chunk's payload slot; the receiver copies the bytes itself
+ * (struct collie__net_dev_ops) and the head passing it completes the send,
+ * as a single copy's. */
+enum {
+  COLLIE_SHM_CHUNK_CMA = 1u,
+  COLLIE_SHM_CHUNK_MAPPED = 2u,
+  COLLIE_SHM_CHUNK_WHOLE = 4u,
+  COLLIE_SHM_CHUNK_DEVICE = 8u
+};
 
 struct collie__shm_ring {
   _Atomic uint64_t tail; /* slots published by the producer */
@@ -362,7 +374,8 @@ struct collie__shm_xport {
    * registered for membarrier and no core is oversubscribed. The same on
    * every rank: it comes from the segment alone. */
   int fence_free;
-  int my_cpu; /* what ctrl[me].cpu says (shm_crowded) */
+  int my_cpu;                                /* what ctrl[me].cpu says (shm_crowded) */
+  const struct collie__net_dev_ops *dev_ops; /* collie__net_set_device's; NULL: none */
   void *base;
   size_t bytes;     /* layout.bytes once laid out: what is mapped at base */
   size_t shm_bytes; /* the budget per local rank (cfg->shm_bytes, or the default) */
@@ -569,5 +582,7 @@ void collie__shm_mem_unmap_all(struct collie__shm_chan *ch);
  * a peer's memory (write_peer): tests prove the paths are taken. */
 extern _Atomic uint64_t collie__shm_mem_mapped_reads;
 extern _Atomic uint64_t collie__shm_peer_writes;
+/* Device messages received (copied by this rank out of a peer's buffer). */
+extern _Atomic uint64_t collie__shm_device_reads;
 
 #endif /* COLLIE_TRANSPORT_SHM_INT_H */

@@ -83,8 +83,15 @@ struct collie__req {
   uint64_t slot;
   void *buf;
   size_t len;
-  size_t off;               /* bytes moved so far */
-  uint64_t xseq;            /* transport's own use (shm: a single-copy send's slot + 1) */
+  size_t off;    /* bytes moved so far */
+  uint64_t xseq; /* transport's own use (shm: a single-copy send's slot + 1) */
+  /* Device messages (collie__net_isend_device, collie__net_irecv_device):
+   * a send whose buf holds the record of devrec bytes that describes its
+   * len bytes of device memory; a receive's device memory (dev), and
+   * whether its bytes landed there (on_dev) rather than in buf. */
+  uint32_t devrec;
+  int on_dev;
+  void *dev;
   struct collie__req *next; /* the channel's FIFO of posted requests */
 };
 
@@ -112,6 +119,21 @@ struct collie__net_cfg {
 };
 
 struct collie__xport; /* a transport's state for one communicator */
+
+/* Device messages (issue 21; docs/gpu.md, "Send and receive"): a send of
+ * device memory travels as a record that lets the receiver copy the bytes
+ * itself (a CUDA IPC handle and an offset), on transports that reach the
+ * peer's device (shm: the same host). What the record is and how it is
+ * read is core's (core/stage_p2p.c), installed on the net, so that no
+ * transport calls the device module. */
+#define COLLIE_NET_DEV_REC_MAX 512
+struct collie__net_dev_ops {
+  void *ctx;
+  /* Copies the len bytes that peer's record (rec, reclen bytes) describes
+   * into dst, device or host memory, and returns once they are there. */
+  collie_result_t (*read)(void *ctx, int peer, const void *rec, size_t reclen, void *dst,
+                          size_t len);
+};
 struct pollfd;
 
 /* What the cost model (coll/select.c) assumes of a transport's channels until
@@ -187,6 +209,12 @@ struct collie__xport_ops {
    * fds and withdraws the announcement. Called only by the driving thread. */
   int (*poll_arm)(struct collie__xport *x, struct pollfd *fds, int max, int64_t *until_ns);
   void (*poll_done)(struct collie__xport *x, const struct pollfd *fds, int n);
+  /* Optional pair (NULL: this transport moves host memory only). set_device
+   * hands it the net's device ops (collie__net_set_device) and tells its
+   * peers that this rank now takes device messages; device_peer says
+   * whether peer has told so. Never block. */
+  void (*set_device)(struct collie__xport *x, const struct collie__net_dev_ops *ops);
+  int (*device_peer)(struct collie__xport *x, int peer);
 };
 
 extern const struct collie__xport_ops collie__shm_ops;
@@ -202,6 +230,23 @@ collie_result_t collie__net_open(const struct collie__net_cfg *cfg, struct colli
  * util/mem.h): each request carries it, for the transport to move that
  * memory its way. Host until set. */
 void collie__net_set_mem(struct collie__net *n, collie__mem_kind_t mem);
+/* Installs ops (kept by pointer: they outlive the net) and tells the peers
+ * this rank takes device messages. Idempotent. */
+void collie__net_set_device(struct collie__net *n, const struct collie__net_dev_ops *ops);
+/* Whether a device message to peer may go now: its transport moves them
+ * and peer installed device ops. Never blocks. */
+int collie__net_device_peer(const struct collie__net *n, int peer);
+/* Sends len bytes of device memory as the record rec of reclen bytes
+ * (<= COLLIE_NET_DEV_REC_MAX; the caller keeps it, and the memory, until
+ * r is done), to a peer for which collie__net_device_peer said yes. The
+ * request completes once the receiver has copied the bytes. */
+collie_result_t collie__net_isend_device(struct collie__net *n, int peer, const void *rec,
+                                         size_t reclen, size_t len, uint64_t slot,
+                                         struct collie__req *r);
+/* A receive of len bytes into buf, or into dev (device memory) when the
+ * message is a device message: r->on_dev then says so once r is done. */
+collie_result_t collie__net_irecv_device(struct collie__net *n, int peer, void *buf, void *dev,
+                                         size_t len, uint64_t slot, struct collie__req *r);
 
 /* ---- Transport names and classes: the table in net.c is the only list ----
  *

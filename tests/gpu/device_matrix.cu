@@ -111,7 +111,7 @@ static void
 expect(const char *what, void *d, const std::vector<unsigned char> &want)
 {
   std::vector<unsigned char> got(want.size());
-  CUDA_OK(cudaMemcpy(got.data(), d, want.size(), cudaMemcpyDeviceToHost));
+  CUDA_OK(cudaMemcpy(got.data(), d, want.size(), cudaMemcpyDefault)); // d: device or host
   g_checks++;
   if (memcmp(got.data(), want.data(), want.size()) != 0) {
     size_t k = 0;
@@ -347,9 +347,11 @@ static void
 p2p_and_error_cases(void)
 {
   const collie_dtype_t t = COLLIE_INT32;
-  const size_t n = 1027;
   char what[160];
-  if (g_size > 1) {
+  // Sizes: one of a few KiB and one of several MiB (several shm slots, or
+  // one device message on the direct path).
+  for (size_t n : {(size_t)1027, (size_t)(1 << 20) + 5}) {
+    if (g_size < 2) break;
     // A ring: even ranks send first, odd ranks receive first.
     int to = (g_rank + 1) % g_size, from = (g_rank + g_size - 1) % g_size;
     std::vector<unsigned char> mine = input(t, COLLIE_SUM, g_rank, n),
@@ -383,9 +385,26 @@ p2p_and_error_cases(void)
     ok(what, collie_group_end(g_comm, &wg));
     if (wg) ok(what, collie_wait(wg, -1)), collie_work_free(wg);
     expect(what, d, theirs);
+    // The pair's kinds differ: device to host (a device message copied into
+    // host memory on one host) and host to device (host bytes, staged).
+    for (int dir = 0; dir < 2; dir++) {
+      std::vector<unsigned char> hostbuf(mine.size(), 0xAB);
+      CUDA_OK(cudaMemset(d, 0xAB, mine.size()));
+      void *sb = dir ? (void *)mine.data() : s, *rb = dir ? d : (void *)hostbuf.data();
+      snprintf(what, sizeof(what), "send/recv ring n=%zu, %s", n,
+               dir ? "host to device" : "device to host");
+      for (int phase = 0; phase < 2; phase++) {
+        if ((g_rank % 2 == 0) == (phase == 0))
+          ok(what, collie_send(g_comm, sb, n, t, to, 10 + dir, NULL, NULL));
+        else
+          ok(what, collie_recv(g_comm, rb, n, t, from, 10 + dir, NULL, NULL));
+      }
+      expect(what, rb, theirs);
+    }
     cudaFree(s);
     cudaFree(d);
   }
+  const size_t n = 1027;
   // A device buffer beside a host one: refused by name, nothing run.
   std::vector<float> host(n);
   void *d = dev_of(NULL, n * 4);

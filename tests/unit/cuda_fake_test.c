@@ -17,6 +17,7 @@
 
 #include "core/introspect.h"
 #include "runner.h"
+#include "transport/shm_int.h"
 #include "util/util.h"
 
 #define FAKE_LIB COLLIE_BUILD_DIR "/tests/fakecuda/libcuda.so.1"
@@ -803,6 +804,95 @@ TEST_IMPL(cuda_fake_stream_deadline)
  * rank fails (a mismatch where both sides use the flat area, else the
  * deadline), none hangs or returns a wrong result as success. Without
  * device code both sides are staged and the call works. */
+static uint64_t
+device_reads(void)
+{
+  return atomic_load_explicit(&collie__shm_device_reads, memory_order_relaxed);
+}
+
+/* One exchange round of n floats: every rank sends to the next and
+ * receives from the previous, its buffers of the kinds asked (dev: device),
+ * blocking (odd ranks receive first) or async; then checks what arrived. */
+static void
+p2p_round(collie_comm_t *comm, size_t n, int send_dev, int recv_dev, int async, int tag)
+{
+  int p = collie_comm_size(comm), r = collie_comm_rank(comm);
+  int next = (r + 1) % p, prev = (r + p - 1) % p;
+  float *s = send_dev ? dev_alloc(n * 4) : malloc(n * 4 + 4);
+  float *d = recv_dev ? dev_alloc(n * 4) : malloc(n * 4 + 4);
+  ASSERT(s && d);
+  for (size_t i = 0; i < n; i++) {
+    s[i] = fk_val(r, i);
+    d[i] = -1;
+  }
+  if (async) { /* run in issue order: even ranks send first */
+    collie_work_t *ws = NULL, *wr = NULL;
+    if (r % 2 == 0) ASSERT_OK(collie_send(comm, s, n, COLLIE_FLOAT32, next, tag, NULL, &ws));
+    ASSERT_OK(collie_recv(comm, d, n, COLLIE_FLOAT32, prev, tag, NULL, &wr));
+    if (r % 2 == 1) ASSERT_OK(collie_send(comm, s, n, COLLIE_FLOAT32, next, tag, NULL, &ws));
+    ASSERT_OK(collie_wait(ws, -1));
+    ASSERT_OK(collie_wait(wr, -1));
+    collie_work_free(ws);
+    collie_work_free(wr);
+  } else if (r % 2) {
+    ASSERT_OK(collie_recv(comm, d, n, COLLIE_FLOAT32, prev, tag, NULL, NULL));
+    ASSERT_OK(collie_send(comm, s, n, COLLIE_FLOAT32, next, tag, NULL, NULL));
+  } else {
+    ASSERT_OK(collie_send(comm, s, n, COLLIE_FLOAT32, next, tag, NULL, NULL));
+    ASSERT_OK(collie_recv(comm, d, n, COLLIE_FLOAT32, prev, tag, NULL, NULL));
+  }
+  for (size_t i = 0; i < n; i++)
+    ASSERTF(d[i] == fk_val(prev, i), "%s -> %s%s, n=%zu: [%zu] = %g, want %g",
+            send_dev ? "device" : "host", recv_dev ? "device" : "host", async ? ", async" : "", n,
+            i, d[i], fk_val(prev, i));
+  if (send_dev)
+    dev_free(s);
+  else
+    free(s);
+  if (recv_dev)
+    dev_free(d);
+  else
+    free(d);
+}
+
+/* Send and receive between every pair of kinds, once a device allreduce
+ * has made every rank take device messages (stage_p2p.c). Over shm a
+ * device send goes as a device message that the receiver copies, into
+ * device or host memory alike (the counter proves it), and a host send as
+ * host bytes (staged into a device receive); over tcp everything is host
+ * bytes. Blocking and async, at sizes from one element to several slots;
+ * sends under COLLIE_CUDA_P2P_MIN (4 KiB here) are host bytes too. */
+TEST_IMPL(cuda_fake_p2p_kinds)
+{
+  fk_load();
+  setenv("COLLIE_CUDA_P2P_MIN", "4096", 1);
+  collie_comm_t *comm = test_comm();
+  int shm = strcmp(getenv("COLLIE_TRANSPORT"), "shm") == 0;
+  float *x = dev_alloc(64);
+  for (int i = 0; i < 16; i++) x[i] = 1;
+  ASSERT_OK(collie_allreduce(comm, x, x, 16, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL));
+  dev_free(x);
+  static const size_t sizes[] = {1, 1023, 1024, 200001}; /* floats */
+  int tag = 10;
+  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+    for (int kinds = 0; kinds < 4; kinds++) {
+      int send_dev = kinds & 1, recv_dev = (kinds >> 1) & 1;
+      for (int async = 0; async < 2; async++) {
+        uint64_t before = device_reads();
+        p2p_round(comm, sizes[k], send_dev, recv_dev, async, tag++);
+        uint64_t got = device_reads() - before;
+        int want = shm && send_dev && sizes[k] * 4 >= 4096;
+        ASSERTF(got == (uint64_t)want,
+                "%s -> %s over %s, %zu bytes: %llu device messages received, want %d",
+                send_dev ? "device" : "host", recv_dev ? "device" : "host", shm ? "shm" : "tcp",
+                sizes[k] * 4, (unsigned long long)got, want);
+      }
+    }
+  }
+  ASSERT_OK(collie_comm_destroy(comm));
+  ASSERTF(fk_held() == 0, "%ld peer buffers still mapped after destroy", fk_held());
+}
+
 TEST_IMPL(cuda_fake_kinds_differ)
 {
   fk_load();
