@@ -265,6 +265,14 @@ collie_result_t collie__stage_p2p_run(collie_comm_t *comm, struct collie__op *op
 /* Makes comm take device messages from now on (once; dev: a device buffer
  * of this rank, whose context receives into host memory use). */
 void collie__stage_p2p_ready(collie_comm_t *comm, const void *dev);
+/* Whether a send of bytes of device memory dev to peer goes as a device
+ * message (*shared; rec then filled): large enough (COLLIE_CUDA_P2P_MIN),
+ * peer takes them, the buffer can be shared. Waits for the legacy default
+ * stream first, until deadline_ns. Errors: that wait's, the driver's. */
+struct collie__ipc_rec;
+collie_result_t collie__stage_p2p_share(collie_comm_t *comm, int peer, const void *dev,
+                                        size_t bytes, int64_t deadline_ns,
+                                        struct collie__ipc_rec *rec, int *shared);
 /* *host: `need` bytes of the communicator's page-locked staging area, or
  * NULL where the call is over COLLIE_CUDA_STAGE_MAX or page-locking failed
  * (the caller stages through pageable memory: slower, still right). The

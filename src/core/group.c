@@ -15,6 +15,7 @@
 
 #include "core/core.h"
 #include "device/cuda.h"
+#include "device/ipc_cache.h"
 
 struct collie__group_op {
   const void *sbuf; /* NULL for a recv */
@@ -24,6 +25,9 @@ struct collie__group_op {
    * dev before the group posts its messages (a send) or to dev after they
    * have all arrived (a receive). NULL otherwise. */
   void *dev;
+  /* A device send that goes as a device message (stage_p2p.c): its record,
+   * made when the group runs. */
+  struct collie__ipc_rec *rec;
   size_t bytes;
   int peer, tag;
   uint64_t slot; /* numbered at collie_group_end */
@@ -67,6 +71,7 @@ collie__group_add(collie_comm_t *comm, const void *sbuf, void *rbuf, size_t coun
       return collie__err(COLLIE_SYSTEM_ERROR,
                          "out of memory staging %zu bytes of a group's device buffer", bytes);
     dev = sbuf ? (void *)sbuf : rbuf;
+    collie__stage_p2p_ready(comm, dev); /* peers may send this rank device messages */
     if (sbuf)
       sbuf = host;
     else
@@ -76,6 +81,7 @@ collie__group_add(collie_comm_t *comm, const void *sbuf, void *rbuf, size_t coun
   op->sbuf = sbuf;
   op->rbuf = rbuf;
   op->dev = dev;
+  op->rec = NULL;
   op->bytes = bytes;
   op->peer = peer;
   op->tag = tag;
@@ -127,7 +133,9 @@ group_unstage(struct collie__group *g)
   for (size_t i = 0; i < g->n; i++)
     if (g->ops[i].dev) {
       free(g->ops[i].sbuf ? (void *)g->ops[i].sbuf : g->ops[i].rbuf);
+      free(g->ops[i].rec);
       g->ops[i].dev = NULL;
+      g->ops[i].rec = NULL;
     }
 }
 
@@ -184,6 +192,30 @@ collie__group_seal(collie_comm_t *comm, struct collie__group *g)
   }
 }
 
+/* The device sends: each as a device message where it can (its record
+ * made), else copied to its host stand-in. */
+static collie_result_t
+group_stage_sends(collie_comm_t *comm, struct collie__group *g, int64_t deadline)
+{
+  for (size_t i = 0; i < g->n; i++) {
+    struct collie__group_op *op = &g->ops[i];
+    if (!op->dev || !op->sbuf) continue;
+    if (!op->rec && !(op->rec = malloc(sizeof(*op->rec))))
+      return collie__err(COLLIE_SYSTEM_ERROR, "out of memory for a device message's record");
+    int shared = 0;
+    collie_result_t rc =
+        collie__stage_p2p_share(comm, op->peer, op->dev, op->bytes, deadline, op->rec, &shared);
+    if (rc != COLLIE_SUCCESS) return rc;
+    if (shared) continue;
+    free(op->rec);
+    op->rec = NULL;
+    rc = collie__cuda_copy((void *)op->sbuf, op->dev, op->bytes,
+                           "copying a group's device send buffer to the host");
+    if (rc != COLLIE_SUCCESS) return rc;
+  }
+  return COLLIE_SUCCESS;
+}
+
 collie_result_t
 collie__group_run(collie_comm_t *comm, struct collie__group *g, int64_t timeout_ms)
 {
@@ -191,22 +223,25 @@ collie__group_run(collie_comm_t *comm, struct collie__group *g, int64_t timeout_
   int64_t deadline = collie__deadline_after_ms(timeout_ms);
   if (comm->flight && g->fr_id >= 0)
     collie__flight_state(comm->flight, g->fr_id, COLLIE_FR_STARTED, NULL);
-  for (size_t i = 0; i < g->n && rc == COLLIE_SUCCESS; i++) /* device sends, to the host */
-    if (g->ops[i].dev && g->ops[i].sbuf)
-      rc = collie__cuda_copy((void *)g->ops[i].sbuf, g->ops[i].dev, g->ops[i].bytes,
-                             "copying a group's device send buffer to the host");
+  rc = group_stage_sends(comm, g, deadline);
   for (size_t i = 0; i < g->n && rc == COLLIE_SUCCESS; i++) {
     struct collie__group_op *op = &g->ops[i];
     collie__net_set_mem(comm->net, collie__mem_kind_of(op->sbuf, op->rbuf)); /* each its own */
-    if (op->sbuf)
+    if (op->rec)
+      rc = collie__net_isend_device(comm->net, op->peer, op->rec, sizeof(*op->rec), op->bytes,
+                                    op->slot, &g->reqs[i]);
+    else if (op->sbuf)
       rc = collie__net_isend(comm->net, op->peer, op->sbuf, op->bytes, op->slot, &g->reqs[i]);
+    else if (op->dev && comm->dev.p2p_on)
+      rc = collie__net_irecv_device(comm->net, op->peer, op->rbuf, op->dev, op->bytes, op->slot,
+                                    &g->reqs[i]);
     else
       rc = collie__net_irecv(comm->net, op->peer, op->rbuf, op->bytes, op->slot, &g->reqs[i]);
     g->wait[i] = &g->reqs[i];
   }
   if (rc == COLLIE_SUCCESS) rc = collie__net_wait(comm->net, g->wait, (int)g->n, deadline);
   for (size_t i = 0; i < g->n && rc == COLLIE_SUCCESS; i++) /* device receives, from the host */
-    if (g->ops[i].dev && !g->ops[i].sbuf)
+    if (g->ops[i].dev && !g->ops[i].sbuf && !g->reqs[i].on_dev)
       rc = collie__cuda_copy(g->ops[i].dev, g->ops[i].rbuf, g->ops[i].bytes,
                              "copying a group's received data to the device");
   if (rc != COLLIE_SUCCESS) {

@@ -107,17 +107,17 @@ collie__stage_p2p_ready(collie_comm_t *comm, const void *dev)
   if (!comm->dev.p2p_on) p2p_install(comm, dev);
 }
 
-/* Fills rec for a send of dev; *shared 0 when the buffer cannot be shared
- * (cuMemCreate memory: the send is staged). Waits for the legacy default
- * stream first, until the call's deadline. */
-static collie_result_t
-p2p_share(collie_comm_t *comm, const struct collie__call *call, const void *dev,
-          struct collie__ipc_rec *rec, int *shared)
+collie_result_t
+collie__stage_p2p_share(collie_comm_t *comm, int peer, const void *dev, size_t bytes,
+                        int64_t deadline_ns, struct collie__ipc_rec *rec, int *shared)
 {
   *shared = 0;
+  if (!bytes || bytes < (size_t)comm->params.CUDA_P2P_MIN || !comm->dev.p2p_on || peer < 0 ||
+      !collie__net_device_peer(comm->net, peer))
+    return COLLIE_SUCCESS;
   collie_result_t rc = collie__cuda_push_ctx_of(dev, "entering the send buffer's context");
   if (rc != COLLIE_SUCCESS) return rc;
-  rc = collie__cuda_stream_sync(NULL, call->deadline_ns, "waiting for the default stream");
+  rc = collie__cuda_stream_sync(NULL, deadline_ns, "waiting for the default stream");
   if (rc == COLLIE_SUCCESS) {
     const void *bufs[COLLIE_IPC_BUFS] = {dev, NULL};
     if (collie__ipc_publish(comm->dev.ipc_p2p, bufs, 1, rec) == COLLIE_SUCCESS)
@@ -138,11 +138,11 @@ collie__stage_p2p_run(collie_comm_t *comm, struct collie__op *op)
   int send = call->sendbuf != NULL;
   collie_result_t rc = COLLIE_SUCCESS;
   collie__stage_p2p_ready(comm, dev);
-  if (send && bytes && bytes >= (size_t)comm->params.CUDA_P2P_MIN && comm->dev.p2p_on &&
-      call->root >= 0 && collie__net_device_peer(comm->net, call->root)) {
+  if (send) {
     struct collie__ipc_rec rec;
     int shared = 0;
-    if ((rc = p2p_share(comm, call, dev, &rec, &shared)) != COLLIE_SUCCESS) return rc;
+    rc = collie__stage_p2p_share(comm, call->root, dev, bytes, call->deadline_ns, &rec, &shared);
+    if (rc != COLLIE_SUCCESS) return rc;
     if (shared) {
       call->p2p_rec = &rec;
       call->p2p_reclen = sizeof(rec);

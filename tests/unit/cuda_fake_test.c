@@ -812,7 +812,8 @@ device_reads(void)
 
 /* One exchange round of n floats: every rank sends to the next and
  * receives from the previous, its buffers of the kinds asked (dev: device),
- * blocking (odd ranks receive first) or async; then checks what arrived. */
+ * blocking (odd ranks receive first), async (0, 1, 2: how) or as a group;
+ * then checks what arrived. */
 static void
 p2p_round(collie_comm_t *comm, size_t n, int send_dev, int recv_dev, int async, int tag)
 {
@@ -825,7 +826,12 @@ p2p_round(collie_comm_t *comm, size_t n, int send_dev, int recv_dev, int async, 
     s[i] = fk_val(r, i);
     d[i] = -1;
   }
-  if (async) { /* run in issue order: even ranks send first */
+  if (async == 2) { /* a group: both at once */
+    ASSERT_OK(collie_group_start(comm));
+    ASSERT_OK(collie_send(comm, s, n, COLLIE_FLOAT32, next, tag, NULL, NULL));
+    ASSERT_OK(collie_recv(comm, d, n, COLLIE_FLOAT32, prev, tag, NULL, NULL));
+    ASSERT_OK(collie_group_end(comm, NULL));
+  } else if (async) { /* run in issue order: even ranks send first */
     collie_work_t *ws = NULL, *wr = NULL;
     if (r % 2 == 0) ASSERT_OK(collie_send(comm, s, n, COLLIE_FLOAT32, next, tag, NULL, &ws));
     ASSERT_OK(collie_recv(comm, d, n, COLLIE_FLOAT32, prev, tag, NULL, &wr));
@@ -843,8 +849,11 @@ p2p_round(collie_comm_t *comm, size_t n, int send_dev, int recv_dev, int async, 
   }
   for (size_t i = 0; i < n; i++)
     ASSERTF(d[i] == fk_val(prev, i), "%s -> %s%s, n=%zu: [%zu] = %g, want %g",
-            send_dev ? "device" : "host", recv_dev ? "device" : "host", async ? ", async" : "", n,
-            i, d[i], fk_val(prev, i));
+            send_dev ? "device" : "host", recv_dev ? "device" : "host",
+            async == 2 ? ", group"
+            : async    ? ", async"
+                       : "",
+            n, i, d[i], fk_val(prev, i));
   if (send_dev)
     dev_free(s);
   else
@@ -860,7 +869,7 @@ p2p_round(collie_comm_t *comm, size_t n, int send_dev, int recv_dev, int async, 
  * device send goes as a device message that the receiver copies, into
  * device or host memory alike (the counter proves it), and a host send as
  * host bytes (staged into a device receive); over tcp everything is host
- * bytes. Blocking and async, at sizes from one element to several slots;
+ * bytes. Blocking, async and grouped, at sizes from one element to several slots;
  * sends under COLLIE_CUDA_P2P_MIN (4 KiB here) are host bytes too. */
 TEST_IMPL(cuda_fake_p2p_kinds)
 {
@@ -877,7 +886,7 @@ TEST_IMPL(cuda_fake_p2p_kinds)
   for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
     for (int kinds = 0; kinds < 4; kinds++) {
       int send_dev = kinds & 1, recv_dev = (kinds >> 1) & 1;
-      for (int async = 0; async < 2; async++) {
+      for (int async = 0; async < 3; async++) {
         uint64_t before = device_reads();
         p2p_round(comm, sizes[k], send_dev, recv_dev, async, tag++);
         uint64_t got = device_reads() - before;
