@@ -91,13 +91,21 @@ p2p_install(collie_comm_t *comm, const void *dev)
     collie__err_clear();
     return;
   }
-  if (collie__cuda_ctx_of(dev, &d->p2p_ctx, "finding the buffer's context") != COLLIE_SUCCESS) {
+  unsigned char uuid[16];
+  if (collie__cuda_ctx_of(dev, &d->p2p_ctx, "finding the buffer's context") != COLLIE_SUCCESS ||
+      collie__cuda_push_ctx(d->p2p_ctx, "entering the buffer's context") != COLLIE_SUCCESS) {
+    collie__err_clear();
+    return;
+  }
+  collie_result_t rc = collie__cuda_current_uuid(uuid);
+  collie__cuda_pop();
+  if (rc != COLLIE_SUCCESS) {
     collie__err_clear();
     return;
   }
   d->p2p_ops.ctx = comm;
   d->p2p_ops.read = p2p_read;
-  collie__net_set_device(comm->net, &d->p2p_ops);
+  collie__net_set_device(comm->net, &d->p2p_ops, uuid);
   d->p2p_on = 1;
 }
 
@@ -112,11 +120,18 @@ collie__stage_p2p_share(collie_comm_t *comm, int peer, const void *dev, size_t b
                         int64_t deadline_ns, struct collie__ipc_rec *rec, int *shared)
 {
   *shared = 0;
-  if (!bytes || bytes < (size_t)comm->params.CUDA_P2P_MIN || !comm->dev.p2p_on || peer < 0 ||
-      !collie__net_device_peer(comm->net, peer))
+  if (!bytes || bytes < (size_t)comm->params.CUDA_P2P_MIN || !comm->dev.p2p_on || peer < 0)
     return COLLIE_SUCCESS;
   collie_result_t rc = collie__cuda_push_ctx_of(dev, "entering the send buffer's context");
   if (rc != COLLIE_SUCCESS) return rc;
+  /* Only to a peer on the same GPU: mapping another GPU's memory needs peer
+   * access, which the receiver cannot refuse once the message is sent. */
+  unsigned char uuid[16];
+  if ((rc = collie__cuda_current_uuid(uuid)) != COLLIE_SUCCESS ||
+      !collie__net_device_peer(comm->net, peer, uuid)) {
+    collie__cuda_pop();
+    return rc;
+  }
   rc = collie__cuda_stream_sync(NULL, deadline_ns, "waiting for the default stream");
   if (rc == COLLIE_SUCCESS) {
     const void *bufs[COLLIE_IPC_BUFS] = {dev, NULL};

@@ -107,18 +107,19 @@ collie__net_set_mem(struct collie__net *n, collie__mem_kind_t mem)
 }
 
 void
-collie__net_set_device(struct collie__net *n, const struct collie__net_dev_ops *ops)
+collie__net_set_device(struct collie__net *n, const struct collie__net_dev_ops *ops,
+                       const unsigned char uuid[16])
 {
   for (int i = 0; i < NET_NX; i++)
-    if (n->xp[i] && net_table[i]->set_device) net_table[i]->set_device(n->xp[i], ops);
+    if (n->xp[i] && net_table[i]->set_device) net_table[i]->set_device(n->xp[i], ops, uuid);
 }
 
 int
-collie__net_device_peer(const struct collie__net *n, int peer)
+collie__net_device_peer(const struct collie__net *n, int peer, const unsigned char uuid[16])
 {
   if (peer < 0 || peer >= n->size || n->peer_xp[peer] < 0 || n->failed != COLLIE_SUCCESS) return 0;
   int i = n->peer_xp[peer];
-  return net_table[i]->device_peer && net_table[i]->device_peer(n->xp[i], peer);
+  return net_table[i]->device_peer && net_table[i]->device_peer(n->xp[i], peer, uuid);
 }
 
 const char *
@@ -318,9 +319,10 @@ collie_result_t
 collie__net_isend_device(struct collie__net *n, int peer, const void *rec, size_t reclen,
                          size_t len, uint64_t slot, struct collie__req *r)
 {
-  if (!collie__net_device_peer(n, peer) || !reclen || reclen > COLLIE_NET_DEV_REC_MAX)
+  if (peer < 0 || peer >= n->size || n->peer_xp[peer] < 0 ||
+      !net_table[(int)n->peer_xp[peer]]->device_peer || !reclen || reclen > COLLIE_NET_DEV_REC_MAX)
     return collie__err(COLLIE_INTERNAL_ERROR,
-                       "device message of %zu bytes to rank %d: not a device peer, or a record "
+                       "device message of %zu bytes to rank %d: no transport for it, or a record "
                        "of %zu bytes",
                        len, peer, reclen);
   return net_post(n, peer, (void *)rec, len, slot, 1, 0, NULL, reclen, r);

@@ -939,22 +939,27 @@ collie__shm_crowded(struct collie__xport *xp)
 /* Device messages: this rank takes them from now on (ops first, then the
  * word its peers read). */
 static void
-shm_set_device(struct collie__xport *xp, const struct collie__net_dev_ops *ops)
+shm_set_device(struct collie__xport *xp, const struct collie__net_dev_ops *ops,
+               const unsigned char uuid[16])
 {
   struct collie__shm_xport *x = shm_of(xp);
+  struct collie__shm_ctrl *mine = &x->ctrl[x->me];
+  if (atomic_load_explicit(&mine->dev_rx, memory_order_relaxed)) return; /* once */
   shm_lock(x);
   x->dev_ops = ops;
   shm_unlock(x);
-  atomic_store_explicit(&x->ctrl[x->me].dev_rx, 1, memory_order_release);
+  memcpy(mine->dev_uuid, uuid, sizeof(mine->dev_uuid));
+  atomic_store_explicit(&mine->dev_rx, 1, memory_order_release);
 }
 
 static int
-shm_device_peer(struct collie__xport *xp, int peer)
+shm_device_peer(struct collie__xport *xp, int peer, const unsigned char uuid[16])
 {
   struct collie__shm_xport *x = shm_of(xp);
   if (peer < 0 || peer >= x->comm_size || x->chan_of_rank[peer] < 0) return 0;
-  const struct collie__shm_chan *ch = &x->chans[x->chan_of_rank[peer]];
-  return atomic_load_explicit(&x->ctrl[ch->local].dev_rx, memory_order_acquire) != 0;
+  const struct collie__shm_ctrl *c = &x->ctrl[x->chans[x->chan_of_rank[peer]].local];
+  return atomic_load_explicit(&c->dev_rx, memory_order_acquire) &&
+         memcmp(c->dev_uuid, uuid, sizeof(c->dev_uuid)) == 0;
 }
 
 static int

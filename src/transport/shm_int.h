@@ -165,10 +165,12 @@ struct collie__shm_ctrl {
   /* The CPU the owner ran on when it last looked (shm_crowded), -1: not
    * known. Stored only when it changed, so the line stays shared. */
   _Atomic int32_t cpu;
-  /* 1 once the owner takes device messages (its net has device ops:
-   * collie__net_set_device); never cleared. */
+  /* 1 once the owner takes device messages of memory on the GPU dev_uuid
+   * names (its net has device ops: collie__net_set_device); dev_uuid is
+   * written first, and neither changes after. */
   _Atomic uint32_t dev_rx;
-  char pad_[COLLIE_SHM_LINE - 36];
+  unsigned char dev_uuid[16];
+  char pad_[COLLIE_SHM_LINE - 52];
   /* Why the owner aborted, when it knows (its own failure, e.g. "rank 3
    * died"): written before state becomes ABORTED, so a rank that only waited
    * on the owner can still name the root cause. NUL-terminated. */

@@ -211,10 +211,12 @@ struct collie__xport_ops {
   void (*poll_done)(struct collie__xport *x, const struct pollfd *fds, int n);
   /* Optional pair (NULL: this transport moves host memory only). set_device
    * hands it the net's device ops (collie__net_set_device) and tells its
-   * peers that this rank now takes device messages; device_peer says
-   * whether peer has told so. Never block. */
-  void (*set_device)(struct collie__xport *x, const struct collie__net_dev_ops *ops);
-  int (*device_peer)(struct collie__xport *x, int peer);
+   * peers that this rank now takes device messages of memory on the GPU
+   * with this UUID; device_peer says whether peer has told so for uuid.
+   * Never block. */
+  void (*set_device)(struct collie__xport *x, const struct collie__net_dev_ops *ops,
+                     const unsigned char uuid[16]);
+  int (*device_peer)(struct collie__xport *x, int peer, const unsigned char uuid[16]);
 };
 
 extern const struct collie__xport_ops collie__shm_ops;
@@ -231,14 +233,19 @@ collie_result_t collie__net_open(const struct collie__net_cfg *cfg, struct colli
  * memory its way. Host until set. */
 void collie__net_set_mem(struct collie__net *n, collie__mem_kind_t mem);
 /* Installs ops (kept by pointer: they outlive the net) and tells the peers
- * this rank takes device messages. Idempotent. */
-void collie__net_set_device(struct collie__net *n, const struct collie__net_dev_ops *ops);
-/* Whether a device message to peer may go now: its transport moves them
- * and peer installed device ops. Never blocks. */
-int collie__net_device_peer(const struct collie__net *n, int peer);
+ * this rank takes device messages of memory on the GPU whose UUID is uuid
+ * (its own: the receiver maps the sender's buffer, which only the same GPU
+ * is sure to allow). Once. */
+void collie__net_set_device(struct collie__net *n, const struct collie__net_dev_ops *ops,
+                            const unsigned char uuid[16]);
+/* Whether a device message of memory on GPU uuid to peer may go now: its
+ * transport moves them and peer installed device ops for that GPU. Never
+ * blocks. */
+int collie__net_device_peer(const struct collie__net *n, int peer, const unsigned char uuid[16]);
 /* Sends len bytes of device memory as the record rec of reclen bytes
  * (<= COLLIE_NET_DEV_REC_MAX; the caller keeps it, and the memory, until
- * r is done), to a peer for which collie__net_device_peer said yes. The
+ * r is done), to a peer for which collie__net_device_peer said yes (else
+ * INTERNAL_ERROR). The
  * request completes once the receiver has copied the bytes. */
 collie_result_t collie__net_isend_device(struct collie__net *n, int peer, const void *rec,
                                          size_t reclen, size_t len, uint64_t slot,

@@ -869,10 +869,14 @@ p2p_round(collie_comm_t *comm, size_t n, int send_dev, int recv_dev, int async, 
  * device send goes as a device message that the receiver copies, into
  * device or host memory alike (the counter proves it), and a host send as
  * host bytes (staged into a device receive); over tcp everything is host
- * bytes. Blocking, async and grouped, at sizes from one element to several slots;
- * sends under COLLIE_CUDA_P2P_MIN (4 KiB here) are host bytes too. */
-TEST_IMPL(cuda_fake_p2p_kinds)
+ * bytes. Blocking, async and grouped, at sizes from one element to
+ * several slots; sends under COLLIE_CUDA_P2P_MIN (4 KiB here) are host
+ * bytes too, and so is everything between ranks on different GPUs
+ * (gpu_each: a peer's memory on another GPU may not map). */
+static void
+p2p_kinds(int gpu_each)
 {
+  if (gpu_each) setenv("FAKE_CUDA_GPU_PER_PROCESS", "1", 1);
   fk_load();
   setenv("COLLIE_CUDA_P2P_MIN", "4096", 1);
   collie_comm_t *comm = test_comm();
@@ -890,7 +894,7 @@ TEST_IMPL(cuda_fake_p2p_kinds)
         uint64_t before = device_reads();
         p2p_round(comm, sizes[k], send_dev, recv_dev, async, tag++);
         uint64_t got = device_reads() - before;
-        int want = shm && send_dev && sizes[k] * 4 >= 4096;
+        int want = shm && !gpu_each && send_dev && sizes[k] * 4 >= 4096;
         ASSERTF(got == (uint64_t)want,
                 "%s -> %s over %s, %zu bytes: %llu device messages received, want %d",
                 send_dev ? "device" : "host", recv_dev ? "device" : "host", shm ? "shm" : "tcp",
@@ -900,6 +904,16 @@ TEST_IMPL(cuda_fake_p2p_kinds)
   }
   ASSERT_OK(collie_comm_destroy(comm));
   ASSERTF(fk_held() == 0, "%ld peer buffers still mapped after destroy", fk_held());
+}
+
+TEST_IMPL(cuda_fake_p2p_kinds)
+{
+  p2p_kinds(0);
+}
+
+TEST_IMPL(cuda_fake_p2p_gpu_each)
+{
+  p2p_kinds(1);
 }
 
 TEST_IMPL(cuda_fake_kinds_differ)
