@@ -16,7 +16,12 @@
  *              dead): the one that gets 1 writes the decision
  *   holder     the rank that got 1 (int32), so that its host can vouch for
  *              its death
+ *   seal       ADD SHRINK_SEAL_COMMIT by the holder before it writes the
+ *              decision, ADD 1 by a waiter that calls the generation off;
+ *              whichever comes first wins (see shrink_decide)
  *   decision   the members, ascending old ranks (int32 each)
+ *   up/<p>     ADD 1 by member p once its new communicator is set up, -1
+ *              if its setup failed (see shrink_confirm)
  *
  * A rank that finds the lock taken when it comes reads the decision at once.
  * Once the new communicator is up, its rank 0 removes the per-rank counters;
@@ -29,11 +34,16 @@
  * the agreement is a rank that is then found dead like the others; if the
  * writer itself dies between its lock and its decision, a rank of its host
  * sees its process gone, declares it dead and the next generation of the
- * lock ("lock.1", with "holder.1" and "decision.1") picks another writer;
- * on another host the others fail at their deadline with an error that says
- * so, and may shrink again. A member
- * that dies after the decision makes the new communicator's setup fail, named;
- * shrinking again (k + 1) leaves it out.
+ * lock ("lock.1", with "holder.1", "seal.1" and "decision.1") picks another
+ * writer; on another host the others fail at their deadline with an error
+ * that says so, and may shrink again. A writer that dies after its ticket
+ * but before it wrote "holder" (or is that slow) is unnamed: a waiter that
+ * sees a rank of its host die, or no holder for SHRINK_UNNAMED_NS, calls
+ * the generation off through the seal, and the writer, if alive, finds it
+ * called off and joins the next generation too. A member
+ * that dies after the decision makes the new communicator's setup fail, named,
+ * on every member alike (shrink_confirm); shrinking again (k + 1) leaves it
+ * out.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -49,6 +59,14 @@
 
 /* How often an unresolved rank is looked at again. */
 #define SHRINK_POLL_NS (5 * 1000000LL)
+/* What the lock's holder adds to its generation's seal to commit its
+ * decision (a waiter that calls the generation off adds 1): far above any
+ * number of waiters, so the value tells which came first. */
+#define SHRINK_SEAL_COMMIT (1LL << 40)
+/* How long a waiter waits for the lock's holder to name itself before it
+ * calls the generation off (the holder died, or stalls, between its ticket
+ * and its name). Calling off is always safe, so this only bounds the wait. */
+#define SHRINK_UNNAMED_NS (1000 * 1000000LL)
 
 /* The counter key/<p> under shrink/<k>/, read (delta 0) or bumped; *out its value. */
 static collie_result_t
@@ -149,7 +167,7 @@ shrink_read_decision(collie_comm_t *comm, const char *key, int32_t *members, int
 /* The holder of generation gen's lock when it is known to be dead (it
  * said who it is, shares this host, and its process is gone), else -1. */
 static int
-shrink_dead_holder(collie_comm_t *comm, uint32_t k, int gen)
+shrink_dead_holder(collie_comm_t *comm, uint32_t k, int gen, int *named)
 {
   char key[96];
   shrink_gen_key(key, sizeof(key), k, "holder", gen);
@@ -157,6 +175,7 @@ shrink_dead_holder(collie_comm_t *comm, uint32_t k, int gen)
   size_t len = 0;
   if (collie__store_get(comm->store, key, &val, &len, collie__now_ns()) != COLLIE_SUCCESS)
     return -1;
+  *named = 1;
   int32_t h = -1;
   if (len == sizeof(h)) memcpy(&h, val, sizeof(h));
   free(val);
@@ -168,17 +187,71 @@ shrink_dead_holder(collie_comm_t *comm, uint32_t k, int gen)
   return h;
 }
 
+/* Declares dead every rank of this host whose process is gone and that no
+ * one has declared dead yet; *found counts them. */
+static collie_result_t
+shrink_declare_gone(collie_comm_t *comm, uint32_t k, int *found, int64_t deadline)
+{
+  const struct collie__peer *me = &comm->peers[comm->rank];
+  *found = 0;
+  for (int p = 0; p < comm->size; p++) {
+    if (p == comm->rank || strcmp(comm->peers[p].host, me->host) != 0 ||
+        !collie__proc_dead(comm->peers[p].pid))
+      continue;
+    int64_t v = 0;
+    collie_result_t rc = shrink_add(comm, k, "d", p, 0, &v, deadline);
+    if (rc != COLLIE_SUCCESS) return rc;
+    if (v > 0) continue;
+    COLLIE_INFO("INIT", "shrink: rank %d (world rank %d, pid %d) died during the agreement", p,
+                comm->peers[p].world_rank, comm->peers[p].pid);
+    if ((rc = shrink_add(comm, k, "d", p, 1, NULL, deadline)) != COLLIE_SUCCESS) return rc;
+    (*found)++;
+  }
+  return COLLIE_SUCCESS;
+}
+
+/* Adds delta to generation gen's seal (0: reads it); *state: 1 the holder's
+ * commit came first, -1 a waiter called the generation off first, 0 neither
+ * yet. */
+static collie_result_t
+shrink_seal(collie_comm_t *comm, uint32_t k, int gen, int64_t delta, int *state, int64_t deadline)
+{
+  char key[96];
+  int64_t v = 0;
+  shrink_gen_key(key, sizeof(key), k, "seal", gen);
+  collie_result_t rc = collie__store_add(comm->store, key, delta, &v, deadline);
+  if (delta == SHRINK_SEAL_COMMIT)
+    *state = v == SHRINK_SEAL_COMMIT ? 1 : -1;
+  else
+    *state = v >= SHRINK_SEAL_COMMIT ? 1 : v > 0 ? -1 : 0;
+  return rc;
+}
+
 /* The decision: written by the lock's winner from the counters as they are
  * now (dead wins), read by everyone else. A winner that dies before it
  * writes (seen by a rank of its host) is declared dead, and the next
  * generation's lock picks another; the dead winner's decision, had it been
  * written, is taken first, so every rank ends with the same one. Fills
- * members (n of them). */
+ * members (n of them).
+ *
+ * The lock's ticket and the holder's name are two store operations, so a
+ * winner killed between them (or just after its ADD was applied) leaves a
+ * lock taken by no one that anyone can name: waiting for its name, or for
+ * its decision, lasted until the deadline (seen with a rank SIGKILLed a few
+ * ms into its shrink, more often under ASan on a loaded machine). So each
+ * generation has a seal: the holder commits to its decision by adding
+ * SHRINK_SEAL_COMMIT before it writes it, and a waiter that sees a rank of
+ * its host die, or no holder named for SHRINK_UNNAMED_NS, adds 1 to call
+ * the generation off. One ADD is atomic, so exactly one of the two is first:
+ * a committed generation's decision is the one (its holder is named, and
+ * watched as before); a called-off one never has a decision, and every rank,
+ * its holder included, goes on to the next generation. */
 static collie_result_t
 shrink_decide(collie_comm_t *comm, uint32_t k, int32_t *members, int *n, int64_t deadline)
 {
   for (int gen = 0;; gen++) {
     char lock[96], key[96];
+    int seal = 0; /* this generation's seal as last seen (shrink_seal) */
     shrink_gen_key(lock, sizeof(lock), k, "lock", gen);
     shrink_gen_key(key, sizeof(key), k, "decision", gen);
     int64_t ticket = 0;
@@ -199,9 +272,16 @@ shrink_decide(collie_comm_t *comm, uint32_t k, int32_t *members, int *n, int64_t
           return rc;
         if (alive > 0 && dead == 0) members[m++] = p;
       }
+      if ((rc = shrink_seal(comm, k, gen, SHRINK_SEAL_COMMIT, &seal, deadline)) != COLLIE_SUCCESS)
+        return rc;
+      if (seal < 0) {
+        COLLIE_INFO("INIT", "shrink: decision #%d was called off by a waiter", gen);
+        continue; /* the next generation, like everyone else */
+      }
       *n = m;
       return collie__store_set(comm->store, key, members, (size_t)m * sizeof(*members), deadline);
     }
+    int64_t waiting_since = collie__now_ns();
     for (;;) {
       int64_t slice = collie__now_ns() + 200 * 1000000LL;
       rc = shrink_read_decision(comm, key, members, n, slice < deadline ? slice : deadline);
@@ -210,15 +290,101 @@ shrink_decide(collie_comm_t *comm, uint32_t k, int32_t *members, int *n, int64_t
         return collie__err(COLLIE_TIMEOUT,
                            "the rank that took the decision never wrote it (it died while "
                            "deciding, on another host?); shrink again");
-      int h = shrink_dead_holder(comm, k, gen);
-      if (h < 0) continue;
-      /* It wrote nothing more after it died: its decision stands if it exists. */
-      rc = shrink_read_decision(comm, key, members, n, collie__now_ns());
-      if (rc != COLLIE_TIMEOUT) return rc;
-      if ((rc = shrink_add(comm, k, "d", h, 1, NULL, deadline)) != COLLIE_SUCCESS) return rc;
-      break; /* the next generation */
+      if (seal != 1 && (rc = shrink_seal(comm, k, gen, 0, &seal, deadline)) != COLLIE_SUCCESS)
+        return rc;
+      if (seal < 0) break; /* called off by another waiter: the next generation */
+      int named = 0, h = shrink_dead_holder(comm, k, gen, &named);
+      if (h >= 0) {
+        /* It can no longer commit; if it had, its decision stands if it
+         * exists (it wrote nothing more after it died). */
+        if (seal == 0 && (rc = shrink_seal(comm, k, gen, 1, &seal, deadline)) != COLLIE_SUCCESS)
+          return rc;
+        if (seal == 1) {
+          rc = shrink_read_decision(comm, key, members, n, collie__now_ns());
+          if (rc != COLLIE_TIMEOUT) return rc;
+        }
+        if ((rc = shrink_add(comm, k, "d", h, 1, NULL, deadline)) != COLLIE_SUCCESS) return rc;
+        break; /* the next generation */
+      }
+      if (seal == 1) continue; /* its decision comes, or its death is seen above */
+      int gone = 0;
+      if ((rc = shrink_declare_gone(comm, k, &gone, deadline)) != COLLIE_SUCCESS) return rc;
+      /* (Longer each generation: holders that are all that slow do not call
+       * each other off until the deadline.) */
+      if (!gone && (named || collie__now_ns() - waiting_since < SHRINK_UNNAMED_NS * (gen + 1)))
+        continue;
+      if ((rc = shrink_seal(comm, k, gen, 1, &seal, deadline)) != COLLIE_SUCCESS) return rc;
+      if (seal < 0) {
+        COLLIE_INFO("INIT", "shrink: decision #%d called off (%s)", gen,
+                    gone ? "a rank of this host died meanwhile"
+                         : "its holder never said who it is");
+        break; /* the next generation */
+      }
     }
   }
+}
+
+/* After the new communicator's setup, every member's outcome the same: the
+ * setup of one member can succeed where another's fails when a member dies
+ * during it (tcp: it connected to one peer and died before the next), and a
+ * member that went on with the new communicator while another shrank the
+ * old one again left the two waiting for each other in different
+ * agreements until their deadlines. So each member says how its setup went
+ * (up/<p>: +1 or -1, one ADD, before it looks at anyone's) and the shrink
+ * succeeds only when every member said +1; it fails on every member when
+ * one said -1, or died (seen by its host) without saying anything, since
+ * then no member can ever see every +1. own: this rank's setup. */
+static collie_result_t
+shrink_confirm(collie_comm_t *comm, uint32_t k, const int32_t *members, int n, collie_result_t own,
+               int64_t deadline)
+{
+  const struct collie__peer *me = &comm->peers[comm->rank];
+  char saved[COLLIE_ERRMSG_LEN];
+  snprintf(saved, sizeof(saved), "%s", collie__err_msg());
+  collie_result_t rc =
+      shrink_add(comm, k, "up", comm->rank, own == COLLIE_SUCCESS ? 1 : -1, NULL, deadline);
+  if (own != COLLIE_SUCCESS) {
+    collie__err_set_text(saved);
+    return own;
+  }
+  if (rc != COLLIE_SUCCESS) return rc;
+  signed char *up = calloc((size_t)n, 1);
+  if (!up) return collie__err(COLLIE_SYSTEM_ERROR, "out of memory");
+  for (;;) {
+    int pending = 0;
+    for (int i = 0; i < n && rc == COLLIE_SUCCESS; i++) {
+      int p = members[i];
+      if (up[i] || p == comm->rank) continue;
+      int64_t v = 0;
+      /* Looked at before the read: gone and still silent is final. */
+      int gone = !strcmp(comm->peers[p].host, me->host) && collie__proc_dead(comm->peers[p].pid);
+      if ((rc = shrink_add(comm, k, "up", p, 0, &v, deadline)) != COLLIE_SUCCESS) break;
+      if (v < 0)
+        rc = collie__err(COLLIE_REMOTE_ERROR,
+                         "rank %d (world rank %d) could not set up the new communicator", p,
+                         comm->peers[p].world_rank);
+      else if (v > 0)
+        up[i] = 1;
+      else if (gone)
+        rc = collie__err(COLLIE_REMOTE_ERROR,
+                         "rank %d (world rank %d, pid %d) died while the new communicator was "
+                         "set up",
+                         p, comm->peers[p].world_rank, comm->peers[p].pid);
+      else
+        pending++;
+    }
+    if (rc != COLLIE_SUCCESS || !pending) break;
+    if (collie__now_ns() >= deadline) {
+      rc = collie__err(COLLIE_TIMEOUT,
+                       "%d member(s) never said whether they set up the new communicator "
+                       "(died on another host?)",
+                       pending);
+      break;
+    }
+    collie__sleep_ns(SHRINK_POLL_NS);
+  }
+  free(up);
+  return rc;
 }
 
 static collie_result_t
@@ -323,9 +489,24 @@ collie_comm_shrink(collie_comm_t *comm, const int *exclude, int nexclude, int64_
                            comm->job_store, h, newrank, n, &comm->peers[comm->rank], expect,
                            comm->tele, out);
   collie__log_context(comm->ctx);
+  if (comm->size > 1 && n > 1) {
+    collie_result_t agreed = shrink_confirm(comm, k, members, n, rc, deadline);
+    if (rc == COLLIE_SUCCESS && agreed != COLLIE_SUCCESS) {
+      /* Set up here, failed elsewhere: given up without a closing barrier. */
+      char saved[COLLIE_ERRMSG_LEN];
+      snprintf(saved, sizeof(saved), "%s", collie__err_msg());
+      collie__comm_poison(*out, agreed);
+      collie_comm_destroy(*out);
+      *out = NULL;
+      collie__log_context(comm->ctx);
+      collie__err_set_text(saved);
+    }
+    rc = agreed;
+  }
   if (rc == COLLIE_SUCCESS && newrank == 0 && comm->size > 1) {
     /* Every member read the decision before it joined the new
-     * communicator's setup: the per-rank counters can go. The lock and the
+     * communicator's setup: the per-rank counters can go (not up/, which
+     * members may still be reading). The lock and the
      * decision stay, so that a rank that comes late still learns it was
      * left out (and can never take a decision of its own). */
     for (int i = 0; i < 2; i++) {
