@@ -265,6 +265,8 @@ collie_result_t collie__stage_p2p_run(collie_comm_t *comm, struct collie__op *op
 /* Makes comm take device messages from now on (once; dev: a device buffer
  * of this rank, whose context receives into host memory use). */
 void collie__stage_p2p_ready(collie_comm_t *comm, const void *dev);
+/* Whether comm takes device messages (the ops are installed). Any thread. */
+int collie__stage_p2p_on(const collie_comm_t *comm);
 /* Whether a send of bytes of device memory dev to peer goes as a device
  * message (*shared; rec then filled): large enough (COLLIE_CUDA_P2P_MIN),
  * peer takes them, the buffer can be shared. Waits for the legacy default

@@ -232,7 +232,7 @@ collie__group_run(collie_comm_t *comm, struct collie__group *g, int64_t timeout_
                                     op->slot, &g->reqs[i]);
     else if (op->sbuf)
       rc = collie__net_isend(comm->net, op->peer, op->sbuf, op->bytes, op->slot, &g->reqs[i]);
-    else if (op->dev && comm->dev.p2p_on)
+    else if (op->dev && collie__stage_p2p_on(comm))
       rc = collie__net_irecv_device(comm->net, op->peer, op->rbuf, op->dev, op->bytes, op->slot,
                                     &g->reqs[i]);
     else

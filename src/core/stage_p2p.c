@@ -86,7 +86,7 @@ static void
 p2p_install(collie_comm_t *comm, const void *dev)
 {
   struct collie__cuda_state *d = &comm->dev;
-  if (d->p2p_on || !comm->params.CUDA_IPC) return;
+  if (collie__stage_p2p_on(comm) || !comm->params.CUDA_IPC) return;
   if (!d->ipc_p2p && !(d->ipc_p2p = collie__ipc_cache_new(collie__cuda_ipc_ops(), comm->size))) {
     collie__err_clear();
     return;
@@ -106,13 +106,20 @@ p2p_install(collie_comm_t *comm, const void *dev)
   d->p2p_ops.ctx = comm;
   d->p2p_ops.read = p2p_read;
   collie__net_set_device(comm->net, &d->p2p_ops, uuid);
-  d->p2p_on = 1;
+  /* Released: a worker thread that runs a queued send or receive reads it. */
+  __atomic_store_n(&d->p2p_on, 1, __ATOMIC_RELEASE);
+}
+
+int
+collie__stage_p2p_on(const collie_comm_t *comm)
+{
+  return __atomic_load_n(&comm->dev.p2p_on, __ATOMIC_ACQUIRE);
 }
 
 void
 collie__stage_p2p_ready(collie_comm_t *comm, const void *dev)
 {
-  if (!comm->dev.p2p_on) p2p_install(comm, dev);
+  if (!collie__stage_p2p_on(comm)) p2p_install(comm, dev);
 }
 
 collie_result_t
@@ -120,7 +127,8 @@ collie__stage_p2p_share(collie_comm_t *comm, int peer, const void *dev, size_t b
                         int64_t deadline_ns, struct collie__ipc_rec *rec, int *shared)
 {
   *shared = 0;
-  if (!bytes || bytes < (size_t)comm->params.CUDA_P2P_MIN || !comm->dev.p2p_on || peer < 0)
+  if (!bytes || bytes < (size_t)comm->params.CUDA_P2P_MIN || !collie__stage_p2p_on(comm) ||
+      peer < 0)
     return COLLIE_SUCCESS;
   collie_result_t rc = collie__cuda_push_ctx_of(dev, "entering the send buffer's context");
   if (rc != COLLIE_SUCCESS) return rc;
@@ -152,7 +160,8 @@ collie__stage_p2p_run(collie_comm_t *comm, struct collie__op *op)
   void *dev = op->stage_dev;
   int send = call->sendbuf != NULL;
   collie_result_t rc = COLLIE_SUCCESS;
-  collie__stage_p2p_ready(comm, dev);
+  /* The ops were installed at issue (stage.c, on the caller's thread): this
+   * may be the worker thread, which must not race it for them. */
   if (send) {
     struct collie__ipc_rec rec;
     int shared = 0;
@@ -180,7 +189,7 @@ collie__stage_p2p_run(collie_comm_t *comm, struct collie__op *op)
     call->sendbuf = dev;
   } else {
     call->recvbuf = host;
-    call->p2p_dev = comm->dev.p2p_on ? dev : NULL;
+    call->p2p_dev = collie__stage_p2p_on(comm) ? dev : NULL;
     call->p2p_on_dev = 0;
     rc = collie__p2p_recv(call);
     if (rc == COLLIE_SUCCESS && !call->p2p_on_dev)
