@@ -51,8 +51,9 @@ collie__stage_area(collie_comm_t *comm, const void *dev, size_t need, char **hos
   return COLLIE_SUCCESS;
 }
 
-/* The net's read op: maps peer's buffer (cached per allocation) in dst's
- * context, or in the kept one for host memory, and copies out of it. */
+/* The net's read op: maps peer's buffer (cached per allocation) in the
+ * kept context, on the GPU the sender checked against (p2p_install), and
+ * copies out of it into dst, whatever its device (cuMemcpy crosses GPUs). */
 static collie_result_t
 p2p_read(void *ctx, int peer, const void *record, size_t reclen, void *dst, size_t len)
 {
@@ -63,9 +64,7 @@ p2p_read(void *ctx, int peer, const void *record, size_t reclen, void *dst, size
                        "device message from rank %d: a record of %zu bytes, this build's are %zu",
                        peer, reclen, sizeof(rec));
   memcpy(&rec, record, sizeof(rec)); /* the ring's payload slot is not ours to keep */
-  int dev = collie__cuda_is_device(dst, NULL);
-  collie_result_t rc = dev ? collie__cuda_push_ctx_of(dst, "entering the receive buffer's context")
-                           : collie__cuda_push_ctx(comm->dev.p2p_ctx, "entering the kept context");
+  collie_result_t rc = collie__cuda_push_ctx(comm->dev.p2p_ctx, "entering the kept context");
   if (rc != COLLIE_SUCCESS) return rc;
   void *mapped[COLLIE_IPC_BUFS] = {NULL, NULL};
   rc = collie__ipc_map(comm->dev.ipc_p2p, peer, &rec, mapped);

@@ -219,12 +219,20 @@ collie__cuda_copy(void *dst, const void *src, size_t n, const char *what)
    * driver does not know dst (host memory), src's. */
   cu_ctx ctx = NULL;
   cu_result rc = cu.pointer_get_attribute(&ctx, CU_ATTR_CONTEXT, (cu_ptr)(uintptr_t)dst);
-  if (rc != CU_SUCCESS || !ctx)
-    rc = cu.pointer_get_attribute(&ctx, CU_ATTR_CONTEXT, (cu_ptr)(uintptr_t)src);
+  int to_device = rc == CU_SUCCESS && ctx;
+  if (!to_device) rc = cu.pointer_get_attribute(&ctx, CU_ATTR_CONTEXT, (cu_ptr)(uintptr_t)src);
   if (rc == CU_SUCCESS) rc = cu.ctx_push(ctx);
   if (rc == CU_SUCCESS) {
     rc = cu.memcpy((cu_ptr)(uintptr_t)dst, (cu_ptr)(uintptr_t)src, n);
+    /* cuMemcpy into device memory may return before the bytes are there
+     * (device to device; from pageable memory, once they are staged for
+     * DMA): wait for the stream it went on, so that "done when it returns"
+     * holds for every stream, and for a peer that reuses the source. */
+    collie_result_t done = COLLIE_SUCCESS;
+    if (rc == CU_SUCCESS && to_device)
+      done = collie__cuda_poll(cu.stream_query, NULL, collie__now_ns() + 60 * 1000000000LL, what);
     collie__cuda_pop();
+    if (done != COLLIE_SUCCESS) return done;
   }
   if (rc == CU_SUCCESS) return COLLIE_SUCCESS;
   char what_n[160];

@@ -31,8 +31,10 @@ int collie__cuda_is_device(const void *p, int *device);
 /* Copies n bytes between a device and the host (dst or src may be either;
  * unified addressing tells which), synchronously: the copy is ordered after
  * the work already queued on the legacy default stream, and done when it
- * returns. Errors: COLLIE_UNSUPPORTED without a driver, COLLIE_SYSTEM_ERROR
- * naming the driver's error. what names the copy in messages. */
+ * returns (a copy into device memory waits for that stream, up to 60 s:
+ * then COLLIE_TIMEOUT). Errors: COLLIE_UNSUPPORTED without a driver,
+ * COLLIE_SYSTEM_ERROR naming the driver's error. what names the copy in
+ * messages. */
 collie_result_t collie__cuda_copy(void *dst, const void *src, size_t n, const char *what);
 
 /* Opens the driver from path (NULL: "libcuda.so.1") and resolves its entry
@@ -72,7 +74,8 @@ collie_result_t collie__cuda_copy_async(void *dst, const void *src, size_t n, vo
 /* Queues, on stream in the current context, the n copies bytes[k] from
  * srcs[k] to dsts[k] (device memory, mapped peers' included; none empty or
  * onto itself is skipped): in launches of one kernel for up to 32 of them
- * (without device code, one cuMemcpyAsync each). Errors as collie__cuda_copy_async's, what naming
+ * (without device code, and for unaligned copies of 256 KiB and more, one
+ * cuMemcpyAsync each). Errors as collie__cuda_copy_async's, what naming
  * the caller's copies. */
 collie_result_t collie__cuda_copy_list(void *const *dsts, const void *const *srcs,
                                        const size_t *bytes, int n, void *stream, const char *what);

@@ -39,6 +39,8 @@ struct kernel_ctx {
  * H200 it beat one cuMemcpyAsync each at every size measured (256 KiB to
  * 16 MiB a copy: 1.0-5.3x, docs/gpu.md), as each call costs ~4-6 us. */
 #define COPY_LIST 32
+/* Unaligned copies from this size are not listed (see collie__cuda_copy_list). */
+#define COPY_LIST_UNALIGNED_MAX ((size_t)256 << 10)
 
 struct kernel_copies { /* kernels.cu's struct collie_copies */
   const void *src[COPY_LIST];
@@ -267,7 +269,11 @@ collie__cuda_copy_list(void *const *dsts, const void *const *srcs, const size_t 
   int m = 0;
   for (int k = 0; k < n && r == COLLIE_SUCCESS; k++) {
     if (!bytes[k] || dsts[k] == srcs[k]) continue;
-    if (!collie__cuda_has_kernels()) {
+    /* The list moves 16 bytes a thread only when every copy in it is
+     * 16-byte aligned, else one byte: a large unaligned copy (an int8
+     * block, an odd displacement) goes to the copy engines instead. */
+    int unaligned = (((uintptr_t)srcs[k] | (uintptr_t)dsts[k]) & 15) != 0;
+    if (!collie__cuda_has_kernels() || (unaligned && bytes[k] >= COPY_LIST_UNALIGNED_MAX)) {
       r = collie__cuda_copy_async(dsts[k], srcs[k], bytes[k], stream, what);
       continue;
     }

@@ -373,10 +373,18 @@ net_describe_pending(const struct collie__net *n, struct collie__req *const *req
       size_t h = strcspn(n->peers[p].host, "/"); /* the hostname, not the boot id */
       snprintf(host, sizeof(host), ", host %.*s", (int)(h < 60 ? h : 60), n->peers[p].host);
     }
-    o += (size_t)snprintf(buf + o, o < len ? len - o : 0,
-                          "%s%s rank %d (world rank %d%s) (%s, %zu of %zu bytes)",
+    /* A send whose bytes are all out waits for the receiver to take them
+     * (a single copy or a device message is read by the receiver). */
+    int handed = reqs[i]->is_send && reqs[i]->off == reqs[i]->len && reqs[i]->len;
+    char moved[64];
+    if (handed)
+      snprintf(moved, sizeof(moved), "%zu bytes, waiting for the receiver to take them",
+               reqs[i]->len);
+    else
+      snprintf(moved, sizeof(moved), "%zu of %zu bytes", reqs[i]->off, reqs[i]->len);
+    o += (size_t)snprintf(buf + o, o < len ? len - o : 0, "%s%s rank %d (world rank %d%s) (%s, %s)",
                           shown ? "; " : "", reqs[i]->is_send ? "send to" : "recv from", p,
-                          n->world[p], host, s, reqs[i]->off, reqs[i]->len);
+                          n->world[p], host, s, moved);
     shown++;
     if (o >= len) break;
   }

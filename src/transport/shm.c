@@ -431,6 +431,35 @@ shm_read_peer(struct collie__shm_chan *ch, const struct collie__shm_chunk *c, st
   return shm_peer_copy(ch, r->buf, c->u.part.addr, r->len, 0);
 }
 
+/* A single-copy or device message is read out of the sender's own buffer,
+ * which stays the sender's only while its send is pending: a sender that
+ * gave up (aborted on a timeout or error of its own, or closed, and so
+ * returned the buffer to its caller) may have reused or freed it. Checked
+ * before the copy and after it (a copy that raced the departure may be
+ * torn): a sender aborts before its failed send returns, so one still
+ * alive after the copy held its buffer throughout. One that died did not
+ * give it back: what it left is the message, as for any chunk it
+ * published (shm_check_peers). One load: these are large messages, but
+ * the check runs for each. */
+static collie_result_t
+shm_sender_holds(struct collie__shm_xport *x, struct collie__shm_chan *ch,
+                 const struct collie__req *r)
+{
+  uint32_t st = atomic_load_explicit(&x->ctrl[ch->local].state, memory_order_acquire);
+  if (st == COLLIE_SHM_ALIVE) return COLLIE_SUCCESS;
+  struct collie__shm_departure d = {NULL, NULL, 0};
+  collie__shm_departure_note(&d, ch, st);
+  const char *how = "";
+  char what[160], why[COLLIE_SHM_REASON_LEN + 16];
+  collie__shm_departure_verdict(x, &d, &how, why, sizeof(why));
+  shm_describe_req(r, what, sizeof(what));
+  return collie__err(
+      COLLIE_REMOTE_ERROR,
+      "shm: rank %d (world rank %d, pid %d) %s before this rank had copied the message for its %s "
+      "out of its memory%s",
+      ch->rank, ch->world_rank, ch->pid, how, what, why);
+}
+
 /* Copies a device message (COLLIE_SHM_CHUNK_DEVICE at ring position k) into
  * r: into r->dev when the receive has device memory, else into r->buf,
  * through the net's device ops. */
@@ -449,8 +478,11 @@ shm_read_device(struct collie__shm_xport *x, struct collie__shm_chan *ch,
                        "shm: a device message from rank %d, but this rank has no device ops",
                        ch->rank);
   void *dst = r->dev ? r->dev : r->buf;
-  collie_result_t rc =
-      x->dev_ops->read(x->dev_ops->ctx, ch->rank, shm_payload(x, ch->in, k), reclen, dst, r->len);
+  collie_result_t rc = shm_sender_holds(x, ch, r);
+  if (rc == COLLIE_SUCCESS)
+    rc =
+        x->dev_ops->read(x->dev_ops->ctx, ch->rank, shm_payload(x, ch->in, k), reclen, dst, r->len);
+  if (rc == COLLIE_SUCCESS) rc = shm_sender_holds(x, ch, r);
   if (rc == COLLIE_SUCCESS) {
     r->on_dev = r->dev != NULL;
     atomic_fetch_add_explicit(&collie__shm_device_reads, 1, memory_order_relaxed);
@@ -524,7 +556,9 @@ shm_pull(struct collie__shm_xport *x, struct collie__shm_chan *ch)
       continue;
     }
     if (c->flags & COLLIE_SHM_CHUNK_CMA) {
-      if (r->off != 0 || (rc = shm_read_peer(ch, c, r)) != COLLIE_SUCCESS) {
+      if (r->off != 0 || (rc = shm_sender_holds(x, ch, r)) != COLLIE_SUCCESS ||
+          (rc = shm_read_peer(ch, c, r)) != COLLIE_SUCCESS ||
+          (rc = shm_sender_holds(x, ch, r)) != COLLIE_SUCCESS) {
         if (rc == COLLIE_SUCCESS)
           rc = collie__err(COLLIE_INTERNAL_ERROR,
                            "shm: single-copy chunk from rank %d in the middle of a message",

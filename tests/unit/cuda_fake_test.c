@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/introspect.h"
 #include "runner.h"
@@ -914,6 +915,35 @@ TEST_IMPL(cuda_fake_p2p_kinds)
 TEST_IMPL(cuda_fake_p2p_gpu_each)
 {
   p2p_kinds(1);
+}
+
+/* A device send whose sender gave up (its own timeout: it aborts, and its
+ * buffer is its caller's again, here overwritten) is not taken from its
+ * buffer by a receive posted later: the receive fails naming the sender. */
+TEST_IMPL(cuda_fake_p2p_sender_gave_up)
+{
+  fk_load();
+  setenv("COLLIE_CUDA_P2P_MIN", "4096", 1);
+  collie_comm_t *comm = test_comm();
+  int r = collie_comm_rank(comm);
+  const size_t n = 4096;
+  float *b = dev_alloc(n * 4);
+  for (size_t i = 0; i < n; i++) b[i] = 7;
+  ASSERT_OK(collie_allreduce(comm, b, b, 16, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL));
+  uint64_t before = device_reads();
+  if (r == 0) {
+    collie_opts_t o = {.timeout_ms = 300};
+    ASSERT_RC(COLLIE_TIMEOUT, "rank 1", collie_send(comm, b, n, COLLIE_FLOAT32, 1, 3, &o, NULL));
+    for (size_t i = 0; i < n; i++) b[i] = -99; /* the caller's again */
+  } else {
+    usleep(1000 * 1000);
+    ASSERT_RC(COLLIE_REMOTE_ERROR, "before this rank had copied",
+              collie_recv(comm, b, n, COLLIE_FLOAT32, 0, 3, NULL, NULL));
+    ASSERTF(device_reads() == before, "a device message was taken from a sender that gave up");
+    ASSERTF(b[0] != -99, "the receive took the sender's reused buffer");
+  }
+  dev_free(b);
+  collie_comm_destroy(comm);
 }
 
 TEST_IMPL(cuda_fake_kinds_differ)
