@@ -4,6 +4,7 @@
   XX(stage_extents, stage_extents, 0, "auto", 10)                                                  \
   XX(stage_no_driver_shm_2, stage_no_driver, 2, "shm", 20)                                         \
   XX(ipc_cache_handles, ipc_cache_handles, 0, "auto", 10)                                          \
+  XX(ipc_cache_directed, ipc_cache_directed, 0, "auto", 10)                                        \
   XX(ipc_cache_limits, ipc_cache_limits, 0, "auto", 10)                                            \
   XX(cuda_grid_shape, cuda_grid_shape, 0, "auto", 10)                                              \
   XX(cuda_fake_direct_shm_1, cuda_fake_direct, 1, "shm", 30)                                       \

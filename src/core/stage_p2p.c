@@ -142,7 +142,7 @@ collie__stage_p2p_share(collie_comm_t *comm, int peer, const void *dev, size_t b
   rc = collie__cuda_stream_sync(NULL, deadline_ns, "waiting for the default stream");
   if (rc == COLLIE_SUCCESS) {
     const void *bufs[COLLIE_IPC_BUFS] = {dev, NULL};
-    if (collie__ipc_publish(comm->dev.ipc_p2p, bufs, 1, rec) == COLLIE_SUCCESS)
+    if (collie__ipc_publish_to(comm->dev.ipc_p2p, peer, bufs, 1, rec) == COLLIE_SUCCESS)
       *shared = !rec->unshared;
     else
       collie__err_clear(); /* a driver refusal: the host path carries it */

@@ -38,6 +38,13 @@ struct collie__ipc_cache {
    * be pending, one per export slot freed). */
   uint64_t gone[COLLIE_IPC_EXPORTS];
   int ngone;
+  /* Directed records (collie__ipc_publish_to), made at the first: which
+   * peers each export went to (COLLIE_IPC_EXPORTS x nranks, rows as exp),
+   * and per peer its released ids not yet announced to it (nranks x
+   * COLLIE_IPC_EXPORTS, oldest first; a full list drops its oldest). */
+  unsigned char *sent;
+  uint64_t *gone_to;
+  int *ngone_to;
   struct ipc_import *imp; /* nranks x COLLIE_IPC_IMPORTS */
   int *nimp;              /* per peer */
   struct collie__ipc_stats stats;
@@ -91,15 +98,40 @@ collie__ipc_cache_free(struct collie__ipc_cache *c)
     for (int i = 0; i < c->nimp[q]; i++) ipc_close(c, &c->imp[(size_t)q * COLLIE_IPC_IMPORTS + i]);
   free(c->imp);
   free(c->nimp);
+  free(c->sent);
+  free(c->gone_to);
+  free(c->ngone_to);
   free(c);
 }
 
-/* Drops export i, to be announced as gone. */
+/* Queues id for peer q's next directed record. */
+static void
+ipc_gone_to(struct collie__ipc_cache *c, int q, uint64_t id)
+{
+  uint64_t *g = &c->gone_to[(size_t)q * COLLIE_IPC_EXPORTS];
+  int *n = &c->ngone_to[q];
+  if (*n == COLLIE_IPC_EXPORTS) { /* full: the oldest is left to the peer's LRU */
+    memmove(g, g + 1, (COLLIE_IPC_EXPORTS - 1) * sizeof(*g));
+    --*n;
+  }
+  g[(*n)++] = id;
+}
+
+/* Drops export i, to be announced as gone: to every peer in the next
+ * record, and to each peer a directed record of it went to. */
 static void
 ipc_export_drop(struct collie__ipc_cache *c, int i)
 {
   if (c->ngone < COLLIE_IPC_EXPORTS) c->gone[c->ngone++] = c->exp[i].id;
-  c->exp[i] = c->exp[--c->nexp];
+  int last = --c->nexp;
+  if (c->sent) {
+    unsigned char *row = &c->sent[(size_t)i * (size_t)c->nranks];
+    for (int q = 0; q < c->nranks; q++)
+      if (row[q]) ipc_gone_to(c, q, c->exp[i].id);
+    memcpy(row, &c->sent[(size_t)last * (size_t)c->nranks], (size_t)c->nranks);
+    memset(&c->sent[(size_t)last * (size_t)c->nranks], 0, (size_t)c->nranks);
+  }
+  c->exp[i] = c->exp[last];
   if (c->sweep >= c->nexp) c->sweep = 0;
 }
 
@@ -174,6 +206,44 @@ collie__ipc_publish(struct collie__ipc_cache *c, const void *const *ptrs, int n,
   rec->nreleased = (uint32_t)m;
   memmove(c->gone, c->gone + m, (size_t)(c->ngone - m) * sizeof(uint64_t));
   c->ngone -= m;
+  return COLLIE_SUCCESS;
+}
+
+collie_result_t
+collie__ipc_publish_to(struct collie__ipc_cache *c, int peer, const void *const *ptrs, int n,
+                       struct collie__ipc_rec *rec)
+{
+  if (!c->sent) {
+    c->sent = calloc((size_t)COLLIE_IPC_EXPORTS * (size_t)c->nranks, 1);
+    c->gone_to = calloc((size_t)c->nranks * COLLIE_IPC_EXPORTS, sizeof(*c->gone_to));
+    c->ngone_to = calloc((size_t)c->nranks, sizeof(*c->ngone_to));
+    if (!c->sent || !c->gone_to || !c->ngone_to) {
+      free(c->sent);
+      free(c->gone_to);
+      free(c->ngone_to);
+      c->sent = NULL;
+      c->gone_to = NULL;
+      c->ngone_to = NULL;
+      return collie__err(COLLIE_SYSTEM_ERROR,
+                         "out of memory for the CUDA IPC cache's records of %d ranks", c->nranks);
+    }
+  }
+  collie_result_t rc = collie__ipc_publish(c, ptrs, n, rec);
+  if (rc != COLLIE_SUCCESS) return rc;
+  /* The broadcast list is not this record's to carry: every peer that
+   * matters hears through its own list. */
+  rec->nreleased = 0;
+  c->ngone = 0;
+  if (rec->unshared) return COLLIE_SUCCESS; /* not sent: the peer's list waits */
+  for (int k = 0; k < n && k < COLLIE_IPC_BUFS; k++)
+    for (int i = 0; ptrs[k] && i < c->nexp; i++)
+      if (c->exp[i].id == rec->buf[k].id) c->sent[(size_t)i * (size_t)c->nranks + (size_t)peer] = 1;
+  uint64_t *g = &c->gone_to[(size_t)peer * COLLIE_IPC_EXPORTS];
+  int m = c->ngone_to[peer] < COLLIE_IPC_ANNOUNCE ? c->ngone_to[peer] : COLLIE_IPC_ANNOUNCE;
+  memcpy(rec->released, g, (size_t)m * sizeof(*g));
+  rec->nreleased = (uint32_t)m;
+  memmove(g, g + m, (size_t)(c->ngone_to[peer] - m) * sizeof(*g));
+  c->ngone_to[peer] -= m;
   return COLLIE_SUCCESS;
 }
 

@@ -84,6 +84,14 @@ void collie__ipc_cache_free(struct collie__ipc_cache *c);
 collie_result_t collie__ipc_publish(struct collie__ipc_cache *c, const void *const *ptrs, int n,
                                     struct collie__ipc_rec *rec);
 
+/* As collie__ipc_publish, for a record that goes to peer alone (a send):
+ * rec->released carries the ids released since they were last sent to
+ * peer, not the ones other peers were sent. A record with a buffer that
+ * cannot be shared (not sent, then) carries none, and peer's wait for the
+ * next. Errors: the driver's, out of memory. */
+collie_result_t collie__ipc_publish_to(struct collie__ipc_cache *c, int peer,
+                                       const void *const *ptrs, int n, struct collie__ipc_rec *rec);
+
 /* Closes what peer's rec announces released, then maps its buffers:
  * out[i] is where buf[i] is in this process (NULL for an empty one).
  * Errors: the driver's (opening a handle). */

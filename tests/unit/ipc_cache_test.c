@@ -243,6 +243,56 @@ TEST_IMPL(ipc_cache_limits)
   ASSERT(importer.opens == importer.closes); /* nothing left mapped */
 }
 
+/* Records that go to one peer each (sends): a released allocation is
+ * announced to the peers it was sent to, in their own next record, never
+ * in another peer's; a record that could not be shared (and so is not
+ * sent) leaves the announcement for the next. */
+TEST_IMPL(ipc_cache_directed)
+{
+  struct fake exporter = {0}, imp1 = {0}, imp2 = {0};
+  struct collie__ipc_ops eops = fake_ops(&exporter), ops1 = fake_ops(&imp1), ops2 = fake_ops(&imp2);
+  struct collie__ipc_cache *ex = collie__ipc_cache_new(&eops, 3);
+  struct collie__ipc_cache *im1 = collie__ipc_cache_new(&ops1, 3);
+  struct collie__ipc_cache *im2 = collie__ipc_cache_new(&ops2, 3);
+  ASSERT(ex && im1 && im2);
+  struct collie__ipc_rec rec;
+  void *out[COLLIE_IPC_BUFS];
+  uintptr_t a = fake_alloc(&exporter, 1), b = fake_alloc(&exporter, 1);
+  uintptr_t u = fake_alloc(&exporter, 0);
+  const void *pa[1] = {(void *)a}, *pb[1] = {(void *)b}, *pu[1] = {(void *)u};
+
+  /* a goes to peer 1 only; then a is freed. */
+  ASSERT(collie__ipc_publish_to(ex, 1, pa, 1, &rec) == COLLIE_SUCCESS);
+  as_peer(&rec);
+  ASSERT(collie__ipc_map(im1, 0, &rec, out) == COLLIE_SUCCESS && imp1.opens == 1);
+  exporter.a[0].alive = 0;
+  /* Records to peer 2 never carry a: it never had it (the sweep finds a
+   * gone within a couple of calls). */
+  for (int i = 0; i < 3; i++) {
+    ASSERT(collie__ipc_publish_to(ex, 2, pb, 1, &rec) == COLLIE_SUCCESS);
+    ASSERTF(rec.nreleased == 0, "a record to peer 2 announced %u releases", rec.nreleased);
+    as_peer(&rec);
+    ASSERT(collie__ipc_map(im2, 0, &rec, out) == COLLIE_SUCCESS);
+  }
+  /* A record to peer 1 that cannot be shared carries nothing, and the
+   * next one to peer 1 carries a: its mapping is closed. */
+  ASSERT(collie__ipc_publish_to(ex, 1, pu, 1, &rec) == COLLIE_SUCCESS);
+  ASSERT(rec.unshared == 1 && rec.nreleased == 0);
+  ASSERT(collie__ipc_publish_to(ex, 1, pb, 1, &rec) == COLLIE_SUCCESS);
+  ASSERTF(rec.nreleased == 1 && rec.released[0] == 1000, "peer 1's record announced %u",
+          rec.nreleased);
+  as_peer(&rec);
+  ASSERT(collie__ipc_map(im1, 0, &rec, out) == COLLIE_SUCCESS);
+  ASSERTF(imp1.closes == 1, "peer 1 closed %d mappings, expected a's", imp1.closes);
+  /* Announced once: the next record to peer 1 carries nothing. */
+  ASSERT(collie__ipc_publish_to(ex, 1, pb, 1, &rec) == COLLIE_SUCCESS);
+  ASSERT(rec.nreleased == 0);
+  collie__ipc_cache_free(im1);
+  collie__ipc_cache_free(im2);
+  collie__ipc_cache_free(ex);
+  ASSERT(imp1.opens == imp1.closes && imp2.opens == imp2.closes);
+}
+
 TEST_IMPL(cuda_grid_shape)
 {
   unsigned blocks, threads;
