@@ -114,9 +114,10 @@ struct collie__call {
   uint32_t *p2p_recv_seqs;
   int *source;
   /* p2p on device memory (core/stage_p2p.c): a send that goes as a record
-   * the receiver copies the bytes with (transport.h: device messages); a
-   * receive's device memory, and whether the bytes landed there (set by
-   * the receive) rather than in recvbuf, host memory. */
+   * the receiver copies the bytes with (transport.h: device messages), its
+   * device memory in p2p_dev; a receive's device memory, and whether the
+   * bytes landed there (set by the receive) rather than in recvbuf, host
+   * memory. */
   const void *p2p_rec;
   size_t p2p_reclen;
   void *p2p_dev;

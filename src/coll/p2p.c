@@ -20,9 +20,9 @@ p2p_run(struct collie__call *c, int is_send)
   size_t bytes = c->count * c->esize;
   collie_result_t rc;
   if (is_send)
-    rc = c->p2p_rec
-             ? collie__net_isend_device(c->net, c->root, c->p2p_rec, c->p2p_reclen, bytes, slot, &r)
-             : collie__net_isend(c->net, c->root, c->sendbuf, bytes, slot, &r);
+    rc = c->p2p_rec ? collie__net_isend_device(c->net, c->root, c->p2p_rec, c->p2p_reclen,
+                                               c->p2p_dev, bytes, slot, &r)
+                    : collie__net_isend(c->net, c->root, c->sendbuf, bytes, slot, &r);
   else
     rc = c->p2p_dev
              ? collie__net_irecv_device(c->net, c->root, c->recvbuf, c->p2p_dev, bytes, slot, &r)

@@ -228,8 +228,8 @@ collie__group_run(collie_comm_t *comm, struct collie__group *g, int64_t timeout_
     struct collie__group_op *op = &g->ops[i];
     collie__net_set_mem(comm->net, collie__mem_kind_of(op->sbuf, op->rbuf)); /* each its own */
     if (op->rec)
-      rc = collie__net_isend_device(comm->net, op->peer, op->rec, sizeof(*op->rec), op->bytes,
-                                    op->slot, &g->reqs[i]);
+      rc = collie__net_isend_device(comm->net, op->peer, op->rec, sizeof(*op->rec), op->dev,
+                                    op->bytes, op->slot, &g->reqs[i]);
     else if (op->sbuf)
       rc = collie__net_isend(comm->net, op->peer, op->sbuf, op->bytes, op->slot, &g->reqs[i]);
     else if (op->dev && collie__stage_p2p_on(comm))

@@ -22,6 +22,7 @@
  * its buffer (the staged path's cuMemcpy had the same order); the receiver's
  * copy is synchronous, so the data is in place when the receive returns.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,10 +73,26 @@ p2p_read(void *ctx, int peer, const void *record, size_t reclen, void *dst, size
   if (rc == COLLIE_SUCCESS && !mapped[0])
     rc = collie__err(COLLIE_INTERNAL_ERROR, "device message from rank %d names no buffer", peer);
   if (rc != COLLIE_SUCCESS) {
-    collie__err_prefix("mapping rank %d's send buffer (CUDA IPC)", peer);
-    return rc;
+    /* Refused: the sender sends the bytes instead (transport.h). Once per
+     * process in the log: a loop would flood it. */
+    static atomic_int warned;
+    if (!atomic_exchange(&warned, 1))
+      COLLIE_WARN("COLL",
+                  "mapping rank %d's send buffer (CUDA IPC): %s; it sends its bytes instead, and "
+                  "this rank takes its peers' device sends through host memory from now on",
+                  peer, collie__err_msg());
+    collie__err_clear();
+    return COLLIE_UNSUPPORTED;
   }
   return collie__cuda_copy(dst, mapped[0], len, "copying a device message");
+}
+
+/* The net's fetch op: a refused device send's bytes, to send instead. */
+static collie_result_t
+p2p_fetch(void *ctx, void *host, const void *dev, size_t len)
+{
+  (void)ctx;
+  return collie__cuda_copy(host, dev, len, "copying a refused device send to the host");
 }
 
 /* Installs the read op on the net, once per communicator, with dev's
@@ -104,6 +121,7 @@ p2p_install(collie_comm_t *comm, const void *dev)
   }
   d->p2p_ops.ctx = comm;
   d->p2p_ops.read = p2p_read;
+  d->p2p_ops.fetch = p2p_fetch;
   collie__net_set_device(comm->net, &d->p2p_ops, uuid);
   /* Released: a worker thread that runs a queued send or receive reads it. */
   __atomic_store_n(&d->p2p_on, 1, __ATOMIC_RELEASE);
@@ -169,8 +187,10 @@ collie__stage_p2p_run(collie_comm_t *comm, struct collie__op *op)
     if (shared) {
       call->p2p_rec = &rec;
       call->p2p_reclen = sizeof(rec);
+      call->p2p_dev = dev; /* for the transport, should the receiver refuse the record */
       rc = collie__p2p_send(call);
       call->p2p_rec = NULL;
+      call->p2p_dev = NULL;
       return rc;
     }
   }

@@ -317,7 +317,7 @@ collie__net_irecv(struct collie__net *n, int peer, void *buf, size_t len, uint64
 
 collie_result_t
 collie__net_isend_device(struct collie__net *n, int peer, const void *rec, size_t reclen,
-                         size_t len, uint64_t slot, struct collie__req *r)
+                         const void *dev, size_t len, uint64_t slot, struct collie__req *r)
 {
   if (peer < 0 || peer >= n->size || n->peer_xp[peer] < 0 ||
       !net_table[(int)n->peer_xp[peer]]->device_peer || !reclen || reclen > COLLIE_NET_DEV_REC_MAX)
@@ -325,7 +325,7 @@ collie__net_isend_device(struct collie__net *n, int peer, const void *rec, size_
                        "device message of %zu bytes to rank %d: no transport for it, or a record "
                        "of %zu bytes",
                        len, peer, reclen);
-  return net_post(n, peer, (void *)rec, len, slot, 1, 0, NULL, reclen, r);
+  return net_post(n, peer, (void *)rec, len, slot, 1, 0, (void *)dev, reclen, r);
 }
 
 collie_result_t

@@ -185,6 +185,8 @@ shm_complete(struct collie__shm_xport *x, struct collie__req *r, collie_result_t
 {
   r->rc = rc;
   r->done = 1;
+  free(r->own);
+  r->own = NULL;
   x->npending--;
   if (!r->is_send) x->nrecvs--;
 }
@@ -271,6 +273,30 @@ shm_single_copy(struct collie__shm_xport *x, struct collie__shm_chan *ch,
   return ch->cma;
 }
 
+/* A device send the receiver refused (it could not map the buffer): its
+ * bytes, fetched to host memory of r's own, go in its place, next on the
+ * ring, so the pair's order holds. */
+static collie_result_t
+shm_device_refused(struct collie__shm_xport *x, struct collie__shm_chan *ch, struct collie__req *r)
+{
+  void *host = malloc(r->len ? r->len : 1);
+  if (!host)
+    return collie__err(COLLIE_SYSTEM_ERROR,
+                       "shm: out of memory for %zu bytes of a device send rank %d refused", r->len,
+                       ch->rank);
+  collie_result_t rc =
+      x->dev_ops ? x->dev_ops->fetch(x->dev_ops->ctx, host, r->dev, r->len)
+                 : collie__err(COLLIE_INTERNAL_ERROR, "shm: a device send without device ops");
+  if (rc != COLLIE_SUCCESS) {
+    free(host);
+    return rc;
+  }
+  r->own = r->buf = host;
+  r->devrec = 0;
+  r->off = 0;
+  return COLLIE_SUCCESS;
+}
+
 /* Copies queued sends into free slots of the peer's ring. Never blocks.
  *
  * Single copy. A send of at least cma_min bytes to a peer that can read our
@@ -289,7 +315,19 @@ shm_push(struct collie__shm_xport *x, struct collie__shm_chan *ch)
     if (r->xseq) { /* a single copy in flight: done once the peer consumed its slot */
       ch->out_head_seen = atomic_load_explicit(&ch->out->head, memory_order_acquire);
       if (ch->out_head_seen < r->xseq) break;
+      /* The peer wrote its verdict on a device message before it passed it
+       * (the head's release); the chunk's cell is ours again only now. */
+      int refused =
+          r->devrec && (shm_chunk(ch->out, r->xseq - 1)->flags & COLLIE_SHM_CHUNK_REFUSED);
       r->xseq = 0;
+      if (refused) {
+        collie_result_t rc = shm_device_refused(x, ch, r);
+        if (rc == COLLIE_SUCCESS) continue; /* goes again, as host bytes */
+        ch->sendq = r->next;
+        if (!ch->sendq) ch->sendq_last = NULL;
+        shm_complete(x, r, rc);
+        continue;
+      }
       shm_finish_head(x, &ch->sendq, &ch->sendq_last);
       continue;
     }
@@ -462,11 +500,14 @@ shm_sender_holds(struct collie__shm_xport *x, struct collie__shm_chan *ch,
 
 /* Copies a device message (COLLIE_SHM_CHUNK_DEVICE at ring position k) into
  * r: into r->dev when the receive has device memory, else into r->buf,
- * through the net's device ops. */
+ * through the net's device ops. *refused: the buffer could not be mapped;
+ * the chunk says so to the sender, which sends the bytes next, and this
+ * rank takes no more device messages. */
 static collie_result_t
 shm_read_device(struct collie__shm_xport *x, struct collie__shm_chan *ch,
-                const struct collie__shm_chunk *c, struct collie__req *r, uint64_t k)
+                struct collie__shm_chunk *c, struct collie__req *r, uint64_t k, int *refused)
 {
+  *refused = 0;
   size_t reclen = (size_t)c->u.part.addr;
   if (r->off != 0 || !reclen || reclen > COLLIE_NET_DEV_REC_MAX || reclen > x->layout.slot_bytes)
     return collie__err(COLLIE_INTERNAL_ERROR,
@@ -482,6 +523,12 @@ shm_read_device(struct collie__shm_xport *x, struct collie__shm_chan *ch,
   if (rc == COLLIE_SUCCESS)
     rc =
         x->dev_ops->read(x->dev_ops->ctx, ch->rank, shm_payload(x, ch->in, k), reclen, dst, r->len);
+  if (rc == COLLIE_UNSUPPORTED) {
+    atomic_store_explicit(&x->ctrl[x->me].dev_rx, 0, memory_order_release);
+    c->flags |= COLLIE_SHM_CHUNK_REFUSED; /* published by the head that passes it */
+    *refused = 1;
+    return COLLIE_SUCCESS;
+  }
   if (rc == COLLIE_SUCCESS) rc = shm_sender_holds(x, ch, r);
   if (rc == COLLIE_SUCCESS) {
     r->on_dev = r->dev != NULL;
@@ -548,10 +595,14 @@ shm_pull(struct collie__shm_xport *x, struct collie__shm_chan *ch)
       break;
     }
     if (c->flags & COLLIE_SHM_CHUNK_DEVICE) {
-      if ((rc = shm_read_device(x, ch, c, r, head)) != COLLIE_SUCCESS) break;
-      r->off = r->len;
+      int refused = 0;
+      if ((rc = shm_read_device(x, ch, (struct collie__shm_chunk *)c, r, head, &refused)) !=
+          COLLIE_SUCCESS)
+        break;
       ch->in_head = ++head;
       shm_publish_head(x, ch);
+      if (refused) continue; /* the bytes follow, for the same receive */
+      r->off = r->len;
       shm_finish_head(x, &ch->recvq, &ch->recvq_last);
       continue;
     }

@@ -167,7 +167,8 @@ struct collie__shm_ctrl {
   _Atomic int32_t cpu;
   /* 1 once the owner takes device messages of memory on the GPU dev_uuid
    * names (its net has device ops: collie__net_set_device); dev_uuid is
-   * written first, and neither changes after. */
+   * written first and does not change. Back to 0 for good when the owner
+   * refused a message (it could not map a peer's buffer). */
   _Atomic uint32_t dev_rx;
   unsigned char dev_uuid[16];
   char pad_[COLLIE_SHM_LINE - 52];
@@ -249,7 +250,10 @@ enum {
   COLLIE_SHM_CHUNK_CMA = 1u,
   COLLIE_SHM_CHUNK_MAPPED = 2u,
   COLLIE_SHM_CHUNK_WHOLE = 4u,
-  COLLIE_SHM_CHUNK_DEVICE = 8u
+  COLLIE_SHM_CHUNK_DEVICE = 8u,
+  /* Set by the receiver in a DEVICE chunk it could not map, before it
+   * passes it: the sender then sends the bytes in its place. */
+  COLLIE_SHM_CHUNK_REFUSED = 16u
 };
 
 struct collie__shm_ring {

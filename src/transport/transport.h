@@ -87,11 +87,14 @@ struct collie__req {
   uint64_t xseq; /* transport's own use (shm: a single-copy send's slot + 1) */
   /* Device messages (collie__net_isend_device, collie__net_irecv_device):
    * a send whose buf holds the record of devrec bytes that describes its
-   * len bytes of device memory; a receive's device memory (dev), and
-   * whether its bytes landed there (on_dev) rather than in buf. */
+   * len bytes of device memory at dev; a receive's device memory (dev), and
+   * whether its bytes landed there (on_dev) rather than in buf. own: host
+   * memory the transport took for r (a refused device send's bytes), freed
+   * when r completes. */
   uint32_t devrec;
   int on_dev;
   void *dev;
+  void *own;
   struct collie__req *next; /* the channel's FIFO of posted requests */
 };
 
@@ -130,9 +133,15 @@ struct collie__xport; /* a transport's state for one communicator */
 struct collie__net_dev_ops {
   void *ctx;
   /* Copies the len bytes that peer's record (rec, reclen bytes) describes
-   * into dst, device or host memory, and returns once they are there. */
+   * into dst, device or host memory, and returns once they are there.
+   * COLLIE_UNSUPPORTED: peer's buffer cannot be mapped here (nothing
+   * copied, error cleared): the transport refuses the message, and the
+   * sender sends its bytes instead; this rank takes no more device
+   * messages. */
   collie_result_t (*read)(void *ctx, int peer, const void *rec, size_t reclen, void *dst,
                           size_t len);
+  /* Copies len bytes of this rank's device memory dev into host memory. */
+  collie_result_t (*fetch)(void *ctx, void *host, const void *dev, size_t len);
 };
 struct pollfd;
 
@@ -242,13 +251,15 @@ void collie__net_set_device(struct collie__net *n, const struct collie__net_dev_
  * transport moves them and peer installed device ops for that GPU. Never
  * blocks. */
 int collie__net_device_peer(const struct collie__net *n, int peer, const unsigned char uuid[16]);
-/* Sends len bytes of device memory as the record rec of reclen bytes
- * (<= COLLIE_NET_DEV_REC_MAX; the caller keeps it, and the memory, until
- * r is done), to a peer for which collie__net_device_peer said yes (else
- * INTERNAL_ERROR). The
- * request completes once the receiver has copied the bytes. */
+/* Sends the len bytes of device memory at dev as the record rec of reclen
+ * bytes (<= COLLIE_NET_DEV_REC_MAX; the caller keeps it, and the memory,
+ * until r is done), to a peer for which collie__net_device_peer said yes
+ * (else INTERNAL_ERROR). The request completes once the receiver has copied
+ * the bytes; a receiver that cannot map them refuses, and the transport
+ * sends them as host bytes instead (the ops' fetch), in the message's
+ * place. */
 collie_result_t collie__net_isend_device(struct collie__net *n, int peer, const void *rec,
-                                         size_t reclen, size_t len, uint64_t slot,
+                                         size_t reclen, const void *dev, size_t len, uint64_t slot,
                                          struct collie__req *r);
 /* A receive of len bytes into buf, or into dev (device memory) when the
  * message is a device message: r->on_dev then says so once r is done. */

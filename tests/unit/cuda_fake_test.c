@@ -873,11 +873,14 @@ p2p_round(collie_comm_t *comm, size_t n, int send_dev, int recv_dev, int async, 
  * bytes. Blocking, async and grouped, at sizes from one element to
  * several slots; sends under COLLIE_CUDA_P2P_MIN (4 KiB here) are host
  * bytes too, and so is everything between ranks on different GPUs
- * (gpu_each: a peer's memory on another GPU may not map). */
+ * (gpu_each: a peer's memory on another GPU may not map). A receiver that
+ * cannot map a sender's buffer (no_open) refuses the device message and
+ * the sender's bytes follow in its place, every result still right. */
 static void
-p2p_kinds(int gpu_each)
+p2p_kinds(int gpu_each, int no_open)
 {
   if (gpu_each) setenv("FAKE_CUDA_GPU_PER_PROCESS", "1", 1);
+  if (no_open) setenv("FAKE_CUDA_FAIL_OPEN", "1", 1);
   fk_load();
   setenv("COLLIE_CUDA_P2P_MIN", "4096", 1);
   collie_comm_t *comm = test_comm();
@@ -895,7 +898,7 @@ p2p_kinds(int gpu_each)
         uint64_t before = device_reads();
         p2p_round(comm, sizes[k], send_dev, recv_dev, async, tag++);
         uint64_t got = device_reads() - before;
-        int want = shm && !gpu_each && send_dev && sizes[k] * 4 >= 4096;
+        int want = shm && !gpu_each && !no_open && send_dev && sizes[k] * 4 >= 4096;
         ASSERTF(got == (uint64_t)want,
                 "%s -> %s over %s, %zu bytes: %llu device messages received, want %d",
                 send_dev ? "device" : "host", recv_dev ? "device" : "host", shm ? "shm" : "tcp",
@@ -909,12 +912,17 @@ p2p_kinds(int gpu_each)
 
 TEST_IMPL(cuda_fake_p2p_kinds)
 {
-  p2p_kinds(0);
+  p2p_kinds(0, 0);
 }
 
 TEST_IMPL(cuda_fake_p2p_gpu_each)
 {
-  p2p_kinds(1);
+  p2p_kinds(1, 0);
+}
+
+TEST_IMPL(cuda_fake_p2p_open_fails)
+{
+  p2p_kinds(0, 1);
 }
 
 /* A device send whose sender gave up (its own timeout: it aborts, and its
