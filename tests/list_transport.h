@@ -26,6 +26,8 @@
   XX(shm_open_no_leader_2, shm_open_no_leader, 2, "shm", 30)                                       \
   XX(shm_open_leader_died_2, shm_open_leader_died, 2, "shm", 30)                                   \
   XX(shm_open_leader_failed_2, shm_open_leader_failed, 2, "shm", 30)                               \
+  XX(shm_open_peer_dead_3, shm_open_peer_dead, 3, "shm", 30)                                       \
+  XX(shm_open_leader_dead_3, shm_open_leader_dead, 3, "shm", 30)                                   \
   XX(shm_stale_segment_3, shm_stale_segment, 3, "shm", 30)                                         \
   XX(shm_bad_input_2, shm_bad_input, 2, "shm", 30)                                                 \
   XX(shm_pingpong_2, shm_pingpong, 2, "shm", 60)                                                   \
@@ -64,6 +66,8 @@
   XX(tcp_abort_from_thread_2, tcp_abort_from_thread, 2, "tcp", 30)                                 \
   XX(tcp_held_then_close_3, tcp_held_then_close, 3, "tcp", 30)                                     \
   XX(tcp_open_timeout_3, tcp_open_timeout, 3, "tcp", 30)                                           \
+  XX(tcp_open_peer_dead_3, tcp_open_peer_dead, 3, "tcp", 30)                                       \
+  XX(tcp_open_peer_dead_listening_3, tcp_open_peer_dead_listening, 3, "tcp", 30)                   \
   XX(tcp_bad_hello_2, tcp_bad_hello, 2, "tcp", 30)                                                 \
   XX(tcp_duplicate_claim_3, tcp_duplicate_claim, 3, "tcp", 30)                                     \
   XX(tcp_wrong_token_2, tcp_wrong_token, 2, "tcp", 30)                                             \

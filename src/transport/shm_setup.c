@@ -24,6 +24,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +46,12 @@
 #define SHM_OPEN_POLL_NS (1 * 1000000LL)
 /* Longest futex sleep while waiting for the others to attach. */
 #define SHM_ATTACH_POLL_NS (10 * 1000000LL)
+/* How often a setup wait looks whether the ranks it waits for still live;
+ * a wait in the store less often: each slice of it that ends empty costs
+ * a tcp store a new connection (comm.c's wait for peer records does the
+ * same). */
+#define SHM_LIVENESS_POLL_NS (50 * 1000000LL)
+#define SHM_STORE_SLICE_NS (200 * 1000000LL)
 
 /* The ops' can_connect: a peer on the same host (equal host identity),
  * never this rank itself. Pure. */
@@ -193,6 +200,37 @@ shm_pidfd_open(int pid)
   errno = ENOSYS;
   return -1;
 #endif
+}
+
+/* Whether comm rank r's process has exited (a zombie counts), by the pid of
+ * its peer record. Every rank of a shm group shares this host, but its pid
+ * is ours to check only in our pid namespace: not when our own record does
+ * not carry our pid (then the records' pids mean nothing here), nor when
+ * `foreign` says the group spans pid namespaces. A pid of 0 is unknown. */
+static int
+shm_rank_dead(const struct collie__net_cfg *cfg, int r, int foreign)
+{
+  int pid = cfg->peers[r].pid;
+  if (foreign || pid <= 0 || cfg->peers[cfg->rank].pid != (int32_t)getpid()) return 0;
+  return collie__proc_dead(pid);
+}
+
+/* Whether some attached rank is not the process its record names, or is
+ * invisible here while its state says it is alive: the group spans pid
+ * namespaces (processes sharing /dev/shm across containers), and the pids
+ * of the ranks not attached yet may not be ours to check either. */
+static int
+shm_group_foreign(const struct collie__shm_xport *x, const struct collie__net_cfg *cfg,
+                  const int *group)
+{
+  for (int i = 0; i < x->nlocal; i++) {
+    if (i == x->me ||
+        atomic_load_explicit(&x->ctrl[i].state, memory_order_acquire) != COLLIE_SHM_ALIVE)
+      continue;
+    int pid = x->ctrl[i].pid;
+    if (pid != cfg->peers[group[i]].pid || (kill(pid, 0) != 0 && errno == ESRCH)) return 1;
+  }
+  return 0;
 }
 
 /* "rank 3 (world rank 5)" for each local index whose state is still 0. */
@@ -448,7 +486,18 @@ shm_attach(struct collie__shm_xport *x, const struct collie__net_cfg *cfg, const
   for (;;) {
     void *val = NULL;
     size_t len = 0;
-    collie_result_t rc = collie__store_get(cfg->store, key, &val, &len, cfg->deadline_ns);
+    /* In slices, looking between them whether the leader still lives. */
+    int64_t slice = collie__now_ns() + SHM_STORE_SLICE_NS;
+    if (slice > cfg->deadline_ns) slice = cfg->deadline_ns;
+    collie_result_t rc = collie__store_get(cfg->store, key, &val, &len, slice);
+    if (rc == COLLIE_TIMEOUT && slice < cfg->deadline_ns) {
+      if (shm_rank_dead(cfg, group[0], 0))
+        return collie__err(COLLIE_REMOTE_ERROR,
+                           "shm: rank %d (world rank %d, pid %d) died before it created the "
+                           "shared-memory segment",
+                           group[0], cfg->peers[group[0]].world_rank, cfg->peers[group[0]].pid);
+      continue;
+    }
     if (rc == COLLIE_TIMEOUT)
       return collie__err(COLLIE_TIMEOUT,
                          "shm: rank %d (world rank %d, pid %d) never created the shared-memory "
@@ -476,6 +525,12 @@ shm_attach(struct collie__shm_xport *x, const struct collie__net_cfg *cfg, const
     int got = shm_try_map(x, cfg, group, nonce, &rc);
     if (got < 0) return rc;
     if (got > 0) return COLLIE_SUCCESS;
+    if (shm_rank_dead(cfg, group[0], 0))
+      return collie__err(COLLIE_REMOTE_ERROR,
+                         "shm: rank %d (world rank %d, pid %d) died before its shared-memory "
+                         "segment /dev/shm%s could be mapped",
+                         group[0], cfg->peers[group[0]].world_rank, cfg->peers[group[0]].pid,
+                         x->name);
     if (collie__now_ns() >= cfg->deadline_ns)
       return collie__err(COLLIE_TIMEOUT,
                          "shm: the segment /dev/shm%s announced by rank %d (world rank %d) did not "
@@ -519,6 +574,7 @@ shm_join(struct collie__shm_xport *x, const struct collie__net_cfg *cfg, const i
     shm_unlink(x->name);
     collie__futex_wake_all(collie__shm_futex_word(&x->hdr->attached));
   }
+  int64_t next_look = collie__now_ns() + SHM_LIVENESS_POLL_NS;
   for (;;) {
     n = atomic_load_explicit(&x->hdr->attached, memory_order_acquire);
     if (n >= (uint32_t)x->nlocal) return COLLIE_SUCCESS;
@@ -538,6 +594,28 @@ shm_join(struct collie__shm_xport *x, const struct collie__net_cfg *cfg, const i
       if (st == COLLIE_SHM_ABORTED || st == COLLIE_SHM_CLOSED) quit = i;
     }
     int64_t now = collie__now_ns();
+    /* A rank of this host that died before it attached never will: name
+     * it now rather than at the deadline (also when another rank gave up
+     * first, most likely because it found the same death). */
+    if (quit >= 0 || now >= next_look) {
+      next_look = now + SHM_LIVENESS_POLL_NS;
+      int foreign = shm_group_foreign(x, cfg, group);
+      for (int i = 0; i < x->nlocal && !foreign; i++) {
+        if (atomic_load_explicit(&x->ctrl[i].state, memory_order_acquire) !=
+                COLLIE_SHM_UNATTACHED ||
+            !shm_rank_dead(cfg, group[i], foreign))
+          continue;
+        /* It may have attached and exited since (a rank that closes at
+         * once): only a rank still unattached is missing. */
+        if (atomic_load_explicit(&x->ctrl[i].state, memory_order_acquire) != COLLIE_SHM_UNATTACHED)
+          continue;
+        return collie__err(COLLIE_REMOTE_ERROR,
+                           "shm: rank %d (world rank %d, pid %d) died before it attached to the "
+                           "shared-memory segment (%u of %d local ranks did)",
+                           group[i], cfg->peers[group[i]].world_rank, cfg->peers[group[i]].pid, n,
+                           x->nlocal);
+      }
+    }
     if (quit >= 0 || now >= cfg->deadline_ns) {
       char who[512], why[128] = "";
       shm_list_unattached(x, cfg, group, who, sizeof(who));

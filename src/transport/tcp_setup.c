@@ -39,6 +39,12 @@
 #include "util/util.h"
 
 #define TCP_HELLO ((size_t)sizeof(struct collie__tcp_hello))
+/* How often a setup wait looks whether the peers it waits for still live;
+ * a wait in the store less often: each slice of it that ends empty costs
+ * a tcp store a new connection (comm.c's wait for peer records does the
+ * same). */
+#define TCP_LIVENESS_POLL_MS 100
+#define TCP_STORE_SLICE_NS (200 * 1000000LL)
 
 /* The ops' can_connect: tcp reaches any rank. Pure. */
 int
@@ -50,6 +56,34 @@ collie__tcp_can_connect(const struct collie__net_cfg *cfg, int peer)
 }
 
 /* ---- open ---- */
+
+/* Whether c's peer can be looked at by pid while open() waits for it: it
+ * shares this host (c->near: equal host identity, a known pid) and our own
+ * record carries our pid, so that the records' pids are of this pid
+ * namespace. A peer on another host is only ever waited for. */
+static int
+tcp_peer_watched(const struct collie__net_cfg *cfg, const struct collie__tcp_chan *c)
+{
+  return c->near && cfg->peers[cfg->rank].pid == (int32_t)getpid();
+}
+
+/* Whether c's peer is watched and its process has exited (a zombie counts). */
+static int
+tcp_peer_dead(const struct collie__net_cfg *cfg, const struct collie__tcp_chan *c)
+{
+  return tcp_peer_watched(cfg, c) && collie__proc_dead(c->pid);
+}
+
+/* The end of the next slice of a wait for c's peer: the setup deadline, or
+ * sooner (slice_ns from now) when the peer's process is watched, to look at
+ * it in between. */
+static int64_t
+tcp_slice_end(const struct collie__net_cfg *cfg, const struct collie__tcp_chan *c, int64_t slice_ns)
+{
+  if (!tcp_peer_watched(cfg, c)) return cfg->deadline_ns;
+  int64_t end = collie__now_ns() + slice_ns;
+  return end < cfg->deadline_ns ? end : cfg->deadline_ns;
+}
 
 /* "ip:port" or "[ip6]:port" of an accepted connection, for messages. */
 static void
@@ -140,7 +174,14 @@ tcp_connect_lower(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg
       else
         rc = collie__err(COLLIE_SYSTEM_ERROR, "tcp: out of memory");
     } else {
-      rc = collie__store_get(cfg->store, key, &val, &len, cfg->deadline_ns);
+      for (;;) { /* in slices, looking between them whether the peer still lives */
+        int64_t end = tcp_slice_end(cfg, c, TCP_STORE_SLICE_NS);
+        rc = collie__store_get(cfg->store, key, &val, &len, end);
+        if (rc != COLLIE_TIMEOUT || end >= cfg->deadline_ns) break;
+        if (tcp_peer_dead(cfg, c))
+          return collie__err(COLLIE_REMOTE_ERROR,
+                             "tcp: %s died before it published its listen address", who);
+      }
     }
     if (rc != COLLIE_SUCCESS) {
       collie__err_prefix("tcp: %s never published its listen address", who);
@@ -159,7 +200,15 @@ tcp_connect_lower(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg
     if (collie__parse_hostport(c->addr, host, sizeof(host), &port) < 0 || port == 0)
       return collie__err(COLLIE_REMOTE_ERROR, "tcp: %s published a malformed address \"%s\"", who,
                          c->addr);
-    c->fd = collie__sock_connect(host, port, cfg->deadline_ns);
+    for (;;) { /* a dead peer's port refuses until the deadline: look at it in between */
+      int64_t end = tcp_slice_end(cfg, c, TCP_LIVENESS_POLL_MS * 1000000LL);
+      c->fd = collie__sock_connect(host, port, end);
+      if (c->fd >= 0 || end >= cfg->deadline_ns || (errno != ETIMEDOUT && errno != ECONNREFUSED))
+        break;
+      if (tcp_peer_dead(cfg, c))
+        return collie__err(COLLIE_REMOTE_ERROR, "tcp: %s died before it accepted our connection",
+                           who);
+    }
     if (c->fd < 0)
       return collie__err_errno(errno == ETIMEDOUT ? COLLIE_TIMEOUT : COLLIE_SYSTEM_ERROR,
                                "tcp: cannot connect to %s", who);
@@ -318,9 +367,29 @@ tcp_accept_higher(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg
     missing = 0;
   }
   for (int i = 0; pend && i < maxp; i++) pend[i].fd = -1;
+  int64_t next_look = collie__now_ns() + TCP_LIVENESS_POLL_MS * 1000000LL;
   while (missing > 0) {
-    int ms = collie__ms_until(cfg->deadline_ns);
-    if (ms == 0) {
+    /* A higher rank of this host that died before it connected never will:
+     * name it now rather than at the deadline. */
+    int watched = 0;
+    if (collie__now_ns() >= next_look) {
+      next_look = collie__now_ns() + TCP_LIVENESS_POLL_MS * 1000000LL;
+      for (int i = 0; i < t->nchan && rc == COLLIE_SUCCESS; i++) {
+        const struct collie__tcp_chan *c = &t->chans[i];
+        if (c->peer < t->rank || c->fd >= 0 || !tcp_peer_dead(cfg, c)) continue;
+        rc = collie__err(COLLIE_REMOTE_ERROR,
+                         "tcp: rank %d (world rank %d, pid %d) died before it connected to rank "
+                         "%d at %s",
+                         c->peer, c->world_rank, (int)c->pid, t->rank, laddr);
+      }
+      if (rc != COLLIE_SUCCESS) break;
+    }
+    for (int i = 0; i < t->nchan; i++)
+      watched |=
+          t->chans[i].peer > t->rank && t->chans[i].fd < 0 && tcp_peer_watched(cfg, &t->chans[i]);
+    int left = collie__ms_until(cfg->deadline_ns);
+    int ms = watched && left > TCP_LIVENESS_POLL_MS ? TCP_LIVENESS_POLL_MS : left;
+    if (left == 0) {
       char names[400];
       size_t o = 0;
       names[0] = '\0';

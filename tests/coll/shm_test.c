@@ -625,6 +625,44 @@ TEST_IMPL(shm_open_leader_failed)
   xfix_done(&t);
 }
 
+/* ---- open() when a peer of this host died first ---- */
+
+/* Rank `victim` publishes its peer record (pid included) and is killed
+ * instead of opening, as a rank dies while a communicator is set up; the
+ * others' open, with a communicator's setup deadline of 20 s, must fail at
+ * once with REMOTE_ERROR naming its rank, world rank and pid: well within
+ * 5 s (before the fix it waited out the 20 s). The leader's death leaves the
+ * others waiting for its segment; another rank's, waiting for it to attach. */
+static void
+shmt_dies_before_open(int victim, const char *what)
+{
+  struct xfix t;
+  shmt_meet(&t, 20000);
+  t.cfg.comm_hash = 0xdead0 + (uint64_t)victim;
+  if (t.rank == victim) test_die_by_sigkill();
+  char want[128];
+  snprintf(want, sizeof(want), "rank %d (world rank %d, pid %d) died before it %s", victim, victim,
+           (int)t.peers[victim].pid, what);
+  const char *wantp = want; /* a pointer: ASSERT_RC tests it for NULL */
+  int64_t t0 = collie__now_ns();
+  ASSERT_RC(COLLIE_REMOTE_ERROR, wantp, xfix_try_open(&t));
+  double s = (double)(collie__now_ns() - t0) / 1e9;
+  ASSERTF(s < 5.0, "open named the dead rank after %.2f s (setup deadline 20 s)", s);
+  ASSERT(t.x == NULL);
+  xfix_barrier_n(&t, "end", t.size - 1);
+  xfix_done(&t);
+}
+
+TEST_IMPL(shm_open_peer_dead)
+{
+  shmt_dies_before_open(test_size() - 1, "attached to the shared-memory segment");
+}
+
+TEST_IMPL(shm_open_leader_dead)
+{
+  shmt_dies_before_open(0, "created the shared-memory segment");
+}
+
 /* A segment left by a crashed job with the same token and comm is replaced. */
 TEST_IMPL(shm_stale_segment)
 {

@@ -155,6 +155,8 @@ TEST_IMPL(tcp_ifname_missing)
     ASSERTF(rc != COLLIE_SUCCESS && strstr(collie__err_msg(), "never published"), "rc %d: %s", rc,
             collie__err_msg());
   ASSERT(t.x == NULL);
+  /* The failed ranks stay alive meanwhile: a dead one would be named at once. */
+  xfix_barrier(&t, "end");
   xfix_done(&t);
 }
 
@@ -523,6 +525,8 @@ TEST_IMPL(tcp_open_timeout)
   struct xfix t;
   tcpt_meet(&t, 0, 1500);
   if (t.rank == 1) {
+    /* Alive but absent: a dead rank of this host would be named at once. */
+    xfix_barrier(&t, "end");
     xfix_done(&t);
     return;
   }
@@ -533,7 +537,62 @@ TEST_IMPL(tcp_open_timeout)
   ASSERT(xfix_nfds() == fds);
   double s = (double)(collie__now_ns() - t0) / 1e9;
   ASSERTF(s > 1.3 && s < 4.0, "open gave up after %.2f s with a 1.5 s deadline", s);
+  xfix_barrier(&t, "end");
   xfix_done(&t);
+}
+
+/* Rank 1 publishes its peer record (pid included) and is killed instead of
+ * opening, as a rank dies while a communicator is set up; with published,
+ * it first publishes a listen address where nothing listens any more (it
+ * died after listening). The others' open, with a communicator's setup
+ * deadline of 20 s, must fail at once with REMOTE_ERROR naming its rank,
+ * world rank and pid, well within 5 s (before the fix: the 20 s): rank 0
+ * waits for it to connect, rank 2 for its address or to accept. */
+static void
+tcpt_dies_before_open(int published)
+{
+  struct xfix t;
+  tcpt_meet(&t, 0, 20000);
+  int victim = 1;
+  if (t.rank == victim) {
+    if (published) {
+      int port = 0, fd = collie__sock_listen("127.0.0.1", 0, &port);
+      ASSERT(fd >= 0);
+      close(fd); /* connects to it are refused from now on */
+      char addr[32];
+      snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+      ASSERT_OK(collie__store_set(t.cfg.store, "tcp/addr/1", addr, strlen(addr),
+                                  collie__deadline_after_ms(10000)));
+    }
+    test_die_by_sigkill();
+  }
+  int fds = xfix_nfds();
+  char want[96];
+  snprintf(want, sizeof(want), "rank %d (world rank %d, pid %d", victim, victim,
+           (int)t.peers[victim].pid);
+  const char *wantp = want; /* a pointer: ASSERT_RC tests it for NULL */
+  int64_t t0 = collie__now_ns();
+  ASSERT_RC(COLLIE_REMOTE_ERROR, wantp, xfix_try_open(&t));
+  double s = (double)(collie__now_ns() - t0) / 1e9;
+  const char *how = t.rank == 0 ? "died before it connected to rank 0"
+                    : published ? "died before it accepted our connection"
+                                : "died before it published its listen address";
+  ASSERTF(strstr(collie_last_error(), how), "\"%s\" lacks \"%s\"", collie_last_error(), how);
+  ASSERTF(s < 5.0, "open named the dead rank after %.2f s (setup deadline 20 s)", s);
+  ASSERT(t.x == NULL);
+  ASSERT(xfix_nfds() == fds);
+  xfix_barrier_n(&t, "end", t.size - 1);
+  xfix_done(&t);
+}
+
+TEST_IMPL(tcp_open_peer_dead)
+{
+  tcpt_dies_before_open(0);
+}
+
+TEST_IMPL(tcp_open_peer_dead_listening)
+{
+  tcpt_dies_before_open(1);
 }
 
 /* Connects to addr, sends a hello built from the arguments plus `extra`
@@ -706,6 +765,8 @@ TEST_IMPL(tcp_wrong_token)
   }
   ASSERT(t.x == NULL);
   ASSERT(xfix_nfds() == fds);
+  /* Rank 1 stays alive meanwhile: a dead one would be named at once. */
+  xfix_barrier(&t, "end");
   xfix_done(&t);
 }
 
