@@ -954,6 +954,65 @@ TEST_IMPL(cuda_fake_p2p_sender_gave_up)
   collie_comm_destroy(comm);
 }
 
+/* A device send completes only once its receiver has copied it: an async
+ * one stays in progress while the receiver has not posted (a staged send
+ * of that size would have completed at once). Then a receive from any
+ * source takes device messages too. */
+TEST_IMPL(cuda_fake_p2p_completion)
+{
+  fk_load();
+  setenv("COLLIE_CUDA_P2P_MIN", "4096", 1);
+  collie_comm_t *comm = test_comm();
+  int r = collie_comm_rank(comm), p = collie_comm_size(comm);
+  const size_t n = 2048; /* 8 KiB: host bytes of this size would go out at once (slots) */
+  float *b = dev_alloc(n * 4);
+  for (size_t i = 0; i < n; i++) b[i] = fk_val(r, i);
+  ASSERT_OK(collie_allreduce(comm, b, b, 16, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL));
+  for (size_t i = 0; i < n; i++) b[i] = fk_val(r, i);
+  char go[1024];
+  snprintf(go, sizeof(go), "%s/go", test_dir());
+  if (r == 0) {
+    collie_work_t *w = NULL;
+    ASSERT_OK(collie_send(comm, b, n, COLLIE_FLOAT32, 1, 4, NULL, &w));
+    usleep(300 * 1000);
+    ASSERTF(collie_test(w) == COLLIE_IN_PROGRESS,
+            "a device send completed before its receiver posted (%s)",
+            collie_result_string(collie_test(w)));
+    /* Not a collective: it would queue behind the send. A file says go. */
+    FILE *f = fopen(go, "w");
+    ASSERT(f != NULL);
+    fclose(f);
+    ASSERT_OK(collie_wait(w, -1));
+    collie_work_free(w);
+  } else if (r == 1) {
+    float *d = dev_alloc(n * 4);
+    for (int i = 0; i < 1000 && access(go, F_OK) != 0; i++) usleep(10 * 1000);
+    ASSERT_OK(collie_recv(comm, d, n, COLLIE_FLOAT32, 0, 4, NULL, NULL));
+    for (size_t i = 0; i < n; i++) ASSERTF(d[i] == fk_val(0, i), "[%zu] = %g", i, d[i]);
+    dev_free(d);
+  }
+  /* Every other rank sends rank 0 a device message; it takes them from any
+   * source. */
+  uint64_t before = device_reads();
+  if (r == 0) {
+    float *d = dev_alloc(n * 4);
+    for (int k = 1; k < p; k++) {
+      int src = -1;
+      ASSERT_OK(collie_recv_any(comm, d, n, COLLIE_FLOAT32, 5, &src, NULL, NULL));
+      ASSERT(src > 0 && src < p);
+      for (size_t i = 0; i < n; i++)
+        ASSERTF(d[i] == fk_val(src, i), "from %d: [%zu] = %g", src, i, d[i]);
+    }
+    ASSERTF(device_reads() - before == (uint64_t)(p - 1), "%llu device messages from any source",
+            (unsigned long long)(device_reads() - before));
+    dev_free(d);
+  } else {
+    ASSERT_OK(collie_send(comm, b, n, COLLIE_FLOAT32, 0, 5, NULL, NULL));
+  }
+  dev_free(b);
+  ASSERT_OK(collie_comm_destroy(comm));
+}
+
 TEST_IMPL(cuda_fake_kinds_differ)
 {
   fk_load();
