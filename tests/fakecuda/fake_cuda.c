@@ -49,6 +49,10 @@ static struct fake_map fake_maps[MAXMAP];
 static unsigned long long fake_next_id = 1;
 static int fake_ctx_token;
 static long fake_launches, fake_opens, fake_closes, fake_copy_lists;
+/* Contexts pushed and not popped, every thread together: collie pushes a
+ * buffer's context around each use and must pop it on every path. A pop
+ * with none pushed is an error, as the driver's (no current context). */
+static long fake_ctx_depth;
 
 struct fake_handle {
   int pid, fd;
@@ -91,6 +95,12 @@ FAKE_EXPORT long
 fake_cuda_copy_lists(void)
 {
   return fake_copy_lists;
+}
+
+FAKE_EXPORT long
+fake_cuda_ctx_depth(void)
+{
+  return __atomic_load_n(&fake_ctx_depth, __ATOMIC_RELAXED);
 }
 
 FAKE_EXPORT long
@@ -181,12 +191,18 @@ f_pointer_get_attribute(void *data, int attr, CUdeviceptr p)
 static CUresult
 f_ctx_push(void *ctx)
 {
-  return ctx == &fake_ctx_token ? 0 : 201;
+  if (ctx != &fake_ctx_token) return 201;
+  __atomic_add_fetch(&fake_ctx_depth, 1, __ATOMIC_RELAXED);
+  return 0;
 }
 
 static CUresult
 f_ctx_pop(void **ctx)
 {
+  if (__atomic_sub_fetch(&fake_ctx_depth, 1, __ATOMIC_RELAXED) < 0) {
+    __atomic_add_fetch(&fake_ctx_depth, 1, __ATOMIC_RELAXED);
+    return 201;
+  }
   if (ctx) *ctx = &fake_ctx_token;
   return 0;
 }

@@ -29,6 +29,7 @@ static long (*fk_launches)(void);
 static long (*fk_held)(void);
 static long (*fk_objects)(void);
 static long (*fk_copy_lists)(void);
+static long (*fk_ctx_depth)(void);
 
 static void
 fk_load(void)
@@ -41,7 +42,9 @@ fk_load(void)
   fk_held = (long (*)(void))dlsym(h, "fake_cuda_opens");
   fk_objects = (long (*)(void))dlsym(h, "fake_cuda_objects");
   fk_copy_lists = (long (*)(void))dlsym(h, "fake_cuda_copy_lists");
-  ASSERT(fk_alloc && fk_free && fk_launches && fk_held && fk_objects && fk_copy_lists);
+  fk_ctx_depth = (long (*)(void))dlsym(h, "fake_cuda_ctx_depth");
+  ASSERT(fk_alloc && fk_free && fk_launches && fk_held && fk_objects && fk_copy_lists &&
+         fk_ctx_depth);
 }
 
 static void *
@@ -506,6 +509,7 @@ fk_run(int mode, int quick)
   dev_free(x);
   ASSERT_OK(collie_comm_destroy(comm));
   ASSERTF(fk_held() == 0, "%ld peer buffers still mapped after destroy", fk_held());
+  ASSERTF(fk_ctx_depth() == 0, "%ld contexts left pushed (mode %d)", fk_ctx_depth(), mode);
 }
 
 /* alltoallv whose counts disagree (rank 0 expects one element more from
@@ -796,6 +800,7 @@ TEST_IMPL(cuda_fake_stream_deadline)
             collie_allreduce(comm, s, s, 64, COLLIE_FLOAT32, COLLIE_SUM, &o, NULL));
   double secs = (double)(collie__now_ns() - t0) / 1e9;
   ASSERTF(secs >= 0.25 && secs < 5, "the wait ended after %.2f s, its deadline 0.3 s", secs);
+  ASSERTF(fk_ctx_depth() == 0, "%ld contexts left pushed after the failed wait", fk_ctx_depth());
   dev_free(s);
   collie_comm_destroy(comm);
 }
@@ -863,6 +868,7 @@ p2p_round(collie_comm_t *comm, size_t n, int send_dev, int recv_dev, int async, 
     dev_free(d);
   else
     free(d);
+  ASSERTF(fk_ctx_depth() == 0, "%ld contexts left pushed after a round", fk_ctx_depth());
 }
 
 /* Send and receive between every pair of kinds, once a device allreduce
@@ -950,6 +956,7 @@ TEST_IMPL(cuda_fake_p2p_sender_gave_up)
     ASSERTF(device_reads() == before, "a device message was taken from a sender that gave up");
     ASSERTF(b[0] != -99, "the receive took the sender's reused buffer");
   }
+  ASSERTF(fk_ctx_depth() == 0, "%ld contexts left pushed after the failures", fk_ctx_depth());
   dev_free(b);
   collie_comm_destroy(comm);
 }
