@@ -314,6 +314,8 @@
   XX(failure_names_first_cause_shm_3, failure_names_first_cause, 3, "shm", 30)                     \
   XX(split_rank_killed_shm_3, split_rank_killed, 3, "shm", 40)                                     \
   XX(split_rank_killed_tcp_3, split_rank_killed, 3, "tcp", 40)                                     \
+  XX(split_rank_killed_inside_shm_3, split_rank_killed_inside, 3, "shm", 40)                       \
+  XX(split_rank_killed_inside_tcp_3, split_rank_killed_inside, 3, "tcp", 40)                       \
   XX(failure_names_first_cause_tcp_3, failure_names_first_cause, 3, "tcp", 30)                     \
   XX(flight_group_failure_dump_tcp_2, flight_group_failure_dump, 2, "tcp", 30)                     \
   XX(check_names_each_call_shm_3, check_names_each_call, 3, "shm", 30)                             \

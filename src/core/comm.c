@@ -268,7 +268,7 @@ comm_measure_net(collie_comm_t *c, int64_t deadline)
 }
 
 /* Waits for a peer's record under key. When the peer is known beforehand
- * (expect: a shrink's members) and shares this host, its process is looked at
+ * (expect: a split's or shrink's members) and shares this host, its process is looked at
  * while waiting, so that a member that died after the decision fails the
  * setup at once, named, instead of at the deadline. */
 static collie_result_t
@@ -335,12 +335,12 @@ struct comm_ring_rec {
 
 /* Whether the ranks meet over the bootstrap ring (COLLIE_RING_BOOTSTRAP
  * ranks or more): every rank decides alike from the size and the
- * environment. A shrink's members keep the store, where a member that died
- * after the decision is named while the others wait. */
+ * environment. A shrink's members keep the store (store_only), where a
+ * member that died after the decision is named while the others wait. */
 static int
-comm_ring_wanted(const struct collie__params *params, int size, const struct collie__peer *expect)
+comm_ring_wanted(const struct collie__params *params, int size, int store_only)
 {
-  return !expect && params->RING_BOOTSTRAP > 0 && size >= params->RING_BOOTSTRAP;
+  return !store_only && params->RING_BOOTSTRAP > 0 && size >= params->RING_BOOTSTRAP;
 }
 
 /* After the ring failed: the first rank that never published its address
@@ -411,7 +411,7 @@ comm_ring_exchange(collie_comm_t *c, const struct collie__peer *me, int64_t time
 collie_result_t
 collie__comm_create(const struct collie__params *params, const char *token, int64_t timeout_ms,
                     const char *transport, collie__store_t *base, uint64_t hash, int rank, int size,
-                    const struct collie__peer *me_in, const struct collie__peer *expect,
+                    const struct collie__peer *me_in, const struct collie__comm_known *known,
                     struct collie__tele *tele, collie_comm_t **out)
 {
   collie_result_t own = COLLIE_SUCCESS;
@@ -467,10 +467,10 @@ collie__comm_create(const struct collie__params *params, const char *token, int6
     collie__store_retain(base);
     c->job_store = base;
     COLLIE_CHECK_GOTO(collie__store_prefix(base, prefix, &c->store), rc, out_free);
-    if (comm_ring_wanted(params, size, expect))
+    if (comm_ring_wanted(params, size, known && known->store_only))
       rc = comm_ring_exchange(c, me, timeout_ms, deadline, &ring, &addrs);
     else
-      rc = comm_store_exchange(c, me, expect, timeout_ms, deadline);
+      rc = comm_store_exchange(c, me, known ? known->peers : NULL, timeout_ms, deadline);
     if (rc != COLLIE_SUCCESS) goto out_free;
     COLLIE_CHECK_GOTO(comm_init_verdict(c, own, deadline), rc, out_free);
     if (!tele) collie__place_spread(c); /* world init only: a split has the same processes */
@@ -816,9 +816,19 @@ collie_comm_split(collie_comm_t *comm, int color, int key, collie_comm_t **out)
   h = collie__hash64(&c32, sizeof(c32), h);
   /* The child's keys live beside the parent's in the job store, under its own id;
    * it keeps the parent's transport choice. */
+  /* The members' records, so that one that dies before it publishes its
+   * own (after the exchange above) is named at once. */
+  struct collie__peer *recs = malloc((size_t)n * sizeof(*recs));
+  if (!recs) {
+    rc = collie__err(COLLIE_SYSTEM_ERROR, "collie_comm_split: out of memory");
+    goto out_free;
+  }
+  for (int i = 0; i < n; i++) recs[i] = comm->peers[members[i]];
+  struct collie__comm_known known = {recs, 0};
   rc = collie__comm_create(&comm->params, comm->token, comm->timeout_ms, comm->transport,
-                           comm->job_store, h, newrank, n, &comm->peers[comm->rank], NULL,
+                           comm->job_store, h, newrank, n, &comm->peers[comm->rank], &known,
                            comm->tele, out);
+  free(recs);
   collie__log_context(comm->ctx);
   if (rc != COLLIE_SUCCESS) goto out_poison;
   goto out_free;

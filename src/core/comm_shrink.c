@@ -485,8 +485,9 @@ collie_comm_shrink(collie_comm_t *comm, const int *exclude, int nexclude, int64_
   h = collie__hash64(&k, sizeof(k), h);
   h = collie__hash64(members, (size_t)n * sizeof(*members), h);
   for (int i = 0; i < n; i++) expect[i] = comm->peers[members[i]];
+  struct collie__comm_known known = {expect, 1};
   rc = collie__comm_create(&comm->params, comm->token, comm->timeout_ms, comm->transport,
-                           comm->job_store, h, newrank, n, &comm->peers[comm->rank], expect,
+                           comm->job_store, h, newrank, n, &comm->peers[comm->rank], &known,
                            comm->tele, out);
   collie__log_context(comm->ctx);
   if (comm->size > 1 && n > 1) {

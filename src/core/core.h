@@ -118,17 +118,27 @@ struct collie_comm {
 
 /* ---- comm.c ---- */
 
+/* What a split or a shrink knows of the new communicator's members before
+ * it is set up: their records (from the parent), whose processes the setup
+ * watches while it waits for them, so that a member of this host that died
+ * fails it at once, named; and whether the members must meet in the store,
+ * never on the bootstrap ring (a shrink: the ring does not watch them). */
+struct collie__comm_known {
+  const struct collie__peer *peers; /* size entries, in the new rank order */
+  int store_only;
+};
+
 /* Creates one rank's communicator of `size` ranks with id `hash` over the job
  * store base (a reference is taken): publishes `me`, meets the others in the
  * store and opens the channels. A split or shrink passes its parent's
- * telemetry (tele); a world communicator (tele NULL) opens its own. expect:
- * the members' records known beforehand (a shrink's), or NULL. */
+ * telemetry (tele); a world communicator (tele NULL) opens its own. known:
+ * a split's or shrink's, or NULL. */
 collie_result_t collie__comm_create(const struct collie__params *params, const char *token,
                                     int64_t timeout_ms, const char *transport,
                                     collie__store_t *base, uint64_t hash, int rank, int size,
                                     const struct collie__peer *me,
-                                    const struct collie__peer *expect, struct collie__tele *tele,
-                                    collie_comm_t **out);
+                                    const struct collie__comm_known *known,
+                                    struct collie__tele *tele, collie_comm_t **out);
 
 /* ---- comm_state.c: what every call asks of a communicator ---- */
 

@@ -258,6 +258,49 @@ TEST_IMPL(split_rank_killed)
   ASSERT_OK(collie_comm_destroy(comm));
 }
 
+/* A rank killed inside collie_comm_split, at a moment that varies (0-5 ms
+ * in: during the exchange of colours, while the new communicator's records
+ * are awaited, or while its channels open): the others return within
+ * seconds, never the setup's whole timeout, and an error names the rank. */
+TEST_IMPL(split_rank_killed_inside)
+{
+  collie_comm_t *comm = test_comm(), *sub = NULL;
+  int r = test_rank(), p = test_size();
+  ASSERT_OK(collie_barrier(comm, NULL, NULL));
+  if (r == p - 1) {
+    pid_t me = getpid();
+    char mark[1024]; /* the runner's sign of a death on purpose (test_die_by_sigkill) */
+    snprintf(mark, sizeof(mark), "%s/expected-death-%d", test_dir(), r);
+    FILE *f = fopen(mark, "w");
+    ASSERT(f != NULL);
+    fclose(f);
+    if (fork() == 0) {
+      usleep((useconds_t)(getpid() % 5000)); /* the split takes a few ms */
+      kill(me, SIGKILL);
+      _exit(0);
+    }
+    collie_comm_split(comm, 0, r, &sub);
+    test_die_by_sigkill();
+  }
+  double t0 = failure_now();
+  collie_result_t rc = collie_comm_split(comm, 0, r, &sub);
+  double dt = failure_now() - t0;
+  if (rc == COLLIE_SUCCESS) { /* it died after the split was set up: the next call fails */
+    float v[4] = {0};
+    collie_opts_t o = {.timeout_ms = 3000};
+    rc = collie_allreduce(sub, v, v, 4, COLLIE_FLOAT32, COLLIE_SUM, &o, NULL);
+    dt = failure_now() - t0;
+    collie_comm_destroy(sub);
+  }
+  ASSERTF(rc != COLLIE_SUCCESS, "rank %d: everything worked without rank %d", r, p - 1);
+  char who[32];
+  snprintf(who, sizeof(who), "rank %d", p - 1);
+  ASSERTF(strstr(collie_last_error(), who), "the error does not name rank %d: %s", p - 1,
+          collie_last_error());
+  ASSERTF(dt < 8.0, "took %.2f s to notice the dead rank (setup timeout 20 s)", dt);
+  collie_comm_destroy(comm);
+}
+
 /* Why, not only who (issue 19): rank 2 never joins; rank 0, which receives
  * from it in the ring, gives up first (a short deadline) and aborts; rank 1,
  * which receives from rank 0, must learn why: its error names rank 2, the
