@@ -92,15 +92,34 @@ test_comm(void)
   return comm;
 }
 
-void
-test_die_by_sigkill(void)
+/* The runner's sign that this rank's death is on purpose. */
+static void
+runner_mark_death(void)
 {
   char path[512];
   snprintf(path, sizeof(path), "%s/expected-death-%d", runner_dir, runner_rank);
   int fd = open(path, O_CREAT | O_WRONLY, 0600);
   if (fd >= 0) close(fd);
+}
+
+void
+test_die_by_sigkill(void)
+{
+  runner_mark_death();
   kill(getpid(), SIGKILL);
   _exit(99); /* not reached */
+}
+
+void
+test_die_after_us(unsigned us)
+{
+  runner_mark_death();
+  pid_t me = getpid();
+  if (fork() == 0) {
+    usleep(us);
+    kill(me, SIGKILL);
+    _exit(0);
+  }
 }
 
 /* Everything left in f, NUL-terminated (the caller frees), growing as it goes. */

@@ -28,6 +28,10 @@ const char *test_dir(void);
 collie_comm_t *test_comm(void);
 /* Ends this rank with SIGKILL; the runner counts that death as expected. */
 void test_die_by_sigkill(void) __attribute__((noreturn));
+/* Arms a SIGKILL of this rank us microseconds from now (from a child
+ * process), the death counted as expected: for dying in the middle of a
+ * call that this rank goes on to make. */
+void test_die_after_us(unsigned us);
 /* Runs fn(arg) with this process's stderr (fd 2) captured; returns what was
  * written (at most 64 KiB, NUL-terminated; the caller frees). A failing
  * assertion inside fn prints into the capture, so fn should only call the

@@ -268,17 +268,7 @@ TEST_IMPL(split_rank_killed_inside)
   int r = test_rank(), p = test_size();
   ASSERT_OK(collie_barrier(comm, NULL, NULL));
   if (r == p - 1) {
-    pid_t me = getpid();
-    char mark[1024]; /* the runner's sign of a death on purpose (test_die_by_sigkill) */
-    snprintf(mark, sizeof(mark), "%s/expected-death-%d", test_dir(), r);
-    FILE *f = fopen(mark, "w");
-    ASSERT(f != NULL);
-    fclose(f);
-    if (fork() == 0) {
-      usleep((useconds_t)(getpid() % 5000)); /* the split takes a few ms */
-      kill(me, SIGKILL);
-      _exit(0);
-    }
+    test_die_after_us((unsigned)(getpid() % 5000)); /* the split takes a few ms */
     collie_comm_split(comm, 0, r, &sub);
     test_die_by_sigkill();
   }

@@ -155,17 +155,7 @@ TEST_IMPL(shrink_death_during_agreement)
   shrink_until_failure(comm);
   if (r == 2) {
     /* Dies somewhere inside its own shrink: 0-30 ms in. */
-    pid_t me = getpid();
-    char mark[1024]; /* the runner's sign of a death on purpose (test_die_by_sigkill) */
-    snprintf(mark, sizeof(mark), "%s/expected-death-%d", test_dir(), r);
-    FILE *f = fopen(mark, "w");
-    ASSERT(f != NULL);
-    fclose(f);
-    if (fork() == 0) {
-      usleep((useconds_t)(getpid() % 30) * 1000);
-      kill(me, SIGKILL);
-      _exit(0);
-    }
+    test_die_after_us((unsigned)(getpid() % 30) * 1000);
     collie_comm_shrink(comm, NULL, 0, SHRINK_AGREEMENT_TIMEOUT_MS, &small);
     test_die_by_sigkill();
   }
