@@ -30,6 +30,10 @@ p2p_run(struct collie__call *c, int is_send)
   if (rc != COLLIE_SUCCESS) return rc;
   rc = collie__net_wait(c->net, &w, 1, c->deadline_ns);
   if (!is_send) c->p2p_on_dev = r.on_dev;
+  /* A failed wait aborted the net, which forgets r without touching it:
+   * host memory the transport took for it (a refused device send) is ours
+   * to free. A completed r has none. */
+  free(r.own);
   return rc;
 }
 

@@ -224,7 +224,8 @@ collie__group_run(collie_comm_t *comm, struct collie__group *g, int64_t timeout_
   if (comm->flight && g->fr_id >= 0)
     collie__flight_state(comm->flight, g->fr_id, COLLIE_FR_STARTED, NULL);
   rc = group_stage_sends(comm, g, deadline);
-  for (size_t i = 0; i < g->n && rc == COLLIE_SUCCESS; i++) {
+  size_t posted = 0;
+  for (size_t i = 0; i < g->n && rc == COLLIE_SUCCESS; i++, posted++) {
     struct collie__group_op *op = &g->ops[i];
     collie__net_set_mem(comm->net, collie__mem_kind_of(op->sbuf, op->rbuf)); /* each its own */
     if (op->rec)
@@ -240,6 +241,11 @@ collie__group_run(collie_comm_t *comm, struct collie__group *g, int64_t timeout_
     g->wait[i] = &g->reqs[i];
   }
   if (rc == COLLIE_SUCCESS) rc = collie__net_wait(comm->net, g->wait, (int)g->n, deadline);
+  if (rc != COLLIE_SUCCESS) /* the net aborted and forgot them: what it took for them is ours */
+    for (size_t i = 0; i < posted; i++) {
+      free(g->reqs[i].own);
+      g->reqs[i].own = NULL;
+    }
   for (size_t i = 0; i < g->n && rc == COLLIE_SUCCESS; i++) /* device receives, from the host */
     if (g->ops[i].dev && !g->ops[i].sbuf && !g->reqs[i].on_dev)
       rc = collie__cuda_copy(g->ops[i].dev, g->ops[i].rbuf, g->ops[i].bytes,

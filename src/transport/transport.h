@@ -90,7 +90,8 @@ struct collie__req {
    * len bytes of device memory at dev; a receive's device memory (dev), and
    * whether its bytes landed there (on_dev) rather than in buf. own: host
    * memory the transport took for r (a refused device send's bytes), freed
-   * when r completes. */
+   * when r completes; after a failed wait (the net aborted, r forgotten)
+   * the caller frees it. */
   uint32_t devrec;
   int on_dev;
   void *dev;
