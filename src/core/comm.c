@@ -284,7 +284,8 @@ comm_get_peer(collie__store_t *store, const char *key, const struct collie__peer
     if (rc != COLLIE_TIMEOUT || slice >= deadline) return rc;
     if (collie__proc_dead(expect->pid))
       return collie__err(COLLIE_REMOTE_ERROR,
-                         "world rank %d (pid %d) died before it joined the new communicator",
+                         "world rank %d (pid %d) exited before it joined the new communicator "
+                         "(it died, or gave up on an error of its own)",
                          expect->world_rank, expect->pid);
   }
 }

@@ -261,7 +261,10 @@ TEST_IMPL(split_rank_killed)
 /* A rank killed inside collie_comm_split, at a moment that varies (0-5 ms
  * in: during the exchange of colours, while the new communicator's records
  * are awaited, or while its channels open): the others return within
- * seconds, never the setup's whole timeout, and an error names the rank. */
+ * seconds, never the setup's whole timeout, with an error that names the
+ * rank, or a survivor that gave up on it first and exited (the exchange
+ * may fail on one survivor and complete on another, which then waits for
+ * the first's record: it must see that process gone). */
 TEST_IMPL(split_rank_killed_inside)
 {
   collie_comm_t *comm = test_comm(), *sub = NULL;
@@ -285,8 +288,9 @@ TEST_IMPL(split_rank_killed_inside)
   ASSERTF(rc != COLLIE_SUCCESS, "rank %d: everything worked without rank %d", r, p - 1);
   char who[32];
   snprintf(who, sizeof(who), "rank %d", p - 1);
-  ASSERTF(strstr(collie_last_error(), who), "the error does not name rank %d: %s", p - 1,
-          collie_last_error());
+  ASSERTF(strstr(collie_last_error(), who) ||
+              strstr(collie_last_error(), "exited before it joined the new communicator"),
+          "the error names neither rank %d nor a rank that left: %s", p - 1, collie_last_error());
   ASSERTF(dt < 8.0, "took %.2f s to notice the dead rank (setup timeout 20 s)", dt);
   collie_comm_destroy(comm);
 }
