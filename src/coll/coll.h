@@ -60,11 +60,12 @@ struct collie__cuda_state {
   /* Send and receive on device memory (core/stage_p2p.c): the IPC handles
    * of sent buffers (a cache of its own: a record goes to one peer, not to
    * all), the context a receive into host memory maps a peer's buffer in,
-   * and the ops installed on the net (p2p_on once they are). */
+   * and the ops installed on the net (p2p_on once they are; p2p_off once
+   * installing them failed: not tried again). */
   struct collie__ipc_cache *ipc_p2p;
   void *p2p_ctx;
   struct collie__net_dev_ops p2p_ops;
-  int p2p_on;
+  int p2p_on, p2p_off;
 };
 
 struct collie__call {

@@ -96,27 +96,25 @@ p2p_fetch(void *ctx, void *host, const void *dev, size_t len)
 }
 
 /* Installs the read op on the net, once per communicator, with dev's
- * context kept. Quietly does nothing where it cannot: peers then send this
- * rank host bytes, as before. */
+ * context kept. Where it cannot (said once in the INFO log), peers send
+ * this rank host bytes, as before. */
 static void
 p2p_install(collie_comm_t *comm, const void *dev)
 {
   struct collie__cuda_state *d = &comm->dev;
-  if (collie__stage_p2p_on(comm) || !comm->params.CUDA_IPC) return;
-  if (!d->ipc_p2p && !(d->ipc_p2p = collie__ipc_cache_new(collie__cuda_ipc_ops(), comm->size))) {
-    collie__err_clear();
-    return;
-  }
+  if (collie__stage_p2p_on(comm) || d->p2p_off || !comm->params.CUDA_IPC) return;
   unsigned char uuid[16];
-  if (collie__cuda_ctx_of(dev, &d->p2p_ctx, "finding the buffer's context") != COLLIE_SUCCESS ||
-      collie__cuda_push_ctx(d->p2p_ctx, "entering the buffer's context") != COLLIE_SUCCESS) {
-    collie__err_clear();
-    return;
+  collie_result_t rc = COLLIE_SYSTEM_ERROR;
+  if ((d->ipc_p2p || (d->ipc_p2p = collie__ipc_cache_new(collie__cuda_ipc_ops(), comm->size))) &&
+      collie__cuda_ctx_of(dev, &d->p2p_ctx, "finding the buffer's context") == COLLIE_SUCCESS &&
+      collie__cuda_push_ctx(d->p2p_ctx, "entering the buffer's context") == COLLIE_SUCCESS) {
+    rc = collie__cuda_current_uuid(uuid);
+    collie__cuda_pop();
   }
-  collie_result_t rc = collie__cuda_current_uuid(uuid);
-  collie__cuda_pop();
-  if (rc != COLLIE_SUCCESS) {
+  if (rc != COLLIE_SUCCESS) { /* once: every device call would try again */
+    COLLIE_INFO("COLL", "sends of device memory to this rank are staged: %s", collie__err_msg());
     collie__err_clear();
+    d->p2p_off = 1;
     return;
   }
   d->p2p_ops.ctx = comm;

@@ -320,11 +320,14 @@ collie__net_isend_device(struct collie__net *n, int peer, const void *rec, size_
                          const void *dev, size_t len, uint64_t slot, struct collie__req *r)
 {
   if (peer < 0 || peer >= n->size || n->peer_xp[peer] < 0 ||
-      !net_table[(int)n->peer_xp[peer]]->device_peer || !reclen || reclen > COLLIE_NET_DEV_REC_MAX)
+      !net_table[(int)n->peer_xp[peer]]->device_peer || !reclen ||
+      reclen > COLLIE_NET_DEV_REC_MAX) {
+    memset(r, 0, sizeof(*r)); /* as every post leaves r: a caller may read it after a failure */
     return collie__err(COLLIE_INTERNAL_ERROR,
                        "device message of %zu bytes to rank %d: no transport for it, or a record "
                        "of %zu bytes",
                        len, peer, reclen);
+  }
   return net_post(n, peer, (void *)rec, len, slot, 1, 0, (void *)dev, reclen, r);
 }
 
