@@ -35,6 +35,9 @@
 # 9. Speed on device buffers: collie-bench --device cuda against torch's Gloo
 #    on the same CUDA tensors (device_bench, gloo_bench).
 #
+# 10. collie.torch's C++ fast path built against torch 2.x, the torch suite
+#    through it, and its cost (torch_fast; GPU_CHECK_STEPS=fast runs it alone).
+#
 # GPU_CHECK_STEPS="build device_matrix ..." runs only the steps named (the
 # names in the summary line); the build always runs. GPU_CHECK_STEPS=gpu
 # runs issue 21's device checks alone (the matrix on one host and on two,
@@ -52,6 +55,7 @@ mkdir -p "$out"
 py=${PYTHON:-python3}
 jobs=$(nproc 2>/dev/null || echo 4)
 summary=""
+[ "${GPU_CHECK_STEPS:-}" = fast ] && GPU_CHECK_STEPS="torch_fast"
 [ "${GPU_CHECK_STEPS:-}" = gpu ] &&
   GPU_CHECK_STEPS="device_matrix device_hosts device_bench gloo_bench device_pull_bench torch_cuda examples_cuda"
 step() { # name, command...
@@ -124,6 +128,23 @@ mps_collie() (
 )
 step mps_collie mps_collie
 step dispatch_cost env COLLIE_LIBRARY="$PWD/build-dev/libcollie.so" timeout 120 "$py" bench/torch_dispatch_cost.py 20000 5
+# 10. collie.torch's C++ fast path on torch 2.x (docs/torch.md, "The C++ fast
+# path"): built against the image's torch with COLLIE_TORCH_EXT=ON (AUTO
+# leaves it out on 2.x until this passes), then the whole torch suite through
+# it, its cost layer by layer (torch's floor for a Python backend is the
+# line to beat) and against the Python backend in one job.
+torch_fast() (
+  cmake -S . -B build-fast -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOLLIE_TORCH_EXT=ON \
+    -DCOLLIE_PYTHON="$(command -v "$py")" >/dev/null || return 1
+  cmake --build build-fast -j"$jobs" || return 1
+  export COLLIE_TORCH_FAST=1 COLLIE_LIBRARY="$PWD/build-fast/libcollie.so"
+  rc=0
+  PYTHON="$py" sh tests/torch/run.sh build-fast ${GPU_CHECK_TORCH_K:+-k "$GPU_CHECK_TORCH_K"} || rc=1
+  timeout 120 "$py" bench/torch_dispatch_cost.py 20000 5 || rc=1
+  timeout 180 build-fast/collierun -n 2 --timeout 170 "$py" bench/torch_fast_path.py --calls 20000 || rc=1
+  return $rc
+)
+step torch_fast torch_fast
 # 8. The device matrix: every rank on device 0. The direct path (CUDA IPC,
 # collie's kernels) at 1, 2 and 4 ranks, then 9 ranks (more sources than a
 # kernel pass takes), staged through the host (COLLIE_CUDA_IPC=0) at 2 and

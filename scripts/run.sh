@@ -11,8 +11,9 @@
 #                            export, layering and install checks
 # On a fresh Debian 12 machine it first installs what the build and the tests
 # need (gcc, clang, make, cmake, pkg-config, valgrind; for `test` also Debian's
-# python3-numpy, python3-pytest, python3-torch, python3-mpi4py and openmpi-bin)
-# with apt-get when missing.
+# python3-numpy, python3-pytest, python3-torch, python3-mpi4py and openmpi-bin,
+# and libtorch-dev and pybind11-dev for collie.torch's C++ fast path) with
+# apt-get when missing.
 set -eu
 cd "$(dirname "$0")/.."
 what=${1:-test}
@@ -28,6 +29,12 @@ if [ "$what" = test ] && { ! /usr/bin/python3 -c 'import numpy, pytest, torch, m
   ! command -v mpirun >/dev/null 2>&1; }; then
   need="$need python3-numpy python3-pytest python3-torch python3-mpi4py openmpi-bin"
   pkgs="$pkgs python3 python3-numpy python3-pytest python3-torch python3-mpi4py openmpi-bin"
+fi
+# collie.torch's C++ fast path builds against torch's C++ headers (Debian's own).
+if [ "$what" = test ] && { [ ! -f /usr/include/torch/csrc/distributed/c10d/ProcessGroup.hpp ] ||
+  [ ! -f /usr/include/pybind11/pybind11.h ]; }; then
+  need="$need libtorch-dev pybind11-dev"
+  pkgs="$pkgs libtorch-dev pybind11-dev python3-dev"
 fi
 if [ -n "$need" ]; then
   echo "run.sh: installing (missing:$need)"
@@ -48,7 +55,7 @@ case "$what" in
     ./build/collierun -n 4 ./build/collie-demo
     ;;
   test)
-    build build
+    build build -DCOLLIE_TORCH_EXT=ON
     sh scripts/check_exports.sh build/libcollie.so
     sh scripts/check_layers.sh
     sh scripts/check_install.sh build
@@ -162,6 +169,10 @@ case "$what" in
     # The torch.distributed backend: pytest under collierun, env:// at 2 and 4
     # ranks, tcp:// and file:// at 2 (docs/torch.md).
     sh tests/torch/run.sh build
+    # The same suite's 2-rank session on the Python backend alone (the C++
+    # fast path off: what torch holds where collie was built without
+    # torch's C++ headers).
+    COLLIE_TORCH_FAST=0 COLLIE_TORCH_TEST_SESSIONS=env2 sh tests/torch/run.sh build
     # The whole suite last, so that its summary closes the output.
     ctest --test-dir build --output-on-failure -j"$jobs" --timeout 300
     ;;

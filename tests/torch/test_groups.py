@@ -163,8 +163,20 @@ def test_collie_module(world):
     assert dist.get_backend() == "collie"
     assert isinstance(ct.ProcessGroupCollie, type)
     assert issubclass(ct.ProcessGroupCollie, torch._C._distributed_c10d.ProcessGroup)
-    assert isinstance(dist.distributed_c10d._get_default_group(), ct.ProcessGroupCollie)
-    for name in ("step", "category", "get_comm"):
+    group = dist.distributed_c10d._get_default_group()
+    pg = ct.python_group(group)
+    assert isinstance(pg, ct.ProcessGroupCollie)
+    if ct.fast_path_loaded():
+        # torch holds the C++ FastGroup over the Python group; plain calls
+        # take the fast path, the others the Python group.
+        assert type(group).__name__ == "FastGroup" and group.collie_group is pg
+        before = group.fast_calls
+        dist.all_reduce(torch.ones(3))
+        dist.all_reduce(torch.ones(3, dtype=torch.bool))  # bool: the Python group widens it
+        assert group.fast_calls == before + 1
+    else:
+        assert group is pg
+    for name in ("step", "category", "get_comm", "python_group", "fast_path_loaded"):
         assert callable(getattr(ct, name)), name
 
 

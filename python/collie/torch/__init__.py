@@ -55,7 +55,7 @@ from .._comm import registered_categories  # noqa: E402
 from .._enums import to_category  # noqa: E402
 from . import _context  # noqa: E402
 from . import _pg  # noqa: E402
-from ._pg import CollieBackendError, ProcessGroupCollie, create  # noqa: E402
+from ._pg import CollieBackendError, ProcessGroupCollie, create, python_group  # noqa: E402
 
 BACKEND = "collie"
 
@@ -65,7 +65,9 @@ __all__ = [
     "PayloadCategory",
     "ProcessGroupCollie",
     "category",
+    "fast_path_loaded",
     "get_comm",
+    "python_group",
     "shrink",
     "register_category",
     "step",
@@ -97,17 +99,15 @@ def _pg_of(group):
             raise RuntimeError("collie.torch: torch.distributed is not initialised (call "
                                "dist.init_process_group(\"collie\") first)")
         group = dist.distributed_c10d._get_default_group()
-    if isinstance(group, ProcessGroupCollie):
-        return group
-    get = getattr(group, "_get_backend", None)  # torch 2.x: a ProcessGroup holding backends
-    if get is not None:
-        try:
-            b = get(torch.device("cpu"))
-            if isinstance(b, ProcessGroupCollie):
-                return b
-        except Exception:
-            pass
-    return None
+    return python_group(group)
+
+
+def fast_path_loaded():
+    """True when torch's calls go through the C++ fast path (docs/torch.md,
+    "The C++ fast path"); False when the Python backend serves them all."""
+    from . import _fast
+
+    return _fast.module() is not None
 
 
 def get_comm(group=None):

@@ -10,6 +10,8 @@ on the training loop's thread would miss.
 
 import threading
 
+from . import _fast
+
 _lock = threading.Lock()
 _stack = []  # (category id, label bytes or None, phase bytes or None)
 _groups = []  # live ProcessGroupCollie, oldest first
@@ -23,6 +25,7 @@ def current():
 def push(entry):
     with _lock:
         _stack.append(entry)
+        _fast.context_changed(entry)  # the C++ fast path charges its calls to it too
 
 
 def pop(entry):
@@ -30,6 +33,7 @@ def pop(entry):
         for i in range(len(_stack) - 1, -1, -1):
             if _stack[i] is entry:
                 del _stack[i]
+                _fast.context_changed(current())
                 return
 
 

@@ -120,6 +120,8 @@ class PointToPoint:
                 raise CollieBackendError("%s: the process group was destroyed" % ("send" if is_send else "recv"),
                                          "invalid usage")
             self._p2p.append((is_send, c, peer, int(tag), w, lazy))
+            if self._cpp is not None:
+                self._cpp.set_held(True)  # its collectives now come here, which issues these first
             if not self._coalescing:
                 if self._p2p_flusher is None:
                     self._p2p_flusher = threading.Thread(target=self._p2p_flush_loop, daemon=True,
@@ -147,7 +149,14 @@ class PointToPoint:
             return self._flush_p2p_locked()
 
     def _flush_p2p_locked(self):
-        batch, self._p2p = self._p2p, []
+        try:
+            return self._flush_batch(self._p2p)
+        finally:
+            if self._cpp is not None:
+                self._cpp.set_held(False)  # issued (or failed): collectives after them go the fast way
+
+    def _flush_batch(self, batch):
+        self._p2p = []
         # A group's copies of CUDA tensors are ordered after the legacy
         # default stream only (docs/gpu.md): wait here for torch's current
         # stream on each device, so that what it queued before the calls

@@ -17,6 +17,7 @@ written in place (lists whose tensors are not one block, non-contiguous or
 widened tensors) go through a staging tensor copied out at completion.
 """
 
+import collections
 import ctypes
 import datetime
 import sys
@@ -28,7 +29,7 @@ import torch.distributed as dist
 
 from .. import _lib
 from .._comm import new_comm
-from . import _context
+from . import _context, _fast
 from ._collectives import Collectives
 from ._common import BLOCKING_P2P, C10D, OWN, SZ, CollieBackendError, cpp_work, timeout_ms
 from ._p2p import PointToPoint
@@ -65,7 +66,13 @@ class ProcessGroupCollie(Collectives, PointToPoint, dist.ProcessGroup):
             timeout = datetime.timedelta(seconds=timeout)
         self._store = store
         self._timeout = timeout
-        self._lock = threading.RLock()
+        # The communicator's issue lock. With the C++ fast path, the one it
+        # takes too (collie.h: one issuer at a time), so that calls issued by
+        # either half keep their order.
+        fast = _fast.module()
+        self._lock = fast.IssueLock() if fast is not None else threading.RLock()
+        self._cpp = None  # the FastGroup torch holds (create()), when the fast path is loaded
+        self._handed = collections.deque()  # Works handed to torch through the FastGroup (_hold)
         self._inflight = []  # async Works handed to Python callers, until they have ended
         self._init_p2p()
         self._mb_seq = 0
@@ -77,8 +84,7 @@ class ProcessGroupCollie(Collectives, PointToPoint, dist.ProcessGroup):
         # group's members only, so it cannot be a split).
         parent = None
         if dist.is_initialized():
-            default = dist.distributed_c10d._get_default_group()
-            default = default if isinstance(default, ProcessGroupCollie) else None
+            default = python_group(dist.distributed_c10d._get_default_group())
             if default is not None and default._h is not None:
                 parent = default._comm
         try:
@@ -150,6 +156,8 @@ class ProcessGroupCollie(Collectives, PointToPoint, dist.ProcessGroup):
             if self._h is None:
                 return
             self._flush_p2p(force=True)  # held sends and receives still go out: peers expect them
+            if self._cpp is not None:
+                self._cpp.detach()  # its later calls come here, and are refused
             self._h = None
         self._completer.stop()
         self._p2p_wake.set()  # the flusher sees _h None and ends
@@ -162,6 +170,7 @@ class ProcessGroupCollie(Collectives, PointToPoint, dist.ProcessGroup):
             # may bind the same port.
             self._store = None
             self._comm._kv = None
+            self._cpp = None  # (it holds this group: the cycle ends here)
 
     def abort(self):
         """Fails every running operation here and on the peers, at once."""
@@ -237,6 +246,14 @@ class ProcessGroupCollie(Collectives, PointToPoint, dist.ProcessGroup):
                 return work
         return cpp_work(work)
 
+    def _hold(self, work):
+        """Keeps a Work the FastGroup hands to torch alive until torch has
+        its Python object back and the operation has ended (fast.hpp)."""
+        q = self._handed
+        q.append(work)
+        while len(q) > 64 and q[0]._done:
+            q.popleft()
+
     def _last_error(self, rc):
         raw = self._L.collie_last_error()
         return raw.decode("utf-8", "replace") if raw else _lib.RESULT_NAMES.get(rc, "error %d" % rc)
@@ -308,6 +325,32 @@ class ProcessGroupCollie(Collectives, PointToPoint, dist.ProcessGroup):
 
 
 
+def python_group(group):
+    """The ProcessGroupCollie behind group (torch's group object, its C++
+    FastGroup, or a torch 2.x ProcessGroup holding either), or None."""
+    if isinstance(group, ProcessGroupCollie):
+        return group
+    inner = getattr(group, "collie_group", None)  # a FastGroup
+    if isinstance(inner, ProcessGroupCollie):
+        return inner
+    get = getattr(group, "_get_backend", None)  # torch 2.x: a ProcessGroup holding backends
+    if get is not None:
+        try:
+            b = get(torch.device("cpu"))
+        except Exception:
+            return None
+        if b is not group:
+            return python_group(b)
+    return None
+
+
 def create(store, rank, size, timeout):
-    """torch's creator function for the "collie" backend."""
-    return ProcessGroupCollie(store, rank, size, timeout)
+    """torch's creator function for the "collie" backend: the C++ FastGroup
+    over a ProcessGroupCollie when the fast path is loaded, else the
+    ProcessGroupCollie."""
+    pg = ProcessGroupCollie(store, rank, size, timeout)
+    fast = _fast.module()
+    if fast is None:
+        return pg
+    pg._cpp = fast.FastGroup(pg, pg._h, rank, size, pg._lock)
+    return pg._cpp

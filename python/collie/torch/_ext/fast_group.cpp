@@ -1,0 +1,592 @@
+// fast_group.cpp - the C++ group torch calls: the common case straight into
+// libcollie, everything else to the Python group (fast.hpp says why).
+#include <Python.h>
+
+#include "fast.hpp"
+
+namespace collie_torch {
+
+namespace {
+
+// ---- the category block of collie.torch.category (process-wide) ----
+
+struct Context {
+  std::mutex m;
+  std::atomic<bool> open{false};
+  int category = 0;
+  std::string label, phase;
+  bool has_label = false, has_phase = false;
+};
+Context g_ctx;
+
+// torch dtype -> collie dtype for what collie computes natively (the Python
+// group widens, reinterprets or refuses the rest: _tensors.py).
+bool
+native_dtype(at::ScalarType t, collie_dtype_t *out)
+{
+  switch (t) {
+  case at::kChar:
+    *out = COLLIE_INT8;
+    return true;
+  case at::kByte:
+    *out = COLLIE_UINT8;
+    return true;
+  case at::kInt:
+    *out = COLLIE_INT32;
+    return true;
+  case at::kLong:
+    *out = COLLIE_INT64;
+    return true;
+  case at::kHalf:
+    *out = COLLIE_FLOAT16;
+    return true;
+  case at::kBFloat16:
+    *out = COLLIE_BFLOAT16;
+    return true;
+  case at::kFloat:
+    *out = COLLIE_FLOAT32;
+    return true;
+  case at::kDouble:
+    *out = COLLIE_FLOAT64;
+    return true;
+  default:
+    return false;
+  }
+}
+
+bool
+native_op(const c10d::ReduceOp &op, collie_op_t *out)
+{
+  switch (op.op_) {
+  case c10d::ReduceOp::SUM:
+    *out = COLLIE_SUM;
+    return true;
+  case c10d::ReduceOp::AVG:
+    *out = COLLIE_AVG;
+    return true;
+  case c10d::ReduceOp::PRODUCT:
+    *out = COLLIE_PROD;
+    return true;
+  case c10d::ReduceOp::MIN:
+    *out = COLLIE_MIN;
+    return true;
+  case c10d::ReduceOp::MAX:
+    *out = COLLIE_MAX;
+    return true;
+  case c10d::ReduceOp::BAND:
+    *out = COLLIE_BAND;
+    return true;
+  case c10d::ReduceOp::BOR:
+    *out = COLLIE_BOR;
+    return true;
+  case c10d::ReduceOp::BXOR:
+    *out = COLLIE_BXOR;
+    return true;
+  default:
+    return false; // PREMUL_SUM: the Python group refuses it by name
+  }
+}
+
+// A tensor the fast path passes as it is: dense, contiguous, in host memory.
+bool
+plain(const at::Tensor &t)
+{
+  return t.defined() && t.device().is_cpu() && t.layout() == at::kStrided && t.is_contiguous();
+}
+
+// Moving bytes needs no dtype: collie's own when it has one (telemetry shows
+// it), else bytes (as the Python group's move()).
+void
+move_of(const at::Tensor &t, collie_dtype_t *dt, size_t *count)
+{
+  if (native_dtype(t.scalar_type(), dt)) {
+    *count = static_cast<size_t>(t.numel());
+  } else {
+    *dt = COLLIE_UINT8;
+    *count = static_cast<size_t>(t.numel()) * t.element_size();
+  }
+}
+
+// torch.distributed's own module, whose functions wait on the Work at once
+// when their local async_op is False (set at module import).
+PyObject *g_c10d_globals = nullptr;
+// torch's C++ Work class (Works of the Python group subclass it in Python).
+py::handle g_work_type;
+
+// True when the call comes from a function of torch.distributed that waits
+// on its Work at once (dist.all_reduce(t) and the like, async_op False): the
+// call then runs here, blocking, instead of on collie's worker thread and
+// back, which on a busy machine is most of a small call's time. The same rule
+// as the Python group's direct path (_collectives.py). Called without the
+// GIL (torch releases it); DDP's threads have no Python frame at all.
+bool
+caller_waits_at_once()
+{
+  if (g_c10d_globals == nullptr || !Py_IsInitialized()) return false;
+  PyGILState_STATE st = PyGILState_Ensure();
+  bool waits = false;
+  PyFrameObject *f = PyEval_GetFrame(); // borrowed
+  if (f != nullptr) {
+    PyObject *globals = PyFrame_GetGlobals(f);
+    if (globals == g_c10d_globals) {
+#if PY_VERSION_HEX >= 0x030C0000
+      PyObject *v = PyFrame_GetVarString(f, const_cast<char *>("async_op"));
+      waits = v == Py_False;
+      Py_XDECREF(v);
+      if (v == nullptr) PyErr_Clear();
+#else
+      PyObject *locals = PyFrame_GetLocals(f);
+      if (locals != nullptr) {
+        PyObject *v = PyMapping_GetItemString(locals, "async_op");
+        waits = v == Py_False;
+        Py_XDECREF(v);
+        if (v == nullptr) PyErr_Clear();
+        Py_DECREF(locals);
+      } else {
+        PyErr_Clear();
+      }
+#endif
+    }
+    Py_XDECREF(globals);
+  }
+  PyGILState_Release(st);
+  return waits;
+}
+
+} // namespace
+
+void
+set_context(bool open, int category, const std::string &label, bool has_label,
+            const std::string &phase, bool has_phase)
+{
+  std::lock_guard<std::mutex> g(g_ctx.m);
+  g_ctx.category = category;
+  g_ctx.label = label;
+  g_ctx.phase = phase;
+  g_ctx.has_label = has_label;
+  g_ctx.has_phase = has_phase;
+  g_ctx.open.store(open, std::memory_order_release);
+}
+
+void
+IssueLock::lock()
+{
+  if (m_.try_lock()) return;
+  if (Py_IsInitialized() && PyGILState_Check()) {
+    py::gil_scoped_release nogil; // the holder may be waiting for the GIL
+    m_.lock();
+    return;
+  }
+  m_.lock();
+}
+
+FastGroup::FastGroup(py::object py_group, uintptr_t comm, int rank, int size,
+                     std::shared_ptr<IssueLock> lock)
+    : COLLIE_TORCH_BASE(rank, size), py_(std::move(py_group)),
+      comm_(reinterpret_cast<collie_comm_t *>(comm)), lock_(std::move(lock)),
+      completer_(std::make_shared<Completer>())
+{
+}
+
+FastGroup::~FastGroup()
+{
+  completer_->stop();
+  if (py_ && Py_IsInitialized()) {
+    py::gil_scoped_acquire gil;
+    py_ = py::object();
+  } else {
+    py_.release(); // the interpreter is gone: nothing to decrement
+  }
+}
+
+void
+FastGroup::detach()
+{
+  std::lock_guard<IssueLock> g(*lock_);
+  comm_.store(nullptr, std::memory_order_release);
+  completer_->stop();
+}
+
+py::object
+FastGroup::python_group() const
+{
+  return py_;
+}
+
+// The telemetry and deadline options of a fast call: false when it needs
+// none (collie's defaults).
+bool
+FastGroup::opts_for(std::chrono::milliseconds timeout, collie_opts_t *o, std::string *label,
+                    std::string *phase) const
+{
+  *o = collie_opts_t{};
+  bool any = false;
+  if (timeout.count() > 0) { // torch's "unset" is negative
+    o->timeout_ms = timeout.count();
+    any = true;
+  }
+  if (g_ctx.open.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> g(g_ctx.m);
+    if (g_ctx.open.load(std::memory_order_relaxed)) {
+      o->category = g_ctx.category;
+      *label = g_ctx.label;
+      *phase = g_ctx.phase;
+      o->label = g_ctx.has_label ? label->c_str() : nullptr;
+      o->phase = g_ctx.has_phase ? phase->c_str() : nullptr;
+      any = true;
+    }
+  }
+  return any;
+}
+
+template <typename F>
+c10::intrusive_ptr<c10d::Work>
+FastGroup::issue(const char *what, F &&call, std::vector<at::Tensor> keep,
+                 std::vector<at::Tensor> result)
+{
+  if (held_.load(std::memory_order_acquire)) return {};
+  bool blocking = caller_waits_at_once(); // (takes the GIL: before the issue lock)
+  std::lock_guard<IssueLock> g(*lock_);
+  collie_comm_t *comm = comm_.load(std::memory_order_acquire);
+  if (comm == nullptr || held_.load(std::memory_order_acquire)) return {};
+  collie_work_t *w = nullptr;
+  collie_result_t rc = call(comm, blocking ? nullptr : &w);
+  if (rc != COLLIE_SUCCESS) {
+    const char *text = collie_last_error();
+    throw std::runtime_error(text && *text ? text : collie_result_string(rc));
+  }
+  fast_calls_.fetch_add(1, std::memory_order_relaxed);
+  return c10::make_intrusive<FastWork>(w, what, std::move(keep), std::move(result), completer_);
+}
+
+template <typename... A>
+c10::intrusive_ptr<c10d::Work>
+FastGroup::delegate(const char *method, A &&...args)
+{
+  py::gil_scoped_acquire gil;
+  if (!py_ || py_.is_none()) {
+    throw std::runtime_error(std::string(method) + ": the process group was destroyed");
+  }
+  py::object r = py_.attr(method)(std::forward<A>(args)...);
+  auto w = r.cast<c10::intrusive_ptr<c10d::Work>>();
+  // A Work of the Python group is a Python object over a C++ trampoline: it
+  // must outlive this return until torch has turned the C++ pointer back
+  // into it, or its wait() would fall through to the base class and never
+  // return. The Python group holds it (_hold).
+  if (!py::type::of(r).is(g_work_type)) py_.attr("_hold")(r);
+  return w;
+}
+
+// ---- collectives: the fast case, else the Python group ----
+
+c10::intrusive_ptr<c10d::Work>
+FastGroup::allreduce(std::vector<at::Tensor> &tensors, const c10d::AllreduceOptions &opts)
+{
+  collie_dtype_t dt;
+  collie_op_t op;
+  if (tensors.size() == 1 && plain(tensors[0]) && native_dtype(tensors[0].scalar_type(), &dt) &&
+      native_op(opts.reduceOp, &op)) {
+    at::Tensor &t = tensors[0];
+    collie_opts_t o;
+    std::string label, phase;
+    bool any = opts_for(opts.timeout, &o, &label, &phase);
+    void *p = t.data_ptr();
+    size_t n = static_cast<size_t>(t.numel());
+    auto w = issue("all_reduce",
+                   [&](collie_comm_t *c, collie_work_t **wk) {
+                     return collie_allreduce(c, p, p, n, dt, op, any ? &o : nullptr, wk);
+                   },
+                   {t}, {t});
+    if (w) return w;
+  }
+  return delegate("allreduce", tensors, opts);
+}
+
+c10::intrusive_ptr<c10d::Work>
+FastGroup::broadcast(std::vector<at::Tensor> &tensors, const c10d::BroadcastOptions &opts)
+{
+  if (tensors.size() == 1 && plain(tensors[0]) && opts.rootTensor == 0 && opts.rootRank >= 0 &&
+      opts.rootRank < getSize()) {
+    at::Tensor &t = tensors[0];
+    collie_dtype_t dt;
+    size_t n;
+    move_of(t, &dt, &n);
+    collie_opts_t o;
+    std::string label, phase;
+    bool any = opts_for(opts.timeout, &o, &label, &phase);
+    void *p = t.data_ptr();
+    int root = static_cast<int>(opts.rootRank);
+    auto w = issue("broadcast",
+                   [&](collie_comm_t *c, collie_work_t **wk) {
+                     return collie_broadcast(c, p, n, dt, root, any ? &o : nullptr, wk);
+                   },
+                   {t}, {t});
+    if (w) return w;
+  }
+  return delegate("broadcast", tensors, opts);
+}
+
+c10::intrusive_ptr<c10d::Work>
+FastGroup::_allgather_base(at::Tensor &output, at::Tensor &input,
+                           const c10d::AllgatherOptions &opts)
+{
+  if (plain(output) && plain(input) && output.scalar_type() == input.scalar_type() &&
+      output.numel() == input.numel() * getSize()) {
+    collie_dtype_t dt;
+    size_t n;
+    move_of(input, &dt, &n);
+    collie_opts_t o;
+    std::string label, phase;
+    bool any = opts_for(opts.timeout, &o, &label, &phase);
+    const void *src = input.data_ptr();
+    void *dst = output.data_ptr();
+    auto w = issue("all_gather_into_tensor",
+                   [&](collie_comm_t *c, collie_work_t **wk) {
+                     return collie_allgather(c, src, dst, n, dt, any ? &o : nullptr, wk);
+                   },
+                   {output, input}, {output});
+    if (w) return w;
+  }
+  return delegate("_allgather_base", output, input, opts);
+}
+
+c10::intrusive_ptr<c10d::Work>
+FastGroup::_reduce_scatter_base(at::Tensor &output, at::Tensor &input,
+                                const c10d::ReduceScatterOptions &opts)
+{
+  collie_dtype_t dt;
+  collie_op_t op;
+  if (plain(output) && plain(input) && output.scalar_type() == input.scalar_type() &&
+      input.numel() == output.numel() * getSize() && native_dtype(input.scalar_type(), &dt) &&
+      native_op(opts.reduceOp, &op)) {
+    collie_opts_t o;
+    std::string label, phase;
+    bool any = opts_for(opts.timeout, &o, &label, &phase);
+    const void *src = input.data_ptr();
+    void *dst = output.data_ptr();
+    size_t n = static_cast<size_t>(output.numel());
+    auto w = issue("reduce_scatter_tensor",
+                   [&](collie_comm_t *c, collie_work_t **wk) {
+                     return collie_reduce_scatter(c, src, dst, n, dt, op, any ? &o : nullptr, wk);
+                   },
+                   {output, input}, {output});
+    if (w) return w;
+  }
+  return delegate("_reduce_scatter_base", output, input, opts);
+}
+
+c10::intrusive_ptr<c10d::Work>
+FastGroup::alltoall_base(at::Tensor &output, at::Tensor &input, std::vector<int64_t> &outSplits,
+                         std::vector<int64_t> &inSplits, const c10d::AllToAllOptions &opts)
+{
+  if (outSplits.empty() && inSplits.empty() && plain(output) && plain(input) &&
+      output.scalar_type() == input.scalar_type() && output.numel() == input.numel() &&
+      input.numel() % getSize() == 0) {
+    collie_dtype_t dt;
+    size_t n;
+    move_of(input, &dt, &n);
+    n /= static_cast<size_t>(getSize());
+    collie_opts_t o;
+    std::string label, phase;
+    bool any = opts_for(opts.timeout, &o, &label, &phase);
+    const void *src = input.data_ptr();
+    void *dst = output.data_ptr();
+    auto w = issue("all_to_all_single",
+                   [&](collie_comm_t *c, collie_work_t **wk) {
+                     return collie_alltoall(c, src, dst, n, dt, any ? &o : nullptr, wk);
+                   },
+                   {output, input}, {output});
+    if (w) return w;
+  }
+  return delegate("alltoall_base", output, input, outSplits, inSplits, opts);
+}
+
+c10::intrusive_ptr<c10d::Work>
+FastGroup::barrier(const c10d::BarrierOptions &opts)
+{
+  collie_opts_t o;
+  std::string label, phase;
+  bool any = opts_for(opts.timeout, &o, &label, &phase);
+  auto w = issue("barrier",
+                 [&](collie_comm_t *c, collie_work_t **wk) {
+                   return collie_barrier(c, any ? &o : nullptr, wk);
+                 },
+                 {}, {});
+  if (w) return w;
+  return delegate("barrier", opts);
+}
+
+// ---- what the Python group does (lists, staging, roots, point to point) ----
+
+c10::intrusive_ptr<c10d::Work>
+FastGroup::allreduce_coalesced(std::vector<at::Tensor> &tensors,
+                               const c10d::AllreduceCoalescedOptions &opts)
+{
+  return delegate("allreduce_coalesced", tensors, opts);
+}
+
+c10::intrusive_ptr<c10d::Work>
+FastGroup::reduce(std::vector<at::Tensor> &tensors, const c10d::ReduceOptions &opts)
+{
+  return delegate("reduce", tensors, opts);
+}
+
+c10::intrusive_ptr<c10d::Work>
+FastGroup::allgather(std::vector<std::vector<at::Tensor>> &outputs, std::vector<at::Tensor> &inputs,
+                     const c10d::AllgatherOptions &opts)
+{
+  return delegate("allgather", outputs, inputs, opts);
+}
+
+c10::intrusive_ptr<c10d::Work>
+FastGroup::allgather_coalesced(std::vector<std::vector<at::Tensor>> &outputs,
+                               std::vector<at::Tensor> &inputs, const c10d::AllgatherOptions &opts)
+{
+  return delegate("allgather_coalesced", outputs, inputs, opts);
+}
+
+c10::intrusive_ptr<c10d::Work>
+FastGroup::gather(std::vector<std::vector<at::Tensor>> &outputs, std::vector<at::Tensor> &inputs,
+                  const c10d::GatherOptions &opts)
+{
+  return delegate("gather", outputs, inputs, opts);
+}
+
+c10::intrusive_ptr<c10d::Work>
+FastGroup::scatter(std::vector<at::Tensor> &outputs, std::vector<std::vector<at::Tensor>> &inputs,
+                   const c10d::ScatterOptions &opts)
+{
+  return delegate("scatter", outputs, inputs, opts);
+}
+
+c10::intrusive_ptr<c10d::Work>
+FastGroup::reduce_scatter(std::vector<at::Tensor> &outputs,
+                          std::vector<std::vector<at::Tensor>> &inputs,
+                          const c10d::ReduceScatterOptions &opts)
+{
+  return delegate("reduce_scatter", outputs, inputs, opts);
+}
+
+c10::intrusive_ptr<c10d::Work>
+FastGroup::alltoall(std::vector<at::Tensor> &outputs, std::vector<at::Tensor> &inputs,
+                    const c10d::AllToAllOptions &opts)
+{
+  return delegate("alltoall", outputs, inputs, opts);
+}
+
+c10::intrusive_ptr<c10d::Work>
+FastGroup::send(std::vector<at::Tensor> &tensors, int dstRank, int tag)
+{
+  return delegate("send", tensors, dstRank, tag);
+}
+
+c10::intrusive_ptr<c10d::Work>
+FastGroup::recv(std::vector<at::Tensor> &tensors, int srcRank, int tag)
+{
+  return delegate("recv", tensors, srcRank, tag);
+}
+
+c10::intrusive_ptr<c10d::Work>
+FastGroup::recvAnysource(std::vector<at::Tensor> &tensors, int tag)
+{
+  return delegate("recv_anysource", tensors, tag);
+}
+
+void
+FastGroup::monitoredBarrier(const c10d::BarrierOptions &opts, bool waitAllRanks)
+{
+  py::gil_scoped_acquire gil;
+  if (!py_ || py_.is_none())
+    throw std::runtime_error("monitored_barrier: the process group was destroyed");
+  py::object timeout = py::none();
+  if (opts.timeout.count() > 0) timeout = py::cast(opts.timeout);
+  py_.attr("monitored_barrier")(timeout, waitAllRanks);
+}
+
+} // namespace collie_torch
+
+// ---- the module ----
+
+namespace ct = collie_torch;
+
+PYBIND11_MODULE(COLLIE_TORCH_EXT_NAME, m)
+{
+  m.doc() = "collie's torch.distributed backend in C++ (collie.torch loads it; docs/torch.md)";
+  py::module::import("torch.distributed"); // registers the base classes below
+  ct::g_work_type =
+      py::object(py::module::import("torch._C._distributed_c10d").attr("Work")).release();
+  ct::g_c10d_globals =
+      py::object(py::module::import("torch.distributed.distributed_c10d").attr("__dict__"))
+          .release()
+          .ptr();
+
+  py::class_<ct::IssueLock, std::shared_ptr<ct::IssueLock>>(m, "IssueLock")
+      .def(py::init<>())
+      .def("__enter__", [](ct::IssueLock &l) { l.lock(); })
+      .def("__exit__", [](ct::IssueLock &l, py::args) { l.unlock(); })
+      .def("acquire",
+           [](ct::IssueLock &l) {
+             l.lock();
+             return true;
+           })
+      .def("release", [](ct::IssueLock &l) { l.unlock(); });
+
+  py::class_<ct::FastGroup, COLLIE_TORCH_BASE, c10::intrusive_ptr<ct::FastGroup>>(m, "FastGroup")
+      .def(py::init([](py::object group, uintptr_t comm, int rank, int size,
+                       std::shared_ptr<ct::IssueLock> lock) {
+             return c10::make_intrusive<ct::FastGroup>(std::move(group), comm, rank, size,
+                                                       std::move(lock));
+           }),
+           py::arg("group"), py::arg("comm"), py::arg("rank"), py::arg("size"), py::arg("lock"))
+      .def("detach", &ct::FastGroup::detach)
+      .def("set_held", &ct::FastGroup::set_held)
+      .def_property_readonly("collie_group", &ct::FastGroup::python_group)
+      .def_property_readonly("fast_calls", &ct::FastGroup::fast_calls);
+
+  // Python callers see the Python group's errors: CollieBackendError (a
+  // RuntimeError) with collie's message and code, from wait() and exception()
+  // (torch 1.13's own exception() cannot return a C++ exception to Python).
+  py::class_<ct::FastWork, c10d::Work, c10::intrusive_ptr<ct::FastWork>>(m, "FastWork")
+      .def(
+          "wait",
+          [](ct::FastWork &w, py::object timeout) {
+            int64_t ms = -1;
+            if (!timeout.is_none()) {
+              double secs = py::hasattr(timeout, "total_seconds")
+                                ? timeout.attr("total_seconds")().cast<double>()
+                                : timeout.cast<double>();
+              if (secs > 0) ms = std::max<int64_t>(1, static_cast<int64_t>(secs * 1000));
+            }
+            bool ended;
+            {
+              py::gil_scoped_release nogil;
+              ended = w.finish(ms);
+            }
+            py::object err = py::module::import("collie.torch._common").attr("CollieBackendError");
+            if (!ended) {
+              PyErr_SetObject(err.ptr(), py::str(std::string(w.what()) +
+                                                 ": still running after the wait's "
+                                                 "timeout of " +
+                                                 std::to_string(ms) +
+                                                 " ms (it goes on; wait again or let the group's "
+                                                 "timeout end it)")
+                                             .ptr());
+              throw py::error_already_set();
+            }
+            if (w.error_code() != COLLIE_SUCCESS) {
+              py::object e = err(w.error_text(), w.error_code());
+              PyErr_SetObject(err.ptr(), e.ptr());
+              throw py::error_already_set();
+            }
+            return true;
+          },
+          py::arg("timeout") = py::none())
+      .def("exception", [](ct::FastWork &w) -> py::object {
+        if (!w.isCompleted() || w.error_code() == COLLIE_SUCCESS) return py::none();
+        return py::module::import("collie.torch._common")
+            .attr("CollieBackendError")(w.error_text(), w.error_code());
+      });
+
+  m.def("set_context", &ct::set_context, py::arg("open"), py::arg("category"), py::arg("label"),
+        py::arg("has_label"), py::arg("phase"), py::arg("has_phase"));
+}

@@ -1,0 +1,79 @@
+"""_fast.py - the C++ fast path of the backend (_ext/, docs/torch.md, "The C++
+fast path"): finding and loading it, and telling it what the Python side
+holds.
+
+The build puts the module (_collie_torch_fast<ext suffix>) next to
+libcollie.so when the torch it was built for has C++ headers. When it loads,
+torch holds a FastGroup (C++) that issues the common case straight into
+libcollie and hands the rest to the ProcessGroupCollie; otherwise torch
+holds the ProcessGroupCollie itself. Results are the same either way; only
+the cost of a call differs.
+
+COLLIE_TORCH_FAST: unset or "auto" - use it when it loads (a module that does
+not load, e.g. built for another torch, warns once and is skipped); "0" -
+never; "1" - required (its absence or a load failure is an ImportError).
+"""
+
+import glob
+import importlib.machinery
+import importlib.util
+import os
+import warnings
+
+from .. import _lib
+
+_NAME = "_collie_torch_fast"
+_state = {}
+
+
+def _mode():
+    v = os.environ.get("COLLIE_TORCH_FAST", "auto").strip().lower()
+    if v in ("", "auto"):
+        return "auto"
+    if v in ("0", "1"):
+        return v
+    raise ImportError("COLLIE_TORCH_FAST=%r: expected 0, 1 or auto" % v)
+
+
+def _load():
+    mode = _mode()
+    if mode == "0":
+        return None
+    where = os.path.dirname(os.path.abspath(_lib.lib()._collie_path))
+    found = sorted(glob.glob(os.path.join(where, _NAME + ".*.so")))
+    if not found:
+        if mode == "1":
+            raise ImportError("COLLIE_TORCH_FAST=1: no %s*.so next to %s (build with torch's C++ headers "
+                              "installed: Debian's libtorch-dev)" % (_NAME, _lib.lib()._collie_path))
+        return None
+    try:
+        spec = importlib.util.spec_from_loader(_NAME, importlib.machinery.ExtensionFileLoader(_NAME, found[0]))
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    except ImportError as e:
+        if mode == "1":
+            raise ImportError("COLLIE_TORCH_FAST=1: %s does not load: %s" % (found[0], e)) from e
+        warnings.warn("collie.torch: the C++ fast path %s does not load (%s); the Python backend serves "
+                      "every call (rebuild collie against this torch)" % (found[0], e), RuntimeWarning)
+        return None
+    return mod
+
+
+def module():
+    """The loaded extension, or None (loaded once)."""
+    if "mod" not in _state:
+        _state["mod"] = _load()
+    return _state["mod"]
+
+
+def context_changed(top):
+    """The innermost open collie.torch.category block changed (None: none)."""
+    mod = _state.get("mod")
+    if mod is None:
+        return
+    if top is None:
+        mod.set_context(False, 0, "", False, "", False)
+        return
+    cat, label, phase = top
+    mod.set_context(True, int(cat), (label or b"").decode("utf-8", "replace"), label is not None,
+                    (phase or b"").decode("utf-8", "replace"), phase is not None)
