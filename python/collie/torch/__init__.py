@@ -88,6 +88,10 @@ def _register():
 
 
 _register()
+from . import _fast  # noqa: E402
+
+if _fast._mode() == "1":  # (a bad COLLIE_TORCH_FAST raises here, naming it)
+    _fast.module()  # required: its absence is an ImportError now, not at init_process_group
 
 
 # ---- the collie group behind a torch group --------------------------------

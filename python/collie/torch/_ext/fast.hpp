@@ -135,7 +135,7 @@ private:
   std::mutex m_;
   std::condition_variable cv_;
   std::deque<Entry> q_;
-  bool started_ = false;
+  bool running_ = false;
   bool stop_ = false;
 };
 

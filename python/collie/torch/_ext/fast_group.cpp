@@ -564,13 +564,12 @@ PYBIND11_MODULE(COLLIE_TORCH_EXT_NAME, m)
             }
             py::object err = py::module::import("collie.torch._common").attr("CollieBackendError");
             if (!ended) {
-              PyErr_SetObject(err.ptr(), py::str(std::string(w.what()) +
-                                                 ": still running after the wait's "
-                                                 "timeout of " +
-                                                 std::to_string(ms) +
-                                                 " ms (it goes on; wait again or let the group's "
-                                                 "timeout end it)")
-                                             .ptr());
+              py::object e =
+                  err(std::string(w.what()) + ": still running after the wait's timeout of " +
+                          std::to_string(ms) +
+                          " ms (it goes on; wait again or let the group's timeout end it)",
+                      static_cast<int>(COLLIE_TIMEOUT));
+              PyErr_SetObject(err.ptr(), e.ptr());
               throw py::error_already_set();
             }
             if (w.error_code() != COLLIE_SUCCESS) {

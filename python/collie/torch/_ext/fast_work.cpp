@@ -150,9 +150,10 @@ Completer::push(Entry e)
 {
   std::lock_guard<std::mutex> g(m_);
   q_.push_back(std::move(e));
-  if (!started_) {
-    started_ = true;
-    // The thread owns the completer: it drains what is queued after stop().
+  if (!running_) {
+    // The thread owns the completer, and ends once the queue is empty after
+    // stop(); a Work dropped later (adopt) starts another to wait on it.
+    running_ = true;
     std::thread([self = shared_from_this()] { self->run(); }).detach();
   }
   cv_.notify_one();
@@ -178,7 +179,10 @@ Completer::run()
     {
       std::unique_lock<std::mutex> g(m_);
       cv_.wait(g, [this] { return stop_ || !q_.empty(); });
-      if (q_.empty()) return;
+      if (q_.empty()) {
+        running_ = false;
+        return;
+      }
       e = std::move(q_.front());
       q_.pop_front();
     }

@@ -1,0 +1,194 @@
+"""The C++ fast path (docs/torch.md, "The C++ fast path"): which calls it
+runs and which it hands to the Python group, issue order with held sends,
+its Works (timeouts, errors, dropped while running), and how
+COLLIE_TORCH_FAST chooses it. Skipped where the fast path is not loaded
+(built without torch's C++ headers, or COLLIE_TORCH_FAST=0)."""
+
+import datetime
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from conftest import IS_COLLIE, build_dir, needs_ranks
+
+pytestmark = pytest.mark.skipif(not IS_COLLIE, reason="the collie backend's own C++ half")
+
+
+def _group():
+    import collie.torch as ct
+
+    if not ct.fast_path_loaded():
+        pytest.skip("the C++ fast path is not loaded (COLLIE_TORCH_FAST=0, or built without torch's headers)")
+    return dist.distributed_c10d._get_default_group()
+
+
+def _runs_fast(g, call):
+    """True when call() ran on the C++ half (its counter moved by one)."""
+    before = g.fast_calls
+    call()
+    after = g.fast_calls
+    assert after - before in (0, 1), (before, after)
+    return after == before + 1
+
+
+def test_which_calls_run_in_cpp(rank, size):
+    """Plain tensors of native dtypes run in C++ (and give torch's results);
+    what needs staging, widening or lists goes to the Python group."""
+    g = _group()
+    t = torch.full((5,), float(rank + 1))
+    assert _runs_fast(g, lambda: dist.all_reduce(t))
+    assert torch.equal(t, torch.full((5,), float(size * (size + 1) // 2)))
+    b = torch.arange(6, dtype=torch.int64) * (rank + 1)
+    assert _runs_fast(g, lambda: dist.broadcast(b, src=size - 1))
+    assert torch.equal(b, torch.arange(6, dtype=torch.int64) * size)
+    out = torch.empty(3 * size, dtype=torch.bfloat16)
+    assert _runs_fast(g, lambda: dist.all_gather_into_tensor(out, torch.full((3,), float(rank), dtype=torch.bfloat16)))
+    assert torch.equal(out, torch.arange(size, dtype=torch.bfloat16).repeat_interleave(3))
+    rs = torch.empty(2, dtype=torch.int32)
+    src = torch.arange(2 * size, dtype=torch.int32)
+    assert _runs_fast(g, lambda: dist.reduce_scatter_tensor(rs, src, op=dist.ReduceOp.MAX))
+    assert torch.equal(rs, torch.arange(2 * rank, 2 * rank + 2, dtype=torch.int32))
+    a2a = torch.empty(size, dtype=torch.int16)  # a move: any dtype, as bytes
+    assert _runs_fast(g, lambda: dist.all_to_all_single(a2a, torch.arange(size, dtype=torch.int16) + 10 * rank))
+    assert torch.equal(a2a, torch.arange(size, dtype=torch.int16) * 10 + rank)
+    assert _runs_fast(g, lambda: dist.barrier())
+
+    # The Python group's cases: bool, int16 and complex reductions, a
+    # non-contiguous tensor, PREMUL_SUM-free ops on lists, split sizes.
+    bt = torch.tensor([rank == 0, True])
+    assert not _runs_fast(g, lambda: dist.all_reduce(bt, op=dist.ReduceOp.MIN))
+    assert torch.equal(bt, torch.tensor([size == 1, True]))
+    i16 = torch.full((3,), rank + 1, dtype=torch.int16)
+    assert not _runs_fast(g, lambda: dist.all_reduce(i16))
+    assert torch.equal(i16, torch.full((3,), size * (size + 1) // 2, dtype=torch.int16))
+    nc = torch.ones(4, 6)[:, ::2]
+    assert not nc.is_contiguous()
+    assert not _runs_fast(g, lambda: dist.all_reduce(nc))
+    assert torch.equal(nc, torch.full((4, 3), float(size)))
+    lst = [torch.empty(2) for _ in range(size)]
+    assert not _runs_fast(g, lambda: dist.all_gather(lst, torch.full((2,), float(rank))))
+    assert all(torch.equal(x, torch.full((2,), float(r))) for r, x in enumerate(lst))
+    splits = [1] * size
+    o = torch.empty(size)
+    assert not _runs_fast(g, lambda: dist.all_to_all_single(o, torch.full((size,), float(rank)), splits, splits))
+    assert torch.equal(o, torch.arange(size, dtype=torch.float32))
+
+
+@needs_ranks(2)
+def test_held_sends_keep_issue_order(rank, size):
+    """An isend/irecv the Python group holds (to batch it) sends the next
+    collective to the Python group, which issues the held ones first; once
+    they went out, collectives run in C++ again."""
+    import collie.torch as ct
+
+    g = _group()
+    pg = ct.python_group(g)
+    peer = 1 - rank if rank < 2 else None
+    x = torch.full((4,), float(rank))
+    reqs = []
+    if peer is not None:
+        buf = torch.empty(4)
+        pg._start_coalescing()  # held until _end_coalescing (no flusher thread racing the test)
+        reqs = [dist.isend(x, peer), dist.irecv(buf, peer)]
+    t = torch.ones(3)
+    ran_fast = _runs_fast(g, lambda: dist.all_reduce(t))
+    if peer is not None:
+        pg._end_coalescing()
+    for r in reqs:
+        r.wait()
+    assert torch.equal(t, torch.full((3,), float(size)))
+    if peer is not None:
+        assert not ran_fast, "a collective issued while sends were held ran in C++, past the Python group"
+        assert torch.equal(buf, torch.full((4,), float(peer)))
+    assert _runs_fast(g, lambda: dist.all_reduce(t))
+
+
+@needs_ranks(2)
+def test_wait_timeout_then_complete(rank, size):
+    """Work.wait(timeout) of a fast call still running raises saying so and
+    leaves it running; a later wait() completes it, with the result."""
+    from collie.torch import CollieBackendError
+
+    _group()
+    dist.barrier()
+    t = torch.full((8,), float(rank))
+    if rank == 0:
+        w = dist.all_reduce(t, async_op=True)
+        with pytest.raises(CollieBackendError, match="still running after the wait's timeout") as ei:
+            w.wait(datetime.timedelta(milliseconds=50))
+        assert ei.value.code == "timeout"
+        assert w.is_completed() is False
+        assert w.wait() is True
+        assert w.exception() is None and w.is_success()
+    else:
+        time.sleep(0.6)
+        w = dist.all_reduce(t, async_op=True)
+        w.wait()
+    assert torch.equal(t, torch.full((8,), float(sum(range(size)))))
+    assert torch.equal(w.result()[0], t)
+
+
+def test_dropped_work_still_completes(rank, size):
+    """A Work dropped while its call runs: the call still completes into
+    the tensor (the completer holds it), and the calls after it run in
+    order."""
+    _group()
+    ts = [torch.full((1000,), float(rank + i)) for i in range(20)]
+    for t in ts:
+        dist.all_reduce(t, async_op=True)  # the Work is dropped at once
+    last = torch.ones(1)
+    dist.all_reduce(last)
+    base = sum(range(size))
+    for i, t in enumerate(ts):
+        assert torch.equal(t, torch.full((1000,), float(base + size * i))), i
+
+
+def test_future_of_fast_call(rank, size):
+    """get_future() of a fast call (what DDP's reducer and hooks chain on):
+    set to the output tensors by the completer, then() chains on it."""
+    _group()
+    t = torch.full((4,), 2.0)
+    fut = dist.all_reduce(t, async_op=True).get_future()
+    doubled = fut.then(lambda f: f.value()[0] * 2)
+    assert torch.equal(doubled.wait(), torch.full((4,), 4.0 * size))
+    assert fut.value()[0] is t or torch.equal(fut.value()[0], t)
+
+
+def _import_with(env_extra, lib=None):
+    import collie
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(collie.__file__)))
+    env.update(env_extra)
+    if lib is not None:
+        env["COLLIE_LIBRARY"] = lib
+    code = "import collie.torch as ct; print('LOADED' if ct.fast_path_loaded() else 'PYTHON')"
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_collie_torch_fast_variable(rank, tmp_path):
+    """COLLIE_TORCH_FAST: 0 the Python backend; 1 the fast path or an
+    ImportError naming what is missing; a bad value is an ImportError naming
+    it."""
+    _group()
+    if rank != 0:
+        return
+    r = _import_with({"COLLIE_TORCH_FAST": "0"})
+    assert r.returncode == 0 and "PYTHON" in r.stdout, r.stderr
+    r = _import_with({"COLLIE_TORCH_FAST": "1"})
+    assert r.returncode == 0 and "LOADED" in r.stdout, r.stderr
+    r = _import_with({"COLLIE_TORCH_FAST": "yes"})
+    assert r.returncode != 0 and "COLLIE_TORCH_FAST='yes'" in r.stderr, r.stderr
+    # A libcollie.so with no fast path next to it.
+    lone = tmp_path / "libcollie.so"
+    shutil.copy(os.path.join(build_dir(), "libcollie.so"), lone)
+    r = _import_with({"COLLIE_TORCH_FAST": "1"}, str(lone))
+    assert r.returncode != 0 and "_collie_torch_fast" in r.stderr and str(tmp_path) in r.stderr, r.stderr
+    r = _import_with({}, str(lone))
+    assert r.returncode == 0 and "PYTHON" in r.stdout, r.stderr
