@@ -192,3 +192,36 @@ def test_collie_torch_fast_variable(rank, tmp_path):
     assert r.returncode != 0 and "_collie_torch_fast" in r.stderr and str(tmp_path) in r.stderr, r.stderr
     r = _import_with({}, str(lone))
     assert r.returncode == 0 and "PYTHON" in r.stdout, r.stderr
+
+
+@needs_ranks(2)
+def test_blocking_send_recv_in_cpp(rank, size):
+    """dist.send/dist.recv of a plain tensor run in C++ (as bytes, as the
+    Python group sends them): a C++ send matches a Python group's irecv and
+    the other way round; isend/irecv stay with the Python group."""
+    g = _group()
+    if rank > 1:
+        return
+    peer = 1 - rank
+    x = torch.arange(5, dtype=torch.float64) + 100 * rank
+    got = torch.empty(5, dtype=torch.float64)
+    if rank == 0:
+        assert _runs_fast(g, lambda: dist.send(x, peer, tag=3))
+        assert _runs_fast(g, lambda: dist.recv(got, peer, tag=4))
+    else:
+        assert _runs_fast(g, lambda: dist.recv(got, peer, tag=3))
+        assert _runs_fast(g, lambda: dist.send(x, peer, tag=4))
+    assert torch.equal(got, torch.arange(5, dtype=torch.float64) + 100 * peer)
+    # One half's send, the other half's receive.
+    got2 = torch.empty(5, dtype=torch.float64)
+    if rank == 0:
+        assert _runs_fast(g, lambda: dist.send(x, peer))
+        holder = {}
+        assert not _runs_fast(g, lambda: holder.setdefault("w", dist.irecv(got2, peer)))
+        holder["w"].wait()
+    else:
+        holder = {}
+        assert not _runs_fast(g, lambda: holder.setdefault("w", dist.irecv(got2, peer)))
+        holder["w"].wait()
+        assert _runs_fast(g, lambda: dist.send(x, peer))
+    assert torch.equal(got2, torch.arange(5, dtype=torch.float64) + 100 * peer)

@@ -192,6 +192,24 @@ public:
                                       int tag) override;
   c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor> &tensors, int tag) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions &opts) override;
+  // Batches of isend/irecv (batch_isend_irecv): the Python group holds them
+  // between the two and issues them as one collie group at the end.
+  void startCoalescing() override;
+#if TORCH_VERSION_MAJOR >= 2
+  c10::intrusive_ptr<c10d::Work> endCoalescing() override;
+  // torch 2.x's own entry points for what 1.13 sent to allreduce/allgather:
+  // the Python group has them all.
+  c10::intrusive_ptr<c10d::Work> allreduce_sparse(std::vector<at::Tensor> &tensors,
+                                                  const c10d::AllreduceOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work>
+  allgather_into_tensor_coalesced(std::vector<at::Tensor> &outputs, std::vector<at::Tensor> &inputs,
+                                  const c10d::AllgatherOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work>
+  reduce_scatter_tensor_coalesced(std::vector<at::Tensor> &outputs, std::vector<at::Tensor> &inputs,
+                                  const c10d::ReduceScatterOptions &opts) override;
+#else
+  void endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>> &reqs) override;
+#endif
   void monitoredBarrier(const c10d::BarrierOptions &opts, bool waitAllRanks) override;
 
   // Called by the Python group, holding the issue lock, before it frees the
@@ -213,9 +231,12 @@ private:
   // Issues a collie call under the issue lock; null when the Python group
   // must take the call (detached, sends held).
   template <typename F>
+  // p2p ("send", "recv"): only when torch's dist.send/dist.recv wait at
+  // once; isend/irecv stay with the Python group, which batches them.
   c10::intrusive_ptr<c10d::Work> issue(const char *what, F &&call, std::vector<at::Tensor> keep,
-                                       std::vector<at::Tensor> result);
+                                       std::vector<at::Tensor> result, const char *p2p = nullptr);
   template <typename... A> c10::intrusive_ptr<c10d::Work> delegate(const char *method, A &&...args);
+  bool plain_peer(int peer, int tag) const;
   bool opts_for(std::chrono::milliseconds timeout, collie_opts_t *o, std::string *label,
                 std::string *phase) const;
 

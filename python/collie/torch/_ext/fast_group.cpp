@@ -113,14 +113,26 @@ PyObject *g_c10d_globals = nullptr;
 // torch's C++ Work class (Works of the Python group subclass it in Python).
 py::handle g_work_type;
 
-// True when the call comes from a function of torch.distributed that waits
-// on its Work at once (dist.all_reduce(t) and the like, async_op False): the
-// call then runs here, blocking, instead of on collie's worker thread and
-// back, which on a busy machine is most of a small call's time. The same rule
-// as the Python group's direct path (_collectives.py). Called without the
-// GIL (torch releases it); DDP's threads have no Python frame at all.
+// The name of frame f's function is name.
 bool
-caller_waits_at_once()
+named(PyFrameObject *f, const char *name)
+{
+  PyCodeObject *code = PyFrame_GetCode(f);
+  bool is = PyUnicode_CompareWithASCIIString(code->co_name, name) == 0;
+  Py_DECREF(code);
+  return is;
+}
+
+// True when the call comes from a function of torch.distributed that waits
+// on its Work at once: dist.all_reduce(t) and the like (their local async_op
+// is False), or, for p2p "send"/"recv", dist.send and dist.recv themselves
+// (outside batch_isend_irecv). The call then runs here, blocking, instead of
+// on collie's worker thread and back, which on a busy machine is most of a
+// small call's time. The same rule as the Python group's direct path
+// (_collectives.py, _p2p.py). Called without the GIL (torch releases it);
+// DDP's threads have no Python frame at all.
+bool
+caller_waits_at_once(const char *p2p)
 {
   if (g_c10d_globals == nullptr || !Py_IsInitialized()) return false;
   PyGILState_STATE st = PyGILState_Ensure();
@@ -128,7 +140,14 @@ caller_waits_at_once()
   PyFrameObject *f = PyEval_GetFrame(); // borrowed
   if (f != nullptr) {
     PyObject *globals = PyFrame_GetGlobals(f);
-    if (globals == g_c10d_globals) {
+    if (globals == g_c10d_globals && p2p != nullptr) {
+      waits = named(f, p2p);
+      PyFrameObject *back = waits ? PyFrame_GetBack(f) : nullptr;
+      if (back != nullptr) {
+        waits = !named(back, "batch_isend_irecv");
+        Py_DECREF(back);
+      }
+    } else if (globals == g_c10d_globals) {
 #if PY_VERSION_HEX >= 0x030C0000
       PyObject *v = PyFrame_GetVarString(f, const_cast<char *>("async_op"));
       waits = v == Py_False;
@@ -242,10 +261,11 @@ FastGroup::opts_for(std::chrono::milliseconds timeout, collie_opts_t *o, std::st
 template <typename F>
 c10::intrusive_ptr<c10d::Work>
 FastGroup::issue(const char *what, F &&call, std::vector<at::Tensor> keep,
-                 std::vector<at::Tensor> result)
+                 std::vector<at::Tensor> result, const char *p2p)
 {
   if (held_.load(std::memory_order_acquire)) return {};
-  bool blocking = caller_waits_at_once(); // (takes the GIL: before the issue lock)
+  bool blocking = caller_waits_at_once(p2p);  // (takes the GIL: before the issue lock)
+  if (p2p != nullptr && !blocking) return {}; // isend/irecv: the Python group batches them
   std::lock_guard<IssueLock> g(*lock_);
   collie_comm_t *comm = comm_.load(std::memory_order_acquire);
   if (comm == nullptr || held_.load(std::memory_order_acquire)) return {};
@@ -474,15 +494,48 @@ FastGroup::alltoall(std::vector<at::Tensor> &outputs, std::vector<at::Tensor> &i
   return delegate("alltoall", outputs, inputs, opts);
 }
 
+// A peer and tag the Python group would take (it names the others).
+bool
+FastGroup::plain_peer(int peer, int tag) const
+{
+  return peer >= 0 && peer < getSize() && peer != getRank() && tag >= 0;
+}
+
+// Blocking dist.send/dist.recv of one plain tensor; as bytes, as the Python
+// group sends them, so that either half's send matches either half's recv.
 c10::intrusive_ptr<c10d::Work>
 FastGroup::send(std::vector<at::Tensor> &tensors, int dstRank, int tag)
 {
+  if (tensors.size() == 1 && plain(tensors[0]) && plain_peer(dstRank, tag)) {
+    at::Tensor &t = tensors[0];
+    const void *p = t.data_ptr();
+    size_t n = static_cast<size_t>(t.numel()) * t.element_size();
+    auto w = issue(
+        "send",
+        [&](collie_comm_t *c, collie_work_t **wk) {
+          return collie_send(c, p, n, COLLIE_UINT8, dstRank, tag, nullptr, wk);
+        },
+        {t}, {t}, "send");
+    if (w) return w;
+  }
   return delegate("send", tensors, dstRank, tag);
 }
 
 c10::intrusive_ptr<c10d::Work>
 FastGroup::recv(std::vector<at::Tensor> &tensors, int srcRank, int tag)
 {
+  if (tensors.size() == 1 && plain(tensors[0]) && plain_peer(srcRank, tag)) {
+    at::Tensor &t = tensors[0];
+    void *p = t.data_ptr();
+    size_t n = static_cast<size_t>(t.numel()) * t.element_size();
+    auto w = issue(
+        "recv",
+        [&](collie_comm_t *c, collie_work_t **wk) {
+          return collie_recv(c, p, n, COLLIE_UINT8, srcRank, tag, nullptr, wk);
+        },
+        {t}, {t}, "recv");
+    if (w) return w;
+  }
   return delegate("recv", tensors, srcRank, tag);
 }
 
@@ -502,6 +555,49 @@ FastGroup::monitoredBarrier(const c10d::BarrierOptions &opts, bool waitAllRanks)
   if (opts.timeout.count() > 0) timeout = py::cast(opts.timeout);
   py_.attr("monitored_barrier")(timeout, waitAllRanks);
 }
+
+void
+FastGroup::startCoalescing()
+{
+  py::gil_scoped_acquire gil;
+  if (py_ && !py_.is_none()) py_.attr("_start_coalescing")();
+}
+
+#if TORCH_VERSION_MAJOR >= 2
+c10::intrusive_ptr<c10d::Work>
+FastGroup::endCoalescing()
+{
+  return delegate("_end_coalescing");
+}
+
+c10::intrusive_ptr<c10d::Work>
+FastGroup::allreduce_sparse(std::vector<at::Tensor> &tensors, const c10d::AllreduceOptions &opts)
+{
+  return delegate("allreduce", tensors, opts); // the Python group sums sparse tensors as Gloo does
+}
+
+c10::intrusive_ptr<c10d::Work>
+FastGroup::allgather_into_tensor_coalesced(std::vector<at::Tensor> &outputs,
+                                           std::vector<at::Tensor> &inputs,
+                                           const c10d::AllgatherOptions &opts)
+{
+  return delegate("allgather_into_tensor_coalesced", outputs, inputs, opts);
+}
+
+c10::intrusive_ptr<c10d::Work>
+FastGroup::reduce_scatter_tensor_coalesced(std::vector<at::Tensor> &outputs,
+                                           std::vector<at::Tensor> &inputs,
+                                           const c10d::ReduceScatterOptions &opts)
+{
+  return delegate("reduce_scatter_tensor_coalesced", outputs, inputs, opts);
+}
+#else
+void
+FastGroup::endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>> &reqs)
+{
+  delegate("_end_coalescing");
+}
+#endif
 
 } // namespace collie_torch
 
