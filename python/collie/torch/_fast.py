@@ -39,8 +39,11 @@ def _load():
     mode = _mode()
     if mode == "0":
         return None
-    where = os.path.dirname(os.path.abspath(_lib.lib()._collie_path))
-    found = sorted(glob.glob(os.path.join(where, _NAME + ".*.so")))
+    path = _lib.lib()._collie_path
+    # A library found by the loader's own search (a bare soname) has no
+    # directory of ours to look in: no fast path beside it.
+    where = os.path.dirname(os.path.abspath(path)) if os.path.sep in path else None
+    found = sorted(glob.glob(os.path.join(where, _NAME + ".*.so"))) if where else []
     if not found:
         if mode == "1":
             raise ImportError("COLLIE_TORCH_FAST=1: no %s*.so next to %s (build with torch's C++ headers "
