@@ -135,6 +135,9 @@ bool
 caller_waits_at_once(const char *p2p)
 {
   if (g_c10d_globals == nullptr || !Py_IsInitialized()) return false;
+  // A thread Python never ran on (DDP's reducer on autograd's threads) has no
+  // frame to read: no GIL taken for it.
+  if (PyGILState_GetThisThreadState() == nullptr) return false;
   PyGILState_STATE st = PyGILState_Ensure();
   bool waits = false;
   PyFrameObject *f = PyEval_GetFrame(); // borrowed
