@@ -225,3 +225,68 @@ def test_blocking_send_recv_in_cpp(rank, size):
         holder["w"].wait()
         assert _runs_fast(g, lambda: dist.send(x, peer))
     assert torch.equal(got2, torch.arange(5, dtype=torch.float64) + 100 * peer)
+
+
+@needs_ranks(2)
+@pytest.mark.parametrize("async_op", [False, True], ids=["blocking", "async"])
+def test_errors_are_collie_backend_errors(async_op, rank, size, short_group):
+    """A fast call that fails raises what the Python group raises:
+    CollieBackendError with collie's message and code, from the call itself
+    (blocking) or from wait() and exception() (async)."""
+    from collie.torch import CollieBackendError
+
+    _group()
+    assert type(short_group).__name__ == "FastGroup"
+    if rank != size - 1:  # the last rank skips the call: the others time out
+        t = torch.ones(10)
+        with pytest.raises(CollieBackendError) as ei:
+            if async_op:
+                w = dist.all_reduce(t, group=short_group, async_op=True)
+                w.wait()
+            else:
+                dist.all_reduce(t, group=short_group)
+        # timeout where this rank's deadline passed first, remote error where
+        # another's abort reached it first
+        assert ei.value.code in ("timeout", "remote error") and "allreduce" in str(ei.value), ei.value
+        if async_op:
+            assert w.is_completed() and not w.is_success()
+            exc = w.exception()
+            assert isinstance(exc, CollieBackendError) and exc.code == ei.value.code
+    dist.barrier()
+
+
+@needs_ranks(2)
+def test_work_queries_never_block(rank, size):
+    """While one thread waits on a fast call whose peers have not joined,
+    is_completed() answers False at once (it would say True had it waited
+    for the end), and a future callback that calls back into its own Work
+    (get_future, is_success) does not deadlock with the completer."""
+    import threading
+
+    _group()
+    dist.barrier()
+    t = torch.ones(4)
+    if rank == 0:
+        w = dist.all_reduce(t, async_op=True)
+        waiter = threading.Thread(target=w.wait)
+        waiter.start()
+        time.sleep(0.1)  # the waiter is inside collie's wait now (or about to be)
+        assert w.is_completed() is False
+        waiter.join()
+        assert w.is_completed() is True
+    else:
+        time.sleep(1.0)
+        dist.all_reduce(t, async_op=True).wait()
+    seen = []
+    w = dist.all_reduce(torch.ones(2), async_op=True)
+
+    def cb(fut):
+        time.sleep(0.05)  # releases the GIL inside the completer's callback
+        seen.append((w.get_future() is not None, w.is_success()))
+        return fut.value()
+
+    chained = w.get_future().then(cb)
+    w.get_future()
+    w.is_success()
+    chained.wait()
+    assert seen == [(True, True)]

@@ -25,6 +25,7 @@ destroying a group frees its communicator at once, and monitored_barrier,
 which torch allows only on gloo.
 """
 
+import atexit
 import contextlib
 
 try:
@@ -89,6 +90,20 @@ def _register():
 
 _register()
 from . import _fast  # noqa: E402
+
+
+@atexit.register
+def _shutdown_groups():
+    """At exit, before collie finalizes the communicators left open (its
+    own atexit handler, registered earlier, runs after this one): each
+    group's C++ half lets go of its communicator first, and the group is shut
+    down as destroy_process_group would, so that nothing keeps a freed one."""
+    for pg in reversed(_context.groups()):
+        try:
+            pg.shutdown()
+        except Exception:
+            pass
+
 
 if _fast._mode() == "1":  # (a bad COLLIE_TORCH_FAST raises here, naming it)
     _fast.module()  # required: its absence is an ImportError now, not at init_process_group

@@ -4,7 +4,6 @@ on the tensors' own memory, with a staging tensor only where the layout
 needs one. Blocking calls of plain tensors take the direct path."""
 
 import ctypes
-import sys
 
 import torch
 import torch.distributed as dist
@@ -12,7 +11,7 @@ import torch.distributed as dist
 from .. import _lib
 from .._enums import PayloadCategory
 from . import _context
-from ._common import C10D, OP_BY_ID, OWN, CollieBackendError, block, last_of, move
+from ._common import C10D, OP_BY_ID, OWN, CollieBackendError, block, frame, last_of, move
 from ._tensors import NATIVE, UINT8, check_cpu, dense, nbytes, op_of, reduction_plan
 from ._work import CollieWork
 
@@ -57,7 +56,7 @@ class Collectives:
         return self._done
 
     def allreduce(self, tensors, opts=None):
-        f = sys._getframe(1)
+        f = frame(1)
         if f.f_globals is C10D and len(tensors) == 1:
             loc = f.f_locals
             t = tensors[0]
@@ -210,7 +209,7 @@ class Collectives:
     # ---- data movement ----
 
     def broadcast(self, tensors, opts=None):
-        f = sys._getframe(1)
+        f = frame(1)
         if f.f_globals is C10D and len(tensors) == 1:
             t = tensors[0]
             dt = self._direct(f.f_locals, t)
@@ -249,7 +248,7 @@ class Collectives:
                            (t, c, st), [copy_out])
 
     def _allgather_base(self, output, input, opts=None):
-        f = sys._getframe(1)
+        f = frame(1)
         if f.f_globals is C10D:
             dt = self._direct(f.f_locals, input)
             if (dt is not None and output.dtype is input.dtype and output.is_cpu and output.is_contiguous()
@@ -349,7 +348,7 @@ class Collectives:
                            (t, c, ins, src), posts)
 
     def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
-        f = sys._getframe(1)
+        f = frame(1)
         if f.f_globals is C10D and not output_split_sizes and not input_split_sizes:
             dt = self._direct(f.f_locals, input)
             n = input.numel()

@@ -3,6 +3,7 @@ facts about torch they read (its module, its ReduceOp objects), the frames
 that are the backend's own, and small helpers on tensors and Works."""
 
 import ctypes
+import sys
 
 import torch
 import torch.distributed as dist
@@ -35,6 +36,29 @@ class CollieBackendError(getattr(dist, "DistBackendError", RuntimeError)):
     def __init__(self, message, code=None):
         super().__init__(message)
         self.code = _lib.RESULT_NAMES.get(code, None) if isinstance(code, int) else code
+
+
+class _NoFrame:
+    """The caller's frame on a thread with no Python frames (torch's C++
+    threads calling the group, e.g. DDP's reducer on a CUDA device thread):
+    no torch.distributed function called, so no direct path."""
+
+    f_globals = {}
+    f_locals = {}
+    f_back = None
+    f_code = (lambda: None).__code__
+
+
+NO_FRAME = _NoFrame()
+
+
+def frame(depth):
+    """sys._getframe(depth) of the caller, or NO_FRAME where the stack is
+    not that deep."""
+    try:
+        return sys._getframe(depth + 1)
+    except ValueError:
+        return NO_FRAME
 
 
 def move(t):

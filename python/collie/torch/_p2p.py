@@ -3,14 +3,13 @@ ProcessGroupCollie): blocking send/recv straight to collie, isend/irecv
 held and issued together as one collie group, receives from any source."""
 
 import ctypes
-import sys
 import threading
 import time
 
 import torch
 
 from .. import _lib
-from ._common import BLOCKING_P2P, C10D, OWN, CollieBackendError
+from ._common import BLOCKING_P2P, C10D, OWN, CollieBackendError, frame
 from ._tensors import UINT8, check_cpu, nbytes
 from ._work import CollieWork
 
@@ -81,7 +80,7 @@ class PointToPoint:
 
     @staticmethod
     def _is_blocking_caller():
-        f = sys._getframe(2)
+        f = frame(2)
         return f.f_globals is C10D and f.f_code.co_name in BLOCKING_P2P and not _in_coalescing(f)
 
     def recv_anysource(self, tensors, tag=0):
@@ -91,7 +90,7 @@ class PointToPoint:
         fn = "recv"
         t = self._p2p_tensor(tensors, fn)
         box = ctypes.c_int(-1)
-        f = sys._getframe(1)
+        f = frame(1)
         blocking = f.f_globals is C10D and f.f_code.co_name == "recv"
         w = self._issue(fn, self._L.collie_recv_any, (t.data_ptr(), nbytes(t), UINT8, int(tag), ctypes.byref(box)),
                         None, [t], (t, box))

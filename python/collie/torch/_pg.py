@@ -20,7 +20,6 @@ widened tensors) go through a staging tensor copied out at completion.
 import collections
 import ctypes
 import datetime
-import sys
 import threading
 import time
 
@@ -31,7 +30,7 @@ from .. import _lib
 from .._comm import new_comm
 from . import _context, _fast
 from ._collectives import Collectives
-from ._common import BLOCKING_P2P, C10D, OWN, SZ, CollieBackendError, cpp_work, timeout_ms
+from ._common import BLOCKING_P2P, C10D, OWN, SZ, CollieBackendError, cpp_work, frame, timeout_ms
 from ._p2p import PointToPoint
 from ._tensors import Unsupported
 from ._work import CollieWork, Completer
@@ -201,7 +200,7 @@ class ProcessGroupCollie(Collectives, PointToPoint, dist.ProcessGroup):
         # dist.send, dist.recv) wait on the Work at once and drop it: run those here, as a
         # blocking collie call, instead of handing them to collie's worker
         # thread and back (two thread hops, most of a small call's time).
-        f = sys._getframe(2)
+        f = frame(2)
         while f is not None and id(f.f_globals) in OWN:
             f = f.f_back
         from_c10d = f is not None and f.f_globals is C10D
@@ -251,8 +250,12 @@ class ProcessGroupCollie(Collectives, PointToPoint, dist.ProcessGroup):
         its Python object back and the operation has ended (fast.hpp)."""
         q = self._handed
         q.append(work)
-        while len(q) > 64 and q[0]._done:
-            q.popleft()
+        if len(q) > 64:
+            # Drop every ended one (is_completed settles a finished one), but
+            # never the newest few: torch may not have taken them back yet.
+            # One that never ends (an isend nobody waits on) stays alone.
+            keep = [w for w in list(q)[:-8] if not _ended(w)]
+            self._handed = collections.deque(keep + list(q)[-8:])
 
     def _last_error(self, rc):
         raw = self._L.collie_last_error()
@@ -323,6 +326,18 @@ class ProcessGroupCollie(Collectives, PointToPoint, dist.ProcessGroup):
             raise CollieBackendError(verdict, "timeout")
         return CollieWork(self, None, "monitored_barrier")
 
+
+
+def _ended(work):
+    """True when a Work handed to torch has ended (never issues anything:
+    a held isend/irecv is asked only through its issued batch)."""
+    if work._done:
+        return True
+    shared = work._shared
+    if shared is not None:
+        real = getattr(shared, "real", None)
+        return real is not None and real._done
+    return work.is_completed()
 
 
 def python_group(group):

@@ -28,6 +28,9 @@
 #include <torch/csrc/distributed/c10d/Work.hpp>
 #include <torch/csrc/utils/pybind.h>
 
+#if TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR < 1
+#error "collie.torch's fast path needs torch 1.13 or >= 2.1 (2.0's c10d::Backend lacks what it overrides)"
+#endif
 #if TORCH_VERSION_MAJOR >= 2
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #define COLLIE_TORCH_BASE c10d::Backend // torch 2.x: a group holds one backend per device type
@@ -60,6 +63,17 @@ private:
 };
 
 class Completer;
+
+// A collie failure as a C++ exception: collie's message and its
+// collie_result_t. The module translates it into collie.torch's
+// CollieBackendError (a RuntimeError; torch 2.x: a DistBackendError) with
+// that code, as the Python group raises.
+struct CollieError : std::runtime_error {
+  CollieError(const std::string &msg, int code) : std::runtime_error(msg), code(code)
+  {
+  }
+  int code;
+};
 
 // One collie operation as torch's Work. Completes once: whichever of wait(),
 // isCompleted() or the completer thread sees the end first settles it.
@@ -97,11 +111,12 @@ public:
   }
 
 private:
-  void settle(collie_result_t rc);
+  void complete(const c10::intrusive_ptr<c10::ivalue::Future> &fut);
 
-  mutable std::mutex m_;
-  collie_work_t *w_; // freed once settled
-  const char *what_; // the torch operation's name, for messages
+  std::mutex wait_m_;    // held by the one thread inside collie_wait (and settling)
+  mutable std::mutex m_; // the outcome and the future: never held while blocking
+  collie_work_t *w_;     // freed once settled (under wait_m_)
+  const char *what_;     // the torch operation's name, for messages
   std::vector<at::Tensor> keep_;
   std::vector<at::Tensor> result_;
   std::atomic<bool> done_{false};

@@ -276,7 +276,7 @@ FastGroup::issue(const char *what, F &&call, std::vector<at::Tensor> keep,
   collie_result_t rc = call(comm, blocking ? nullptr : &w);
   if (rc != COLLIE_SUCCESS) {
     const char *text = collie_last_error();
-    throw std::runtime_error(text && *text ? text : collie_result_string(rc));
+    throw CollieError(text && *text ? text : collie_result_string(rc), rc);
   }
   fast_calls_.fetch_add(1, std::memory_order_relaxed);
   return c10::make_intrusive<FastWork>(w, what, std::move(keep), std::move(result), completer_);
@@ -288,7 +288,8 @@ FastGroup::delegate(const char *method, A &&...args)
 {
   py::gil_scoped_acquire gil;
   if (!py_ || py_.is_none()) {
-    throw std::runtime_error(std::string(method) + ": the process group was destroyed");
+    throw CollieError(std::string(method) + ": the process group was destroyed",
+                      COLLIE_INVALID_USAGE);
   }
   py::object r = py_.attr(method)(std::forward<A>(args)...);
   auto w = r.cast<c10::intrusive_ptr<c10d::Work>>();
@@ -513,10 +514,13 @@ FastGroup::send(std::vector<at::Tensor> &tensors, int dstRank, int tag)
     at::Tensor &t = tensors[0];
     const void *p = t.data_ptr();
     size_t n = static_cast<size_t>(t.numel()) * t.element_size();
+    collie_opts_t o;
+    std::string label, phase;
+    bool any = opts_for(std::chrono::milliseconds(-1), &o, &label, &phase);
     auto w = issue(
         "send",
         [&](collie_comm_t *c, collie_work_t **wk) {
-          return collie_send(c, p, n, COLLIE_UINT8, dstRank, tag, nullptr, wk);
+          return collie_send(c, p, n, COLLIE_UINT8, dstRank, tag, any ? &o : nullptr, wk);
         },
         {t}, {t}, "send");
     if (w) return w;
@@ -531,10 +535,13 @@ FastGroup::recv(std::vector<at::Tensor> &tensors, int srcRank, int tag)
     at::Tensor &t = tensors[0];
     void *p = t.data_ptr();
     size_t n = static_cast<size_t>(t.numel()) * t.element_size();
+    collie_opts_t o;
+    std::string label, phase;
+    bool any = opts_for(std::chrono::milliseconds(-1), &o, &label, &phase);
     auto w = issue(
         "recv",
         [&](collie_comm_t *c, collie_work_t **wk) {
-          return collie_recv(c, p, n, COLLIE_UINT8, srcRank, tag, nullptr, wk);
+          return collie_recv(c, p, n, COLLIE_UINT8, srcRank, tag, any ? &o : nullptr, wk);
         },
         {t}, {t}, "recv");
     if (w) return w;
@@ -553,7 +560,7 @@ FastGroup::monitoredBarrier(const c10d::BarrierOptions &opts, bool waitAllRanks)
 {
   py::gil_scoped_acquire gil;
   if (!py_ || py_.is_none())
-    throw std::runtime_error("monitored_barrier: the process group was destroyed");
+    throw CollieError("monitored_barrier: the process group was destroyed", COLLIE_INVALID_USAGE);
   py::object timeout = py::none();
   if (opts.timeout.count() > 0) timeout = py::cast(opts.timeout);
   py_.attr("monitored_barrier")(timeout, waitAllRanks);
@@ -643,42 +650,38 @@ PYBIND11_MODULE(COLLIE_TORCH_EXT_NAME, m)
       .def_property_readonly("fast_calls", &ct::FastGroup::fast_calls);
 
   // Python callers see the Python group's errors: CollieBackendError (a
-  // RuntimeError) with collie's message and code, from wait() and exception()
-  // (torch 1.13's own exception() cannot return a C++ exception to Python).
+  // RuntimeError; torch 2.x: a DistBackendError) with collie's message and
+  // code, from the calls, wait() and exception() (torch 1.13's own
+  // exception() cannot return a C++ exception to Python).
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const ct::CollieError &e) {
+      py::object cls = py::module::import("collie.torch._common").attr("CollieBackendError");
+      PyErr_SetObject(cls.ptr(), cls(std::string(e.what()), e.code).ptr());
+    }
+  });
+
   py::class_<ct::FastWork, c10d::Work, c10::intrusive_ptr<ct::FastWork>>(m, "FastWork")
       .def(
           "wait",
           [](ct::FastWork &w, py::object timeout) {
-            int64_t ms = -1;
+            int64_t ms = 0; // torch's kNoTimeout: the operation's own deadline
             if (!timeout.is_none()) {
               double secs = py::hasattr(timeout, "total_seconds")
                                 ? timeout.attr("total_seconds")().cast<double>()
                                 : timeout.cast<double>();
               if (secs > 0) ms = std::max<int64_t>(1, static_cast<int64_t>(secs * 1000));
             }
-            bool ended;
-            {
-              py::gil_scoped_release nogil;
-              ended = w.finish(ms);
-            }
-            py::object err = py::module::import("collie.torch._common").attr("CollieBackendError");
-            if (!ended) {
-              py::object e =
-                  err(std::string(w.what()) + ": still running after the wait's timeout of " +
-                          std::to_string(ms) +
-                          " ms (it goes on; wait again or let the group's timeout end it)",
-                      static_cast<int>(COLLIE_TIMEOUT));
-              PyErr_SetObject(err.ptr(), e.ptr());
-              throw py::error_already_set();
-            }
-            if (w.error_code() != COLLIE_SUCCESS) {
-              py::object e = err(w.error_text(), w.error_code());
-              PyErr_SetObject(err.ptr(), e.ptr());
-              throw py::error_already_set();
-            }
-            return true;
+            py::gil_scoped_release nogil;
+            return w.wait(std::chrono::milliseconds(ms));
           },
           py::arg("timeout") = py::none())
+      .def("result",
+           [](ct::FastWork &w) {
+             py::gil_scoped_release nogil; // it may wait for the operation
+             return w.result();
+           })
       .def("exception", [](ct::FastWork &w) -> py::object {
         if (!w.isCompleted() || w.error_code() == COLLIE_SUCCESS) return py::none();
         return py::module::import("collie.torch._common")

@@ -6,23 +6,6 @@
 
 namespace collie_torch {
 
-namespace {
-
-// The same text the Python group raises (collie's own message names the
-// operation and the peer).
-std::exception_ptr
-error_of(const std::string &msg)
-{
-#if TORCH_VERSION_MAJOR >= 2
-  return std::make_exception_ptr(c10::DistBackendError(
-      c10::SourceLocation{__func__, __FILE__, static_cast<uint32_t>(__LINE__)}, msg));
-#else
-  return std::make_exception_ptr(std::runtime_error(msg));
-#endif
-}
-
-} // namespace
-
 FastWork::FastWork(collie_work_t *w, const char *what, std::vector<at::Tensor> keep,
                    std::vector<at::Tensor> result, std::shared_ptr<Completer> completer)
     : c10d::Work(-1, c10d::OpType::UNKNOWN), w_(w), what_(what), keep_(std::move(keep)),
@@ -41,25 +24,15 @@ FastWork::~FastWork()
   if (w_ != nullptr) completer_->adopt(w_, std::move(keep_));
 }
 
+// Sets fut to the outcome. Called with no lock held: the future's callbacks
+// (DDP's hooks, Python then()) run here and may call back into this Work.
 void
-FastWork::settle(collie_result_t rc)
+FastWork::complete(const c10::intrusive_ptr<c10::ivalue::Future> &fut)
 {
-  if (rc != COLLIE_SUCCESS) {
-    const char *text = collie_last_error(); // this thread's: it just waited
-    rc_ = rc;
-    msg_ = text && *text ? text : collie_result_string(rc);
-    exc_ = error_of(msg_);
-  }
-  collie_work_free(w_);
-  w_ = nullptr;
-  keep_.clear();
-  done_.store(true, std::memory_order_release);
-  if (fut_) {
-    if (exc_) {
-      fut_->setError(exc_);
-    } else {
-      fut_->markCompleted(c10::IValue(result_));
-    }
+  if (exc_) {
+    fut->setError(exc_);
+  } else {
+    fut->markCompleted(c10::IValue(result_));
   }
 }
 
@@ -67,11 +40,30 @@ bool
 FastWork::finish(int64_t ms)
 {
   if (done_.load(std::memory_order_acquire)) return true;
-  std::lock_guard<std::mutex> g(m_);
-  if (done_.load(std::memory_order_relaxed)) return true;
-  collie_result_t rc = collie_wait(w_, ms);
-  if (rc == COLLIE_TIMEOUT && collie_test(w_) == COLLIE_IN_PROGRESS) return false;
-  settle(rc);
+  c10::intrusive_ptr<c10::ivalue::Future> fut;
+  {
+    std::lock_guard<std::mutex> wg(wait_m_); // one waiter on the handle at a time
+    if (done_.load(std::memory_order_acquire)) return true;
+    collie_result_t rc = collie_wait(w_, ms);
+    if (rc == COLLIE_TIMEOUT && collie_test(w_) == COLLIE_IN_PROGRESS) return false;
+    std::string msg;
+    if (rc != COLLIE_SUCCESS) {
+      const char *text = collie_last_error(); // this thread's: it just waited
+      msg = text && *text ? text : collie_result_string(rc);
+    }
+    collie_work_free(w_);
+    w_ = nullptr;
+    keep_.clear();
+    std::lock_guard<std::mutex> g(m_);
+    if (rc != COLLIE_SUCCESS) {
+      rc_ = rc;
+      msg_ = msg;
+      exc_ = std::make_exception_ptr(CollieError(msg, rc));
+    }
+    done_.store(true, std::memory_order_release);
+    fut = fut_;
+  }
+  if (fut) complete(fut);
   return true;
 }
 
@@ -80,8 +72,12 @@ FastWork::isCompleted()
 {
   if (done_.load(std::memory_order_acquire)) return true;
   {
-    std::lock_guard<std::mutex> g(m_);
-    if (w_ != nullptr && collie_test(w_) == COLLIE_IN_PROGRESS) return false;
+    // A waiter inside collie_wait holds wait_m_: the operation is then still
+    // running (or about to be settled by it); never block here.
+    std::unique_lock<std::mutex> wg(wait_m_, std::try_to_lock);
+    if (!wg.owns_lock()) return done_.load(std::memory_order_acquire);
+    if (done_.load(std::memory_order_acquire)) return true;
+    if (collie_test(w_) == COLLIE_IN_PROGRESS) return false;
   }
   return finish(-1); // ended: collects the result without waiting
 }
@@ -89,8 +85,9 @@ FastWork::isCompleted()
 bool
 FastWork::isSuccess() const
 {
+  if (!const_cast<FastWork *>(this)->isCompleted()) return false;
   std::lock_guard<std::mutex> g(m_);
-  return done_.load(std::memory_order_acquire) && !exc_;
+  return !exc_;
 }
 
 std::exception_ptr
@@ -113,9 +110,10 @@ FastWork::wait(std::chrono::milliseconds timeout)
   int64_t ms = -1; // torch's "no timeout": the operation's own deadline holds
   if (timeout.count() > 0) ms = timeout.count(); // 0 is torch's kNoTimeout
   if (!finish(ms)) {
-    throw std::runtime_error(std::string(what_) + ": still running after the wait's timeout of " +
-                             std::to_string(ms) +
-                             " ms (it goes on; wait again or let the group's timeout end it)");
+    throw CollieError(std::string(what_) + ": still running after the wait's timeout of " +
+                          std::to_string(ms) +
+                          " ms (it goes on; wait again or let the group's timeout end it)",
+                      COLLIE_TIMEOUT);
   }
   if (exc_) std::rethrow_exception(exc_);
   return true;
@@ -124,25 +122,21 @@ FastWork::wait(std::chrono::milliseconds timeout)
 c10::intrusive_ptr<c10::ivalue::Future>
 FastWork::getFuture()
 {
-  bool add = false;
+  c10::intrusive_ptr<c10::ivalue::Future> fut;
+  bool add = false, done = false;
   {
     std::lock_guard<std::mutex> g(m_);
-    if (!fut_) {
-      fut_ =
-          c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
-      if (done_.load(std::memory_order_acquire)) {
-        if (exc_) {
-          fut_->setError(exc_);
-        } else {
-          fut_->markCompleted(c10::IValue(result_));
-        }
-      } else {
-        add = true;
-      }
-    }
+    if (fut_) return fut_;
+    fut_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
+    fut = fut_;
+    // Exactly one of this and finish() completes it: whichever sees the
+    // other's half under m_.
+    done = done_.load(std::memory_order_acquire);
+    add = !done;
   }
+  if (done) complete(fut);
   if (add) completer_->add(c10::intrusive_ptr<FastWork>::reclaim_copy(this));
-  return fut_;
+  return fut;
 }
 
 void
