@@ -29,7 +29,8 @@
 #include <torch/csrc/utils/pybind.h>
 
 #if TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR < 1
-#error "collie.torch's fast path needs torch 1.13 or >= 2.1 (2.0's c10d::Backend lacks what it overrides)"
+#error                                                                                             \
+    "collie.torch's fast path needs torch 1.13 or >= 2.1 (2.0's c10d::Backend lacks what it overrides)"
 #endif
 #if TORCH_VERSION_MAJOR >= 2
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -252,6 +253,8 @@ private:
                                        std::vector<at::Tensor> result, const char *p2p = nullptr);
   template <typename... A> c10::intrusive_ptr<c10d::Work> delegate(const char *method, A &&...args);
   bool plain_peer(int peer, int tag) const;
+  c10::intrusive_ptr<c10d::Work> p2p(bool is_send, std::vector<at::Tensor> &tensors, int peer,
+                                     int tag);
   bool opts_for(std::chrono::milliseconds timeout, collie_opts_t *o, std::string *label,
                 std::string *phase) const;
 

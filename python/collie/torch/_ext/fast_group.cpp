@@ -505,48 +505,42 @@ FastGroup::plain_peer(int peer, int tag) const
   return peer >= 0 && peer < getSize() && peer != getRank() && tag >= 0;
 }
 
-// Blocking dist.send/dist.recv of one plain tensor; as bytes, as the Python
-// group sends them, so that either half's send matches either half's recv.
+// Blocking dist.send/dist.recv of one plain tensor (null otherwise); as
+// bytes, as the Python group sends them, so that either half's send matches
+// either half's recv.
+c10::intrusive_ptr<c10d::Work>
+FastGroup::p2p(bool is_send, std::vector<at::Tensor> &tensors, int peer, int tag)
+{
+  if (tensors.size() != 1 || !plain(tensors[0]) || !plain_peer(peer, tag)) return {};
+  at::Tensor &t = tensors[0];
+  void *p = t.data_ptr();
+  size_t n = static_cast<size_t>(t.numel()) * t.element_size();
+  collie_opts_t o;
+  std::string label, phase;
+  const collie_opts_t *op =
+      opts_for(std::chrono::milliseconds(-1), &o, &label, &phase) ? &o : nullptr;
+  const char *what = is_send ? "send" : "recv";
+  return issue(
+      what,
+      [&](collie_comm_t *c, collie_work_t **wk) {
+        return is_send ? collie_send(c, p, n, COLLIE_UINT8, peer, tag, op, wk)
+                       : collie_recv(c, p, n, COLLIE_UINT8, peer, tag, op, wk);
+      },
+      {t}, {t}, what);
+}
+
 c10::intrusive_ptr<c10d::Work>
 FastGroup::send(std::vector<at::Tensor> &tensors, int dstRank, int tag)
 {
-  if (tensors.size() == 1 && plain(tensors[0]) && plain_peer(dstRank, tag)) {
-    at::Tensor &t = tensors[0];
-    const void *p = t.data_ptr();
-    size_t n = static_cast<size_t>(t.numel()) * t.element_size();
-    collie_opts_t o;
-    std::string label, phase;
-    bool any = opts_for(std::chrono::milliseconds(-1), &o, &label, &phase);
-    auto w = issue(
-        "send",
-        [&](collie_comm_t *c, collie_work_t **wk) {
-          return collie_send(c, p, n, COLLIE_UINT8, dstRank, tag, any ? &o : nullptr, wk);
-        },
-        {t}, {t}, "send");
-    if (w) return w;
-  }
-  return delegate("send", tensors, dstRank, tag);
+  auto w = p2p(true, tensors, dstRank, tag);
+  return w ? w : delegate("send", tensors, dstRank, tag);
 }
 
 c10::intrusive_ptr<c10d::Work>
 FastGroup::recv(std::vector<at::Tensor> &tensors, int srcRank, int tag)
 {
-  if (tensors.size() == 1 && plain(tensors[0]) && plain_peer(srcRank, tag)) {
-    at::Tensor &t = tensors[0];
-    void *p = t.data_ptr();
-    size_t n = static_cast<size_t>(t.numel()) * t.element_size();
-    collie_opts_t o;
-    std::string label, phase;
-    bool any = opts_for(std::chrono::milliseconds(-1), &o, &label, &phase);
-    auto w = issue(
-        "recv",
-        [&](collie_comm_t *c, collie_work_t **wk) {
-          return collie_recv(c, p, n, COLLIE_UINT8, srcRank, tag, any ? &o : nullptr, wk);
-        },
-        {t}, {t}, "recv");
-    if (w) return w;
-  }
-  return delegate("recv", tensors, srcRank, tag);
+  auto w = p2p(false, tensors, srcRank, tag);
+  return w ? w : delegate("recv", tensors, srcRank, tag);
 }
 
 c10::intrusive_ptr<c10d::Work>
