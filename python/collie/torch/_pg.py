@@ -72,6 +72,7 @@ class ProcessGroupCollie(Collectives, PointToPoint, dist.ProcessGroup):
         self._lock = fast.IssueLock() if fast is not None else threading.RLock()
         self._cpp = None  # the FastGroup torch holds (create()), when the fast path is loaded
         self._handed = collections.deque()  # Works handed to torch through the FastGroup (_hold)
+        self._handed_lock = threading.Lock()
         self._inflight = []  # async Works handed to Python callers, until they have ended
         self._init_p2p()
         self._mb_seq = 0
@@ -248,14 +249,17 @@ class ProcessGroupCollie(Collectives, PointToPoint, dist.ProcessGroup):
     def _hold(self, work):
         """Keeps a Work the FastGroup hands to torch alive until torch has
         its Python object back and the operation has ended (fast.hpp)."""
-        q = self._handed
-        q.append(work)
-        if len(q) > 64:
-            # Drop every ended one (is_completed settles a finished one), but
-            # never the newest few: torch may not have taken them back yet.
-            # One that never ends (an isend nobody waits on) stays alone.
-            keep = [w for w in list(q)[:-8] if not _ended(w)]
-            self._handed = collections.deque(keep + list(q)[-8:])
+        with self._handed_lock:
+            q = self._handed
+            q.append(work)
+            if len(q) > 64:
+                # Drop every ended one (is_completed settles a finished one),
+                # but never the newest few: torch may not have taken them back
+                # yet. One that never ends (an isend nobody waits on) stays alone.
+                newest = [q.pop() for _ in range(8)][::-1]
+                old = [w for w in q if not _ended(w)]
+                q.clear()
+                q.extend(old + newest)
 
     def _last_error(self, rc):
         raw = self._L.collie_last_error()

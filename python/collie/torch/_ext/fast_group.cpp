@@ -647,12 +647,26 @@ PYBIND11_MODULE(COLLIE_TORCH_EXT_NAME, m)
   // RuntimeError; torch 2.x: a DistBackendError) with collie's message and
   // code, from the calls, wait() and exception() (torch 1.13's own
   // exception() cannot return a C++ exception to Python).
+  // The class is looked up now (collie.torch has imported it before it
+  // loads this module): a translation must not fail on an import.
+  static PyObject *error_class = nullptr;
+  try {
+    error_class = py::object(py::module::import("collie.torch._common").attr("CollieBackendError"))
+                      .release()
+                      .ptr();
+  } catch (const py::error_already_set &) {
+    PyErr_Clear(); // loaded by hand, outside collie.torch: RuntimeError below
+  }
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const ct::CollieError &e) {
-      py::object cls = py::module::import("collie.torch._common").attr("CollieBackendError");
-      PyErr_SetObject(cls.ptr(), cls(std::string(e.what()), e.code).ptr());
+      if (error_class == nullptr) {
+        PyErr_SetString(PyExc_RuntimeError, e.what());
+        return;
+      }
+      py::object cls = py::reinterpret_borrow<py::object>(error_class);
+      PyErr_SetObject(error_class, cls(std::string(e.what()), e.code).ptr());
     }
   });
 

@@ -41,6 +41,10 @@ FastWork::finish(int64_t ms)
 {
   if (done_.load(std::memory_order_acquire)) return true;
   c10::intrusive_ptr<c10::ivalue::Future> fut;
+  // The tensors are let go of after both locks: freeing the last reference
+  // to one whose Python object torch kept takes the GIL, which a caller of
+  // isCompleted() may hold while it waits for wait_m_.
+  std::vector<at::Tensor> drop;
   {
     std::lock_guard<std::mutex> wg(wait_m_); // one waiter on the handle at a time
     if (done_.load(std::memory_order_acquire)) return true;
@@ -53,7 +57,7 @@ FastWork::finish(int64_t ms)
     }
     collie_work_free(w_);
     w_ = nullptr;
-    keep_.clear();
+    drop.swap(keep_);
     std::lock_guard<std::mutex> g(m_);
     if (rc != COLLIE_SUCCESS) {
       rc_ = rc;
@@ -180,11 +184,16 @@ Completer::run()
       e = std::move(q_.front());
       q_.pop_front();
     }
-    // Each wait is bounded by its operation's deadline.
+    // Each wait ends at its operation's deadline (plus collie's grace); one
+    // still running then (TIMEOUT, IN_PROGRESS) is waited on again: its
+    // future must be set, and an orphan's tensors kept, until it has ended.
     if (e.work) {
-      e.work->finish(-1);
+      while (!e.work->finish(-1)) {
+      }
     } else {
-      collie_wait(e.orphan, -1);
+      while (collie_wait(e.orphan, -1) == COLLIE_TIMEOUT &&
+             collie_test(e.orphan) == COLLIE_IN_PROGRESS) {
+      }
       collie_work_free(e.orphan);
     }
   }
