@@ -168,7 +168,9 @@ case "$what" in
     sh tests/python/run.sh build
     # The torch.distributed backend: pytest under collierun, env:// at 2 and 4
     # ranks, tcp:// and file:// at 2 (docs/torch.md).
-    sh tests/torch/run.sh build
+    # Through the C++ fast path (built above with COLLIE_TORCH_EXT=ON; =1: a
+    # module that does not load fails the run instead of being skipped).
+    COLLIE_TORCH_FAST=1 sh tests/torch/run.sh build
     # The same suite's 2-rank session on the Python backend alone (the C++
     # fast path off: what torch holds where collie was built without
     # torch's C++ headers).
