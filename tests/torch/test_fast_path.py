@@ -164,6 +164,7 @@ def _import_with(env_extra, lib=None):
     import collie
 
     env = dict(os.environ)
+    env.pop("COLLIE_TORCH_FAST", None)  # unset: auto, unless env_extra says
     env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(collie.__file__)))
     env.update(env_extra)
     if lib is not None:
