@@ -124,8 +124,6 @@ def _pg_of(group):
 def fast_path_loaded():
     """True when torch's calls go through the C++ fast path (docs/torch.md,
     "The C++ fast path"); False when the Python backend serves them all."""
-    from . import _fast
-
     return _fast.module() is not None
 
 

@@ -47,7 +47,7 @@ def _load():
     if not found:
         if mode == "1":
             raise ImportError("COLLIE_TORCH_FAST=1: no %s*.so next to %s (build with torch's C++ headers "
-                              "installed: Debian's libtorch-dev)" % (_NAME, _lib.lib()._collie_path))
+                              "installed: Debian's libtorch-dev)" % (_NAME, path))
         return None
     try:
         spec = importlib.util.spec_from_loader(_NAME, importlib.machinery.ExtensionFileLoader(_NAME, found[0]))

@@ -692,8 +692,11 @@ PYBIND11_MODULE(COLLIE_TORCH_EXT_NAME, m)
            })
       .def("exception", [](ct::FastWork &w) -> py::object {
         if (!w.isCompleted() || w.error_code() == COLLIE_SUCCESS) return py::none();
-        return py::module::import("collie.torch._common")
-            .attr("CollieBackendError")(w.error_text(), w.error_code());
+        // The class the translator raises (looked up once, at load).
+        py::object cls = error_class != nullptr
+                             ? py::reinterpret_borrow<py::object>(error_class)
+                             : py::reinterpret_borrow<py::object>(PyExc_RuntimeError);
+        return error_class != nullptr ? cls(w.error_text(), w.error_code()) : cls(w.error_text());
       });
 
   m.def("set_context", &ct::set_context, py::arg("open"), py::arg("category"), py::arg("label"),
