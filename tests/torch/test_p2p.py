@@ -205,3 +205,35 @@ def test_recv_while_any_source_pending_refused(rank, size):
     elif rank == 1:
         time.sleep(0.2)
         dist.send(torch.full((4,), 3.0), 0)
+
+
+@pytest.mark.skipif(not IS_COLLIE, reason="collie.torch's own rule")
+def test_which_p2p_callers_wait_at_once():
+    """Which torch.distributed frames wait on a send/recv's Work at once (the
+    direct path takes those), in the shapes of torch 1.x (dist.send calls
+    the group) and 2.x (dist.send calls dist.isend, which calls the group),
+    on fake frames: a wrong answer either way is a lost direct path or an
+    isend that blocks."""
+    from types import SimpleNamespace
+
+    from collie.torch._common import C10D, blocking_p2p_caller
+
+    def chain(*names, globals_=C10D):
+        f = None
+        for name in names:  # outermost first
+            f = SimpleNamespace(f_globals=globals_, f_code=SimpleNamespace(co_name=name), f_back=f)
+        return f
+
+    assert blocking_p2p_caller(chain("train", "send"))  # 1.x dist.send
+    assert blocking_p2p_caller(chain("train", "recv"))
+    assert blocking_p2p_caller(chain("train", "send", "isend"))  # 2.x dist.send
+    assert blocking_p2p_caller(chain("train", "recv", "irecv"))
+    assert blocking_p2p_caller(chain("send"))  # no caller above it
+    assert not blocking_p2p_caller(chain("train", "isend"))  # the user's isend
+    assert not blocking_p2p_caller(chain("train", "irecv"))
+    assert not blocking_p2p_caller(chain("batch_isend_irecv", "isend"))
+    assert not blocking_p2p_caller(chain("batch_isend_irecv", "send"))
+    assert not blocking_p2p_caller(chain("batch_isend_irecv", "send", "isend"))
+    assert not blocking_p2p_caller(chain("train", "recv", "isend"))  # a mismatched pair
+    assert not blocking_p2p_caller(chain("train", "send", globals_={}))  # not torch's
+    assert not blocking_p2p_caller(chain("all_reduce"))

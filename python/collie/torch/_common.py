@@ -52,6 +52,24 @@ class _NoFrame:
 NO_FRAME = _NoFrame()
 
 
+def blocking_p2p_caller(f):
+    """True when f, the torch.distributed frame that called the group's send
+    or recv, waits on its Work at once: dist.send and dist.recv, which call
+    the group themselves on torch 1.x and through dist.isend/dist.irecv on
+    2.x, but not inside batch_isend_irecv."""
+    if f.f_globals is not C10D:
+        return False
+    name = f.f_code.co_name
+    if name in ("isend", "irecv"):
+        f = f.f_back
+        if f is None or f.f_globals is not C10D or f.f_code.co_name != name[1:]:
+            return False
+    elif name not in BLOCKING_P2P:
+        return False
+    b = f.f_back
+    return b is None or b.f_code.co_name != "batch_isend_irecv"
+
+
 def frame(depth):
     """sys._getframe(depth) of the caller, or NO_FRAME where the stack is
     not that deep."""

@@ -9,7 +9,7 @@ import time
 import torch
 
 from .. import _lib
-from ._common import BLOCKING_P2P, C10D, OWN, CollieBackendError, frame
+from ._common import OWN, CollieBackendError, blocking_p2p_caller, frame
 from ._tensors import UINT8, check_cpu, nbytes
 from ._work import CollieWork
 
@@ -80,8 +80,7 @@ class PointToPoint:
 
     @staticmethod
     def _is_blocking_caller():
-        f = frame(2)
-        return f.f_globals is C10D and f.f_code.co_name in BLOCKING_P2P and not _in_coalescing(f)
+        return blocking_p2p_caller(frame(2))
 
     def recv_anysource(self, tensors, tag=0):
         """dist.recv/irecv with src=None: collie_recv_any, the first rank
@@ -91,7 +90,7 @@ class PointToPoint:
         t = self._p2p_tensor(tensors, fn)
         box = ctypes.c_int(-1)
         f = frame(1)
-        blocking = f.f_globals is C10D and f.f_code.co_name == "recv"
+        blocking = blocking_p2p_caller(f)
         w = self._issue(fn, self._L.collie_recv_any, (t.data_ptr(), nbytes(t), UINT8, int(tag), ctypes.byref(box)),
                         None, [t], (t, box))
         if blocking:  # the Work is shared: answer with a completed one of this receive's own
@@ -232,9 +231,3 @@ class _LazyBatch:
             return True  # failed at issue: _exc has the error
         with r._lock:
             return r._wait_handle(ms)
-
-
-def _in_coalescing(f):
-    """True when frame f (torch's send/recv) runs inside batch_isend_irecv."""
-    b = f.f_back
-    return b is not None and b.f_code.co_name == "batch_isend_irecv"

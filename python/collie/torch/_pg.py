@@ -30,7 +30,7 @@ from .. import _lib
 from .._comm import new_comm
 from . import _context, _fast
 from ._collectives import Collectives
-from ._common import BLOCKING_P2P, C10D, OWN, SZ, CollieBackendError, cpp_work, frame, timeout_ms
+from ._common import C10D, OWN, SZ, CollieBackendError, blocking_p2p_caller, cpp_work, frame, timeout_ms
 from ._p2p import PointToPoint
 from ._tensors import Unsupported
 from ._work import CollieWork, Completer
@@ -214,7 +214,7 @@ class ProcessGroupCollie(Collectives, PointToPoint, dist.ProcessGroup):
             if o is None:
                 o = _lib.Opts()
             o.cuda_stream = torch.cuda.current_stream(dev).cuda_stream
-        if from_c10d and (f.f_code.co_name in BLOCKING_P2P or f.f_locals.get("async_op", True) is False):
+        if from_c10d and (blocking_p2p_caller(f) or f.f_locals.get("async_op", True) is False):
             with self._lock:
                 h = self._h
                 if h is None:

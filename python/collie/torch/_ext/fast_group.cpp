@@ -123,6 +123,34 @@ named(PyFrameObject *f, const char *name)
   return is;
 }
 
+// True when frame f (torch.distributed's, which called the group's send or
+// recv) is dist.send or dist.recv outside batch_isend_irecv: torch 1.x calls
+// the group from there, torch 2.x through dist.isend or dist.irecv. The same
+// rule as the Python group's (_common.blocking_p2p_caller). f is borrowed.
+bool
+p2p_waits_at_once(PyFrameObject *f, const char *p2p)
+{
+  PyFrameObject *caller = nullptr; // a new reference when taken
+  if (!named(f, p2p)) {
+    if (!(p2p[0] == 's' ? named(f, "isend") : named(f, "irecv"))) return false;
+    caller = PyFrame_GetBack(f);
+    if (caller == nullptr) return false;
+    PyObject *globals = PyFrame_GetGlobals(caller);
+    bool ours = globals == g_c10d_globals && named(caller, p2p);
+    Py_XDECREF(globals);
+    if (!ours) {
+      Py_DECREF(caller);
+      return false;
+    }
+    f = caller;
+  }
+  PyFrameObject *back = PyFrame_GetBack(f);
+  bool waits = back == nullptr || !named(back, "batch_isend_irecv");
+  Py_XDECREF(back);
+  Py_XDECREF(caller);
+  return waits;
+}
+
 // True when the call comes from a function of torch.distributed that waits
 // on its Work at once: dist.all_reduce(t) and the like (their local async_op
 // is False), or, for p2p "send"/"recv", dist.send and dist.recv themselves
@@ -144,12 +172,7 @@ caller_waits_at_once(const char *p2p)
   if (f != nullptr) {
     PyObject *globals = PyFrame_GetGlobals(f);
     if (globals == g_c10d_globals && p2p != nullptr) {
-      waits = named(f, p2p);
-      PyFrameObject *back = waits ? PyFrame_GetBack(f) : nullptr;
-      if (back != nullptr) {
-        waits = !named(back, "batch_isend_irecv");
-        Py_DECREF(back);
-      }
+      waits = p2p_waits_at_once(f, p2p);
     } else if (globals == g_c10d_globals) {
 #if PY_VERSION_HEX >= 0x030C0000
       PyObject *v = PyFrame_GetVarString(f, const_cast<char *>("async_op"));
