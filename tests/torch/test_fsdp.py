@@ -43,6 +43,11 @@ try:
     FSDP2_WHY = None
 except Exception as e:
     fully_shard, FSDP2_WHY = None, "FSDP2 (fully_shard, torch >= 2.4) is not in this torch: %s" % e
+if fully_shard is not None and not hasattr(torch.cpu.Stream, "record_event"):
+    # torch 2.6's FSDP2 records an event on its all-gather stream, which a
+    # CPU stream cannot do: it fails so with gloo too.
+    fully_shard, FSDP2_WHY = None, "FSDP2 of torch %s cannot run on CPU (torch.cpu.Stream has no record_event)" % (
+        torch.__version__)
 
 
 def make_model():

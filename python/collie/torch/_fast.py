@@ -43,11 +43,18 @@ def _load():
     # A library found by the loader's own search (a bare soname) has no
     # directory of ours to look in: no fast path beside it.
     where = os.path.dirname(os.path.abspath(path)) if os.path.sep in path else None
-    found = sorted(glob.glob(os.path.join(where, _NAME + ".*.so"))) if where else []
+    # Only a module built for this interpreter: a build directory may also
+    # hold one built for another Python (a reconfigure with another
+    # COLLIE_PYTHON leaves it there).
+    found = [os.path.join(where, _NAME + s) for s in importlib.machinery.EXTENSION_SUFFIXES] if where else []
+    found = [f for f in found if os.path.exists(f)]
     if not found:
         if mode == "1":
-            raise ImportError("COLLIE_TORCH_FAST=1: no %s*.so next to %s (build with torch's C++ headers "
-                              "installed: Debian's libtorch-dev)" % (_NAME, path))
+            other = sorted(glob.glob(os.path.join(where, _NAME + ".*"))) if where else []
+            why = ("only %s, built for another Python" % ", ".join(os.path.basename(f) for f in other)
+                   if other else "build with torch's C++ headers installed: Debian's libtorch-dev")
+            raise ImportError("COLLIE_TORCH_FAST=1: no %s%s next to %s (%s)" %
+                              (_NAME, importlib.machinery.EXTENSION_SUFFIXES[0], path, why))
         return None
     try:
         spec = importlib.util.spec_from_loader(_NAME, importlib.machinery.ExtensionFileLoader(_NAME, found[0]))
