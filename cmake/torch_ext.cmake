@@ -2,10 +2,9 @@
 # "The C++ fast path"): built against the torch that COLLIE_PYTHON imports,
 # into the build directory, where collie.torch finds it next to libcollie.so.
 # AUTO builds it when that torch has its C++ headers (Debian: libtorch-dev;
-# pip wheels ship them) and is a 1.x (the torch 2.x form, a c10d::Backend, has
-# not been compiled against a 2.x yet: ON builds it, scripts/gpu_check.sh's
-# torch_fast step tries it), and never in a sanitizer build (the interpreter
-# would have to load the sanitizer runtime first).
+# pip wheels ship them) and is a version the fast path was tested on (below;
+# ON builds it for any other 2.1 or later), and never in a sanitizer build
+# (the interpreter would have to load the sanitizer runtime first).
 set(COLLIE_TORCH_EXT AUTO CACHE STRING "Build collie.torch's C++ fast path: AUTO, ON or OFF")
 set(COLLIE_PYTHON /usr/bin/python3 CACHE FILEPATH "The Python whose torch the fast path is built for")
 
@@ -68,9 +67,12 @@ print("%d.%d" % sys.version_info[:2])
     else()
       set(_ok TRUE)
     endif()
-    if(_ok AND _want STREQUAL "AUTO" AND NOT _torch_version MATCHES "^1\\.")
+    # AUTO builds it for the torch versions it has been tested on (the whole
+    # of tests/torch through it: 1.13 here, 2.6 in a Debian 13 root,
+    # scripts/torch2_check.sh); ON tries any other 2.1 or later.
+    if(_ok AND _want STREQUAL "AUTO" AND NOT _torch_version MATCHES "^(1\\.13|2\\.6)\\.")
       message(STATUS "collie.torch C++ fast path: not built for torch ${_torch_version} by default "
-                     "(its 2.x form is unverified; -DCOLLIE_TORCH_EXT=ON builds it)")
+                     "(tested on 1.13 and 2.6; -DCOLLIE_TORCH_EXT=ON builds it)")
       return()
     endif()
   endif()
