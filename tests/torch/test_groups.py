@@ -134,6 +134,40 @@ def test_destroy_subgroup(rank, size):
     assert same(t, u) and same(u, torch.full((2,), float(size)))
 
 
+@collie_only("collie.torch's own group lookup")
+def test_group_under_debug_detail(rank, size):
+    """Under TORCH_DISTRIBUTED_DEBUG=DETAIL torch 2.x wraps a C++ backend
+    (the fast path's FastGroup) in its ProcessGroupWrapper, which checks each
+    collective's shape across ranks over a gloo helper group: calls still
+    reach collie, and collie.torch still finds its group behind the wrapper
+    (get_comm, step and python_group need it)."""
+    import collie.torch as ct
+
+    if not hasattr(dist, "set_debug_level"):
+        pytest.skip("this torch has no dist.set_debug_level")
+    old = dist.get_debug_level()
+    dist.set_debug_level(dist.DebugLevel.DETAIL)
+    try:
+        g = dist.new_group(backend="collie")
+    finally:
+        dist.set_debug_level(old)
+    assert isinstance(ct.python_group(g), ct.ProcessGroupCollie)
+    assert ct.get_comm(g).size == size
+    t = torch.full((3,), float(rank + 1))
+    dist.all_reduce(t, group=g)
+    assert same(t, torch.full((3,), float(size * (size + 1) // 2)))
+    backend = g._get_backend(torch.device("cpu")) if hasattr(g, "_get_backend") else g
+    if ct.fast_path_loaded() and int(torch.__version__.split(".")[0]) >= 2:
+        assert hasattr(backend, "wrapped_pg"), type(backend)  # torch 2.x wraps a C++ backend
+    if hasattr(backend, "wrapped_pg"):  # torch wrapped it: its checks work over collie's group
+        with pytest.raises(RuntimeError, match="(?i)mismatch"):
+            if rank == 0:
+                dist.all_reduce(t, group=g)
+            else:
+                dist.broadcast(t, src=0, group=g)
+    dist.destroy_process_group(g)
+
+
 def test_reinit_after_destroy(world, tmp_path):
     """A 2-rank job of its own: init_process_group, collectives,
     destroy_process_group, twice in one process, with this session's init

@@ -346,12 +346,17 @@ def _ended(work):
 
 def python_group(group):
     """The ProcessGroupCollie behind group (torch's group object, its C++
-    FastGroup, or a torch 2.x ProcessGroup holding either), or None."""
+    FastGroup, a torch 2.x ProcessGroup holding either, or the
+    ProcessGroupWrapper torch 2.x puts around a C++ backend under
+    TORCH_DISTRIBUTED_DEBUG=DETAIL), or None."""
     if isinstance(group, ProcessGroupCollie):
         return group
     inner = getattr(group, "collie_group", None)  # a FastGroup
     if isinstance(inner, ProcessGroupCollie):
         return inner
+    wrapped = getattr(group, "wrapped_pg", None)  # torch's _ProcessGroupWrapper
+    if wrapped is not None and wrapped is not group:
+        return python_group(wrapped)
     get = getattr(group, "_get_backend", None)  # torch 2.x: a ProcessGroup holding backends
     if get is not None:
         try:

@@ -228,6 +228,20 @@ public:
 #endif
   void monitoredBarrier(const c10d::BarrierOptions &opts, bool waitAllRanks) override;
 
+  // The group's collective count, which torch's ProcessGroupWrapper
+  // (TORCH_DISTRIBUTED_DEBUG=DETAIL on torch 2.x) compares across ranks
+  // before each collective: every collective this group is handed, counted
+  // on entry whichever half runs it (point to point is not counted, as
+  // Gloo's is not). Every rank starts at 0.
+  void setSequenceNumberForGroup() override
+  {
+    seq_.store(0, std::memory_order_relaxed);
+  }
+  uint64_t getSequenceNumberForGroup() override
+  {
+    return seq_.load(std::memory_order_relaxed);
+  }
+
   // Called by the Python group, holding the issue lock, before it frees the
   // communicator: later calls here go to the Python group, which refuses them.
   void detach();
@@ -264,6 +278,11 @@ private:
   std::shared_ptr<Completer> completer_;
   std::atomic<bool> held_{false};
   std::atomic<uint64_t> fast_calls_{0};
+  std::atomic<uint64_t> seq_{0};
+  void count_collective()
+  {
+    seq_.fetch_add(1, std::memory_order_relaxed);
+  }
 };
 
 // The category block open in collie.torch (process-wide, as the Python

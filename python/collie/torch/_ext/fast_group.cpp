@@ -329,6 +329,7 @@ FastGroup::delegate(const char *method, A &&...args)
 c10::intrusive_ptr<c10d::Work>
 FastGroup::allreduce(std::vector<at::Tensor> &tensors, const c10d::AllreduceOptions &opts)
 {
+  count_collective();
   collie_dtype_t dt;
   collie_op_t op;
   if (tensors.size() == 1 && plain(tensors[0]) && native_dtype(tensors[0].scalar_type(), &dt) &&
@@ -352,6 +353,7 @@ FastGroup::allreduce(std::vector<at::Tensor> &tensors, const c10d::AllreduceOpti
 c10::intrusive_ptr<c10d::Work>
 FastGroup::broadcast(std::vector<at::Tensor> &tensors, const c10d::BroadcastOptions &opts)
 {
+  count_collective();
   if (tensors.size() == 1 && plain(tensors[0]) && opts.rootTensor == 0 && opts.rootRank >= 0 &&
       opts.rootRank < getSize()) {
     at::Tensor &t = tensors[0];
@@ -377,6 +379,7 @@ c10::intrusive_ptr<c10d::Work>
 FastGroup::_allgather_base(at::Tensor &output, at::Tensor &input,
                            const c10d::AllgatherOptions &opts)
 {
+  count_collective();
   if (plain(output) && plain(input) && output.scalar_type() == input.scalar_type() &&
       output.numel() == input.numel() * getSize()) {
     collie_dtype_t dt;
@@ -401,6 +404,7 @@ c10::intrusive_ptr<c10d::Work>
 FastGroup::_reduce_scatter_base(at::Tensor &output, at::Tensor &input,
                                 const c10d::ReduceScatterOptions &opts)
 {
+  count_collective();
   collie_dtype_t dt;
   collie_op_t op;
   if (plain(output) && plain(input) && output.scalar_type() == input.scalar_type() &&
@@ -426,6 +430,7 @@ c10::intrusive_ptr<c10d::Work>
 FastGroup::alltoall_base(at::Tensor &output, at::Tensor &input, std::vector<int64_t> &outSplits,
                          std::vector<int64_t> &inSplits, const c10d::AllToAllOptions &opts)
 {
+  count_collective();
   if (outSplits.empty() && inSplits.empty() && plain(output) && plain(input) &&
       output.scalar_type() == input.scalar_type() && output.numel() == input.numel() &&
       input.numel() % getSize() == 0) {
@@ -451,6 +456,7 @@ FastGroup::alltoall_base(at::Tensor &output, at::Tensor &input, std::vector<int6
 c10::intrusive_ptr<c10d::Work>
 FastGroup::barrier(const c10d::BarrierOptions &opts)
 {
+  count_collective();
   collie_opts_t o;
   std::string label, phase;
   bool any = opts_for(opts.timeout, &o, &label, &phase);
@@ -469,12 +475,14 @@ c10::intrusive_ptr<c10d::Work>
 FastGroup::allreduce_coalesced(std::vector<at::Tensor> &tensors,
                                const c10d::AllreduceCoalescedOptions &opts)
 {
+  count_collective();
   return delegate("allreduce_coalesced", tensors, opts);
 }
 
 c10::intrusive_ptr<c10d::Work>
 FastGroup::reduce(std::vector<at::Tensor> &tensors, const c10d::ReduceOptions &opts)
 {
+  count_collective();
   return delegate("reduce", tensors, opts);
 }
 
@@ -482,6 +490,7 @@ c10::intrusive_ptr<c10d::Work>
 FastGroup::allgather(std::vector<std::vector<at::Tensor>> &outputs, std::vector<at::Tensor> &inputs,
                      const c10d::AllgatherOptions &opts)
 {
+  count_collective();
   return delegate("allgather", outputs, inputs, opts);
 }
 
@@ -489,6 +498,7 @@ c10::intrusive_ptr<c10d::Work>
 FastGroup::allgather_coalesced(std::vector<std::vector<at::Tensor>> &outputs,
                                std::vector<at::Tensor> &inputs, const c10d::AllgatherOptions &opts)
 {
+  count_collective();
   return delegate("allgather_coalesced", outputs, inputs, opts);
 }
 
@@ -496,6 +506,7 @@ c10::intrusive_ptr<c10d::Work>
 FastGroup::gather(std::vector<std::vector<at::Tensor>> &outputs, std::vector<at::Tensor> &inputs,
                   const c10d::GatherOptions &opts)
 {
+  count_collective();
   return delegate("gather", outputs, inputs, opts);
 }
 
@@ -503,6 +514,7 @@ c10::intrusive_ptr<c10d::Work>
 FastGroup::scatter(std::vector<at::Tensor> &outputs, std::vector<std::vector<at::Tensor>> &inputs,
                    const c10d::ScatterOptions &opts)
 {
+  count_collective();
   return delegate("scatter", outputs, inputs, opts);
 }
 
@@ -511,6 +523,7 @@ FastGroup::reduce_scatter(std::vector<at::Tensor> &outputs,
                           std::vector<std::vector<at::Tensor>> &inputs,
                           const c10d::ReduceScatterOptions &opts)
 {
+  count_collective();
   return delegate("reduce_scatter", outputs, inputs, opts);
 }
 
@@ -518,6 +531,7 @@ c10::intrusive_ptr<c10d::Work>
 FastGroup::alltoall(std::vector<at::Tensor> &outputs, std::vector<at::Tensor> &inputs,
                     const c10d::AllToAllOptions &opts)
 {
+  count_collective();
   return delegate("alltoall", outputs, inputs, opts);
 }
 
@@ -575,6 +589,7 @@ FastGroup::recvAnysource(std::vector<at::Tensor> &tensors, int tag)
 void
 FastGroup::monitoredBarrier(const c10d::BarrierOptions &opts, bool waitAllRanks)
 {
+  count_collective();
   py::gil_scoped_acquire gil;
   if (!py_ || py_.is_none())
     throw CollieError("monitored_barrier: the process group was destroyed", COLLIE_INVALID_USAGE);
@@ -600,6 +615,7 @@ FastGroup::endCoalescing()
 c10::intrusive_ptr<c10d::Work>
 FastGroup::allreduce_sparse(std::vector<at::Tensor> &tensors, const c10d::AllreduceOptions &opts)
 {
+  count_collective();
   return delegate("allreduce", tensors, opts); // the Python group sums sparse tensors as Gloo does
 }
 
@@ -608,6 +624,7 @@ FastGroup::allgather_into_tensor_coalesced(std::vector<at::Tensor> &outputs,
                                            std::vector<at::Tensor> &inputs,
                                            const c10d::AllgatherOptions &opts)
 {
+  count_collective();
   return delegate("allgather_into_tensor_coalesced", outputs, inputs, opts);
 }
 
@@ -616,6 +633,7 @@ FastGroup::reduce_scatter_tensor_coalesced(std::vector<at::Tensor> &outputs,
                                            std::vector<at::Tensor> &inputs,
                                            const c10d::ReduceScatterOptions &opts)
 {
+  count_collective();
   return delegate("reduce_scatter_tensor_coalesced", outputs, inputs, opts);
 }
 #else
