@@ -84,7 +84,9 @@ in_root 'cmake -S . -B build-torch2 -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOLLIE_T
     -DCOLLIE_PYTHON=/usr/bin/python3 >/dev/null && cmake --build build-torch2 -j2 >build-torch2/build.log 2>&1' ||
   { tail -30 "$repo/build-torch2/build.log" >&2; fail "the build in the root failed (build-torch2/build.log)"; }
 rc=0
-in_root "sh tests/torch/run.sh build-torch2 $*" || rc=$?
+args="" # pytest's arguments, quoted for the root's shell
+for a in "$@"; do args="$args '$(printf %s "$a" | sed "s/'/'\\\\''/g")'"; done
+in_root "sh tests/torch/run.sh build-torch2$args" || rc=$?
 if [ $bench = 1 ]; then
   in_root 'export COLLIE_LIBRARY=$PWD/build-torch2/libcollie.so; python3 bench/torch_dispatch_cost.py 2>&1 | grep -v Warning'
   [ "${COLLIE_TORCH_FAST:-1}" = 0 ] ||
