@@ -86,13 +86,25 @@ print("%d.%d" % sys.version_info[:2])
     message(STATUS "collie.torch C++ fast path: not built (${_why})")
   else()
     enable_language(CXX)
+    # The C++ standard torch's headers demand (17 up to torch 2.9 or so,
+    # 20 in newer ones: ATen.h says which it needs).
+    set(_cxx 17)
+    foreach(_d ${_inc} /usr/include)
+      if(EXISTS ${_d}/ATen/ATen.h)
+        file(STRINGS ${_d}/ATen/ATen.h _need REGEX "C\\+\\+20 or later")
+        if(_need)
+          set(_cxx 20)
+        endif()
+        break()
+      endif()
+    endforeach()
     set(_name _collie_torch_fast)
     add_library(collie_torch_ext MODULE
       ${PROJECT_SOURCE_DIR}/python/collie/torch/_ext/fast_group.cpp
       ${PROJECT_SOURCE_DIR}/python/collie/torch/_ext/fast_work.cpp)
     set_target_properties(collie_torch_ext PROPERTIES
       OUTPUT_NAME ${_name} PREFIX "" SUFFIX "${_suffix}"
-      CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON CXX_VISIBILITY_PRESET hidden)
+      CXX_STANDARD ${_cxx} CXX_STANDARD_REQUIRED ON CXX_VISIBILITY_PRESET hidden)
     target_compile_definitions(collie_torch_ext PRIVATE COLLIE_TORCH_EXT_NAME=${_name}
                                _GLIBCXX_USE_CXX11_ABI=${_abi})
     target_include_directories(collie_torch_ext SYSTEM PRIVATE ${_inc} ${_pyinc})
@@ -101,6 +113,6 @@ print("%d.%d" % sys.version_info[:2])
     target_link_directories(collie_torch_ext PRIVATE ${_libdir})
     target_link_libraries(collie_torch_ext PRIVATE collie c10 torch torch_cpu torch_python)
     set_target_properties(collie_torch_ext PROPERTIES BUILD_RPATH "${_libdir};${CMAKE_BINARY_DIR}")
-    message(STATUS "collie.torch C++ fast path: built for torch ${_torch_version}")
+    message(STATUS "collie.torch C++ fast path: built for torch ${_torch_version} (C++${_cxx})")
   endif()
 endif()

@@ -1,15 +1,17 @@
 #!/bin/sh
 # scripts/torch2_check.sh - collie.torch on a torch 2.x without a GPU machine
-# (root): Debian 13's python3-torch (2.6, Python 3.13) in a root made by
-# debootstrap, where the repository is built (build-torch2/, the C++ fast
-# path with -DCOLLIE_TORCH_EXT=ON) and tests/torch runs through it, in its
-# four sessions. Debian 12, where CI runs, has only torch 1.13.
+# (root): a Debian release's python3-torch in a root made by debootstrap
+# (Debian 13 "trixie": torch 2.6, Python 3.13; "sid": a newer 2.x), where the
+# repository is built (build-SUITE/, the C++ fast path with
+# -DCOLLIE_TORCH_EXT=ON) and tests/torch runs through it, in its four
+# sessions. Debian 12, where CI runs, has only torch 1.13.
 #
-#   sh scripts/torch2_check.sh [--root DIR] [--bench] [--shell] [-- PYTEST ARGS...]
+#   sh scripts/torch2_check.sh [--suite S] [--root DIR] [--bench] [--shell] [-- PYTEST ARGS...]
 #
-#   --root DIR  where the Debian 13 root lives (default /opt/collie-trixie);
-#               made on the first run (about 2 minutes and 1.5 GB from
-#               deb.debian.org), reused after.
+#   --suite S   the Debian suite (default trixie; sid for the newest torch)
+#   --root DIR  where its root lives (default /opt/collie-SUITE); made on the
+#               first run (about 2 minutes and 1.5 GB from deb.debian.org),
+#               reused after.
 #   --bench     also bench/torch_dispatch_cost.py (a world of 1) and, at 2
 #               ranks, bench/torch_fast_path.py and torch_compare.py --latency.
 #   --shell     a shell in the root, in the repository, instead of the tests.
@@ -23,9 +25,10 @@
 # exit. Exit status: the tests' (0 passed), 2 for usage or a root that
 # cannot be made.
 set -u
-root=/opt/collie-trixie bench=0 shell=0
+suite=trixie root="" bench=0 shell=0
 while [ $# -gt 0 ]; do
   case $1 in
+    --suite) suite=$2; shift 2 ;;
     --root) root=$2; shift 2 ;;
     --bench) bench=1; shift ;;
     --shell) shell=1; shift ;;
@@ -36,12 +39,13 @@ done
 fail() { echo "torch2_check.sh: $*" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || fail "needs root (debootstrap, chroot, mounts)"
 repo=$(cd "$(dirname "$0")/.." && pwd)
+root=${root:-/opt/collie-$suite} build=build-$suite
 
 if [ ! -x "$root/usr/bin/python3" ] || ! [ -f "$root/.collie-ready" ]; then
   command -v debootstrap >/dev/null 2>&1 || apt-get install -y debootstrap >/dev/null 2>&1 ||
     fail "no debootstrap, and apt-get install debootstrap failed"
-  echo "torch2_check.sh: making a Debian 13 root in $root (once)" >&2
-  [ -x "$root/usr/bin/apt-get" ] || debootstrap --variant=minbase trixie "$root" http://deb.debian.org/debian \
+  echo "torch2_check.sh: making a Debian $suite root in $root (once)" >&2
+  [ -x "$root/usr/bin/apt-get" ] || debootstrap --variant=minbase "$suite" "$root" http://deb.debian.org/debian \
     >"${TMPDIR:-/tmp}/torch2_debootstrap.log" 2>&1 ||
     fail "debootstrap failed: see ${TMPDIR:-/tmp}/torch2_debootstrap.log"
 fi
@@ -62,12 +66,13 @@ for d in proc sys dev dev/pts dev/shm; do bind "/$d" "$root/$d"; done
 bind "$repo" "$root$repo"
 cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null
 in_root() { chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
-  USE_LIBUV=0 OMP_NUM_THREADS=1 "COLLIE_TORCH_FAST=${COLLIE_TORCH_FAST:-1}" \
+  USE_LIBUV=0 OMP_NUM_THREADS=1 "COLLIE_TORCH_FAST=${COLLIE_TORCH_FAST:-1}" "build=$build" \
   ${COLLIE_TORCH_TEST_SESSIONS:+"COLLIE_TORCH_TEST_SESSIONS=$COLLIE_TORCH_TEST_SESSIONS"} \
   sh -c "cd '$repo' && $1"; }
 
 if ! [ -f "$root/.collie-ready" ]; then
-  in_root 'apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+  # (-o Check-Valid-Until: a mirror's sid Release can be older than its validity)
+  in_root 'apt-get -o Acquire::Check-Valid-Until=false update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
       python3-torch libtorch-dev pybind11-dev python3-dev python3-setuptools python3-pytest python3-numpy \
       cmake make gcc g++ procps git' >"${TMPDIR:-/tmp}/torch2_apt.log" 2>&1 ||
     fail "installing torch in the root failed: see ${TMPDIR:-/tmp}/torch2_apt.log"
@@ -80,17 +85,17 @@ if [ $shell = 1 ]; then
 fi
 
 in_root 'python3 -c "import sys, torch; print(\"torch2_check.sh: torch\", torch.__version__, \"Python\", sys.version.split()[0])"'
-in_root 'cmake -S . -B build-torch2 -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOLLIE_TORCH_EXT=ON \
-    -DCOLLIE_PYTHON=/usr/bin/python3 >/dev/null && cmake --build build-torch2 -j2 >build-torch2/build.log 2>&1' ||
-  { tail -30 "$repo/build-torch2/build.log" >&2; fail "the build in the root failed (build-torch2/build.log)"; }
+in_root 'cmake -S . -B $build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOLLIE_TORCH_EXT=ON \
+    -DCOLLIE_PYTHON=/usr/bin/python3 >/dev/null && cmake --build $build -j2 >$build/build.log 2>&1' ||
+  { tail -30 "$repo/$build/build.log" >&2; fail "the build in the root failed ($build/build.log)"; }
 rc=0
 args="" # pytest's arguments, quoted for the root's shell
 for a in "$@"; do args="$args '$(printf %s "$a" | sed "s/'/'\\\\''/g")'"; done
-in_root "sh tests/torch/run.sh build-torch2$args" || rc=$?
+in_root "sh tests/torch/run.sh $build$args" || rc=$?
 if [ $bench = 1 ]; then
-  in_root 'export COLLIE_LIBRARY=$PWD/build-torch2/libcollie.so; python3 bench/torch_dispatch_cost.py 2>&1 | grep -v Warning'
+  in_root 'export COLLIE_LIBRARY=$PWD/$build/libcollie.so; python3 bench/torch_dispatch_cost.py 2>&1 | grep -v Warning'
   [ "${COLLIE_TORCH_FAST:-1}" = 0 ] ||
-    in_root 'export COLLIE_LIBRARY=$PWD/build-torch2/libcollie.so; build-torch2/collierun -n 2 python3 bench/torch_fast_path.py 2>&1 | grep -v Warning'
-  in_root 'export COLLIE_LIBRARY=$PWD/build-torch2/libcollie.so; build-torch2/collierun -n 2 python3 bench/torch_compare.py --latency 2>&1 | grep -v Warning'
+    in_root 'export COLLIE_LIBRARY=$PWD/$build/libcollie.so; $build/collierun -n 2 python3 bench/torch_fast_path.py 2>&1 | grep -v Warning'
+  in_root 'export COLLIE_LIBRARY=$PWD/$build/libcollie.so; $build/collierun -n 2 python3 bench/torch_compare.py --latency 2>&1 | grep -v Warning'
 fi
 exit $rc

@@ -589,7 +589,7 @@ fit_tune(collie_comm_t *comm, const struct cb_opts *o, const char *path,
     fit_candidates(comm, o, &sw[j]);
     fit_segment(&sw[j]);
   }
-  for (int round = 0;; round++) {
+  for (;;) { /* ends: each pass with a miss raises a tolerance, up to FIT_NTOLS */
     struct collie__models tuned;
     if (fit_write(path, comment, c, sw, nsw, cls, collie_comm_size(comm)) != 0)
       return FIT_EXIT_FILE;

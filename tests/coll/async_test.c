@@ -101,12 +101,10 @@ TEST_IMPL(async_test_poll_thread)
   for (size_t i = 0; i < n; i++) buf[i] = 1.0f;
   collie_work_t *w = NULL;
   ASSERT_OK(collie_allreduce(comm, buf, buf, n, COLLIE_FLOAT32, COLLIE_SUM, NULL, &w));
-  long polls = 0;
   collie_result_t rc;
   double t0 = async_now();
   while ((rc = collie_test(w)) == COLLIE_IN_PROGRESS) {
     double t = async_now();
-    polls++;
     ASSERTF(t - t0 < 20.0, "still in progress after %.1f s", t - t0);
     usleep(200);
   }
