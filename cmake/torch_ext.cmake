@@ -98,6 +98,18 @@ print("%d.%d" % sys.version_info[:2])
         break()
       endif()
     endforeach()
+    # Newer torch lets a Backend be shut down and aborted (destroy_process_group
+    # and _abort_process_group call them): the FastGroup forwards both.
+    set(_abort 0)
+    foreach(_d ${_inc} /usr/include)
+      if(EXISTS ${_d}/torch/csrc/distributed/c10d/Backend.hpp)
+        file(STRINGS ${_d}/torch/csrc/distributed/c10d/Backend.hpp _has REGEX "virtual void abort\\(\\)")
+        if(_has)
+          set(_abort 1)
+        endif()
+        break()
+      endif()
+    endforeach()
     set(_name _collie_torch_fast)
     add_library(collie_torch_ext MODULE
       ${PROJECT_SOURCE_DIR}/python/collie/torch/_ext/fast_group.cpp
@@ -106,6 +118,7 @@ print("%d.%d" % sys.version_info[:2])
       OUTPUT_NAME ${_name} PREFIX "" SUFFIX "${_suffix}"
       CXX_STANDARD ${_cxx} CXX_STANDARD_REQUIRED ON CXX_VISIBILITY_PRESET hidden)
     target_compile_definitions(collie_torch_ext PRIVATE COLLIE_TORCH_EXT_NAME=${_name}
+                               COLLIE_TORCH_BACKEND_ABORT=${_abort}
                                _GLIBCXX_USE_CXX11_ABI=${_abi})
     target_include_directories(collie_torch_ext SYSTEM PRIVATE ${_inc} ${_pyinc})
     target_include_directories(collie_torch_ext PRIVATE ${PROJECT_SOURCE_DIR}/include)

@@ -320,3 +320,30 @@ def test_polling_a_work_whose_future_is_pending(rank, size):
         while not w.is_completed():
             pass
     assert torch.equal(out, torch.ones(16 * size))
+
+
+def test_torch_shutdown_and_abort_reach_collie(rank, size):
+    """On a torch whose Backend can be shut down and aborted (2.14 can; 1.13
+    and 2.6 cannot, and collie.torch's own destroy_process_group does it
+    there), torch's own destroy_process_group and _abort_process_group reach
+    the collie group through the FastGroup: its communicator is freed, or
+    aborted so that it refuses calls."""
+    import collie.torch as ct
+    from collie.torch import _fast
+
+    _group()
+    if not getattr(_fast.module(), "forwards_shutdown", False):
+        pytest.skip("this torch's Backend has no shutdown/abort to forward")
+    g = dist.new_group(backend="collie")
+    pg = ct.python_group(g)
+    dist.all_reduce(torch.ones(2), group=g)
+    dist.destroy_process_group.__wrapped__(g)  # torch's own, not collie.torch's wrapper
+    assert pg._h is None  # freed by torch's call
+    g2 = dist.new_group(backend="collie")
+    pg2 = ct.python_group(g2)
+    comm = pg2.comm
+    dist.distributed_c10d._abort_process_group(g2)
+    with pytest.raises(Exception, match="(?i)abort"):
+        comm.barrier()
+    pg2.shutdown()
+    dist.barrier()

@@ -242,6 +242,14 @@ public:
     return seq_.load(std::memory_order_relaxed);
   }
 
+#if COLLIE_TORCH_BACKEND_ABORT
+  // Newer torch's destroy_process_group and _abort_process_group reach the
+  // backend through these: the Python group frees or aborts the
+  // communicator (both idempotent, and no-ops once it is gone).
+  void shutdown() override;
+  void abort() override;
+#endif
+
   // Called by the Python group, holding the issue lock, before it frees the
   // communicator: later calls here go to the Python group, which refuses them.
   void detach();

@@ -586,6 +586,37 @@ FastGroup::recvAnysource(std::vector<at::Tensor> &tensors, int tag)
   return delegate("recv_anysource", tensors, tag);
 }
 
+#if COLLIE_TORCH_BACKEND_ABORT
+// Torch may call these from a ProcessGroup's destructor while Python exits:
+// then there is no interpreter to run the Python group, and collie.torch's
+// exit handler has already shut its groups down.
+static bool
+python_alive()
+{
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsInitialized() && !Py_IsFinalizing();
+#else
+  return Py_IsInitialized() && !_Py_IsFinalizing();
+#endif
+}
+
+void
+FastGroup::shutdown()
+{
+  if (!python_alive()) return;
+  py::gil_scoped_acquire gil;
+  if (py_ && !py_.is_none()) py_.attr("shutdown")();
+}
+
+void
+FastGroup::abort()
+{
+  if (!python_alive()) return;
+  py::gil_scoped_acquire gil;
+  if (py_ && !py_.is_none()) py_.attr("abort")();
+}
+#endif
+
 void
 FastGroup::monitoredBarrier(const c10d::BarrierOptions &opts, bool waitAllRanks)
 {
@@ -660,6 +691,9 @@ PYBIND11_MODULE(COLLIE_TORCH_EXT_NAME, m)
       py::object(py::module::import("torch.distributed.distributed_c10d").attr("__dict__"))
           .release()
           .ptr();
+  // Whether torch's own destroy_process_group/_abort_process_group reach the
+  // collie group through this module (torch's Backend has shutdown/abort).
+  m.attr("forwards_shutdown") = py::bool_(COLLIE_TORCH_BACKEND_ABORT != 0);
 
   py::class_<ct::IssueLock, std::shared_ptr<ct::IssueLock>>(m, "IssueLock")
       .def(py::init<>())
