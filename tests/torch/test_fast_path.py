@@ -347,3 +347,29 @@ def test_torch_shutdown_and_abort_reach_collie(rank, size):
         comm.barrier()
     pg2.shutdown()
     dist.barrier()
+
+
+@needs_ranks(2)
+def test_options_saying_blocking_run_blocking(rank, size):
+    """Newer torch tells the backend that the caller waits at once
+    (options.asyncOp False, set by dist.all_reduce(t) and others on 2.14):
+    the fast path then runs the call blocking without reading the caller's
+    frame, so even a call made straight on the group returns done; with
+    asyncOp True it returns at once, while a peer is still away."""
+    g = _group()
+    if not hasattr(dist.AllreduceOptions(), "asyncOp"):
+        pytest.skip("this torch's options have no asyncOp")
+    t = torch.ones(3)
+    for blocking in (True, False):
+        dist.barrier()
+        opts = dist.AllreduceOptions()
+        opts.asyncOp = not blocking
+        if rank != 0:
+            time.sleep(0.5)  # rank 0's call cannot finish before this rank joins
+        before = g.fast_calls
+        w = g.allreduce([t], opts)
+        assert g.fast_calls == before + 1
+        if rank == 0:
+            assert w.is_completed() is blocking, blocking
+        w.wait()
+    assert torch.equal(t, torch.full((3,), float(size * size)))

@@ -271,8 +271,10 @@ private:
   template <typename F>
   // p2p ("send", "recv"): only when torch's dist.send/dist.recv wait at
   // once; isend/irecv stay with the Python group, which batches them.
+  // told: torch's options said the caller waits at once (no frame to read).
   c10::intrusive_ptr<c10d::Work> issue(const char *what, F &&call, std::vector<at::Tensor> keep,
-                                       std::vector<at::Tensor> result, const char *p2p = nullptr);
+                                       std::vector<at::Tensor> result, const char *p2p = nullptr,
+                                       bool told = false);
   template <typename... A> c10::intrusive_ptr<c10d::Work> delegate(const char *method, A &&...args);
   bool plain_peer(int peer, int tag) const;
   c10::intrusive_ptr<c10d::Work> p2p(bool is_send, std::vector<at::Tensor> &tensors, int peer,

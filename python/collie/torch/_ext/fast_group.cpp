@@ -198,6 +198,29 @@ caller_waits_at_once(const char *p2p)
   return waits;
 }
 
+// True when torch said the caller waits on the Work at once: newer torch
+// sets the options' asyncOp from async_op (2.6 for broadcast and the tensor
+// all-gather and reduce-scatter, 2.14 for every collective). Where the field
+// is absent, or left at its default (true), the caller's frame decides.
+template <typename O>
+auto
+told_blocking(const O &opts, int) -> decltype(opts.asyncOp, bool())
+{
+  return !opts.asyncOp;
+}
+template <typename O>
+bool
+told_blocking(const O &, long)
+{
+  return false;
+}
+template <typename O>
+bool
+told_blocking(const O &opts)
+{
+  return told_blocking(opts, 0);
+}
+
 } // namespace
 
 void
@@ -287,10 +310,11 @@ FastGroup::opts_for(std::chrono::milliseconds timeout, collie_opts_t *o, std::st
 template <typename F>
 c10::intrusive_ptr<c10d::Work>
 FastGroup::issue(const char *what, F &&call, std::vector<at::Tensor> keep,
-                 std::vector<at::Tensor> result, const char *p2p)
+                 std::vector<at::Tensor> result, const char *p2p, bool told)
 {
   if (held_.load(std::memory_order_acquire)) return {};
-  bool blocking = caller_waits_at_once(p2p);  // (takes the GIL: before the issue lock)
+  // (caller_waits_at_once takes the GIL: before the issue lock)
+  bool blocking = told || caller_waits_at_once(p2p);
   if (p2p != nullptr && !blocking) return {}; // isend/irecv: the Python group batches them
   std::lock_guard<IssueLock> g(*lock_);
   collie_comm_t *comm = comm_.load(std::memory_order_acquire);
@@ -340,11 +364,12 @@ FastGroup::allreduce(std::vector<at::Tensor> &tensors, const c10d::AllreduceOpti
     bool any = opts_for(opts.timeout, &o, &label, &phase);
     void *p = t.data_ptr();
     size_t n = static_cast<size_t>(t.numel());
-    auto w = issue("all_reduce",
-                   [&](collie_comm_t *c, collie_work_t **wk) {
-                     return collie_allreduce(c, p, p, n, dt, op, any ? &o : nullptr, wk);
-                   },
-                   {t}, {t});
+    auto w = issue(
+        "all_reduce",
+        [&](collie_comm_t *c, collie_work_t **wk) {
+          return collie_allreduce(c, p, p, n, dt, op, any ? &o : nullptr, wk);
+        },
+        {t}, {t}, nullptr, told_blocking(opts));
     if (w) return w;
   }
   return delegate("allreduce", tensors, opts);
@@ -365,11 +390,12 @@ FastGroup::broadcast(std::vector<at::Tensor> &tensors, const c10d::BroadcastOpti
     bool any = opts_for(opts.timeout, &o, &label, &phase);
     void *p = t.data_ptr();
     int root = static_cast<int>(opts.rootRank);
-    auto w = issue("broadcast",
-                   [&](collie_comm_t *c, collie_work_t **wk) {
-                     return collie_broadcast(c, p, n, dt, root, any ? &o : nullptr, wk);
-                   },
-                   {t}, {t});
+    auto w = issue(
+        "broadcast",
+        [&](collie_comm_t *c, collie_work_t **wk) {
+          return collie_broadcast(c, p, n, dt, root, any ? &o : nullptr, wk);
+        },
+        {t}, {t}, nullptr, told_blocking(opts));
     if (w) return w;
   }
   return delegate("broadcast", tensors, opts);
@@ -390,11 +416,12 @@ FastGroup::_allgather_base(at::Tensor &output, at::Tensor &input,
     bool any = opts_for(opts.timeout, &o, &label, &phase);
     const void *src = input.data_ptr();
     void *dst = output.data_ptr();
-    auto w = issue("all_gather_into_tensor",
-                   [&](collie_comm_t *c, collie_work_t **wk) {
-                     return collie_allgather(c, src, dst, n, dt, any ? &o : nullptr, wk);
-                   },
-                   {output, input}, {output});
+    auto w = issue(
+        "all_gather_into_tensor",
+        [&](collie_comm_t *c, collie_work_t **wk) {
+          return collie_allgather(c, src, dst, n, dt, any ? &o : nullptr, wk);
+        },
+        {output, input}, {output}, nullptr, told_blocking(opts));
     if (w) return w;
   }
   return delegate("_allgather_base", output, input, opts);
@@ -416,11 +443,12 @@ FastGroup::_reduce_scatter_base(at::Tensor &output, at::Tensor &input,
     const void *src = input.data_ptr();
     void *dst = output.data_ptr();
     size_t n = static_cast<size_t>(output.numel());
-    auto w = issue("reduce_scatter_tensor",
-                   [&](collie_comm_t *c, collie_work_t **wk) {
-                     return collie_reduce_scatter(c, src, dst, n, dt, op, any ? &o : nullptr, wk);
-                   },
-                   {output, input}, {output});
+    auto w = issue(
+        "reduce_scatter_tensor",
+        [&](collie_comm_t *c, collie_work_t **wk) {
+          return collie_reduce_scatter(c, src, dst, n, dt, op, any ? &o : nullptr, wk);
+        },
+        {output, input}, {output}, nullptr, told_blocking(opts));
     if (w) return w;
   }
   return delegate("_reduce_scatter_base", output, input, opts);
@@ -443,11 +471,12 @@ FastGroup::alltoall_base(at::Tensor &output, at::Tensor &input, std::vector<int6
     bool any = opts_for(opts.timeout, &o, &label, &phase);
     const void *src = input.data_ptr();
     void *dst = output.data_ptr();
-    auto w = issue("all_to_all_single",
-                   [&](collie_comm_t *c, collie_work_t **wk) {
-                     return collie_alltoall(c, src, dst, n, dt, any ? &o : nullptr, wk);
-                   },
-                   {output, input}, {output});
+    auto w = issue(
+        "all_to_all_single",
+        [&](collie_comm_t *c, collie_work_t **wk) {
+          return collie_alltoall(c, src, dst, n, dt, any ? &o : nullptr, wk);
+        },
+        {output, input}, {output}, nullptr, told_blocking(opts));
     if (w) return w;
   }
   return delegate("alltoall_base", output, input, outSplits, inSplits, opts);
@@ -460,11 +489,12 @@ FastGroup::barrier(const c10d::BarrierOptions &opts)
   collie_opts_t o;
   std::string label, phase;
   bool any = opts_for(opts.timeout, &o, &label, &phase);
-  auto w = issue("barrier",
-                 [&](collie_comm_t *c, collie_work_t **wk) {
-                   return collie_barrier(c, any ? &o : nullptr, wk);
-                 },
-                 {}, {});
+  auto w = issue(
+      "barrier",
+      [&](collie_comm_t *c, collie_work_t **wk) {
+        return collie_barrier(c, any ? &o : nullptr, wk);
+      },
+      {}, {}, nullptr, told_blocking(opts));
   if (w) return w;
   return delegate("barrier", opts);
 }
