@@ -252,6 +252,10 @@ def test_all_gather_into_tensor(dtype, rank, size):
     inplace[rank * n:(rank + 1) * n] = pattern(dtype, rank, (n,))
     _agit()(inplace, inplace[rank * n:(rank + 1) * n])
     assert same(inplace, want)
+    if hasattr(dist, "all_gather_single"):  # newer torch's name for it (2.14)
+        out4 = torch.zeros(size * n, dtype=dtype)
+        dist.all_gather_single(out4, pattern(dtype, rank, (n,)))
+        assert same(out4, want)
 
 
 @pytest.mark.filterwarnings("ignore:torch.distributed.all_gather_coalesced will be deprecated")
@@ -336,6 +340,10 @@ def test_reduce_scatter_tensor(op, rank, size):
     buf = full[rank].clone()
     _rst()(buf[rank * n:(rank + 1) * n], buf, op=op_of(op))
     assert same(buf[rank * n:(rank + 1) * n], want)
+    if hasattr(dist, "reduce_scatter_single"):  # newer torch's name for it (2.14)
+        out = torch.zeros(n)
+        dist.reduce_scatter_single(out, full[rank].clone(), op=op_of(op))
+        assert same(out, want)
 
 
 def _block(src, dst, rows, cols=3):
