@@ -52,13 +52,14 @@ fi
 
 mounted=""
 cleanup() {
-  for m in $mounted; do umount -l "$m" 2>/dev/null; done
+  for m in $mounted; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null; done
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 bind() { # source target
   mkdir -p "$2"
-  mountpoint -q "$2" && return 0
+  # (always a mount of our own, even over one left by another run: a lazy
+  # unmount of that one may still take it away under us)
   mount --bind "$1" "$2" || fail "cannot bind $1 at $2"
   mounted="$2 $mounted"
 }

@@ -115,6 +115,14 @@ def _call(dist, op, p, inp, out):
     return lambda: fn(out, inp)
 
 
+# Every tensor a measurement handed to the backend, kept until the group is
+# destroyed: torch 2.6's Gloo can still hold one in a worker thread when
+# destroy_process_group joins that thread with the GIL held, and a tensor
+# whose last reference the worker drops needs the GIL to free its Python
+# object: a deadlock at exit (seen about once in ten runs of this tool).
+_KEEP = []
+
+
 def _measure(torch, dist, op, n, p, dev, warmup, iters):
     """(slowest rank's mean seconds per call, wrong elements) or (None, why)."""
     rank = dist.get_rank()
@@ -130,6 +138,7 @@ def _measure(torch, dist, op, n, p, dev, warmup, iters):
         fn()  # one call whose result is checked
     except (RuntimeError, TypeError) as e:
         if op != "allgather":
+            _KEEP.extend((t_in, t_out))
             return None, " ".join(str(e).split()) or type(e).__name__
         views = list(t_out.chunk(p))  # gloo 1.13 has only the list form: views of one tensor
         fn = lambda: dist.all_gather(views, t_in)  # noqa: E731
@@ -154,6 +163,7 @@ def _measure(torch, dist, op, n, p, dev, warmup, iters):
     dist.all_reduce(mean, op=dist.ReduceOp.MAX)
     w = torch.tensor([wrong], dtype=torch.int64, device=dev)
     dist.all_reduce(w)
+    _KEEP.extend((t_in, t_out, mean, w, fn))  # (fn: the list form's views too)
     return float(mean.item()), int(w.item())
 
 
@@ -214,6 +224,7 @@ def main(argv=None):
                 f.write("".join(r + "\n" for r in rows))
     dist.barrier()
     dist.destroy_process_group()
+    _KEEP.clear()
     return 1 if any(int(r.rsplit(",", 1)[1]) > 0 for r in rows) else 0
 
 
