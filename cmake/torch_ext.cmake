@@ -67,12 +67,13 @@ print("%d.%d" % sys.version_info[:2])
     else()
       set(_ok TRUE)
     endif()
-    # AUTO builds it for the torch versions it has been tested on (the whole
-    # of tests/torch through it: 1.13 here, 2.6 in a Debian 13 root,
-    # scripts/torch2_check.sh); ON tries any other 2.1 or later.
-    if(_ok AND _want STREQUAL "AUTO" AND NOT _torch_version MATCHES "^(1\\.13|2\\.6)\\.")
+    # AUTO builds it for the torch versions it has been tested across (the
+    # whole of tests/torch through it: 1.13 here; 2.6 and 2.14 in Debian 13
+    # and sid roots, scripts/torch2_check.sh); ON tries any other 2.1 or later.
+    if(_ok AND _want STREQUAL "AUTO" AND
+       NOT _torch_version MATCHES "^(1\\.13|2\\.([6-9]|1[0-4]))\\.")
       message(STATUS "collie.torch C++ fast path: not built for torch ${_torch_version} by default "
-                     "(tested on 1.13 and 2.6; -DCOLLIE_TORCH_EXT=ON builds it)")
+                     "(tested on 1.13 and 2.6 to 2.14; -DCOLLIE_TORCH_EXT=ON builds it)")
       return()
     endif()
   endif()
