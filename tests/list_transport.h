@@ -63,6 +63,7 @@
   XX(tcp_peer_closes_2, tcp_peer_closes, 2, "tcp", 30)                                             \
   XX(tcp_peer_closes_3, tcp_peer_closes, 3, "tcp", 30)                                             \
   XX(tcp_peer_aborts_2, tcp_peer_aborts, 2, "tcp", 30)                                             \
+  XX(tcp_failed_open_tells_why_3, tcp_failed_open_tells_why, 3, "tcp", 30)                         \
   XX(tcp_abort_from_thread_2, tcp_abort_from_thread, 2, "tcp", 30)                                 \
   XX(tcp_held_then_close_3, tcp_held_then_close, 3, "tcp", 30)                                     \
   XX(tcp_open_timeout_3, tcp_open_timeout, 3, "tcp", 30)                                           \

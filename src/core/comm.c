@@ -547,6 +547,9 @@ collie__comm_create(const struct collie__params *params, const char *token, int6
   return COLLIE_SUCCESS;
 
 out_free:
+  /* Channels already up: their peers may have finished their setup, and
+   * learn why this rank did not (the cause is often a third rank's). */
+  collie__net_give_up(c->net, rc);
   collie__ring_close(ring);
   free(addrs);
   comm_free(c);

@@ -586,6 +586,12 @@ collie__net_wait_any(struct collie__net *n, const uint64_t *slots, int from, con
 }
 
 void
+collie__net_give_up(struct collie__net *n, collie_result_t rc)
+{
+  if (n && rc != COLLIE_SUCCESS) net_fail(n, rc);
+}
+
+void
 collie__net_abort(struct collie__net *n)
 {
   if (!n) return;

@@ -685,14 +685,18 @@ tcp_close(struct collie__xport *xp)
         COLLIE_TRACE("TCP", "tcp: could not say goodbye to rank %d: %s", c->peer, strerror(errno));
     }
   }
-  /* Unread bytes at close() make the kernel reset the connection instead of
-   * ending it; a peer's own BYE may be waiting, so swallow what is there. */
+  collie__tcp_drain(t);
+  collie__tcp_free(t);
+}
+
+void
+collie__tcp_drain(struct collie__tcp_xport *t)
+{
   for (int i = 0; i < t->nchan; i++) {
     char sink[4096];
     for (int k = 0; k < 16 && t->chans[i].fd >= 0; k++)
       if (recv(t->chans[i].fd, sink, sizeof(sink), MSG_DONTWAIT) <= 0) break;
   }
-  collie__tcp_free(t);
 }
 
 /* How long a look at /proc for the near peers' CPUs stays good: a look
@@ -733,13 +737,9 @@ tcp_peek(struct collie__xport *xp, int peer, uint64_t *slot, size_t *len)
   return 1;
 }
 
-/* Before abort, on a failure of this rank's own: an ABORT frame with why to
- * every peer whose stream is at a frame boundary (one non-blocking send;
- * a peer we are in the middle of a frame with sees the close alone). */
-static void
-tcp_tell(struct collie__xport *xp, const char *why)
+void
+collie__tcp_tell(struct collie__tcp_xport *t, const char *why)
 {
-  struct collie__tcp_xport *t = tcp_x(xp);
   struct {
     struct collie__tcp_frame h;
     char why[COLLIE_TCP_REASON_MAX];
@@ -749,13 +749,21 @@ tcp_tell(struct collie__xport *xp, const char *why)
   if (n) memcpy(f.why, why, n);
   for (int i = 0; i < t->nchan; i++) {
     struct collie__tcp_chan *c = &t->chans[i];
-    if (c->fd < 0 || c->told || c->s_hdr_sent || c->s_pay_sent || c->bye || c->gone) continue;
+    if (c->fd < 0 || !c->ready || c->told || c->s_hdr_sent || c->s_pay_sent || c->bye || c->gone)
+      continue;
     ssize_t w;
     do {
       w = send(c->fd, &f, sizeof(f.h) + n, MSG_DONTWAIT | MSG_NOSIGNAL);
     } while (w < 0 && errno == EINTR);
     c->told = 1; /* whole or not, the stream ends here: no frame may follow */
   }
+}
+
+/* Before abort, on a failure of this rank's own. */
+static void
+tcp_tell(struct collie__xport *xp, const char *why)
+{
+  collie__tcp_tell(tcp_x(xp), why);
 }
 
 const struct collie__xport_ops collie__tcp_ops = {

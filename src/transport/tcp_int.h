@@ -44,6 +44,7 @@ struct collie__tcp_chan {
   int32_t pid;    /* for messages, and for tcp_crowded's look at /proc */
   int near;       /* on this host (tcp_crowded) */
   int fd;         /* -1 until connected */
+  int ready;      /* the peer reads frames from us next: our hello or our ACCEPT went out */
   char addr[80];  /* the socket's remote end, "ip:port" */
   char host[48];  /* the peer's hostname (its host identity before '/'), when not this host's */
   /* Send side. */
@@ -108,5 +109,15 @@ void collie__tcp_peer_name(const struct collie__tcp_chan *c, char *buf, size_t l
  * posted requests and sends nothing (close() says goodbye first). Used by
  * close() and a failed open(). */
 void collie__tcp_free(struct collie__tcp_xport *t);
+/* An ABORT frame carrying why to every ready peer whose stream is at a frame
+ * boundary (one non-blocking send each; a peer we are in the middle of a
+ * frame with sees the close alone). Used before abort, and by a failed
+ * open() for the channels already up, so that those peers learn why this
+ * rank gave up rather than only that it closed. */
+void collie__tcp_tell(struct collie__tcp_xport *t, const char *why);
+/* Reads away what is waiting on t's sockets: unread bytes at close() make
+ * the kernel reset the connection instead of ending it, and a reset can cost
+ * the peer what we sent last (a BYE, an ABORT). */
+void collie__tcp_drain(struct collie__tcp_xport *t);
 
 #endif /* COLLIE_TRANSPORT_TCP_INT_H */

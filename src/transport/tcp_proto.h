@@ -53,7 +53,8 @@ enum {
   COLLIE_TCP_FRAME_DATA = 1, /* a chunk of a message */
   COLLIE_TCP_FRAME_BYE = 2,  /* clean close: the sender posts nothing more (all other fields 0) */
   /* The sender gave up on a failure of its own (its deadline, a third
-   * rank's death) and says why: chunk_len bytes of text (at most
+   * rank's death, a setup that failed after this channel was up) and says
+   * why: chunk_len bytes of text (at most
    * COLLIE_TCP_REASON_MAX, no NUL) follow; all other fields 0; the
    * connection closes after it. */
   COLLIE_TCP_FRAME_ABORT = 3,

@@ -225,6 +225,7 @@ tcp_connect_lower(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg
     if (collie__sock_send_all(c->fd, buf, sizeof(h) + token_len, cfg->deadline_ns) < 0)
       return collie__err_errno(errno == ETIMEDOUT ? COLLIE_TIMEOUT : COLLIE_REMOTE_ERROR,
                                "tcp: sending our hello to %s", who);
+    c->ready = 1;
   }
   return COLLIE_SUCCESS;
 }
@@ -340,6 +341,7 @@ tcp_pending_read(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg,
     return 0;
   }
   c->fd = pe->fd;
+  c->ready = 1;
   collie__fmt(c->addr, sizeof(c->addr), "%s", pe->addr);
   pe->fd = -1;
   COLLIE_TRACE("TCP", "tcp: rank %u connected from %s", from, c->addr);
@@ -606,6 +608,11 @@ collie__tcp_open(const struct collie__net_cfg *cfg, const int *peers, int npeers
 
 out_free:
   if (lfd >= 0) close(lfd);
+  /* The peers whose channels are up have finished their own open, or will:
+   * they learn why this rank gave up (its error names the cause, a third
+   * rank as often as not), not only that it closed. */
+  collie__tcp_tell(t, collie__err_msg());
+  collie__tcp_drain(t);
   collie__tcp_free(t);
   return rc;
 }

@@ -336,6 +336,11 @@ collie_result_t collie__net_wait(struct collie__net *n, struct collie__req *cons
  * the first transport failure. */
 collie_result_t collie__net_wait_any(struct collie__net *n, const uint64_t *slots, int from,
                                      const char *want, int *peer, size_t *len, int64_t deadline_ns);
+/* A failure outside n's operations (a communicator's setup after its
+ * channels opened) ends n as a failed operation would: every peer is told
+ * why (the thread's error message) and the transports are aborted, so that
+ * closing n says no clean goodbye. */
+void collie__net_give_up(struct collie__net *n, collie_result_t rc);
 void collie__net_abort(struct collie__net *n);
 void collie__net_close(struct collie__net *n);
 

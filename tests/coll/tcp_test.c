@@ -430,6 +430,36 @@ TEST_IMPL(tcp_peer_aborts)
   xfix_done(&t);
 }
 
+/* A rank whose open fails after some of its channels are up tells those
+ * peers why: rank 1 opens towards ranks 0 and 2, rank 0 towards rank 1 only
+ * (its open completes), rank 2 never opens. Rank 1's open times out on rank
+ * 2, and rank 0's first receive from rank 1 fails with rank 1's reason,
+ * which names rank 2, the cause, not only "rank 1 closed the connection". */
+TEST_IMPL(tcp_failed_open_tells_why)
+{
+  struct xfix t;
+  tcpt_meet(&t, 0, 10000);
+  if (t.rank == 0) {
+    int peers[1] = {1};
+    ASSERT_OK(tcpt_ops->open(&t.cfg, peers, 1, &t.x));
+    unsigned char b[8];
+    struct collie__req r;
+    xfix_post(&t, &r, 1, 0, b, sizeof(b), collie__slot(COLLIE_KIND_REDUCE, 1, 0));
+    ASSERT_RC(COLLIE_REMOTE_ERROR, "rank 1",
+              xfix_wait_n(&t, &r, 1, 0, collie__deadline_after_ms(10000)));
+    ASSERTF(strstr(collie_last_error(), "rank 2"), "rank 0 did not learn the cause: %s",
+            collie_last_error());
+  } else if (t.rank == 1) {
+    int peers[2] = {0, 2};
+    t.cfg.deadline_ns = collie__deadline_after_ms(1500); /* rank 2 never comes */
+    ASSERT(tcpt_ops->open(&t.cfg, peers, 2, &t.x) != COLLIE_SUCCESS);
+    ASSERT(t.x == NULL);
+    ASSERTF(strstr(collie_last_error(), "rank 2"), "rank 1's own error: %s", collie_last_error());
+  }
+  xfix_barrier(&t, "end");
+  xfix_done(&t);
+}
+
 static void *
 tcpt_abort_later(void *arg)
 {
