@@ -8,6 +8,22 @@
 set(COLLIE_TORCH_EXT AUTO CACHE STRING "Build collie.torch's C++ fast path: AUTO, ON or OFF")
 set(COLLIE_PYTHON /usr/bin/python3 CACHE FILEPATH "The Python whose torch the fast path is built for")
 
+# out = 1 when the first of torch's include directories (_inc, then
+# /usr/include) holding header has a line matching regex, else 0.
+function(_collie_torch_header_has header regex out)
+  set(_has 0)
+  foreach(_d ${_inc} /usr/include)
+    if(EXISTS ${_d}/${header})
+      file(STRINGS ${_d}/${header} _lines REGEX "${regex}")
+      if(_lines)
+        set(_has 1)
+      endif()
+      break()
+    endif()
+  endforeach()
+  set(${out} ${_has} PARENT_SCOPE)
+endfunction()
+
 set(_want ${COLLIE_TORCH_EXT})
 if(_want STREQUAL "AUTO" AND (COLLIE_SANITIZE OR COLLIE_TSAN OR COLLIE_FUZZ))
   set(_want OFF)
@@ -88,29 +104,15 @@ print("%d.%d" % sys.version_info[:2])
   else()
     enable_language(CXX)
     # The C++ standard torch's headers demand (17 up to torch 2.9 or so,
-    # 20 in newer ones: ATen.h says which it needs).
+    # 20 in newer ones: ATen.h says which it needs), and whether its Backend
+    # can be shut down and aborted (newer torch: destroy_process_group and
+    # _abort_process_group call them, and the FastGroup forwards both).
+    _collie_torch_header_has(ATen/ATen.h "C\\+\\+20 or later" _cxx20)
+    _collie_torch_header_has(torch/csrc/distributed/c10d/Backend.hpp "virtual void abort\\(\\)" _abort)
     set(_cxx 17)
-    foreach(_d ${_inc} /usr/include)
-      if(EXISTS ${_d}/ATen/ATen.h)
-        file(STRINGS ${_d}/ATen/ATen.h _need REGEX "C\\+\\+20 or later")
-        if(_need)
-          set(_cxx 20)
-        endif()
-        break()
-      endif()
-    endforeach()
-    # Newer torch lets a Backend be shut down and aborted (destroy_process_group
-    # and _abort_process_group call them): the FastGroup forwards both.
-    set(_abort 0)
-    foreach(_d ${_inc} /usr/include)
-      if(EXISTS ${_d}/torch/csrc/distributed/c10d/Backend.hpp)
-        file(STRINGS ${_d}/torch/csrc/distributed/c10d/Backend.hpp _has REGEX "virtual void abort\\(\\)")
-        if(_has)
-          set(_abort 1)
-        endif()
-        break()
-      endif()
-    endforeach()
+    if(_cxx20)
+      set(_cxx 20)
+    endif()
     set(_name _collie_torch_fast)
     add_library(collie_torch_ext MODULE
       ${PROJECT_SOURCE_DIR}/python/collie/torch/_ext/fast_group.cpp
