@@ -345,4 +345,5 @@
   XX(hier_allreduce_same_bits_mixed_6, hier_allreduce_same_bits, 6, "mixed", 90)                   \
   XX(hier_allgatherv_end_to_end_mixed_4, hier_allgatherv_end_to_end, 4, "mixed", 60)               \
   XX(hier_allgatherv_end_to_end_mixed_5, hier_allgatherv_end_to_end, 5, "mixed", 60)               \
-  XX(wait_across_transports_mixed_3, wait_across_transports, 3, "mixed", 60)
+  XX(wait_across_transports_mixed_3, wait_across_transports, 3, "mixed", 60)                       \
+  XX(spin_counts_the_machine_mixed_4, spin_counts_the_machine, 4, "mixed", 30)

@@ -9,6 +9,7 @@
   XX(log_levels_shm_2, log_levels, 2, "shm", 30)                                                   \
   XX(log_levels_tcp_2, log_levels, 2, "tcp", 30)                                                   \
   XX(place_pick, place_pick, 0, "auto", 10)                                                        \
+  XX(crowd_spin, crowd_spin, 0, "auto", 10)                                                        \
   XX(select_tuning_file, select_tuning_file, 0, "auto", 20)                                        \
   XX(select_decision_table_shm_2, select_decision_table, 2, "shm", 30)                             \
   XX(select_decision_table_tcp_3, select_decision_table, 3, "tcp", 30)                             \

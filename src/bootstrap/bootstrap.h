@@ -156,4 +156,9 @@ collie_result_t collie__launch_detect(struct collie__launch *out,
  * Ranks with equal identities share memory. */
 void collie__host_id(const char *override, char *out, size_t len);
 
+/* Writes the running kernel's boot id ("" when unreadable): equal on every
+ * network namespace and container of one machine, so it tells which ranks
+ * compete for the same cores whatever their host identities say. */
+void collie__machine_id(char *out, size_t len);
+
 #endif /* COLLIE_BOOTSTRAP_H */

@@ -20,6 +20,22 @@
 #include "bootstrap/bootstrap.h"
 
 void
+collie__machine_id(char *out, size_t len)
+{
+  if (!out || len == 0) return;
+  out[0] = '\0';
+  int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  ssize_t n = read(fd, out, len - 1);
+  close(fd);
+  out[n > 0 ? n : 0] = '\0';
+  /* Trim the trailing newline and any other whitespace. */
+  size_t b = strlen(out);
+  while (b > 0 && (out[b - 1] == '\n' || out[b - 1] == ' ' || out[b - 1] == '\r')) b--;
+  out[b] = '\0';
+}
+
+void
 collie__host_id(const char *override, char *out, size_t len)
 {
   if (!out || len == 0) return;
@@ -29,17 +45,8 @@ collie__host_id(const char *override, char *out, size_t len)
   }
   char host[256] = "";
   if (gethostname(host, sizeof(host) - 1) != 0 || !host[0]) snprintf(host, sizeof(host), "unknown");
-  char boot[64] = "";
-  int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    ssize_t n = read(fd, boot, sizeof(boot) - 1);
-    close(fd);
-    boot[n > 0 ? n : 0] = '\0';
-    /* Trim the trailing newline and any other whitespace. */
-    size_t b = strlen(boot);
-    while (b > 0 && (boot[b - 1] == '\n' || boot[b - 1] == ' ' || boot[b - 1] == '\r')) b--;
-    boot[b] = '\0';
-  }
+  char boot[64];
+  collie__machine_id(boot, sizeof(boot));
   if (boot[0])
     snprintf(out, len, "%s/%s", host, boot);
   else

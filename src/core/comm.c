@@ -475,8 +475,9 @@ collie__comm_create(const struct collie__params *params, const char *token, int6
     if (rc != COLLIE_SUCCESS) goto out_free;
     COLLIE_CHECK_GOTO(comm_init_verdict(c, own, deadline), rc, out_free);
     if (!tele) collie__place_spread(c); /* world init only: a split has the same processes */
-    int local = 0;
-    for (int p = 0; p < size; p++) local += !strcmp(c->peers[p].host, me->host);
+    collie__count_machine_ranks(c->peers, size);
+    c->spin = params->SPIN >= 0 ? (int)params->SPIN
+                                : collie__spin_default(c->peers, size, rank, collie__ncpus());
     /* Every rank must pick the same algorithm, so the model may only depend on
      * what all ranks know: oversubscribed if any host has more of this
      * communicator's ranks than cores. */
@@ -490,8 +491,7 @@ collie__comm_create(const struct collie__params *params, const char *token, int6
         .comm_hash = hash,
         .transport = c->transport,
         .ifname = params->SOCKET_IFNAME,
-        /* Spin while every local rank can have a core; sleep at once when oversubscribed. */
-        .spin = params->SPIN >= 0 ? (int)params->SPIN : (local <= collie__ncpus() ? 20000 : 0),
+        .spin = c->spin,
         .cma_min = (size_t)params->SHM_CMA_MIN,
         .shm_bytes = (size_t)params->SHM_BYTES,
         .deadline_ns = deadline,
@@ -620,6 +620,7 @@ comm_init_world(const struct collie__params *params, int rank, int size, const c
   /* A group of parent made apart from it: its ranks are named as parent names them. */
   me.world_rank = parent ? parent->peers[parent->rank].world_rank : rank;
   me.ncpus = collie__ncpus();
+  collie__machine_id(me.machine, sizeof(me.machine));
   if (!token || !*token) {
     snprintf(fallback_token, sizeof(fallback_token), "collie:%s", store_url ? store_url : "");
     token = fallback_token;

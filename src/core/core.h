@@ -71,6 +71,18 @@ int collie__place_pick(const struct collie__peer *peers, const int *cpus, int si
                        const cpu_set_t *allowed);
 void collie__place_spread(const collie_comm_t *c);
 
+/* crowd.c: polls a wait makes before it sleeps while every rank on a
+ * machine can have a core of its own. */
+#define COLLIE_SPIN_POLLS 20000
+/* Sets each record's machine_ranks to the ranks that share its machine (its
+ * boot id; its host where that is unknown), keeping a larger count a record
+ * brought (a split's members count their whole world). */
+void collie__count_machine_ranks(struct collie__peer *peers, int size);
+/* The spin rank's waits get when COLLIE_SPIN is -1: COLLIE_SPIN_POLLS while
+ * neither its host's ranks nor its machine's outnumber ncpus, else 0 (sleep
+ * at once). peers[] has its machine counts (collie__count_machine_ranks). */
+int collie__spin_default(const struct collie__peer *peers, int size, int rank, int ncpus);
+
 #define COLLIE_COMM_MAGIC 0xC0CC1E11u
 
 struct collie_comm {
@@ -95,6 +107,7 @@ struct collie_comm {
   struct collie__tele *tele;     /* shared with the whole collie_comm_init tree */
   int cls;                       /* cost-model class: collie__net_class */
   int all_shm;       /* cls is COLLIE_NET_CLASS_LOCAL: shared memory serves every rank */
+  int spin;          /* polls a wait makes before it sleeps (crowd.c, COLLIE_SPIN) */
   int met_over_ring; /* init exchanged its records over the bootstrap ring (bootstrap/ring.c) */
   uint32_t seq;      /* collectives issued so far */
   uint32_t split_seq;

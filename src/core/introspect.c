@@ -74,6 +74,18 @@ collie__comm_met_over_ring(const collie_comm_t *comm)
 }
 
 int
+collie__comm_spin(const collie_comm_t *comm)
+{
+  return comm->spin;
+}
+
+int
+collie__comm_machine_ranks(const collie_comm_t *comm, int rank)
+{
+  return rank >= 0 && rank < comm->size ? comm->peers[rank].machine_ranks : -1;
+}
+
+int
 collie__comm_class(const collie_comm_t *comm)
 {
   return comm->cls;

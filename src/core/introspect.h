@@ -37,6 +37,11 @@ int collie__comm_device_algo(const collie_comm_t *comm, int kind, size_t bytes);
 /* Whether comm's ranks met over the bootstrap ring (COLLIE_RING_BOOTSTRAP)
  * rather than through the store. */
 int collie__comm_met_over_ring(const collie_comm_t *comm);
+/* Polls comm's waits make before they sleep (COLLIE_SPIN, or core/crowd.c's
+ * pick), and how many ranks of its world share rank's machine (its boot
+ * id); -1 outside 0..size-1. */
+int collie__comm_spin(const collie_comm_t *comm);
+int collie__comm_machine_ranks(const collie_comm_t *comm, int rank);
 /* comm's cost model (built-in constants, COLLIE_TUNING_FILE's). */
 const struct collie__models *collie__comm_models(const collie_comm_t *comm);
 /* The poison code (COLLIE_SUCCESS while healthy). */

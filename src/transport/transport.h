@@ -63,7 +63,13 @@ struct collie__peer {
   int32_t pid;
   int32_t world_rank; /* rank in the world communicator, for messages */
   int32_t ncpus;      /* online CPUs of its host: with host, tells who is oversubscribed */
-  char fail[192];     /* non-empty: this rank failed init locally (why); everyone fails */
+  /* The kernel it runs on (boot id; "" when unknown): hosts that are
+   * namespaces or containers of one machine share its cores. */
+  char machine[40];
+  /* Ranks of its world communicator on that machine, once known (0 before):
+   * a split keeps counting every process that competes for the cores. */
+  int32_t machine_ranks;
+  char fail[192]; /* non-empty: this rank failed init locally (why); everyone fails */
 };
 
 /* ---- Requests ---- */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "runner.h"
+#include "core/core.h"
 #include "core/introspect.h"
 #include "util/util.h"
 
@@ -60,5 +61,31 @@ TEST_IMPL(wait_across_transports)
       ASSERT_OK(collie_send(comm, &v, 1, COLLIE_UINT64, 0, 5, NULL, NULL));
     }
   }
+  ASSERT_OK(collie_comm_destroy(comm));
+}
+
+/* Mixed, 4 ranks: two fake hosts of two ranks on this one machine (one boot
+ * id). Every rank counts all four as competing for the machine's cores, so
+ * a wait spins only when there are four cores or more; a split of one host's
+ * ranks keeps counting the world, as its left-out processes still run. */
+TEST_IMPL(spin_counts_the_machine)
+{
+  collie_comm_t *comm = test_comm();
+  int r = test_rank();
+  ASSERT(test_size() == 4);
+  int want = collie__ncpus() >= 4 ? COLLIE_SPIN_POLLS : 0;
+  for (int p = 0; p < 4; p++) ASSERT(collie__comm_machine_ranks(comm, p) == 4);
+  ASSERT(collie__comm_machine_ranks(comm, 4) == -1);
+  ASSERTF(collie__comm_spin(comm) == want, "spin %d, want %d (%d cpus)", collie__comm_spin(comm),
+          want, collie__ncpus());
+  collie_comm_t *host = NULL;
+  ASSERT_OK(collie_comm_split(comm, r % 2, r, &host));
+  ASSERT(collie_comm_size(host) == 2);
+  ASSERT(collie__comm_machine_ranks(host, 0) == 4 && collie__comm_machine_ranks(host, 1) == 4);
+  ASSERT(collie__comm_spin(host) == want);
+  int32_t v = r + 1, sum = 0;
+  ASSERT_OK(collie_allreduce(host, &v, &sum, 1, COLLIE_INT32, COLLIE_SUM, NULL, NULL));
+  ASSERT(sum == (r % 2 ? 2 + 4 : 1 + 3));
+  ASSERT_OK(collie_comm_destroy(host));
   ASSERT_OK(collie_comm_destroy(comm));
 }
