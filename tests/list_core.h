@@ -15,4 +15,5 @@
   XX(select_decision_table_tcp_3, select_decision_table, 3, "tcp", 30)                             \
   XX(select_forced_shm_2, select_forced, 2, "shm", 30)                                             \
   XX(select_forced_device_shm_2, select_forced_device, 2, "shm", 30)                               \
-  XX(select_rounds_by_host, select_rounds_by_host, 0, "auto", 10)
+  XX(select_rounds_by_host, select_rounds_by_host, 0, "auto", 10)                                  \
+  XX(select_overlapped_exchanges, select_overlapped_exchanges, 0, "auto", 10)

@@ -498,6 +498,17 @@ size_t collie__swap_chunk(const struct collie__call *c, size_t sl, size_t rl, si
  * broadcast (in and out at every hop) however short its critical path is. */
 double collie__oversub_cost(const struct collie__call *c, const struct collie__model *m, double t,
                             double copies);
+/* What an exchange past the first adds when several are in flight at once:
+ * its handling on the rank's core, at most COLLIE_MSG_US (the tcp
+ * transport's step cost on oversubscribed cores). Where alpha is a network's
+ * latency (hosts 1 ms apart) the exchanges' latencies overlap and only that
+ * remains; where alpha is itself the handling (loopback, shared memory)
+ * each costs a whole alpha. */
+#define COLLIE_MSG_US 15.0
+/* The latency of n exchanges (a send and/or a receive with one peer each)
+ * posted up to `window` at a time: an alpha per window, and each other
+ * exchange its handling (above). n alpha wherever alpha <= COLLIE_MSG_US. */
+double collie__overlap_us(const struct collie__model *m, double n, double window);
 
 /* One blocking send of step `step` to `to`, direct (collie__net_isend_direct). */
 collie_result_t collie__send_direct(struct collie__call *c, int to, const void *buf, size_t bytes,

@@ -18,6 +18,15 @@ collie__oversub_cost(const struct collie__call *c, const struct collie__model *m
   return t > floor ? t : floor;
 }
 
+double
+collie__overlap_us(const struct collie__model *m, double n, double window)
+{
+  if (n <= 0) return 0;
+  double windows = window > 0 && n > window ? (double)(long long)((n + window - 1) / window) : 1;
+  double msg = m->alpha_us < COLLIE_MSG_US ? m->alpha_us : COLLIE_MSG_US;
+  return windows * m->alpha_us + (n - windows) * msg;
+}
+
 collie_result_t
 collie__send_direct(struct collie__call *c, int to, const void *buf, size_t bytes, uint32_t step)
 {

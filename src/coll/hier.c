@@ -557,11 +557,11 @@ hier_allgather_cost(const struct collie__call *c, const struct collie__model *m)
    * every rank, so every rank prices alike). */
   double S = (double)(total * c->esize), blk = S / c->size, L = t->max_local, H = t->nhosts;
   /* Index 0 takes its host's blocks in, then every other host's blocks over
-   * its link while it sends its own to each of them: a link carries both
-   * ways at once, so the larger direction counts. */
+   * its link while it sends its own to each of them, all posted at once: a
+   * link carries both ways at once, so the larger direction counts. */
   double gather = ml->alpha_us + (L - 1) * blk * ml->beta_us;
   double in = c->size - L, out = (H - 1) * L;
-  double trade = (H - 1) * mr->alpha_us + (in > out ? in : out) * blk * mr->beta_us;
+  double trade = collie__overlap_us(mr, H - 1, 0) + (in > out ? in : out) * blk * mr->beta_us;
   double pack = run ? 0 : 2 * S * ml->beta_us;
   return gather + trade + pack +
          hier_phase_cost(c, COLLIE_KIND_BROADCAST, t->max_local, total, 0, ml);

@@ -30,8 +30,8 @@
  * a hang.
  *
  * Costs: 2 (L - 1) local alphas and ceil(max L / min L) (H - 1) network
- * alphas (a handler of a small host serves several rails), against
- * pairwise's p - 1 network alphas. Bytes: every byte is copied four times
+ * exchanges (a handler of a small host serves several rails), posted at
+ * once (collie__overlap_us), against pairwise's p - 1. Bytes: every byte is copied four times
  * on its host (packed, handed in, packed again per destination, unpacked)
  * and crosses the network once, as in the pairwise exchange; a host's
  * handlers share its link. alltoallv's byte term needs the counts, which
@@ -52,7 +52,7 @@
  * that came across. A host sends out p - L_h blocks, the least a
  * reduce_scatter between hosts can, and each rank takes H - 1 messages
  * from the network. Cost: (L - 1) alpha_l + ceil(max L / min L) (H - 1)
- * alpha_n, 2 S (beta_l) on the host plus S gamma for the reductions inside
+ * network exchanges at once, 2 S (beta_l) on the host plus S gamma for the reductions inside
  * it, and the blocks that leave the biggest host over its shared link.
  */
 #include <stdint.h>
@@ -391,7 +391,7 @@ av_alpha_cost(const struct collie__call *c)
   const struct collie__model *ml = &c->models->cls[COLLIE_NET_CLASS_LOCAL];
   const struct collie__model *mr = &c->models->cls[c->cls];
   int per = (t->max_local + t->min_local - 1) / t->min_local;
-  return 2.0 * (t->max_local - 1) * ml->alpha_us + (double)per * (t->nhosts - 1) * mr->alpha_us;
+  return 2.0 * (t->max_local - 1) * ml->alpha_us + collie__overlap_us(mr, per * (t->nhosts - 1), 0);
 }
 
 static double
@@ -524,6 +524,6 @@ collie__hier_reduce_scatter_uneven_cost(const struct collie__call *c)
   const struct collie__model *mr = &c->models->cls[c->cls];
   int per = (t->max_local + t->min_local - 1) / t->min_local;
   double blk = (double)(c->count * c->esize), S = blk * c->size, L = t->max_local;
-  return (L - 1) * ml->alpha_us + (double)per * (t->nhosts - 1) * mr->alpha_us +
+  return (L - 1) * ml->alpha_us + collie__overlap_us(mr, per * (t->nhosts - 1), 0) +
          S * (2 * ml->beta_us + ml->gamma_us) + L * blk * (c->size - L) * mr->beta_us;
 }

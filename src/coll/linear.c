@@ -294,17 +294,12 @@ lin_allreduce_run(struct collie__call *c)
   return COLLIE_SUCCESS;
 }
 
-/* What each message past the first adds: its handling on the rank's core,
- * at most LIN_MSG_US (the tcp transport's step cost on oversubscribed
- * cores). Where alpha is a network's latency (hosts 1 ms apart: alpha ~800
- * us measured) the messages' latencies overlap and only that remains;
- * where alpha is itself the handling (loopback, shared memory) each
- * message costs a whole alpha: at 3 and 4 ranks on one host over tcp, 2
- * cores, this allreduce measured 31-62 and 46-60 us against recursive
+/* Each message past the first adds its handling (collie__overlap_us): at 3
+ * and 4 ranks on one host over tcp, 2 cores, where alpha is itself the
+ * handling, this allreduce measured 31-62 and 46-60 us against recursive
  * doubling's 25-33 and 37-47. A peer past the first is a send and a
  * receive; the reduction of p inputs where recursive doubling streams them
  * is one more. */
-#define LIN_MSG_US 15.0
 
 /* One round; the busiest host's link carries its ranks' inputs to every
  * rank off it (COLLIE_ONE_LINK); every rank reduces p-1 inputs. */
@@ -315,9 +310,8 @@ lin_allreduce_cost(const struct collie__call *c, const struct collie__model *m)
   const struct collie__topo *t = c->topo;
   if (t && t->nhosts > 1 && !c->group && t->size == c->size)
     link = t->max_local * (p - t->max_local) * S;
-  double msg = m->alpha_us < LIN_MSG_US ? m->alpha_us : LIN_MSG_US;
   double extra = p > 2 ? 2 * (p - 2) + 1 : 0; /* 2 ranks: recursive doubling's one exchange */
-  return m->alpha_us + extra * msg + link * m->beta_us + (p - 1) * S * m->gamma_us;
+  return collie__overlap_us(m, 1 + extra, 0) + link * m->beta_us + (p - 1) * S * m->gamma_us;
 }
 
 const struct collie__algo collie__algo_allreduce_linear = {"linear",

@@ -39,9 +39,12 @@
  * the send and receive regions may overlap in any way, so the whole span of
  * the send side is staged first (scratch as large as that span).
  *
- * Costs (S = nccl-tests size = p * count * esize for alltoall):
- *   alltoall   (p-1) alpha + (p-1)/p S beta
- *   alltoallv  (p-1) alpha: the byte term would need the counts, which are
+ * Costs (S = nccl-tests size = p * count * esize for alltoall), the p-1
+ * exchanges priced as the window posts them (collie__overlap_us: p-1 alpha
+ * on one host or a fast network, one latency a window and a handling per
+ * other exchange where alpha is a slow network's):
+ *   alltoall   overlap(p-1) + (p-1)/p S beta
+ *   alltoallv  overlap(p-1): the byte term would need the counts, which are
  *              rank-local (every rank must compute the same estimate), and
  *              this is the only alltoallv algorithm, so the estimate serves
  *              the decision log only.
@@ -184,7 +187,7 @@ static double
 pw_alltoall_cost(const struct collie__call *c, const struct collie__model *m)
 {
   double p = c->size, S = (double)collie__call_bytes(c);
-  return (p - 1) * m->alpha_us + (p - 1) / p * S * m->beta_us;
+  return collie__overlap_us(m, p - 1, PW_WINDOW) + (p - 1) / p * S * m->beta_us;
 }
 
 const struct collie__algo collie__algo_alltoall_pairwise = {
@@ -232,7 +235,7 @@ pw_alltoallv_run(struct collie__call *c)
 static double
 pw_alltoallv_cost(const struct collie__call *c, const struct collie__model *m)
 {
-  return (c->size - 1) * m->alpha_us;
+  return collie__overlap_us(m, c->size - 1, PW_WINDOW);
 }
 
 const struct collie__algo collie__algo_alltoallv_pairwise = {

@@ -208,3 +208,53 @@ TEST_IMPL(select_rounds_by_host)
   sel_expect(COLLIE_KIND_REDUCE_SCATTER, COLLIE_ALGO_RECURSIVE_HALVING, 8, 2, shm + 2 * net);
   collie__models_free(&m);
 }
+
+/* Algorithm costs of kind for 1-byte blocks at p ranks, per_host a host,
+ * with the network's alpha set to net_alpha (0: the built-in one). */
+static void
+sel_costs(int kind, int p, int per_host, double net_alpha, double *cost)
+{
+  struct collie__models m;
+  memset(&m, 0, sizeof(m));
+  collie__models_default(&m, 0);
+  if (net_alpha > 0) m.cls[collie__net_class_remote()].alpha_us = net_alpha;
+  struct collie__topo t;
+  ASSERT_OK(collie__topo_uniform(p, per_host, &t));
+  collie__algo_predict(kind, &t, 1, COLLIE_UINT8, &m, cost);
+  collie__topo_free(&t);
+  collie__models_free(&m);
+}
+
+/* Exchanges posted at once pay one latency, and each other exchange only
+ * its handling (COLLIE_MSG_US), where alpha is a slow network's: pairwise
+ * alltoall's window of 8 and the hierarchical allgather's trade between
+ * hosts measured about one 1 ms crossing on the test bed (4 x 2 hosts:
+ * 1.37 and 1.26-1.47 ms), not p - 1 or H - 1 of them. On a fast network
+ * (alpha below the handling) each exchange still costs a whole alpha. */
+TEST_IMPL(select_overlapped_exchanges)
+{
+  double cost[COLLIE_ALGO_COUNT_], slow = 1000.0;
+  sel_costs(COLLIE_KIND_ALLTOALL, 8, 2, slow, cost);
+  double pw = cost[COLLIE_ALGO_PAIRWISE];
+  ASSERTF(pw > slow + 6 * COLLIE_MSG_US - 0.5 && pw < slow + 6 * COLLIE_MSG_US + 0.5,
+          "pairwise alltoall, 8 ranks, 1 ms network: %.1f us", pw);
+  /* 16 ranks: 15 exchanges, two windows of 8. */
+  sel_costs(COLLIE_KIND_ALLTOALL, 16, 2, slow, cost);
+  pw = cost[COLLIE_ALGO_PAIRWISE];
+  ASSERTF(pw > 2 * slow + 13 * COLLIE_MSG_US - 0.5 && pw < 2 * slow + 13 * COLLIE_MSG_US + 0.5,
+          "pairwise alltoall, 16 ranks, 1 ms network: %.1f us", pw);
+  sel_costs(COLLIE_KIND_ALLGATHER, 8, 2, slow, cost);
+  double hier = cost[COLLIE_ALGO_HIERARCHICAL], rd = cost[COLLIE_ALGO_RECURSIVE_DOUBLING];
+  ASSERTF(hier > slow && hier < 1.2 * slow, "hierarchical allgather, 4 x 2 hosts: %.1f us", hier);
+  ASSERTF(hier < rd, "hierarchical allgather %.1f us, recursive doubling %.1f", hier, rd);
+  /* The built-in network (8 us a step): every exchange a whole alpha. */
+  struct collie__models m;
+  memset(&m, 0, sizeof(m));
+  collie__models_default(&m, 0);
+  double net = m.cls[collie__net_class_remote()].alpha_us;
+  collie__models_free(&m);
+  ASSERT(net < COLLIE_MSG_US);
+  sel_costs(COLLIE_KIND_ALLTOALL, 8, 2, 0, cost);
+  pw = cost[COLLIE_ALGO_PAIRWISE];
+  ASSERTF(pw > 7 * net - 0.05 && pw < 7 * net + 0.05, "pairwise alltoall, 8 ranks: %.2f us", pw);
+}
