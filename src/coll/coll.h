@@ -357,6 +357,7 @@ const struct collie__algo *const *collie__algo_table(int *n);
   XX(reduce_scatter_hierarchical)                                                                  \
   XX(reduce_scatter_cuda_ipc)                                                                      \
   XX(reduce_scatter_cuda_pipeline)                                                                 \
+  XX(reduce_scatter_linear)                                                                        \
   XX(broadcast_tree)                                                                               \
   XX(broadcast_scatter_allgather)                                                                  \
   XX(broadcast_chain)                                                                              \

@@ -229,7 +229,8 @@ sel_costs(int kind, int p, int per_host, double net_alpha, double *cost)
  * its handling (COLLIE_MSG_US), where alpha is a slow network's: pairwise
  * alltoall's window of 8 and the hierarchical allgather's trade between
  * hosts measured about one 1 ms crossing on the test bed (4 x 2 hosts:
- * 1.37 and 1.26-1.47 ms), not p - 1 or H - 1 of them. On a fast network
+ * 1.37 and 1.26-1.47 ms), not p - 1 or H - 1 of them; the linear
+ * reduce_scatter is priced so too. On a fast network
  * (alpha below the handling) each exchange still costs a whole alpha. */
 TEST_IMPL(select_overlapped_exchanges)
 {
@@ -247,6 +248,15 @@ TEST_IMPL(select_overlapped_exchanges)
   double hier = cost[COLLIE_ALGO_HIERARCHICAL], rd = cost[COLLIE_ALGO_RECURSIVE_DOUBLING];
   ASSERTF(hier > slow && hier < 1.2 * slow, "hierarchical allgather, 4 x 2 hosts: %.1f us", hier);
   ASSERTF(hier < rd, "hierarchical allgather %.1f us, recursive doubling %.1f", hier, rd);
+  /* reduce_scatter's linear form sends every block straight to its owner:
+   * one crossing, and the hierarchical form's rail phase takes it. */
+  sel_costs(COLLIE_KIND_REDUCE_SCATTER, 8, 2, slow, cost);
+  double lin = cost[COLLIE_ALGO_LINEAR];
+  hier = cost[COLLIE_ALGO_HIERARCHICAL];
+  ASSERTF(lin > slow + 13 * COLLIE_MSG_US - 0.5 && lin < slow + 13 * COLLIE_MSG_US + 0.5,
+          "linear reduce_scatter, 8 ranks, 1 ms network: %.1f us", lin);
+  ASSERTF(hier > slow && hier < 1.2 * slow, "hierarchical reduce_scatter, 4 x 2 hosts: %.1f us",
+          hier);
   /* The built-in network (8 us a step): every exchange a whole alpha. */
   struct collie__models m;
   memset(&m, 0, sizeof(m));
