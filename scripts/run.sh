@@ -161,6 +161,14 @@ case "$what" in
     echo "$lat" | awk '/the network takes/ { n++; v = $0; sub(/.*takes /, "", v); if (v + 0 < 500) bad = 1 }
       END { exit !(n == 6 && !bad) }' ||
       { echo "$lat" | grep -E "network takes|allreduce of" >&2; echo "the ranks did not measure the 1 ms links at init" >&2; exit 1; }
+    # ... and the measured bandwidth when it is slow: over 100 Mbit/s links
+    # (12.5 MB/s) every rank must log a rate of at most 0.019 GB/s (an upper
+    # bound, which load cannot break; the tbf burst lets the first quarter of
+    # the measured megabyte through at line rate).
+    lat=$(COLLIE_DEBUG=INFO sh scripts/testbed.sh --hosts 2,1,3 --rate 100mbit -- "$PWD/build/bench/latency" 2>&1)
+    echo "$lat" | awk '/the network moves/ { n++; v = $0; sub(/.*moves /, "", v); if (v + 0 > 0.019) bad = 1 }
+      END { exit !(n == 6 && !bad) }' ||
+      { echo "$lat" | grep -E "network moves|allreduce of" >&2; echo "the ranks did not measure the 100 Mbit/s links at init" >&2; exit 1; }
     n=$(echo "$tests" | grep -E '^matrix_allreduce_[a-z]+_3$' | head -1)
     sh scripts/testbed.sh --hosts 2,1 --delay 200us --jitter 100us --loss 2 --timeout 300 -- \
       "$PWD/build/tests/collie_tests" --as-rank "$n"

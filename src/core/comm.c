@@ -210,17 +210,74 @@ comm_double_cmp(const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
-/* The network's latency, measured once a communicator spans hosts: the
- * built-in model's alpha between hosts is a fast network's (8 us), and on
- * slow links (1 ms) it priced extra crossings as nothing, picking the
- * hierarchical allreduce where flat recursive doubling was twice as fast
- * (docs/hosts.md). Three dissemination barriers (every round has a pair
- * across hosts, so each round takes one crossing); the best of the last
- * two, per round, is this rank's estimate. Every rank must pick alike, so
- * the estimates are gathered and the median is taken; it replaces the
- * model's alpha only when over twice as long (a fast network keeps the
- * fitted default). Skipped with a tuning file: its constants were measured.
- * The sequence numbers used are handed back: every message was consumed. */
+/* Bytes of the shift that measures the network's bandwidth at init: 8.4 ms
+ * at 1 Gbit/s, several times a 1 ms link's latency, so that the latency
+ * subtracted from it leaves a byte term to read, and four times the burst
+ * a token bucket (the test bed's tbf) lets through at line rate. 0.4 ms
+ * over loopback tcp, 170 ms of init at 100 Mbit/s (two shifts). */
+#define COMM_MEASURE_BYTES ((size_t)1 << 20)
+
+/* One crossing of COMM_MEASURE_BYTES per host, twice (the first warms the
+ * channels and tcp's window): host h's local index 0 sends to host h+1's
+ * and receives from host h-1's, so each host's link carries one stream each
+ * way, the link's own rate (the model charges sharing itself). The
+ * second's time less one latency (alpha_us), per byte; -1 on other ranks,
+ * which take the same two sequence numbers. */
+static collie_result_t
+comm_measure_beta(collie_comm_t *c, double alpha_us, int64_t deadline, double *beta_us)
+{
+  const struct collie__topo *t = &c->topo;
+  *beta_us = -1;
+  if (t->local[c->rank] != 0) { /* every rank takes the shifts' sequence numbers */
+    c->seq += 2;
+    return COLLIE_SUCCESS;
+  }
+  const int *rail = t->by_rail + t->rail_first[0];
+  int h = t->host[c->rank], H = t->nhosts;
+  char *buf = malloc(2 * COMM_MEASURE_BYTES);
+  if (!buf) return collie__err(COLLIE_SYSTEM_ERROR, "out of memory measuring the network");
+  memset(buf, 0, 2 * COMM_MEASURE_BYTES);
+  collie_result_t rc = COLLIE_SUCCESS;
+  for (int i = 0; i < 2 && rc == COLLIE_SUCCESS; i++) {
+    struct collie__call call =
+        comm_internal_call(c, COLLIE_KIND_ALLGATHER, COLLIE_ALGO_RING, deadline);
+    int64_t t0 = collie__now_ns();
+    rc = collie__sendrecv(&call, rail[(h + 1) % H], buf, COMM_MEASURE_BYTES, rail[(h + H - 1) % H],
+                          buf + COMM_MEASURE_BYTES, COMM_MEASURE_BYTES, 0);
+    double us = (double)(collie__now_ns() - t0) / 1e3 - alpha_us;
+    if (i == 1) *beta_us = (us > 0 ? us : 0) / (double)COMM_MEASURE_BYTES;
+  }
+  free(buf);
+  return rc;
+}
+
+/* The median of the n values of v at stride 2 from v[k] that are >= 0
+ * (sorted in place in tmp), or -1 when none is. */
+static double
+comm_median_of(const double *v, int n, int k, double *tmp)
+{
+  int m = 0;
+  for (int i = 0; i < n; i++)
+    if (v[2 * i + k] >= 0) tmp[m++] = v[2 * i + k];
+  if (m == 0) return -1;
+  qsort(tmp, (size_t)m, sizeof(*tmp), comm_double_cmp);
+  return tmp[m / 2];
+}
+
+/* The network's latency and bandwidth, measured once a communicator spans
+ * hosts: the built-in model's constants between hosts are a fast network's
+ * (8 us, 2.5 GB/s), and on slow links (1 ms) it priced extra crossings as
+ * nothing, picking the hierarchical allreduce where flat recursive doubling
+ * was twice as fast (docs/hosts.md), and at 1 Gbit/s it priced bytes 20
+ * times too cheap, picking a one-shot exchange for 1 MiB shards where a
+ * ring was faster. Latency: three dissemination barriers (every round has
+ * a pair across hosts, so each round takes one crossing); the best of the
+ * last two, per round, is this rank's estimate. Bandwidth: comm_measure_beta.
+ * Every rank must pick alike, so the estimates are gathered and the
+ * medians are taken; each replaces the model's constant only when over
+ * twice as large (a fast network keeps the fitted default). Skipped with a
+ * tuning file: its constants were measured. The sequence numbers used are
+ * handed back: every message was consumed. */
 static collie_result_t
 comm_measure_net(collie_comm_t *c, int64_t deadline)
 {
@@ -228,7 +285,7 @@ comm_measure_net(collie_comm_t *c, int64_t deadline)
   uint32_t seq0 = c->seq;
   int rounds = 0;
   for (int d = 1; d < c->size; d *= 2) rounds++;
-  double mine = -1, *all = calloc((size_t)c->size, sizeof(*all));
+  double mine[2] = {-1, -1}, *all = calloc((size_t)c->size * 3, sizeof(*all));
   if (!all) return collie__err(COLLIE_SYSTEM_ERROR, "out of memory measuring the network");
   collie_result_t rc = COLLIE_SUCCESS;
   for (int i = 0; i < 3 && rc == COLLIE_SUCCESS; i++) {
@@ -237,12 +294,13 @@ comm_measure_net(collie_comm_t *c, int64_t deadline)
     int64_t t0 = collie__now_ns();
     rc = collie__algo_barrier_dissemination.run(&call);
     double us = (double)(collie__now_ns() - t0) / 1e3 / rounds;
-    if (i > 0 && (mine < 0 || us < mine)) mine = us; /* the first warms the channels */
+    if (i > 0 && (mine[0] < 0 || us < mine[0])) mine[0] = us; /* the first warms the channels */
   }
+  if (rc == COLLIE_SUCCESS) rc = comm_measure_beta(c, mine[0], deadline, &mine[1]);
   if (rc == COLLIE_SUCCESS) { /* recursive doubling: log2(p) steps, cheap at thousands of ranks */
     struct collie__call call =
         comm_internal_call(c, COLLIE_KIND_ALLGATHER, COLLIE_ALGO_RECURSIVE_DOUBLING, deadline);
-    call.sendbuf = &mine;
+    call.sendbuf = mine;
     call.recvbuf = all;
     call.count = sizeof(mine);
     rc = collie__algo_allgather_recursive_doubling.run(&call);
@@ -253,16 +311,23 @@ comm_measure_net(collie_comm_t *c, int64_t deadline)
     collie__err_prefix("measuring the network at init");
     return rc;
   }
-  qsort(all, (size_t)c->size, sizeof(*all), comm_double_cmp);
-  double med = all[c->size / 2];
+  double alpha = comm_median_of(all, c->size, 0, all + 2 * c->size);
+  double beta = comm_median_of(all, c->size, 1, all + 2 * c->size);
   free(all);
   struct collie__model *net = &c->models.cls[c->cls];
-  if (med > 2 * net->alpha_us) {
+  if (alpha > 2 * net->alpha_us) {
     COLLIE_INFO("INIT",
                 "the network takes %.1f us a step (measured at init, the ranks' median): "
                 "the model's alpha between hosts goes from %.1f to %.1f us",
-                med, net->alpha_us, med);
-    net->alpha_us = med;
+                alpha, net->alpha_us, alpha);
+    net->alpha_us = alpha;
+  }
+  if (beta > 2 * net->beta_us) {
+    COLLIE_INFO("INIT",
+                "the network moves %.3f GB/s (measured at init, the median of the hosts' first "
+                "ranks): the model's beta between hosts goes from %.6f to %.6f us/B",
+                1e-3 / beta, net->beta_us, beta);
+    net->beta_us = beta;
   }
   return COLLIE_SUCCESS;
 }
