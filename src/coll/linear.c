@@ -258,18 +258,17 @@ const struct collie__algo collie__algo_broadcast_linear = {
  * and receives are posted LIN_WINDOW / 2 peers at a time, peers taken from
  * rank+1 on, so that no rank is everyone's first. */
 
+/* The one round both reductions share: every rank q's `bytes` into
+ * in + q * bytes, this rank's sendbuf + q * stride out to q (stride 0: the
+ * whole input to everyone), LIN_WINDOW / 2 peers at a time from rank+1 on;
+ * then own (this rank's contribution) in place of its slot, and the p
+ * inputs reduced into recvbuf in rank order, so that every rank computes
+ * the same bits. Every send has read sendbuf before recvbuf (in place, the
+ * same memory) is written. */
 static collie_result_t
-lin_allreduce_run(struct collie__call *c)
+lin_reduce_round(struct collie__call *c, char *in, size_t bytes, size_t stride, const char *own)
 {
   int p = c->size;
-  size_t bytes = c->count * c->esize;
-  if (bytes == 0) return COLLIE_SUCCESS;
-  if (p == 1) {
-    if (c->sendbuf != c->recvbuf) collie__call_copy(c, c->recvbuf, c->sendbuf, bytes);
-    return COLLIE_SUCCESS;
-  }
-  char *in = collie__scratch_get(c->scratch, (size_t)p * bytes);
-  if (!in) return COLLIE_SYSTEM_ERROR;
   uint64_t slot = collie__call_slot(c, 0);
   struct collie__req req[LIN_WINDOW];
   struct collie__req *w[LIN_WINDOW];
@@ -277,22 +276,36 @@ lin_allreduce_run(struct collie__call *c)
     int n = 0;
     for (; i < p && n + 2 <= LIN_WINDOW; i++) {
       int q = (c->rank + i) % p;
+      const char *out = (const char *)c->sendbuf + (size_t)q * stride;
       collie_result_t rc = collie__call_irecv(c, q, in + (size_t)q * bytes, bytes, slot, &req[n]);
       if (rc == COLLIE_SUCCESS) w[n] = &req[n], n++;
-      if (rc == COLLIE_SUCCESS) rc = collie__call_isend(c, q, c->sendbuf, bytes, slot, &req[n]);
+      if (rc == COLLIE_SUCCESS) rc = collie__call_isend(c, q, out, bytes, slot, &req[n]);
       if (rc != COLLIE_SUCCESS) return rc;
       w[n] = &req[n], n++;
     }
     collie_result_t rc = collie__net_wait(c->net, w, n, c->deadline_ns);
     if (rc != COLLIE_SUCCESS) return rc;
   }
-  /* Every send has read sendbuf: recvbuf (the same buffer in place) may be
-   * written now. */
-  collie__call_copy(c, in + (size_t)c->rank * bytes, c->sendbuf, bytes);
+  collie__call_copy(c, in + (size_t)c->rank * bytes, own, bytes);
   collie__call_copy(c, c->recvbuf, in, bytes);
-  for (int q = 1; q < p; q++) c->reduce(c->recvbuf, in + (size_t)q * bytes, c->count);
-  if (c->op == COLLIE_AVG) collie__reduce_avg_finish(c->recvbuf, c->count, c->dtype, p);
+  size_t count = bytes / c->esize;
+  for (int q = 1; q < p; q++) c->reduce(c->recvbuf, in + (size_t)q * bytes, count);
+  if (c->op == COLLIE_AVG) collie__reduce_avg_finish(c->recvbuf, count, c->dtype, p);
   return COLLIE_SUCCESS;
+}
+
+static collie_result_t
+lin_allreduce_run(struct collie__call *c)
+{
+  size_t bytes = c->count * c->esize;
+  if (bytes == 0) return COLLIE_SUCCESS;
+  if (c->size == 1) {
+    if (c->sendbuf != c->recvbuf) collie__call_copy(c, c->recvbuf, c->sendbuf, bytes);
+    return COLLIE_SUCCESS;
+  }
+  char *in = collie__scratch_get(c->scratch, (size_t)c->size * bytes);
+  if (!in) return COLLIE_SYSTEM_ERROR;
+  return lin_reduce_round(c, in, bytes, 0, c->sendbuf);
 }
 
 /* Each message past the first adds its handling (collie__overlap_us): at 3
@@ -330,44 +343,21 @@ const struct collie__algo collie__algo_allreduce_linear = {"linear",
  * bytes a rank. It wins where a round is a network's latency, and it is
  * the phase between hosts the hierarchical reduce_scatter takes over slow
  * links (4 x 2 test-bed hosts 1 ms apart: recursive halving's two
- * crossings took 2.2 ms). Peers are taken from rank+1 on, LIN_WINDOW / 2 at
- * a time, as the allreduce's. */
+ * crossings took 2.2 ms). In place, recvbuf is this rank's own block,
+ * which the round keeps before writing it. */
 static collie_result_t
 lin_reduce_scatter_run(struct collie__call *c)
 {
-  int p = c->size;
   size_t blk = c->count * c->esize;
-  const char *sb = c->sendbuf, *own = sb + (size_t)c->rank * blk;
+  const char *own = (const char *)c->sendbuf + (size_t)c->rank * blk;
   if (blk == 0) return COLLIE_SUCCESS;
-  if (p == 1) {
+  if (c->size == 1) {
     if ((const char *)c->recvbuf != own) collie__call_copy(c, c->recvbuf, own, blk);
     return COLLIE_SUCCESS;
   }
-  char *in = collie__scratch_get(c->scratch, (size_t)p * blk);
+  char *in = collie__scratch_get(c->scratch, (size_t)c->size * blk);
   if (!in) return COLLIE_SYSTEM_ERROR;
-  uint64_t slot = collie__call_slot(c, 0);
-  struct collie__req req[LIN_WINDOW];
-  struct collie__req *w[LIN_WINDOW];
-  for (int i = 1; i < p;) {
-    int n = 0;
-    for (; i < p && n + 2 <= LIN_WINDOW; i++) {
-      int q = (c->rank + i) % p;
-      collie_result_t rc = collie__call_irecv(c, q, in + (size_t)q * blk, blk, slot, &req[n]);
-      if (rc == COLLIE_SUCCESS) w[n] = &req[n], n++;
-      if (rc == COLLIE_SUCCESS)
-        rc = collie__call_isend(c, q, sb + (size_t)q * blk, blk, slot, &req[n]);
-      if (rc != COLLIE_SUCCESS) return rc;
-      w[n] = &req[n], n++;
-    }
-    collie_result_t rc = collie__net_wait(c->net, w, n, c->deadline_ns);
-    if (rc != COLLIE_SUCCESS) return rc;
-  }
-  /* In place, recvbuf is this rank's own block: keep it before writing. */
-  collie__call_copy(c, in + (size_t)c->rank * blk, own, blk);
-  collie__call_copy(c, c->recvbuf, in, blk);
-  for (int q = 1; q < p; q++) c->reduce(c->recvbuf, in + (size_t)q * blk, c->count);
-  if (c->op == COLLIE_AVG) collie__reduce_avg_finish(c->recvbuf, c->count, c->dtype, p);
-  return COLLIE_SUCCESS;
+  return lin_reduce_round(c, in, blk, blk, own);
 }
 
 /* As the allreduce's, with a block (S/p) where the allreduce sends S. */
