@@ -257,6 +257,25 @@ TEST_IMPL(select_overlapped_exchanges)
           "linear reduce_scatter, 8 ranks, 1 ms network: %.1f us", lin);
   ASSERTF(hier > slow && hier < 1.2 * slow, "hierarchical reduce_scatter, 4 x 2 hosts: %.1f us",
           hier);
+  /* Pairwise on 2 x 2 hosts, 1 MiB blocks: only the blocks for the other
+   * host cross, both ranks of a host at once, L (p-L)/p S on its link (the
+   * local peer's block counted too, it was (p-1)/p S at L x beta). */
+  {
+    struct collie__models mm;
+    memset(&mm, 0, sizeof(mm));
+    collie__models_default(&mm, 0);
+    struct collie__topo t;
+    ASSERT_OK(collie__topo_uniform(4, 2, &t));
+    size_t blk = (size_t)1 << 20;
+    collie__algo_predict(COLLIE_KIND_ALLTOALL, &t, blk, COLLIE_UINT8, &mm, cost);
+    collie__topo_free(&t);
+    const struct collie__model *n = &mm.cls[collie__net_class_remote()];
+    double S = 4.0 * (double)blk, want = collie__overlap_us(n, 3, 8) + 2.0 * 2 / 4 * S * n->beta_us;
+    pw = cost[COLLIE_ALGO_PAIRWISE];
+    collie__models_free(&mm);
+    ASSERTF(pw > want * 0.999 && pw < want * 1.001,
+            "pairwise alltoall, 2 x 2, 1 MiB: %.1f us, want %.1f", pw, want);
+  }
   /* The built-in network (8 us a step): every exchange a whole alpha. */
   struct collie__models m;
   memset(&m, 0, sizeof(m));
