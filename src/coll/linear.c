@@ -308,24 +308,29 @@ lin_allreduce_run(struct collie__call *c)
   return lin_reduce_round(c, in, bytes, 0, c->sendbuf);
 }
 
-/* Each message past the first adds its handling (collie__overlap_us): at 3
- * and 4 ranks on one host over tcp, 2 cores, where alpha is itself the
- * handling, this allreduce measured 31-62 and 46-60 us against recursive
- * doubling's 25-33 and 37-47. A peer past the first is a send and a
- * receive; the reduction of p inputs where recursive doubling streams them
- * is one more. */
+/* One round of messages of b bytes, one to and one from each peer: each
+ * message past the first adds its handling (collie__overlap_us; at 3 and 4
+ * ranks on one host over tcp, 2 cores, where alpha is itself the handling,
+ * the allreduce measured 31-62 and 46-60 us against recursive doubling's
+ * 25-33 and 37-47), and the reduction of p inputs where recursive doubling
+ * streams them is one more; 2 ranks: recursive doubling's one exchange.
+ * The busiest host's link carries its ranks' messages to every rank off it
+ * (COLLIE_ONE_LINK); every rank reduces p-1 inputs. */
+static double
+lin_round_cost(const struct collie__call *c, const struct collie__model *m, double b)
+{
+  double p = c->size, link = (p - 1) * b;
+  const struct collie__topo *t = c->topo;
+  if (t && t->nhosts > 1 && !c->group && t->size == c->size)
+    link = t->max_local * (p - t->max_local) * b;
+  double extra = p > 2 ? 2 * (p - 2) + 1 : 0;
+  return collie__overlap_us(m, 1 + extra, 0) + link * m->beta_us + (p - 1) * b * m->gamma_us;
+}
 
-/* One round; the busiest host's link carries its ranks' inputs to every
- * rank off it (COLLIE_ONE_LINK); every rank reduces p-1 inputs. */
 static double
 lin_allreduce_cost(const struct collie__call *c, const struct collie__model *m)
 {
-  double p = c->size, S = (double)collie__call_bytes(c), link = (p - 1) * S;
-  const struct collie__topo *t = c->topo;
-  if (t && t->nhosts > 1 && !c->group && t->size == c->size)
-    link = t->max_local * (p - t->max_local) * S;
-  double extra = p > 2 ? 2 * (p - 2) + 1 : 0; /* 2 ranks: recursive doubling's one exchange */
-  return collie__overlap_us(m, 1 + extra, 0) + link * m->beta_us + (p - 1) * S * m->gamma_us;
+  return lin_round_cost(c, m, (double)collie__call_bytes(c));
 }
 
 const struct collie__algo collie__algo_allreduce_linear = {"linear",
@@ -364,12 +369,7 @@ lin_reduce_scatter_run(struct collie__call *c)
 static double
 lin_reduce_scatter_cost(const struct collie__call *c, const struct collie__model *m)
 {
-  double p = c->size, b = (double)collie__call_bytes(c) / p, link = (p - 1) * b;
-  const struct collie__topo *t = c->topo;
-  if (t && t->nhosts > 1 && !c->group && t->size == c->size)
-    link = t->max_local * (p - t->max_local) * b;
-  double extra = p > 2 ? 2 * (p - 2) + 1 : 0;
-  return collie__overlap_us(m, 1 + extra, 0) + link * m->beta_us + (p - 1) * b * m->gamma_us;
+  return lin_round_cost(c, m, (double)collie__call_bytes(c) / c->size);
 }
 
 const struct collie__algo collie__algo_reduce_scatter_linear = {"linear",

@@ -190,7 +190,7 @@ pw_alltoall_run(struct collie__call *c)
  * host's link: L (p-L)/p S. Priced at (p-1)/p S on every rank's link share,
  * the block for each local peer counted as network bytes, the model put
  * pairwise 1.5x too dear at 2 x 2 hosts and picked the hierarchical form,
- * 0.63-0.67x as fast at 16 MiB on the test bed. */
+ * 0.67-0.87x as fast at 2-16 MiB on the 10 Gbit/s test bed. */
 static double
 pw_alltoall_cost(const struct collie__call *c, const struct collie__model *m)
 {
