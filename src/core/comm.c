@@ -234,9 +234,8 @@ comm_measure_beta(collie_comm_t *c, double alpha_us, int64_t deadline, double *b
   }
   const int *rail = t->by_rail + t->rail_first[0];
   int h = t->host[c->rank], H = t->nhosts;
-  char *buf = malloc(2 * COMM_MEASURE_BYTES);
+  char *buf = calloc(2, COMM_MEASURE_BYTES);
   if (!buf) return collie__err(COLLIE_SYSTEM_ERROR, "out of memory measuring the network");
-  memset(buf, 0, 2 * COMM_MEASURE_BYTES);
   collie_result_t rc = COLLIE_SUCCESS;
   for (int i = 0; i < 2 && rc == COLLIE_SUCCESS; i++) {
     struct collie__call call =
