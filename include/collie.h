@@ -120,6 +120,15 @@ COLLIE_API const char *collie_result_string(collie_result_t r);
  * Valid until the thread's next collie call. */
 COLLIE_API const char *collie_last_error(void);
 
+/* ---- Settings ---------------------------------------------------------------- */
+
+/* 1 when name is one of the COLLIE_* variables the library reads
+ * (docs/env.md), given with or without its "COLLIE_" prefix, any case
+ * ("timeout_ms", "COLLIE_TIMEOUT_MS"); 0 otherwise, NULL included. The
+ * Python binding asks it to tell collie's own settings among a
+ * communicator's hints from other libraries' (which it ignores). */
+COLLIE_API int collie_setting_known(const char *name);
+
 /* ---- Communicators ---------------------------------------------------------- */
 
 typedef struct collie_comm collie_comm_t; /* opaque */

@@ -249,3 +249,15 @@ collie__params_describe(void (*line)(const char *name, const char *def, const ch
 #include "core/params.def"
 #undef X
 }
+
+int
+collie_setting_known(const char *name)
+{
+  if (!name) return 0;
+  if (!strncasecmp(name, "COLLIE_", 7)) name += 7;
+#define X(pname, type, def, help)                                                                  \
+  if (!strcasecmp(name, #pname)) return 1;
+#include "core/params.def"
+#undef X
+  return 0;
+}
