@@ -64,7 +64,7 @@ def main():
     env_setup()
     dist.init_process_group("gloo")
     rank, p = dist.get_rank(), dist.get_world_size()
-    comm = collie.new_comm("sparse_bench")
+    comm = collie.new_comm(name="sparse_bench")
     torch.set_num_threads(1)
     dense = np.random.default_rng(rank).standard_normal(dim).astype(np.float32)
     if rank == 0:

@@ -77,7 +77,7 @@ def main():
     env_setup()
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
-    comm = collie.new_comm("wire_bench")
+    comm = collie.new_comm(name="wire_bench")
     torch.set_num_threads(1)
 
     def gloo_fp32(t):

@@ -25,7 +25,7 @@ def communicator(comm=None, name="example"):
     if comm is not None:
         yield comm
         return
-    with collie.new_comm(name) as c:
+    with collie.new_comm(name=name) as c:
         yield c
 
 

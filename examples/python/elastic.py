@@ -96,7 +96,7 @@ def main(argv=None):
         losses, w, sizes, _ = train(None, a.steps, verbose=not a.quiet)
         rank = 0
     else:
-        comm = collie.new_comm("elastic")
+        comm = collie.new_comm(name="elastic")
         losses, w, sizes, comm = train(comm, a.steps, kill_rank=a.kill_rank, kill_step=a.kill_step,
                                        verbose=not a.quiet)
         rank = comm.rank

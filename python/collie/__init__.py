@@ -27,8 +27,31 @@ from ._comm import (
     register_category,
     set_default_comm,
 )
-from ._enums import ALGORITHMS, DType, PayloadCategory, ReduceOp, dtype_of
-from ._window import Window
+from ._enums import ALGORITHMS, DType, PayloadCategory, PremulSum, ReduceOp, dtype_of
+from ._options import (
+    AllGatherOptions,
+    AllGatherPExecOptions,
+    AllGatherPInitOptions,
+    AllGatherSingleOptions,
+    AllReduceOptions,
+    AllToAllOptions,
+    AllToAllSingleOptions,
+    AllToAllvSingleOptions,
+    BarrierOptions,
+    BatchP2POptions,
+    BroadcastOptions,
+    CommOptions,
+    GatherOptions,
+    OpOptions,
+    RecvOptions,
+    ReduceOptions,
+    ReduceScatterOptions,
+    ReduceScatterSingleOptions,
+    ScatterOptions,
+    SendOptions,
+    SplitOptions,
+)
+from ._window import Window, WindowWork
 from ._errors import (
     CollieError,
     CollieSystemError,
@@ -41,6 +64,7 @@ from ._errors import (
     Unsupported,
 )
 from ._lib import SPLIT_NONE
+from . import objcol  # torchcomms' collie.objcol, there after `import collie`
 
 
 def library_path():
@@ -50,8 +74,39 @@ def library_path():
     return _lib.path()
 
 
+# torchcomms' class names for the same objects.
+TorchComm = Comm
+TorchWork = Work
+TorchCommWindow = Window
+
 __all__ = [
     "ALGORITHMS",
+    "AllGatherOptions",
+    "AllGatherPExecOptions",
+    "AllGatherPInitOptions",
+    "AllGatherSingleOptions",
+    "AllReduceOptions",
+    "AllToAllOptions",
+    "AllToAllSingleOptions",
+    "AllToAllvSingleOptions",
+    "BarrierOptions",
+    "BatchP2POptions",
+    "BroadcastOptions",
+    "CommOptions",
+    "GatherOptions",
+    "OpOptions",
+    "PremulSum",
+    "RecvOptions",
+    "ReduceOptions",
+    "ReduceScatterOptions",
+    "ReduceScatterSingleOptions",
+    "ScatterOptions",
+    "SendOptions",
+    "SplitOptions",
+    "TorchComm",
+    "TorchCommWindow",
+    "TorchWork",
+    "WindowWork",
     "BatchSendRecv",
     "CollieError",
     "CollieSystemError",

@@ -21,14 +21,20 @@ GIL, so other Python threads run meanwhile. abort() may come from any thread.
 import atexit
 import contextlib
 import ctypes
+import datetime
+import math
 import os
+import sys
 import threading
 import weakref
 
 from . import _lib
+from ._backends import check_device, parse_device, resolve_backend
 from ._buffers import Staging, as_buf, as_bufs, contiguous_run, overlaps, release_all
-from ._enums import ReduceOp, to_algorithm, to_category, to_ms, to_op, to_wire
-from ._errors import InvalidArgument, InvalidUsage, check, last_error
+from ._enums import PremulSum, ReduceOp, to_algorithm, to_category, to_ms, to_op, to_wire
+from ._errors import (CollieSystemError, InternalError, InvalidArgument, InvalidUsage, RemoteError, Timeout,
+                      Unsupported, check, last_error)
+from ._options import CommOptions, check_hints, log as _log, op_settings
 from ._store import KVStore
 
 _c_size_t_p = ctypes.POINTER(ctypes.c_size_t)
@@ -125,18 +131,76 @@ def _environment(overrides):
                     os.environ[k] = v
 
 
-def new_comm(name="main_comm", timeout=None, store=None, hints=None, *, rank=None, world_size=None,
+def _torchcomm_timeout_ms():
+    """torchcomms' TORCHCOMM_TIMEOUT_SECONDS in ms, else collie's Python
+    default, 30 s (COLLIE_TIMEOUT_MS, read by the C library, wins)."""
+    raw = os.environ.get("TORCHCOMM_TIMEOUT_SECONDS")
+    if not raw:
+        return 30000
+    try:
+        secs = float(raw)
+    except ValueError:
+        secs = float("nan")
+    if not secs > 0 or math.isinf(secs):
+        raise InvalidArgument("TORCHCOMM_TIMEOUT_SECONDS = %r must be a number of seconds > 0" % (raw,))
+    return max(1, int(math.ceil(secs * 1000)))
+
+
+# The errors of the communication itself, which abort_process_on_timeout_or_error
+# turns into the end of the process.
+_FATAL = (Timeout, RemoteError, CollieSystemError, InternalError)
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+def _abort_setting(given, env):
+    """abort_process_on_timeout_or_error: given (a bool, or None), else
+    COLLIE_ABORT_ON_ERROR (this init's hints, then the environment), else
+    TORCHCOMM_ABORT_ON_ERROR, else False."""
+    if given is not None:
+        if not isinstance(given, bool):
+            raise InvalidArgument("new_comm: abort_process_on_timeout_or_error = %r must be a bool" % (given,))
+        return given
+    for var in ("COLLIE_ABORT_ON_ERROR", "TORCHCOMM_ABORT_ON_ERROR"):
+        raw = env.get(var) if var in env else os.environ.get(var)
+        if raw is None or raw == "":
+            continue
+        v = raw.strip().lower()
+        if v in _TRUE:
+            return True
+        if v in _FALSE:
+            return False
+        raise InvalidArgument("%s = %r must be 1 or 0 (true or false)" % (var, raw))
+    return False
+
+
+def new_comm(backend=None, device=None, name=None, options=None, *, timeout=None, store=None, hints=None,
+             abort_process_on_timeout_or_error=None, enable_reconfigure=False, rank=None, world_size=None,
              job_token=None, parent=None):
     """Creates a world communicator: collective over every rank of the job.
 
-    Rank, size and store come from the launcher's environment as in C's
-    collie_comm_init (collierun, torchrun, Slurm, Open MPI, MPICH/PMI), unless
-    rank and world_size are given (then collie_comm_init_config is used).
+    torchcomms' call works as written: new_comm("ncclx", torch.device("cuda"),
+    name="main_comm") (docs/python.md, "Coming from torchcomms"). Rank, size
+    and store come from the launcher's environment as in C's
+    collie_comm_init (collierun, torchrun, Slurm, Open MPI, MPICH/PMI),
+    unless rank and world_size are given (then collie_comm_init_config is
+    used).
 
-    - name: a label for get_name() and error messages (Python-side only).
+    - backend: "collie" (None: the same). torchcomms' names of other
+      libraries ("nccl", "ncclx", "gloo", "rccl", "rcclx", "xccl") run on
+      collie only where COLLIE_BACKEND_ALIASES lists them (or is "all");
+      otherwise, and for any other name, InvalidArgument names the valid ones.
+    - device: the memory the communicator's tensors are in: "cpu", "cuda"
+      (any GPU), "cuda:N", or a torch.device; every call checks its tensors
+      against it. None: host and CUDA memory alike.
+    - name: a label for get_name() and error messages (default "main_comm").
+    - options: a CommOptions (abort_process_on_timeout_or_error, timeout,
+      store, name, hints); an argument given directly wins over its field.
     - timeout: datetime.timedelta or seconds: the default deadline of init
       and of every operation on this communicator and its splits. None:
-      COLLIE_TIMEOUT_MS when it is set, else 30 seconds.
+      COLLIE_TIMEOUT_MS when set, else TORCHCOMM_TIMEOUT_SECONDS when set,
+      else 30 seconds.
     - store: "tcp://host:port" or "file:///dir" instead of the environment's,
       or a key-value store object with set/get/add/wait (a
       torch.distributed.Store): collie then meets through it and opens no
@@ -144,7 +208,15 @@ def new_comm(name="main_comm", timeout=None, store=None, hints=None, *, rank=Non
     - hints: {setting: value} of COLLIE_* variables for this init, with or
       without the COLLIE_ prefix, any case: {"transport": "tcp",
       "algo": "allreduce=ring", "log_dir": "/tmp/logs"}. Values: str, int,
-      bool (1/0), None (unset).
+      bool (1/0), None (unset). A name that is not a collie setting (another
+      library's hint) is kept in get_options().hints and ignored, with a
+      debug line on the "collie" logger.
+    - abort_process_on_timeout_or_error: True: an operation that fails or
+      times out ends the process (SIGABRT) after this rank's flight record
+      is written, as torchcomms does; False: it raises. None:
+      COLLIE_ABORT_ON_ERROR, else TORCHCOMM_ABORT_ON_ERROR, else False.
+    - enable_reconfigure: torchcomms' reconfigure() is not collie's; True is
+      refused (collie's fault tolerance is Comm.shrink()).
     - job_token: the job's shared secret (default: the launcher's).
     - parent: a Comm of this process that the new one is a group of, made
       apart from it (not every rank of parent takes part): the new one
@@ -154,24 +226,50 @@ def new_comm(name="main_comm", timeout=None, store=None, hints=None, *, rank=Non
 
     The first communicator created becomes the default one (used by
     collie.distributed, collie.objcol and collie.timing when group=None).
-    Errors: InvalidArgument (bad environment or hint, naming it), Timeout
-    (a rank never arrived), RemoteError, CollieSystemError."""
+    Errors: InvalidArgument (bad backend, device, environment or hint,
+    naming it), Timeout (a rank never arrived), RemoteError,
+    CollieSystemError."""
     global _default
+    backend = resolve_backend(backend)
+    dev = parse_device(device)
+    if options is not None:
+        if not isinstance(options, CommOptions):
+            raise InvalidArgument("new_comm: options = %r is not a collie.CommOptions" % (options,))
+        name = options.name if name is None else name
+        timeout = options.timeout if timeout is None else timeout
+        store = options.store if store is None else store
+        merged = dict(options.hints)
+        merged.update(check_hints(hints, "new_comm: hints"))
+        hints = merged
+        if abort_process_on_timeout_or_error is None:
+            abort_process_on_timeout_or_error = options.abort_process_on_timeout_or_error
+        enable_reconfigure = enable_reconfigure or options.enable_reconfigure
+    if name is None:
+        name = "main_comm"
     if not isinstance(name, str):
         raise InvalidArgument("new_comm: name = %r must be a str" % (name,))
+    if enable_reconfigure:
+        raise Unsupported("new_comm: enable_reconfigure = True: collie has no reconfigure(); after a failure, "
+                          "the survivors continue with Comm.shrink() (docs/reliability.md)")
     ms = to_ms(timeout, "new_comm: timeout")
     env = {}
     with _registry_lock:
         env.update(_pending_env)
+    kept = {}
     if hints is not None:
         if not hasattr(hints, "items"):
             raise InvalidArgument("new_comm: hints = %r must be a dict of COLLIE_* settings" % (hints,))
-        for k, v in hints.items():
+        for k, v in check_hints(hints, "new_comm: hints").items():
+            kept[k] = v
+            if not _lib.lib().collie_setting_known(str(k).encode()):
+                _log.debug("new_comm: hint %r = %r is not a collie setting (docs/env.md); ignored", k, v)
+                continue
             env[_env_name(k)] = None if v is None else _env_value(k, v)
+    if ms is None and "COLLIE_TIMEOUT_MS" not in env and not os.environ.get("COLLIE_TIMEOUT_MS"):
+        ms = _torchcomm_timeout_ms()
     if ms is not None:
         env["COLLIE_TIMEOUT_MS"] = str(ms)
-    elif "COLLIE_TIMEOUT_MS" not in env and not os.environ.get("COLLIE_TIMEOUT_MS"):
-        env["COLLIE_TIMEOUT_MS"] = "30000"
+    abort = _abort_setting(abort_process_on_timeout_or_error, env)
     kv = None
     if store is not None and not isinstance(store, str):
         try:
@@ -215,6 +313,9 @@ def new_comm(name="main_comm", timeout=None, store=None, hints=None, *, rank=Non
         raise exc
     comm = Comm(h.value, name, None)
     comm._kv = kv  # the callbacks must outlive the communicator tree
+    comm._backend, comm._device, comm._abort_on_error = backend, dev, abort
+    comm._options = CommOptions(abort, datetime.timedelta(milliseconds=ms) if ms else None,
+                                store, name, kept)
     with _registry_lock:
         if _default is None or _default._h is None:
             _default = comm
@@ -262,6 +363,8 @@ class Work:
         release the arrays and the handle."""
         self._done = True
         self._exc = exc
+        if exc is not None:
+            self._comm._failed(exc)  # ends the process where the communicator says so
         post, self._post = self._post, None
         try:
             if exc is None and post is not None:
@@ -277,6 +380,9 @@ class Work:
         """Blocks until done (timeout None: the operation's own deadline;
         else a timedelta or seconds). Returns True; raises the operation's
         error, or Timeout when it is still running at timeout."""
+        if _capturing():
+            raise InvalidUsage("Work.wait: called while the current stream captures a CUDA graph; wait after "
+                               "the capture (torchcomms' rule: no wait inside torch.cuda.graph)")
         if self._done:
             if self._exc is not None:
                 raise self._exc
@@ -374,11 +480,14 @@ class _Call:
     def buf(self, obj, what, out=False):
         b = as_buf(obj, "%s: %s" % (self.fn, what), out)
         self.keep.append(b)
+        self.where(b, what)
         return b
 
     def bufs(self, objs, what, out=False, n=None):
         bs = as_bufs(objs, "%s: %s" % (self.fn, what), out)
         self.keep.extend(bs)
+        for q, b in enumerate(bs):
+            self.where(b, "%s[%d]" % (what, q))
         if n is not None and len(bs) != n:
             raise InvalidArgument(
                 "%s: %s has %d arrays, expected %d (one per rank of the communicator)" % (self.fn, what, len(bs), n)
@@ -388,6 +497,38 @@ class _Call:
     def hold(self, obj):
         self.keep.append(obj)
         return obj
+
+    def where(self, b, what):
+        """b is in the memory the communicator was made for, and a CUDA
+        array is not being captured into a CUDA graph (refused before any
+        CUDA call, which would break the capture)."""
+        check_device(self.comm._device, b.obj, b.device, "%s: %s" % (self.fn, what))
+        if b.device and _capturing():
+            raise Unsupported(
+                "%s: %s is a CUDA array and the current stream is capturing a CUDA graph; collie cannot "
+                "capture its collectives yet: issue the call outside torch.cuda.graph (docs/gpu.md)"
+                % (self.fn, what))
+
+    def premul(self, op, obj, what):
+        """(op, obj) for a call: a ReduceOp.PREMUL_SUM(factor) becomes a SUM
+        of obj times factor (a new array of obj's dtype; obj is not
+        changed)."""
+        if not isinstance(op, PremulSum):
+            return to_op(op), obj
+        try:
+            scaled = obj * op.factor
+        except Exception as e:
+            raise InvalidArgument("%s: PREMUL_SUM needs %s to be an array that multiplies (numpy, torch): %s"
+                                  % (self.fn, what, e)) from None
+        want, got = as_buf(obj, what), as_buf(scaled, what)
+        try:
+            if want.dtype != got.dtype:
+                raise InvalidArgument("%s: PREMUL_SUM(%r) turns %s's %s into %s: give a factor of its dtype"
+                                      % (self.fn, op.factor, what, want.dtype_name, got.dtype_name))
+        finally:
+            release_all([want, got])
+        self.keep.append(scaled)
+        return int(ReduceOp.SUM), scaled
 
     def sizes(self, values):
         arr = (ctypes.c_size_t * max(len(values), 1))(*values)
@@ -484,6 +625,25 @@ class Plan:
         return False
 
 
+class _OutputHandle:
+    """torchcomms' persistent allgather handle: the output array, and the
+    settings all_gather_p_init was given."""
+
+    __slots__ = ("output", "hints", "timeout", "kw")
+
+    def __init__(self, output, hints, timeout, kw):
+        self.output, self.hints, self.timeout, self.kw = output, hints, timeout, dict(kw)
+
+
+def _as_single(options):
+    """An AllGatherPExecOptions as all_gather_single's options."""
+    from ._options import AllGatherSingleOptions, OpOptions
+
+    if isinstance(options, OpOptions):
+        return AllGatherSingleOptions(options.timeout, options.hints)
+    return options
+
+
 class Comm:
     """A collie communicator (torchcomms-like). Create with collie.new_comm()
     or Comm.split(); finalize() (or a with block) frees it."""
@@ -500,6 +660,11 @@ class Comm:
         self._size = L.collie_comm_size(handle)
         self._aborted = False
         self._kv = parent._kv if parent is not None else None
+        # torchcomms' face (new_comm sets a world's; a split inherits them).
+        self._backend = parent._backend if parent is not None else "collie"
+        self._device = parent._device if parent is not None else None
+        self._abort_on_error = parent._abort_on_error if parent is not None else False
+        self._options = parent._options if parent is not None else CommOptions(name=name)
         with _registry_lock:
             _live.append(self)
 
@@ -516,9 +681,47 @@ class Comm:
     def get_name(self):
         return self._name
 
+    def get_backend(self):
+        """The backend name new_comm was given ("collie", or the alias it ran)."""
+        return self._backend
+
+    def get_device(self):
+        """The device new_comm was given (a torch.device or str as passed;
+        None: any memory)."""
+        return None if self._device is None else self._device.given
+
+    def get_options(self):
+        """The CommOptions this communicator was made with (hints collie did
+        not understand included)."""
+        return self._options
+
+    def is_aborted(self):
+        """True once abort() was called on this communicator."""
+        return self._aborted
+
     rank = property(get_rank)
     size = property(get_size)
     name = property(get_name)
+
+    def _failed(self, exc):
+        """exc, an operation's error, to raise; with
+        abort_process_on_timeout_or_error, a failure of the communication
+        itself (a timeout, a peer's or the system's error) ends the process
+        instead, once this rank's flight record is written (torchcomms'
+        behaviour). Errors in the arguments never do."""
+        if self._abort_on_error and isinstance(exc, _FATAL):
+            sys.stderr.write("collie: %s: %s; abort_process_on_timeout_or_error is set: aborting the process\n"
+                             % (self._name, exc))
+            sys.stderr.flush()
+            h = self._h
+            if h is not None:
+                try:
+                    _lib.lib().collie_flight_dump(h)
+                    _lib.lib().collie_comm_abort(h)  # the peers fail now, naming this rank
+                except Exception:
+                    pass
+            os.abort()
+        return exc
 
     @property
     def handle(self):
@@ -622,11 +825,18 @@ class Comm:
 
     # ---- split ----
 
-    def split(self, ranks, name=None):
-        """A new communicator of the listed ranks (ordered as listed); None on
-        ranks not listed. Collective over this communicator: every rank passes
-        the same list."""
+    def split(self, ranks, name=None, hints=None, timeout=None, options=None):
+        """A new communicator of the listed ranks (ordered as listed).
+        Collective over this communicator: every rank calls it, with the
+        list of its own group (torchcomms: disjoint groups, [[0, 1], [2, 3]]
+        split by each rank passing its pair) or with one list that every
+        rank passes alike; a rank not in its list (an empty list included)
+        gets None. torchcomms' split(ranks, name, hints, timeout): hints
+        and timeout are checked; the split inherits this communicator's
+        settings (its timeout included). Ranks whose lists overlap without
+        agreeing get InvalidUsage naming both sizes."""
         fn = "split"
+        op_settings(fn, options, hints, timeout, {})  # refuses bad values, naming them
         try:
             ranks = [int(r) for r in ranks]
         except (TypeError, ValueError):
@@ -636,9 +846,18 @@ class Comm:
                 raise InvalidArgument("%s: rank %d is outside 0..%d (communicator of %d)" % (fn, r, self._size - 1, self._size))
         if len(set(ranks)) != len(ranks):
             raise InvalidArgument("%s: ranks = %r lists a rank twice" % (fn, ranks))
-        if self._rank in ranks:
-            return self.split_color(0, ranks.index(self._rank), name)
-        return self.split_color(None, 0, name)
+        if self._rank not in ranks:
+            return self.split_color(None, 0, name)
+        # The group's lowest rank is its color: disjoint groups get distinct
+        # colors, and ranks passing the same list get the same one.
+        sub = self.split_color(min(ranks), ranks.index(self._rank), name)
+        if sub is not None and sub.get_size() != len(ranks):
+            got = sub.get_size()
+            sub.abort()
+            sub.finalize()
+            raise InvalidUsage("split: this rank asked for the group %r but the ranks that chose its lowest rank %d "
+                               "number %d: every rank of a group must pass the same list" % (ranks, min(ranks), got))
+        return sub
 
     def split_color(self, color, key=None, name=None):
         """MPI_Comm_split: ranks passing the same color >= 0 form one new
@@ -700,7 +919,7 @@ class Comm:
             else:
                 rc = cfn(h, *args, optp, None)
             if rc != _lib.SUCCESS:
-                raise last_error(rc)
+                raise self._failed(last_error(rc))
         if async_op:
             return Work(self, w.value, keep, post)
         try:
@@ -720,8 +939,13 @@ class Comm:
                 raise last_error(rc)
         return Plan(self, p.value, keep)
 
-    def _call(self, fn, async_op=False, timeout=None, category=None, label=None, phase=None, algorithm=None, wire=None):
-        return _Call(self, fn, async_op, timeout, category, label, phase, algorithm, wire)
+    def _call(self, fn, async_op=False, timeout=None, hints=None, options=None, category=None, label=None,
+              phase=None, algorithm=None, wire=None):
+        if timeout is None and _is_timeout(hints):
+            hints, timeout = None, hints  # collie's first order: timeout where torchcomms has hints
+        timeout, given = op_settings(fn, options, hints, timeout, {
+            "category": category, "label": label, "phase": phase, "algorithm": algorithm, "wire": wire})
+        return _Call(self, fn, async_op, timeout, **given)
 
     # ---- collectives ----
     # Common keyword arguments: async_op (return at once; wait on the Work),
@@ -733,18 +957,21 @@ class Comm:
     # hints={"wire": ...} at new_comm): float32 SUM/AVG sent as 16-bit floats,
     # summed in float32 (docs/compression.md).
 
-    def all_reduce(self, tensor, op=ReduceOp.SUM, async_op=False, timeout=None, **kw):
+    def all_reduce(self, tensor, op=ReduceOp.SUM, async_op=False, hints=None, timeout=None, **kw):
         """tensor = op over ranks of tensor, in place, on every rank. wire=
         "float16" or "bfloat16" sends a float32 SUM/AVG as 16-bit floats
         (docs/compression.md)."""
-        with self._call("all_reduce", async_op, timeout, **kw) as c:
-            op = to_op(op)
+        with self._call("all_reduce", async_op, timeout, hints, **kw) as c:
+            op, src = c.premul(op, tensor, "tensor")
             t = c.buf(tensor, "tensor", out=True)
-            return c.run(_lib.lib().collie_allreduce, t.ptr, t.ptr, t.count, t.dtype, op)
+            s = t if src is tensor else c.buf(src, "tensor")
+            return c.run(_lib.lib().collie_allreduce, s.ptr, t.ptr, t.count, t.dtype, op)
 
-    def new_window(self, array):
+    def new_window(self, array=None):
         """A one-sided window over array (collective: every rank calls it,
-        each with its own array of one dtype); see collie.Window."""
+        each with its own array of one dtype); see collie.Window. Without
+        array (torchcomms' form), the window takes one with
+        tensor_register(tensor), collectively too."""
         from ._window import Window
 
         return Window(self, array)
@@ -785,9 +1012,9 @@ class Comm:
         n = nout.value
         return out_i[:n].copy(), out_v[:n].copy()
 
-    def all_gather(self, output_list, tensor, async_op=False, timeout=None, **kw):
+    def all_gather(self, output_list, tensor, async_op=False, hints=None, timeout=None, **kw):
         """output_list[q] = rank q's tensor (size arrays like tensor)."""
-        with self._call("all_gather", async_op, timeout, **kw) as c:
+        with self._call("all_gather", async_op, timeout, hints, **kw) as c:
             t = c.buf(tensor, "tensor")
             outs = c.bufs(output_list, "output_list", out=True, n=self._size)
             c.blocks_like(outs, "output_list", t, "tensor")
@@ -800,10 +1027,10 @@ class Comm:
             return c.run(_lib.lib().collie_allgather, t.ptr, st.ptr, t.count, t.dtype,
                          post=lambda: st.copy_out(outs))
 
-    def all_gather_single(self, output, input, async_op=False, timeout=None, **kw):
+    def all_gather_single(self, output, input, async_op=False, hints=None, timeout=None, **kw):
         """output (size x input's elements) = every rank's input, in rank order.
         In place: input is output's block `rank`."""
-        with self._call("all_gather_single", async_op, timeout, **kw) as c:
+        with self._call("all_gather_single", async_op, timeout, hints, **kw) as c:
             i = c.buf(input, "input")
             o = c.buf(output, "output", out=True)
             c.same_dtype(o, "output", i, "input")
@@ -822,9 +1049,15 @@ class Comm:
             t = c.buf(tensor, "tensor", out=True)
             return c.plan(_lib.lib().collie_allreduce_init, t.ptr, t.ptr, t.count, t.dtype, op)
 
-    def all_gather_p_init(self, output, input, **kw):
-        """output (size x input's elements) = every rank's input, per start."""
-        with self._call("all_gather_p_init", **kw) as c:
+    def all_gather_p_init(self, output, input=None, hints=None, timeout=None, **kw):
+        """output (size x input's elements) = every rank's input, per start.
+        torchcomms' form gives only output (all_gather_p_init(output)) and
+        the input to each all_gather_p_exec(handle, input, async_op): then
+        the handle is the output and each exec is an all_gather_single."""
+        if input is None:
+            op_settings("all_gather_p_init", kw.get("options"), hints, timeout, {})
+            return _OutputHandle(output, hints, timeout, kw)
+        with self._call("all_gather_p_init", False, timeout, hints, **kw) as c:
             i = c.buf(input, "input")
             o = c.buf(output, "output", out=True)
             c.same_dtype(o, "output", i, "input")
@@ -857,16 +1090,35 @@ class Comm:
                                       % (i.count, self._size))
             return c.plan(_lib.lib().collie_alltoall_init, i.ptr, o.ptr, i.count // self._size, i.dtype)
 
-    def all_gather_p_exec(self, plan, async_op=False):
+    def all_gather_p_exec(self, plan, input=None, async_op=False, hints=None, timeout=None, options=None):
+        """Runs a persistent allgather: plan.start(async_op) for a Plan of
+        all_gather_p_init(output, input); for torchcomms' handle (made from
+        output alone), an all_gather_single(output, input). collie's first
+        form, all_gather_p_exec(plan, async_op), still works."""
+        if isinstance(plan, _OutputHandle):
+            if options is None and "options" in plan.kw:
+                options = plan.kw["options"]
+            return self.all_gather_single(plan.output, input, async_op,
+                                          hints if hints is not None else plan.hints,
+                                          timeout if timeout is not None else plan.timeout,
+                                          **{k: v for k, v in plan.kw.items() if k != "options"},
+                                          **({} if options is None else {"options": _as_single(options)}))
+        if not isinstance(plan, Plan):
+            raise InvalidArgument("all_gather_p_exec: handle = %r is not one all_gather_p_init made" % (plan,))
+        if isinstance(input, bool):
+            async_op = input  # collie's first order: (plan, async_op)
+        elif input is not None:
+            raise InvalidArgument("all_gather_p_exec: this plan was made on its input; call it without one")
         return plan.start(async_op)
 
     def all_gather_p_free(self, plan):
-        plan.free()
+        if isinstance(plan, Plan):
+            plan.free()
 
-    def all_gather_v(self, output_list, tensor, async_op=False, timeout=None, **kw):
+    def all_gather_v(self, output_list, tensor, async_op=False, hints=None, timeout=None, **kw):
         """output_list[q] = rank q's tensor, whose sizes may differ per rank;
         output_list[rank] must have tensor's size."""
-        with self._call("all_gather_v", async_op, timeout, **kw) as c:
+        with self._call("all_gather_v", async_op, timeout, hints, **kw) as c:
             t = c.buf(tensor, "tensor")
             outs = c.bufs(output_list, "output_list", out=True, n=self._size)
             for q, o in enumerate(outs):
@@ -888,10 +1140,12 @@ class Comm:
             return c.run(_lib.lib().collie_allgatherv, t.ptr, t.count, st.ptr, cp, dp, t.dtype,
                          post=lambda: st.copy_out(outs))
 
-    def reduce_scatter(self, output, input_list, op=ReduceOp.SUM, async_op=False, timeout=None, **kw):
+    def reduce_scatter(self, output, input_list, op=ReduceOp.SUM, async_op=False, hints=None, timeout=None, **kw):
         """output = op over ranks of their input_list[rank] (size arrays like output)."""
-        with self._call("reduce_scatter", async_op, timeout, **kw) as c:
-            op = to_op(op)
+        with self._call("reduce_scatter", async_op, timeout, hints, **kw) as c:
+            if isinstance(op, PremulSum):
+                input_list = [c.premul(op, x, "input_list[%d]" % q)[1] for q, x in enumerate(input_list)]
+            op = to_op(ReduceOp.SUM if isinstance(op, PremulSum) else op)
             o = c.buf(output, "output", out=True)
             ins = c.bufs(input_list, "input_list", n=self._size)
             c.blocks_like(ins, "input_list", o, "output")
@@ -904,11 +1158,11 @@ class Comm:
             st.copy_in(ins)
             return c.run(_lib.lib().collie_reduce_scatter, st.ptr, o.ptr, o.count, o.dtype, op)
 
-    def reduce_scatter_single(self, output, input, op=ReduceOp.SUM, async_op=False, timeout=None, **kw):
+    def reduce_scatter_single(self, output, input, op=ReduceOp.SUM, async_op=False, hints=None, timeout=None, **kw):
         """output = op over ranks of block `rank` of input (size x output's
         elements). In place: output is input's block rank."""
-        with self._call("reduce_scatter_single", async_op, timeout, **kw) as c:
-            op = to_op(op)
+        with self._call("reduce_scatter_single", async_op, timeout, hints, **kw) as c:
+            op, input = c.premul(op, input, "input")
             o = c.buf(output, "output", out=True)
             i = c.buf(input, "input")
             c.same_dtype(o, "output", i, "input")
@@ -916,28 +1170,29 @@ class Comm:
             c.no_alias(o, "output", i, "input", i.ptr + self._rank * o.nbytes, "output must be input's block rank")
             return c.run(_lib.lib().collie_reduce_scatter, i.ptr, o.ptr, o.count, o.dtype, op)
 
-    def broadcast(self, tensor, root, async_op=False, timeout=None, **kw):
+    def broadcast(self, tensor, root, async_op=False, hints=None, timeout=None, **kw):
         """Every rank's tensor = root's tensor, in place."""
-        with self._call("broadcast", async_op, timeout, **kw) as c:
+        with self._call("broadcast", async_op, timeout, hints, **kw) as c:
             root = _int(root, "broadcast: root")
             t = c.buf(tensor, "tensor", out=(root != self._rank))
             return c.run(_lib.lib().collie_broadcast, t.ptr, t.count, t.dtype, root)
 
-    def reduce(self, tensor, root, op=ReduceOp.SUM, async_op=False, timeout=None, **kw):
+    def reduce(self, tensor, root, op=ReduceOp.SUM, async_op=False, hints=None, timeout=None, **kw):
         """Root's tensor = op over ranks of tensor, in place; other ranks'
         tensors are left unchanged."""
-        with self._call("reduce", async_op, timeout, **kw) as c:
-            op = to_op(op)
+        with self._call("reduce", async_op, timeout, hints, **kw) as c:
+            op, src = c.premul(op, tensor, "tensor")
             root = _int(root, "reduce: root")
             at_root = root == self._rank
             t = c.buf(tensor, "tensor", out=at_root)
-            return c.run(_lib.lib().collie_reduce, t.ptr, t.ptr if at_root else None, t.count, t.dtype, op, root)
+            s = t if src is tensor else c.buf(src, "tensor")
+            return c.run(_lib.lib().collie_reduce, s.ptr, t.ptr if at_root else None, t.count, t.dtype, op, root)
 
-    def all_to_all_single(self, output, input, async_op=False, timeout=None, **kw):
+    def all_to_all_single(self, output, input, async_op=False, hints=None, timeout=None, **kw):
         """Block q of input goes to rank q, landing in its output block `rank`
         (input and output of equal size, divisible by the size). In place:
         output is input."""
-        with self._call("all_to_all_single", async_op, timeout, **kw) as c:
+        with self._call("all_to_all_single", async_op, timeout, hints, **kw) as c:
             i = c.buf(input, "input")
             o = c.buf(output, "output", out=True)
             c.same_dtype(o, "output", i, "input")
@@ -949,13 +1204,50 @@ class Comm:
             c.no_alias(i, "input", o, "output", o.ptr, "output must be input itself")
             return c.run(_lib.lib().collie_alltoall, i.ptr, o.ptr, i.count // self._size, i.dtype)
 
+    def all_to_all(self, output_tensor_list, input_tensor_list, async_op=False, hints=None, timeout=None, **kw):
+        """output_tensor_list[q] = rank q's input_tensor_list[rank] (torchcomms'
+        list form; one dtype, sizes may differ per block as long as each
+        pair of ranks agrees). Zero-copy when each list's arrays lie back to
+        back in rank order; otherwise staged through one block each way."""
+        with self._call("all_to_all", async_op, timeout, hints, **kw) as c:
+            ins = c.bufs(input_tensor_list, "input_tensor_list", n=self._size)
+            outs = c.bufs(output_tensor_list, "output_tensor_list", out=True, n=self._size)
+            for q in range(self._size):
+                c.same_dtype(ins[q], "input_tensor_list[%d]" % q, ins[0], "input_tensor_list[0]")
+                c.same_dtype(outs[q], "output_tensor_list[%d]" % q, ins[0], "input_tensor_list[0]")
+            if ins[self._rank].count != outs[self._rank].count:
+                raise InvalidArgument(
+                    "all_to_all: input_tensor_list[%d] has %d elements but output_tensor_list[%d] has %d "
+                    "(the block a rank keeps for itself has one size)"
+                    % (self._rank, ins[self._rank].count, self._rank, outs[self._rank].count))
+            sc, rcn = [b.count for b in ins], [b.count for b in outs]
+            for a in ins:
+                for b in outs:
+                    c.no_alias(b, "output_tensor_list", a, "input_tensor_list")
+            dt = ins[0].dtype
+            if contiguous_run(ins):
+                src = ins[0].ptr
+            else:
+                st_in = c.hold(Staging(sum(sc), dt, like=ins[0], items=ins))
+                st_in.copy_in(ins)
+                src = st_in.ptr
+            post = None
+            if contiguous_run(outs):
+                dst = outs[0].ptr
+            else:
+                st_out = c.hold(Staging(sum(rcn), dt, like=outs[0], items=outs))
+                dst = st_out.ptr
+                post = lambda: st_out.copy_out(outs)  # noqa: E731
+            return c.run(_lib.lib().collie_alltoallv, src, c.sizes(sc), c.sizes(_prefix(sc)), dst,
+                         c.sizes(rcn), c.sizes(_prefix(rcn)), dt, post=post)
+
     def all_to_all_v_single(self, output, input, output_split_sizes=None, input_split_sizes=None,
-                            async_op=False, timeout=None, **kw):
+                            async_op=False, hints=None, timeout=None, **kw):
         """As torch's all_to_all_single with split sizes: input_split_sizes[q]
         rows (first-dimension slices) of input go to rank q, and
         output_split_sizes[q] rows from rank q land in output, in rank order.
         None: equal splits. In place: output is input (equal splits)."""
-        with self._call("all_to_all_v_single", async_op, timeout, **kw) as c:
+        with self._call("all_to_all_v_single", async_op, timeout, hints, **kw) as c:
             i = c.buf(input, "input")
             o = c.buf(output, "output", out=True)
             c.same_dtype(o, "output", i, "input")
@@ -979,10 +1271,10 @@ class Comm:
             return c.run(_lib.lib().collie_alltoallv, i.ptr, c.sizes(sc), c.sizes(_prefix(sc)), o.ptr,
                          c.sizes(rcn), c.sizes(_prefix(rcn)), i.dtype)
 
-    def gather(self, output_list, tensor, root, async_op=False, timeout=None, **kw):
+    def gather(self, output_list, tensor, root, async_op=False, hints=None, timeout=None, **kw):
         """Root's output_list[q] = rank q's tensor; output_list is ignored
         (may be None) on other ranks."""
-        with self._call("gather", async_op, timeout, **kw) as c:
+        with self._call("gather", async_op, timeout, hints, **kw) as c:
             root = _int(root, "gather: root")
             t = c.buf(tensor, "tensor")
             if root != self._rank:
@@ -998,10 +1290,24 @@ class Comm:
             return c.run(_lib.lib().collie_gather, t.ptr, st.ptr, t.count, t.dtype, root,
                          post=lambda: st.copy_out(outs))
 
-    def scatter(self, output, input_list, root, async_op=False, timeout=None, **kw):
+    def gather_single(self, output, input, root, async_op=False, hints=None, timeout=None, **kw):
+        """Root's output (size x input's elements) = every rank's input, in
+        rank order; output is ignored (may be None) on other ranks."""
+        with self._call("gather_single", async_op, timeout, hints, **kw) as c:
+            root = _int(root, "gather_single: root")
+            i = c.buf(input, "input")
+            if root != self._rank:
+                return c.run(_lib.lib().collie_gather, i.ptr, None, i.count, i.dtype, root)
+            o = c.buf(output, "output", out=True)
+            c.same_dtype(o, "output", i, "input")
+            c.count_is(o, "output", i.count * self._size, "size x input's %d" % i.count)
+            c.no_alias(i, "input", o, "output", o.ptr + root * i.nbytes, "input must be output's block root")
+            return c.run(_lib.lib().collie_gather, i.ptr, o.ptr, i.count, i.dtype, root)
+
+    def scatter(self, output, input_list, root, async_op=False, hints=None, timeout=None, **kw):
         """output = root's input_list[rank]; input_list is ignored (may be
         None) on other ranks."""
-        with self._call("scatter", async_op, timeout, **kw) as c:
+        with self._call("scatter", async_op, timeout, hints, **kw) as c:
             root = _int(root, "scatter: root")
             o = c.buf(output, "output", out=True)
             if root != self._rank:
@@ -1017,25 +1323,30 @@ class Comm:
             st.copy_in(ins)
             return c.run(_lib.lib().collie_scatter, st.ptr, o.ptr, o.count, o.dtype, root)
 
-    def barrier(self, async_op=False, timeout=None, **kw):
+    def barrier(self, async_op=False, hints=None, timeout=None, **kw):
         """Returns once every rank has entered the barrier."""
-        with self._call("barrier", async_op, timeout, **kw) as c:
+        with self._call("barrier", async_op, timeout, hints, **kw) as c:
             return c.run(_lib.lib().collie_barrier)
 
-    def send(self, tensor, dst, tag=0, async_op=False, timeout=None, **kw):
+    def send(self, tensor, dst, async_op=False, hints=None, timeout=None, *, tag=0, **kw):
         """Sends tensor to rank dst; matches dst's recv(…, src=this rank, tag)
-        in issue order. A blocking send may wait for the matching recv."""
-        with self._call("send", async_op, timeout, **kw) as c:
+        in issue order. A blocking send may wait for the matching recv.
+        torchcomms' order (tensor, dst, async_op, hints, timeout); collie's
+        first one, (tensor, dst, tag, async_op, timeout), still works: an int
+        that is not a bool third is the tag."""
+        tag, async_op, hints = _p2p_order(tag, async_op, hints)
+        with self._call("send", async_op, timeout, hints, **kw) as c:
             t = c.buf(tensor, "tensor")
             return c.run(_lib.lib().collie_send, t.ptr, t.count, t.dtype, _int(dst, "send: dst"), _int(tag, "send: tag"))
 
-    def recv(self, tensor, src, tag=0, async_op=False, timeout=None, **kw):
+    def recv(self, tensor, src, async_op=False, hints=None, timeout=None, *, tag=0, **kw):
         """Receives into tensor from rank src (size, dtype and tag must match
         the send). src None: from any rank (collie_recv_any): the first whose
         next message to this rank has tag; the Work's source_rank() says
         which (once complete). Until it has completed, another recv on this
-        communicator raises InvalidUsage."""
-        with self._call("recv", async_op, timeout, **kw) as c:
+        communicator raises InvalidUsage. Argument orders as send's."""
+        tag, async_op, hints = _p2p_order(tag, async_op, hints)
+        with self._call("recv", async_op, timeout, hints, **kw) as c:
             t = c.buf(tensor, "tensor", out=True)
             if src is None:
                 box = c.hold(ctypes.c_int(-1))
@@ -1134,6 +1445,11 @@ class BatchSendRecv:
         if tag < 0:
             raise InvalidArgument("%s: tag = %d must be >= 0" % (fn, tag))
         b = as_buf(tensor, fn + ": tensor", not is_send)
+        try:
+            check_device(self._comm._device, b.obj, b.device, fn + ": tensor")
+        except InvalidArgument:
+            release_all([b])
+            raise
         self._ops.append((is_send, b, peer, tag))
         return self
 
@@ -1146,7 +1462,7 @@ class BatchSendRecv:
     def __len__(self):
         return len(self._ops)
 
-    def issue(self, async_op=False, **kw):
+    def issue(self, async_op=False, options=None, **kw):
         """Posts every recorded send and recv at once; blocks until all are
         done, or (async_op) returns one Work for the whole batch. The batch
         runs under the communicator's timeout (a C group has one deadline,
@@ -1157,7 +1473,7 @@ class BatchSendRecv:
             raise InvalidUsage("batch: already issued; create a new one with batch_op_create()")
         comm = self._comm
         L = _lib.lib()
-        with comm._call("batch.issue", async_op, None, **kw) as c:
+        with comm._call("batch.issue", async_op, None, options=options, **kw) as c:
             c.keep.extend(b for _, b, _, _ in self._ops)
             self._issued = True
             optp = ctypes.byref(c.opts) if c.opts is not None else None
@@ -1171,7 +1487,7 @@ class BatchSendRecv:
                         exc = last_error(rc)
                         # Close the group; what was recorded still runs (peers expect it).
                         L.collie_group_end(h, None)
-                        raise exc
+                        raise comm._failed(exc)
                 keep, c.keep = c.keep, []
                 if async_op:
                     w = ctypes.c_void_p()
@@ -1181,7 +1497,7 @@ class BatchSendRecv:
                 if rc != _lib.SUCCESS:
                     exc = last_error(rc)
                     release_all(b for b in keep if hasattr(b, "release"))
-                    raise exc
+                    raise comm._failed(exc)
             if async_op:
                 return Work(comm, w.value, keep)
             release_all(b for b in keep if hasattr(b, "release"))
@@ -1189,6 +1505,32 @@ class BatchSendRecv:
 
 
 # ---- helpers ------------------------------------------------------------------
+
+def _capturing():
+    """True while torch's current CUDA stream captures a graph (False
+    where torch or its CUDA runtime was never started: asks nothing)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return False
+    try:
+        return bool(torch.cuda.is_initialized() and torch.cuda.is_current_stream_capturing())
+    except Exception:
+        return False
+
+
+def _p2p_order(tag, async_op, hints):
+    """(tag, async_op, hints) of a send or recv called in torchcomms' order
+    (async_op third) or in collie's first one (tag third, async_op fourth):
+    a third argument that is an int but not a bool is a tag."""
+    if isinstance(async_op, int) and not isinstance(async_op, bool):
+        legacy_async = hints if isinstance(hints, bool) else False
+        return async_op, legacy_async, None
+    return tag, async_op, hints
+
+
+def _is_timeout(v):
+    return isinstance(v, (datetime.timedelta, int, float)) and not isinstance(v, bool)
+
 
 def _int(v, what):
     if isinstance(v, bool) or not hasattr(v, "__index__"):

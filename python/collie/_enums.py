@@ -28,6 +28,36 @@ class ReduceOp(enum.IntEnum):
     BOR = 6
     BXOR = 7
 
+    @staticmethod
+    def PREMUL_SUM(factor: float) -> "PremulSum":
+        """torchcomms' (and NCCL's) pre-multiplied sum: each rank's
+        contribution is multiplied by factor, this rank's own, before the
+        sum. Comm.all_reduce, reduce, reduce_scatter and
+        reduce_scatter_single take it (on arrays that multiply: numpy,
+        torch)."""
+        return PremulSum(factor)
+
+
+class PremulSum:
+    """ReduceOp.PREMUL_SUM(factor): a SUM of each rank's array times its
+    factor (a real number)."""
+
+    __slots__ = ("factor",)
+
+    def __init__(self, factor: float) -> None:
+        if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not math.isfinite(factor):
+            raise InvalidArgument("ReduceOp.PREMUL_SUM: factor = %r must be a finite number" % (factor,))
+        self.factor = factor
+
+    def __repr__(self) -> str:
+        return "ReduceOp.PREMUL_SUM(%r)" % (self.factor,)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PremulSum) and other.factor == self.factor
+
+    def __hash__(self) -> int:
+        return hash(("PREMUL_SUM", self.factor))
+
 
 class PayloadCategory(enum.IntEnum):
     """Telemetry payload categories (collie_category_t): the comms.csv column
@@ -106,6 +136,9 @@ def to_wire(wire):
 
 def to_op(op):
     """collie_op_t value of a ReduceOp, an int or a name ("sum", "PRODUCT")."""
+    if isinstance(op, PremulSum):
+        raise InvalidArgument(
+            "op = %r: PREMUL_SUM is taken by all_reduce, reduce, reduce_scatter and reduce_scatter_single" % (op,))
     if isinstance(op, str):
         try:
             return int(ReduceOp[op.upper()])

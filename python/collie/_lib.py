@@ -156,6 +156,7 @@ _SIGNATURES = {
     "collie_op_name": (ctypes.c_char_p, [_I]),
     "collie_result_string": (ctypes.c_char_p, [_I]),
     "collie_last_error": (ctypes.c_char_p, []),
+    "collie_setting_known": (_I, [ctypes.c_char_p]),
     "collie_comm_init": (_R, [_PP]),
     "collie_comm_init_config": (_R, [ctypes.POINTER(Config), _PP]),
     "collie_comm_split": (_R, [_P, _I, _I, _PP]),

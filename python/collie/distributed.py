@@ -66,7 +66,7 @@ __all__ = [
 
 def init(name="main_comm", timeout=None, store=None, hints=None, **kw):
     """Creates a communicator (collie.new_comm) and makes it the default one."""
-    comm = new_comm(name, timeout, store, hints, **kw)
+    comm = new_comm(name=name, timeout=timeout, store=store, hints=hints, **kw)
     set_default_comm(comm)
     return comm
 

@@ -169,8 +169,8 @@ def _send_object_list(comm, object_list, dst, tag):
     with src = this rank receives them)."""
     _check_list(object_list, None, "object_list", "send_object_list")
     data = _dumps(list(object_list))
-    comm.send(_i64(len(data)), dst, tag)
-    comm.send(data, dst, tag)
+    comm.send(_i64(len(data)), dst, tag=tag)
+    comm.send(data, dst, tag=tag)
 
 
 def _recv_object_list(comm, object_list, src, tag):
@@ -180,11 +180,11 @@ def _recv_object_list(comm, object_list, src, tag):
     _check_list(object_list, None, "object_list", "recv_object_list")
     n = _i64()
     if src is None:
-        src = comm.recv(n, None, tag).source_rank()
+        src = comm.recv(n, None, tag=tag).source_rank()
     else:
-        comm.recv(n, src, tag)
+        comm.recv(n, src, tag=tag)
     buf = bytearray(n[0])
-    comm.recv(buf, src, tag)
+    comm.recv(buf, src, tag=tag)
     objs = pickle.loads(buf)
     if len(objs) != len(object_list):
         raise InvalidArgument(

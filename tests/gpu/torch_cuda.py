@@ -116,7 +116,7 @@ if dev.type == "cuda":
 dist.barrier()
 
 # The binding: a Comm of its own, a CUDA tensor in place.
-comm = collie.new_comm("cuda_check")
+comm = collie.new_comm(name="cuda_check")
 t = inp(rank, n).to(dev)
 comm.all_reduce(t)
 check("Comm.all_reduce (torch CUDA tensor)", t, sum(inp(r, n) for r in range(size)))

@@ -55,9 +55,9 @@ def launched():
 @pytest.fixture(scope="session")
 def comm():
     if launched():
-        c = collie.new_comm("pytest")
+        c = collie.new_comm(name="pytest")
     else:  # plain `pytest`: one rank
-        c = collie.new_comm("pytest", rank=0, world_size=1)
+        c = collie.new_comm(name="pytest", rank=0, world_size=1)
     yield c
     c.finalize()
 

@@ -380,7 +380,7 @@ def test_shrink(comm, rank, size):
 
 
 def test_context_manager_and_new_comm(comm, rank, size):
-    with collie.new_comm("second", hints={"transport": "tcp"}) as c2:
+    with collie.new_comm(name="second", hints={"transport": "tcp"}) as c2:
         assert c2.get_rank() == rank and c2.get_size() == size
         x = np.ones(4, dtype=np.float32)
         c2.all_reduce(x, timeout=20)

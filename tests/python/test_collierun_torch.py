@@ -35,7 +35,7 @@ SCRIPT = textwrap.dedent(
     if os.environ.get("WITH_COLLIE") == "1":
         import numpy as np
         import collie
-        c = collie.new_comm("beside-torch")
+        c = collie.new_comm(name="beside-torch")
         x = np.full(4, r + 1.0)
         c.all_reduce(x)
         assert np.all(x == n * (n + 1) / 2), x

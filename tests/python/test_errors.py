@@ -173,17 +173,17 @@ def test_split_and_new_comm_errors(comm, size):
     with pytest.raises(collie.InvalidArgument, match="twice"):
         comm.split([0, 0])
     with pytest.raises(collie.InvalidArgument, match="COLLIE_TRANSPORT"):
-        collie.new_comm("bad", hints={"transport": "carrier-pigeon"})
+        collie.new_comm(name="bad", hints={"transport": "carrier-pigeon"})
     with pytest.raises(collie.InvalidArgument, match="COLLIE_TIMEOUT_MS"):
-        collie.new_comm("bad", hints={"timeout_ms": "soon"})
+        collie.new_comm(name="bad", hints={"timeout_ms": "soon"})
     with pytest.raises(collie.InvalidArgument, match="store"):
-        collie.new_comm("bad", store="http://nowhere")
+        collie.new_comm(name="bad", store="http://nowhere")
     with pytest.raises(collie.InvalidArgument, match="hints"):
-        collie.new_comm("bad", hints=["transport"])
+        collie.new_comm(name="bad", hints=["transport"])
     with pytest.raises(collie.InvalidArgument, match="both rank and world_size"):
-        collie.new_comm("bad", rank=0)
+        collie.new_comm(name="bad", rank=0)
     with pytest.raises(collie.InvalidArgument, match="timeout"):
-        collie.new_comm("bad", timeout="forever")
+        collie.new_comm(name="bad", timeout="forever")
     still_usable(comm)
 
 

@@ -31,7 +31,7 @@ NO_NUMPY = textwrap.dedent(
     from collie import _lib
     assert _lib._lib is None, "import must not load libcollie"
     assert "numpy" not in [m for m, v in sys.modules.items() if v is not None]
-    c = collie.new_comm("nonumpy", rank=0, world_size=1)
+    c = collie.new_comm(name="nonumpy", rank=0, world_size=1)
     out = [None]
     collie.objcol.all_gather_object(out, {"ok": [1, 2]}, group=c)
     b = bytearray(b"\\x01\\x02")

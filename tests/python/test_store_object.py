@@ -45,7 +45,7 @@ def test_torch_file_store(comm, rank, size, shared_dir):
     store) and finalizes; the store holds collie's keys afterwards."""
     dist = pytest.importorskip("torch.distributed")
     store = dist.FileStore(os.path.join(shared_dir, "store"), size)
-    c = collie.new_comm("kv", store=store, rank=rank, world_size=size, timeout=20)
+    c = collie.new_comm(name="kv", store=store, rank=rank, world_size=size, timeout=20)
     try:
         x = np.full(100, rank + 1, dtype=np.int64)
         c.all_reduce(x)
@@ -63,23 +63,23 @@ def test_torch_file_store(comm, rank, size, shared_dir):
 
 def test_store_object_errors(comm):
     with pytest.raises(collie.InvalidArgument, match=r"has no set\(\) method \(expected set, get, add and wait"):
-        collie.new_comm("kv", store=object(), rank=0, world_size=1)
+        collie.new_comm(name="kv", store=object(), rank=0, world_size=1)
 
     class NoWait:
         set = get = add = staticmethod(lambda *a: None)
 
     with pytest.raises(collie.InvalidArgument, match=r"has no wait\(\) method"):
-        collie.new_comm("kv", store=NoWait(), rank=0, world_size=1)
+        collie.new_comm(name="kv", store=NoWait(), rank=0, world_size=1)
     with pytest.raises(collie.InvalidArgument, match="needs rank and world_size"):
-        collie.new_comm("kv", store=DictStore())
+        collie.new_comm(name="kv", store=DictStore())
     with pytest.raises(collie.InvalidArgument, match="must be"):
-        collie.new_comm("kv", store="udp://x:1")
+        collie.new_comm(name="kv", store="udp://x:1")
 
 
 def test_store_object_one_rank():
     """A job of one rank needs no store: collie never calls it."""
     st = DictStore()
-    c = collie.new_comm("kv1", store=st, rank=0, world_size=1)
+    c = collie.new_comm(name="kv1", store=st, rank=0, world_size=1)
     c.finalize()
     assert st.calls == []
 
@@ -89,7 +89,7 @@ def test_store_object_timeout_names_key():
     naming the key it waited for and what the store said."""
     st = DictStore()
     with pytest.raises(collie.Timeout, match=r'store get "nonce/1".*the store said: get .nonce/1.'):
-        collie.new_comm("kv2", store=st, rank=1, world_size=2, timeout=datetime.timedelta(milliseconds=300))
+        collie.new_comm(name="kv2", store=st, rank=1, world_size=2, timeout=datetime.timedelta(milliseconds=300))
     assert "add" in st.calls and "wait" in st.calls
 
 
@@ -102,4 +102,4 @@ def test_store_object_raising_callback():
             raise OSError("disk full")
 
     with pytest.raises(collie.RemoteError, match="disk full"):
-        collie.new_comm("kv3", store=Broken(), rank=0, world_size=2, timeout=1)
+        collie.new_comm(name="kv3", store=Broken(), rank=0, world_size=2, timeout=1)

@@ -36,7 +36,7 @@ def test_payload_category_values():
 
 def test_comms_csv_rows(comm, rank, size, shared_dir):
     logdir = os.path.join(shared_dir, "comms")
-    with collie.new_comm("tele", hints={"log_dir": logdir, "comms_log": True}) as c:
+    with collie.new_comm(name="tele", hints={"log_dir": logdir, "comms_log": True}) as c:
         with dist.step(1, 0, group=c):
             x = np.ones(1024, dtype=np.float32)  # 4096 bytes
             dist.all_reduce(x, group=c, category=PayloadCategory.MOMENTS_MU)
@@ -78,7 +78,7 @@ def test_configure_disables_comms_log(comm, rank, shared_dir):
     try:
         assert eff["COLLIE_COMMS_LOG"] == "0" and eff["COLLIE_LOG_DIR"] == logdir
         assert dist.current_config() == eff
-        with collie.new_comm("quiet") as c:
+        with collie.new_comm(name="quiet") as c:
             with dist.step(1, group=c):
                 dist.all_reduce(np.ones(8), group=c)
         assert not os.path.exists(os.path.join(logdir, "comms.csv"))
@@ -95,7 +95,7 @@ def _config_file_roundtrip(path, logdir, rank, timing_dir=None):
         if timing_dir:
             want["COLLIE_TIMING_LOG"] = timing_dir
         assert eff == want
-        with collie.new_comm("configured") as c:
+        with collie.new_comm(name="configured") as c:
             with dist.step(7, 2, group=c):
                 dist.all_reduce(np.ones(16, dtype=np.float32), group=c, category=PayloadCategory.MOMENTS_SIGMA_DIAG)
     finally:
@@ -192,7 +192,7 @@ def test_timing_logger(comm, rank, size, shared_dir):
         assert lg.comm is None and timing.get_timing_logger() is lg  # no communicator yet
         t_before = time.monotonic()
         lg.record_timing("EARLY", 1.0, "pre", 10)  # written with no communicator at all
-        c = collie.new_comm("timed")
+        c = collie.new_comm(name="timed")
         try:
             assert lg.comm is c and collie.get_default_comm() is c
             assert timing.init_timing_logger(rank, logdir) is lg  # same dir: the same logger
@@ -285,7 +285,7 @@ def test_timing_logger_without_communicator(tmp_path, comm):
 def test_flight_dump(comm, rank, shared_dir):
     logdir = os.path.join(shared_dir, "flight")
     os.makedirs(logdir, exist_ok=True)
-    with collie.new_comm("fr", hints={"log_dir": logdir}) as c:
+    with collie.new_comm(name="fr", hints={"log_dir": logdir}) as c:
         c.all_reduce(np.ones(4))
         c.flight_dump()
         dumps = [f for f in os.listdir(logdir) if f.startswith("flight-rank%d-" % rank)]
@@ -300,7 +300,7 @@ import os, sys, csv
 import numpy as np
 import collie
 d = sys.argv[1]
-before = collie.new_comm("before", rank=0, world_size=1, hints={"log_dir": os.path.join(d, "a")})
+before = collie.new_comm(name="before", rank=0, world_size=1, hints={"log_dir": os.path.join(d, "a")})
 cat = collie.register_category("my_sketch")
 assert collie.register_category("my_sketch") == cat >= 9
 try:
@@ -315,7 +315,7 @@ except collie.InvalidArgument:
     pass
 else:
     raise SystemExit("a built-in name was accepted")
-after = collie.new_comm("after", rank=0, world_size=1, hints={"log_dir": os.path.join(d, "b")})
+after = collie.new_comm(name="after", rank=0, world_size=1, hints={"log_dir": os.path.join(d, "b")})
 with after.step(1, 0):
     after.broadcast(np.ones(4), 0, category="my_sketch")   # by name: the registered id
 after.finalize(); before.finalize()

@@ -91,7 +91,7 @@ class ProcessGroupCollie(Collectives, PointToPoint, dist.ProcessGroup):
             if _adopt and _adopt[-1].rank == rank and _adopt[-1].size == size:
                 self._comm = _adopt.pop()
             else:
-                self._comm = new_comm(name, timeout=timeout, store=store, rank=rank, world_size=size,
+                self._comm = new_comm(name=name, timeout=timeout, store=store, rank=rank, world_size=size,
                                       parent=parent)
         except Exception as e:
             raise CollieBackendError("collie backend: init of rank %d of %d failed: %s" % (rank, size, e),
