@@ -131,6 +131,22 @@ def _environment(overrides):
                     os.environ[k] = v
 
 
+def _launcher_rank_size():
+    """(rank, size) the launcher set (collierun's, torchrun's, Open MPI's,
+    Slurm's variables), or (None, None): torchcomms takes them from there
+    when a store object is given without them."""
+    for r, n in (("COLLIE_RANK", "COLLIE_WORLD_SIZE"), ("RANK", "WORLD_SIZE"),
+                 ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"), ("PMI_RANK", "PMI_SIZE"),
+                 ("SLURM_PROCID", "SLURM_NTASKS")):
+        rv, nv = os.environ.get(r), os.environ.get(n)
+        if rv and nv:
+            try:
+                return int(rv), int(nv)
+            except ValueError:
+                raise InvalidArgument("new_comm: %s = %r and %s = %r must be integers" % (r, rv, n, nv)) from None
+    return None, None
+
+
 def _torchcomm_timeout_ms():
     """torchcomms' TORCHCOMM_TIMEOUT_SECONDS in ms, else collie's Python
     default, 30 s (COLLIE_TIMEOUT_MS, read by the C library, wins)."""
@@ -276,8 +292,11 @@ def new_comm(backend=None, device=None, name=None, options=None, *, timeout=None
             kv = KVStore(store)
         except TypeError as e:
             raise InvalidArgument("new_comm: %s" % e) from None
+        if rank is None and world_size is None:
+            rank, world_size = _launcher_rank_size()
         if rank is None or world_size is None:
-            raise InvalidArgument("new_comm: a store object needs rank and world_size")
+            raise InvalidArgument("new_comm: a store object needs rank and world_size (given, or from the "
+                                  "launcher's environment: COLLIE_RANK/COLLIE_WORLD_SIZE, RANK/WORLD_SIZE)")
     elif store is not None:
         if not (store.startswith("tcp://") or store.startswith("file://")):
             raise InvalidArgument('new_comm: store = %r must be "tcp://host:port" or "file:///dir"' % (store,))

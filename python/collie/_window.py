@@ -149,13 +149,15 @@ class Window:
         self._check(_lib.lib().collie_window_signal(self._live("signal"), int(peer)))
         return WindowWork(None)
 
-    def wait_signal(self, peer: int, count: Union[int, bool, None] = None, timeout: OptTimeout = None,
-                    hints: OptHints = None) -> WindowWork:
+    def wait_signal(self, peer: int, count: Union[int, bool, None] = None, timeout: Any = None,
+                    hints: Any = None, *, async_op: Optional[bool] = None) -> WindowWork:
         """wait_signal(peer, count, timeout=None): blocks until peer's signals
         to this rank number at least count (since the window was made);
         timeout in seconds or a timedelta (None: the communicator's).
         torchcomms' wait_signal(peer_rank, async_op): waits for peer's next
         signal."""
+        if isinstance(count, bool):  # torchcomms' positional order: (peer, async_op, hints, timeout)
+            timeout, hints = hints, timeout
         if count is None or isinstance(count, bool):
             count = self._waited.get(int(peer), 0) + 1
         elif not isinstance(count, int) or count < 0:

@@ -61,7 +61,7 @@ def test_torch_file_store(comm, rank, size, shared_dir):
         c.finalize()
 
 
-def test_store_object_errors(comm):
+def test_store_object_errors(comm, monkeypatch):
     with pytest.raises(collie.InvalidArgument, match=r"has no set\(\) method \(expected set, get, add and wait"):
         collie.new_comm(name="kv", store=object(), rank=0, world_size=1)
 
@@ -70,7 +70,16 @@ def test_store_object_errors(comm):
 
     with pytest.raises(collie.InvalidArgument, match=r"has no wait\(\) method"):
         collie.new_comm(name="kv", store=NoWait(), rank=0, world_size=1)
+    # Without rank and world_size, they come from the launcher's variables
+    # (torchcomms' new_comm(backend, device, store=store)); with none set:
+    for var in ("COLLIE_RANK", "COLLIE_WORLD_SIZE", "RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
+                "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE", "SLURM_PROCID", "SLURM_NTASKS"):
+        monkeypatch.delenv(var, raising=False)
     with pytest.raises(collie.InvalidArgument, match="needs rank and world_size"):
+        collie.new_comm(name="kv", store=DictStore())
+    monkeypatch.setenv("RANK", "zero")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(collie.InvalidArgument, match="RANK = 'zero'"):
         collie.new_comm(name="kv", store=DictStore())
     with pytest.raises(collie.InvalidArgument, match="must be"):
         collie.new_comm(name="kv", store="udp://x:1")
