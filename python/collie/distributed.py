@@ -172,10 +172,15 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
                                           phase=phase)
         return _ret(w, async_op)
     top = _tc._torch_op(d, op)
+
+    def run():
+        return _or_allreduce(d, lambda: d.reduce_scatter(output, input_list, op=top, group=group,
+                                                         async_op=async_op),
+                             output, lambda: input_list, top, group)
+
     if _tc._state.off:
-        return d.reduce_scatter(output, input_list, op=top, group=group, async_op=async_op)
-    return _tc.call(d, lambda: d.reduce_scatter(output, input_list, op=top, group=group, async_op=async_op),
-                    _tc.REDUCE_SCATTER, output, _nbytes(output), group, async_op, category, label, phase)
+        return run()
+    return _tc.call(d, run, _tc.REDUCE_SCATTER, output, _nbytes(output), group, async_op, category, label, phase)
 
 
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False,
@@ -188,10 +193,48 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
         return _ret(w, async_op)
     top = _tc._torch_op(d, op)
     fn = getattr(d, "reduce_scatter_tensor", None) or d._reduce_scatter_base
+
+    def run():
+        return _or_allreduce(d, lambda: fn(output, input, op=top, group=group, async_op=async_op),
+                             output, lambda: [input], top, group)
+
     if _tc._state.off:
-        return fn(output, input, op=top, group=group, async_op=async_op)
-    return _tc.call(d, lambda: fn(output, input, op=top, group=group, async_op=async_op), _tc.REDUCE_SCATTER,
-                    output, _nbytes(output), group, async_op, category, label, phase)
+        return run()
+    return _tc.call(d, run, _tc.REDUCE_SCATTER, output, _nbytes(output), group, async_op, category, label, phase)
+
+
+class _DoneWork:
+    """The Work of a call that completed before it returned."""
+
+    def wait(self, timeout=None):
+        return True
+
+    def is_completed(self):
+        return True
+
+    def is_success(self):
+        return True
+
+
+def _or_allreduce(d, call, output, blocks, top, group):
+    """call(), a torch reduce_scatter; where the group's backend has none
+    (torch 1.13's gloo: "does not support reduce_scatter"), what it means
+    instead: an all_reduce of every block, of which this rank keeps its
+    own. Blocking then (a completed Work for async_op): the caller's
+    telemetry still charges the reduce_scatter's wire-model bytes."""
+    try:
+        return call()
+    except RuntimeError as e:
+        if "does not support" not in str(e) or "reduce_scatter" not in str(e):
+            raise
+    import torch
+
+    flat = torch.cat([b.reshape(-1) for b in blocks()])
+    d.all_reduce(flat, op=top, group=group)
+    n = output.numel()
+    me = d.get_rank(group)
+    output.copy_(flat[me * n:(me + 1) * n].view_as(output))
+    return _DoneWork()
 
 
 def broadcast(tensor, src, group=None, async_op=False, category=PayloadCategory.OTHER, label=None, phase=None,

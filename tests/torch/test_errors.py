@@ -193,6 +193,20 @@ def test_monitored_barrier_missing_rank(wait_all, rank, size, world):
         assert want <= named, "rank 0's error should name rank(s) %s: %s" % (sorted(want), ei.value)
 
 
+@needs_ranks(2)
+def test_monitored_barrier_rank0_times_out(rank, size):
+    """A timeout too short for rank 0 to even wait (no whole millisecond
+    left before its first wait): rank 0 itself timed out, as Gloo says
+    ('Rank 0 timed out in monitoredBarrier after -5 ms. No ranks
+    successfully processed in monitoredBarrier.'). Every caller raises."""
+    g = dist.new_group(timeout=datetime.timedelta(seconds=5))
+    with pytest.raises(RuntimeError) as ei:
+        dist.monitored_barrier(group=g, timeout=datetime.timedelta(milliseconds=-5))
+    if rank == 0:
+        assert "Rank 0 timed out in monitoredBarrier after -5 ms" in str(ei.value), ei.value
+        assert "No ranks successfully processed" in str(ei.value), ei.value
+
+
 # --- a rank that dies -------------------------------------------------------
 
 

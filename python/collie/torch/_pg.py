@@ -295,14 +295,23 @@ class ProcessGroupCollie(Collectives, PointToPoint, dist.ProcessGroup):
             timeout = self._timeout
         if not isinstance(timeout, datetime.timedelta):
             timeout = datetime.timedelta(seconds=float(timeout))
+        # The clock starts at the call and counts whole milliseconds, as
+        # Gloo's: where none are left before a wait (a timeout too short for
+        # rank 0 to even wait), rank 0 itself timed out.
+        start = time.monotonic()
+        deadline = start + timeout.total_seconds()
+        timeout_ms = int(timeout.total_seconds() * 1000)
         self._mb_seq += 1
         base = "%s/%d" % (_TAG_MONITORED, self._mb_seq)
         me, n, st = self._rank, self._size, self._store
         st.set("%s/arrived/%d" % (base, me), b"1")
         if me == 0:
-            deadline = time.monotonic() + timeout.total_seconds()
             missing = []
+            late = 0
             for q in range(1, n):
+                if not wait_all_ranks and timeout_ms - int((time.monotonic() - start) * 1000) < 0:
+                    late = q  # no time left to wait for rank q: rank 0 itself timed out
+                    break
                 left = max(deadline - time.monotonic(), 0.001)
                 try:
                     st.wait(["%s/arrived/%d" % (base, q)], datetime.timedelta(seconds=left))
@@ -310,7 +319,12 @@ class ProcessGroupCollie(Collectives, PointToPoint, dist.ProcessGroup):
                     missing.append(q)
                     if not wait_all_ranks:
                         break
-            if missing:
+            if late:
+                done = [str(r) for r in range(1, late) if r not in missing]
+                verdict = ("monitored_barrier: Rank 0 timed out in monitoredBarrier after %d ms. %s"
+                           % (timeout_ms, "Successfully processed ranks: %s" % ", ".join(done) if done
+                              else "No ranks successfully processed in monitoredBarrier."))
+            elif missing:
                 what = "Rank %d" % missing[0] if len(missing) == 1 else "Ranks %s" % ", ".join(map(str, missing))
                 verdict = ("monitored_barrier: %s failed to pass monitored_barrier within %d ms"
                            % (what, int(timeout.total_seconds() * 1000)))
