@@ -718,6 +718,17 @@ class Comm:
         """True once abort() was called on this communicator."""
         return self._aborted
 
+    def reconfigure(self, *args, **kwargs):
+        """torchcomms' reconfigure(): not collie's (Unsupported)."""
+        raise Unsupported("reconfigure: collie has no reconfigure(); after a failure, the survivors continue "
+                          "with Comm.shrink() (docs/reliability.md)")
+
+    def _no_hooks(self, *args, **kwargs):
+        raise Unsupported("torchcomms' hooks are not offered by collie; its telemetry (comms.csv, the timing "
+                          "log, the flight recorder: docs/telemetry.md) records every operation")
+
+    register_pre_hook = register_post_hook = register_abort_hook = _no_hooks
+
     rank = property(get_rank)
     size = property(get_size)
     name = property(get_name)

@@ -157,9 +157,15 @@ def test_comm_options_refused(field, value, message):
         setattr(o, field, value)
 
 
-def test_enable_reconfigure_refused(world):
+def test_enable_reconfigure_refused(world, comm):
     with pytest.raises(collie.Unsupported, match="no reconfigure.*shrink"):
         collie.new_comm("collie", CPU, options=collie.CommOptions(enable_reconfigure=True))
+    with pytest.raises(collie.Unsupported, match="no reconfigure.*shrink"):
+        comm.reconfigure(1, [])
+    with pytest.raises(collie.Unsupported, match="hooks are not offered"):
+        comm.register_pre_hook(print)
+    with pytest.raises(collie.Unsupported, match="map_remote_tensor"):
+        collie.Window(comm, None).map_remote_tensor(0)
 
 
 OPTION_CLASSES = [
