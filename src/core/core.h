@@ -275,6 +275,10 @@ collie_result_t collie__stage_run(collie_comm_t *comm, struct collie__op *op,
  * until collie__stage_run decides. The driver is asked only in a process
  * that uses CUDA. */
 int collie__stage_on_device(const void *a, const void *b);
+/* COLLIE_UNSUPPORTED naming fn when stream (NULL: the legacy default one)
+ * is capturing a CUDA graph, else SUCCESS: a call on device memory is
+ * refused before any CUDA call, which would invalidate the capture. */
+collie_result_t collie__stage_not_capturing(const char *fn, void *stream);
 int collie__stage_device_algo(const collie_comm_t *comm, int kind, size_t bytes,
                               const collie_opts_t *opts);
 

@@ -48,6 +48,18 @@ collie__stage_on_device(const void *a, const void *b)
   return collie__cuda_live() && (collie__cuda_is_device(a, &d) || collie__cuda_is_device(b, &d));
 }
 
+collie_result_t
+collie__stage_not_capturing(const char *fn, void *stream)
+{
+  if (!collie__cuda_capturing(stream)) return COLLIE_SUCCESS;
+  return collie__err(COLLIE_UNSUPPORTED,
+                     "%s on CUDA device memory while %s is capturing a CUDA graph: collie cannot "
+                     "capture its calls yet (they wait for streams and copy synchronously, which "
+                     "would break the capture); issue the call outside the capture (docs/gpu.md, "
+                     "\"CUDA graphs\")",
+                     fn, stream ? "opts->cuda_stream" : "a stream of this process");
+}
+
 /* Every input is the same on every rank of a job that passes device
  * buffers everywhere (docs/gpu.md says what a mix of kinds does). */
 int
@@ -120,6 +132,8 @@ collie__stage_run(collie_comm_t *comm, struct collie__op *op, const collie_opts_
                        "buffers of one call must all be on the device or all on the host",
                        fn, s == 1 ? "sendbuf" : "recvbuf", s == 1 ? sdev : rdev,
                        s == 1 ? "recvbuf" : "sendbuf");
+  collie_result_t cap = collie__stage_not_capturing(fn, opts ? opts->cuda_stream : NULL);
+  if (cap != COLLIE_SUCCESS) return cap;
   /* From this rank's first call on device memory on, peers may send it
    * device messages (stage_p2p.c). */
   collie__stage_p2p_ready(comm, r == 1 ? call->recvbuf : call->sendbuf);

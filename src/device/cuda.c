@@ -82,6 +82,7 @@ collie__cuda_open(const char *path)
       {"cuStreamCreate", (void **)&cu.stream_create},
       {"cuStreamDestroy", (void **)&cu.stream_destroy},
       {"cuStreamWaitEvent", (void **)&cu.stream_wait_event},
+      {"cuStreamIsCapturing", (void **)&cu.stream_is_capturing},
       {"cuEventCreate", (void **)&cu.event_create},
       {"cuEventRecord", (void **)&cu.event_record},
       {"cuEventQuery", (void **)&cu.event_query},
@@ -252,6 +253,16 @@ collie__cuda_poll(cu_result (*query)(void *), void *handle, int64_t deadline_ns,
                          what);
     sched_yield();
   }
+}
+
+int
+collie__cuda_capturing(void *stream)
+{
+  if (!collie__cuda_ready()) return 0;
+  int status = 0; /* CU_STREAM_CAPTURE_STATUS_NONE */
+  cu_result rc = cu.stream_is_capturing(stream, &status);
+  if (rc == CU_SUCCESS) return status != 0; /* ACTIVE, or INVALIDATED by an earlier step */
+  return rc >= CU_ERROR_CAPTURE_FIRST && rc <= CU_ERROR_CAPTURE_LAST;
 }
 
 collie_result_t

@@ -63,6 +63,15 @@ void collie__cuda_pop(void);
 collie_result_t collie__cuda_ctx_of(const void *p, void **ctx, const char *what);
 collie_result_t collie__cuda_push_ctx(void *ctx, const char *what);
 
+/* Whether stream (NULL: the legacy default stream) is capturing a CUDA graph
+ * (cuStreamIsCapturing; for the legacy stream, also while another stream of
+ * the process captures, which forbids it). Asks nothing without a driver.
+ * A call on device memory checks this first: collie's device path waits
+ * for streams and copies synchronously, which a capture cannot hold and
+ * which would invalidate it, so such a call is refused before any CUDA
+ * call (docs/gpu.md, "CUDA graphs"). */
+int collie__cuda_capturing(void *stream);
+
 /* Waits for everything queued on stream (NULL: the legacy default stream),
  * at most until deadline_ns (monotonic): then COLLIE_TIMEOUT naming what. */
 collie_result_t collie__cuda_stream_sync(void *stream, int64_t deadline_ns, const char *what);

@@ -41,6 +41,10 @@ enum {
   CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 1,
   CU_STREAM_NON_BLOCKING = 1,
   CU_EVENT_DISABLE_TIMING = 2,
+  /* cuStreamIsCapturing's failures that mean a capture is under way:
+   * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED .. _WRONG_THREAD. */
+  CU_ERROR_CAPTURE_FIRST = 900,
+  CU_ERROR_CAPTURE_LAST = 908,
   CU_API_VERSION = 12000, /* the entry points' behaviour asked for */
 };
 
@@ -59,6 +63,7 @@ struct collie__cu {
   cu_result (*stream_create)(cu_stream *, unsigned);
   cu_result (*stream_destroy)(cu_stream);
   cu_result (*stream_wait_event)(cu_stream, cu_event, unsigned);
+  cu_result (*stream_is_capturing)(cu_stream, int *);
   cu_result (*event_create)(cu_event *, unsigned);
   cu_result (*event_record)(cu_event, cu_stream);
   cu_result (*event_query)(cu_event);

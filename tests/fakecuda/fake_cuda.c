@@ -230,9 +230,12 @@ f_device_get_attribute(int *v, int attr, int dev)
   return 0;
 }
 
+static void fake_capture_touch(void);
+
 static CUresult
 f_memcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
 {
+  fake_capture_touch();
   memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
   return 0;
 }
@@ -252,7 +255,48 @@ f_memcpy_async(CUdeviceptr dst, CUdeviceptr src, size_t n, void *stream)
 static CUresult
 f_query(void *stream_or_event)
 {
+  fake_capture_touch();
   return stream_or_event == FAKE_CUDA_BUSY_STREAM ? 600 /* CUDA_ERROR_NOT_READY */ : 0;
+}
+
+/* The stream FAKE_CUDA_CAPTURE_STREAM (a handle tests pass) is capturing a
+ * graph; while it is, the legacy default stream answers as the driver's
+ * does for a capture in global mode (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT).
+ * Any stream query, copy or sync during it counts as a capture breaker. */
+#define FAKE_CUDA_CAPTURE_STREAM ((void *)0xca97)
+static int fake_capturing; /* fake_cuda_capture(1) .. fake_cuda_capture(0) */
+static long fake_capture_breaks;
+
+FAKE_EXPORT void
+fake_cuda_capture(int on)
+{
+  __atomic_store_n(&fake_capturing, on, __ATOMIC_RELAXED);
+}
+
+FAKE_EXPORT long
+fake_cuda_capture_breaks(void)
+{
+  return __atomic_load_n(&fake_capture_breaks, __ATOMIC_RELAXED);
+}
+
+static void
+fake_capture_touch(void)
+{
+  if (__atomic_load_n(&fake_capturing, __ATOMIC_RELAXED))
+    __atomic_add_fetch(&fake_capture_breaks, 1, __ATOMIC_RELAXED);
+}
+
+static CUresult
+f_stream_is_capturing(void *stream, int *status)
+{
+  int on = __atomic_load_n(&fake_capturing, __ATOMIC_RELAXED);
+  *status = 0;
+  if (on && stream == FAKE_CUDA_CAPTURE_STREAM) {
+    *status = 1; /* CU_STREAM_CAPTURE_STATUS_ACTIVE */
+    return 0;
+  }
+  if (on && stream == NULL) return 906; /* CUDA_ERROR_STREAM_CAPTURE_IMPLICIT */
+  return 0;
 }
 
 static CUresult
@@ -608,6 +652,7 @@ cuGetProcAddress_v2(const char *name, void **fn, int version, unsigned long long
       {"cuStreamCreate", (void *)f_stream_create},
       {"cuStreamDestroy", (void *)f_stream_destroy},
       {"cuStreamWaitEvent", (void *)f_stream_wait_event},
+      {"cuStreamIsCapturing", (void *)f_stream_is_capturing},
       {"cuEventCreate", (void *)f_event_create},
       {"cuEventRecord", (void *)f_event_record},
       {"cuEventQuery", (void *)f_query},

@@ -1074,3 +1074,49 @@ TEST_IMPL(cuda_fake_host_only_features)
   dev_free(d);
   ASSERT_OK(collie_comm_destroy(comm));
 }
+
+/* A call on device memory while a stream captures a CUDA graph is refused
+ * before any CUDA call (a stream query or a copy would invalidate the
+ * capture): on the capturing stream given in opts and on the legacy
+ * default stream, for collectives, a send and a group's receive; host
+ * calls go on; after the capture the communicator works as before. */
+TEST_IMPL(cuda_fake_capture_refused)
+{
+  fk_load();
+  void (*capture)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "fake_cuda_capture");
+  long (*breaks)(void) = (long (*)(void))dlsym(RTLD_DEFAULT, "fake_cuda_capture_breaks");
+  ASSERT(capture && breaks);
+  collie_comm_t *comm = test_comm();
+  int p = collie_comm_size(comm), r = collie_comm_rank(comm);
+  float *d = dev_alloc(4 * sizeof(float) * (size_t)p);
+  for (int i = 0; i < 4 * p; i++) d[i] = 1;
+  collie_opts_t on_capture = {.cuda_stream = (void *)0xca97};
+  capture(1);
+  long before = breaks();
+  ASSERT_RC(COLLIE_UNSUPPORTED, "allreduce on CUDA device memory while opts->cuda_stream is capturing",
+            collie_allreduce(comm, d, d, 4, COLLIE_FLOAT32, COLLIE_SUM, &on_capture, NULL));
+  collie_work_t *w = NULL;
+  ASSERT_RC(COLLIE_UNSUPPORTED, "while a stream of this process is capturing a CUDA graph",
+            collie_allreduce(comm, d, d, 4, COLLIE_FLOAT32, COLLIE_SUM, NULL, &w));
+  ASSERT(w == NULL);
+  ASSERT_RC(COLLIE_UNSUPPORTED, "broadcast on CUDA device memory",
+            collie_broadcast(comm, d, 4, COLLIE_FLOAT32, 0, &on_capture, NULL));
+  ASSERT_RC(COLLIE_UNSUPPORTED, "allgather on CUDA device memory",
+            collie_allgather(comm, d, d, 1, COLLIE_FLOAT32, NULL, NULL));
+  ASSERT_RC(COLLIE_UNSUPPORTED, "capturing a CUDA graph",
+            collie_send(comm, d, 4, COLLIE_FLOAT32, (r + 1) % p, 0, &on_capture, NULL));
+  ASSERT_OK(collie_group_start(comm));
+  collie_result_t rc = collie_recv(comm, d, 4, COLLIE_FLOAT32, (r + p - 1) % p, 0, &on_capture, NULL);
+  ASSERT_OK(collie_group_end(comm, NULL)); /* nothing was recorded: an empty group */
+  ASSERTF(rc == COLLIE_UNSUPPORTED && strstr(collie_last_error(), "recv in a group"),
+          "a group's recv during a capture: %s (%s)", collie_result_string(rc), collie_last_error());
+  ASSERTF(breaks() == before, "%ld stream queries or copies during the capture", breaks() - before);
+  float h[4] = {1, 1, 1, 1};
+  ASSERT_OK(collie_allreduce(comm, h, h, 4, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL));
+  ASSERTF(h[0] == (float)p, "host allreduce during the capture: %g", h[0]);
+  capture(0);
+  ASSERT_OK(collie_allreduce(comm, d, d, 4, COLLIE_FLOAT32, COLLIE_SUM, &on_capture, NULL));
+  ASSERTF(d[0] == (float)p, "device allreduce after the capture: %g, want %d", d[0], p);
+  dev_free(d);
+  ASSERT_OK(collie_comm_destroy(comm));
+}
