@@ -88,9 +88,9 @@ def parse_device(device: object) -> Optional[Device]:
         return None
     if isinstance(device, str):
         text = device
-    elif hasattr(device, "type") and isinstance(getattr(device, "type"), str):  # torch.device
-        idx = getattr(device, "index", None)
-        text = device.type if idx is None else "%s:%s" % (device.type, idx)  # type: ignore[attr-defined]
+    elif isinstance(getattr(device, "type", None), str):  # torch.device
+        kind, idx = getattr(device, "type"), getattr(device, "index", None)
+        text = kind if idx is None else "%s:%s" % (kind, idx)
     else:
         raise InvalidArgument(
             "new_comm: device = %r is not a device: pass a torch.device or \"cpu\", \"cuda\", \"cuda:N\"" % (device,))

@@ -18,6 +18,8 @@ contract); a per-communicator lock enforces it. Blocking calls release the
 GIL, so other Python threads run meanwhile. abort() may come from any thread.
 """
 
+from __future__ import annotations
+
 import atexit
 import contextlib
 import ctypes
@@ -27,15 +29,30 @@ import os
 import sys
 import threading
 import weakref
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Literal, NoReturn, Optional, Sequence,
+                    Tuple, TypeVar, Union)
 
 from . import _lib
-from ._backends import check_device, parse_device, resolve_backend
-from ._buffers import Staging, as_buf, as_bufs, contiguous_run, overlaps, release_all
-from ._enums import PremulSum, ReduceOp, to_algorithm, to_category, to_ms, to_op, to_wire
-from ._errors import (CollieSystemError, InternalError, InvalidArgument, InvalidUsage, RemoteError, Timeout,
-                      Unsupported, check, last_error)
-from ._options import CommOptions, check_hints, log as _log, op_settings
+from ._backends import Device, check_device, parse_device, resolve_backend
+from ._buffers import Buf, Staging, as_buf, as_bufs, contiguous_run, overlaps, release_all
+from ._enums import OpLike, PayloadCategory, PremulSum, ReduceOp, to_algorithm, to_category, to_ms, to_op, to_wire
+from ._errors import (CollieError, CollieSystemError, InternalError, InvalidArgument, InvalidUsage, RemoteError,
+                      Timeout, Unsupported, check, last_error)
+from ._options import CommOptions, OpOptions, check_hints, log as _log, op_settings
 from ._store import KVStore
+
+if TYPE_CHECKING:
+    from ._types import Hints, OptHints, OptTimeout, TensorLike, TensorList, TimeoutLike
+    from ._window import Window
+
+# What the calls take, beyond _types' names.
+CategoryLike = Union[PayloadCategory, int, str, None]  # a category, its id or its name
+AlgorithmLike = Union[str, int, None]  # a name of collie.ALGORITHMS, or its index; None: the model picks
+WireLike = Union[str, int, None]  # "float16", "bfloat16", "native"; None: the communicator's
+DeviceLike = Any  # a torch.device, or "cpu", "cuda", "cuda:N"; None: any memory
+StoreLike = Any  # "tcp://host:port", "file:///dir", or an object with set/get/add/wait (a torch Store)
+HintsOrTimeout = Union["Hints", "TimeoutLike", None]  # hints; collie's first order put the timeout there
+_T = TypeVar("_T")
 
 _c_size_t_p = ctypes.POINTER(ctypes.c_size_t)
 
@@ -43,14 +60,14 @@ _c_size_t_p = ctypes.POINTER(ctypes.c_size_t)
 # the default communicator, and the settings collie.distributed.configure()
 # queued for communicators created afterwards.
 _registry_lock = threading.RLock()
-_live = []
-_default = None
-_pending_env = {}
+_live: List["Comm"] = []
+_default: Optional["Comm"] = None
+_pending_env: Dict[str, Optional[str]] = {}
 _env_lock = threading.Lock()
-_new_comm_hooks = []  # called with each new world Comm (timing logger)
+_new_comm_hooks: List[Callable[["Comm"], None]] = []  # called with each new world Comm (timing logger)
 
 
-def get_default_comm():
+def get_default_comm() -> Comm:
     """The default communicator (the first one new_comm created, or the one
     set_default_comm set). InvalidUsage when there is none."""
     c = _default
@@ -59,11 +76,11 @@ def get_default_comm():
     return c
 
 
-def has_default_comm():
+def has_default_comm() -> bool:
     return _default is not None and _default._h is not None
 
 
-def set_default_comm(comm):
+def set_default_comm(comm: Optional[Comm]) -> None:
     """Makes comm the default communicator (None: no default)."""
     global _default
     if comm is not None and not isinstance(comm, Comm):
@@ -72,7 +89,7 @@ def set_default_comm(comm):
         _default = comm
 
 
-def resolve(group):
+def resolve(group: Optional[Comm]) -> Comm:
     """group (a Comm) or the default communicator."""
     if group is None:
         return get_default_comm()
@@ -81,7 +98,7 @@ def resolve(group):
     return group
 
 
-def register_category(name):
+def register_category(name: str) -> int:
     """Registers a payload category named name (1..32 of [A-Za-z0-9_], not a
     built-in) and returns its id for category=. Register before new_comm:
     a communicator's comms.csv columns are fixed at its creation."""
@@ -93,22 +110,22 @@ def register_category(name):
     return out.value
 
 
-registered_categories = {}  # name -> id, of the categories registered through this binding
+registered_categories: Dict[str, int] = {}  # name -> id, of the categories registered through this binding
 
 
-def _env_value(key, value):
+def _env_value(key: str, value: object) -> str:
     if isinstance(value, bool):
         return "1" if value else "0"
     return str(value)
 
 
-def _env_name(key):
+def _env_name(key: str) -> str:
     k = str(key).upper()
     return k if k.startswith("COLLIE_") else "COLLIE_" + k
 
 
 @contextlib.contextmanager
-def _environment(overrides):
+def _environment(overrides: Dict[str, Optional[str]]) -> Iterator[None]:
     """Applies overrides (name -> str, or None to unset) to os.environ for
     the duration of a C init, which reads COLLIE_* there. Serialised: the
     environment is process-wide."""
@@ -131,7 +148,7 @@ def _environment(overrides):
                     os.environ[k] = v
 
 
-def _launcher_rank_size():
+def _launcher_rank_size() -> Tuple[Optional[int], Optional[int]]:
     """(rank, size) the launcher set (collierun's, torchrun's, Open MPI's,
     Slurm's variables), or (None, None): torchcomms takes them from there
     when a store object is given without them."""
@@ -147,7 +164,7 @@ def _launcher_rank_size():
     return None, None
 
 
-def _torchcomm_timeout_ms():
+def _torchcomm_timeout_ms() -> int:
     """torchcomms' TORCHCOMM_TIMEOUT_SECONDS in ms, else collie's Python
     default, 30 s (COLLIE_TIMEOUT_MS, read by the C library, wins)."""
     raw = os.environ.get("TORCHCOMM_TIMEOUT_SECONDS")
@@ -170,7 +187,7 @@ _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 
 
-def _abort_setting(given, env):
+def _abort_setting(given: Optional[bool], env: Dict[str, Optional[str]]) -> bool:
     """abort_process_on_timeout_or_error: given (a bool, or None), else
     COLLIE_ABORT_ON_ERROR (this init's hints, then the environment), else
     TORCHCOMM_ABORT_ON_ERROR, else False."""
@@ -191,9 +208,11 @@ def _abort_setting(given, env):
     return False
 
 
-def new_comm(backend=None, device=None, name=None, options=None, *, timeout=None, store=None, hints=None,
-             abort_process_on_timeout_or_error=None, enable_reconfigure=False, rank=None, world_size=None,
-             job_token=None, parent=None):
+def new_comm(backend: Optional[str] = None, device: DeviceLike = None, name: Optional[str] = None,
+             options: Optional[CommOptions] = None, *, timeout: OptTimeout = None, store: StoreLike = None,
+             hints: OptHints = None, abort_process_on_timeout_or_error: Optional[bool] = None,
+             enable_reconfigure: bool = False, rank: Optional[int] = None, world_size: Optional[int] = None,
+             job_token: Optional[str] = None, parent: Optional[Comm] = None) -> Comm:
     """Creates a world communicator: collective over every rank of the job.
 
     torchcomms' call works as written: new_comm("ncclx", torch.device("cuda"),
@@ -330,7 +349,7 @@ def new_comm(backend=None, device=None, name=None, options=None, *, timeout=None
             exc.message = "%s (the store said: %s)" % (exc.message, kv.error)
             exc.args = (exc.message,)
         raise exc
-    comm = Comm(h.value, name, None)
+    comm = Comm(_handle_of(h), name, None)
     comm._kv = kv  # the callbacks must outlive the communicator tree
     comm._backend, comm._device, comm._abort_on_error = backend, dev, abort
     comm._options = CommOptions(abort, datetime.timedelta(milliseconds=ms) if ms else None,
@@ -359,16 +378,17 @@ class Work:
 
     __slots__ = ("_comm", "_h", "_keep", "_post", "_exc", "_done", "_src", "__weakref__")
 
-    def __init__(self, comm, handle, keep, post=None):
+    def __init__(self, comm: Comm, handle: Optional[int], keep: Optional[List[Any]], post: Optional[Callable[[],
+                 None]] = None) -> None:
         self._comm = comm
-        self._h = handle
+        self._h: Optional[int] = handle
         self._keep = keep
         self._post = post
-        self._exc = None
+        self._exc: Optional[CollieError] = None
         self._done = handle is None
-        self._src = None
+        self._src: Optional[ctypes.c_int] = None
 
-    def source_rank(self):
+    def source_rank(self) -> int:
         """The sender's rank of a completed recv from any source (src=None);
         InvalidUsage before it completed or for any other operation."""
         if self._src is None:
@@ -377,7 +397,7 @@ class Work:
             raise InvalidUsage("source_rank(): the recv from any source has not completed successfully")
         return self._src.value
 
-    def _complete(self, exc):
+    def _complete(self, exc: Optional[CollieError]) -> None:
         """The operation has finished (exc None: successfully): copy out,
         release the arrays and the handle."""
         self._done = True
@@ -395,7 +415,7 @@ class Work:
             if h:
                 _lib.lib().collie_work_free(h)
 
-    def wait(self, timeout=None):
+    def wait(self, timeout: OptTimeout = None) -> bool:
         """Blocks until done (timeout None: the operation's own deadline;
         else a timedelta or seconds). Returns True; raises the operation's
         error, or Timeout when it is still running at timeout."""
@@ -418,7 +438,7 @@ class Work:
         self._complete(exc)
         raise exc
 
-    def is_completed(self):
+    def is_completed(self) -> bool:
         """True once the operation has finished (successfully or not: wait()
         then returns or raises at once). Never blocks."""
         if self._done:
@@ -429,15 +449,15 @@ class Work:
         self._complete(None if rc == _lib.SUCCESS else last_error(rc))
         return True
 
-    def is_success(self):
+    def is_success(self) -> bool:
         """True when completed without error."""
         return self.is_completed() and self._exc is None
 
-    def exception(self):
+    def exception(self) -> Optional[CollieError]:
         """The operation's error once completed (None: none or not yet)."""
         return self._exc if self.is_completed() else None
 
-    def __del__(self):
+    def __del__(self) -> None:
         # Dropped before completion: the communicator keeps the arrays until
         # the operation ends (a zero-copy buffer must outlive the operation).
         try:
@@ -459,12 +479,13 @@ class _Call:
     if validation fails), then issues the C call and hands everything the
     call points at to the Work."""
 
-    def __init__(self, comm, fn, async_op, timeout, category, label, phase, algorithm, wire=None):
+    def __init__(self, comm: Comm, fn: str, async_op: bool, timeout: OptTimeout, category: CategoryLike,
+                 label: Optional[str], phase: Optional[str], algorithm: AlgorithmLike, wire: WireLike = None) -> None:
         self.comm = comm
         self.fn = fn
         self.async_op = bool(async_op)
-        self.keep = []
-        self.opts = None
+        self.keep: List[Any] = []
+        self.opts: Optional[Any] = None
         ms = to_ms(timeout, fn + ": timeout")
         given = (ms, category, label, phase, algorithm, wire)
         if any(v is not None for v in given):
@@ -487,22 +508,22 @@ class _Call:
             self.opts = o
             self.keep.append(o)
 
-    def __enter__(self):
+    def __enter__(self) -> "_Call":
         return self
 
-    def __exit__(self, et, ev, tb):
+    def __exit__(self, et: object, ev: object, tb: object) -> Literal[False]:
         if et is not None:
             release_all(b for b in self.keep if hasattr(b, "release"))
             self.keep = []
         return False
 
-    def buf(self, obj, what, out=False):
+    def buf(self, obj: TensorLike, what: str, out: bool = False) -> Buf:
         b = as_buf(obj, "%s: %s" % (self.fn, what), out)
         self.keep.append(b)
         self.where(b, what)
         return b
 
-    def bufs(self, objs, what, out=False, n=None):
+    def bufs(self, objs: Optional[TensorList], what: str, out: bool = False, n: Optional[int] = None) -> List[Buf]:
         bs = as_bufs(objs, "%s: %s" % (self.fn, what), out)
         self.keep.extend(bs)
         for q, b in enumerate(bs):
@@ -513,11 +534,11 @@ class _Call:
             )
         return bs
 
-    def hold(self, obj):
+    def hold(self, obj: _T) -> _T:
         self.keep.append(obj)
         return obj
 
-    def where(self, b, what):
+    def where(self, b: Buf, what: str) -> None:
         """b is in the memory the communicator was made for, and a CUDA
         array is not being captured into a CUDA graph (refused before any
         CUDA call, which would break the capture)."""
@@ -528,7 +549,7 @@ class _Call:
                 "capture its collectives yet: issue the call outside torch.cuda.graph (docs/gpu.md)"
                 % (self.fn, what))
 
-    def premul(self, op, obj, what):
+    def premul(self, op: OpLike, obj: Any, what: str) -> Tuple[int, Any]:
         """(op, obj) for a call: a ReduceOp.PREMUL_SUM(factor) becomes a SUM
         of obj times factor (a new array of obj's dtype; obj is not
         changed)."""
@@ -549,35 +570,36 @@ class _Call:
         self.keep.append(scaled)
         return int(ReduceOp.SUM), scaled
 
-    def sizes(self, values):
+    def sizes(self, values: Sequence[int]) -> Any:
         arr = (ctypes.c_size_t * max(len(values), 1))(*values)
         self.keep.append(arr)
         return ctypes.cast(arr, _c_size_t_p)
 
-    def same_dtype(self, a, an, b, bn):
+    def same_dtype(self, a: Buf, an: str, b: Buf, bn: str) -> None:
         if a.dtype != b.dtype:
             raise InvalidArgument(
                 "%s: %s is %s but %s is %s (one dtype per call)" % (self.fn, an, a.dtype_name, bn, b.dtype_name)
             )
 
-    def count_is(self, b, bn, want, why):
+    def count_is(self, b: Buf, bn: str, want: int, why: str) -> None:
         if b.count != want:
             raise InvalidArgument("%s: %s has %d elements, expected %d (%s)" % (self.fn, bn, b.count, want, why))
 
-    def blocks_like(self, blocks, what, ref, refname):
+    def blocks_like(self, blocks: Sequence[Buf], what: str, ref: Buf, refname: str) -> None:
         """Every array of a list form has ref's dtype and element count."""
         for q, b in enumerate(blocks):
             self.same_dtype(b, "%s[%d]" % (what, q), ref, refname)
             self.count_is(b, "%s[%d]" % (what, q), ref.count, "as many as %s" % refname)
 
-    def no_alias(self, a, an, b, bn, allowed_ptr=None, allowed_text=""):
+    def no_alias(self, a: Buf, an: str, b: Union[Buf, "_Span"], bn: str, allowed_ptr: Optional[int] = None,
+                 allowed_text: str = "") -> None:
         """a and b may not overlap, except a starting exactly at allowed_ptr."""
         if overlaps(a, b) and a.ptr != allowed_ptr:
             raise InvalidArgument(
                 "%s: %s overlaps %s%s" % (self.fn, an, bn, (": in place, " + allowed_text) if allowed_text else "")
             )
 
-    def plan(self, cfn, *args):
+    def plan(self, cfn: Any, *args: Any) -> Plan:
         """A Plan of the collective cfn (a collie_*_init) on these buffers,
         which it keeps acquired until the plan is freed."""
         c = self.comm
@@ -588,7 +610,7 @@ class _Call:
             release_all(b for b in keep if hasattr(b, "release"))
             raise
 
-    def run(self, cfn, *args, post=None):
+    def run(self, cfn: Any, *args: Any, post: Optional[Callable[[], None]] = None) -> Work:
         c = self.comm
         keep, self.keep = self.keep, []
         try:
@@ -607,12 +629,12 @@ class Plan:
 
     __slots__ = ("_comm", "_h", "_keep")
 
-    def __init__(self, comm, handle, keep):
+    def __init__(self, comm: Comm, handle: Optional[int], keep: List[Any]) -> None:
         self._comm = comm
-        self._h = handle
+        self._h: Optional[int] = handle
         self._keep = keep
 
-    def start(self, async_op=False):
+    def start(self, async_op: bool = False) -> Work:
         """Runs the planned collective once; a Work (complete unless async_op)."""
         if self._h is None:
             raise InvalidUsage("start(): the plan was freed")
@@ -628,7 +650,7 @@ class Plan:
                 raise last_error(rc)
         return Work(c, w.value, None) if async_op else Work(c, None, None)
 
-    def free(self):
+    def free(self) -> None:
         """Releases the plan and its arrays (again: nothing)."""
         if self._h is not None:
             _lib.lib().collie_plan_free(self._h)
@@ -636,94 +658,85 @@ class Plan:
             release_all(b for b in self._keep if hasattr(b, "release"))
             self._keep = []
 
-    def __enter__(self):
+    def __enter__(self) -> "Plan":
         return self
 
-    def __exit__(self, et, ev, tb):
+    def __exit__(self, et: object, ev: object, tb: object) -> Literal[False]:
         self.free()
         return False
 
 
-class _OutputHandle:
-    """torchcomms' persistent allgather handle: the output array, and the
-    settings all_gather_p_init was given."""
+class OutputHandle:
+    """torchcomms' persistent allgather handle (all_gather_p_init(output)):
+    the output array, and the timeout and keywords the init was given."""
 
-    __slots__ = ("output", "hints", "timeout", "kw")
+    __slots__ = ("output", "timeout", "given")
 
-    def __init__(self, output, hints, timeout, kw):
-        self.output, self.hints, self.timeout, self.kw = output, hints, timeout, dict(kw)
-
-
-def _as_single(options):
-    """An AllGatherPExecOptions as all_gather_single's options."""
-    from ._options import AllGatherSingleOptions, OpOptions
-
-    if isinstance(options, OpOptions):
-        return AllGatherSingleOptions(options.timeout, options.hints)
-    return options
+    def __init__(self, output: TensorLike, timeout: OptTimeout, given: Dict[str, Any]) -> None:
+        self.output, self.timeout, self.given = output, timeout, given
 
 
 class Comm:
     """A collie communicator (torchcomms-like). Create with collie.new_comm()
     or Comm.split(); finalize() (or a with block) frees it."""
 
-    def __init__(self, handle, name, parent):
-        self._h = handle
+    def __init__(self, handle: int, name: str, parent: Optional[Comm]) -> None:
+        self._h: Optional[int] = handle
         self._name = name
         self._lock = threading.RLock()
-        self._orphans = []  # (handle, keep) of dropped, unfinished Works
-        self._root = parent._root if parent is not None else self
-        self._step = None  # (step, epoch) open on this init tree (kept on the root)
+        self._orphans: List[Tuple[int, Optional[List[Any]]]] = []  # dropped, unfinished Works
+        self._root: Comm = parent._root if parent is not None else self
+        self._step: Optional[Tuple[int, int]] = None  # (step, epoch) open on this tree (kept on the root)
         L = _lib.lib()
-        self._rank = L.collie_comm_rank(handle)
-        self._size = L.collie_comm_size(handle)
+        self._rank: int = int(L.collie_comm_rank(handle))
+        self._size: int = int(L.collie_comm_size(handle))
         self._aborted = False
-        self._kv = parent._kv if parent is not None else None
+        self._kv: Optional[KVStore] = parent._kv if parent is not None else None
         # torchcomms' face (new_comm sets a world's; a split inherits them).
-        self._backend = parent._backend if parent is not None else "collie"
-        self._device = parent._device if parent is not None else None
-        self._abort_on_error = parent._abort_on_error if parent is not None else False
-        self._options = parent._options if parent is not None else CommOptions(name=name)
+        self._backend: str = parent._backend if parent is not None else "collie"
+        self._device: Optional[Device] = parent._device if parent is not None else None
+        self._abort_on_error: bool = parent._abort_on_error if parent is not None else False
+        self._options: CommOptions = parent._options if parent is not None else CommOptions(name=name)
         with _registry_lock:
             _live.append(self)
 
     # ---- identity ----
 
-    def get_rank(self):
+    def get_rank(self) -> int:
         """This process's rank in the communicator."""
         return self._rank
 
-    def get_size(self):
+    def get_size(self) -> int:
         """Number of ranks."""
         return self._size
 
-    def get_name(self):
+    def get_name(self) -> str:
         return self._name
 
-    def get_backend(self):
+    def get_backend(self) -> str:
         """The backend name new_comm was given ("collie", or the alias it ran)."""
         return self._backend
 
-    def get_device(self):
+    def get_device(self) -> DeviceLike:
         """The device new_comm was given (a torch.device or str as passed;
         None: any memory)."""
         return None if self._device is None else self._device.given
 
-    def get_options(self):
+    def get_options(self) -> CommOptions:
         """The CommOptions this communicator was made with (hints collie did
         not understand included)."""
         return self._options
 
-    def is_aborted(self):
+    def is_aborted(self) -> bool:
         """True once abort() was called on this communicator."""
         return self._aborted
 
-    def reconfigure(self, *args, **kwargs):
+    def reconfigure(self, *args: Any, **kwargs: Any) -> NoReturn:
         """torchcomms' reconfigure(): not collie's (Unsupported)."""
         raise Unsupported("reconfigure: collie has no reconfigure(); after a failure, the survivors continue "
                           "with Comm.shrink() (docs/reliability.md)")
 
-    def _no_hooks(self, *args, **kwargs):
+    def _no_hooks(self, *args: Any, **kwargs: Any) -> NoReturn:
         raise Unsupported("torchcomms' hooks are not offered by collie; its telemetry (comms.csv, the timing "
                           "log, the flight recorder: docs/telemetry.md) records every operation")
 
@@ -733,7 +746,7 @@ class Comm:
     size = property(get_size)
     name = property(get_name)
 
-    def _failed(self, exc):
+    def _failed(self, exc: CollieError) -> CollieError:
         """exc, an operation's error, to raise; with
         abort_process_on_timeout_or_error, a failure of the communication
         itself (a timeout, a peer's or the system's error) ends the process
@@ -754,17 +767,17 @@ class Comm:
         return exc
 
     @property
-    def handle(self):
+    def handle(self) -> Optional[int]:
         """The collie_comm_t * as an int (for C extensions); None once finalized."""
         return self._h
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = "finalized" if self._h is None else ("aborted" if self._aborted else "live")
         return "<collie.Comm %r rank %d of %d, %s>" % (self._name, self._rank, self._size, state)
 
     # ---- memory ----
 
-    def mem_alloc(self, nbytes):
+    def mem_alloc(self, nbytes: int) -> "ctypes.Array[ctypes.c_ubyte]":
         """nbytes of zeroed memory from collie_mem_alloc, as a writable ctypes
         byte array (wrap it with numpy.frombuffer). Over shared memory, peers
         read sends from it in place instead of through the kernel
@@ -782,17 +795,17 @@ class Comm:
 
     # ---- lifetime ----
 
-    def _live_handle(self, fn):
+    def _live_handle(self, fn: str) -> int:
         h = self._h
         if h is None:
             raise InvalidUsage("%s: communicator %r was finalized" % (fn, self._name))
         return h
 
-    def _adopt(self, handle, keep):
+    def _adopt(self, handle: int, keep: Optional[List[Any]]) -> None:
         with self._lock:
             self._orphans.append((handle, keep))
 
-    def _sweep(self, all_done=False):
+    def _sweep(self, all_done: bool = False) -> None:
         """Frees adopted Works that have finished (all of them: after destroy)."""
         if not self._orphans:
             return
@@ -806,7 +819,7 @@ class Comm:
                 left.append((h, keep))
         self._orphans = left
 
-    def finalize(self):
+    def finalize(self) -> None:
         """Frees the communicator (collie_comm_destroy): waits for its pending
         async operations (each bounded by its deadline) and, on a healthy
         communicator, for the other ranks (a closing barrier). Idempotent.
@@ -828,7 +841,7 @@ class Comm:
 
     destroy = finalize
 
-    def abort(self):
+    def abort(self) -> None:
         """Fails every pending operation on this communicator (and makes the
         peers' fail), never blocks; may be called from any thread. Later
         calls raise InvalidUsage; finalize() it afterwards."""
@@ -838,10 +851,10 @@ class Comm:
         self._aborted = True
         check(_lib.lib().collie_comm_abort(h))
 
-    def __enter__(self):
+    def __enter__(self) -> "Comm":
         return self
 
-    def __exit__(self, et, ev, tb):
+    def __exit__(self, et: object, ev: object, tb: object) -> Literal[False]:
         # Leaving with an exception: the peers may be waiting for this rank in
         # a collective; aborting first makes them fail now instead of at
         # their deadline.
@@ -855,7 +868,8 @@ class Comm:
 
     # ---- split ----
 
-    def split(self, ranks, name=None, hints=None, timeout=None, options=None):
+    def split(self, ranks: Sequence[int], name: Optional[str] = None, hints: OptHints = None,
+              timeout: OptTimeout = None, options: Optional[OpOptions] = None) -> Optional[Comm]:
         """A new communicator of the listed ranks (ordered as listed).
         Collective over this communicator: every rank calls it, with the
         list of its own group (torchcomms: disjoint groups, [[0, 1], [2, 3]]
@@ -889,7 +903,8 @@ class Comm:
                                "number %d: every rank of a group must pass the same list" % (ranks, min(ranks), got))
         return sub
 
-    def split_color(self, color, key=None, name=None):
+    def split_color(self, color: Optional[int], key: Optional[int] = None,
+                    name: Optional[str] = None) -> Optional[Comm]:
         """MPI_Comm_split: ranks passing the same color >= 0 form one new
         communicator, ordered by key (default: their rank here); color None
         (or COLLIE_SPLIT_NONE = -1) leaves this rank out and returns None."""
@@ -905,9 +920,10 @@ class Comm:
             check(_lib.lib().collie_comm_split(h, int(color), int(key), ctypes.byref(out)))
         if not out.value:
             return None
-        return Comm(out.value, name, self)
+        return Comm(_handle_of(out), name, self)
 
-    def shrink(self, exclude=(), timeout=None, name=None):
+    def shrink(self, exclude: Sequence[int] = (), timeout: Optional[float] = None,
+               name: Optional[str] = None) -> Comm:
         """Shrink and continue (collie_comm_shrink): after an operation failed
         (a peer died or froze), every surviving rank calls this and gets a new
         communicator of the ranks still alive, in the old order; this one is
@@ -934,11 +950,12 @@ class Comm:
         with self._lock:
             h = self._live_handle("shrink")
             check(_lib.lib().collie_comm_shrink(h, arr, len(exclude), tmo, ctypes.byref(out)))
-        return Comm(out.value, name, self)
+        return Comm(_handle_of(out), name, self)
 
     # ---- issuing ----
 
-    def _issue(self, cfn, args, opts, async_op, keep, post):
+    def _issue(self, cfn: Any, args: Sequence[Any], opts: Any, async_op: bool, keep: List[Any],
+               post: Optional[Callable[[], None]]) -> Work:
         with self._lock:
             h = self._live_handle(cfn.__name__)
             self._sweep()
@@ -959,7 +976,7 @@ class Comm:
             release_all(b for b in keep if hasattr(b, "release"))
         return Work(self, None, None)
 
-    def _plan(self, cfn, args, opts, keep):
+    def _plan(self, cfn: Any, args: Sequence[Any], opts: Any, keep: List[Any]) -> Plan:
         with self._lock:
             h = self._live_handle(cfn.__name__)
             optp = ctypes.byref(opts) if opts is not None else None
@@ -969,8 +986,9 @@ class Comm:
                 raise last_error(rc)
         return Plan(self, p.value, keep)
 
-    def _call(self, fn, async_op=False, timeout=None, hints=None, options=None, category=None, label=None,
-              phase=None, algorithm=None, wire=None):
+    def _call(self, fn: str, async_op: bool = False, timeout: OptTimeout = None, hints: HintsOrTimeout = None,
+              options: Optional[OpOptions] = None, category: CategoryLike = None, label: Optional[str] = None,
+              phase: Optional[str] = None, algorithm: AlgorithmLike = None, wire: WireLike = None) -> _Call:
         if timeout is None and _is_timeout(hints):
             hints, timeout = None, hints  # collie's first order: timeout where torchcomms has hints
         timeout, given = op_settings(fn, options, hints, timeout, {
@@ -987,17 +1005,20 @@ class Comm:
     # hints={"wire": ...} at new_comm): float32 SUM/AVG sent as 16-bit floats,
     # summed in float32 (docs/compression.md).
 
-    def all_reduce(self, tensor, op=ReduceOp.SUM, async_op=False, hints=None, timeout=None, **kw):
+    def all_reduce(self, tensor: TensorLike, op: OpLike = ReduceOp.SUM, async_op: bool = False,
+                   hints: HintsOrTimeout = None, timeout: OptTimeout = None, *, options: Optional[OpOptions] = None,
+                   category: CategoryLike = None, label: Optional[str] = None, phase: Optional[str] = None,
+                   algorithm: AlgorithmLike = None, wire: WireLike = None) -> Work:
         """tensor = op over ranks of tensor, in place, on every rank. wire=
         "float16" or "bfloat16" sends a float32 SUM/AVG as 16-bit floats
         (docs/compression.md)."""
-        with self._call("all_reduce", async_op, timeout, hints, **kw) as c:
+        with self._call("all_reduce", async_op, timeout, hints, options, category, label, phase, algorithm, wire) as c:
             op, src = c.premul(op, tensor, "tensor")
             t = c.buf(tensor, "tensor", out=True)
             s = t if src is tensor else c.buf(src, "tensor")
             return c.run(_lib.lib().collie_allreduce, s.ptr, t.ptr, t.count, t.dtype, op)
 
-    def new_window(self, array=None):
+    def new_window(self, array: Optional[TensorLike] = None) -> Window:
         """A one-sided window over array (collective: every rank calls it,
         each with its own array of one dtype); see collie.Window. Without
         array (torchcomms' form), the window takes one with
@@ -1006,7 +1027,10 @@ class Comm:
 
         return Window(self, array)
 
-    def sparse_all_reduce(self, indices, values, dim, mode="topk_allgather", timeout=None, **kw):
+    def sparse_all_reduce(self, indices: Any, values: TensorLike, dim: int, mode: str = "topk_allgather",
+                          timeout: OptTimeout = None, *, options: Optional[OpOptions] = None,
+                          category: CategoryLike = None, label: Optional[str] = None, phase: Optional[str] = None,
+                          algorithm: AlgorithmLike = None) -> Tuple[Any, Any]:
         """Sparse allreduce (docs/sparse.md): this rank's nnz (index, value)
         pairs of a vector of dim elements (the same nnz on every rank;
         float32 or float64 values). Returns (indices, values), numpy arrays
@@ -1020,7 +1044,7 @@ class Comm:
         if mode not in modes:
             raise InvalidArgument(
                 "sparse_all_reduce: mode = %r is not one of topk_allgather, gtopk" % (mode,))
-        with self._call("sparse_all_reduce", False, timeout, **kw) as c:
+        with self._call("sparse_all_reduce", False, timeout, None, options, category, label, phase, algorithm) as c:
             v = c.buf(values, "values")
             idx = np.ascontiguousarray(np.asarray(indices), dtype=np.int64).reshape(-1)
             if idx.size != v.count:
@@ -1042,9 +1066,12 @@ class Comm:
         n = nout.value
         return out_i[:n].copy(), out_v[:n].copy()
 
-    def all_gather(self, output_list, tensor, async_op=False, hints=None, timeout=None, **kw):
+    def all_gather(self, output_list: TensorList, tensor: TensorLike, async_op: bool = False,
+                   hints: HintsOrTimeout = None, timeout: OptTimeout = None, *, options: Optional[OpOptions] = None,
+                   category: CategoryLike = None, label: Optional[str] = None, phase: Optional[str] = None,
+                   algorithm: AlgorithmLike = None) -> Work:
         """output_list[q] = rank q's tensor (size arrays like tensor)."""
-        with self._call("all_gather", async_op, timeout, hints, **kw) as c:
+        with self._call("all_gather", async_op, timeout, hints, options, category, label, phase, algorithm) as c:
             t = c.buf(tensor, "tensor")
             outs = c.bufs(output_list, "output_list", out=True, n=self._size)
             c.blocks_like(outs, "output_list", t, "tensor")
@@ -1057,10 +1084,14 @@ class Comm:
             return c.run(_lib.lib().collie_allgather, t.ptr, st.ptr, t.count, t.dtype,
                          post=lambda: st.copy_out(outs))
 
-    def all_gather_single(self, output, input, async_op=False, hints=None, timeout=None, **kw):
+    def all_gather_single(self, output: TensorLike, input: TensorLike, async_op: bool = False,
+                          hints: HintsOrTimeout = None, timeout: OptTimeout = None, *,
+                          options: Optional[OpOptions] = None, category: CategoryLike = None,
+                          label: Optional[str] = None, phase: Optional[str] = None,
+                          algorithm: AlgorithmLike = None) -> Work:
         """output (size x input's elements) = every rank's input, in rank order.
         In place: input is output's block `rank`."""
-        with self._call("all_gather_single", async_op, timeout, hints, **kw) as c:
+        with self._call("all_gather_single", async_op, timeout, hints, options, category, label, phase, algorithm) as c:
             i = c.buf(input, "input")
             o = c.buf(output, "output", out=True)
             c.same_dtype(o, "output", i, "input")
@@ -1073,30 +1104,40 @@ class Comm:
     # them; plan.start() runs it (the *_p_exec and *_p_free methods are
     # torchcomms' spelling of start() and free()).
 
-    def all_reduce_p_init(self, tensor, op=ReduceOp.SUM, **kw):
-        with self._call("all_reduce_p_init", **kw) as c:
+    def all_reduce_p_init(self, tensor: TensorLike, op: OpLike = ReduceOp.SUM, *, hints: OptHints = None,
+                          timeout: OptTimeout = None, options: Optional[OpOptions] = None,
+                          category: CategoryLike = None, label: Optional[str] = None, phase: Optional[str] = None,
+                          algorithm: AlgorithmLike = None) -> Plan:
+        with self._call("all_reduce_p_init", False, timeout, hints, options, category, label, phase, algorithm) as c:
             op = to_op(op)
             t = c.buf(tensor, "tensor", out=True)
             return c.plan(_lib.lib().collie_allreduce_init, t.ptr, t.ptr, t.count, t.dtype, op)
 
-    def all_gather_p_init(self, output, input=None, hints=None, timeout=None, **kw):
+    def all_gather_p_init(self, output: TensorLike, input: Optional[TensorLike] = None, hints: OptHints = None,
+                          timeout: OptTimeout = None, *, options: Optional[OpOptions] = None,
+                          category: CategoryLike = None, label: Optional[str] = None, phase: Optional[str] = None,
+                          algorithm: AlgorithmLike = None) -> Union[Plan, "OutputHandle"]:
         """output (size x input's elements) = every rank's input, per start.
         torchcomms' form gives only output (all_gather_p_init(output)) and
         the input to each all_gather_p_exec(handle, input, async_op): then
         the handle is the output and each exec is an all_gather_single."""
+        kw = {"category": category, "label": label, "phase": phase, "algorithm": algorithm}
         if input is None:
-            op_settings("all_gather_p_init", kw.get("options"), hints, timeout, {})
-            return _OutputHandle(output, hints, timeout, kw)
-        with self._call("all_gather_p_init", False, timeout, hints, **kw) as c:
+            timeout, given = op_settings("all_gather_p_init", options, hints, timeout, kw)
+            return OutputHandle(output, timeout, given)
+        with self._call("all_gather_p_init", False, timeout, hints, options, category, label, phase, algorithm) as c:
             i = c.buf(input, "input")
             o = c.buf(output, "output", out=True)
             c.same_dtype(o, "output", i, "input")
             c.count_is(o, "output", i.count * self._size, "size x input's %d" % i.count)
             return c.plan(_lib.lib().collie_allgather_init, i.ptr, o.ptr, i.count, i.dtype)
 
-    def reduce_scatter_p_init(self, output, input, op=ReduceOp.SUM, **kw):
+    def reduce_scatter_p_init(self, output: TensorLike, input: TensorLike, op: OpLike = ReduceOp.SUM, *,
+                              hints: OptHints = None, timeout: OptTimeout = None, options: Optional[OpOptions] = None,
+                              category: CategoryLike = None, label: Optional[str] = None, phase: Optional[str] = None,
+                              algorithm: AlgorithmLike = None) -> Plan:
         """output = op over ranks of input's block rank, per start."""
-        with self._call("reduce_scatter_p_init", **kw) as c:
+        with self._call("reduce_scatter_p_init", False, timeout, hints, options, category, label, phase, algorithm) as c:
             op = to_op(op)
             i = c.buf(input, "input")
             o = c.buf(output, "output", out=True)
@@ -1104,13 +1145,19 @@ class Comm:
             c.count_is(i, "input", o.count * self._size, "size x output's %d" % o.count)
             return c.plan(_lib.lib().collie_reduce_scatter_init, i.ptr, o.ptr, o.count, o.dtype, op)
 
-    def broadcast_p_init(self, tensor, root, **kw):
-        with self._call("broadcast_p_init", **kw) as c:
+    def broadcast_p_init(self, tensor: TensorLike, root: int, *, hints: OptHints = None, timeout: OptTimeout = None,
+                         options: Optional[OpOptions] = None, category: CategoryLike = None,
+                         label: Optional[str] = None, phase: Optional[str] = None,
+                         algorithm: AlgorithmLike = None) -> Plan:
+        with self._call("broadcast_p_init", False, timeout, hints, options, category, label, phase, algorithm) as c:
             t = c.buf(tensor, "tensor", out=True)
             return c.plan(_lib.lib().collie_broadcast_init, t.ptr, t.count, t.dtype, int(root))
 
-    def all_to_all_p_init(self, output, input, **kw):
-        with self._call("all_to_all_p_init", **kw) as c:
+    def all_to_all_p_init(self, output: TensorLike, input: TensorLike, *, hints: OptHints = None,
+                          timeout: OptTimeout = None, options: Optional[OpOptions] = None,
+                          category: CategoryLike = None, label: Optional[str] = None, phase: Optional[str] = None,
+                          algorithm: AlgorithmLike = None) -> Plan:
+        with self._call("all_to_all_p_init", False, timeout, hints, options, category, label, phase, algorithm) as c:
             i = c.buf(input, "input")
             o = c.buf(output, "output", out=True)
             c.same_dtype(o, "output", i, "input")
@@ -1120,19 +1167,24 @@ class Comm:
                                       % (i.count, self._size))
             return c.plan(_lib.lib().collie_alltoall_init, i.ptr, o.ptr, i.count // self._size, i.dtype)
 
-    def all_gather_p_exec(self, plan, input=None, async_op=False, hints=None, timeout=None, options=None):
+    def all_gather_p_exec(self, plan: Union[Plan, "OutputHandle"], input: Union[TensorLike, bool, None] = None,
+                          async_op: bool = False, hints: OptHints = None, timeout: OptTimeout = None, *,
+                          options: Optional[OpOptions] = None) -> Work:
         """Runs a persistent allgather: plan.start(async_op) for a Plan of
         all_gather_p_init(output, input); for torchcomms' handle (made from
-        output alone), an all_gather_single(output, input). collie's first
-        form, all_gather_p_exec(plan, async_op), still works."""
-        if isinstance(plan, _OutputHandle):
-            if options is None and "options" in plan.kw:
-                options = plan.kw["options"]
-            return self.all_gather_single(plan.output, input, async_op,
-                                          hints if hints is not None else plan.hints,
-                                          timeout if timeout is not None else plan.timeout,
-                                          **{k: v for k, v in plan.kw.items() if k != "options"},
-                                          **({} if options is None else {"options": _as_single(options)}))
+        output alone), an all_gather_single(output, input) with the settings
+        of the init (this call's win). collie's first form,
+        all_gather_p_exec(plan, async_op), still works."""
+        if isinstance(plan, OutputHandle):
+            if input is None or isinstance(input, bool):
+                raise InvalidArgument("all_gather_p_exec: torchcomms' handle needs the input array")
+            tmo, given = op_settings("all_gather_p_exec", options, hints, timeout, {})
+            kw = dict(plan.given)
+            kw.update({k: v for k, v in given.items() if v is not None})
+            return self.all_gather_single(plan.output, input, async_op, None,
+                                          tmo if tmo is not None else plan.timeout, category=kw.get("category"),
+                                          label=kw.get("label"), phase=kw.get("phase"),
+                                          algorithm=kw.get("algorithm"))
         if not isinstance(plan, Plan):
             raise InvalidArgument("all_gather_p_exec: handle = %r is not one all_gather_p_init made" % (plan,))
         if isinstance(input, bool):
@@ -1141,14 +1193,17 @@ class Comm:
             raise InvalidArgument("all_gather_p_exec: this plan was made on its input; call it without one")
         return plan.start(async_op)
 
-    def all_gather_p_free(self, plan):
+    def all_gather_p_free(self, plan: Union[Plan, "OutputHandle"]) -> None:
         if isinstance(plan, Plan):
             plan.free()
 
-    def all_gather_v(self, output_list, tensor, async_op=False, hints=None, timeout=None, **kw):
+    def all_gather_v(self, output_list: TensorList, tensor: TensorLike, async_op: bool = False,
+                     hints: HintsOrTimeout = None, timeout: OptTimeout = None, *, options: Optional[OpOptions] = None,
+                     category: CategoryLike = None, label: Optional[str] = None, phase: Optional[str] = None,
+                     algorithm: AlgorithmLike = None) -> Work:
         """output_list[q] = rank q's tensor, whose sizes may differ per rank;
         output_list[rank] must have tensor's size."""
-        with self._call("all_gather_v", async_op, timeout, hints, **kw) as c:
+        with self._call("all_gather_v", async_op, timeout, hints, options, category, label, phase, algorithm) as c:
             t = c.buf(tensor, "tensor")
             outs = c.bufs(output_list, "output_list", out=True, n=self._size)
             for q, o in enumerate(outs):
@@ -1170,9 +1225,12 @@ class Comm:
             return c.run(_lib.lib().collie_allgatherv, t.ptr, t.count, st.ptr, cp, dp, t.dtype,
                          post=lambda: st.copy_out(outs))
 
-    def reduce_scatter(self, output, input_list, op=ReduceOp.SUM, async_op=False, hints=None, timeout=None, **kw):
+    def reduce_scatter(self, output: TensorLike, input_list: TensorList, op: OpLike = ReduceOp.SUM,
+                       async_op: bool = False, hints: HintsOrTimeout = None, timeout: OptTimeout = None, *,
+                       options: Optional[OpOptions] = None, category: CategoryLike = None, label: Optional[str] = None,
+                       phase: Optional[str] = None, algorithm: AlgorithmLike = None) -> Work:
         """output = op over ranks of their input_list[rank] (size arrays like output)."""
-        with self._call("reduce_scatter", async_op, timeout, hints, **kw) as c:
+        with self._call("reduce_scatter", async_op, timeout, hints, options, category, label, phase, algorithm) as c:
             if isinstance(op, PremulSum):
                 input_list = [c.premul(op, x, "input_list[%d]" % q)[1] for q, x in enumerate(input_list)]
             op = to_op(ReduceOp.SUM if isinstance(op, PremulSum) else op)
@@ -1188,10 +1246,14 @@ class Comm:
             st.copy_in(ins)
             return c.run(_lib.lib().collie_reduce_scatter, st.ptr, o.ptr, o.count, o.dtype, op)
 
-    def reduce_scatter_single(self, output, input, op=ReduceOp.SUM, async_op=False, hints=None, timeout=None, **kw):
+    def reduce_scatter_single(self, output: TensorLike, input: TensorLike, op: OpLike = ReduceOp.SUM,
+                              async_op: bool = False, hints: HintsOrTimeout = None, timeout: OptTimeout = None, *,
+                              options: Optional[OpOptions] = None, category: CategoryLike = None,
+                              label: Optional[str] = None, phase: Optional[str] = None,
+                              algorithm: AlgorithmLike = None) -> Work:
         """output = op over ranks of block `rank` of input (size x output's
         elements). In place: output is input's block rank."""
-        with self._call("reduce_scatter_single", async_op, timeout, hints, **kw) as c:
+        with self._call("reduce_scatter_single", async_op, timeout, hints, options, category, label, phase, algorithm) as c:
             op, input = c.premul(op, input, "input")
             o = c.buf(output, "output", out=True)
             i = c.buf(input, "input")
@@ -1200,17 +1262,22 @@ class Comm:
             c.no_alias(o, "output", i, "input", i.ptr + self._rank * o.nbytes, "output must be input's block rank")
             return c.run(_lib.lib().collie_reduce_scatter, i.ptr, o.ptr, o.count, o.dtype, op)
 
-    def broadcast(self, tensor, root, async_op=False, hints=None, timeout=None, **kw):
+    def broadcast(self, tensor: TensorLike, root: int, async_op: bool = False, hints: HintsOrTimeout = None,
+                  timeout: OptTimeout = None, *, options: Optional[OpOptions] = None, category: CategoryLike = None,
+                  label: Optional[str] = None, phase: Optional[str] = None, algorithm: AlgorithmLike = None) -> Work:
         """Every rank's tensor = root's tensor, in place."""
-        with self._call("broadcast", async_op, timeout, hints, **kw) as c:
+        with self._call("broadcast", async_op, timeout, hints, options, category, label, phase, algorithm) as c:
             root = _int(root, "broadcast: root")
             t = c.buf(tensor, "tensor", out=(root != self._rank))
             return c.run(_lib.lib().collie_broadcast, t.ptr, t.count, t.dtype, root)
 
-    def reduce(self, tensor, root, op=ReduceOp.SUM, async_op=False, hints=None, timeout=None, **kw):
+    def reduce(self, tensor: TensorLike, root: int, op: OpLike = ReduceOp.SUM, async_op: bool = False,
+               hints: HintsOrTimeout = None, timeout: OptTimeout = None, *, options: Optional[OpOptions] = None,
+               category: CategoryLike = None, label: Optional[str] = None, phase: Optional[str] = None,
+               algorithm: AlgorithmLike = None) -> Work:
         """Root's tensor = op over ranks of tensor, in place; other ranks'
         tensors are left unchanged."""
-        with self._call("reduce", async_op, timeout, hints, **kw) as c:
+        with self._call("reduce", async_op, timeout, hints, options, category, label, phase, algorithm) as c:
             op, src = c.premul(op, tensor, "tensor")
             root = _int(root, "reduce: root")
             at_root = root == self._rank
@@ -1218,11 +1285,15 @@ class Comm:
             s = t if src is tensor else c.buf(src, "tensor")
             return c.run(_lib.lib().collie_reduce, s.ptr, t.ptr if at_root else None, t.count, t.dtype, op, root)
 
-    def all_to_all_single(self, output, input, async_op=False, hints=None, timeout=None, **kw):
+    def all_to_all_single(self, output: TensorLike, input: TensorLike, async_op: bool = False,
+                          hints: HintsOrTimeout = None, timeout: OptTimeout = None, *,
+                          options: Optional[OpOptions] = None, category: CategoryLike = None,
+                          label: Optional[str] = None, phase: Optional[str] = None,
+                          algorithm: AlgorithmLike = None) -> Work:
         """Block q of input goes to rank q, landing in its output block `rank`
         (input and output of equal size, divisible by the size). In place:
         output is input."""
-        with self._call("all_to_all_single", async_op, timeout, hints, **kw) as c:
+        with self._call("all_to_all_single", async_op, timeout, hints, options, category, label, phase, algorithm) as c:
             i = c.buf(input, "input")
             o = c.buf(output, "output", out=True)
             c.same_dtype(o, "output", i, "input")
@@ -1234,12 +1305,15 @@ class Comm:
             c.no_alias(i, "input", o, "output", o.ptr, "output must be input itself")
             return c.run(_lib.lib().collie_alltoall, i.ptr, o.ptr, i.count // self._size, i.dtype)
 
-    def all_to_all(self, output_tensor_list, input_tensor_list, async_op=False, hints=None, timeout=None, **kw):
+    def all_to_all(self, output_tensor_list: TensorList, input_tensor_list: TensorList, async_op: bool = False,
+                   hints: HintsOrTimeout = None, timeout: OptTimeout = None, *, options: Optional[OpOptions] = None,
+                   category: CategoryLike = None, label: Optional[str] = None, phase: Optional[str] = None,
+                   algorithm: AlgorithmLike = None) -> Work:
         """output_tensor_list[q] = rank q's input_tensor_list[rank] (torchcomms'
         list form; one dtype, sizes may differ per block as long as each
         pair of ranks agrees). Zero-copy when each list's arrays lie back to
         back in rank order; otherwise staged through one block each way."""
-        with self._call("all_to_all", async_op, timeout, hints, **kw) as c:
+        with self._call("all_to_all", async_op, timeout, hints, options, category, label, phase, algorithm) as c:
             ins = c.bufs(input_tensor_list, "input_tensor_list", n=self._size)
             outs = c.bufs(output_tensor_list, "output_tensor_list", out=True, n=self._size)
             for q in range(self._size):
@@ -1271,13 +1345,18 @@ class Comm:
             return c.run(_lib.lib().collie_alltoallv, src, c.sizes(sc), c.sizes(_prefix(sc)), dst,
                          c.sizes(rcn), c.sizes(_prefix(rcn)), dt, post=post)
 
-    def all_to_all_v_single(self, output, input, output_split_sizes=None, input_split_sizes=None,
-                            async_op=False, hints=None, timeout=None, **kw):
+    def all_to_all_v_single(self, output: TensorLike, input: TensorLike,
+                            output_split_sizes: Optional[Sequence[int]] = None,
+                            input_split_sizes: Optional[Sequence[int]] = None, async_op: bool = False,
+                            hints: HintsOrTimeout = None, timeout: OptTimeout = None, *,
+                            options: Optional[OpOptions] = None, category: CategoryLike = None,
+                            label: Optional[str] = None, phase: Optional[str] = None,
+                            algorithm: AlgorithmLike = None) -> Work:
         """As torch's all_to_all_single with split sizes: input_split_sizes[q]
         rows (first-dimension slices) of input go to rank q, and
         output_split_sizes[q] rows from rank q land in output, in rank order.
         None: equal splits. In place: output is input (equal splits)."""
-        with self._call("all_to_all_v_single", async_op, timeout, hints, **kw) as c:
+        with self._call("all_to_all_v_single", async_op, timeout, hints, options, category, label, phase, algorithm) as c:
             i = c.buf(input, "input")
             o = c.buf(output, "output", out=True)
             c.same_dtype(o, "output", i, "input")
@@ -1301,10 +1380,13 @@ class Comm:
             return c.run(_lib.lib().collie_alltoallv, i.ptr, c.sizes(sc), c.sizes(_prefix(sc)), o.ptr,
                          c.sizes(rcn), c.sizes(_prefix(rcn)), i.dtype)
 
-    def gather(self, output_list, tensor, root, async_op=False, hints=None, timeout=None, **kw):
+    def gather(self, output_list: Optional[TensorList], tensor: TensorLike, root: int, async_op: bool = False,
+               hints: HintsOrTimeout = None, timeout: OptTimeout = None, *, options: Optional[OpOptions] = None,
+               category: CategoryLike = None, label: Optional[str] = None, phase: Optional[str] = None,
+               algorithm: AlgorithmLike = None) -> Work:
         """Root's output_list[q] = rank q's tensor; output_list is ignored
         (may be None) on other ranks."""
-        with self._call("gather", async_op, timeout, hints, **kw) as c:
+        with self._call("gather", async_op, timeout, hints, options, category, label, phase, algorithm) as c:
             root = _int(root, "gather: root")
             t = c.buf(tensor, "tensor")
             if root != self._rank:
@@ -1320,24 +1402,32 @@ class Comm:
             return c.run(_lib.lib().collie_gather, t.ptr, st.ptr, t.count, t.dtype, root,
                          post=lambda: st.copy_out(outs))
 
-    def gather_single(self, output, input, root, async_op=False, hints=None, timeout=None, **kw):
+    def gather_single(self, output: Optional[TensorLike], input: TensorLike, root: int, async_op: bool = False,
+                      hints: HintsOrTimeout = None, timeout: OptTimeout = None, *, options: Optional[OpOptions] = None,
+                      category: CategoryLike = None, label: Optional[str] = None, phase: Optional[str] = None,
+                      algorithm: AlgorithmLike = None) -> Work:
         """Root's output (size x input's elements) = every rank's input, in
         rank order; output is ignored (may be None) on other ranks."""
-        with self._call("gather_single", async_op, timeout, hints, **kw) as c:
+        with self._call("gather_single", async_op, timeout, hints, options, category, label, phase, algorithm) as c:
             root = _int(root, "gather_single: root")
             i = c.buf(input, "input")
             if root != self._rank:
                 return c.run(_lib.lib().collie_gather, i.ptr, None, i.count, i.dtype, root)
+            if output is None:
+                raise InvalidArgument("gather_single: output is None at the root (rank %d)" % root)
             o = c.buf(output, "output", out=True)
             c.same_dtype(o, "output", i, "input")
             c.count_is(o, "output", i.count * self._size, "size x input's %d" % i.count)
             c.no_alias(i, "input", o, "output", o.ptr + root * i.nbytes, "input must be output's block root")
             return c.run(_lib.lib().collie_gather, i.ptr, o.ptr, i.count, i.dtype, root)
 
-    def scatter(self, output, input_list, root, async_op=False, hints=None, timeout=None, **kw):
+    def scatter(self, output: TensorLike, input_list: Optional[TensorList], root: int, async_op: bool = False,
+                hints: HintsOrTimeout = None, timeout: OptTimeout = None, *, options: Optional[OpOptions] = None,
+                category: CategoryLike = None, label: Optional[str] = None, phase: Optional[str] = None,
+                algorithm: AlgorithmLike = None) -> Work:
         """output = root's input_list[rank]; input_list is ignored (may be
         None) on other ranks."""
-        with self._call("scatter", async_op, timeout, hints, **kw) as c:
+        with self._call("scatter", async_op, timeout, hints, options, category, label, phase, algorithm) as c:
             root = _int(root, "scatter: root")
             o = c.buf(output, "output", out=True)
             if root != self._rank:
@@ -1353,30 +1443,38 @@ class Comm:
             st.copy_in(ins)
             return c.run(_lib.lib().collie_scatter, st.ptr, o.ptr, o.count, o.dtype, root)
 
-    def barrier(self, async_op=False, hints=None, timeout=None, **kw):
+    def barrier(self, async_op: bool = False, hints: HintsOrTimeout = None, timeout: OptTimeout = None, *,
+                options: Optional[OpOptions] = None, category: CategoryLike = None, label: Optional[str] = None,
+                phase: Optional[str] = None, algorithm: AlgorithmLike = None) -> Work:
         """Returns once every rank has entered the barrier."""
-        with self._call("barrier", async_op, timeout, hints, **kw) as c:
+        with self._call("barrier", async_op, timeout, hints, options, category, label, phase, algorithm) as c:
             return c.run(_lib.lib().collie_barrier)
 
-    def send(self, tensor, dst, async_op=False, hints=None, timeout=None, *, tag=0, **kw):
+    def send(self, tensor: TensorLike, dst: int, async_op: bool = False, hints: OptHints = None,
+             timeout: OptTimeout = None, *, tag: int = 0, options: Optional[OpOptions] = None,
+             category: CategoryLike = None, label: Optional[str] = None, phase: Optional[str] = None,
+             algorithm: AlgorithmLike = None) -> Work:
         """Sends tensor to rank dst; matches dst's recv(…, src=this rank, tag)
         in issue order. A blocking send may wait for the matching recv.
         torchcomms' order (tensor, dst, async_op, hints, timeout); collie's
         first one, (tensor, dst, tag, async_op, timeout), still works: an int
         that is not a bool third is the tag."""
         tag, async_op, hints = _p2p_order(tag, async_op, hints)
-        with self._call("send", async_op, timeout, hints, **kw) as c:
+        with self._call("send", async_op, timeout, hints, options, category, label, phase, algorithm) as c:
             t = c.buf(tensor, "tensor")
             return c.run(_lib.lib().collie_send, t.ptr, t.count, t.dtype, _int(dst, "send: dst"), _int(tag, "send: tag"))
 
-    def recv(self, tensor, src, async_op=False, hints=None, timeout=None, *, tag=0, **kw):
+    def recv(self, tensor: TensorLike, src: Optional[int], async_op: bool = False, hints: OptHints = None,
+             timeout: OptTimeout = None, *, tag: int = 0, options: Optional[OpOptions] = None,
+             category: CategoryLike = None, label: Optional[str] = None, phase: Optional[str] = None,
+             algorithm: AlgorithmLike = None) -> Work:
         """Receives into tensor from rank src (size, dtype and tag must match
         the send). src None: from any rank (collie_recv_any): the first whose
         next message to this rank has tag; the Work's source_rank() says
         which (once complete). Until it has completed, another recv on this
         communicator raises InvalidUsage. Argument orders as send's."""
         tag, async_op, hints = _p2p_order(tag, async_op, hints)
-        with self._call("recv", async_op, timeout, hints, **kw) as c:
+        with self._call("recv", async_op, timeout, hints, options, category, label, phase, algorithm) as c:
             t = c.buf(tensor, "tensor", out=True)
             if src is None:
                 box = c.hold(ctypes.c_int(-1))
@@ -1386,14 +1484,14 @@ class Comm:
                 return w
             return c.run(_lib.lib().collie_recv, t.ptr, t.count, t.dtype, _int(src, "recv: src"), _int(tag, "recv: tag"))
 
-    def batch_op_create(self):
+    def batch_op_create(self) -> BatchSendRecv:
         """A batch of sends and receives that progress together
         (collie_group_start/end): .send(t, dst), .recv(t, src), .issue()."""
         return BatchSendRecv(self)
 
     # ---- telemetry ----
 
-    def step_begin(self, step, epoch=0):
+    def step_begin(self, step: int, epoch: int = 0) -> None:
         """Opens training step `step` (>= 1) of `epoch` (>= 0) for comms.csv:
         operations issued until step_end() on this communicator's tree are
         accounted to it (rank 0 writes the row). Local."""
@@ -1402,14 +1500,14 @@ class Comm:
             check(_lib.need("collie_step_begin")(self._live_handle("step_begin"), step, epoch))
         self._root._step = (step, epoch)
 
-    def step_end(self):
+    def step_end(self) -> None:
         """Closes the open step (its row is written once its operations completed)."""
         with self._lock:
             check(_lib.need("collie_step_end")(self._live_handle("step_end")))
         self._root._step = None
 
     @contextlib.contextmanager
-    def step(self, step, epoch=0):
+    def step(self, step: int, epoch: int = 0) -> Iterator["Comm"]:
         """with comm.step(step, epoch): ... (step_begin / step_end)."""
         self.step_begin(step, epoch)
         try:
@@ -1418,25 +1516,26 @@ class Comm:
             self.step_end()
 
     @property
-    def current_step(self):
+    def current_step(self) -> Optional[Tuple[int, int]]:
         """(step, epoch) opened through this binding on this tree, or None."""
         return self._root._step
 
-    def timing_open(self, log_dir):
+    def timing_open(self, log_dir: Union[str, "os.PathLike[str]"]) -> None:
         """Opens the tree's timing log: log_dir/timing-rank{i}.csv (created
         with its parents)."""
         with self._lock:
             check(_lib.need("collie_timing_open")(self._live_handle("timing_open"), os.fsencode(log_dir)))
 
-    def timing_flush(self):
+    def timing_flush(self) -> None:
         with self._lock:
             check(_lib.need("collie_timing_flush")(self._live_handle("timing_flush")))
 
-    def timing_close(self):
+    def timing_close(self) -> None:
         with self._lock:
             check(_lib.need("collie_timing_close")(self._live_handle("timing_close")))
 
-    def timing_record(self, operation, start, end, layer_name=None, phase=None, message_size=0):
+    def timing_record(self, operation: str, start: float, end: float, layer_name: Optional[str] = None,
+                      phase: Optional[str] = None, message_size: int = 0) -> None:
         """Queues a user-timed region (monotonic seconds, time.monotonic())
         for the timing log; never blocks; no log open: does nothing."""
         rec = _lib.TimingRec()
@@ -1449,7 +1548,7 @@ class Comm:
         h = self._live_handle("timing_record")
         check(_lib.need("collie_timing_record")(h, ctypes.byref(rec)))
 
-    def flight_dump(self):
+    def flight_dump(self) -> None:
         """Writes this rank's flight recorder to COLLIE_LOG_DIR (local)."""
         check(_lib.need("collie_flight_dump")(self._live_handle("flight_dump")))
 
@@ -1458,12 +1557,12 @@ class BatchSendRecv:
     """Sends and receives recorded now and posted together by issue(), so a
     ring exchange cannot deadlock whatever the sizes (NCCL groups)."""
 
-    def __init__(self, comm):
+    def __init__(self, comm: Comm) -> None:
         self._comm = comm
-        self._ops = []  # (is_send, Buf, peer, tag)
+        self._ops: List[Tuple[bool, Buf, int, int]] = []  # (is_send, Buf, peer, tag)
         self._issued = False
 
-    def _add(self, is_send, tensor, peer, tag):
+    def _add(self, is_send: bool, tensor: TensorLike, peer: int, tag: int) -> "BatchSendRecv":
         if self._issued:
             raise InvalidUsage("batch: already issued; create a new one with batch_op_create()")
         fn = "batch.send" if is_send else "batch.recv"
@@ -1483,16 +1582,17 @@ class BatchSendRecv:
         self._ops.append((is_send, b, peer, tag))
         return self
 
-    def send(self, tensor, dst, tag=0):
+    def send(self, tensor: TensorLike, dst: int, tag: int = 0) -> "BatchSendRecv":
         return self._add(True, tensor, dst, tag)
 
-    def recv(self, tensor, src, tag=0):
+    def recv(self, tensor: TensorLike, src: int, tag: int = 0) -> "BatchSendRecv":
         return self._add(False, tensor, src, tag)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._ops)
 
-    def issue(self, async_op=False, options=None, **kw):
+    def issue(self, async_op: bool = False, options: Optional[OpOptions] = None, *, category: CategoryLike = None,
+              label: Optional[str] = None, phase: Optional[str] = None) -> Work:
         """Posts every recorded send and recv at once; blocks until all are
         done, or (async_op) returns one Work for the whole batch. The batch
         runs under the communicator's timeout (a C group has one deadline,
@@ -1503,7 +1603,7 @@ class BatchSendRecv:
             raise InvalidUsage("batch: already issued; create a new one with batch_op_create()")
         comm = self._comm
         L = _lib.lib()
-        with comm._call("batch.issue", async_op, None, options=options, **kw) as c:
+        with comm._call("batch.issue", async_op, None, None, options, category, label, phase) as c:
             c.keep.extend(b for _, b, _, _ in self._ops)
             self._issued = True
             optp = ctypes.byref(c.opts) if c.opts is not None else None
@@ -1536,7 +1636,14 @@ class BatchSendRecv:
 
 # ---- helpers ------------------------------------------------------------------
 
-def _capturing():
+def _handle_of(out: ctypes.c_void_p) -> int:
+    """The handle a successful C call wrote (never NULL then)."""
+    if not out.value:
+        raise InternalError("a collie call succeeded but returned no handle")
+    return int(out.value)
+
+
+def _capturing() -> bool:
     """True while torch's current CUDA stream captures a graph (False
     where torch or its CUDA runtime was never started: asks nothing)."""
     torch = sys.modules.get("torch")
@@ -1548,7 +1655,7 @@ def _capturing():
         return False
 
 
-def _p2p_order(tag, async_op, hints):
+def _p2p_order(tag: int, async_op: Any, hints: Any) -> Tuple[int, bool, Any]:
     """(tag, async_op, hints) of a send or recv called in torchcomms' order
     (async_op third) or in collie's first one (tag third, async_op fourth):
     a third argument that is an int but not a bool is a tag."""
@@ -1558,17 +1665,17 @@ def _p2p_order(tag, async_op, hints):
     return tag, async_op, hints
 
 
-def _is_timeout(v):
+def _is_timeout(v: object) -> bool:
     return isinstance(v, (datetime.timedelta, int, float)) and not isinstance(v, bool)
 
 
-def _int(v, what):
+def _int(v: object, what: str) -> int:
     if isinstance(v, bool) or not hasattr(v, "__index__"):
         raise InvalidArgument("%s = %r must be an int" % (what, v))
     return int(v.__index__())
 
 
-def _prefix(counts):
+def _prefix(counts: Sequence[int]) -> List[int]:
     out, s = [], 0
     for n in counts:
         out.append(s)
@@ -1579,16 +1686,16 @@ def _prefix(counts):
 class _Span:
     __slots__ = ("ptr", "nbytes", "end")
 
-    def __init__(self, ptr, nbytes):
+    def __init__(self, ptr: int, nbytes: int) -> None:
         self.ptr, self.nbytes, self.end = ptr, nbytes, ptr + nbytes
 
 
-def _span(c, b, bn, base, nbytes, allowed, text):
+def _span(c: _Call, b: Buf, bn: str, base: int, nbytes: int, allowed: int, text: str) -> None:
     """b may overlap the block [base, base+nbytes) of a list only in place."""
     c.no_alias(b, bn, _Span(base, nbytes), "the list's memory", allowed, text)
 
 
-def _rows(b, what):
+def _rows(b: Buf, what: str) -> Tuple[int, int]:
     """(rows, elements per row) of b along its first dimension."""
     if not b.shape:
         return (b.count, 1)
@@ -1598,7 +1705,7 @@ def _rows(b, what):
     return (rows, b.count // rows)
 
 
-def _splits(splits, rows, size, name, arr):
+def _splits(splits: Optional[Sequence[int]], rows: int, size: int, name: str, arr: str) -> List[int]:
     if splits is None:
         if rows % size:
             raise InvalidArgument(
@@ -1621,7 +1728,7 @@ def _splits(splits, rows, size, name, arr):
 
 
 @atexit.register
-def _finalize_all():
+def _finalize_all() -> None:
     """Finalizes communicators the program left open, newest first (splits
     before their parents), so that rank 0's store outlives its peers' use."""
     with _registry_lock:

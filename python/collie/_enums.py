@@ -5,9 +5,15 @@ The values equal the C enums of include/collie.h, so they pass to ctypes as
 they are.
 """
 
+from __future__ import annotations
+
 import datetime
 import enum
 import math
+from typing import TYPE_CHECKING, Union
+
+if TYPE_CHECKING:
+    from ._types import OptTimeout, TensorLike
 
 from . import _lib
 from ._errors import InvalidArgument
@@ -118,7 +124,7 @@ ALGORITHMS = (
 WIRES = ("default", "native", "float16", "bfloat16")
 
 
-def to_wire(wire):
+def to_wire(wire: Union[str, int, None]) -> int:
     """collie_wire_t value of a name ("float16", "bf16") or an int; None: 0,
     the communicator's default."""
     if wire is None:
@@ -134,7 +140,12 @@ def to_wire(wire):
     raise InvalidArgument("wire = %r is not one of %s (or fp16, bf16)" % (wire, ", ".join(WIRES)))
 
 
-def to_op(op):
+# What the calls take as op: a ReduceOp, its value, its name, or (where the
+# call says so) ReduceOp.PREMUL_SUM(factor).
+OpLike = Union["ReduceOp", int, str, "PremulSum"]
+
+
+def to_op(op: OpLike) -> int:
     """collie_op_t value of a ReduceOp, an int or a name ("sum", "PRODUCT")."""
     if isinstance(op, PremulSum):
         raise InvalidArgument(
@@ -151,7 +162,7 @@ def to_op(op):
     return int(op)
 
 
-def to_category(cat):
+def to_category(cat: Union[PayloadCategory, int, str, None]) -> int:
     """Category id of a PayloadCategory, an int (a registered id) or a name
     (built-in, any case, or a registered one)."""
     if cat is None:
@@ -168,7 +179,7 @@ def to_category(cat):
     return int(cat)
 
 
-def to_algorithm(algo):
+def to_algorithm(algo: Union[str, int, None]) -> int:
     """collie_algo_t value of a name ("ring") or an int; None: auto."""
     if algo is None:
         return 0
@@ -184,7 +195,7 @@ def to_algorithm(algo):
     return int(algo)
 
 
-def to_ms(timeout, what="timeout"):
+def to_ms(timeout: OptTimeout, what: str = "timeout") -> Union[int, None]:
     """Milliseconds (> 0) of a timedelta or a number of seconds; None: None."""
     if timeout is None:
         return None
@@ -199,7 +210,7 @@ def to_ms(timeout, what="timeout"):
     return max(1, int(math.ceil(secs * 1000)))
 
 
-def dtype_of(obj):
+def dtype_of(obj: TensorLike) -> DType:
     """The collie DType of an array (numpy, torch CPU tensor, buffer)."""
     from ._buffers import as_buf
 

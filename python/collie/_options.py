@@ -62,10 +62,11 @@ def check_hints(value: object, where: str) -> Dict[str, Any]:
     None), or InvalidArgument naming where."""
     if value is None:
         return {}
-    if not hasattr(value, "items"):
+    items = getattr(value, "items", None)
+    if not callable(items):
         raise InvalidArgument("%s = %r must be a dict of names to values" % (where, value))
     out: Dict[str, Any] = {}
-    for k, v in value.items():
+    for k, v in items():
         if not isinstance(k, str):
             raise InvalidArgument("%s: key %r must be a str" % (where, k))
         if v is not None and not isinstance(v, (str, int, float, bool)):

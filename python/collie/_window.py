@@ -15,7 +15,7 @@ collie's wait_signal's second argument is a count, torchcomms' a bool).
 from __future__ import annotations
 
 import ctypes
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Literal, Optional, Union
 
 from . import _lib
 from ._buffers import Buf, as_buf, release_all
@@ -191,6 +191,6 @@ class Window:
     def __enter__(self) -> "Window":
         return self
 
-    def __exit__(self, *exc: object) -> bool:
+    def __exit__(self, *exc: object) -> Literal[False]:
         self.free()
         return False
