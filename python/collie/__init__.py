@@ -17,6 +17,8 @@ Submodules: collie.objcol (pickled-object collectives), collie.distributed
 collie.timing (the per-rank timing logger). docs/python.md is the guide.
 """
 
+from __future__ import annotations
+
 from ._comm import (
     BatchSendRecv,
     Comm,
@@ -67,11 +69,11 @@ from ._lib import SPLIT_NONE
 from . import objcol  # torchcomms' collie.objcol, there after `import collie`
 
 
-def library_path():
+def library_path() -> str:
     """Path of the libcollie.so in use (loads it; LibraryNotFound if none)."""
     from . import _lib
 
-    return _lib.path()
+    return str(_lib.path())
 
 
 # torchcomms' class names for the same objects.

@@ -29,17 +29,30 @@ Telemetry switches:
   call.
 """
 
+from __future__ import annotations
+
 import collections.abc
 import contextlib
+import importlib
 import json
 import os
 import warnings
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, Mapping, Optional, Sequence, Union
 
 from . import _comm
 from . import _torch_calls as _tc
-from ._comm import get_default_comm, new_comm, resolve, set_default_comm
-from ._enums import PayloadCategory, ReduceOp
+from ._comm import CategoryLike, Comm, get_default_comm, new_comm, resolve, set_default_comm
+from ._enums import OpLike, PayloadCategory, ReduceOp
 from ._errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from ._types import OptHints, OptTimeout, TensorLike, TensorList
+
+# A collie Comm, a torch.distributed ProcessGroup, or None: the default one
+# (torch.distributed's when it is initialized, else collie's).
+GroupLike = Any
+# What an async call returns: a collie Work, or torch.distributed's Work.
+WorkLike = Any
 
 __all__ = [
     "PayloadCategory",
@@ -64,39 +77,40 @@ __all__ = [
 ]
 
 
-def init(name="main_comm", timeout=None, store=None, hints=None, **kw):
+def init(name: str = "main_comm", timeout: OptTimeout = None, store: Any = None, hints: OptHints = None,
+         **kw: Any) -> Comm:
     """Creates a communicator (collie.new_comm) and makes it the default one."""
     comm = new_comm(name=name, timeout=timeout, store=store, hints=hints, **kw)
     set_default_comm(comm)
     return comm
 
 
-def is_initialized():
+def is_initialized() -> bool:
     """True when a default communicator exists."""
     return _comm.has_default_comm()
 
 
-def get_rank(group=None):
+def get_rank(group: GroupLike = None) -> int:
     """The rank in group (routed as the collectives are)."""
     d = _torch_for("get_rank", group, None)
-    return resolve(group).get_rank() if d is None else d.get_rank(group)
+    return resolve(group).get_rank() if d is None else int(d.get_rank(group))
 
 
-def get_world_size(group=None):
+def get_world_size(group: GroupLike = None) -> int:
     d = _torch_for("get_world_size", group, None)
-    return resolve(group).get_size() if d is None else d.get_world_size(group)
+    return resolve(group).get_size() if d is None else int(d.get_world_size(group))
 
 
-def destroy(group=None):
+def destroy(group: Optional[Comm] = None) -> None:
     """Finalizes group (default: the default communicator)."""
     resolve(group).finalize()
 
 
-def _ret(work, async_op):
+def _ret(work: WorkLike, async_op: bool) -> Optional[WorkLike]:
     return work if async_op else None
 
 
-def _torch_for(fn, group, timeout):
+def _torch_for(fn: str, group: GroupLike, timeout: OptTimeout) -> Any:
     """torch.distributed when the call runs there (group None with torch
     initialized, or a torch group), None for a collie Comm."""
     if isinstance(group, _comm.Comm):
@@ -116,16 +130,18 @@ def _torch_for(fn, group, timeout):
     return d
 
 
-def _nbytes(t):
-    return t.numel() * t.element_size()
+def _nbytes(t: Any) -> int:
+    return int(t.numel() * t.element_size())
 
 
-def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False, category=PayloadCategory.OTHER,
-               label=None, phase=None, timeout=None):
+def all_reduce(tensor: TensorLike, op: OpLike = ReduceOp.SUM, group: GroupLike = None, async_op: bool = False,
+               category: CategoryLike = PayloadCategory.OTHER, label: Optional[str] = None,
+               phase: Optional[str] = None, timeout: OptTimeout = None) -> Optional[WorkLike]:
     """tensor = op over ranks of tensor, in place."""
     d = _torch_for("all_reduce", group, timeout)
     if d is None:
-        w = resolve(group).all_reduce(tensor, op, async_op, timeout, category=category, label=label, phase=phase)
+        w = resolve(group).all_reduce(tensor, op, async_op, timeout=timeout, category=category, label=label,
+                    phase=phase)
         return _ret(w, async_op)
     top = _tc._torch_op(d, op)
     if _tc._state.off:
@@ -134,12 +150,13 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False, category=Pay
                     _nbytes(tensor), group, async_op, category, label, phase)
 
 
-def all_gather(tensor_list, tensor, group=None, async_op=False, category=PayloadCategory.OTHER,
-               label=None, phase=None, timeout=None):
+def all_gather(tensor_list: TensorList, tensor: TensorLike, group: GroupLike = None, async_op: bool = False,
+               category: CategoryLike = PayloadCategory.OTHER, label: Optional[str] = None,
+               phase: Optional[str] = None, timeout: OptTimeout = None) -> Optional[WorkLike]:
     """tensor_list[q] = rank q's tensor."""
     d = _torch_for("all_gather", group, timeout)
     if d is None:
-        w = resolve(group).all_gather(tensor_list, tensor, async_op, timeout, category=category, label=label,
+        w = resolve(group).all_gather(tensor_list, tensor, async_op, timeout=timeout, category=category, label=label,
                                       phase=phase)
         return _ret(w, async_op)
     if _tc._state.off:
@@ -148,12 +165,15 @@ def all_gather(tensor_list, tensor, group=None, async_op=False, category=Payload
                     tensor, _nbytes(tensor), group, async_op, category, label, phase)
 
 
-def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False,
-                           category=PayloadCategory.OTHER, label=None, phase=None, timeout=None):
+def all_gather_into_tensor(output_tensor: TensorLike, input_tensor: TensorLike, group: GroupLike = None,
+                           async_op: bool = False,
+                           category: CategoryLike = PayloadCategory.OTHER, label: Optional[str] = None,
+                           phase: Optional[str] = None, timeout: OptTimeout = None) -> Optional[WorkLike]:
     """output_tensor (size x input's elements) = every rank's input, in rank order."""
     d = _torch_for("all_gather_into_tensor", group, timeout)
     if d is None:
-        w = resolve(group).all_gather_single(output_tensor, input_tensor, async_op, timeout, category=category,
+        w = resolve(group).all_gather_single(output_tensor, input_tensor, async_op, timeout=timeout,
+                    category=category,
                                              label=label, phase=phase)
         return _ret(w, async_op)
     fn = getattr(d, "all_gather_into_tensor", None) or d._all_gather_base
@@ -163,17 +183,20 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
                     input_tensor, _nbytes(input_tensor), group, async_op, category, label, phase)
 
 
-def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False,
-                   category=PayloadCategory.OTHER, label=None, phase=None, timeout=None):
+def reduce_scatter(output: TensorLike, input_list: TensorList, op: OpLike = ReduceOp.SUM, group: GroupLike = None,
+                   async_op: bool = False,
+                   category: CategoryLike = PayloadCategory.OTHER, label: Optional[str] = None,
+                   phase: Optional[str] = None, timeout: OptTimeout = None) -> Optional[WorkLike]:
     """output = op over ranks of their input_list[rank]."""
     d = _torch_for("reduce_scatter", group, timeout)
     if d is None:
-        w = resolve(group).reduce_scatter(output, input_list, op, async_op, timeout, category=category, label=label,
+        w = resolve(group).reduce_scatter(output, input_list, op, async_op, timeout=timeout, category=category,
+                    label=label,
                                           phase=phase)
         return _ret(w, async_op)
     top = _tc._torch_op(d, op)
 
-    def run():
+    def run() -> WorkLike:
         return _or_allreduce(d, lambda: d.reduce_scatter(output, input_list, op=top, group=group,
                                                          async_op=async_op),
                              output, lambda: input_list, top, group)
@@ -183,18 +206,20 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
     return _tc.call(d, run, _tc.REDUCE_SCATTER, output, _nbytes(output), group, async_op, category, label, phase)
 
 
-def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False,
-                          category=PayloadCategory.OTHER, label=None, phase=None, timeout=None):
+def reduce_scatter_tensor(output: TensorLike, input: TensorLike, op: OpLike = ReduceOp.SUM, group: GroupLike = None,
+                          async_op: bool = False,
+                          category: CategoryLike = PayloadCategory.OTHER, label: Optional[str] = None,
+                          phase: Optional[str] = None, timeout: OptTimeout = None) -> Optional[WorkLike]:
     """output = op over ranks of block `rank` of input."""
     d = _torch_for("reduce_scatter_tensor", group, timeout)
     if d is None:
-        w = resolve(group).reduce_scatter_single(output, input, op, async_op, timeout, category=category,
+        w = resolve(group).reduce_scatter_single(output, input, op, async_op, timeout=timeout, category=category,
                                                  label=label, phase=phase)
         return _ret(w, async_op)
     top = _tc._torch_op(d, op)
     fn = getattr(d, "reduce_scatter_tensor", None) or d._reduce_scatter_base
 
-    def run():
+    def run() -> WorkLike:
         return _or_allreduce(d, lambda: fn(output, input, op=top, group=group, async_op=async_op),
                              output, lambda: [input], top, group)
 
@@ -206,17 +231,18 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
 class _DoneWork:
     """The Work of a call that completed before it returned."""
 
-    def wait(self, timeout=None):
+    def wait(self, timeout: OptTimeout = None) -> bool:
         return True
 
-    def is_completed(self):
+    def is_completed(self) -> bool:
         return True
 
-    def is_success(self):
+    def is_success(self) -> bool:
         return True
 
 
-def _or_allreduce(d, call, output, blocks, top, group):
+def _or_allreduce(d: Any, call: Callable[[], WorkLike], output: Any, blocks: Callable[[], Sequence[Any]], top: Any,
+                  group: GroupLike) -> WorkLike:
     """call(), a torch reduce_scatter; where the group's backend has none
     (torch 1.13's gloo: "does not support reduce_scatter"), what it means
     instead: an all_reduce of every block, of which this rank keeps its
@@ -237,13 +263,15 @@ def _or_allreduce(d, call, output, blocks, top, group):
     return _DoneWork()
 
 
-def broadcast(tensor, src, group=None, async_op=False, category=PayloadCategory.OTHER, label=None, phase=None,
-              timeout=None):
+def broadcast(tensor: TensorLike, src: int, group: GroupLike = None, async_op: bool = False,
+              category: CategoryLike = PayloadCategory.OTHER, label: Optional[str] = None,
+              phase: Optional[str] = None, timeout: OptTimeout = None) -> Optional[WorkLike]:
     """Every rank's tensor = src's tensor, in place (src: a global rank on
     torch.distributed, as torch's; the rank in the Comm on a collie Comm)."""
     d = _torch_for("broadcast", group, timeout)
     if d is None:
-        w = resolve(group).broadcast(tensor, src, async_op, timeout, category=category, label=label, phase=phase)
+        w = resolve(group).broadcast(tensor, src, async_op, timeout=timeout, category=category, label=label,
+                    phase=phase)
         return _ret(w, async_op)
     if _tc._state.off:
         return d.broadcast(tensor, src, group=group, async_op=async_op)
@@ -251,17 +279,17 @@ def broadcast(tensor, src, group=None, async_op=False, category=PayloadCategory.
                     _nbytes(tensor), group, async_op, category, label, phase)
 
 
-def barrier(group=None, async_op=False, timeout=None):
+def barrier(group: GroupLike = None, async_op: bool = False, timeout: OptTimeout = None) -> Optional[WorkLike]:
     d = _torch_for("barrier", group, timeout)
     if d is None:
-        return _ret(resolve(group).barrier(async_op, timeout), async_op)
+        return _ret(resolve(group).barrier(async_op, timeout=timeout), async_op)
     if _tc._state.off:
         return d.barrier(group=group, async_op=async_op)
     return _tc.call(d, lambda: d.barrier(group=group, async_op=async_op), _tc.BARRIER, None, 0, group, async_op,
                     PayloadCategory.OTHER, None, None)
 
 
-def step_begin(step, epoch=0, group=None):
+def step_begin(step: int, epoch: int = 0, group: GroupLike = None) -> None:
     """Opens training step `step` (>= 1) of `epoch`: on torch.distributed's
     comms.csv when torch.distributed is initialized (group None or a torch
     group), else on the collie communicator (group, or the default)."""
@@ -272,7 +300,7 @@ def step_begin(step, epoch=0, group=None):
         _tc.step_begin(d, step, epoch)
 
 
-def step_end(group=None):
+def step_end(group: GroupLike = None) -> None:
     d = _torch_for("step_end", group, None)
     if d is None:
         resolve(group).step_end()
@@ -281,7 +309,7 @@ def step_end(group=None):
 
 
 @contextlib.contextmanager
-def step(step, epoch=0, group=None):
+def step(step: int, epoch: int = 0, group: GroupLike = None) -> Iterator[Optional[Comm]]:
     """with step(step, epoch): every operation issued inside (on a collie
     communicator: its whole tree, whenever it completes; on
     torch.distributed: the calls of these wrappers) is accounted to this
@@ -298,19 +326,20 @@ def step(step, epoch=0, group=None):
 
 # ---- configuration ----------------------------------------------------------------
 
-_config = {}
+_config: Dict[str, Any] = {}
 
 
-def _load(path):
-    path = os.fspath(path)
+def _load(path: Union[str, bytes, "os.PathLike[str]"]) -> Any:
+    path = os.fsdecode(path)
     ext = os.path.splitext(path)[1].lower()
     try:
         with open(path) as f:
             text = f.read()
     except OSError as e:
         raise InvalidArgument("configure: cannot read %s: %s" % (path, e.strerror)) from None
+    yaml: Any
     try:
-        import yaml  # optional
+        yaml = importlib.import_module("yaml")  # optional (PyYAML)
     except ImportError:
         yaml = None
     if ext in (".yaml", ".yml"):
@@ -328,7 +357,7 @@ def _load(path):
         raise InvalidArgument("configure: %s is neither JSON nor YAML: %s" % (path, e)) from None
 
 
-def _section(m, key, where):
+def _section(m: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
     v = m.get(key)
     if v is None:
         return {}
@@ -339,7 +368,7 @@ def _section(m, key, where):
     return v
 
 
-def _bool(v, where):
+def _bool(v: object, where: str) -> bool:
     if isinstance(v, bool):
         return v
     if isinstance(v, int) and v in (0, 1):
@@ -349,7 +378,7 @@ def _bool(v, where):
     raise InvalidArgument("configure: %s = %r must be a boolean" % (where, v))
 
 
-def configure(config):
+def configure(config: Union[Mapping[str, Any], str, bytes, "os.PathLike[str]", None]) -> Dict[str, Optional[str]]:
     """Applies a telemetry configuration to communicators created afterwards.
 
     config: a mapping, or the path of a JSON file (or YAML when PyYAML is
@@ -376,7 +405,7 @@ def configure(config):
     if not isinstance(config, collections.abc.Mapping):
         raise InvalidArgument("configure: config must be a mapping or a file path, got %s" % type(config).__name__)
     runtime = _section(config, "runtime", "config")
-    env = {}
+    env: Dict[str, Optional[str]] = {}
     cl = _section(runtime, "comms_log", "runtime")
     if "enabled" in cl:
         env["COLLIE_COMMS_LOG"] = "1" if _bool(cl["enabled"], "runtime.comms_log.enabled") else "0"
@@ -389,7 +418,7 @@ def configure(config):
         d = tl.get("dir") or tl.get("log_dir")
         if on and not d:
             raise InvalidArgument("configure: runtime.timing_log.enabled is true but runtime.timing_log.dir is missing")
-        env["COLLIE_TIMING_LOG"] = os.fspath(d) if on else None
+        env["COLLIE_TIMING_LOG"] = os.fspath(d) if on and d else None
     with _comm._registry_lock:
         _comm._pending_env.update(env)
         effective = dict(_comm._pending_env)
@@ -407,7 +436,7 @@ def configure(config):
     return effective
 
 
-def current_config():
+def current_config() -> Dict[str, Optional[str]]:
     """The COLLIE_* settings configure() queued for new communicators."""
     with _comm._registry_lock:
         return dict(_comm._pending_env)
