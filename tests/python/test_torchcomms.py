@@ -7,6 +7,7 @@ orders. Every rank runs the same tests in the same order (conftest.py)."""
 
 import datetime
 import importlib
+import logging
 import os
 import subprocess
 import sys
@@ -126,7 +127,7 @@ def test_old_spellings_still_work(world):
         assert x[0].item() == world
 
 
-def test_comm_options(world):
+def test_comm_options(world, capfd):
     opts = collie.CommOptions(abort_process_on_timeout_or_error=False, timeout=datetime.timedelta(seconds=12),
                               name="from_options", hints={"transport": "tcp", "is_high_priority_stream": "true"})
     with collie.new_comm("collie", CPU, options=opts) as c:
@@ -136,6 +137,8 @@ def test_comm_options(world):
         # Kept, and ignored (not a collie setting): no error, no warning variable.
         assert got.hints["is_high_priority_stream"] == "true"
         assert got.abort_process_on_timeout_or_error is False
+    # ... and never handed to the C library, which would warn about an unknown variable.
+    assert "is not a collie variable" not in capfd.readouterr().err
     with collie.new_comm("collie", CPU, name="kw_wins", options=opts) as c:
         assert c.get_name() == "kw_wins"
 
@@ -239,7 +242,7 @@ def test_every_operation_takes_its_options(comm, rank, size):
         comm.barrier(False, options="fast")
 
 
-def test_hints_change_the_call(comm, rank, size, tmp_path):
+def test_hints_change_the_call(comm, rank, size, caplog):
     """algorithm, category, label, phase and wire hints reach the C call:
     a bad value is refused naming the hint (so it was read), and the
     algorithm hint runs that algorithm (the flight recorder says which)."""
@@ -251,9 +254,12 @@ def test_hints_change_the_call(comm, rank, size, tmp_path):
         comm.all_reduce(t, collie.ReduceOp.SUM, False, options=collie.AllReduceOptions(hints={"wire": "fp8"}))
     with pytest.raises(collie.InvalidArgument, match=r"broadcast: hints\['category'\]"):
         comm.broadcast(t, 0, False, hints={"category": -4})
-    # Unknown names are ignored (debug line), never an error.
-    comm.all_reduce(t, collie.ReduceOp.SUM, False, hints={"is_high_priority_stream": "true", "zzz": None})
+    # Unknown names are ignored with a debug line, never an error.
+    with caplog.at_level(logging.DEBUG, logger="collie"):
+        comm.all_reduce(t, collie.ReduceOp.SUM, False, hints={"is_high_priority_stream": "true", "zzz": None})
     assert t[0].item() == size
+    said = " ".join(r.getMessage() for r in caplog.records if r.name == "collie")
+    assert "all_reduce: hint 'is_high_priority_stream' = 'true' is not one collie understands; ignored" in said, said
     # The hint reaches the C library, which checks the algorithm against the collective.
     with pytest.raises(collie.InvalidArgument, match='allreduce has no algorithm "bruck"'):
         comm.all_reduce(t, collie.ReduceOp.SUM, False, hints={"algo": "bruck"})
