@@ -31,6 +31,10 @@
   XX(cuda_fake_p2p_completion_shm_3, cuda_fake_p2p_completion, 3, "shm", 30)                       \
   XX(cuda_fake_kinds_differ_shm_2, cuda_fake_kinds_differ, 2, "shm", 30)                           \
   XX(cuda_fake_capture_refused_shm_2, cuda_fake_capture_refused, 2, "shm", 30)                     \
+  XX(cuda_fake_capture_replay_shm_1, cuda_fake_capture_replay, 1, "shm", 30)                       \
+  XX(cuda_fake_capture_replay_shm_3, cuda_fake_capture_replay, 3, "shm", 60)                       \
+  XX(cuda_fake_capture_replay_tcp_2, cuda_fake_capture_replay, 2, "tcp", 60)                       \
+  XX(cuda_fake_capture_replay_fails_shm_2, cuda_fake_capture_replay_fails, 2, "shm", 30)           \
   XX(topo_world_and_split_mixed_4, topo_world_and_split, 4, "mixed", 30)                           \
   XX(copy_stream_every_alignment, copy_stream_every_alignment, 0, "auto", 30)                      \
   XX(copy_around_threshold, copy_around_threshold, 0, "auto", 30)                                  \

@@ -922,6 +922,14 @@ collie_comm_destroy(collie_comm_t *comm)
                        "collie_comm_destroy: communicator %p was destroyed or never initialised",
                        (void *)comm);
   collie__log_context(comm->ctx);
+  if (comm->graph_comm) {
+    /* Its graphs' replays are over (docs/gpu.md: a communicator outlives the
+     * replays of the graphs it was captured into). */
+    collie_comm_destroy(comm->graph_comm);
+    comm->graph_comm = NULL;
+    collie__log_context(comm->ctx);
+  }
+  collie__capture_free_all(comm, 1);
   if (comm->workq) {
     /* Async work first (each op bounded by its deadline); a poisoned comm
      * waits for nothing: abort makes the running op fail, the rest fail fast. */
@@ -969,6 +977,7 @@ collie_comm_abort(collie_comm_t *comm)
       collie__comm_poisoned(comm) != COLLIE_SUCCESS)
     rc = COLLIE_SUCCESS; /* aborting a poisoned communicator is fine */
   if (rc != COLLIE_SUCCESS) return rc;
+  if (comm->graph_comm) collie_comm_abort(comm->graph_comm); /* a replay waiting fails too */
   collie__net_abort(comm->net);
   collie__err(COLLIE_INVALID_USAGE, "the communicator was aborted by collie_comm_abort");
   collie__comm_poison(comm, COLLIE_INVALID_USAGE);

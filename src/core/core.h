@@ -120,6 +120,10 @@ struct collie_comm {
   /* [0] a call's, [1] its phases' when the call runs hierarchically (hier.c) */
   struct collie__scratch scratch[2];
   struct collie__cuda_state dev; /* device algorithms' resources (coll/cuda_*.c) */
+  /* CUDA graphs (capture.c): the communicator replays run on (split at the
+   * first capture) and the calls captured, each with its host block. */
+  collie_comm_t *graph_comm;
+  struct collie__capture *captures;
   /* The first fatal error. collie_comm_abort may set it from another thread
    * while the driving thread reads it: the message is written under the lock,
    * then the code is published (release); readers load the code (acquire)
@@ -276,9 +280,22 @@ collie_result_t collie__stage_run(collie_comm_t *comm, struct collie__op *op,
  * that uses CUDA. */
 int collie__stage_on_device(const void *a, const void *b);
 /* COLLIE_UNSUPPORTED naming fn when stream (NULL: the legacy default one)
- * is capturing a CUDA graph, else SUCCESS: a call on device memory is
- * refused before any CUDA call, which would invalidate the capture. */
+ * is capturing a CUDA graph, else SUCCESS: a call on device memory that
+ * cannot be captured is refused before any CUDA call, which would
+ * invalidate the capture. */
 collie_result_t collie__stage_not_capturing(const char *fn, void *stream);
+
+/* ---- capture.c: calls on device memory captured into a CUDA graph ---- */
+
+/* Captures op (device buffers; opts->cuda_stream capturing into graph) as
+ * the graph's copies in, host node and copy out; *work (if asked) is a
+ * completed handle. COLLIE_UNSUPPORTED for a collective that cannot be
+ * captured; the driver's errors. */
+collie_result_t collie__capture_call(collie_comm_t *comm, struct collie__op *op,
+                                     const collie_opts_t *opts, void *graph, collie_work_t **work);
+/* Frees comm's captured calls whose graphs were destroyed (all: every one,
+ * when comm goes). */
+void collie__capture_free_all(collie_comm_t *comm, int all);
 int collie__stage_device_algo(const collie_comm_t *comm, int kind, size_t bytes,
                               const collie_opts_t *opts);
 

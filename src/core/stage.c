@@ -53,10 +53,10 @@ collie__stage_not_capturing(const char *fn, void *stream)
 {
   if (!collie__cuda_capturing(stream)) return COLLIE_SUCCESS;
   return collie__err(COLLIE_UNSUPPORTED,
-                     "%s on CUDA device memory while %s is capturing a CUDA graph: collie cannot "
-                     "capture its calls yet (they wait for streams and copy synchronously, which "
-                     "would break the capture); issue the call outside the capture (docs/gpu.md, "
-                     "\"CUDA graphs\")",
+                     "%s on CUDA device memory while %s is capturing a CUDA graph: collie captures "
+                     "a call given the capturing stream in opts->cuda_stream (allreduce, "
+                     "allgather, reduce_scatter, broadcast, send, recv; not a group's), and no "
+                     "other, which would break the capture (docs/gpu.md, \"CUDA graphs\")",
                      fn, stream ? "opts->cuda_stream" : "a stream of this process");
 }
 
@@ -132,8 +132,11 @@ collie__stage_run(collie_comm_t *comm, struct collie__op *op, const collie_opts_
                        "buffers of one call must all be on the device or all on the host",
                        fn, s == 1 ? "sendbuf" : "recvbuf", s == 1 ? sdev : rdev,
                        s == 1 ? "recvbuf" : "sendbuf");
-  collie_result_t cap = collie__stage_not_capturing(fn, opts ? opts->cuda_stream : NULL);
-  if (cap != COLLIE_SUCCESS) return cap;
+  void *graph = NULL;
+  int capturing = collie__cuda_capture_graph(opts ? opts->cuda_stream : NULL, &graph);
+  if (capturing > 0 && opts && opts->cuda_stream)
+    return collie__capture_call(comm, op, opts, graph, work);
+  if (capturing) return collie__stage_not_capturing(fn, opts ? opts->cuda_stream : NULL);
   /* From this rank's first call on device memory on, peers may send it
    * device messages (stage_p2p.c). */
   collie__stage_p2p_ready(comm, r == 1 ? call->recvbuf : call->sendbuf);

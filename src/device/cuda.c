@@ -83,6 +83,11 @@ collie__cuda_open(const char *path)
       {"cuStreamDestroy", (void **)&cu.stream_destroy},
       {"cuStreamWaitEvent", (void **)&cu.stream_wait_event},
       {"cuStreamIsCapturing", (void **)&cu.stream_is_capturing},
+      {"cuStreamGetCaptureInfo", (void **)&cu.stream_get_capture_info},
+      {"cuThreadExchangeStreamCaptureMode", (void **)&cu.thread_exchange_capture_mode},
+      {"cuLaunchHostFunc", (void **)&cu.launch_host_func},
+      {"cuUserObjectCreate", (void **)&cu.user_object_create},
+      {"cuGraphRetainUserObject", (void **)&cu.graph_retain_user_object},
       {"cuEventCreate", (void **)&cu.event_create},
       {"cuEventRecord", (void **)&cu.event_record},
       {"cuEventQuery", (void **)&cu.event_query},
@@ -114,9 +119,21 @@ collie__cuda_open(const char *path)
   return COLLIE_SUCCESS; /* the handle stays open for the process's life */
 }
 
+/* Set on a thread that must make no driver call: the driver's own thread
+ * running a graph's host node (device/cuda_graph.c), where collie runs host
+ * collectives on host buffers and a pointer query could deadlock. */
+static __thread int cuda_thread_off;
+
+void
+collie__cuda_thread_off(int off)
+{
+  cuda_thread_off = off;
+}
+
 int
 collie__cuda_live(void)
 {
+  if (cuda_thread_off) return 0;
   int state = atomic_load_explicit(&cuda_state, memory_order_acquire);
   if (state != 0) return state > 0;
   unsigned long long adds = 0;
@@ -145,7 +162,7 @@ collie__cuda_live(void)
 int
 collie__cuda_is_device(const void *p, int *device)
 {
-  if (!p || atomic_load_explicit(&cuda_state, memory_order_acquire) <= 0) return 0;
+  if (!p || cuda_thread_off || atomic_load_explicit(&cuda_state, memory_order_acquire) <= 0) return 0;
   unsigned type = 0, managed = 0;
   if (cu.pointer_get_attribute(&type, CU_ATTR_MEMORY_TYPE, (cu_ptr)(uintptr_t)p) != CU_SUCCESS)
     return 0; /* not the driver's: plain host memory */

@@ -72,6 +72,29 @@ collie_result_t collie__cuda_push_ctx(void *ctx, const char *what);
  * call (docs/gpu.md, "CUDA graphs"). */
 int collie__cuda_capturing(void *stream);
 
+/* off: this thread makes no driver call from now on (collie__cuda_live and
+ * collie__cuda_is_device answer 0: every buffer is host memory); 0 undoes
+ * it. For the driver's thread that runs a graph's host nodes. */
+void collie__cuda_thread_off(int off);
+
+/* ---- CUDA graphs (cuda_graph.c; docs/gpu.md, "CUDA graphs") ---- */
+
+/* The graph stream is capturing into (*graph; 1), 0 when it is not
+ * capturing, -1 when its capture is invalidated or the query says a capture
+ * elsewhere forbids it. */
+int collie__cuda_capture_graph(void *stream, void **graph);
+/* Lets this thread make calls a capture in global mode forbids (page-locking
+ * memory, pointer queries): returns the mode to give back to
+ * collie__cuda_capture_restore. */
+int collie__cuda_capture_relax(void);
+void collie__cuda_capture_restore(int mode);
+/* Queues fn(arg) on stream as a host node (cuLaunchHostFunc). */
+collie_result_t collie__cuda_host_node(void *stream, void (*fn)(void *), void *arg, const char *what);
+/* Makes graph own arg: destroy(arg) runs once the graph is destroyed, on a
+ * thread of the driver's, which must make no driver call in it. */
+collie_result_t collie__cuda_graph_own(void *graph, void *arg, void (*destroy)(void *),
+                                       const char *what);
+
 /* Waits for everything queued on stream (NULL: the legacy default stream),
  * at most until deadline_ns (monotonic): then COLLIE_TIMEOUT naming what. */
 collie_result_t collie__cuda_stream_sync(void *stream, int64_t deadline_ns, const char *what);

@@ -45,6 +45,10 @@ enum {
    * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED .. _WRONG_THREAD. */
   CU_ERROR_CAPTURE_FIRST = 900,
   CU_ERROR_CAPTURE_LAST = 908,
+  CU_STREAM_CAPTURE_STATUS_ACTIVE = 1,
+  CU_STREAM_CAPTURE_MODE_RELAXED = 2,
+  CU_USER_OBJECT_NO_DESTRUCTOR_SYNC = 1,
+  CU_GRAPH_USER_OBJECT_MOVE = 1,
   CU_API_VERSION = 12000, /* the entry points' behaviour asked for */
 };
 
@@ -64,6 +68,13 @@ struct collie__cu {
   cu_result (*stream_destroy)(cu_stream);
   cu_result (*stream_wait_event)(cu_stream, cu_event, unsigned);
   cu_result (*stream_is_capturing)(cu_stream, int *);
+  /* CUDA graphs (device/cuda_graph.c) */
+  cu_result (*stream_get_capture_info)(cu_stream, int *, unsigned long long *, void **,
+                                       const void **, size_t *);
+  cu_result (*thread_exchange_capture_mode)(int *);
+  cu_result (*launch_host_func)(cu_stream, void (*)(void *), void *);
+  cu_result (*user_object_create)(void **, void *, void (*)(void *), unsigned, unsigned);
+  cu_result (*graph_retain_user_object)(void *, void *, unsigned, unsigned);
   cu_result (*event_create)(cu_event *, unsigned);
   cu_result (*event_record)(cu_event, cu_stream);
   cu_result (*event_query)(cu_event);

@@ -231,6 +231,8 @@ f_device_get_attribute(int *v, int attr, int dev)
 }
 
 static void fake_capture_touch(void);
+static int fake_capture_node(void *stream, void *dst, const void *src, size_t n, void (*fn)(void *),
+                             void *arg);
 
 static CUresult
 f_memcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
@@ -243,8 +245,11 @@ f_memcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
 static CUresult
 f_memcpy_async(CUdeviceptr dst, CUdeviceptr src, size_t n, void *stream)
 {
-  (void)stream;
-  return f_memcpy(dst, src, n);
+  if (fake_capture_node(stream, (void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n, NULL, NULL))
+    return 0;
+  if (!stream) fake_capture_touch();
+  memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+  return 0;
 }
 
 /* Every fake copy and kernel is done when its call returns; the stream
@@ -259,18 +264,87 @@ f_query(void *stream_or_event)
   return stream_or_event == FAKE_CUDA_BUSY_STREAM ? 600 /* CUDA_ERROR_NOT_READY */ : 0;
 }
 
-/* The stream FAKE_CUDA_CAPTURE_STREAM (a handle tests pass) is capturing a
- * graph; while it is, the legacy default stream answers as the driver's
- * does for a capture in global mode (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT).
- * Any stream query, copy or sync during it counts as a capture breaker. */
+/* Stream capture, as far as collie uses it (core/capture.c): between
+ * fake_cuda_capture_begin(stream) and fake_cuda_capture_end(), async copies
+ * and host functions queued on that stream become the nodes of a graph
+ * that fake_cuda_graph_replay runs (in order, on the calling thread) and
+ * fake_cuda_graph_destroy frees, running the destructors of the user
+ * objects the graph was given. The legacy default stream answers as the
+ * driver's does while a capture runs in global mode
+ * (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT). Whatever a capture forbids, done
+ * while one runs, counts as a break (fake_cuda_capture_breaks): a stream
+ * query, a synchronous copy, a kernel on the capturing stream, a copy on
+ * the legacy stream, page-locking memory in the thread's global mode. */
 #define FAKE_CUDA_CAPTURE_STREAM ((void *)0xca97)
-static int fake_capturing; /* fake_cuda_capture(1) .. fake_cuda_capture(0) */
+struct fake_node {
+  void *dst;
+  const void *src;
+  size_t n;
+  void (*fn)(void *); /* a host node when set */
+  void *arg;
+};
+struct fake_owned {
+  void *ptr;
+  void (*destroy)(void *);
+};
+struct fake_graph {
+  struct fake_node nodes[256];
+  int n;
+  struct fake_owned owned[256];
+  int nowned;
+};
+static pthread_mutex_t fake_cap_mu = PTHREAD_MUTEX_INITIALIZER;
+static void *fake_cap_stream; /* the capturing stream (NULL: no capture) */
+static struct fake_graph *fake_cap_graph;
 static long fake_capture_breaks;
+static __thread int fake_thread_mode; /* 0 global, 1 thread-local, 2 relaxed */
 
 FAKE_EXPORT void
-fake_cuda_capture(int on)
+fake_cuda_capture_begin(void *stream)
 {
-  __atomic_store_n(&fake_capturing, on, __ATOMIC_RELAXED);
+  pthread_mutex_lock(&fake_cap_mu);
+  fake_cap_graph = calloc(1, sizeof(*fake_cap_graph));
+  fake_cap_stream = stream;
+  pthread_mutex_unlock(&fake_cap_mu);
+}
+
+FAKE_EXPORT void *
+fake_cuda_capture_end(void)
+{
+  pthread_mutex_lock(&fake_cap_mu);
+  void *g = fake_cap_graph;
+  fake_cap_graph = NULL;
+  fake_cap_stream = NULL;
+  pthread_mutex_unlock(&fake_cap_mu);
+  return g;
+}
+
+FAKE_EXPORT int
+fake_cuda_graph_nodes(void *graph)
+{
+  return ((struct fake_graph *)graph)->n;
+}
+
+FAKE_EXPORT void
+fake_cuda_graph_replay(void *graph)
+{
+  struct fake_graph *g = graph;
+  for (int i = 0; i < g->n; i++) {
+    struct fake_node *nd = &g->nodes[i];
+    if (nd->fn)
+      nd->fn(nd->arg);
+    else
+      memmove(nd->dst, nd->src, nd->n);
+  }
+}
+
+FAKE_EXPORT void
+fake_cuda_graph_destroy(void *graph)
+{
+  struct fake_graph *g = graph;
+  for (int i = 0; i < g->nowned; i++)
+    if (g->owned[i].destroy) g->owned[i].destroy(g->owned[i].ptr);
+  free(g);
 }
 
 FAKE_EXPORT long
@@ -279,23 +353,89 @@ fake_cuda_capture_breaks(void)
   return __atomic_load_n(&fake_capture_breaks, __ATOMIC_RELAXED);
 }
 
+static int
+fake_capturing(void)
+{
+  return __atomic_load_n(&fake_cap_stream, __ATOMIC_RELAXED) != NULL;
+}
+
 static void
 fake_capture_touch(void)
 {
-  if (__atomic_load_n(&fake_capturing, __ATOMIC_RELAXED))
-    __atomic_add_fetch(&fake_capture_breaks, 1, __ATOMIC_RELAXED);
+  if (fake_capturing()) __atomic_add_fetch(&fake_capture_breaks, 1, __ATOMIC_RELAXED);
+}
+
+/* Appends a node to the graph stream captures into: 1 when it did. */
+static int
+fake_capture_node(void *stream, void *dst, const void *src, size_t n, void (*fn)(void *), void *arg)
+{
+  pthread_mutex_lock(&fake_cap_mu);
+  int mine = fake_cap_stream && stream == fake_cap_stream && fake_cap_graph &&
+             fake_cap_graph->n < 256;
+  if (mine) fake_cap_graph->nodes[fake_cap_graph->n++] = (struct fake_node){dst, src, n, fn, arg};
+  pthread_mutex_unlock(&fake_cap_mu);
+  return mine;
 }
 
 static CUresult
 f_stream_is_capturing(void *stream, int *status)
 {
-  int on = __atomic_load_n(&fake_capturing, __ATOMIC_RELAXED);
   *status = 0;
-  if (on && stream == FAKE_CUDA_CAPTURE_STREAM) {
+  if (!fake_capturing()) return 0;
+  if (stream == fake_cap_stream) {
     *status = 1; /* CU_STREAM_CAPTURE_STATUS_ACTIVE */
     return 0;
   }
-  if (on && stream == NULL) return 906; /* CUDA_ERROR_STREAM_CAPTURE_IMPLICIT */
+  return stream == NULL ? 906 /* CUDA_ERROR_STREAM_CAPTURE_IMPLICIT */ : 0;
+}
+
+static CUresult
+f_stream_get_capture_info(void *stream, int *status, unsigned long long *id, void **graph,
+                          const void **deps, size_t *ndeps)
+{
+  CUresult rc = f_stream_is_capturing(stream, status);
+  if (id) *id = *status ? 1 : 0;
+  if (graph) *graph = *status ? fake_cap_graph : NULL;
+  if (deps) *deps = NULL;
+  if (ndeps) *ndeps = 0;
+  return rc;
+}
+
+static CUresult
+f_thread_exchange_capture_mode(int *mode)
+{
+  int old = fake_thread_mode;
+  fake_thread_mode = *mode;
+  *mode = old;
+  return 0;
+}
+
+static CUresult
+f_launch_host_func(void *stream, void (*fn)(void *), void *arg)
+{
+  if (!fake_capture_node(stream, NULL, NULL, 0, fn, arg)) fn(arg);
+  return 0;
+}
+
+static CUresult
+f_user_object_create(void **obj, void *ptr, void (*destroy)(void *), unsigned refs, unsigned flags)
+{
+  (void)refs, (void)flags;
+  struct fake_owned *o = malloc(sizeof(*o));
+  if (!o) return 2;
+  *o = (struct fake_owned){ptr, destroy};
+  *obj = o;
+  return 0;
+}
+
+static CUresult
+f_graph_retain_user_object(void *graph, void *obj, unsigned count, unsigned flags)
+{
+  (void)count, (void)flags;
+  struct fake_graph *g = graph;
+  if (!g || g->nowned == 256) return 1; /* CUDA_ERROR_INVALID_VALUE */
+  g->owned[g->nowned++] = *(struct fake_owned *)obj;
+  free(obj); /* moved into the graph */
   return 0;
 }
 
@@ -395,8 +535,8 @@ static CUresult
 f_launch(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
          unsigned shmem, void *stream, void **params, void **extra)
 {
-  (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shmem, (void)stream,
-      (void)extra;
+  (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shmem, (void)extra;
+  if (stream && stream == __atomic_load_n(&fake_cap_stream, __ATOMIC_RELAXED)) fake_capture_touch();
   const struct fake_fn *f = fn;
   if (f == &fake_copy_fn) { /* collie_copy_list(copies, n, aligned), as kernels.cu */
     const struct {
@@ -523,6 +663,7 @@ static CUresult
 f_mem_alloc_host(void **p, size_t n)
 {
   __atomic_add_fetch(&fake_pinned_tries, 1, __ATOMIC_RELAXED);
+  if (fake_thread_mode != 2) fake_capture_touch(); /* page-locking is forbidden in global mode */
   if (getenv("FAKE_CUDA_FAIL_PINNED")) return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
   *p = malloc(n ? n : 1);
   if (!*p) return 2;
@@ -653,6 +794,11 @@ cuGetProcAddress_v2(const char *name, void **fn, int version, unsigned long long
       {"cuStreamDestroy", (void *)f_stream_destroy},
       {"cuStreamWaitEvent", (void *)f_stream_wait_event},
       {"cuStreamIsCapturing", (void *)f_stream_is_capturing},
+      {"cuStreamGetCaptureInfo", (void *)f_stream_get_capture_info},
+      {"cuThreadExchangeStreamCaptureMode", (void *)f_thread_exchange_capture_mode},
+      {"cuLaunchHostFunc", (void *)f_launch_host_func},
+      {"cuUserObjectCreate", (void *)f_user_object_create},
+      {"cuGraphRetainUserObject", (void *)f_graph_retain_user_object},
       {"cuEventCreate", (void *)f_event_create},
       {"cuEventRecord", (void *)f_event_record},
       {"cuEventQuery", (void *)f_query},

@@ -1075,48 +1075,166 @@ TEST_IMPL(cuda_fake_host_only_features)
   ASSERT_OK(collie_comm_destroy(comm));
 }
 
-/* A call on device memory while a stream captures a CUDA graph is refused
- * before any CUDA call (a stream query or a copy would invalidate the
- * capture): on the capturing stream given in opts and on the legacy
- * default stream, for collectives, a send and a group's receive; host
- * calls go on; after the capture the communicator works as before. */
-TEST_IMPL(cuda_fake_capture_refused)
+/* The stand-in driver's capture (tests/fakecuda): begin on a stream, end
+ * with the graph, replay it, destroy it. */
+static void (*cap_begin)(void *);
+static void *(*cap_end)(void);
+static void (*cap_replay)(void *);
+static void (*cap_destroy)(void *);
+static int (*cap_nodes)(void *);
+static long (*cap_breaks)(void);
+#define CAP_STREAM ((void *)0xca97)
+
+static void
+cap_load(void)
 {
   fk_load();
-  void (*capture)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "fake_cuda_capture");
-  long (*breaks)(void) = (long (*)(void))dlsym(RTLD_DEFAULT, "fake_cuda_capture_breaks");
-  ASSERT(capture && breaks);
+  cap_begin = (void (*)(void *))dlsym(RTLD_DEFAULT, "fake_cuda_capture_begin");
+  cap_end = (void *(*)(void))dlsym(RTLD_DEFAULT, "fake_cuda_capture_end");
+  cap_replay = (void (*)(void *))dlsym(RTLD_DEFAULT, "fake_cuda_graph_replay");
+  cap_destroy = (void (*)(void *))dlsym(RTLD_DEFAULT, "fake_cuda_graph_destroy");
+  cap_nodes = (int (*)(void *))dlsym(RTLD_DEFAULT, "fake_cuda_graph_nodes");
+  cap_breaks = (long (*)(void))dlsym(RTLD_DEFAULT, "fake_cuda_capture_breaks");
+  ASSERT(cap_begin && cap_end && cap_replay && cap_destroy && cap_nodes && cap_breaks);
+}
+
+/* What cannot be captured is refused before any CUDA call (which would
+ * invalidate the capture): a collective other than allreduce, allgather,
+ * reduce_scatter, broadcast, send and recv; a call on the legacy default
+ * stream; a group's send or receive. Host calls go on during a capture;
+ * after it, the communicator works as before. */
+TEST_IMPL(cuda_fake_capture_refused)
+{
+  cap_load();
   collie_comm_t *comm = test_comm();
   int p = collie_comm_size(comm), r = collie_comm_rank(comm);
   float *d = dev_alloc(4 * sizeof(float) * (size_t)p);
   for (int i = 0; i < 4 * p; i++) d[i] = 1;
-  collie_opts_t on_capture = {.cuda_stream = (void *)0xca97};
-  capture(1);
-  long before = breaks();
-  ASSERT_RC(COLLIE_UNSUPPORTED, "allreduce on CUDA device memory while opts->cuda_stream is capturing",
-            collie_allreduce(comm, d, d, 4, COLLIE_FLOAT32, COLLIE_SUM, &on_capture, NULL));
+  collie_opts_t on_capture = {.cuda_stream = CAP_STREAM};
+  cap_begin(CAP_STREAM);
+  long before = cap_breaks();
+  ASSERT_RC(COLLIE_UNSUPPORTED, "alltoall on CUDA device memory cannot be captured into a CUDA graph",
+            collie_alltoall(comm, d, d + 2 * p, 1, COLLIE_FLOAT32, &on_capture, NULL));
+  ASSERT_RC(COLLIE_UNSUPPORTED, "reduce on CUDA device memory cannot be captured",
+            collie_reduce(comm, d, d, 4, COLLIE_FLOAT32, COLLIE_SUM, 0, &on_capture, NULL));
   collie_work_t *w = NULL;
   ASSERT_RC(COLLIE_UNSUPPORTED, "while a stream of this process is capturing a CUDA graph",
             collie_allreduce(comm, d, d, 4, COLLIE_FLOAT32, COLLIE_SUM, NULL, &w));
   ASSERT(w == NULL);
-  ASSERT_RC(COLLIE_UNSUPPORTED, "broadcast on CUDA device memory",
-            collie_broadcast(comm, d, 4, COLLIE_FLOAT32, 0, &on_capture, NULL));
-  ASSERT_RC(COLLIE_UNSUPPORTED, "allgather on CUDA device memory",
-            collie_allgather(comm, d, d, 1, COLLIE_FLOAT32, NULL, NULL));
-  ASSERT_RC(COLLIE_UNSUPPORTED, "capturing a CUDA graph",
-            collie_send(comm, d, 4, COLLIE_FLOAT32, (r + 1) % p, 0, &on_capture, NULL));
   ASSERT_OK(collie_group_start(comm));
   collie_result_t rc = collie_recv(comm, d, 4, COLLIE_FLOAT32, (r + p - 1) % p, 0, &on_capture, NULL);
   ASSERT_OK(collie_group_end(comm, NULL)); /* nothing was recorded: an empty group */
   ASSERTF(rc == COLLIE_UNSUPPORTED && strstr(collie_last_error(), "recv in a group"),
           "a group's recv during a capture: %s (%s)", collie_result_string(rc), collie_last_error());
-  ASSERTF(breaks() == before, "%ld stream queries or copies during the capture", breaks() - before);
+  ASSERTF(cap_breaks() == before, "%ld stream queries or copies during the capture",
+          cap_breaks() - before);
   float h[4] = {1, 1, 1, 1};
   ASSERT_OK(collie_allreduce(comm, h, h, 4, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL));
   ASSERTF(h[0] == (float)p, "host allreduce during the capture: %g", h[0]);
-  capture(0);
+  void *g = cap_end();
+  ASSERTF(cap_nodes(g) == 0, "the refused calls left %d nodes in the graph", cap_nodes(g));
+  cap_destroy(g);
   ASSERT_OK(collie_allreduce(comm, d, d, 4, COLLIE_FLOAT32, COLLIE_SUM, &on_capture, NULL));
   ASSERTF(d[0] == (float)p, "device allreduce after the capture: %g, want %d", d[0], p);
   dev_free(d);
+  ASSERT_OK(collie_comm_destroy(comm));
+}
+
+/* Rank r's element i in replay k (small integers: exact in float32). */
+static float
+cap_val(int r, int k, size_t i)
+{
+  return (float)((r * 7 + k * 3 + (int)(i % 13)) % 11 + 1);
+}
+
+/* allreduce (in place), allgather (of that result), reduce_scatter,
+ * broadcast and a send/recv pair captured into one graph, then replayed
+ * 100 times with new inputs, with host calls on the same communicator in
+ * between: every replay's results are right on every rank, nothing the
+ * capture forbids was done, the capture left the buffers alone, and the
+ * graph's host blocks are freed once the graph is. */
+TEST_IMPL(cuda_fake_capture_replay)
+{
+  cap_load();
+  collie_comm_t *comm = test_comm();
+  int p = collie_comm_size(comm), r = collie_comm_rank(comm);
+  size_t n = 1000, pn = n * (size_t)p;
+  float *a = dev_alloc(n * 4), *g = dev_alloc(pn * 4), *rsi = dev_alloc(pn * 4);
+  float *rso = dev_alloc(n * 4), *b = dev_alloc(n * 4), *pp = dev_alloc(n * 4);
+  for (size_t i = 0; i < n; i++) a[i] = b[i] = pp[i] = -5;
+  collie_opts_t o = {.cuda_stream = CAP_STREAM};
+  int root = p - 1;
+  cap_begin(CAP_STREAM);
+  long before = cap_breaks();
+  ASSERT_OK(collie_allreduce(comm, a, a, n, COLLIE_FLOAT32, COLLIE_SUM, &o, NULL));
+  ASSERT_OK(collie_allgather(comm, a, g, n, COLLIE_FLOAT32, &o, NULL));
+  ASSERT_OK(collie_reduce_scatter(comm, rsi, rso, n, COLLIE_FLOAT32, COLLIE_SUM, &o, NULL));
+  collie_work_t *w = NULL;
+  ASSERT_OK(collie_broadcast(comm, b, n, COLLIE_FLOAT32, root, &o, &w));
+  ASSERTF(w && collie_test(w) == COLLIE_SUCCESS, "a captured call's work is complete at once");
+  collie_work_free(w);
+  if (p >= 2 && r == 0) ASSERT_OK(collie_send(comm, pp, n, COLLIE_FLOAT32, 1, 3, &o, NULL));
+  if (p >= 2 && r == 1) ASSERT_OK(collie_recv(comm, pp, n, COLLIE_FLOAT32, 0, 3, &o, NULL));
+  void *graph = cap_end();
+  ASSERTF(cap_breaks() == before, "%ld calls the capture forbids", cap_breaks() - before);
+  ASSERTF(a[0] == -5 && b[0] == -5, "the capture ran the calls (a[0] = %g)", a[0]);
+  ASSERTF(cap_nodes(graph) >= 12, "the graph has %d nodes", cap_nodes(graph));
+  for (int k = 0; k < 100; k++) {
+    for (size_t i = 0; i < n; i++) a[i] = cap_val(r, k, i);
+    for (size_t i = 0; i < pn; i++) rsi[i] = cap_val(r, k, i) + (float)(i / n);
+    for (size_t i = 0; i < n; i++) b[i] = r == root ? cap_val(r, k + 1, i) : -1;
+    for (size_t i = 0; i < n; i++) pp[i] = r == 0 ? cap_val(0, k + 2, i) : -1;
+    cap_replay(graph);
+    for (size_t i = 0; i < n; i += 37) {
+      float sum = 0, rs = 0;
+      for (int q = 0; q < p; q++) sum += cap_val(q, k, i);
+      for (int q = 0; q < p; q++) rs += cap_val(q, k, (size_t)r * n + i) + (float)r;
+      ASSERTF(a[i] == sum, "replay %d: allreduce [%zu] = %g, want %g", k, i, a[i], sum);
+      for (int q = 0; q < p; q++)
+        ASSERTF(g[(size_t)q * n + i] == sum, "replay %d: allgather [%d][%zu] = %g, want %g", k, q,
+                i, g[(size_t)q * n + i], sum);
+      ASSERTF(rso[i] == rs, "replay %d: reduce_scatter [%zu] = %g, want %g", k, i, rso[i], rs);
+      ASSERTF(b[i] == cap_val(root, k + 1, i), "replay %d: broadcast [%zu] = %g", k, i, b[i]);
+      if (p >= 2 && r == 1)
+        ASSERTF(pp[i] == cap_val(0, k + 2, i), "replay %d: recv [%zu] = %g", k, i, pp[i]);
+    }
+    if (k % 10 == 0) { /* the caller's own calls between replays */
+      float h[2] = {1, 1};
+      ASSERT_OK(collie_allreduce(comm, h, h, 2, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL));
+      ASSERTF(h[1] == (float)p, "a host allreduce between replays: %g", h[1]);
+    }
+  }
+  cap_destroy(graph);
+  float *fs[] = {a, g, rsi, rso, b, pp};
+  for (int i = 0; i < 6; i++) dev_free(fs[i]);
+  ASSERT_OK(collie_comm_destroy(comm)); /* frees the graph communicator and the host blocks */
+}
+
+/* A replay whose peer never replays fails at the captured call's deadline:
+ * nobody can be told then, so it is logged and poisons the communicator
+ * the call was captured on, whose next call fails naming it. */
+TEST_IMPL(cuda_fake_capture_replay_fails)
+{
+  cap_load();
+  collie_comm_t *comm = test_comm();
+  int r = collie_comm_rank(comm);
+  float *a = dev_alloc(64 * 4);
+  collie_opts_t o = {.cuda_stream = CAP_STREAM, .timeout_ms = 300};
+  cap_begin(CAP_STREAM);
+  ASSERT_OK(collie_allreduce(comm, a, a, 64, COLLIE_FLOAT32, COLLIE_SUM, &o, NULL));
+  void *graph = cap_end();
+  if (r == 0) {
+    int64_t t0 = collie__now_ns();
+    cap_replay(graph); /* rank 1 never replays */
+    double secs = (double)(collie__now_ns() - t0) / 1e9;
+    ASSERTF(secs < 5, "the replay returned after %.2f s with a 0.3 s deadline", secs);
+    float h[1] = {1};
+    ASSERT_RC(COLLIE_INVALID_USAGE, "a captured allreduce failed in a CUDA graph's replay",
+              collie_allreduce(comm, h, h, 1, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL));
+  } else {
+    usleep(1500 * 1000); /* past rank 0's deadline */
+  }
+  cap_destroy(graph);
+  dev_free(a);
   ASSERT_OK(collie_comm_destroy(comm));
 }

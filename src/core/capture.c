@@ -1,0 +1,229 @@
+/*
+ * capture.c - calls on device memory captured into a CUDA graph (issue 35;
+ * docs/gpu.md, "CUDA graphs"): a call issued while its stream captures
+ * becomes three stream-ordered steps of the graph, and each replay of the
+ * graph runs the collective again on the buffers' contents at that time.
+ *
+ *   1. copies of what the call reads, device to a page-locked host block;
+ *   2. a host node that runs the host collective on that block;
+ *   3. a copy of what it wrote back to the device.
+ *
+ * Nothing else is queued, and nothing at capture waits for the GPU: the
+ * block is page-locked once, at capture, with the thread's capture mode
+ * relaxed as a library may (it is not part of the graph), and is owned by
+ * the graph (a user object), so it lives as long as the graph does.
+ *
+ * The host node runs on a thread of the driver's, which must make no CUDA
+ * call: collie marks it (collie__cuda_thread_off) so that the collective
+ * sees host memory and never asks the driver. Replays run on a
+ * communicator of their own, split from the caller's at its first capture
+ * (every rank captures the same calls, so every rank splits there): a
+ * replay's collectives may then run while the caller issues others on its
+ * communicator, in any interleaving, and still match across ranks, as long
+ * as every rank replays its graphs in the same order. A replay that fails
+ * (a peer that never replays: its deadline) cannot return an error to
+ * anyone; it is logged, dumped to the flight recorder, and poisons the
+ * caller's communicator, whose next call fails naming it.
+ */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "device/cuda.h"
+#include "device/pinned.h"
+
+struct collie__capture {
+  struct collie__capture *next;
+  collie_comm_t *graph; /* the communicator replays run on */
+  collie_comm_t *owner; /* the one the call was made on (poisoned by a failed replay) */
+  int kind;
+  size_t count;
+  collie_dtype_t dtype;
+  collie_op_t op;
+  int root, tag; /* rooted calls; send and recv: the peer and the tag */
+  collie_opts_t opts;
+  char label[64], phase[32];
+  char *hsend, *hrecv; /* the host block's parts (NULL: not used) */
+  struct collie__pinned_area *area;
+  atomic_int dead; /* its graph was destroyed: freed at the next capture or at destroy */
+};
+
+static int
+capture_kind_ok(int kind)
+{
+  switch (kind) {
+  case COLLIE_KIND_ALLREDUCE:
+  case COLLIE_KIND_ALLGATHER:
+  case COLLIE_KIND_REDUCE_SCATTER:
+  case COLLIE_KIND_BROADCAST:
+  case COLLIE_KIND_P2P:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+static void
+capture_free(struct collie__capture *c)
+{
+  collie__pinned_area_free(c->area);
+  free(c);
+}
+
+void
+collie__capture_free_all(collie_comm_t *comm, int all)
+{
+  struct collie__capture **pp = &comm->captures;
+  while (*pp) {
+    struct collie__capture *c = *pp;
+    if (all || atomic_load_explicit(&c->dead, memory_order_acquire)) {
+      *pp = c->next;
+      capture_free(c);
+    } else {
+      pp = &c->next;
+    }
+  }
+}
+
+/* The graph's destructor (a driver thread, no CUDA call allowed): only marks. */
+static void
+capture_dead(void *arg)
+{
+  struct collie__capture *c = arg;
+  atomic_store_explicit(&c->dead, 1, memory_order_release);
+}
+
+/* The host node: the collective on the host block, on the driver's thread. */
+static void
+capture_replay(void *arg)
+{
+  struct collie__capture *c = arg;
+  collie__cuda_thread_off(1);
+  collie_opts_t o = c->opts;
+  o.label = c->label[0] ? c->label : NULL;
+  o.phase = c->phase[0] ? c->phase : NULL;
+  o.cuda_stream = NULL;
+  const void *s = c->hsend ? c->hsend : c->hrecv;
+  collie_result_t rc;
+  switch (c->kind) {
+  case COLLIE_KIND_ALLREDUCE:
+    rc = collie_allreduce(c->graph, s, c->hrecv, c->count, c->dtype, c->op, &o, NULL);
+    break;
+  case COLLIE_KIND_ALLGATHER:
+    rc = collie_allgather(c->graph, s, c->hrecv, c->count, c->dtype, &o, NULL);
+    break;
+  case COLLIE_KIND_REDUCE_SCATTER:
+    rc = collie_reduce_scatter(c->graph, s, c->hrecv, c->count, c->dtype, c->op, &o, NULL);
+    break;
+  case COLLIE_KIND_BROADCAST:
+    rc = collie_broadcast(c->graph, c->hrecv, c->count, c->dtype, c->root, &o, NULL);
+    break;
+  default: /* COLLIE_KIND_P2P */
+    rc = c->hsend ? collie_send(c->graph, c->hsend, c->count, c->dtype, c->root, c->tag, &o, NULL)
+                  : collie_recv(c->graph, c->hrecv, c->count, c->dtype, c->root, c->tag, &o, NULL);
+    break;
+  }
+  collie__cuda_thread_off(0);
+  if (rc == COLLIE_SUCCESS) return;
+  collie__err_prefix("a captured %s failed in a CUDA graph's replay (its result on the device is "
+                     "not valid)",
+                     collie__kind_name(c->kind));
+  COLLIE_WARN("GRAPH", "%s", collie__err_msg());
+  collie__comm_flight_dump(c->graph, "a captured operation failed in a CUDA graph's replay");
+  collie__comm_poison(c->owner, rc);
+}
+
+collie_result_t
+collie__capture_call(collie_comm_t *comm, struct collie__op *op, const collie_opts_t *opts,
+                     void *graph, collie_work_t **work)
+{
+  struct collie__call *call = &op->call;
+  const char *fn = collie__kind_name(call->kind);
+  if (!capture_kind_ok(call->kind))
+    return collie__err(COLLIE_UNSUPPORTED,
+                       "%s on CUDA device memory cannot be captured into a CUDA graph yet "
+                       "(allreduce, allgather, reduce_scatter, broadcast, send and recv can); "
+                       "issue it outside the capture (docs/gpu.md, \"CUDA graphs\")",
+                       fn);
+  void *stream = opts->cuda_stream;
+  collie__capture_free_all(comm, 0);
+  if (!comm->graph_comm) {
+    /* Collective: every rank captures the same calls, so all split here. */
+    collie_result_t rc = collie_comm_split(comm, 0, comm->rank, &comm->graph_comm);
+    if (rc != COLLIE_SUCCESS) return rc;
+  }
+  struct collie__capture *c = calloc(1, sizeof(*c));
+  if (!c) return collie__err(COLLIE_SYSTEM_ERROR, "%s: out of memory capturing a call", fn);
+  c->graph = comm->graph_comm;
+  c->owner = comm;
+  c->kind = call->kind;
+  c->count = call->count;
+  c->dtype = call->dtype;
+  c->op = call->op;
+  c->root = call->root;
+  c->tag = call->tag;
+  c->opts = *opts;
+  if (opts->label) snprintf(c->label, sizeof(c->label), "%s", opts->label);
+  if (opts->phase) snprintf(c->phase, sizeof(c->phase), "%s", opts->phase);
+
+  /* The host block: the receive buffer's part first, then the send
+   * buffer's, unless the send buffer lies inside the receive buffer (in
+   * place: its part of the receive buffer's copy). */
+  struct collie__extent e;
+  collie__call_extent(call, comm->rank, comm->size, &e);
+  const char *rb = call->recvbuf, *sb = call->sendbuf;
+  int r = rb && e.recv, s = sb && e.send;
+  uintptr_t ra = (uintptr_t)rb, sa = (uintptr_t)sb;
+  int alias = r && s && sa >= ra && sa + e.send <= ra + e.recv;
+  size_t soff = r ? (e.recv + 63) & ~(size_t)63 : 0;
+  size_t need = soff + (s && !alias ? e.send : 0);
+  const void *any = r ? (const void *)rb : (const void *)sb;
+  int mode = collie__cuda_capture_relax(); /* page-locking is not part of the graph */
+  collie_result_t rc = collie__cuda_push_ctx_of(any, "entering the buffer's context");
+  char *host = NULL;
+  if (rc == COLLIE_SUCCESS) {
+    void *buf = NULL;
+    rc = collie__pinned_area_get(&c->area, need ? need : 1, need ? need : 1, &buf);
+    host = buf;
+    if (rc != COLLIE_SUCCESS) collie__cuda_pop();
+  }
+  collie__cuda_capture_restore(mode);
+  if (rc != COLLIE_SUCCESS) {
+    capture_free(c);
+    return rc;
+  }
+  c->hrecv = r ? host : NULL;
+  c->hsend = s ? (alias ? host + (sb - rb) : host + soff) : NULL;
+  if (alias) c->hsend = call->kind == COLLIE_KIND_BROADCAST ? NULL : c->hsend;
+
+  /* The graph's steps, on the capturing stream. */
+  if (r && (alias || !e.recv_all))
+    rc = collie__cuda_copy_async(c->hrecv, rb, e.recv, stream, "capturing the copy of recvbuf");
+  if (rc == COLLIE_SUCCESS && s && !alias)
+    rc = collie__cuda_copy_async(c->hsend, sb, e.send, stream, "capturing the copy of sendbuf");
+  if (rc == COLLIE_SUCCESS)
+    rc = collie__cuda_host_node(stream, capture_replay, c, "capturing the collective's host node");
+  if (rc == COLLIE_SUCCESS && r)
+    rc = collie__cuda_copy_async((void *)rb, c->hrecv, e.recv, stream,
+                                 "capturing the copy of the result");
+  if (rc == COLLIE_SUCCESS)
+    rc = collie__cuda_graph_own(graph, c, capture_dead, "giving the graph the call's host block");
+  collie__cuda_pop();
+  if (rc != COLLIE_SUCCESS) {
+    /* The capture is broken already (the driver says why): the graph never
+     * runs, and may not have taken c: it is kept until the communicator goes. */
+    c->next = comm->captures;
+    comm->captures = c;
+    return rc;
+  }
+  c->next = comm->captures;
+  comm->captures = c;
+  if (work) {
+    *work = collie__work_completed();
+    if (!*work) return collie__err(COLLIE_SYSTEM_ERROR, "%s: out of memory for a work handle", fn);
+  }
+  return COLLIE_SUCCESS;
+}
