@@ -38,6 +38,12 @@
 # 10. collie.torch's C++ fast path built against torch 2.x, the torch suite
 #    through it, and its cost (torch_fast; GPU_CHECK_STEPS=fast runs it alone).
 #
+# 11. CUDA graphs (issue 35, item 4): tests/gpu/cuda_graph.py at 2 and 4
+#    ranks on the one GPU: torchcomms' Example 6 as written, five calls
+#    captured and replayed 100 times against a CPU reference, replayed
+#    latency against the uncaptured call, refusals at capture
+#    (cuda_graph; GPU_CHECK_STEPS=graph runs it alone).
+#
 # GPU_CHECK_STEPS="build device_matrix ..." runs only the steps named (the
 # names in the summary line); the build always runs. GPU_CHECK_STEPS=gpu
 # runs issue 21's device checks alone (the matrix on one host and on two,
@@ -56,8 +62,9 @@ py=${PYTHON:-python3}
 jobs=$(nproc 2>/dev/null || echo 4)
 summary=""
 [ "${GPU_CHECK_STEPS:-}" = fast ] && GPU_CHECK_STEPS="torch_fast"
+[ "${GPU_CHECK_STEPS:-}" = graph ] && GPU_CHECK_STEPS="cuda_graph"
 [ "${GPU_CHECK_STEPS:-}" = gpu ] &&
-  GPU_CHECK_STEPS="device_matrix device_hosts device_bench gloo_bench device_pull_bench torch_cuda examples_cuda"
+  GPU_CHECK_STEPS="device_matrix device_hosts device_bench gloo_bench device_pull_bench torch_cuda examples_cuda cuda_graph"
 step() { # name, command...
   name=$1
   shift
@@ -265,6 +272,13 @@ examples_cuda() {
   done
 }
 step examples_cuda examples_cuda
+cuda_graph() {
+  for n in 2 4; do
+    COLLIE_LIBRARY="$PWD/build-dev/libcollie.so" PYTHONPATH="$PWD/python" timeout 200 \
+      build-dev/collierun -n $n --timeout 180 "$py" tests/gpu/cuda_graph.py || return 1
+  done
+}
+step cuda_graph cuda_graph
 if [ -n "${GPU_CHECK_TORCH_K:-}" ]; then
   step torch_tests env PYTHON="$py" sh tests/torch/run.sh build-dev -q -k "$GPU_CHECK_TORCH_K"
 else

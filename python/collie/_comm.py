@@ -539,15 +539,24 @@ class _Call:
         return obj
 
     def where(self, b: Buf, what: str) -> None:
-        """b is in the memory the communicator was made for, and a CUDA
-        array is not being captured into a CUDA graph (refused before any
-        CUDA call, which would break the capture)."""
+        """b is in the memory the communicator was made for. A CUDA array
+        while torch's current stream captures a CUDA graph: the call is
+        given that stream, so that the C library captures it into the graph
+        (docs/gpu.md, "CUDA graphs"), or refuses it before any CUDA call."""
         check_device(self.comm._device, b.obj, b.device, "%s: %s" % (self.fn, what))
-        if b.device and _capturing():
-            raise Unsupported(
-                "%s: %s is a CUDA array and the current stream is capturing a CUDA graph; collie cannot "
-                "capture its collectives yet: issue the call outside torch.cuda.graph (docs/gpu.md)"
-                % (self.fn, what))
+        if b.device and self.opts is not None and self.opts.cuda_stream:
+            return
+        if b.device:
+            stream = _capturing_stream(b.obj)
+            if stream:
+                self.options().cuda_stream = stream
+
+    def options(self) -> Any:
+        """The call's collie_opts_t, made (zeroed: defaults) where none was."""
+        if self.opts is None:
+            self.opts = _lib.Opts()
+            self.keep.append(self.opts)
+        return self.opts
 
     def premul(self, op: OpLike, obj: Any, what: str) -> Tuple[int, Any]:
         """(op, obj) for a call: a ReduceOp.PREMUL_SUM(factor) becomes a SUM
@@ -967,6 +976,11 @@ class Comm:
                 rc = cfn(h, *args, optp, None)
             if rc != _lib.SUCCESS:
                 raise self._failed(last_error(rc))
+        if async_op and post is not None and opts is not None and opts.cuda_stream and _capturing():
+            # Captured: the list form's copy out must be captured after the
+            # call, in the graph, not run when the Work completes (at once).
+            post()
+            post = None
         if async_op:
             return Work(self, w.value, keep, post)
         try:
@@ -1641,6 +1655,21 @@ def _handle_of(out: ctypes.c_void_p) -> int:
     if not out.value:
         raise InternalError("a collie call succeeded but returned no handle")
     return int(out.value)
+
+
+def _capturing_stream(tensor: Any) -> int:
+    """The handle of torch's current stream on tensor's device while it
+    captures a CUDA graph, else 0 (asks torch only where its CUDA runtime
+    was started)."""
+    torch = sys.modules.get("torch")
+    if torch is None or not _capturing():
+        return 0
+    dev = getattr(tensor, "device", None)
+    try:
+        s = torch.cuda.current_stream(dev if getattr(dev, "type", None) == "cuda" else None)
+        return int(s.cuda_stream)
+    except Exception:
+        return 0
 
 
 def _capturing() -> bool:

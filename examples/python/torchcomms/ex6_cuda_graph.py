@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """torchcomms' CUDA-graph example, on collie: an AllReduce captured into a
-graph and replayed. Needs a GPU (scripts/gpu_check.sh); collie refuses the
-capture today with a clear error (docs/gpu.md).
+graph and replayed: each replay sums the tensor's current contents again.
+Needs a GPU (scripts/gpu_check.sh step cuda_graph; docs/gpu.md, "CUDA
+graphs").
 Run: collierun -n 2 python3 ex6_cuda_graph.py
 """
 import torch
