@@ -37,13 +37,9 @@
 
 struct collie__capture {
   struct collie__capture *next;
-  collie_comm_t *graph; /* the communicator replays run on */
-  collie_comm_t *owner; /* the one the call was made on (poisoned by a failed replay) */
-  int kind;
-  size_t count;
-  collie_dtype_t dtype;
-  collie_op_t op;
-  int root, tag; /* rooted calls; send and recv: the peer and the tag */
+  collie_comm_t *graph;     /* the communicator replays run on */
+  collie_comm_t *owner;     /* the one the call was made on (poisoned by a failed replay) */
+  struct collie__call call; /* as made at capture: kind, count, dtype, op, root (peer), tag */
   collie_opts_t opts;
   char label[64], phase[32];
   char *hsend, *hrecv; /* the host block's parts (NULL: not used) */
@@ -107,30 +103,31 @@ capture_replay(void *arg)
   o.phase = c->phase[0] ? c->phase : NULL;
   o.cuda_stream = NULL;
   const void *s = c->hsend ? c->hsend : c->hrecv;
+  const struct collie__call *k = &c->call;
   collie_result_t rc;
-  switch (c->kind) {
+  switch (k->kind) {
   case COLLIE_KIND_ALLREDUCE:
-    rc = collie_allreduce(c->graph, s, c->hrecv, c->count, c->dtype, c->op, &o, NULL);
+    rc = collie_allreduce(c->graph, s, c->hrecv, k->count, k->dtype, k->op, &o, NULL);
     break;
   case COLLIE_KIND_ALLGATHER:
-    rc = collie_allgather(c->graph, s, c->hrecv, c->count, c->dtype, &o, NULL);
+    rc = collie_allgather(c->graph, s, c->hrecv, k->count, k->dtype, &o, NULL);
     break;
   case COLLIE_KIND_REDUCE_SCATTER:
-    rc = collie_reduce_scatter(c->graph, s, c->hrecv, c->count, c->dtype, c->op, &o, NULL);
+    rc = collie_reduce_scatter(c->graph, s, c->hrecv, k->count, k->dtype, k->op, &o, NULL);
     break;
   case COLLIE_KIND_BROADCAST:
-    rc = collie_broadcast(c->graph, c->hrecv, c->count, c->dtype, c->root, &o, NULL);
+    rc = collie_broadcast(c->graph, c->hrecv, k->count, k->dtype, k->root, &o, NULL);
     break;
   default: /* COLLIE_KIND_P2P */
-    rc = c->hsend ? collie_send(c->graph, c->hsend, c->count, c->dtype, c->root, c->tag, &o, NULL)
-                  : collie_recv(c->graph, c->hrecv, c->count, c->dtype, c->root, c->tag, &o, NULL);
+    rc = c->hsend ? collie_send(c->graph, c->hsend, k->count, k->dtype, k->root, k->tag, &o, NULL)
+                  : collie_recv(c->graph, c->hrecv, k->count, k->dtype, k->root, k->tag, &o, NULL);
     break;
   }
   collie__cuda_thread_off(0);
   if (rc == COLLIE_SUCCESS) return;
   collie__err_prefix("a captured %s failed in a CUDA graph's replay (its result on the device is "
                      "not valid)",
-                     collie__kind_name(c->kind));
+                     collie__kind_name(k->kind));
   COLLIE_WARN("GRAPH", "%s", collie__err_msg());
   collie__comm_flight_dump(c->graph, "a captured operation failed in a CUDA graph's replay");
   collie__comm_poison(c->owner, rc);
@@ -159,12 +156,7 @@ collie__capture_call(collie_comm_t *comm, struct collie__op *op, const collie_op
   if (!c) return collie__err(COLLIE_SYSTEM_ERROR, "%s: out of memory capturing a call", fn);
   c->graph = comm->graph_comm;
   c->owner = comm;
-  c->kind = call->kind;
-  c->count = call->count;
-  c->dtype = call->dtype;
-  c->op = call->op;
-  c->root = call->root;
-  c->tag = call->tag;
+  c->call = *call;
   c->opts = *opts;
   if (opts->label) snprintf(c->label, sizeof(c->label), "%s", opts->label);
   if (opts->phase) snprintf(c->phase, sizeof(c->phase), "%s", opts->phase);
@@ -197,7 +189,7 @@ collie__capture_call(collie_comm_t *comm, struct collie__op *op, const collie_op
   }
   c->hrecv = r ? host : NULL;
   c->hsend = s ? (alias ? host + (sb - rb) : host + soff) : NULL;
-  if (alias) c->hsend = call->kind == COLLIE_KIND_BROADCAST ? NULL : c->hsend;
+  if (call->kind == COLLIE_KIND_BROADCAST) c->hsend = NULL; /* one buffer: hrecv */
 
   /* The graph's steps, on the capturing stream. */
   if (r && (alias || !e.recv_all))

@@ -162,7 +162,8 @@ collie__cuda_live(void)
 int
 collie__cuda_is_device(const void *p, int *device)
 {
-  if (!p || cuda_thread_off || atomic_load_explicit(&cuda_state, memory_order_acquire) <= 0) return 0;
+  if (!p || cuda_thread_off || atomic_load_explicit(&cuda_state, memory_order_acquire) <= 0)
+    return 0;
   unsigned type = 0, managed = 0;
   if (cu.pointer_get_attribute(&type, CU_ATTR_MEMORY_TYPE, (cu_ptr)(uintptr_t)p) != CU_SUCCESS)
     return 0; /* not the driver's: plain host memory */

@@ -89,7 +89,8 @@ int collie__cuda_capture_graph(void *stream, void **graph);
 int collie__cuda_capture_relax(void);
 void collie__cuda_capture_restore(int mode);
 /* Queues fn(arg) on stream as a host node (cuLaunchHostFunc). */
-collie_result_t collie__cuda_host_node(void *stream, void (*fn)(void *), void *arg, const char *what);
+collie_result_t collie__cuda_host_node(void *stream, void (*fn)(void *), void *arg,
+                                       const char *what);
 /* Makes graph own arg: destroy(arg) runs once the graph is destroyed, on a
  * thread of the driver's, which must make no driver call in it. */
 collie_result_t collie__cuda_graph_own(void *graph, void *arg, void (*destroy)(void *),

@@ -245,7 +245,8 @@ f_memcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
 static CUresult
 f_memcpy_async(CUdeviceptr dst, CUdeviceptr src, size_t n, void *stream)
 {
-  if (fake_capture_node(stream, (void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n, NULL, NULL))
+  if (fake_capture_node(stream, (void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n, NULL,
+                        NULL))
     return 0;
   if (!stream) fake_capture_touch();
   memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
@@ -370,8 +371,8 @@ static int
 fake_capture_node(void *stream, void *dst, const void *src, size_t n, void (*fn)(void *), void *arg)
 {
   pthread_mutex_lock(&fake_cap_mu);
-  int mine = fake_cap_stream && stream == fake_cap_stream && fake_cap_graph &&
-             fake_cap_graph->n < 256;
+  int mine =
+      fake_cap_stream && stream == fake_cap_stream && fake_cap_graph && fake_cap_graph->n < 256;
   if (mine) fake_cap_graph->nodes[fake_cap_graph->n++] = (struct fake_node){dst, src, n, fn, arg};
   pthread_mutex_unlock(&fake_cap_mu);
   return mine;
@@ -664,7 +665,7 @@ f_mem_alloc_host(void **p, size_t n)
 {
   __atomic_add_fetch(&fake_pinned_tries, 1, __ATOMIC_RELAXED);
   if (fake_thread_mode != 2) fake_capture_touch(); /* page-locking is forbidden in global mode */
-  if (getenv("FAKE_CUDA_FAIL_PINNED")) return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+  if (getenv("FAKE_CUDA_FAIL_PINNED")) return 2;   /* CUDA_ERROR_OUT_OF_MEMORY */
   *p = malloc(n ? n : 1);
   if (!*p) return 2;
   __atomic_add_fetch(&fake_pinned, 1, __ATOMIC_RELAXED);

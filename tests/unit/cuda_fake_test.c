@@ -1113,7 +1113,8 @@ TEST_IMPL(cuda_fake_capture_refused)
   collie_opts_t on_capture = {.cuda_stream = CAP_STREAM};
   cap_begin(CAP_STREAM);
   long before = cap_breaks();
-  ASSERT_RC(COLLIE_UNSUPPORTED, "alltoall on CUDA device memory cannot be captured into a CUDA graph",
+  ASSERT_RC(COLLIE_UNSUPPORTED,
+            "alltoall on CUDA device memory cannot be captured into a CUDA graph",
             collie_alltoall(comm, d, d + 2 * p, 1, COLLIE_FLOAT32, &on_capture, NULL));
   ASSERT_RC(COLLIE_UNSUPPORTED, "reduce on CUDA device memory cannot be captured",
             collie_reduce(comm, d, d, 4, COLLIE_FLOAT32, COLLIE_SUM, 0, &on_capture, NULL));
@@ -1122,10 +1123,12 @@ TEST_IMPL(cuda_fake_capture_refused)
             collie_allreduce(comm, d, d, 4, COLLIE_FLOAT32, COLLIE_SUM, NULL, &w));
   ASSERT(w == NULL);
   ASSERT_OK(collie_group_start(comm));
-  collie_result_t rc = collie_recv(comm, d, 4, COLLIE_FLOAT32, (r + p - 1) % p, 0, &on_capture, NULL);
+  collie_result_t rc =
+      collie_recv(comm, d, 4, COLLIE_FLOAT32, (r + p - 1) % p, 0, &on_capture, NULL);
   ASSERT_OK(collie_group_end(comm, NULL)); /* nothing was recorded: an empty group */
   ASSERTF(rc == COLLIE_UNSUPPORTED && strstr(collie_last_error(), "recv in a group"),
-          "a group's recv during a capture: %s (%s)", collie_result_string(rc), collie_last_error());
+          "a group's recv during a capture: %s (%s)", collie_result_string(rc),
+          collie_last_error());
   ASSERTF(cap_breaks() == before, "%ld stream queries or copies during the capture",
           cap_breaks() - before);
   float h[4] = {1, 1, 1, 1};
