@@ -45,9 +45,13 @@ check util '^$'
 # starts with its name and "(", the house style) and called from a file of
 # a module that may not reach it fails, as does a call within src/core
 # against the order of its files:
-#   api*.c, introspect.c, comm_shrink.c -> comm.c, stage.c -> work.c -> dispatch.c, group.c
-#   -> check.c, params.c, placement.c -> comm_state.c
+#   capture_replay.c -> api*.c, introspect.c, comm_shrink.c -> comm.c, stage.c -> capture.c
+#   -> work.c -> dispatch.c, group.c -> check.c, params.c, placement.c -> comm_state.c
 # (a file may call files to its right, never to its left or beside it).
+# capture_replay.c is the library's own client: the host node of a call
+# captured into a CUDA graph, which the driver runs at each replay and which
+# calls the public API as a user's thread would (capture.c hands the driver
+# a pointer to it; nothing calls it).
 allowed_calls() { # module of the caller -> regex of the modules it may call
   case $1 in
     core) echo '^(core|bootstrap|transport|coll|reduce|telemetry|device|util)$' ;;
@@ -59,12 +63,14 @@ allowed_calls() { # module of the caller -> regex of the modules it may call
 }
 core_rank() {
   case $1 in
+    capture_replay.c) echo -1 ;;
     api*.c | introspect.c | comm_shrink.c) echo 0 ;;
     comm.c | stage.c) echo 1 ;;
-    work.c) echo 2 ;;
-    dispatch.c | group.c) echo 3 ;;
-    check.c | params.c | placement.c) echo 4 ;;
-    comm_state.c) echo 5 ;;
+    capture.c) echo 2 ;;
+    work.c) echo 3 ;;
+    dispatch.c | group.c) echo 4 ;;
+    check.c | params.c | placement.c) echo 5 ;;
+    comm_state.c) echo 6 ;;
     *) echo 9 ;;
   esac
 }

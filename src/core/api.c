@@ -182,7 +182,14 @@ api_finish(collie_comm_t *comm, struct collie__op *op, const collie_opts_t *opts
    * cheap check otherwise (device/cuda.c). */
   if (collie__cuda_live()) {
     int handled;
-    collie_result_t rc = collie__stage_run(comm, op, opts, work, &handled);
+    void *graph = NULL;
+    collie_result_t rc = collie__stage_run(comm, op, opts, work, &handled, &graph);
+    if (handled == 2) {
+      /* Captured into a CUDA graph: replays run on a split of their own,
+       * made at the first capture (every rank captures the same calls). */
+      if (!comm->graph_comm) rc = collie_comm_split(comm, 0, comm->rank, &comm->graph_comm);
+      return rc == COLLIE_SUCCESS ? collie__capture_call(comm, op, opts, graph, work) : rc;
+    }
     if (handled) return rc;
   }
   collie_result_t rc = collie__dispatch_prepare(comm, op, opts, work == NULL);

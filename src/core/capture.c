@@ -15,9 +15,10 @@
  *
  * The host node runs on a thread of the driver's, which must make no CUDA
  * call: collie marks it (collie__cuda_thread_off) so that the collective
- * sees host memory and never asks the driver. Replays run on a
- * communicator of their own, split from the caller's at its first capture
- * (every rank captures the same calls, so every rank splits there): a
+ * sees host memory and never asks the driver (core/capture_replay.c).
+ * Replays run on a communicator of their own, split from the caller's at
+ * its first capture by api.c (every rank captures the same calls, so every
+ * rank splits there): a
  * replay's collectives may then run while the caller issues others on its
  * communicator, in any interleaving, and still match across ranks, as long
  * as every rank replays its graphs in the same order. A replay that fails
@@ -31,21 +32,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/capture.h"
 #include "core/core.h"
 #include "device/cuda.h"
 #include "device/pinned.h"
-
-struct collie__capture {
-  struct collie__capture *next;
-  collie_comm_t *graph;     /* the communicator replays run on */
-  collie_comm_t *owner;     /* the one the call was made on (poisoned by a failed replay) */
-  struct collie__call call; /* as made at capture: kind, count, dtype, op, root (peer), tag */
-  collie_opts_t opts;
-  char label[64], phase[32];
-  char *hsend, *hrecv; /* the host block's parts (NULL: not used) */
-  struct collie__pinned_area *area;
-  atomic_int dead; /* its graph was destroyed: freed at the next capture or at destroy */
-};
 
 static int
 capture_kind_ok(int kind)
@@ -92,47 +82,6 @@ capture_dead(void *arg)
   atomic_store_explicit(&c->dead, 1, memory_order_release);
 }
 
-/* The host node: the collective on the host block, on the driver's thread. */
-static void
-capture_replay(void *arg)
-{
-  struct collie__capture *c = arg;
-  collie__cuda_thread_off(1);
-  collie_opts_t o = c->opts;
-  o.label = c->label[0] ? c->label : NULL;
-  o.phase = c->phase[0] ? c->phase : NULL;
-  o.cuda_stream = NULL;
-  const void *s = c->hsend ? c->hsend : c->hrecv;
-  const struct collie__call *k = &c->call;
-  collie_result_t rc;
-  switch (k->kind) {
-  case COLLIE_KIND_ALLREDUCE:
-    rc = collie_allreduce(c->graph, s, c->hrecv, k->count, k->dtype, k->op, &o, NULL);
-    break;
-  case COLLIE_KIND_ALLGATHER:
-    rc = collie_allgather(c->graph, s, c->hrecv, k->count, k->dtype, &o, NULL);
-    break;
-  case COLLIE_KIND_REDUCE_SCATTER:
-    rc = collie_reduce_scatter(c->graph, s, c->hrecv, k->count, k->dtype, k->op, &o, NULL);
-    break;
-  case COLLIE_KIND_BROADCAST:
-    rc = collie_broadcast(c->graph, c->hrecv, k->count, k->dtype, k->root, &o, NULL);
-    break;
-  default: /* COLLIE_KIND_P2P */
-    rc = c->hsend ? collie_send(c->graph, c->hsend, k->count, k->dtype, k->root, k->tag, &o, NULL)
-                  : collie_recv(c->graph, c->hrecv, k->count, k->dtype, k->root, k->tag, &o, NULL);
-    break;
-  }
-  collie__cuda_thread_off(0);
-  if (rc == COLLIE_SUCCESS) return;
-  collie__err_prefix("a captured %s failed in a CUDA graph's replay (its result on the device is "
-                     "not valid)",
-                     collie__kind_name(k->kind));
-  COLLIE_WARN("GRAPH", "%s", collie__err_msg());
-  collie__comm_flight_dump(c->graph, "a captured operation failed in a CUDA graph's replay");
-  collie__comm_poison(c->owner, rc);
-}
-
 collie_result_t
 collie__capture_call(collie_comm_t *comm, struct collie__op *op, const collie_opts_t *opts,
                      void *graph, collie_work_t **work)
@@ -147,11 +96,6 @@ collie__capture_call(collie_comm_t *comm, struct collie__op *op, const collie_op
                        fn);
   void *stream = opts->cuda_stream;
   collie__capture_free_all(comm, 0);
-  if (!comm->graph_comm) {
-    /* Collective: every rank captures the same calls, so all split here. */
-    collie_result_t rc = collie_comm_split(comm, 0, comm->rank, &comm->graph_comm);
-    if (rc != COLLIE_SUCCESS) return rc;
-  }
   struct collie__capture *c = calloc(1, sizeof(*c));
   if (!c) return collie__err(COLLIE_SYSTEM_ERROR, "%s: out of memory capturing a call", fn);
   c->graph = comm->graph_comm;
@@ -197,7 +141,8 @@ collie__capture_call(collie_comm_t *comm, struct collie__op *op, const collie_op
   if (rc == COLLIE_SUCCESS && s && !alias)
     rc = collie__cuda_copy_async(c->hsend, sb, e.send, stream, "capturing the copy of sendbuf");
   if (rc == COLLIE_SUCCESS)
-    rc = collie__cuda_host_node(stream, capture_replay, c, "capturing the collective's host node");
+    rc = collie__cuda_host_node(stream, collie__capture_replay, c,
+                                "capturing the collective's host node");
   if (rc == COLLIE_SUCCESS && r)
     rc = collie__cuda_copy_async((void *)rb, c->hrecv, e.recv, stream,
                                  "capturing the copy of the result");

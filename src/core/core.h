@@ -263,11 +263,15 @@ void collie__group_skipped(collie_comm_t *comm, struct collie__group *g);
 /* ---- stage.c: calls on CUDA device memory, staged through the host ---- */
 
 /* Runs op on host copies of its buffers when they are CUDA device memory
- * (*handled = 1), else sets *handled = 0 and does nothing. Errors:
- * INVALID_ARGUMENT for a mix of device and host buffers, the copies' and
- * the run's. An async send or receive is queued and staged when it runs. */
+ * (*handled = 1), else sets *handled = 0 and does nothing; *handled = 2
+ * when opts->cuda_stream is capturing a CUDA graph (*capture_graph): the
+ * caller captures the call (core/capture.c). Errors: INVALID_ARGUMENT for a
+ * mix of device and host buffers, UNSUPPORTED for a call no capture can
+ * take, the copies' and the run's. An async send or receive is queued and
+ * staged when it runs. */
 collie_result_t collie__stage_run(collie_comm_t *comm, struct collie__op *op,
-                                  const collie_opts_t *opts, collie_work_t **work, int *handled);
+                                  const collie_opts_t *opts, collie_work_t **work, int *handled,
+                                  void **capture_graph);
 /* The device algorithm a call of kind on device buffers of `bytes` (count x
  * dtype size) runs: COLLIE_ALGO_CUDA_IPC (every rank on this host with a
  * flat area, the build has device code, COLLIE_CUDA_IPC allows it),
@@ -279,17 +283,13 @@ collie_result_t collie__stage_run(collie_comm_t *comm, struct collie__op *op,
  * until collie__stage_run decides. The driver is asked only in a process
  * that uses CUDA. */
 int collie__stage_on_device(const void *a, const void *b);
-/* COLLIE_UNSUPPORTED naming fn when stream (NULL: the legacy default one)
- * is capturing a CUDA graph, else SUCCESS: a call on device memory that
- * cannot be captured is refused before any CUDA call, which would
- * invalidate the capture. */
-collie_result_t collie__stage_not_capturing(const char *fn, void *stream);
 
 /* ---- capture.c: calls on device memory captured into a CUDA graph ---- */
 
 /* Captures op (device buffers; opts->cuda_stream capturing into graph) as
- * the graph's copies in, host node and copy out; *work (if asked) is a
- * completed handle. COLLIE_UNSUPPORTED for a collective that cannot be
+ * the graph's copies in, host node and copy out, its replays to run on
+ * comm->graph_comm (the caller made it: a split of comm); *work (if asked)
+ * is a completed handle. COLLIE_UNSUPPORTED for a collective that cannot be
  * captured; the driver's errors. */
 collie_result_t collie__capture_call(collie_comm_t *comm, struct collie__op *op,
                                      const collie_opts_t *opts, void *graph, collie_work_t **work);

@@ -66,9 +66,9 @@ collie__group_add(collie_comm_t *comm, const void *sbuf, void *rbuf, size_t coun
   size_t bytes = count * collie_dtype_size(dtype);
   void *dev = NULL;
   if (bytes && collie__cuda_live() && collie__cuda_is_device(sbuf ? sbuf : rbuf, NULL)) {
-    collie_result_t cap = collie__stage_not_capturing(sbuf ? "send in a group" : "recv in a group",
-                                                      opts ? opts->cuda_stream : NULL);
-    if (cap != COLLIE_SUCCESS) return cap;
+    if (collie__cuda_capturing(opts ? opts->cuda_stream : NULL))
+      return collie__cuda_refuse_capture(sbuf ? "send in a group" : "recv in a group",
+                                         opts ? opts->cuda_stream : NULL);
     void *host = malloc(bytes);
     if (!host)
       return collie__err(COLLIE_SYSTEM_ERROR,

@@ -48,18 +48,6 @@ collie__stage_on_device(const void *a, const void *b)
   return collie__cuda_live() && (collie__cuda_is_device(a, &d) || collie__cuda_is_device(b, &d));
 }
 
-collie_result_t
-collie__stage_not_capturing(const char *fn, void *stream)
-{
-  if (!collie__cuda_capturing(stream)) return COLLIE_SUCCESS;
-  return collie__err(COLLIE_UNSUPPORTED,
-                     "%s on CUDA device memory while %s is capturing a CUDA graph: collie captures "
-                     "a call given the capturing stream in opts->cuda_stream (allreduce, "
-                     "allgather, reduce_scatter, broadcast, send, recv; not a group's), and no "
-                     "other, which would break the capture (docs/gpu.md, \"CUDA graphs\")",
-                     fn, stream ? "opts->cuda_stream" : "a stream of this process");
-}
-
 /* Every input is the same on every rank of a job that passes device
  * buffers everywhere (docs/gpu.md says what a mix of kinds does). */
 int
@@ -116,7 +104,7 @@ stage_completed(const char *fn, collie_work_t **work)
 
 collie_result_t
 collie__stage_run(collie_comm_t *comm, struct collie__op *op, const collie_opts_t *opts,
-                  collie_work_t **work, int *handled)
+                  collie_work_t **work, int *handled, void **capture_graph)
 {
   struct collie__call *call = &op->call;
   const char *fn = collie__kind_name(call->kind);
@@ -134,9 +122,12 @@ collie__stage_run(collie_comm_t *comm, struct collie__op *op, const collie_opts_
                        s == 1 ? "recvbuf" : "sendbuf");
   void *graph = NULL;
   int capturing = collie__cuda_capture_graph(opts ? opts->cuda_stream : NULL, &graph);
-  if (capturing > 0 && opts && opts->cuda_stream)
-    return collie__capture_call(comm, op, opts, graph, work);
-  if (capturing) return collie__stage_not_capturing(fn, opts ? opts->cuda_stream : NULL);
+  if (capturing > 0 && opts && opts->cuda_stream) {
+    *handled = 2; /* the caller captures it (api.c, core/capture.c) */
+    *capture_graph = graph;
+    return COLLIE_SUCCESS;
+  }
+  if (capturing) return collie__cuda_refuse_capture(fn, opts ? opts->cuda_stream : NULL);
   /* From this rank's first call on device memory on, peers may send it
    * device messages (stage_p2p.c). */
   collie__stage_p2p_ready(comm, r == 1 ? call->recvbuf : call->sendbuf);

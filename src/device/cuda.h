@@ -71,6 +71,10 @@ collie_result_t collie__cuda_push_ctx(void *ctx, const char *what);
  * which would invalidate it, so such a call is refused before any CUDA
  * call (docs/gpu.md, "CUDA graphs"). */
 int collie__cuda_capturing(void *stream);
+/* COLLIE_UNSUPPORTED for a call named fn on device memory that cannot be
+ * captured while stream (NULL: the legacy default one) captures a graph:
+ * what collie captures, and how. */
+collie_result_t collie__cuda_refuse_capture(const char *fn, void *stream);
 
 /* off: this thread makes no driver call from now on (collie__cuda_live and
  * collie__cuda_is_device answer 0: every buffer is host memory); 0 undoes

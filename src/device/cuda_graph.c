@@ -58,3 +58,14 @@ collie__cuda_graph_own(void *graph, void *arg, void (*destroy)(void *), const ch
   if (rc == CU_SUCCESS) rc = cu.graph_retain_user_object(graph, obj, 1, CU_GRAPH_USER_OBJECT_MOVE);
   return rc == CU_SUCCESS ? COLLIE_SUCCESS : collie__cuda_fail(rc, what);
 }
+
+collie_result_t
+collie__cuda_refuse_capture(const char *fn, void *stream)
+{
+  return collie__err(COLLIE_UNSUPPORTED,
+                     "%s on CUDA device memory while %s is capturing a CUDA graph: collie captures "
+                     "a call given the capturing stream in opts->cuda_stream (allreduce, "
+                     "allgather, reduce_scatter, broadcast, send, recv; not a group's), and no "
+                     "other, which would break the capture (docs/gpu.md, \"CUDA graphs\")",
+                     fn, stream ? "opts->cuda_stream" : "a stream of this process");
+}
