@@ -438,6 +438,11 @@ class Work:
         self._complete(exc)
         raise exc
 
+    def wait_blocking(self, timeout: OptTimeout = None) -> bool:
+        """torchcomms' name for wait() (collie's wait blocks the calling
+        thread; it never enqueues a stream wait)."""
+        return self.wait(timeout)
+
     def is_completed(self) -> bool:
         """True once the operation has finished (successfully or not: wait()
         then returns or raises at once). Never blocks."""
