@@ -14,13 +14,19 @@ Every check (contiguity, writability, dtype, device) happens here, before any
 communication, and fails with InvalidArgument naming the argument.
 """
 
+from __future__ import annotations
+
 import ctypes
 import sys
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional, Protocol, Sequence, Tuple, Union
 
 from . import _lib
 from ._errors import InvalidArgument
 
-_DTYPE_BY_NAME = {name: i for i, (name, _, _) in enumerate(_lib.DTYPES)}
+if TYPE_CHECKING:
+    from ._types import TensorLike
+
+_DTYPE_BY_NAME: Dict[str, int] = {name: i for i, (name, _, _) in enumerate(_lib.DTYPES)}
 
 # PEP 3118 format characters -> (kind, name-if-unsupported)
 _SIGNED = "bhilqn"
@@ -65,13 +71,26 @@ _api.PyBuffer_IsContiguous.argtypes = [ctypes.POINTER(_PyBuffer), ctypes.c_char]
 _api.PyBuffer_IsContiguous.restype = ctypes.c_int
 
 
-def dtype_name(dtype):
+def dtype_name(dtype: int) -> str:
     """collie's name of a collie_dtype_t value ("float32")."""
     return _lib.DTYPES[dtype][0]
 
 
-def dtype_size(dtype):
+def dtype_size(dtype: int) -> int:
     return _lib.DTYPES[dtype][1]
+
+
+class ByteRange(Protocol):
+    """A range of memory: a Buf, or the block of a list form (overlaps())."""
+
+    @property
+    def ptr(self) -> int: ...
+
+    @property
+    def nbytes(self) -> int: ...
+
+    @property
+    def end(self) -> int: ...
 
 
 class Buf:
@@ -82,7 +101,8 @@ class Buf:
 
     __slots__ = ("obj", "ptr", "count", "dtype", "nbytes", "shape", "readonly", "device", "_view", "__weakref__")
 
-    def __init__(self, obj, ptr, count, dtype, shape, readonly, view=None, device=False):
+    def __init__(self, obj: Any, ptr: Optional[int], count: int, dtype: int, shape: Tuple[int, ...], readonly: bool,
+                 view: Optional[_PyBuffer] = None, device: bool = False) -> None:
         self.device = device  # CUDA memory: the C library stages it; Python never touches its bytes
         self.obj = obj
         self.ptr = ptr or 0
@@ -94,19 +114,19 @@ class Buf:
         self._view = view
 
     @property
-    def dtype_name(self):
+    def dtype_name(self) -> str:
         return dtype_name(self.dtype)
 
     @property
-    def end(self):
+    def end(self) -> int:
         return self.ptr + self.nbytes
 
-    def release(self):
+    def release(self) -> None:
         view, self._view = self._view, None
         if view is not None:
             _api.PyBuffer_Release(ctypes.byref(view))
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self.release()
         except Exception:  # interpreter shutdown: nothing left to release into
@@ -123,10 +143,10 @@ class Staging(Buf):
 
     __slots__ = ("_mem",)
 
-    def __init__(self, count, dtype, like=None, items=()):
+    def __init__(self, count: int, dtype: int, like: Optional[Buf] = None, items: Iterable[Buf] = ()) -> None:
         nbytes = count * dtype_size(dtype)
         on_device = like is not None and like.device
-        if on_device and not is_torch(like.obj):
+        if like is not None and on_device and not is_torch(like.obj):
             raise InvalidArgument(
                 "a list of CUDA arrays other than torch tensors is not supported by this form; "
                 "pass one contiguous array (the *_single form)")
@@ -137,13 +157,14 @@ class Staging(Buf):
                     "as its other argument is (%s)" % ("CUDA" if on_device else "host"))
         if on_device:
             import torch
-            self._mem = torch.empty(max(nbytes, 1), dtype=torch.uint8, device=like.obj.device)
+            assert like is not None  # (on_device)
+            self._mem: Any = torch.empty(max(nbytes, 1), dtype=torch.uint8, device=like.obj.device)
             Buf.__init__(self, None, self._mem.data_ptr(), count, dtype, (count,), False, device=True)
             return
         self._mem = ctypes.create_string_buffer(max(nbytes, 1))
         Buf.__init__(self, None, ctypes.addressof(self._mem), count, dtype, (count,), False)
 
-    def _device_parts(self, bufs):
+    def _device_parts(self, bufs: Iterable[Buf]) -> Iterator[Tuple[Any, Any]]:
         """(staging slice, the array's bytes) pairs, as uint8 tensors (the
         constructor made sure bufs are CUDA torch tensors)."""
         import torch
@@ -153,7 +174,7 @@ class Staging(Buf):
                 yield self._mem[off:off + b.nbytes], b.obj.reshape(-1).view(torch.uint8)
             off += b.nbytes
 
-    def copy_in(self, bufs):
+    def copy_in(self, bufs: Iterable[Buf]) -> None:
         """Copies bufs into consecutive parts of the staging buffer."""
         if self.device:
             for part, src in self._device_parts(bufs):
@@ -165,7 +186,7 @@ class Staging(Buf):
                 ctypes.memmove(off, b.ptr, b.nbytes)
             off += b.nbytes
 
-    def copy_out(self, bufs):
+    def copy_out(self, bufs: Iterable[Buf]) -> None:
         """Copies consecutive parts of the staging buffer into bufs."""
         if self.device:
             for part, dst in self._device_parts(bufs):
@@ -178,7 +199,7 @@ class Staging(Buf):
             off += b.nbytes
 
 
-def is_torch(obj):
+def is_torch(obj: object) -> bool:
     """Duck-typed torch tensor test (no import of torch)."""
     return (
         hasattr(obj, "data_ptr")
@@ -189,7 +210,7 @@ def is_torch(obj):
     )
 
 
-def _torch_buf(obj, what, writable):
+def _torch_buf(obj: Any, what: str, writable: bool) -> Buf:
     dev = getattr(obj, "device", None)
     dev_type = getattr(dev, "type", dev if dev is None else str(dev))
     if dev is not None and dev_type not in ("cpu", "cuda"):
@@ -226,14 +247,14 @@ def _torch_buf(obj, what, writable):
     return Buf(obj, int(obj.data_ptr()), count, dtype, tuple(obj.shape), False, device=dev_type == "cuda")
 
 
-def _supported():
+def _supported() -> str:
     return ", ".join(n for n, _, _ in _lib.DTYPES)
 
 
-_FMT_CACHE = {}  # (format, itemsize) -> collie dtype, for the formats that map
+_FMT_CACHE: Dict[Tuple[str, int], int] = {}  # (format, itemsize) -> collie dtype, for the formats that map
 
 
-def _fmt_dtype(fmt, itemsize, obj, what):
+def _fmt_dtype(fmt: str, itemsize: int, obj: object, what: str) -> int:
     """collie dtype of a PEP 3118 format, or InvalidArgument naming it."""
     d = _FMT_CACHE.get((fmt, itemsize))
     if d is not None:
@@ -243,7 +264,7 @@ def _fmt_dtype(fmt, itemsize, obj, what):
     return d
 
 
-def _fmt_dtype_slow(fmt, itemsize, obj, what):
+def _fmt_dtype_slow(fmt: str, itemsize: int, obj: object, what: str) -> int:
     shown = str(getattr(obj, "dtype", fmt))
     order = ""
     f = fmt or "B"
@@ -271,7 +292,8 @@ def _fmt_dtype_slow(fmt, itemsize, obj, what):
     )
 
 
-def _interface_buf(obj, what, writable, ai=None, device=False):
+def _interface_buf(obj: Any, what: str, writable: bool, ai: Optional[Dict[str, Any]] = None,
+                   device: bool = False) -> Buf:
     """Objects that expose only __array_interface__ (numpy dtypes with no
     buffer format, such as ml_dtypes.bfloat16), or __cuda_array_interface__
     (CuPy, Numba: device memory, which the C library stages; docs/gpu.md)."""
@@ -299,7 +321,7 @@ def _interface_buf(obj, what, writable, ai=None, device=False):
     return Buf(obj, ptr, count, dtype, shape, bool(readonly), device=device)
 
 
-def as_buf(obj, what, writable=False):
+def as_buf(obj: Union[TensorLike, Buf, bytes], what: str, writable: bool = False) -> Buf:
     """A Buf for obj. what names the argument in errors ("all_reduce: tensor").
     writable: the operation writes into it (an output). Raises InvalidArgument
     for None, non-arrays, non-contiguous, read-only outputs, unsupported
@@ -352,14 +374,14 @@ def as_buf(obj, what, writable=False):
             _api.PyBuffer_Release(ctypes.byref(view))
 
 
-def as_bufs(objs, what, writable=False):
+def as_bufs(objs: Optional[Sequence[Union[TensorLike, Buf, bytes]]], what: str, writable: bool = False) -> List[Buf]:
     """Bufs for a list of arrays; releases what it took when one fails."""
     if not isinstance(objs, (list, tuple)):
         raise InvalidArgument(
             "%s must be a list of arrays (one per rank), got %s%s"
             % (what, type(objs).__name__, "; for one flat array use the *_single form" if objs is not None else "")
         )
-    out = []
+    out: List[Buf] = []
     try:
         for i, o in enumerate(objs):
             out.append(as_buf(o, "%s[%d]" % (what, i), writable))
@@ -369,13 +391,13 @@ def as_bufs(objs, what, writable=False):
     return out
 
 
-def release_all(bufs):
+def release_all(bufs: Iterable[Optional[Buf]]) -> None:
     for b in bufs:
         if b is not None:
             b.release()
 
 
-def contiguous_run(bufs):
+def contiguous_run(bufs: Sequence[Buf]) -> bool:
     """True when bufs lie back to back in memory, in order (one block):
     then a list form runs zero-copy on that block."""
     if not bufs:
@@ -388,6 +410,6 @@ def contiguous_run(bufs):
     return True
 
 
-def overlaps(a, b):
+def overlaps(a: ByteRange, b: ByteRange) -> bool:
     """True when the byte ranges of a and b intersect (empty ranges never do)."""
     return a.nbytes > 0 and b.nbytes > 0 and a.ptr < b.end and b.ptr < a.end

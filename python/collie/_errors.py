@@ -8,6 +8,10 @@ Each class also derives from the closest built-in exception (ValueError,
 TimeoutError, ...) so that Pythonic ``except ValueError`` works.
 """
 
+from __future__ import annotations
+
+from typing import Dict, Optional, Type
+
 from . import _lib
 
 
@@ -17,19 +21,19 @@ class CollieError(Exception):
     Attributes: ``code`` (the collie_result_t value, an int), ``message``
     (the detail: collie_last_error() for a C failure)."""
 
-    code = _lib.INTERNAL_ERROR
+    code: int = _lib.INTERNAL_ERROR
 
-    def __init__(self, message, code=None):
+    def __init__(self, message: str, code: Optional[int] = None) -> None:
         if code is not None:
             self.code = code
         self.message = message
         super().__init__(message)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.message
 
     @property
-    def code_name(self):
+    def code_name(self) -> str:
         """Short description of the code ("invalid argument")."""
         return _lib.RESULT_NAMES.get(self.code, "unknown result %r" % self.code)
 
@@ -54,7 +58,7 @@ class CollieSystemError(CollieError, OSError):
 
     code = _lib.SYSTEM_ERROR
 
-    def __init__(self, message, code=None):
+    def __init__(self, message: str, code: Optional[int] = None) -> None:
         CollieError.__init__(self, message, code)
 
 
@@ -63,7 +67,7 @@ class RemoteError(CollieError, ConnectionError):
 
     code = _lib.REMOTE_ERROR
 
-    def __init__(self, message, code=None):
+    def __init__(self, message: str, code: Optional[int] = None) -> None:
         CollieError.__init__(self, message, code)
 
 
@@ -72,7 +76,7 @@ class Timeout(CollieError, TimeoutError):
 
     code = _lib.TIMEOUT
 
-    def __init__(self, message, code=None):
+    def __init__(self, message: str, code: Optional[int] = None) -> None:
         CollieError.__init__(self, message, code)
 
 
@@ -94,11 +98,11 @@ class LibraryNotFound(CollieError, _lib.LibraryNotFoundError):
 
     code = _lib.SYSTEM_ERROR
 
-    def __init__(self, message, code=None):
+    def __init__(self, message: str, code: Optional[int] = None) -> None:
         CollieError.__init__(self, message, code)
 
 
-_BY_CODE = {
+_BY_CODE: Dict[int, Type[CollieError]] = {
     _lib.INVALID_ARGUMENT: InvalidArgument,
     _lib.INVALID_USAGE: InvalidUsage,
     _lib.SYSTEM_ERROR: CollieSystemError,
@@ -109,17 +113,17 @@ _BY_CODE = {
 }
 
 
-def error_class(code):
+def error_class(code: int) -> Type[CollieError]:
     """The exception class for a collie_result_t value."""
     return _BY_CODE.get(code, CollieError)
 
 
-def make_error(code, message):
+def make_error(code: int, message: str) -> CollieError:
     """An exception instance for code with message (no C call)."""
     return error_class(code)(message, code)
 
 
-def last_error(code):
+def last_error(code: int) -> CollieError:
     """The exception for a failed C call that returned code, with the calling
     thread's collie_last_error() as its message."""
     raw = _lib.lib().collie_last_error()
@@ -129,12 +133,12 @@ def last_error(code):
     return make_error(code, msg)
 
 
-def check(code):
+def check(code: int) -> None:
     """Raises the exception for code unless it is SUCCESS."""
     if code != _lib.SUCCESS:
         raise last_error(code)
 
 
-def invalid(message):
+def invalid(message: str) -> InvalidArgument:
     """InvalidArgument for a bad Python-side argument."""
     return InvalidArgument(message)

@@ -12,11 +12,18 @@ build the enums, run a linter). The search order is documented in
 docs/python.md and in LibraryNotFound's message.
 """
 
+from __future__ import annotations
+
 import ctypes
 import ctypes.util
 import glob
 import os
 import threading
+from typing import Any, Callable, Dict, List, Optional, Tuple, Type, cast
+
+# A function of the loaded library (a ctypes function object: its arguments
+# and result as _SIGNATURES declares them).
+CFunction = Callable[..., Any]
 
 # ---- enums (the values of include/collie.h) ---------------------------------
 
@@ -30,7 +37,7 @@ TIMEOUT = 6
 UNSUPPORTED = 7
 INTERNAL_ERROR = 8
 
-RESULT_NAMES = {
+RESULT_NAMES: Dict[int, str] = {
     SUCCESS: "success",
     IN_PROGRESS: "operation in progress",
     INVALID_ARGUMENT: "invalid argument",
@@ -43,7 +50,7 @@ RESULT_NAMES = {
 }
 
 # collie_dtype_t, in the header's order: (name, element size in bytes, is_float).
-DTYPES = (
+DTYPES: Tuple[Tuple[str, int, bool], ...] = (
     ("int8", 1, False),
     ("uint8", 1, False),
     ("int32", 4, False),
@@ -101,7 +108,7 @@ class Config(ctypes.Structure):
     ]
 
 
-def config_init():
+def config_init() -> Config:
     """A collie_config_t as COLLIE_CONFIG_INIT initialises it."""
     cfg = Config()
     cfg.size = ctypes.sizeof(Config)
@@ -150,7 +157,7 @@ _I = ctypes.c_int
 _OPTS = ctypes.POINTER(Opts)
 
 # name: (restype, argtypes); in include/collie.h's order.
-_SIGNATURES = {
+_SIGNATURES: Dict[str, Tuple[Optional[Type[Any]], List[Type[Any]]]] = {
     "collie_dtype_size": (_SZ, [_I]),
     "collie_dtype_name": (ctypes.c_char_p, [_I]),
     "collie_op_name": (ctypes.c_char_p, [_I]),
@@ -230,7 +237,7 @@ _SIGNATURES = {
 # ---- loading ------------------------------------------------------------------
 
 _lock = threading.Lock()
-_lib = None
+_lib: Optional[ctypes.CDLL] = None
 
 
 class LibraryNotFoundError(OSError):
@@ -239,7 +246,7 @@ class LibraryNotFoundError(OSError):
     collie.LibraryNotFound derives from this and from collie.CollieError."""
 
 
-def _is_sanitized(build_dir):
+def _is_sanitized(build_dir: str) -> bool:
     """True when build_dir was configured with ASan or TSan: such a library
     aborts the process when dlopen'ed into an uninstrumented python."""
     try:
@@ -250,14 +257,14 @@ def _is_sanitized(build_dir):
     return "COLLIE_SANITIZE:BOOL=ON" in text or "COLLIE_TSAN:BOOL=ON" in text
 
 
-def candidates():
+def candidates() -> List[str]:
     """The paths the loader tries, in order, without COLLIE_LIBRARY (which,
     when set, is the only one tried)."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    out = []
+    out: List[str] = []
     for name in ("libcollie.so.0", "libcollie.so"):
         out.append(os.path.join(root, "build", name))
-    others = []
+    others: List[Tuple[float, str]] = []
     for d in glob.glob(os.path.join(root, "build-*")):
         lib = os.path.join(d, "libcollie.so.0")
         if os.path.isfile(lib) and not _is_sanitized(d):
@@ -269,7 +276,7 @@ def candidates():
     return out
 
 
-def _bind(cdll):
+def _bind(cdll: ctypes.CDLL) -> ctypes.CDLL:
     for name, (restype, argtypes) in _SIGNATURES.items():
         fn = getattr(cdll, name, None)
         if fn is None:
@@ -279,7 +286,7 @@ def _bind(cdll):
     return cdll
 
 
-def lib():
+def lib() -> ctypes.CDLL:
     """The loaded library (loads it at the first call). Raises
     LibraryNotFound naming COLLIE_LIBRARY and every path tried."""
     global _lib
@@ -288,7 +295,7 @@ def lib():
     with _lock:
         if _lib is not None:
             return _lib
-        tried = []
+        tried: List[str] = []
         env = os.environ.get("COLLIE_LIBRARY")
         paths = [env] if env else candidates()
         for path in paths:
@@ -304,7 +311,7 @@ def lib():
                 tried.append("%s (not libcollie: no collie_allreduce)" % path)
                 continue
             _lib = _bind(cdll)
-            _lib._collie_path = path
+            _lib._collie_path = path  # type: ignore[attr-defined]  # the binding's note on the CDLL
             return _lib
         from ._errors import LibraryNotFound
 
@@ -319,10 +326,10 @@ def lib():
         raise LibraryNotFound(msg)
 
 
-def need(name):
+def need(name: str) -> CFunction:
     """The C function name, or CollieError(UNSUPPORTED) when the loaded
     library predates it."""
-    fn = getattr(lib(), name, None)
+    fn: Optional[CFunction] = getattr(lib(), name, None)
     if fn is None:
         from ._errors import make_error
 
@@ -332,10 +339,10 @@ def need(name):
     return fn
 
 
-_gil_cdll = None
+_gil_cdll: Optional[ctypes.PyDLL] = None
 
 
-def gil_function(name, restype, argtypes):
+def gil_function(name: str, restype: Optional[Type[Any]], argtypes: List[Type[Any]]) -> CFunction:
     """name from the library as a function that keeps the GIL during the
     call (ctypes.PyDLL): for calls that never block, where releasing and
     retaking the GIL would cost more than the call. The declaration is the
@@ -346,9 +353,9 @@ def gil_function(name, restype, argtypes):
         _gil_cdll = ctypes.PyDLL(path())
     fn = getattr(_gil_cdll, name)
     fn.restype, fn.argtypes = restype, argtypes
-    return fn
+    return cast(CFunction, fn)
 
 
-def path():
+def path() -> str:
     """Path of the loaded library (loads it)."""
-    return lib()._collie_path
+    return cast(str, lib()._collie_path)

@@ -19,23 +19,38 @@ print it and return 0, SUCCESS): a failure becomes a result code, and its
 text is kept in ``error`` for the Python caller to add to collie's message.
 """
 
+from __future__ import annotations
+
 import ctypes
 import datetime
+from typing import Any, List, Optional, Protocol, Union
 
 from . import _lib
+
+
+class TorchStoreLike(Protocol):
+    """torch.distributed.Store's methods, as KVStore calls them."""
+
+    def set(self, key: str, value: Any) -> Any: ...  # (bytes; torch's stubs say str)
+
+    def get(self, key: str) -> Any: ...
+
+    def add(self, key: str, value: int) -> Any: ...
+
+    def wait(self, keys: List[str], timeout: datetime.timedelta) -> Any: ...
 
 
 class KVStore:
     """Callbacks over store (torch.distributed.Store-like); keep this object
     alive as long as a communicator made with it (the Comm holds it)."""
 
-    def __init__(self, store):
+    def __init__(self, store: TorchStoreLike) -> None:
         for m in ("set", "get", "add", "wait"):
             if not callable(getattr(store, m, None)):
                 raise TypeError("store %r has no %s() method (expected set, get, add and wait, as "
                                 "torch.distributed.Store)" % (store, m))
-        self.store = store
-        self.error = None  # text of the last callback failure
+        self.store: Any = store  # None once collie has released it (_release)
+        self.error: Optional[str] = None  # text of the last callback failure
         self._fns = (
             _lib.STORE_SET_FN(self._set),
             _lib.STORE_GET_FN(self._get),
@@ -45,7 +60,7 @@ class KVStore:
         self.callbacks = _lib.StoreCallbacks(None, *self._fns)
         self.released = 0
 
-    def _fail(self, op, key, exc):
+    def _fail(self, op: str, key: Union[str, bytes], exc: BaseException) -> int:
         if isinstance(key, bytes):
             key = key.decode("utf-8", "replace")
         text = str(exc) or type(exc).__name__
@@ -54,14 +69,17 @@ class KVStore:
             return _lib.TIMEOUT
         return _lib.REMOTE_ERROR
 
-    def _set(self, ctx, key, value, length):
+    # The C side passes pointers as ints (NULL as None: ctx always, value and
+    # buf only where length or cap is 0, when they are not read).
+    def _set(self, ctx: Optional[int], key: bytes, value: int, length: int) -> int:
         try:
             self.store.set(key.decode(), ctypes.string_at(value, length) if length else b"")
             return _lib.SUCCESS
         except BaseException as e:  # noqa: B902 - nothing may reach C
             return self._fail("set", key, e)
 
-    def _get(self, ctx, key, timeout_ms, buf, cap, length):
+    def _get(self, ctx: Optional[int], key: bytes, timeout_ms: int, buf: int, cap: int,
+             length: ctypes._Pointer[ctypes.c_size_t]) -> int:
         k = key.decode()
         try:
             # torch reads a zero timeout as "wait for ever": never pass one.
@@ -79,14 +97,14 @@ class KVStore:
             ctypes.memmove(buf, v, min(len(v), cap))
         return _lib.SUCCESS
 
-    def _add(self, ctx, key, delta, out):
+    def _add(self, ctx: Optional[int], key: bytes, delta: int, out: ctypes._Pointer[ctypes.c_int64]) -> int:
         try:
             out[0] = int(self.store.add(key.decode(), int(delta)))
             return _lib.SUCCESS
         except BaseException as e:  # noqa: B902
             return self._fail("add", key, e)
 
-    def _release(self, ctx):
+    def _release(self, ctx: Optional[int]) -> None:
         # collie is done with the store: let it go now rather than at the
         # next garbage collection (the callbacks and this object form a
         # cycle), since the store may hold a listening port (torch's

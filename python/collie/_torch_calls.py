@@ -24,23 +24,36 @@ collie_comms_log_* (one writer of the format, _comms_log.py).
   is a row too: the operation, label, phase and the caller's bytes.
 """
 
+from __future__ import annotations
+
 import atexit
 import os
 import sys
 import threading
 import time
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple, TypeVar, Union, cast
 
 from . import _comm, timing
-from ._comms_log import ALLGATHER, ALLREDUCE, BARRIER, BROADCAST, REDUCE_SCATTER, CommsLog
+from ._comms_log import CommsLog
+# (re-exported: collie.distributed passes them to call())
+from ._comms_log import (ALLGATHER as ALLGATHER, ALLREDUCE as ALLREDUCE, BARRIER as BARRIER, BROADCAST as BROADCAST,
+                         REDUCE_SCATTER as REDUCE_SCATTER)
 from ._enums import ReduceOp, to_category
 from ._errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from ._comm import CategoryLike
+    from ._comms_log import Charge
+
+_W = TypeVar("_W")  # what the torch call returns (its Work, or None)
 
 # Timing-log operation names, as collie's own rows (docs/telemetry.md).
 _OPNAMES = {ALLREDUCE: "ALLREDUCE", ALLGATHER: "ALLGATHER", REDUCE_SCATTER: "REDUCE_SCATTER",
             BROADCAST: "BCAST", BARRIER: "BARRIER"}
 
 
-def torch_dist():
+def torch_dist() -> Optional[ModuleType]:
     """torch.distributed when it is imported and initialized, else None."""
     d = sys.modules.get("torch.distributed")
     if d is not None and d.is_available() and d.is_initialized():
@@ -51,20 +64,22 @@ def torch_dist():
 class _State:
     """The process's comms.csv for torch.distributed calls."""
 
-    def __init__(self):
-        self.off = None  # None: not decided yet (decided at the first call)
-        self.log = None
+    def __init__(self) -> None:
+        self.off: Optional[bool] = None  # None: not decided yet (decided at the first call)
+        self.log: Optional[CommsLog] = None
         self.lock = threading.Lock()
-        self.groups = {}  # group -> (size, writes its own timing rows)
-        self.cuda = []  # [(charge, start event, end event, timing row)] awaiting the GPU
-        self.events = {}  # device index -> CUDA events already read, recorded again rather than created anew
-        self.ops = None  # collie ReduceOp value -> torch ReduceOp
+        self.groups: Dict[Any, Tuple[int, bool]] = {}  # group -> (size, writes its own timing rows)
+        # [(charge, start event, end event, timing row)] awaiting the GPU
+        self.cuda: List[Tuple[_Timed, Any, Any, Optional[int]]] = []
+        # device index -> CUDA events already read, recorded again rather than created anew
+        self.events: Dict[Optional[int], List[Any]] = {}
+        self.ops: Optional[Dict[ReduceOp, Any]] = None  # collie ReduceOp value -> torch ReduceOp
 
 
 _state = _State()
 
 
-def settings():
+def settings() -> Tuple[bool, str]:
     """(enabled, directory) for the torch-path comms.csv: configure()'s
     runtime.comms_log first, then COLLIE_COMMS_LOG / COLLIE_LOG_DIR."""
     with _comm._registry_lock:
@@ -74,14 +89,14 @@ def settings():
     return str(on).strip().lower() not in ("0", "false", "no", "off"), d
 
 
-def reconfigure():
+def reconfigure() -> None:
     """configure() changed the settings: close the log (rows due are
     written); the next call decides again and opens the new one."""
     close()
     _state.off = None
 
 
-def _decide():
+def _decide() -> bool:
     """Whether comms.csv is off (decided once per configuration)."""
     off = _state.off
     if off is None:
@@ -89,7 +104,7 @@ def _decide():
     return off
 
 
-def _log(d):
+def _log(d: ModuleType) -> Optional[CommsLog]:
     """The open log (opening it), or None when comms.csv is off."""
     st = _state
     log = st.log
@@ -101,7 +116,7 @@ def _log(d):
         return st.log
 
 
-def _group(d, group):
+def _group(d: ModuleType, group: Any) -> Tuple[int, bool]:
     """(size, runs on the collie backend) of group, cached."""
     g = _state.groups.get(group)
     if g is None:
@@ -113,7 +128,7 @@ def _group(d, group):
     return g
 
 
-def _torch_op(d, op):
+def _torch_op(d: ModuleType, op: Any) -> Any:
     if isinstance(op, ReduceOp):
         ops = _state.ops
         if ops is None:
@@ -132,16 +147,17 @@ class _Timed:
 
     __slots__ = ("charge", "coll", "size", "label", "phase", "row", "t0", "done", "end_mono", "numbers")
 
-    def __init__(self, charge, coll, size, label, phase, row):
+    def __init__(self, charge: Optional[Charge], coll: int, size: int, label: Optional[str], phase: Optional[str],
+                 row: bool) -> None:
         self.charge, self.coll, self.size = charge, coll, size
         self.label, self.phase, self.row = label, phase, row
         self.t0 = time.perf_counter_ns()
         self.done = False
-        self.end_mono = None  # CUDA: the CPU's clock when the end event was recorded
+        self.end_mono: Optional[float] = None  # CUDA: the CPU's clock when the end event was recorded
         # The step open at issue, for the row (which may be written after it ended).
         self.numbers = current_step() if row else None
 
-    def finish(self, elapsed_ns=None, end_mono=None):
+    def finish(self, elapsed_ns: Optional[int] = None, end_mono: Optional[float] = None) -> None:
         if self.done:
             return
         self.done = True
@@ -153,7 +169,7 @@ class _Timed:
             _timing_row(self, elapsed_ns, end_mono)
 
 
-def _timing_row(t, elapsed_ns, end_mono):
+def _timing_row(t: _Timed, elapsed_ns: int, end_mono: Optional[float]) -> None:
     lg = timing._logger
     if lg is None or lg._closed:
         return
@@ -173,21 +189,21 @@ class TimedWork:
 
     __slots__ = ("_work", "_timed", "_cuda")
 
-    def __init__(self, work, timed, cuda):
+    def __init__(self, work: Any, timed: _Timed, cuda: Optional[Tuple[Any, Any]]) -> None:
         self._work, self._timed, self._cuda = work, timed, cuda
 
-    def wait(self, *args, **kwargs):
+    def wait(self, *args: Any, **kwargs: Any) -> Any:
         r = self._work.wait(*args, **kwargs)
         self._end()
         return r
 
-    def is_completed(self):
-        c = self._work.is_completed()
+    def is_completed(self) -> bool:
+        c: bool = self._work.is_completed()
         if c and self._cuda is None:
             self._end()
         return c
 
-    def _end(self):
+    def _end(self) -> None:
         t = self._timed
         if t.done:
             return
@@ -198,11 +214,11 @@ class TimedWork:
             _cuda_end(t, start, stream)
             self._cuda = None
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self._work, name)
 
 
-def _event(stream):
+def _event(stream: Any) -> Any:
     """A timing CUDA event for stream's device: a read one from the pool (an
     event may be recorded again once its time is read, on its own device
     only), else a new one."""
@@ -211,10 +227,10 @@ def _event(stream):
     except (KeyError, IndexError):
         import torch
 
-        return torch.cuda.Event(enable_timing=True)
+        return torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]  # (torch 1.13: unannotated)
 
 
-def _cuda_end(t, start, stream):
+def _cuda_end(t: _Timed, start: Any, stream: Any) -> None:
     end = _event(stream)
     end.record(stream)
     t.end_mono = time.monotonic()
@@ -225,7 +241,7 @@ def _cuda_end(t, start, stream):
         drain_cuda(block=True)
 
 
-def drain_cuda(block=False):
+def drain_cuda(block: bool = False) -> None:
     """Ends the CUDA-timed calls whose end event the GPU has reached (all of
     them when block)."""
     st = _state
@@ -249,19 +265,20 @@ def drain_cuda(block=False):
             st.cuda[:0] = later
 
 
-def _in_category(fn, cat, label, phase):
+def _in_category(fn: Callable[[], _W], cat: int, label: Optional[str], phase: Optional[str]) -> Callable[[], _W]:
     """fn run inside collie.torch.category: on the collie backend the
     communicator writes the call's timing row itself, with these."""
     ct = sys.modules["collie.torch"]
 
-    def run():
+    def run() -> _W:
         with ct.category(cat, label, phase):
             return fn()
 
     return run
 
 
-def call(d, fn, coll, tensor, size, group, async_op, category, label, phase):
+def call(d: ModuleType, fn: Callable[[], _W], coll: int, tensor: Any, size: int, group: Any, async_op: bool,
+         category: CategoryLike, label: Optional[str], phase: Optional[str]) -> Union[_W, TimedWork]:
     """Runs fn() (the torch call, returning its Work or None), charged and
     timed. tensor: the one whose device and stream time the call."""
     if _decide():
@@ -275,7 +292,7 @@ def call(d, fn, coll, tensor, size, group, async_op, category, label, phase):
         if cat or label is not None or phase is not None:
             return _in_category(fn, cat, label, phase)()
         return fn()
-    log = _log(d)
+    log = cast(CommsLog, _log(d))  # (comms.csv is on: _decide() said so above)
     row = timing._logger is not None
     if not log.charging and not row:
         return fn()  # outside a step, or a rank that writes no rows, and no timing log
@@ -312,14 +329,14 @@ def call(d, fn, coll, tensor, size, group, async_op, category, label, phase):
     return w
 
 
-def _default_on_collie(d):
+def _default_on_collie(d: ModuleType) -> bool:
     g = _state.groups.get(None)
     if g is not None and g[0] != d.get_world_size():
         _state.groups.clear()  # a new default group since: sizes and backends again
     return _group(d, None)[1]
 
 
-def step_begin(d, step, epoch):
+def step_begin(d: ModuleType, step: int, epoch: int) -> None:
     """Opens the step: on the collie backend its communicator's (whose
     operations it then charges, collie's own comms.csv rows), else the
     torch-path log's."""
@@ -329,30 +346,30 @@ def step_begin(d, step, epoch):
     if _default_on_collie(d):
         sys.modules["collie.torch"].step_begin(step, epoch)
         return
-    log = _log(d)
+    log = cast(CommsLog, _log(d))  # (on: _decide())
     if (log.rank, log.world_size) != (d.get_rank(), d.get_world_size()):
         close()  # a new process group since the log opened: a log for it
-        log = _log(d)
+        log = cast(CommsLog, _log(d))
     log.step_begin(step, epoch)
 
 
-def step_end(d):
+def step_end(d: ModuleType) -> None:
     if _decide():
         return
     if _default_on_collie(d):
         sys.modules["collie.torch"].step_end()
         return
-    _log(d).step_end()
+    cast(CommsLog, _log(d)).step_end()  # (on: _decide())
     drain_cuda()
 
 
-def current_step():
+def current_step() -> Optional[Tuple[int, int]]:
     """(step, epoch) of the open torch-path step, or None."""
     log = _state.log
     return None if log is None else log.numbers
 
 
-def close():
+def close() -> None:
     """Ends what is pending (waiting for the GPU) and closes the log."""
     drain_cuda(block=True)
     with _state.lock:

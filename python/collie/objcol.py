@@ -18,14 +18,21 @@ communication when every rank can see them; an error only the root can see
 then fail at their deadline.
 """
 
+from __future__ import annotations
+
 import array
 import functools
 import inspect
 import pickle
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union, overload
 
 from ._comm import Comm, resolve
 from ._enums import ReduceOp
 from ._errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from ._comm import DeviceLike
+    from ._types import OptTimeout, TimeoutLike
 
 __all__ = [
     "all_gather_object",
@@ -38,23 +45,27 @@ __all__ = [
 
 _HDR = 8  # bytes of the length header in padded blocks
 
+# The communicator the object collectives' own calls go to: a Comm, or one
+# whose calls get the timeout= of torchcomms' form (_Timed).
+_CommLike = Union[Comm, "_Timed"]
 
-def _dumps(obj):
+
+def _dumps(obj: object) -> bytes:
     return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def _i64(n=0):
+def _i64(n: int = 0) -> array.array[int]:
     return array.array("q", [n])
 
 
-def _check_list(lst, n, what, fn):
+def _check_list(lst: object, n: Optional[int], what: str, fn: str) -> None:
     if not isinstance(lst, list):
         raise InvalidArgument("%s: %s must be a list, got %s" % (fn, what, type(lst).__name__))
     if n is not None and len(lst) != n:
         raise InvalidArgument("%s: %s has %d entries, expected %d (one per rank)" % (fn, what, len(lst), n))
 
 
-def _block(data, width):
+def _block(data: bytes, width: int) -> bytearray:
     """data with its length in front, padded to width bytes."""
     b = bytearray(width)
     b[:_HDR] = len(data).to_bytes(_HDR, "little")
@@ -62,12 +73,12 @@ def _block(data, width):
     return b
 
 
-def _unblock(mv):
+def _unblock(mv: memoryview) -> Any:
     n = int.from_bytes(mv[:_HDR], "little")
     return pickle.loads(mv[_HDR : _HDR + n])
 
 
-def _all_gather_object(comm, object_list, obj):
+def _all_gather_object(comm: _CommLike, object_list: List[Any], obj: object) -> None:
     """object_list[q] = rank q's obj, on every rank. object_list must have
     one entry per rank (it is filled in place)."""
     size = comm.get_size()
@@ -77,7 +88,8 @@ def _all_gather_object(comm, object_list, obj):
     comm.all_gather_single(sizes, _i64(len(data)))
     buf = bytearray(sum(sizes))
     mv = memoryview(buf)
-    parts, off = [], 0
+    parts: List[memoryview] = []
+    off = 0
     for n in sizes:
         parts.append(mv[off : off + n])
         off += n
@@ -89,7 +101,7 @@ def _all_gather_object(comm, object_list, obj):
     mv.release()
 
 
-def _gather_object(comm, obj, object_gather_list, dst):
+def _gather_object(comm: _CommLike, obj: object, object_gather_list: Optional[List[Any]], dst: int) -> None:
     """At dst, object_gather_list[q] = rank q's obj (a list with one entry per
     rank, filled in place); other ranks pass None."""
     size, rank = comm.get_size(), comm.get_rank()
@@ -102,6 +114,7 @@ def _gather_object(comm, obj, object_gather_list, dst):
     if rank != dst:
         comm.gather(None, block, dst)
         return
+    assert object_gather_list is not None  # (this rank is dst: _check_list saw a list)
     buf = bytearray(width[0] * size)
     mv = memoryview(buf)
     parts = [mv[q * width[0] : (q + 1) * width[0]] for q in range(size)]
@@ -112,7 +125,7 @@ def _gather_object(comm, obj, object_gather_list, dst):
     mv.release()
 
 
-def _broadcast_object_list(comm, object_list, src):
+def _broadcast_object_list(comm: _CommLike, object_list: List[Any], src: int) -> None:
     """Every rank's object_list = src's, element by element, in place (every
     rank passes a list of the same length)."""
     _check_list(object_list, None, "object_list", "broadcast_object_list")
@@ -135,7 +148,8 @@ def _broadcast_object_list(comm, object_list, src):
     object_list[:] = objs
 
 
-def _scatter_object_list(comm, scatter_object_output_list, scatter_object_input_list, src):
+def _scatter_object_list(comm: _CommLike, scatter_object_output_list: List[Any],
+                         scatter_object_input_list: Optional[List[Any]], src: int) -> None:
     """scatter_object_output_list[0] = src's scatter_object_input_list[rank]
     (the input list, one object per rank, matters only at src)."""
     size, rank = comm.get_size(), comm.get_rank()
@@ -144,6 +158,7 @@ def _scatter_object_list(comm, scatter_object_output_list, scatter_object_input_
     width = _i64()
     if rank == src:
         _check_list(scatter_object_input_list, size, "scatter_object_input_list", "scatter_object_list")
+        assert scatter_object_input_list is not None  # (_check_list saw a list)
         datas = [_dumps(o) for o in scatter_object_input_list]
         width[0] = max(len(d) for d in datas) + _HDR
         comm.broadcast(width, src)
@@ -164,7 +179,7 @@ def _scatter_object_list(comm, scatter_object_output_list, scatter_object_input_
     scatter_object_output_list[0] = _unblock(memoryview(out))
 
 
-def _send_object_list(comm, object_list, dst, tag):
+def _send_object_list(comm: _CommLike, object_list: List[Any], dst: int, tag: int) -> None:
     """Sends the objects of object_list to rank dst (its recv_object_list
     with src = this rank receives them)."""
     _check_list(object_list, None, "object_list", "send_object_list")
@@ -173,7 +188,7 @@ def _send_object_list(comm, object_list, dst, tag):
     comm.send(data, dst, tag=tag)
 
 
-def _recv_object_list(comm, object_list, src, tag):
+def _recv_object_list(comm: _CommLike, object_list: List[Any], src: Optional[int], tag: int) -> int:
     """Receives rank src's send_object_list into object_list, in place (it
     must have as many entries as were sent); src None: from whichever rank
     sends first. Returns the sender's rank."""
@@ -223,9 +238,9 @@ _TORCH_FORMS = {
 }
 
 
-def _signature(text):
+def _signature(text: str) -> inspect.Signature:
     src = "def _f%s: pass" % text
-    ns = {}
+    ns: Dict[str, Any] = {}
     exec(compile(src, "<objcol form>", "exec"), ns)  # noqa: S102 - our own constant texts
     return inspect.signature(ns["_f"])
 
@@ -233,7 +248,7 @@ def _signature(text):
 _SIGS = {name: (_signature(_COMM_FORMS[name]), _signature(_TORCH_FORMS[name])) for name in _COMM_FORMS}
 
 
-def _bind(fn, args, kwargs):
+def _bind(fn: str, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Tuple[_CommLike, Dict[str, Any]]:
     """(comm, arguments) of a call in either form; InvalidArgument naming both
     forms when it is neither."""
     comm_sig, torch_sig = _SIGS[fn]
@@ -265,10 +280,10 @@ def _bind(fn, args, kwargs):
 class _Timed:
     """comm whose collectives get timeout= (the object collectives' own calls)."""
 
-    def __init__(self, comm, timeout):
+    def __init__(self, comm: Comm, timeout: TimeoutLike) -> None:
         self._c, self._t = comm, timeout
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         attr = getattr(self._c, name)
         if name in ("all_gather_single", "all_gather_v", "all_reduce", "gather", "broadcast", "scatter", "send",
                     "recv"):
@@ -276,7 +291,12 @@ class _Timed:
         return attr
 
 
-def all_gather_object(*args, **kwargs):
+@overload
+def all_gather_object(comm: Comm, object_list: List[Any], obj: object, timeout: OptTimeout = None,
+                      weights_only: bool = True) -> None: ...
+@overload
+def all_gather_object(object_list: List[Any], obj: object, group: Optional[Comm] = None) -> None: ...
+def all_gather_object(*args: Any, **kwargs: Any) -> None:
     """object_list[q] = rank q's obj, on every rank (object_list has one entry
     per rank, filled in place). Forms: all_gather_object(comm, object_list,
     obj, timeout=None) (torchcomms) or all_gather_object(object_list, obj,
@@ -285,7 +305,13 @@ def all_gather_object(*args, **kwargs):
     return _all_gather_object(comm, a["object_list"], a["obj"])
 
 
-def gather_object(*args, **kwargs):
+@overload
+def gather_object(comm: Comm, obj: object, root: int, object_gather_list: Optional[List[Any]] = None,
+                  timeout: OptTimeout = None, weights_only: bool = True) -> None: ...
+@overload
+def gather_object(obj: object, object_gather_list: Optional[List[Any]] = None, dst: int = 0,
+                  group: Optional[Comm] = None) -> None: ...
+def gather_object(*args: Any, **kwargs: Any) -> None:
     """At the root, object_gather_list[q] = rank q's obj (other ranks pass
     None). Forms: gather_object(comm, obj, root, object_gather_list=None,
     timeout=None) or gather_object(obj, object_gather_list=None, dst=0,
@@ -295,7 +321,13 @@ def gather_object(*args, **kwargs):
     return _gather_object(comm, a["obj"], a["object_gather_list"], root)
 
 
-def broadcast_object_list(*args, **kwargs):
+@overload
+def broadcast_object_list(comm: Comm, object_list: List[Any], root: int, timeout: OptTimeout = None,
+                          weights_only: bool = True) -> None: ...
+@overload
+def broadcast_object_list(object_list: List[Any], src: int = 0, group: Optional[Comm] = None,
+                          device: DeviceLike = None) -> None: ...
+def broadcast_object_list(*args: Any, **kwargs: Any) -> None:
     """Every rank's object_list = the root's, in place (lists of one length
     everywhere). Forms: broadcast_object_list(comm, object_list, root,
     timeout=None) or broadcast_object_list(object_list, src=0, group=None)."""
@@ -304,7 +336,14 @@ def broadcast_object_list(*args, **kwargs):
     return _broadcast_object_list(comm, a["object_list"], root)
 
 
-def scatter_object_list(*args, **kwargs):
+@overload
+def scatter_object_list(comm: Comm, root: int, scatter_object_output_list: List[Any],
+                        scatter_object_input_list: Optional[List[Any]] = None, timeout: OptTimeout = None,
+                        weights_only: bool = True) -> None: ...
+@overload
+def scatter_object_list(scatter_object_output_list: List[Any], scatter_object_input_list: Optional[List[Any]] = None,
+                        src: int = 0, group: Optional[Comm] = None) -> None: ...
+def scatter_object_list(*args: Any, **kwargs: Any) -> None:
     """scatter_object_output_list[0] = the root's
     scatter_object_input_list[rank]. Forms: scatter_object_list(comm, root,
     scatter_object_output_list, scatter_object_input_list=None, timeout=None)
@@ -315,7 +354,13 @@ def scatter_object_list(*args, **kwargs):
     return _scatter_object_list(comm, a["scatter_object_output_list"], a["scatter_object_input_list"], root)
 
 
-def send_object_list(*args, **kwargs):
+@overload
+def send_object_list(comm: Comm, object_list: List[Any], dst: int, timeout: OptTimeout = None,
+                     tag: int = 0) -> None: ...
+@overload
+def send_object_list(object_list: List[Any], dst: int, group: Optional[Comm] = None, device: DeviceLike = None,
+                     tag: int = 0) -> None: ...
+def send_object_list(*args: Any, **kwargs: Any) -> None:
     """Sends object_list's objects to rank dst. Forms: send_object_list(comm,
     object_list, dst, timeout=None, tag=0) or send_object_list(object_list,
     dst, group=None, tag=0)."""
@@ -325,7 +370,13 @@ def send_object_list(*args, **kwargs):
     return _send_object_list(comm, a["object_list"], a["dst"], a["tag"])
 
 
-def recv_object_list(*args, **kwargs):
+@overload
+def recv_object_list(comm: Comm, object_list: List[Any], src: Optional[int], timeout: OptTimeout = None,
+                     weights_only: bool = True, tag: int = 0) -> int: ...
+@overload
+def recv_object_list(object_list: List[Any], src: Optional[int] = None, group: Optional[Comm] = None,
+                     device: DeviceLike = None, tag: int = 0) -> int: ...
+def recv_object_list(*args: Any, **kwargs: Any) -> int:
     """Receives a send_object_list into object_list, in place; returns the
     sender's rank (src None: whichever rank sends first). Forms:
     recv_object_list(comm, object_list, src, timeout=None, tag=0) or

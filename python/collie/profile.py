@@ -33,11 +33,15 @@ SLURM_NTASKS / SLURM_LOCALID; MASTER_ADDR and MASTER_PORT are required (under
 srun, set them: the error says how).
 """
 
+from __future__ import annotations
+
 import argparse
 import datetime
 import os
 import sys
 import time
+from types import ModuleType
+from typing import Any, Callable, List, Optional, Tuple
 
 _OPS = {"allreduce": "AllReduce", "allgather": "AllGather", "reduce_scatter": "ReduceScatter"}
 _DEFAULT_SIZES = (1048576, 4194304, 16777216)
@@ -47,7 +51,7 @@ class ProfileError(Exception):
     pass
 
 
-def _env_launch():
+def _env_launch() -> Tuple[int, int, int]:
     """(rank, world size, local rank) from torchrun's variables, else Slurm's."""
     env = os.environ
     if env.get("RANK") and env.get("WORLD_SIZE"):
@@ -76,7 +80,7 @@ def _env_launch():
     return rank, size, local
 
 
-def _args(argv):
+def _args(argv: List[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python3 -m collie.profile", description=__doc__.split("\n\n")[0])
     ap.add_argument("--backend", required=True, choices=("gloo", "nccl", "collie"))
     ap.add_argument("--sizes", default=",".join(str(n) for n in _DEFAULT_SIZES),
@@ -103,12 +107,12 @@ def _args(argv):
     return a
 
 
-def _call(dist, op, p, inp, out):
+def _call(dist: ModuleType, op: str, p: int, inp: Any, out: Any) -> Callable[[], Any]:
     """The call of one operation on inp (and out)."""
     if op == "allreduce":
         return lambda: dist.all_reduce(inp)
     if op == "allgather":
-        fn = getattr(dist, "all_gather_into_tensor", None) or getattr(dist, "_all_gather_base", None)
+        fn: Any = getattr(dist, "all_gather_into_tensor", None) or getattr(dist, "_all_gather_base", None)
         views = list(out.chunk(p))
         return (lambda: fn(out, inp)) if fn else (lambda: dist.all_gather(views, inp))
     fn = getattr(dist, "reduce_scatter_tensor", None) or getattr(dist, "_reduce_scatter_base", None)
@@ -120,12 +124,15 @@ def _call(dist, op, p, inp, out):
 # destroy_process_group joins that thread with the GIL held, and a tensor
 # whose last reference the worker drops needs the GIL to free its Python
 # object: a deadlock at exit (seen about once in ten runs of this tool).
-_KEEP = []
+_KEEP: List[Any] = []
 
 
-def _measure(torch, dist, op, n, p, dev, warmup, iters):
+def _measure(torch: ModuleType, dist: ModuleType, op: str, n: int, p: int, dev: Any, warmup: int,
+             iters: int) -> Tuple[Optional[float], Any]:
     """(slowest rank's mean seconds per call, wrong elements) or (None, why)."""
     rank = dist.get_rank()
+    t_in: Any
+    t_out: Any
     if op == "allreduce":
         t_in, t_out = torch.full((n,), float(rank + 1), device=dev), None
     elif op == "allgather":
@@ -167,11 +174,11 @@ def _measure(torch, dist, op, n, p, dev, warmup, iters):
     return float(mean.item()), int(w.item())
 
 
-def _mib(nbytes):
+def _mib(nbytes: int) -> str:
     return "%.2f MB" % (nbytes / 1048576.0)
 
 
-def main(argv=None):
+def main(argv: Optional[List[str]] = None) -> int:
     a = _args(sys.argv[1:] if argv is None else argv)
     try:
         rank, size, local = _env_launch()
@@ -222,7 +229,7 @@ def main(argv=None):
             with open(a.csv, "w") as f:
                 f.write("impl,collective,algorithm,transport,nranks,bytes,count,time_us,algbw_GBps,busbw_GBps,wrong\n")
                 f.write("".join(r + "\n" for r in rows))
-    dist.barrier()
+    dist.barrier()  # type: ignore[no-untyped-call]  # (torch 1.13: unannotated)
     dist.destroy_process_group()
     _KEEP.clear()
     return 1 if any(int(r.rsplit(",", 1)[1]) > 0 for r in rows) else 0

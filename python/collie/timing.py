@@ -33,6 +33,8 @@ needed: the process may communicate with mpi4py or torch.distributed only.
   starts elapsed_ms earlier.
 """
 
+from __future__ import annotations
+
 import ctypes
 import os
 import struct
@@ -40,6 +42,7 @@ import sys
 import threading
 import time
 import warnings
+from typing import Any, Dict, Literal, Optional, Tuple, Union
 
 from . import _comm, _lib
 from ._errors import InvalidArgument, InvalidUsage, check
@@ -48,7 +51,7 @@ __all__ = ["TimingLogger", "init_timing_logger", "get_timing_logger", "shutdown_
 
 _lock = threading.Lock()
 _monotonic = time.monotonic
-_logger = None
+_logger: Optional[TimingLogger] = None
 
 # collie_timing_t: operation, layer_name, phase (char *), message_size_bytes
 # (uint64), start_counter, end_counter (double).
@@ -57,13 +60,13 @@ assert struct.calcsize("PPPQdd") == ctypes.sizeof(_lib.TimingRec)
 
 # str -> (bytes, its address): the names a training loop repeats, kept alive
 # so the C struct may point at them; bounded (cleared when full).
-_names = {}
+_names: Dict[str, Tuple[bytes, Optional[int]]] = {}
 
 
-_NONE = (None, 0)
+_NONE: Tuple[Optional[bytes], Optional[int]] = (None, 0)
 
 
-def _name(name):
+def _name(name: str) -> Tuple[bytes, Optional[int]]:
     """(bytes, address) of name; the caller holds the tuple while C reads it."""
     hit = _names.get(name)
     if hit is None:
@@ -77,10 +80,10 @@ def _name(name):
 class TimingLogger:
     """The process's timing logger (get one with init_timing_logger)."""
 
-    def __init__(self, rank, log_dir, queue=0, flush_ms=0):
+    def __init__(self, rank: int, log_dir: Union[str, os.PathLike[str]], queue: int = 0, flush_ms: int = 0) -> None:
         self.rank = rank
         self.log_dir = os.fspath(log_dir)
-        self._comm = None
+        self._comm: Optional[_comm.Comm] = None
         self._closed = False
         _lib.need("collie_timing_log_record")
         # The record call holds the GIL (a PyDLL function): it only copies
@@ -91,19 +94,19 @@ class TimingLogger:
         h = ctypes.c_void_p()
         check(_lib.need("collie_timing_log_open")(os.fsencode(self.log_dir), rank, int(queue), int(flush_ms),
                                                   ctypes.byref(h)))
-        self._h = h.value
+        self._h: Optional[int] = h.value
 
     @property
-    def comm(self):
+    def comm(self) -> Optional[_comm.Comm]:
         """The collie communicator whose operations also log here (None: none)."""
         return self._comm
 
     @property
-    def path(self):
+    def path(self) -> str:
         """log_dir/timing-rank{rank}.csv."""
         return os.path.join(self.log_dir, "timing-rank%d.csv" % self.rank)
 
-    def _attach(self, comm):
+    def _attach(self, comm: _comm.Comm) -> None:
         comm.timing_open(self.log_dir)
         self._comm = comm
         root_rank = comm._root.get_rank()
@@ -114,7 +117,7 @@ class TimingLogger:
                 stacklevel=3,
             )
 
-    def _numbers(self, iteration, epoch):
+    def _numbers(self, iteration: Optional[int], epoch: Optional[int]) -> Tuple[int, int]:
         if iteration is None or epoch is None:
             c = self._comm
             if c is None and _comm.has_default_comm():
@@ -129,8 +132,9 @@ class TimingLogger:
                 epoch = step[1] if step else 0
         return int(iteration), int(epoch)
 
-    def record_timing(self, operation, elapsed_ms, layer_name="", message_size=0, phase="dense",
-                      iteration=None, epoch=None):
+    def record_timing(self, operation: str, elapsed_ms: float, layer_name: Optional[str] = "",
+                      message_size: Optional[int] = 0, phase: Optional[str] = "dense",
+                      iteration: Optional[int] = None, epoch: Optional[int] = None) -> None:
         """Logs a region of elapsed_ms milliseconds that ends now. Never blocks."""
         end = _monotonic()
         elapsed = elapsed_ms
@@ -144,7 +148,9 @@ class TimingLogger:
         self._record("record_timing", operation, end - elapsed / 1000.0, end, layer_name, phase, message_size,
                      iteration, epoch)
 
-    def _record(self, fn, operation, start, end, layer_name, phase, message_size, iteration, epoch):
+    def _record(self, fn: str, operation: str, start: float, end: float, layer_name: Optional[str],
+                phase: Optional[str], message_size: Optional[int], iteration: Optional[int],
+                epoch: Optional[int]) -> None:
         if self._closed:
             raise InvalidUsage("%s: the timing logger for %s was shut down" % (fn, self.log_dir))
         # The common call (a str operation, int size and numbers, names seen
@@ -172,19 +178,21 @@ class TimingLogger:
         if rc:
             check(rc)
 
-    def record_mpi_operation(self, op, message_size=0, layer_name="", phase="dense", iteration=None, epoch=None):
+    def record_mpi_operation(self, op: str, message_size: Optional[int] = 0, layer_name: Optional[str] = "",
+                             phase: Optional[str] = "dense", iteration: Optional[int] = None,
+                             epoch: Optional[int] = None) -> _Region:
         """with logger.record_mpi_operation("ALLREDUCE", nbytes, "layer3"): times the block
         (recorded even when it raises)."""
         if not isinstance(op, str) or not op:
             raise InvalidArgument("record_mpi_operation: op = %r must be a non-empty str" % (op,))
         return _Region(self, op, message_size, layer_name, phase, iteration, epoch)
 
-    def flush(self):
+    def flush(self) -> None:
         """Writes what is queued now (blocks on the file write only)."""
         if not self._closed:
             check(_lib.need("collie_timing_log_flush")(self._h))
 
-    def close(self):
+    def close(self) -> None:
         """Flushes and closes the log (and the communicator's, when this
         logger opened it). Idempotent."""
         if self._closed:
@@ -203,21 +211,21 @@ class _Region:
 
     __slots__ = ("lg", "args", "start")
 
-    def __init__(self, lg, *args):
+    def __init__(self, lg: TimingLogger, *args: Any) -> None:
         self.lg, self.args = lg, args
 
-    def __enter__(self):
+    def __enter__(self) -> TimingLogger:
         self.start = _monotonic()
         return self.lg
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         end = _monotonic()
         op, size, layer, phase, it, ep = self.args
         self.lg._record("record_mpi_operation", op, self.start, end, layer, phase, size, it, ep)
         return False
 
 
-def _on_new_comm(comm):
+def _on_new_comm(comm: _comm.Comm) -> None:
     """Logs collie's own operations of the first communicator created."""
     with _lock:
         lg = _logger
@@ -228,7 +236,8 @@ def _on_new_comm(comm):
 _comm._new_comm_hooks.append(_on_new_comm)
 
 
-def init_timing_logger(rank, log_dir, group=None, queue=0, flush_ms=0):
+def init_timing_logger(rank: int, log_dir: Union[str, os.PathLike[str]], group: Optional[_comm.Comm] = None,
+                       queue: int = 0, flush_ms: int = 0) -> TimingLogger:
     """Opens (or returns) the process's timing logger writing
     log_dir/timing-rank{rank}.csv (log_dir created with its parents). No
     collie communicator is needed; when there is one (group, else the
@@ -250,7 +259,7 @@ def init_timing_logger(rank, log_dir, group=None, queue=0, flush_ms=0):
                 "init_timing_logger: a logger for %s is open; shutdown_timing_logger() first" % _logger.log_dir
             )
         if group is not None:
-            comm = _comm.resolve(group)
+            comm: Optional[_comm.Comm] = _comm.resolve(group)
         else:
             comm = _comm.get_default_comm() if _comm.has_default_comm() else None
         lg = TimingLogger(int(rank), log_dir, queue, flush_ms)
@@ -260,12 +269,12 @@ def init_timing_logger(rank, log_dir, group=None, queue=0, flush_ms=0):
         return lg
 
 
-def get_timing_logger():
+def get_timing_logger() -> Optional[TimingLogger]:
     """The logger init_timing_logger opened, or None."""
     return _logger
 
 
-def shutdown_timing_logger():
+def shutdown_timing_logger() -> None:
     """Flushes and closes the logger; no logger: nothing. (At interpreter
     exit the C library flushes every open log by itself.)"""
     global _logger

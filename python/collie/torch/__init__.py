@@ -25,8 +25,11 @@ destroying a group frees its communicator at once, and monitored_barrier,
 which torch allows only on gloo.
 """
 
+from __future__ import annotations
+
 import atexit
 import contextlib
+from typing import TYPE_CHECKING, Any, Iterator, Optional, Tuple, Union
 
 try:
     import torch
@@ -38,7 +41,7 @@ except ImportError as e:  # pragma: no cover - depends on the machine
 MIN_TORCH = (1, 13)
 
 
-def _version(v):
+def _version(v: str) -> Tuple[int, ...]:
     out = []
     for part in v.split("+")[0].split(".")[:2]:
         digits = "".join(ch for ch in part if ch.isdigit())
@@ -56,7 +59,13 @@ from .._comm import registered_categories  # noqa: E402
 from .._enums import to_category  # noqa: E402
 from . import _context  # noqa: E402
 from . import _pg  # noqa: E402
-from ._pg import CollieBackendError, ProcessGroupCollie, create, python_group  # noqa: E402
+from ._common import CollieBackendError  # noqa: E402
+from ._pg import ProcessGroupCollie, create, python_group  # noqa: E402
+
+if TYPE_CHECKING:
+    import datetime
+
+    from .._comm import CategoryLike, Comm
 
 BACKEND = "collie"
 
@@ -77,15 +86,17 @@ __all__ = [
 ]
 
 
-def _register():
+def _register() -> None:
     plugins = getattr(dist.Backend, "_plugins", {})
     if BACKEND.upper() in plugins:
         return  # a second import (importlib.reload, two copies on sys.path): already there
     try:
         # CUDA tensors take the C library's device path (staged through the host; docs/gpu.md).
-        dist.Backend.register_backend(BACKEND, create, devices=["cpu", "cuda"])
+        # (torch 1.13: register_backend is unannotated, and has no devices=)
+        dist.Backend.register_backend(BACKEND, create,  # type: ignore[call-arg,no-untyped-call]
+                                      devices=["cpu", "cuda"])
     except TypeError:  # torch < 2.1: no devices=
-        dist.Backend.register_backend(BACKEND, create)
+        dist.Backend.register_backend(BACKEND, create)  # type: ignore[no-untyped-call]  # (torch 1.13: unannotated)
 
 
 _register()
@@ -93,7 +104,7 @@ from . import _fast  # noqa: E402
 
 
 @atexit.register
-def _shutdown_groups():
+def _shutdown_groups() -> None:
     """At exit, before collie finalizes the communicators left open (its
     own atexit handler, registered earlier, runs after this one): each
     group's C++ half lets go of its communicator first, and the group is shut
@@ -111,23 +122,23 @@ if _fast._mode() == "1":  # (a bad COLLIE_TORCH_FAST raises here, naming it)
 
 # ---- the collie group behind a torch group --------------------------------
 
-def _pg_of(group):
+def _pg_of(group: object) -> Optional[ProcessGroupCollie]:
     """The ProcessGroupCollie of group (None: the default group)."""
     if group is None or group is getattr(dist.GroupMember, "WORLD", None):
         if not dist.is_initialized():
             raise RuntimeError("collie.torch: torch.distributed is not initialised (call "
                                "dist.init_process_group(\"collie\") first)")
-        group = dist.distributed_c10d._get_default_group()
+        group = dist.distributed_c10d._get_default_group()  # type: ignore[no-untyped-call]  # (torch 1.13)
     return python_group(group)
 
 
-def fast_path_loaded():
+def fast_path_loaded() -> bool:
     """True when torch's calls go through the C++ fast path (docs/torch.md,
     "The C++ fast path"); False when the Python backend serves them all."""
     return _fast.module() is not None
 
 
-def get_comm(group=None):
+def get_comm(group: Optional[dist.ProcessGroup] = None) -> Comm:
     """The collie.Comm under a torch group of the collie backend (None: the
     default group): collie's own API (step_begin, flight_dump, ...) on it."""
     pg = _pg_of(group)
@@ -141,7 +152,7 @@ def get_comm(group=None):
 _shrinks = [0]
 
 
-def shrink(timeout=None):
+def shrink(timeout: Optional[float] = None) -> Tuple[int, int]:
     """After a collective of the default group failed (a rank died or froze),
     every surviving rank calls this: the survivors agree on who is left
     (collie_comm_shrink) and torch's default group is made anew over just
@@ -175,19 +186,19 @@ def shrink(timeout=None):
 
 # ---- telemetry ------------------------------------------------------------
 
-def step_begin(step, epoch=0, group=None):
+def step_begin(step: int, epoch: int = 0, group: Optional[dist.ProcessGroup] = None) -> None:
     """Opens training step `step` (>= 1) of `epoch` for comms.csv on the
     group's communicator (default group): its operations until step_end()
     are charged to the step."""
     get_comm(group).step_begin(step, epoch)
 
 
-def step_end(group=None):
+def step_end(group: Optional[dist.ProcessGroup] = None) -> None:
     get_comm(group).step_end()
 
 
 @contextlib.contextmanager
-def step(step, epoch=0, group=None):
+def step(step: int, epoch: int = 0, group: Optional[dist.ProcessGroup] = None) -> Iterator[None]:
     """with collie.torch.step(step, epoch): ... - one comms.csv row per step
     (rank 0 writes COLLIE_LOG_DIR/comms.csv; docs/telemetry.md)."""
     c = get_comm(group)
@@ -199,7 +210,7 @@ def step(step, epoch=0, group=None):
 
 
 @contextlib.contextmanager
-def category(cat, label=None, phase=None):
+def category(cat: CategoryLike, label: Optional[str] = None, phase: Optional[str] = None) -> Iterator[None]:
     """Charges the collie calls torch makes inside the block to payload
     category `cat` (a collie.PayloadCategory, its name, or a name to
     register), with an optional label (layer or bucket) and phase for the
@@ -221,12 +232,12 @@ def category(cat, label=None, phase=None):
 
 # ---- the two wrapped torch.distributed functions --------------------------
 
-def _wrap_destroy():
+def _wrap_destroy() -> None:
     orig = dist.destroy_process_group
     if getattr(orig, "_collie_wrapped", False):
         return
 
-    def destroy_process_group(group=None):
+    def destroy_process_group(group: Optional[dist.ProcessGroup] = None) -> None:
         if group is None or group is getattr(dist.GroupMember, "WORLD", None):
             pgs = list(reversed(_context.groups()))
         else:
@@ -236,30 +247,34 @@ def _wrap_destroy():
         for pg in pgs:
             pg.shutdown()
 
-    destroy_process_group._collie_wrapped = True
-    destroy_process_group.__doc__ = orig.__doc__
-    destroy_process_group.__wrapped__ = orig
-    dist.destroy_process_group = destroy_process_group
-    dist.distributed_c10d.destroy_process_group = destroy_process_group
+    wrapper: Any = destroy_process_group  # (a function with attributes of ours)
+    wrapper._collie_wrapped = True
+    wrapper.__doc__ = orig.__doc__
+    wrapper.__wrapped__ = orig
+    dist.destroy_process_group = wrapper
+    dist.distributed_c10d.destroy_process_group = wrapper
 
 
-def _wrap_monitored_barrier():
+def _wrap_monitored_barrier() -> None:
     orig = dist.monitored_barrier
     if getattr(orig, "_collie_wrapped", False):
         return
 
-    def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
+    def monitored_barrier(group: Optional[dist.ProcessGroup] = None,
+                          timeout: Union[datetime.timedelta, float, None] = None, wait_all_ranks: bool = False) -> Any:
         pg = _pg_of(group) if dist.is_initialized() else None
         if pg is None:
-            return orig(group, timeout, wait_all_ranks) if group is not None else orig(timeout=timeout,
-                                                                                      wait_all_ranks=wait_all_ranks)
+            # (torch 1.13's monitored_barrier is unannotated)
+            return orig(group, timeout, wait_all_ranks) if group is not None else orig(  # type: ignore[no-untyped-call]
+                timeout=timeout, wait_all_ranks=wait_all_ranks)
         return pg.monitored_barrier(timeout, wait_all_ranks=wait_all_ranks)
 
-    monitored_barrier._collie_wrapped = True
-    monitored_barrier.__doc__ = orig.__doc__
-    monitored_barrier.__wrapped__ = orig
-    dist.monitored_barrier = monitored_barrier
-    dist.distributed_c10d.monitored_barrier = monitored_barrier
+    wrapper: Any = monitored_barrier  # (a function with attributes of ours)
+    wrapper._collie_wrapped = True
+    wrapper.__doc__ = orig.__doc__
+    wrapper.__wrapped__ = orig
+    dist.monitored_barrier = wrapper
+    dist.distributed_c10d.monitored_barrier = wrapper
 
 
 _wrap_destroy()

@@ -3,7 +3,10 @@ ProcessGroupCollie): argument checks in torch's terms, then one collie call
 on the tensors' own memory, with a staging tensor only where the layout
 needs one. Blocking calls of plain tensors take the direct path."""
 
+from __future__ import annotations
+
 import ctypes
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 
 import torch
 import torch.distributed as dist
@@ -15,13 +18,21 @@ from ._common import C10D, OP_BY_ID, OWN, CollieBackendError, block, frame, last
 from ._tensors import NATIVE, UINT8, check_cpu, dense, nbytes, op_of, reduction_plan
 from ._work import CollieWork
 
+if TYPE_CHECKING:
+    from torch._C._distributed_c10d import Work as _TorchWork
+
+    from .._lib import CFunction
+    from ._common import GroupState, Options
+else:
+    GroupState = object
+
 OWN.add(id(globals()))
 
 _D_INT64 = [d[0] for d in _lib.DTYPES].index("int64")
 _CAT_TOPR_INDICES = int(PayloadCategory.TOPR_INDICES)
 
 
-class Collectives:
+class Collectives(GroupState):
     """Reductions and data movement; needs the group's _issue, _lock, _h,
     _L, _rank, _size, _done, _p2p (ProcessGroupCollie)."""
 
@@ -36,16 +47,18 @@ class Collectives:
     # all_reduce reads its op from torch's own arguments: reading
     # opts.reduceOp through pybind costs ~1 us.
 
-    def _direct(self, loc, t):
+    def _direct(self, loc: Dict[str, Any], t: torch.Tensor) -> Optional[int]:
         """t's collie dtype when a call of torch's (locals loc) on it may take
         the direct path, else None."""
         dt = NATIVE.get(t.dtype)
-        if (dt is not None and loc.get("async_op", True) is False and t.is_cpu and t.is_contiguous()
+        # (is_cpu: not in torch 1.13's stubs)
+        if (dt is not None and loc.get("async_op", True) is False
+                and t.is_cpu and t.is_contiguous()  # type: ignore[attr-defined]
                 and not t.is_sparse and not _context._stack and not self._p2p):
             return dt
         return None
 
-    def _direct_call(self, fn, cfn, *args, opts=None):
+    def _direct_call(self, fn: str, cfn: CFunction, *args: Any, opts: Optional[_lib.Opts] = None) -> CollieWork:
         with self._lock:
             h = self._h
             if h is None:
@@ -55,7 +68,7 @@ class Collectives:
             raise CollieBackendError(self._last_error(rc), rc)
         return self._done
 
-    def allreduce(self, tensors, opts=None):
+    def allreduce(self, tensors: List[torch.Tensor], opts: Options = None) -> _TorchWork:
         f = frame(1)
         if f.f_globals is C10D and len(tensors) == 1:
             loc = f.f_locals
@@ -67,7 +80,7 @@ class Collectives:
                 return self._direct_call("all_reduce", self._allreduce, p, p, t.numel(), dt, op)
         return self._allreduce_general(tensors, opts)
 
-    def _allreduce_general(self, tensors, opts):
+    def _allreduce_general(self, tensors: List[torch.Tensor], opts: Options) -> _TorchWork:
         fn = "all_reduce"
         if len(tensors) == 1 and isinstance(tensors[0], torch.Tensor) and tensors[0].is_sparse:
             return self._allreduce_sparse(tensors[0], opts)
@@ -79,7 +92,7 @@ class Collectives:
         return self._issue(fn, self._L.collie_allreduce, (r.data_ptr(), r.data_ptr(), r.numel(), dt, op), opts,
                            [t], (t, c, r), posts)
 
-    def _allreduce_sparse(self, t, opts):
+    def _allreduce_sparse(self, t: torch.Tensor, opts: Options) -> _TorchWork:
         """A sparse COO tensor summed over ranks, as Gloo does it: each rank's
         coalesced entries gathered (nnz may differ between ranks: the counts
         first, then the linear indices and the values by allgatherv), summed
@@ -90,7 +103,7 @@ class Collectives:
         op = opts.reduceOp if opts is not None else dist.ReduceOp.SUM
         if op_of(op, fn) != op_of(dist.ReduceOp.SUM, fn):
             raise CollieBackendError("%s: sparse tensors reduce with SUM only (as Gloo)" % fn, "unsupported")
-        if not t.is_cpu:
+        if not t.is_cpu:  # type: ignore[attr-defined]  # (is_cpu: not in torch 1.13's stubs)
             raise CollieBackendError("%s: sparse tensors on %s: the collie backend reduces sparse CPU tensors"
                                      % (fn, t.device), "unsupported")
         c = t.coalesce()
@@ -128,7 +141,7 @@ class Collectives:
         t.copy_(out)
         return CollieWork(self, None, fn, result=[t])
 
-    def allreduce_coalesced(self, tensors, opts=None):
+    def allreduce_coalesced(self, tensors: List[torch.Tensor], opts: Options = None) -> _TorchWork:
         fn = "all_reduce_coalesced"
         if not tensors:
             return CollieWork(self, None, fn)
@@ -141,7 +154,7 @@ class Collectives:
         flat = torch.cat([t.reshape(-1) for t in tensors])
         r, dt, op, back = reduction_plan(flat, op, fn)
 
-        def unflatten():
+        def unflatten() -> None:
             if back:
                 back()
             off = 0
@@ -153,7 +166,7 @@ class Collectives:
         return self._issue(fn, self._L.collie_allreduce, (r.data_ptr(), r.data_ptr(), r.numel(), dt, op), opts,
                            tensors, (flat, r), [unflatten])
 
-    def reduce(self, tensors, opts=None):
+    def reduce(self, tensors: List[torch.Tensor], opts: Options = None) -> _TorchWork:
         fn = "reduce"
         t = self._one(tensors, fn)
         root = self._root(opts.rootRank, fn)
@@ -166,7 +179,8 @@ class Collectives:
                            (r.data_ptr(), r.data_ptr() if at_root else None, r.numel(), dt, op, root), opts,
                            [t], (t, c, r), posts)
 
-    def reduce_scatter(self, output_tensors, input_tensors, opts=None):
+    def reduce_scatter(self, output_tensors: List[torch.Tensor], input_tensors: List[List[torch.Tensor]],
+                       opts: Options = None) -> _TorchWork:
         fn = "reduce_scatter"
         out = self._one(output_tensors, fn)
         ins = self._one(input_tensors, fn)
@@ -182,7 +196,7 @@ class Collectives:
         src = flat if flat is not None else torch.as_strided(ins[0], (out.numel() * self._size,), (1,))
         return self._reduce_scatter_flat(fn, out, src, opts, keep=(ins, flat))
 
-    def _reduce_scatter_base(self, output, input, opts=None):
+    def _reduce_scatter_base(self, output: torch.Tensor, input: torch.Tensor, opts: Options = None) -> _TorchWork:
         fn = "reduce_scatter_tensor"
         check_cpu(input, fn, "input")
         if input.numel() != output.numel() * self._size:
@@ -195,7 +209,8 @@ class Collectives:
         src, _ = dense(input, fn, "input")
         return self._reduce_scatter_flat(fn, output, src.reshape(-1), opts, keep=(input,))
 
-    def _reduce_scatter_flat(self, fn, out, src, opts, keep):
+    def _reduce_scatter_flat(self, fn: str, out: torch.Tensor, src: torch.Tensor, opts: Options,
+                             keep: object) -> _TorchWork:
         op = op_of(opts.reduceOp if opts is not None else dist.ReduceOp.SUM, fn)
         c, post = dense(out, fn, "output", out=True)
         # A widened input (int16) is a copy only read; the widened output is written back.
@@ -208,7 +223,7 @@ class Collectives:
 
     # ---- data movement ----
 
-    def broadcast(self, tensors, opts=None):
+    def broadcast(self, tensors: List[torch.Tensor], opts: Options = None) -> _TorchWork:
         f = frame(1)
         if f.f_globals is C10D and len(tensors) == 1:
             t = tensors[0]
@@ -219,7 +234,7 @@ class Collectives:
                     return self._direct_call("broadcast", self._L.collie_broadcast, t.data_ptr(), t.numel(), dt, root)
         return self._broadcast_general(tensors, opts)
 
-    def _broadcast_general(self, tensors, opts):
+    def _broadcast_general(self, tensors: List[torch.Tensor], opts: Options) -> _TorchWork:
         fn = "broadcast"
         t = self._one(tensors, fn)
         root = self._root(opts.rootRank, fn)
@@ -228,7 +243,8 @@ class Collectives:
         return self._issue(fn, self._L.collie_broadcast, (c.data_ptr(), n, dt, root), opts, [t], (t, c),
                            [post] if post else None)
 
-    def allgather(self, output_tensors, input_tensors, opts=None):
+    def allgather(self, output_tensors: List[List[torch.Tensor]], input_tensors: List[torch.Tensor],
+                  opts: Options = None) -> _TorchWork:
         fn = "all_gather"
         t = self._one(input_tensors, fn)
         outs = self._one(output_tensors, fn)
@@ -240,24 +256,25 @@ class Collectives:
                                outs, (t, c, outs))
         st = torch.empty((self._size,) + tuple(c.shape), dtype=c.dtype, device=c.device)
 
-        def copy_out():
+        def copy_out() -> None:
             for q, o in enumerate(outs):
                 o.copy_(st[q])
 
         return self._issue(fn, self._L.collie_allgather, (c.data_ptr(), st.data_ptr(), n, dt), opts, outs,
                            (t, c, st), [copy_out])
 
-    def _allgather_base(self, output, input, opts=None):
+    def _allgather_base(self, output: torch.Tensor, input: torch.Tensor, opts: Options = None) -> _TorchWork:
         f = frame(1)
         if f.f_globals is C10D:
             dt = self._direct(f.f_locals, input)
-            if (dt is not None and output.dtype is input.dtype and output.is_cpu and output.is_contiguous()
+            if (dt is not None and output.dtype is input.dtype
+                    and output.is_cpu and output.is_contiguous()  # type: ignore[attr-defined]
                     and output.numel() == input.numel() * self._size):
                 return self._direct_call("all_gather_into_tensor", self._L.collie_allgather, input.data_ptr(),
                                          output.data_ptr(), input.numel(), dt)
         return self._allgather_base_general(output, input, opts)
 
-    def _allgather_base_general(self, output, input, opts):
+    def _allgather_base_general(self, output: torch.Tensor, input: torch.Tensor, opts: Options) -> _TorchWork:
         fn = "all_gather_into_tensor"
         check_cpu(input, fn, "input")
         check_cpu(output, fn, "output")
@@ -271,7 +288,8 @@ class Collectives:
         return self._issue(fn, self._L.collie_allgather, (c.data_ptr(), o.data_ptr(), n, dt), opts, [output],
                            (input, c, o), [post] if post else None)
 
-    def allgather_coalesced(self, output_lists, input_list, opts=None):
+    def allgather_coalesced(self, output_lists: List[List[torch.Tensor]], input_list: List[torch.Tensor],
+                            opts: Options = None) -> _TorchWork:
         fn = "all_gather_coalesced"
         if len(output_lists) != self._size:
             raise CollieBackendError("%s: output_tensor_lists has %d lists, expected %d (one per rank)"
@@ -290,7 +308,7 @@ class Collectives:
                     raise CollieBackendError("%s: output_tensor_lists[%d][%d] does not match input_tensor_list[%d]"
                                              % (fn, q, i, i), "invalid argument")
 
-        def copy_out():
+        def copy_out() -> None:
             per = flat.numel()
             for q, lst in enumerate(output_lists):
                 off = q * per
@@ -303,7 +321,8 @@ class Collectives:
         return self._issue(fn, self._L.collie_allgather, (flat.data_ptr(), st.data_ptr(), flat.numel(), UINT8),
                            opts, output_lists, (flat, st, input_list), [copy_out])
 
-    def gather(self, output_tensors, input_tensors, opts=None):
+    def gather(self, output_tensors: List[List[torch.Tensor]], input_tensors: List[torch.Tensor],
+               opts: Options = None) -> _TorchWork:
         fn = "gather"
         t = self._one(input_tensors, fn)
         root = self._root(opts.rootRank, fn)
@@ -321,14 +340,15 @@ class Collectives:
                                outs, (t, c, outs))
         st = torch.empty((self._size,) + tuple(c.shape), dtype=c.dtype, device=c.device)
 
-        def copy_out():
+        def copy_out() -> None:
             for q, o in enumerate(outs):
                 o.copy_(st[q])
 
         return self._issue(fn, self._L.collie_gather, (c.data_ptr(), st.data_ptr(), n, dt, root), opts, outs,
                            (t, c, st), [copy_out])
 
-    def scatter(self, output_tensors, input_tensors, opts=None):
+    def scatter(self, output_tensors: List[torch.Tensor], input_tensors: List[List[torch.Tensor]],
+                opts: Options = None) -> _TorchWork:
         fn = "scatter"
         t = self._one(output_tensors, fn)
         root = self._root(opts.rootRank, fn)
@@ -347,18 +367,22 @@ class Collectives:
         return self._issue(fn, self._L.collie_scatter, (src.data_ptr(), c.data_ptr(), n, dt, root), opts, [t],
                            (t, c, ins, src), posts)
 
-    def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
+    def alltoall_base(self, output: torch.Tensor, input: torch.Tensor, output_split_sizes: Optional[Sequence[int]],
+                      input_split_sizes: Optional[Sequence[int]], opts: Options = None) -> _TorchWork:
         f = frame(1)
         if f.f_globals is C10D and not output_split_sizes and not input_split_sizes:
             dt = self._direct(f.f_locals, input)
             n = input.numel()
-            if (dt is not None and output.dtype is input.dtype and output.is_cpu and output.is_contiguous()
+            if (dt is not None and output.dtype is input.dtype
+                    and output.is_cpu and output.is_contiguous()  # type: ignore[attr-defined]
                     and output.numel() == n and n % self._size == 0):
                 return self._direct_call("all_to_all_single", self._L.collie_alltoall, input.data_ptr(),
                                          output.data_ptr(), n // self._size, dt)
         return self._alltoall_base_general(output, input, output_split_sizes, input_split_sizes, opts)
 
-    def _alltoall_base_general(self, output, input, output_split_sizes, input_split_sizes, opts):
+    def _alltoall_base_general(self, output: torch.Tensor, input: torch.Tensor,
+                               output_split_sizes: Optional[Sequence[int]],
+                               input_split_sizes: Optional[Sequence[int]], opts: Options) -> _TorchWork:
         fn = "all_to_all_single"
         check_cpu(input, fn, "input")
         check_cpu(output, fn, "output")
@@ -391,7 +415,7 @@ class Collectives:
                            (i.data_ptr(), arrs[0], arrs[1], o.data_ptr(), arrs[2], arrs[3], UINT8), opts,
                            [output], (input, i, o, arrs), [post] if post else None)
 
-    def _splits(self, fn, name, sizes, t):
+    def _splits(self, fn: str, name: str, sizes: Optional[Sequence[int]], t: torch.Tensor) -> Optional[List[int]]:
         if sizes is None or len(sizes) == 0:
             return None
         sizes = [int(x) for x in sizes]
@@ -405,14 +429,15 @@ class Collectives:
                                      % (fn, name, sizes, rows), "invalid argument")
         return sizes
 
-    def _equal(self, fn, what, t, n):
+    def _equal(self, fn: str, what: str, t: torch.Tensor, n: int) -> List[int]:
         rows = t.shape[0] if t.dim() else t.numel()
         if rows % n:
             raise CollieBackendError("%s: %s has %d rows, not a multiple of the group size %d" % (fn, what, rows, n),
                                      "invalid argument")
         return [rows // n] * n
 
-    def alltoall(self, output_tensors, input_tensors, opts=None):
+    def alltoall(self, output_tensors: List[torch.Tensor], input_tensors: List[torch.Tensor],
+                 opts: Options = None) -> _TorchWork:
         fn = "all_to_all"
         n = self._size
         if len(input_tensors) != n or len(output_tensors) != n:
@@ -429,7 +454,7 @@ class Collectives:
         sd = [sum(sc[:q]) for q in range(n)]
         rd = [sum(rc[:q]) for q in range(n)]
 
-        def copy_out():
+        def copy_out() -> None:
             for q, o in enumerate(output_tensors):
                 o.copy_(st[rd[q]:rd[q] + rc[q]].view(o.dtype).view(o.shape))
 
@@ -438,7 +463,7 @@ class Collectives:
                            (src.data_ptr(), arrs[0], arrs[1], st.data_ptr(), arrs[2], arrs[3], UINT8), opts,
                            output_tensors, (src, st, arrs, input_tensors), [copy_out])
 
-    def _check_list(self, fn, what, lst, t):
+    def _check_list(self, fn: str, what: str, lst: Sequence[torch.Tensor], t: torch.Tensor) -> None:
         if len(lst) != self._size:
             raise CollieBackendError("%s: %s has %d tensors, expected %d (one per rank)" % (fn, what, len(lst),
                                                                                          self._size),
@@ -451,12 +476,14 @@ class Collectives:
 
     # ---- torch 2.x's names for the same operations (p2p's are in _p2p.py) ----
 
-    def allgather_into_tensor_coalesced(self, outputs, inputs, opts=None):
+    def allgather_into_tensor_coalesced(self, outputs: List[torch.Tensor], inputs: List[torch.Tensor],
+                                        opts: Options = None) -> _TorchWork:
         """all_gather_into_tensor of each (output, input) pair; one Work."""
         works = [self._allgather_base(o, i, opts) for o, i in zip(outputs, inputs)]
         return last_of(self, works, outputs, "all_gather_into_tensor_coalesced")
 
-    def reduce_scatter_tensor_coalesced(self, outputs, inputs, opts=None):
+    def reduce_scatter_tensor_coalesced(self, outputs: List[torch.Tensor], inputs: List[torch.Tensor],
+                                        opts: Options = None) -> _TorchWork:
         """reduce_scatter_tensor of each (output, input) pair; one Work."""
         works = [self._reduce_scatter_base(o, i, opts) for o, i in zip(outputs, inputs)]
         return last_of(self, works, outputs, "reduce_scatter_tensor_coalesced")

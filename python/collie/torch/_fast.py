@@ -14,19 +14,26 @@ not load, e.g. built for another torch, warns once and is skipped); "0" -
 never; "1" - required (its absence or a load failure is an ImportError).
 """
 
+from __future__ import annotations
+
 import glob
 import importlib.machinery
 import importlib.util
 import os
 import warnings
+from types import ModuleType
+from typing import TYPE_CHECKING, Dict, Optional
 
 from .. import _lib
 
+if TYPE_CHECKING:
+    from ._context import Entry
+
 _NAME = "_collie_torch_fast"
-_state = {}
+_state: Dict[str, Optional[ModuleType]] = {}
 
 
-def _mode():
+def _mode() -> str:
     v = os.environ.get("COLLIE_TORCH_FAST", "auto").strip().lower()
     if v in ("", "auto"):
         return "auto"
@@ -35,11 +42,11 @@ def _mode():
     raise ImportError("COLLIE_TORCH_FAST=%r: expected 0, 1 or auto" % v)
 
 
-def _load():
+def _load() -> Optional[ModuleType]:
     mode = _mode()
     if mode == "0":
         return None
-    path = _lib.lib()._collie_path
+    path = _lib.path()
     # A library found by the loader's own search (a bare soname) has no
     # directory of ours to look in: no fast path beside it.
     where = os.path.dirname(os.path.abspath(path)) if os.path.sep in path else None
@@ -58,6 +65,7 @@ def _load():
         return None
     try:
         spec = importlib.util.spec_from_loader(_NAME, importlib.machinery.ExtensionFileLoader(_NAME, found[0]))
+        assert spec is not None and spec.loader is not None  # (a spec of the loader given)
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
     except ImportError as e:
@@ -69,14 +77,14 @@ def _load():
     return mod
 
 
-def module():
+def module() -> Optional[ModuleType]:
     """The loaded extension, or None (loaded once)."""
     if "mod" not in _state:
         _state["mod"] = _load()
     return _state["mod"]
 
 
-def context_changed(top):
+def context_changed(top: Optional[Entry]) -> None:
     """The innermost open collie.torch.category block changed (None: none)."""
     mod = _state.get("mod")
     if mod is None:

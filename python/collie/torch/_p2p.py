@@ -2,9 +2,12 @@
 ProcessGroupCollie): blocking send/recv straight to collie, isend/irecv
 held and issued together as one collie group, receives from any source."""
 
+from __future__ import annotations
+
 import ctypes
 import threading
 import time
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -13,23 +16,34 @@ from ._common import OWN, CollieBackendError, blocking_p2p_caller, frame
 from ._tensors import UINT8, check_cpu, nbytes
 from ._work import CollieWork
 
+if TYPE_CHECKING:
+    from torch._C._distributed_c10d import Work as _TorchWork
+
+    from ._common import GroupState
+    from ._tensors import Post
+
+    # A held isend/irecv: (is_send, tensor, peer, tag, its Work, the batch it waits on).
+    HeldP2P = Tuple[bool, torch.Tensor, int, int, CollieWork, "_LazyBatch"]
+else:
+    GroupState = object
+
 OWN.add(id(globals()))
 
 
-class PointToPoint:
+class PointToPoint(GroupState):
     """send, recv, recv_anysource and torch's coalescing hooks; needs the
     group's _issue, _lock, _h, _L, _size, _rank, _comm, _completer, _one,
     _last_error, and the state _init_p2p sets."""
 
-    def _init_p2p(self):
+    def _init_p2p(self) -> None:
         self._p2p = []  # held isend/irecv: (is_send, tensor, peer, tag, Work, _LazyBatch)
-        self._p2p_flusher = None  # thread: issues held p2p 2 ms after the last one
+        self._p2p_flusher: Optional[threading.Thread] = None  # thread: issues held p2p 2 ms after the last one
         self._p2p_wake = threading.Event()
         self._coalescing = False  # between _start_coalescing and _end_coalescing
 
     # ---- point to point ----
 
-    def _peer(self, p, fn):
+    def _peer(self, p: int, fn: str) -> int:
         if not 0 <= p < self._size:
             raise CollieBackendError("%s: peer rank %d is outside 0..%d (group of %d)" % (fn, p, self._size - 1,
                                                                                        self._size),
@@ -50,7 +64,7 @@ class PointToPoint:
     # nobody waits on still starts). Between _start_coalescing and
     # _end_coalescing (torch 1.13's batch_isend_irecv) only the end issues it.
 
-    def _p2p_tensor(self, tensors, fn):
+    def _p2p_tensor(self, tensors: List[torch.Tensor], fn: str) -> torch.Tensor:
         t = self._one(tensors, fn)
         check_cpu(t, fn)
         if not t.is_contiguous():
@@ -58,7 +72,7 @@ class PointToPoint:
                                      "invalid argument")
         return t
 
-    def send(self, tensors, dst, tag=0):
+    def send(self, tensors: List[torch.Tensor], dst: int, tag: int = 0) -> _TorchWork:
         fn = "send"
         t = c = self._p2p_tensor(tensors, fn)
         dst = self._peer(dst, fn)
@@ -67,7 +81,7 @@ class PointToPoint:
                                [t], (t, c))
         return self._p2p_add(True, c, dst, tag, [t])
 
-    def recv(self, tensors, src, tag=0):
+    def recv(self, tensors: List[torch.Tensor], src: int, tag: int = 0) -> _TorchWork:
         fn = "recv"
         t = c = self._p2p_tensor(tensors, fn)
         src = self._peer(src, fn)
@@ -79,10 +93,10 @@ class PointToPoint:
         return w
 
     @staticmethod
-    def _is_blocking_caller():
+    def _is_blocking_caller() -> bool:
         return blocking_p2p_caller(frame(2))
 
-    def recv_anysource(self, tensors, tag=0):
+    def recv_anysource(self, tensors: List[torch.Tensor], tag: int = 0) -> _TorchWork:
         """dist.recv/irecv with src=None: collie_recv_any, the first rank
         whose next message to this one has tag; source_rank() says which.
         Until it has completed, another receive on the group raises."""
@@ -95,21 +109,22 @@ class PointToPoint:
                         None, [t], (t, box))
         if blocking:  # the Work is shared: answer with a completed one of this receive's own
             w = CollieWork(self, None, fn, [t])
-        w._src_box = box
+        w._src_box = box  # type: ignore[attr-defined]  # (a CollieWork: torch's Python functions call this)
         return w
 
-    def _start_coalescing(self, *args):
+    def _start_coalescing(self, *args: Any) -> None:
         self._flush_p2p()
         with self._lock:
             self._coalescing = True
 
-    def _end_coalescing(self, *args):
+    def _end_coalescing(self, *args: Any) -> CollieWork:
         with self._lock:
             self._coalescing = False
             shared = self._flush_p2p(force=True)
         return shared if shared is not None else CollieWork(self, None, "batch_isend_irecv")  # 2.x waits on it
 
-    def _p2p_add(self, is_send, c, peer, tag, result, post=None):
+    def _p2p_add(self, is_send: bool, c: torch.Tensor, peer: int, tag: int, result: Sequence[torch.Tensor],
+                 post: Optional[Post] = None) -> CollieWork:
         lazy = _LazyBatch(self)
         w = CollieWork(self, None, "isend" if is_send else "irecv", result, (c,), [post] if post else None,
                        shared=lazy)
@@ -128,7 +143,7 @@ class PointToPoint:
                 self._p2p_wake.set()
         return w
 
-    def _p2p_flush_loop(self):
+    def _p2p_flush_loop(self) -> None:
         while True:
             self._p2p_wake.wait()
             if self._h is None:
@@ -137,7 +152,7 @@ class PointToPoint:
             time.sleep(0.002)  # let the isends and irecvs issued back to back join one batch
             self._flush_p2p()
 
-    def _flush_p2p(self, force=False):
+    def _flush_p2p(self, force: bool = False) -> Optional[CollieWork]:
         """Issues the held sends and receives as one collie group; returns its
         Work (None when nothing was held, or inside _start/_end_coalescing
         unless force)."""
@@ -146,25 +161,25 @@ class PointToPoint:
                 return None
             return self._flush_p2p_locked()
 
-    def _flush_p2p_locked(self):
+    def _flush_p2p_locked(self) -> Optional[CollieWork]:
         try:
             return self._flush_batch(self._p2p)
         finally:
             if self._cpp is not None:
                 self._cpp.set_held(False)  # issued (or failed): collectives after them go the fast way
 
-    def _flush_batch(self, batch):
+    def _flush_batch(self, batch: List[HeldP2P]) -> Optional[CollieWork]:
         self._p2p = []
         # A group's copies of CUDA tensors are ordered after the legacy
         # default stream only (docs/gpu.md): wait here for torch's current
         # stream on each device, so that what it queued before the calls
         # (a kernel writing a send buffer) is done when collie reads it.
         for dev in {b[1].device for b in batch if b[1].is_cuda}:
-            torch.cuda.current_stream(dev).synchronize()
+            torch.cuda.current_stream(dev).synchronize()  # type: ignore[no-untyped-call]  # (torch 1.13)
         L = self._L
         h = self._h
         w = ctypes.c_void_p()
-        text = "the process group was destroyed"
+        text: Optional[str] = "the process group was destroyed"
         rc = L.collie_group_start(h) if h is not None else _lib.INVALID_USAGE
         if rc == _lib.SUCCESS:
             for is_send, c, peer, tag, _, _ in batch:
@@ -179,6 +194,7 @@ class PointToPoint:
         elif h is not None:
             text = self._last_error(rc)
         if rc != _lib.SUCCESS:
+            assert text is not None  # (set wherever rc is not SUCCESS)
             err = CollieBackendError("isend/irecv: " + text, rc)
             for b in batch:
                 b[5].fail(err)
@@ -199,15 +215,15 @@ class _LazyBatch:
     """What a held isend/irecv's Work waits on: the group it will be issued
     in. Touching it (wait, test) issues the held batch first."""
 
-    def __init__(self, pg):
+    def __init__(self, pg: PointToPoint) -> None:
         self._pg = pg
-        self.real = None
-        self._err = None
+        self.real: Optional[CollieWork] = None
+        self._err: Optional[BaseException] = None
 
-    def fail(self, exc):
+    def fail(self, exc: BaseException) -> None:
         self._err = exc
 
-    def _issued(self):
+    def _issued(self) -> Optional[CollieWork]:
         if self.real is None and self._err is None:
             self._pg._flush_p2p()
         if self.real is None and self._err is None:
@@ -216,16 +232,16 @@ class _LazyBatch:
         return self.real
 
     @property
-    def _h(self):
+    def _h(self) -> Optional[int]:
         r = self._issued()
         return r._h if r is not None else None
 
     @property
-    def _exc(self):
+    def _exc(self) -> Optional[BaseException]:
         r = self._issued()
         return r._exc if r is not None else self._err
 
-    def _wait_handle(self, ms):
+    def _wait_handle(self, ms: int) -> bool:
         r = self._issued()
         if r is None:
             return True  # failed at issue: _exc has the error

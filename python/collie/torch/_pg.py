@@ -17,11 +17,14 @@ written in place (lists whose tensors are not one block, non-contiguous or
 widened tensors) go through a staging tensor copied out at completion.
 """
 
+from __future__ import annotations
+
 import collections
 import ctypes
 import datetime
 import threading
 import time
+from typing import TYPE_CHECKING, Any, Deque, Iterable, List, Optional, Sequence, Tuple, TypeVar, Union
 
 import torch
 import torch.distributed as dist
@@ -35,14 +38,24 @@ from ._p2p import PointToPoint
 from ._tensors import Unsupported
 from ._work import CollieWork, Completer
 
+if TYPE_CHECKING:
+    from torch._C._distributed_c10d import Work as _TorchWork
+
+    from .._comm import Comm
+    from .._lib import CFunction
+    from ._common import Frame, Options
+    from ._tensors import Post
+
+_T = TypeVar("_T")
+
 OWN.add(id(globals()))
 _TAG_MONITORED = "collie-monitored-barrier"
 # A collie.Comm that the next group created on this rank wraps instead of
 # making its own: how collie.torch.shrink() hands torch the survivors' comm.
-_adopt = []
+_adopt: List[Comm] = []
 
 
-def _cuda_of(keep):
+def _cuda_of(keep: Iterable[object]) -> Optional[torch.device]:
     """The device of the first CUDA tensor among keep (tensors, or lists of
     them), or None: host calls pay one attribute read per tensor."""
     for k in keep:
@@ -52,18 +65,21 @@ def _cuda_of(keep):
     return None
 
 
-class ProcessGroupCollie(Collectives, PointToPoint, dist.ProcessGroup):
+# (The mixins' operations are the backend calls torch makes, a list of tensors
+# and an options object, not the overloaded convenience forms torch's stubs
+# declare on ProcessGroup.)
+class ProcessGroupCollie(Collectives, PointToPoint, dist.ProcessGroup):  # type: ignore[misc]
     """torch.distributed.ProcessGroup on collie (CPU and CUDA tensors). Created by
     torch through init_process_group("collie") / new_group(backend="collie")
     after ``import collie.torch``; collie.torch.get_comm(group) gives its
     collie.Comm."""
 
-    def __init__(self, store, rank, size, timeout):
-        super().__init__(rank, size)
+    def __init__(self, store: dist.Store, rank: int, size: int, timeout: Union[datetime.timedelta, float]) -> None:
+        super().__init__(rank, size)  # type: ignore[call-arg,no-untyped-call]  # (torch 1.13's stub: ProcessGroup())
         self._rank, self._size = rank, size  # (pybind's rank()/size() cost ~0.2 us a call)
         if isinstance(timeout, (int, float)):
             timeout = datetime.timedelta(seconds=timeout)
-        self._store = store
+        self._store: Any = store  # torch's Store (None once shut down)
         self._timeout = timeout
         # The communicator's issue lock. With the C++ fast path, the one it
         # takes too (collie.h: one issuer at a time), so that calls issued by
@@ -71,9 +87,9 @@ class ProcessGroupCollie(Collectives, PointToPoint, dist.ProcessGroup):
         fast = _fast.module()
         self._lock = fast.IssueLock() if fast is not None else threading.RLock()
         self._cpp = None  # the FastGroup torch holds (create()), when the fast path is loaded
-        self._handed = collections.deque()  # Works handed to torch through the FastGroup (_hold)
+        self._handed: Deque[CollieWork] = collections.deque()  # Works handed to torch through the FastGroup (_hold)
         self._handed_lock = threading.Lock()
-        self._inflight = []  # async Works handed to Python callers, until they have ended
+        self._inflight: List[CollieWork] = []  # async Works handed to Python callers, until they have ended
         self._init_p2p()
         self._mb_seq = 0
         self._group_name = ""
@@ -82,21 +98,21 @@ class ProcessGroupCollie(Collectives, PointToPoint, dist.ProcessGroup):
         # A group made after the default one (new_group) shares its telemetry
         # and world rank numbering, as a split would (torch calls this on the
         # group's members only, so it cannot be a split).
-        parent = None
+        parent: Optional[Comm] = None
         if dist.is_initialized():
-            default = python_group(dist.distributed_c10d._get_default_group())
+            default = python_group(dist.distributed_c10d._get_default_group())  # type: ignore[no-untyped-call]
             if default is not None and default._h is not None:
                 parent = default._comm
         try:
             if _adopt and _adopt[-1].rank == rank and _adopt[-1].size == size:
-                self._comm = _adopt.pop()
+                self._comm: Comm = _adopt.pop()
             else:
                 self._comm = new_comm(name=name, timeout=timeout, store=store, rank=rank, world_size=size,
                                       parent=parent)
         except Exception as e:
             raise CollieBackendError("collie backend: init of rank %d of %d failed: %s" % (rank, size, e),
                                      getattr(e, "code", None)) from e
-        self._h = self._comm.handle
+        self._h: Optional[int] = self._comm.handle
         self._L = _lib.lib()
         self._allreduce = self._L.collie_allreduce
         self._completer = Completer(name)
@@ -105,26 +121,26 @@ class ProcessGroupCollie(Collectives, PointToPoint, dist.ProcessGroup):
 
     # ---- identity ----
 
-    def getBackendName(self):
+    def getBackendName(self) -> str:
         return "collie"
 
-    def name(self):
+    def name(self) -> str:
         return "collie"
 
     _get_backend_name = getBackendName
 
     # torch 2.x names its groups through these (destroy_process_group reads
     # group_name; the C++ getter raises for a group without a C++ backend).
-    def _set_group_name(self, name):
+    def _set_group_name(self, name: object) -> None:
         self._group_name = str(name)
 
-    def getGroupName(self):
+    def getGroupName(self) -> str:
         return self._group_name
 
-    def _set_group_desc(self, desc):
+    def _set_group_desc(self, desc: object) -> None:
         self._group_desc = str(desc)
 
-    def getGroupDesc(self):
+    def getGroupDesc(self) -> str:
         return self._group_desc
 
     setGroupName = _set_group_name
@@ -133,22 +149,22 @@ class ProcessGroupCollie(Collectives, PointToPoint, dist.ProcessGroup):
     group_desc = property(getGroupDesc)
 
     @property
-    def comm(self):
+    def comm(self) -> Comm:
         """The collie.Comm under this group."""
         return self._comm
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<ProcessGroupCollie rank %d of %d>" % (self._rank, self._size)
 
     # ---- errors and lifetime ----
 
-    def _wrap(self, text, code=None):
+    def _wrap(self, text: str, code: Union[int, str, None] = None) -> CollieBackendError:
         return CollieBackendError(text, code)
 
-    def _failed(self, exc):
+    def _failed(self, exc: Optional[BaseException]) -> None:
         pass  # collie poisoned the communicator itself; later calls quote the first error
 
-    def shutdown(self):
+    def shutdown(self) -> None:
         """Frees the communicator (shared memory, threads, sockets). Waits for
         running operations (each bounded by its deadline). Idempotent;
         destroy_process_group calls it."""
@@ -172,14 +188,14 @@ class ProcessGroupCollie(Collectives, PointToPoint, dist.ProcessGroup):
             self._comm._kv = None
             self._cpp = None  # (it holds this group: the cycle ends here)
 
-    def abort(self):
+    def abort(self) -> None:
         """Fails every running operation here and on the peers, at once."""
         if self._h is not None:
             self._comm.abort()
 
     # ---- issuing ----
 
-    def _opts(self, opts, from_c10d):
+    def _opts(self, opts: Options, from_c10d: bool) -> Optional[_lib.Opts]:
         # torch's Python functions never set a per-call timeout (the group's
         # holds): reading opts.timeout through pybind costs ~0.4 us.
         ms = 0 if from_c10d else timeout_ms(opts)
@@ -194,14 +210,15 @@ class ProcessGroupCollie(Collectives, PointToPoint, dist.ProcessGroup):
             o.phase = phase
         return o
 
-    def _issue(self, fn, cfn, args, opts, result=(), keep=(), posts=None):
+    def _issue(self, fn: str, cfn: CFunction, args: Tuple[Any, ...], opts: Options, result: Iterable[Any] = (),
+               keep: Sequence[object] = (), posts: Optional[Sequence[Post]] = None) -> _TorchWork:
         if self._p2p:
             self._flush_p2p()  # issue order: the held sends and receives came first
         # torch's own blocking calls (dist.all_reduce(t) with async_op False,
         # dist.send, dist.recv) wait on the Work at once and drop it: run those here, as a
         # blocking collie call, instead of handing them to collie's worker
         # thread and back (two thread hops, most of a small call's time).
-        f = frame(2)
+        f: Optional[Frame] = frame(2)
         while f is not None and id(f.f_globals) in OWN:
             f = f.f_back
         from_c10d = f is not None and f.f_globals is C10D
@@ -214,7 +231,9 @@ class ProcessGroupCollie(Collectives, PointToPoint, dist.ProcessGroup):
             if o is None:
                 o = _lib.Opts()
             o.cuda_stream = torch.cuda.current_stream(dev).cuda_stream
-        if from_c10d and (blocking_p2p_caller(f) or f.f_locals.get("async_op", True) is False):
+        # (from_c10d: f is torch's frame)
+        if from_c10d and (blocking_p2p_caller(f)
+                          or f.f_locals.get("async_op", True) is False):  # type: ignore[union-attr]
             with self._lock:
                 h = self._h
                 if h is None:
@@ -246,7 +265,7 @@ class ProcessGroupCollie(Collectives, PointToPoint, dist.ProcessGroup):
                 return work
         return cpp_work(work)
 
-    def _hold(self, work):
+    def _hold(self, work: CollieWork) -> None:
         """Keeps a Work the FastGroup hands to torch alive until torch has
         its Python object back and the operation has ended (fast.hpp)."""
         with self._handed_lock:
@@ -261,31 +280,32 @@ class ProcessGroupCollie(Collectives, PointToPoint, dist.ProcessGroup):
                 q.clear()
                 q.extend(old + newest)
 
-    def _last_error(self, rc):
-        raw = self._L.collie_last_error()
+    def _last_error(self, rc: int) -> str:
+        raw: Optional[bytes] = self._L.collie_last_error()
         return raw.decode("utf-8", "replace") if raw else _lib.RESULT_NAMES.get(rc, "error %d" % rc)
 
-    def _root(self, r, fn):
+    def _root(self, r: int, fn: str) -> int:
         if not 0 <= r < self._size:
             raise CollieBackendError("%s: root rank %d is outside 0..%d (group of %d)" % (fn, r, self._size - 1,
                                                                                        self._size), "invalid argument")
         return r
 
-    def _one(self, tensors, fn):
+    def _one(self, tensors: Sequence[_T], fn: str) -> _T:
         if len(tensors) != 1:
             raise Unsupported("%s: the collie backend takes one tensor per call on CPU (got %d)" % (fn, len(tensors)))
         return tensors[0]
 
     @staticmethod
-    def _sizes(values):
+    def _sizes(values: Sequence[int]) -> ctypes.Array[ctypes.c_size_t]:
         return (SZ * max(len(values), 1))(*values)
 
     # ---- synchronisation ----
 
-    def barrier(self, opts=None):
+    def barrier(self, opts: Options = None) -> _TorchWork:
         return self._issue("barrier", self._L.collie_barrier, (), opts)
 
-    def monitored_barrier(self, timeout=None, wait_all_ranks=False):
+    def monitored_barrier(self, timeout: Union[datetime.timedelta, float, None] = None,
+                          wait_all_ranks: bool = False) -> CollieWork:
         """Gloo's monitored barrier, through the group's Store (so a missing
         rank fails the barrier without breaking the group): rank 0 waits for
         every rank's arrival within timeout and raises naming the first rank
@@ -346,7 +366,7 @@ class ProcessGroupCollie(Collectives, PointToPoint, dist.ProcessGroup):
 
 
 
-def _ended(work):
+def _ended(work: CollieWork) -> bool:
     """True when a Work handed to torch has ended (never issues anything:
     a held isend/irecv is asked only through its issued batch)."""
     if work._done:
@@ -358,7 +378,7 @@ def _ended(work):
     return work.is_completed()
 
 
-def python_group(group):
+def python_group(group: object) -> Optional[ProcessGroupCollie]:
     """The ProcessGroupCollie behind group (torch's group object, its C++
     FastGroup, a torch 2.x ProcessGroup holding either, or the
     ProcessGroupWrapper torch 2.x puts around a C++ backend under
@@ -382,7 +402,7 @@ def python_group(group):
     return None
 
 
-def create(store, rank, size, timeout):
+def create(store: dist.Store, rank: int, size: int, timeout: Union[datetime.timedelta, float]) -> Any:
     """torch's creator function for the "collie" backend: the C++ FastGroup
     over a ProcessGroupCollie when the fast path is loaded, else the
     ProcessGroupCollie."""

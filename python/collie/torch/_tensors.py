@@ -12,15 +12,23 @@ mapped so that the result is what torch's own arithmetic gives:
   have no meaning on complex numbers and are refused.
 """
 
+from __future__ import annotations
+
+from typing import Callable, Dict, Optional, Tuple
+
 import torch
 
 from .. import _lib
+
+# A step run once an operation has completed (a copy of a staged result into
+# the caller's tensor); what it returns is ignored.
+Post = Callable[[], object]
 
 _D = {name: i for i, (name, _, _) in enumerate(_lib.DTYPES)}
 UINT8 = _D["uint8"]
 
 # torch dtype -> collie dtype, for reductions computed natively.
-NATIVE = {
+NATIVE: Dict[torch.dtype, int] = {
     torch.int8: _D["int8"],
     torch.uint8: _D["uint8"],
     torch.int32: _D["int32"],
@@ -34,7 +42,7 @@ for _n, _c in (("uint32", "uint32"), ("uint64", "uint64")):  # torch >= 2.3
     if hasattr(torch, _n):
         NATIVE[getattr(torch, _n)] = _D[_c]
 
-COMPLEX = {torch.complex64: torch.float32, torch.complex128: torch.float64}
+COMPLEX: Dict[torch.dtype, torch.dtype] = {torch.complex64: torch.float32, torch.complex128: torch.float64}
 
 # collie_op_t values (include/collie.h)
 SUM, PROD, MIN, MAX, AVG, BAND, BOR, BXOR = range(8)
@@ -46,7 +54,7 @@ class Unsupported(RuntimeError):
     pass
 
 
-def op_of(reduce_op, fn):
+def op_of(reduce_op: object, fn: str) -> int:
     """collie_op_t of a torch ReduceOp (1.13's class with .op, or 2.x's)."""
     kind = getattr(reduce_op, "op", reduce_op)
     name = getattr(kind, "name", None) or str(kind).rsplit(".", 1)[-1]
@@ -58,7 +66,7 @@ def op_of(reduce_op, fn):
     raise Unsupported("%s: reduce op %s is not supported by the collie backend" % (fn, name))
 
 
-def reduction_plan(t, op, fn):
+def reduction_plan(t: torch.Tensor, op: int, fn: str) -> Tuple[torch.Tensor, int, int, Optional[Post]]:
     """How to reduce t with op: (tensor to pass, collie dtype, collie op,
     copy_back or None). copy_back(result) writes a staged result into t."""
     dt = t.dtype
@@ -81,16 +89,17 @@ def reduction_plan(t, op, fn):
     raise Unsupported("%s: the collie backend cannot reduce %s tensors" % (fn, dt))
 
 
-def check_cpu(t, fn, what="tensor"):
+def check_cpu(t: object, fn: str, what: str = "tensor") -> None:
     if not isinstance(t, torch.Tensor):
         raise TypeError("%s: %s must be a torch.Tensor, got %s" % (fn, what, type(t).__name__))
-    if not t.is_cpu and not t.is_cuda:  # (t.device.type would cost a device object per call)
+    # (t.device.type would cost a device object per call; torch 1.13's stubs lack is_cpu)
+    if not t.is_cpu and not t.is_cuda:  # type: ignore[attr-defined]
         raise Unsupported("%s: %s is on %s; the collie backend takes CPU and CUDA tensors" % (fn, what, t.device))
     if t.is_sparse:
         raise Unsupported("%s: %s is sparse; the collie backend takes dense tensors" % (fn, what))
 
 
-def dense(t, fn, what="tensor", out=False):
+def dense(t: torch.Tensor, fn: str, what: str = "tensor", out: bool = False) -> Tuple[torch.Tensor, Optional[Post]]:
     """(c, post): c is t when t is contiguous, else a contiguous copy (as
     Gloo, non-contiguous tensors work); post() copies an output back into t
     once the operation has completed (None when nothing is to copy)."""
@@ -101,5 +110,5 @@ def dense(t, fn, what="tensor", out=False):
     return c, ((lambda: t.copy_(c)) if out else None)
 
 
-def nbytes(t):
+def nbytes(t: torch.Tensor) -> int:
     return t.numel() * t.element_size()

@@ -16,8 +16,11 @@ and sets their results, running the hooks' callbacks as Gloo's own threads
 do.
 """
 
+from __future__ import annotations
+
 import collections
 import threading
+from typing import TYPE_CHECKING, Any, Deque, Iterable, List, Optional, Sequence, Union
 
 from torch._C._distributed_c10d import Work as _TorchWork
 
@@ -25,12 +28,20 @@ import torch
 
 from .. import _lib
 
+if TYPE_CHECKING:
+    import ctypes
+    import datetime
+
+    from ._p2p import _LazyBatch
+    from ._common import GroupState
+    from ._tensors import Post
+
 _IN_PROGRESS = _lib.IN_PROGRESS
 _SUCCESS = _lib.SUCCESS
 _TIMEOUT = _lib.TIMEOUT
 
 
-def _last_error_text(rc):
+def _last_error_text(rc: int) -> str:
     raw = _lib.lib().collie_last_error()
     text = raw.decode("utf-8", "replace") if raw else ""
     return text or _lib.RESULT_NAMES.get(rc, "error %d" % rc)
@@ -41,33 +52,34 @@ class CollieWork(_TorchWork):
     send/recv). result() and the future's value are the operation's output
     tensors, as Gloo's."""
 
-    def __init__(self, pg, handle, fn, result=(), keep=(), posts=None, shared=None):
+    def __init__(self, pg: GroupState, handle: Optional[int], fn: str, result: Iterable[Any] = (), keep: object = (),
+                 posts: Optional[Sequence[Post]] = None, shared: Optional[_LazyBatch] = None) -> None:
         super().__init__()
         self._pg = pg
         self._h = handle  # collie_work_t * (int), None once complete
         self._fn = fn
-        self._result = list(result)
-        self._keep = keep  # tensors the C side points at
+        self._result: List[Any] = list(result)  # (all_gather_coalesced's: lists of tensors)
+        self._keep: object = keep  # tensors the C side points at
         self._posts = posts  # callables run on success (copy-outs)
         self._shared = shared  # a batch's common Work (placeholders of _end_coalescing)
         self._lock = threading.Lock()
         self._done = handle is None and shared is None
-        self._exc = None
-        self._fut = None
-        self._src_fut = None
+        self._exc: Optional[BaseException] = None
+        self._fut: Optional[torch.futures.Future[List[torch.Tensor]]] = None
+        self._src_fut: Optional[torch.futures.Future[None]] = None
         self._src = -1
-        self._src_box = None  # a receive from any source: ctypes int the C side fills
+        self._src_box: Optional[ctypes.c_int] = None  # a receive from any source: ctypes int the C side fills
         if self._done and posts:
             self._run_posts()
 
     # ---- completion ----
 
-    def _run_posts(self):
+    def _run_posts(self) -> None:
         posts, self._posts = self._posts, None
         for p in posts or ():
             p()
 
-    def _settle(self, exc):
+    def _settle(self, exc: Optional[BaseException]) -> None:
         """Called once, under _lock, when the operation has ended."""
         self._done = True
         self._exc = exc
@@ -84,7 +96,7 @@ class CollieWork(_TorchWork):
         if src is not None and not src.done():
             src.set_result(None)  # the chained Future then gives the result or raises exc
 
-    def _wait_handle(self, ms):
+    def _wait_handle(self, ms: int) -> bool:
         """Waits on the collie handle (ms -1: the operation's own deadline).
         Returns True when done; False when only this wait timed out."""
         if self._shared is not None:
@@ -107,7 +119,7 @@ class CollieWork(_TorchWork):
 
     # ---- torch's Work API ----
 
-    def wait(self, timeout=None):
+    def wait(self, timeout: Union[datetime.timedelta, float, None] = None) -> bool:
         """Blocks until the operation completes; raises its error (a
         RuntimeError with collie's message). timeout: a timedelta (0 or None:
         the group's timeout, which the operation enforces itself)."""
@@ -126,7 +138,7 @@ class CollieWork(_TorchWork):
             raise self._exc
         return True
 
-    def is_completed(self):
+    def is_completed(self) -> bool:
         if self._done:
             return True
         h = self._shared._h if self._shared is not None else self._h
@@ -136,17 +148,17 @@ class CollieWork(_TorchWork):
             self._wait_handle(-1)  # ended: collects the result without waiting
         return True
 
-    def is_success(self):
+    def is_success(self) -> bool:
         return self.is_completed() and self._exc is None
 
-    def exception(self):
+    def exception(self) -> Optional[BaseException]:
         return self._exc if self.is_completed() else None
 
-    def result(self):
+    def result(self) -> List[torch.Tensor]:
         self.wait()
         return self._result
 
-    def source_rank(self):
+    def source_rank(self) -> int:
         box = self._src_box
         if box is not None:  # a receive from any source: known once it has completed
             if not self.is_completed() or self._exc is not None or box.value < 0:
@@ -158,10 +170,10 @@ class CollieWork(_TorchWork):
 
     _source_rank = source_rank
 
-    def synchronize(self):
+    def synchronize(self) -> None:
         pass  # CPU tensors: nothing to order against a stream
 
-    def get_future(self):
+    def get_future(self) -> torch.futures.Future[List[torch.Tensor]]:
         """A torch.futures.Future set to result() once the operation ends (or
         to its error)."""
         if self._fut is None:
@@ -172,7 +184,7 @@ class CollieWork(_TorchWork):
                     # (DDP's reducer) then read as tensors and crash on. A
                     # callback that raises marks its Future failed in C++, so
                     # the Future handed out is the one chained on the settled one.
-                    src = torch.futures.Future()
+                    src: torch.futures.Future[None] = torch.futures.Future()
                     self._src_fut = src
                     self._fut = src.then(self._future_value)
                     if self._done:
@@ -181,12 +193,12 @@ class CollieWork(_TorchWork):
             self._pg._completer.add(self)
         return self._fut
 
-    def _future_value(self, _src):
+    def _future_value(self, _src: torch.futures.Future[None]) -> List[torch.Tensor]:
         if self._exc is not None:
             raise self._exc
         return self._result
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<collie Work %s, %s>" % (self._fn, "done" if self._done else "running")
 
 
@@ -194,14 +206,14 @@ class Completer:
     """One thread per process group that waits on Works with futures, in
     the order they were asked for, and settles them."""
 
-    def __init__(self, name):
+    def __init__(self, name: str) -> None:
         self._name = name
-        self._q = collections.deque()
+        self._q: Deque[CollieWork] = collections.deque()
         self._cv = threading.Condition()
-        self._thread = None
+        self._thread: Optional[threading.Thread] = None
         self._stop = False
 
-    def add(self, work):
+    def add(self, work: CollieWork) -> None:
         with self._cv:
             self._q.append(work)
             if self._thread is None:
@@ -209,7 +221,7 @@ class Completer:
                 self._thread.start()
             self._cv.notify()
 
-    def _run(self):
+    def _run(self) -> None:
         while True:
             with self._cv:
                 while not self._q and not self._stop:
@@ -221,7 +233,7 @@ class Completer:
                 with w._lock:
                     w._wait_handle(-1)
 
-    def stop(self, timeout=10.0):
+    def stop(self, timeout: float = 10.0) -> None:
         with self._cv:
             self._stop = True
             self._cv.notify()
