@@ -6,12 +6,13 @@
 #                            multi-rank tests of 2 and 3 ranks under valgrind, and
 #                            a clang build with a part of the suite, the threaded
 #                            tests under ThreadSanitizer, the Python binding's
-#                            pytest suite at 1, 2 and 4 ranks, the torch
+#                            type check (mypy --strict) and pytest suite at
+#                            1, 2 and 4 ranks, the torch
 #                            backend's (env://, tcp://, file://), and the
 #                            export, layering and install checks
 # On a fresh Debian 12 machine it first installs what the build and the tests
 # need (gcc, clang, make, cmake, pkg-config, valgrind; for `test` also Debian's
-# python3-numpy, python3-pytest, python3-torch, python3-mpi4py and openmpi-bin,
+# python3-numpy, python3-pytest, python3-torch, python3-mpi4py, python3-mypy and openmpi-bin,
 # and libtorch-dev and pybind11-dev for collie.torch's C++ fast path) with
 # apt-get when missing.
 set -eu
@@ -25,10 +26,10 @@ pkgs=""
 [ -z "$need" ] || pkgs="gcc clang make cmake libc6-dev pkg-config valgrind"
 # The Python tests run Debian's interpreter with Debian's numpy, pytest and torch,
 # and an mpi4py trainer under Open MPI's mpirun (the timing logger without collie).
-if [ "$what" = test ] && { ! /usr/bin/python3 -c 'import numpy, pytest, torch, mpi4py' >/dev/null 2>&1 ||
+if [ "$what" = test ] && { ! /usr/bin/python3 -c 'import numpy, pytest, torch, mpi4py, mypy' >/dev/null 2>&1 ||
   ! command -v mpirun >/dev/null 2>&1; }; then
-  need="$need python3-numpy python3-pytest python3-torch python3-mpi4py openmpi-bin"
-  pkgs="$pkgs python3 python3-numpy python3-pytest python3-torch python3-mpi4py openmpi-bin"
+  need="$need python3-numpy python3-pytest python3-torch python3-mpi4py openmpi-bin python3-mypy"
+  pkgs="$pkgs python3 python3-numpy python3-pytest python3-torch python3-mpi4py openmpi-bin python3-mypy"
 fi
 # collie.torch's C++ fast path builds against torch's C++ headers (Debian's own).
 if [ "$what" = test ] && { [ ! -f /usr/include/torch/csrc/distributed/c10d/ProcessGroup.hpp ] ||
@@ -172,6 +173,9 @@ case "$what" in
     n=$(echo "$tests" | grep -E '^matrix_allreduce_[a-z]+_3$' | head -1)
     sh scripts/testbed.sh --hosts 2,1 --delay 200us --jitter 100us --loss 2 --timeout 300 -- \
       "$PWD/build/tests/collie_tests" --as-rank "$n"
+    # The Python binding is typed: mypy --strict on the package and on the
+    # torchcomms guide's examples written against it (scripts/check_types.sh).
+    sh scripts/check_types.sh examples/python/torchcomms
     # The Python binding: pytest under collierun at 1, 2 and 4 ranks.
     sh tests/python/run.sh build
     # The torch.distributed backend: pytest under collierun, env:// at 2 and 4

@@ -84,10 +84,9 @@ class OpOptions:
     op = "operation"  # the method these options are for (subclasses name theirs)
 
     def __init__(self, timeout: OptTimeout = None, hints: OptHints = None) -> None:
-        self._timeout: Optional[datetime.timedelta] = None
-        self._hints: Dict[str, Any] = {}
-        self.timeout = timeout  # type: ignore[assignment]  # the setter takes seconds too
-        self.hints = hints  # type: ignore[assignment]  # the setter takes None too
+        name = type(self).__name__
+        self._timeout: Optional[datetime.timedelta] = _check_timeout(timeout, "%s.timeout" % name)
+        self._hints: Dict[str, Any] = check_hints(hints, "%s.hints" % name)
 
     @property
     def timeout(self) -> Optional[datetime.timedelta]:
@@ -302,10 +301,10 @@ class CommOptions:
                  store: Any = None, name: Optional[str] = None, hints: OptHints = None,
                  enable_reconfigure: bool = False) -> None:
         self.abort_process_on_timeout_or_error = abort_process_on_timeout_or_error
-        self.timeout = timeout  # type: ignore[assignment]  # the setter takes seconds too
+        self._timeout = _check_timeout(timeout, "CommOptions.timeout")
         self.store = store
         self.name = name
-        self.hints = hints  # type: ignore[assignment]  # the setter takes None too
+        self._hints = check_hints(hints, "CommOptions.hints")
         self.enable_reconfigure = enable_reconfigure
 
     @property

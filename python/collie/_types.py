@@ -37,6 +37,7 @@ class SupportsCudaArrayInterface(Protocol):
 TensorLike = Union[
     SupportsArray,
     SupportsCudaArrayInterface,
+    bytes,  # read-only: what a call only reads (a send, an input)
     bytearray,
     memoryview,
     "array.array[Any]",
