@@ -11,7 +11,8 @@
 #                            backend's (env://, tcp://, file://), and the
 #                            export, layering and install checks
 # On a fresh Debian 12 machine it first installs what the build and the tests
-# need (gcc, clang, make, cmake, pkg-config, valgrind; for `test` also Debian's
+# need (gcc, clang, make, cmake, pkg-config, valgrind; for `test` also clang's
+# sanitizer runtimes (libclang-rt-dev), Debian's
 # python3-numpy, python3-pytest, python3-torch, python3-mpi4py, python3-mypy and openmpi-bin,
 # and libtorch-dev and pybind11-dev for collie.torch's C++ fast path) with
 # apt-get when missing.
@@ -24,6 +25,13 @@ need=""
 for tool in cc clang make cmake pkg-config valgrind; do command -v $tool >/dev/null 2>&1 || need="$need $tool"; done
 pkgs=""
 [ -z "$need" ] || pkgs="gcc clang make cmake libc6-dev pkg-config valgrind"
+# clang's sanitizer runtimes (the fuzz targets link ASan with clang) are a
+# package of their own, which installing clang does not bring.
+if [ "$what" = test ] && { ! command -v clang >/dev/null 2>&1 ||
+  [ ! -f "$(clang -print-file-name=libclang_rt.asan-"$(uname -m)".a 2>/dev/null)" ]; }; then
+  need="$need clang-sanitizer-runtime"
+  pkgs="$pkgs clang libclang-rt-dev"
+fi
 # The Python tests run Debian's interpreter with Debian's numpy, pytest and torch,
 # and an mpi4py trainer under Open MPI's mpirun (the timing logger without collie).
 if [ "$what" = test ] && { ! /usr/bin/python3 -c 'import numpy, pytest, torch, mpi4py, mypy' >/dev/null 2>&1 ||
