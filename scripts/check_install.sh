@@ -7,6 +7,7 @@ build=${1:?usage: check_install.sh BUILD_DIR}
 src=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d /tmp/collie-install-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
+export COLLIE_LOG_DIR="$tmp" # comms.csv and any flight dump go there, not into the working directory
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
 libdir=$(ls -d "$tmp"/prefix/lib* | head -n 1)
 cat > "$tmp/hello.c" <<'C'

@@ -30,7 +30,8 @@ rank_bin=$(cd "$build" 2>/dev/null && pwd)/tests/linkcut_rank
 [ -x "$rank_bin" ] || { echo "linkcut.sh: $build/tests/linkcut_rank is missing: build first" >&2; exit 2; }
 here=$(dirname "$0")
 out=$(mktemp "${TMPDIR:-/tmp}/collie-linkcut.XXXXXX")
-trap 'rm -f "$out"' EXIT
+logs=$(mktemp -d "${TMPDIR:-/tmp}/collie-linkcut-logs.XXXXXX") # the ranks' flight dumps, not the working directory
+trap 'rm -rf "$out" "$logs"' EXIT
 limit=$(awk "BEGIN { print $timeout_ms / 1000 + 2 }")
 failed=0
 for trial in "$@"; do
@@ -42,7 +43,7 @@ for trial in "$@"; do
   shape=${trial%:*} cut=${trial#*:}
   nranks=$(($(echo "$shape" | tr ',' '+')))
   start=$(date +%s) before=$(ip netns list 2>/dev/null | grep -c '^ctb')
-  COLLIE_TIMEOUT_MS=$timeout_ms sh "$here/testbed.sh" --build "$build" --hosts "$shape" --keep-going \
+  COLLIE_LOG_DIR=$logs COLLIE_TIMEOUT_MS=$timeout_ms sh "$here/testbed.sh" --build "$build" --hosts "$shape" --keep-going \
     --timeout 60 --cut-link "$cut@1.5" -- "$rank_bin" 1000000000 >"$out" 2>&1
   rc=$? took=$(($(date +%s) - start)) bad=""
   [ $rc = 3 ] || bad="$bad; the test bed exited $rc, not 3 (every rank failing)"
