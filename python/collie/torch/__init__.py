@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-from typing import TYPE_CHECKING, Any, Iterator, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Tuple, Union
 
 try:
     import torch
@@ -247,12 +247,18 @@ def _wrap_destroy() -> None:
         for pg in pgs:
             pg.shutdown()
 
-    wrapper: Any = destroy_process_group  # (a function with attributes of ours)
+    _install("destroy_process_group", destroy_process_group, orig)
+
+
+def _install(name: str, fn: Callable[..., Any], orig: Any) -> None:
+    """Puts fn in place of torch.distributed's function name (in
+    distributed_c10d too), marked as collie's so it is wrapped once."""
+    wrapper: Any = fn  # (a function with attributes of ours)
     wrapper._collie_wrapped = True
     wrapper.__doc__ = orig.__doc__
     wrapper.__wrapped__ = orig
-    dist.destroy_process_group = wrapper
-    dist.distributed_c10d.destroy_process_group = wrapper
+    setattr(dist, name, wrapper)
+    setattr(dist.distributed_c10d, name, wrapper)
 
 
 def _wrap_monitored_barrier() -> None:
@@ -269,12 +275,7 @@ def _wrap_monitored_barrier() -> None:
                 timeout=timeout, wait_all_ranks=wait_all_ranks)
         return pg.monitored_barrier(timeout, wait_all_ranks=wait_all_ranks)
 
-    wrapper: Any = monitored_barrier  # (a function with attributes of ours)
-    wrapper._collie_wrapped = True
-    wrapper.__doc__ = orig.__doc__
-    wrapper.__wrapped__ = orig
-    dist.monitored_barrier = wrapper
-    dist.distributed_c10d.monitored_barrier = wrapper
+    _install("monitored_barrier", monitored_barrier, orig)
 
 
 _wrap_destroy()
