@@ -32,7 +32,7 @@ COLLIE_JOB_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 export COLLIE_JOB_TOKEN
 CHAOS_DIR=$work "$build/tests/hostile_peer" "$nranks" >"$work/peer.out" 2>&1 &
 peer=$!
-CHAOS_DIR=$work COLLIE_TRANSPORT=tcp COLLIE_DEBUG=WARN COLLIE_TIMEOUT_MS=20000 \
+CHAOS_DIR=$work COLLIE_LOG_DIR=$work COLLIE_TRANSPORT=tcp COLLIE_DEBUG=WARN COLLIE_TIMEOUT_MS=20000 \
   timeout 300 "$build/collierun" -n "$nranks" --timeout 240 \
   "$build/tests/steady_rank" "$rounds" >"$work/job.out" 2>&1
 job=$?
