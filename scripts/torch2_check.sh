@@ -10,7 +10,7 @@
 #
 #   --suite S   the Debian suite (default trixie; sid for the newest torch)
 #   --root DIR  where its root lives (default /opt/collie-SUITE); made on the
-#               first run (about 2 minutes and 1.5 GB from deb.debian.org),
+#               first run (about 2 minutes and 1.5 GB from Debian's archive),
 #               reused after.
 #   --bench     also bench/torch_dispatch_cost.py (a world of 1) and, at 2
 #               ranks, bench/torch_fast_path.py and torch_compare.py --latency.
