@@ -44,8 +44,12 @@ root=${root:-/opt/collie-$suite} build=build-$suite
 if [ ! -x "$root/usr/bin/python3" ] || ! [ -f "$root/.collie-ready" ]; then
   command -v debootstrap >/dev/null 2>&1 || apt-get install -y debootstrap >/dev/null 2>&1 ||
     fail "no debootstrap, and apt-get install debootstrap failed"
-  echo "torch2_check.sh: making a Debian $suite root in $root (once)" >&2
-  [ -x "$root/usr/bin/apt-get" ] || debootstrap --variant=minbase "$suite" "$root" http://deb.debian.org/debian \
+  # The mirror this machine's apt uses (never one written here).
+  mirror=$(grep -rhoE 'https?://[^ ]+' /etc/apt/sources.list /etc/apt/sources.list.d/ 2>/dev/null |
+    grep -v security | head -n 1)
+  [ -n "$mirror" ] || fail "no Debian mirror in this machine's apt configuration (/etc/apt/sources.list*)"
+  echo "torch2_check.sh: making a Debian $suite root in $root from $mirror (once)" >&2
+  [ -x "$root/usr/bin/apt-get" ] || debootstrap --variant=minbase "$suite" "$root" "$mirror" \
     >"${TMPDIR:-/tmp}/torch2_debootstrap.log" 2>&1 ||
     fail "debootstrap failed: see ${TMPDIR:-/tmp}/torch2_debootstrap.log"
 fi
