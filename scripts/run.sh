@@ -52,6 +52,15 @@ if [ -n "$need" ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends $pkgs
 fi
 
+# Each step's time, so that the CI budget can be kept (a line per step:
+# the seconds since the start and those the step took).
+t_start=$(date +%s) t_lap=$t_start
+lap() {
+  now=$(date +%s)
+  echo "run.sh: [$((now - t_start)) s] $1 took $((now - t_lap)) s"
+  t_lap=$now
+}
+
 build() { # dir, extra cmake args...
   dir=$1; shift
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
@@ -68,6 +77,7 @@ case "$what" in
     sh scripts/check_exports.sh build/libcollie.so
     sh scripts/check_layers.sh
     sh scripts/check_install.sh build
+    lap "build + checks"
     # Memory errors and leaks in the rank processes: valgrind follows the forked
     # ranks and makes a rank with an error exit 9, which fails its test. The
     # 2- and 3-rank tests, except the algorithm matrix (every algorithm x
@@ -75,9 +85,11 @@ case "$what" in
     COLLIE_TEST_TIMEOUT_MULT=10 valgrind -q --error-exitcode=9 --leak-check=full \
       --show-possibly-lost=no --errors-for-leak-kinds=definite ./build/tests/collie_tests \
       $(./build/tests/collie_tests --list | grep -E '_(shm|tcp)_(2|3)$' | grep -v '^matrix_')
+    lap "valgrind"
     build build-asan -DCOLLIE_SANITIZE=ON
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
       COLLIE_TEST_TIMEOUT_MULT=3 ctest --test-dir build-asan --output-on-failure -j"$jobs" --timeout 600 -E '^large_'
+    lap "asan build + suite"
     # (The 1 GiB tests, large_*, run once, in the plain suite: under ASan they
     # would only measure its shadow memory.)
     # The second compiler: clang's -Wall -Wextra -Werror, then the suite's
@@ -88,17 +100,20 @@ case "$what" in
     build build-clang -DCMAKE_C_COMPILER=clang -DCOLLIE_DEVICE_CODE=OFF
     ./build-clang/collie-bench --version | grep -q 'device code: none (built without nvcc)'
     ./build-clang/tests/collie_tests $(./build-clang/tests/collie_tests --list | grep -E '_(shm|tcp)_3$|^(api|reduce|select|bootstrap|cuda)_')
+    lap "clang"
     # Data races: the tests whose processes run threads (the tcp store's server,
     # an abort from a second thread, async work and the timing log's writer),
     # under ThreadSanitizer.
     build build-tsan -DCOLLIE_TSAN=ON
     TSAN_OPTIONS=halt_on_error=1 COLLIE_TEST_TIMEOUT_MULT=5 ./build-tsan/tests/collie_tests \
       $(./build-tsan/tests/collie_tests --list | grep -E 'bootstrap_tcp|thread|telemetry_(async|timing)')
+    lap "tsan"
     # Fuzzing: every parser of input collie does not control (the tcp store's
     # server, the COLLIE_* environment, the tuning file, collie-report's CSV
     # and flight-dump readers), from its seed corpus, 10 s each, under ASan
     # and UBSan (scripts/fuzz.sh; longer runs: sh scripts/fuzz.sh NAME 600).
     sh scripts/fuzz.sh all 10
+    lap "fuzz"
     # Chaos: ranks run random collectives while one is killed, terminated,
     # frozen, loses its sockets or fills /dev/shm; every survivor must fail in
     # bounded time naming the operation and the rank, leaving nothing in
@@ -107,10 +122,12 @@ case "$what" in
     sh scripts/chaos.sh --build build --seeds "$(seq 1 17)" -n 3 --transport shm
     sh scripts/chaos.sh --build build --seeds "$(seq 1 17)" -n 4 --transport tcp
     sh scripts/chaos.sh --build build --seeds "$(seq 1 16)" -n 4 --transport mixed
+    lap "chaos"
     # A running job against a stranger who connects to its store and to its
     # ranks' listeners and says the wrong things: it must finish with right
     # results, refuse every one and log it (scripts/hostile.sh).
     sh scripts/hostile.sh --build build
+    lap "hostile"
     # The test bed of hosts (network and UTS namespaces, a bridge; issue 20):
     # the demo, chaos trials, and the collective matrix (every collective,
     # every algorithm the hosts allow, hierarchical ones included), the
@@ -134,9 +151,11 @@ case "$what" in
     # verdict names the cut host (docs/flight-recorder.md).
     sh scripts/chaos.sh --build build --faults cut --seeds "1 2 3 4" --testbed 2,1,3
     sh scripts/chaos.sh --build build --faults cut --seeds "1 2" --testbed 2,2
+    lap "testbed demo + chaos"
     # A host's link taken down mid-job: every rank fails within the deadline,
     # naming a rank of another host by its host (scripts/linkcut.sh).
     sh scripts/linkcut.sh --build build
+    lap "linkcut"
     tests=$(./build/tests/collie_tests --list)
     for hosts in 1,1 2,2 1,2,1 3,3 2,1,3; do
       n=$(($(echo "$hosts" | tr ',' '+')))
@@ -154,6 +173,7 @@ case "$what" in
         sh scripts/testbed.sh --hosts "$hosts" --timeout 120 -- "$PWD/build/tests/collie_tests" --as-rank "$name"
       done
     done
+    lap "testbed matrix"
     # Links with delay, jitter and loss (scripts/testbed.sh; this kernel has
     # no netem, so through tests/testbed/delay_switch): a round trip takes at
     # least the one-way delay twice over (a lower bound, which load cannot
@@ -181,22 +201,28 @@ case "$what" in
     n=$(echo "$tests" | grep -E '^matrix_allreduce_[a-z]+_3$' | head -1)
     sh scripts/testbed.sh --hosts 2,1 --delay 200us --jitter 100us --loss 2 --timeout 300 -- \
       "$PWD/build/tests/collie_tests" --as-rank "$n"
+    lap "testbed links"
     # The Python binding is typed: mypy --strict on the package and on the
     # torchcomms guide's examples written against it (scripts/check_types.sh).
     sh scripts/check_types.sh examples/python/torchcomms
+    lap "mypy"
     # The Python binding: pytest under collierun at 1, 2 and 4 ranks.
     sh tests/python/run.sh build
+    lap "python suite"
     # The torch.distributed backend: pytest under collierun, env:// at 2 and 4
     # ranks, tcp:// and file:// at 2 (docs/torch.md).
     # Through the C++ fast path (built above with COLLIE_TORCH_EXT=ON; =1: a
     # module that does not load fails the run instead of being skipped).
     COLLIE_TORCH_FAST=1 sh tests/torch/run.sh build
+    lap "torch 1.13 suite"
     # The same suite's 2-rank session on the Python backend alone (the C++
     # fast path off: what torch holds where collie was built without
     # torch's C++ headers).
     COLLIE_TORCH_FAST=0 COLLIE_TORCH_TEST_SESSIONS=env2 sh tests/torch/run.sh build
+    lap "torch 1.13 python-backend session"
     # The whole suite last, so that its summary closes the output.
     ctest --test-dir build --output-on-failure -j"$jobs" --timeout 300
+    lap "ctest"
     ;;
   *)
     echo "usage: sh scripts/run.sh demo|test" >&2
