@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from conftest import SIZE, collie_only
+from conftest import BACKEND, SIZE, collie_only
 
 STEPS = 4
 LR = 0.05
@@ -203,6 +203,15 @@ def test_ddp_several_buckets(rank, size):
     data = ddp._get_ddp_logging_data()
     sizes = str(data.get("rebuilt_bucket_sizes", data.get("bucket_sizes", "")))
     assert len(sizes.split(",")) >= 3, data
+
+
+def test_ddp_logs_backend_name(rank, size):
+    """DDP's logging data names the backend the group runs: "collie" (torch
+    2.x names a plugin's group "custom" unless the backend's group names
+    itself), "gloo" for gloo; so does the default group's name()."""
+    ddp, _ = train("plain", rank, None, steps=1)
+    assert ddp._get_ddp_logging_data()["backend_name"] == BACKEND
+    assert dist.group.WORLD.name() == BACKEND
 
 
 @pytest.mark.skipif(SIZE < 2, reason="needs 2 ranks")

@@ -191,6 +191,14 @@ def test_monitored_barrier_missing_rank(wait_all, rank, size, world):
         named = _named_ranks(str(ei.value))
         want = set(missing) if wait_all else {1}
         assert want <= named, "rank 0's error should name rank(s) %s: %s" % (sorted(want), ei.value)
+        # Gloo's words, which torch's tests and log scrapers match.
+        line = ("[Rank 0]: Ranks %s failed to pass monitoredBarrier in 2000 ms" % ", ".join(map(str, missing))
+                if wait_all else "[Rank 0]: Rank 1 failed to pass monitoredBarrier in 2000 ms")
+        assert str(ei.value).startswith(line), ei.value
+    elif IS_COLLIE:
+        # (Gloo's other callers time out on their own recv from rank 0.)
+        assert str(ei.value).startswith("Rank %d successfully reached monitoredBarrier, but received errors "
+                                        "while waiting for send/recv from rank 0." % rank), ei.value
 
 
 @needs_ranks(2)
@@ -205,6 +213,28 @@ def test_monitored_barrier_rank0_times_out(rank, size):
     if rank == 0:
         assert "Rank 0 timed out in monitoredBarrier after -5 ms" in str(ei.value), ei.value
         assert "No ranks successfully processed" in str(ei.value), ei.value
+
+
+@needs_ranks(2)
+def test_monitored_barrier_zero_timeout(rank, size):
+    """timeout=timedelta(0), as torch's own test of a rank 0 that runs out of
+    time gives it, on the group object (the C++ backend's path, where a
+    timeout of 0 once read as "not given" and waited the group's 30 s):
+    rank 0 fails at once with Gloo's words; the others (which Gloo leaves
+    to their own recv's timeout) hear its verdict within seconds (collie)."""
+    g = dist.new_group(timeout=datetime.timedelta(seconds=30))
+    t0 = time.monotonic()
+    with pytest.raises(RuntimeError) as ei:
+        g.monitored_barrier(datetime.timedelta(0))
+    elapsed = time.monotonic() - t0
+    if rank == 0:
+        assert elapsed < 5, "rank 0 failed after %.1f s with a timeout of 0" % elapsed
+        assert str(ei.value).startswith("[Rank 0]: Rank 1 failed to pass monitoredBarrier in 0 ms"), ei.value
+        assert ("Rank 0 timed out in monitoredBarrier after 0 ms.\n"
+                "No ranks successfully processed in monitoredBarrier.") in str(ei.value), ei.value
+    elif IS_COLLIE:
+        assert elapsed < 10, "rank %d heard rank 0's verdict after %.1f s" % (rank, elapsed)
+        assert "Rank 0 timed out in monitoredBarrier after 0 ms." in str(ei.value), ei.value
 
 
 # --- a rank that dies -------------------------------------------------------

@@ -22,6 +22,7 @@ from __future__ import annotations
 import collections
 import ctypes
 import datetime
+import logging
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Deque, Iterable, List, Optional, Sequence, Tuple, TypeVar, Union
@@ -50,6 +51,7 @@ _T = TypeVar("_T")
 
 OWN.add(id(globals()))
 _TAG_MONITORED = "collie-monitored-barrier"
+_log = logging.getLogger("collie")
 # A collie.Comm that the next group created on this rank wraps instead of
 # making its own: how collie.torch.shrink() hands torch the survivors' comm.
 _adopt: List[Comm] = []
@@ -316,40 +318,19 @@ class ProcessGroupCollie(Collectives, PointToPoint, dist.ProcessGroup):  # type:
         if not isinstance(timeout, datetime.timedelta):
             timeout = datetime.timedelta(seconds=float(timeout))
         # The clock starts at the call and counts whole milliseconds, as
-        # Gloo's: where none are left before a wait (a timeout too short for
-        # rank 0 to even wait), rank 0 itself timed out.
+        # Gloo's: where none are left before a wait (a timeout of 0, or too
+        # short for rank 0 to even wait), rank 0 itself timed out. The
+        # messages are Gloo's, word for word (torch's tests and users' log
+        # scrapers match them).
         start = time.monotonic()
         deadline = start + timeout.total_seconds()
-        timeout_ms = int(timeout.total_seconds() * 1000)
+        limit_ms = int(timeout.total_seconds() * 1000)
         self._mb_seq += 1
         base = "%s/%d" % (_TAG_MONITORED, self._mb_seq)
         me, n, st = self._rank, self._size, self._store
         st.set("%s/arrived/%d" % (base, me), b"1")
         if me == 0:
-            missing = []
-            late = 0
-            for q in range(1, n):
-                if not wait_all_ranks and timeout_ms - int((time.monotonic() - start) * 1000) < 0:
-                    late = q  # no time left to wait for rank q: rank 0 itself timed out
-                    break
-                left = max(deadline - time.monotonic(), 0.001)
-                try:
-                    st.wait(["%s/arrived/%d" % (base, q)], datetime.timedelta(seconds=left))
-                except Exception:
-                    missing.append(q)
-                    if not wait_all_ranks:
-                        break
-            if late:
-                done = [str(r) for r in range(1, late) if r not in missing]
-                verdict = ("monitored_barrier: Rank 0 timed out in monitoredBarrier after %d ms. %s"
-                           % (timeout_ms, "Successfully processed ranks: %s" % ", ".join(done) if done
-                              else "No ranks successfully processed in monitoredBarrier."))
-            elif missing:
-                what = "Rank %d" % missing[0] if len(missing) == 1 else "Ranks %s" % ", ".join(map(str, missing))
-                verdict = ("monitored_barrier: %s failed to pass monitored_barrier within %d ms"
-                           % (what, int(timeout.total_seconds() * 1000)))
-            else:
-                verdict = ""
+            verdict = self._monitored_verdict(base, start, deadline, limit_ms, wait_all_ranks)
             st.set("%s/verdict" % base, verdict.encode())
             if verdict:
                 raise CollieBackendError(verdict, "timeout")
@@ -358,11 +339,44 @@ class ProcessGroupCollie(Collectives, PointToPoint, dist.ProcessGroup):  # type:
             st.wait(["%s/verdict" % base], timeout + datetime.timedelta(seconds=30))
             verdict = bytes(st.get("%s/verdict" % base)).decode()
         except Exception as e:
-            raise CollieBackendError("monitored_barrier: rank 0 gave no verdict within the timeout (%s)" % e,
-                                     "timeout") from None
+            verdict = "rank 0 gave no verdict within the timeout (%s)" % e
         if verdict:
-            raise CollieBackendError(verdict, "timeout")
+            raise CollieBackendError(
+                "Rank %d successfully reached monitoredBarrier, but received errors while waiting for send/recv "
+                "from rank 0. Please check rank 0 logs for faulty rank.\n Original exception: \n%s" % (me, verdict),
+                "timeout")
         return CollieWork(self, None, "monitored_barrier")
+
+    def _monitored_verdict(self, base: str, start: float, deadline: float, limit_ms: int,
+                           wait_all_ranks: bool) -> str:
+        """Rank 0's half of monitored_barrier: waits for each rank's arrival
+        in turn and returns Gloo's error for the first that did not arrive
+        in time (for all of them with wait_all_ranks), or "" when all did."""
+        passed: List[int] = []
+        missing: List[int] = []
+        for q in range(self._size):
+            if q == 0:
+                continue
+            failed = "[Rank 0]: Rank %d failed to pass monitoredBarrier in %d ms" % (q, limit_ms)
+            if not wait_all_ranks and limit_ms - int((time.monotonic() - start) * 1000) <= 0:
+                why = ("Rank 0 timed out in monitoredBarrier after %d ms.\n%s" %
+                       (limit_ms, "Successfully processed ranks: %s" % ", ".join(map(str, passed)) if passed
+                        else "No ranks successfully processed in monitoredBarrier."))
+                return "%s\n Original exception: \n%s" % (failed, why)
+            left = max(deadline - time.monotonic(), 0.001)
+            try:
+                self._store.wait(["%s/arrived/%d" % (base, q)], datetime.timedelta(seconds=left))
+            except Exception as e:
+                if not wait_all_ranks:
+                    return "%s\n Original exception: \n%s" % (failed, e)
+                _log.error("%s", failed)
+                missing.append(q)
+                continue
+            passed.append(q)
+        if missing:
+            return "[Rank 0]: Ranks %s failed to pass monitoredBarrier in %d ms" % (
+                ", ".join(map(str, missing)), limit_ms)
+        return ""
 
 
 
@@ -411,4 +425,17 @@ def create(store: dist.Store, rank: int, size: int, timeout: Union[datetime.time
     if fast is None:
         return pg
     pg._cpp = fast.FastGroup(pg, pg._h, rank, size, pg._lock)
-    return pg._cpp
+    named = getattr(fast, "NamedGroup", None)  # torch 2.x
+    if named is None:
+        return pg._cpp
+    # torch 2.x takes a ProcessGroup from the creator as the group itself:
+    # one that names itself "collie" (torch's own says "custom" for any
+    # plugin, as DDP's logging would report), holding the FastGroup for cpu
+    # and cuda, as torch would. Under TORCH_DISTRIBUTED_DEBUG=DETAIL, with
+    # the collective-checking wrapper torch would put around it.
+    backend = pg._cpp
+    if dist.get_debug_level() == dist.DebugLevel.DETAIL:
+        backend = dist.distributed_c10d._create_process_group_wrapper(  # type: ignore[attr-defined]
+            wrapped_pg=backend, store_prefix="collie", store=store, rank=rank, world_size=size,
+            timeout=timeout)
+    return named(store, rank, size, backend)

@@ -295,6 +295,24 @@ private:
   }
 };
 
+#if TORCH_VERSION_MAJOR >= 2
+// The group torch holds on 2.x: torch's own ProcessGroup, with collie's
+// backend (the FastGroup, or torch's debug wrapper around it) for every
+// device type, which differs only in its name: torch's names itself by its
+// backend type, "custom" for any plugin, which DDP's logging and torch's
+// messages would report.
+class NamedGroup : public c10d::ProcessGroup {
+public:
+  NamedGroup(const c10::intrusive_ptr<c10d::Store> &store, int rank, int size,
+             const c10::intrusive_ptr<c10d::Backend> &backend);
+
+  const std::string getBackendName() const override
+  {
+    return "collie";
+  }
+};
+#endif
+
 // The category block open in collie.torch (process-wide, as the Python
 // group's): the fast path charges its calls to it.
 void set_context(bool open, int category, const std::string &label, bool has_label,

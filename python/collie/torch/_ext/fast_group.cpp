@@ -655,7 +655,10 @@ FastGroup::monitoredBarrier(const c10d::BarrierOptions &opts, bool waitAllRanks)
   if (!py_ || py_.is_none())
     throw CollieError("monitored_barrier: the process group was destroyed", COLLIE_INVALID_USAGE);
   py::object timeout = py::none();
-  if (opts.timeout.count() > 0) timeout = py::cast(opts.timeout);
+  // torch's "not given" is kUnsetTimeout (-1 ms), as in Gloo; 0 is a
+  // timeout of none at all, which rank 0 fails at once.
+  if (opts.timeout != c10d::kUnsetTimeout)
+    timeout = py::float_(opts.timeout.count() / 1000.0); // seconds
   py_.attr("monitored_barrier")(timeout, waitAllRanks);
 }
 
@@ -705,6 +708,19 @@ FastGroup::endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>> &reqs)
 }
 #endif
 
+#if TORCH_VERSION_MAJOR >= 2
+NamedGroup::NamedGroup(const c10::intrusive_ptr<c10d::Store> &store, int rank, int size,
+                       const c10::intrusive_ptr<c10d::Backend> &backend)
+    : c10d::ProcessGroup(store, rank, size)
+{
+  // As torch's own group creation registers a plugin (one backend for
+  // every device type it names: collie.torch registers cpu and cuda).
+  setDefaultBackend(BackendType::CUSTOM);
+  for (c10::DeviceType t : {c10::DeviceType::CPU, c10::DeviceType::CUDA})
+    setBackend(t, BackendType::CUSTOM, backend);
+}
+#endif
+
 } // namespace collie_torch
 
 // ---- the module ----
@@ -747,6 +763,16 @@ PYBIND11_MODULE(COLLIE_TORCH_EXT_NAME, m)
       .def("set_held", &ct::FastGroup::set_held)
       .def_property_readonly("collie_group", &ct::FastGroup::python_group)
       .def_property_readonly("fast_calls", &ct::FastGroup::fast_calls);
+
+#if TORCH_VERSION_MAJOR >= 2
+  py::class_<ct::NamedGroup, c10d::ProcessGroup, c10::intrusive_ptr<ct::NamedGroup>>(m,
+                                                                                     "NamedGroup")
+      .def(py::init([](const c10::intrusive_ptr<c10d::Store> &store, int rank, int size,
+                       const c10::intrusive_ptr<c10d::Backend> &backend) {
+             return c10::make_intrusive<ct::NamedGroup>(store, rank, size, backend);
+           }),
+           py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("backend"));
+#endif
 
   // Python callers see the Python group's errors: CollieBackendError (a
   // RuntimeError; torch 2.x: a DistBackendError) with collie's message and
