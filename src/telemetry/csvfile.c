@@ -49,33 +49,20 @@ csv_write_header(int f, const char *path, const char *header)
   return collie__err_errno(COLLIE_SYSTEM_ERROR, "writing the header of %s", path);
 }
 
-collie_result_t
-collie__csv_open(const char *path, const char *header, int *fd)
+/* Checks that the open file f (path) starts with the header line `header`
+ * (an empty file gets it: made by hand, or its creator died). */
+static collie_result_t
+csv_check_header(int f, const char *path, const char *header, int may_write)
 {
   enum { HEADER_MAX = 64 * 1024 };
   collie_result_t rc;
-  /* Whoever creates the file writes the header; everyone else reads it. */
-  int f = open(path, O_RDWR | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (f >= 0) {
-    if ((rc = csv_write_header(f, path, header)) != COLLIE_SUCCESS) {
-      close(f);
-      return rc;
-    }
-    *fd = f;
-    return COLLIE_SUCCESS;
-  }
-  if (errno != EEXIST || (f = open(path, O_RDWR | O_APPEND | O_CLOEXEC)) < 0)
-    return collie__err_errno(COLLIE_SYSTEM_ERROR, "opening %s", path);
   char *line = malloc(HEADER_MAX + 1);
-  if (!line) {
-    close(f);
-    return collie__err(COLLIE_SYSTEM_ERROR, "out of memory reading %s", path);
-  }
+  if (!line) return collie__err(COLLIE_SYSTEM_ERROR, "out of memory reading %s", path);
   ssize_t n = pread(f, line, HEADER_MAX, 0);
   if (n < 0) {
     rc = collie__err_errno(COLLIE_SYSTEM_ERROR, "reading %s", path);
-  } else if (n == 0) { /* an empty file (made by hand, or its creator died): ours to head */
-    rc = csv_write_header(f, path, header);
+  } else if (n == 0) { /* an empty file: ours to head */
+    rc = may_write ? csv_write_header(f, path, header) : COLLIE_SUCCESS;
   } else {
     line[n] = '\0';
     line[strcspn(line, "\r\n")] = '\0';
@@ -91,11 +78,55 @@ collie__csv_open(const char *path, const char *header, int *fd)
     }
   }
   free(line);
-  if (rc != COLLIE_SUCCESS) {
+  return rc;
+}
+
+collie_result_t
+collie__csv_open(const char *path, const char *header, int *fd)
+{
+  collie_result_t rc;
+  /* Whoever creates the file writes the header; everyone else reads it. */
+  int f = open(path, O_RDWR | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (f >= 0) {
+    if ((rc = csv_write_header(f, path, header)) != COLLIE_SUCCESS) {
+      close(f);
+      return rc;
+    }
+    *fd = f;
+    return COLLIE_SUCCESS;
+  }
+  if (errno != EEXIST || (f = open(path, O_RDWR | O_APPEND | O_CLOEXEC)) < 0)
+    return collie__err_errno(COLLIE_SYSTEM_ERROR, "opening %s", path);
+  if ((rc = csv_check_header(f, path, header, 1)) != COLLIE_SUCCESS) {
     close(f);
     return rc;
   }
   *fd = f;
+  return COLLIE_SUCCESS;
+}
+
+collie_result_t
+collie__csv_check(const char *path, const char *header)
+{
+  int f = open(path, O_RDONLY | O_CLOEXEC);
+  if (f >= 0) {
+    collie_result_t rc = csv_check_header(f, path, header, 0);
+    close(f);
+    return rc;
+  }
+  if (errno != ENOENT) return collie__err_errno(COLLIE_SYSTEM_ERROR, "opening %s", path);
+  /* Missing: whether it could be made, as open(O_CREAT) would ask. */
+  char dir[1200];
+  snprintf(dir, sizeof(dir), "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (!slash)
+    snprintf(dir, sizeof(dir), ".");
+  else if (slash == dir)
+    dir[1] = '\0';
+  else
+    *slash = '\0';
+  if (access(dir, W_OK | X_OK) != 0)
+    return collie__err_errno(COLLIE_SYSTEM_ERROR, "cannot create %s (directory %s)", path, dir);
   return COLLIE_SUCCESS;
 }
 

@@ -52,7 +52,8 @@ struct collie__steps {
   int64_t step, epoch; /* the open step (step 0: none); epoch stays after it ends */
   int world_size;
   int ncat; /* categories with columns */
-  int fd;   /* comms.csv, or -1: numbers only */
+  int fd;   /* comms.csv once made (the first step), or -1 */
+  int rows; /* comms.csv is wanted (path): made at the first step */
   char path[1024];
   struct collie__step_acc *open;        /* the open step's record (rows only) */
   struct collie__step_acc *head, *tail; /* steps whose rows are not written yet */
@@ -158,7 +159,8 @@ collie__steps_open(const char *path, int world_size, struct collie__steps **out)
     char header[4096];
     steps_header(header, sizeof(header), s->ncat);
     snprintf(s->path, sizeof(s->path), "%s", path);
-    collie_result_t rc = collie__csv_open(path, header, &s->fd);
+    s->rows = 1;
+    collie_result_t rc = collie__csv_check(path, header);
     if (rc != COLLIE_SUCCESS) {
       pthread_mutex_destroy(&s->lock);
       free(s);
@@ -183,6 +185,16 @@ collie__steps_close(struct collie__steps *s)
   free(s);
 }
 
+/* comms.csv, made at the first step (collie__csv_open's errors). Locked. */
+static collie_result_t
+steps_make_file(struct collie__steps *s)
+{
+  if (s->fd >= 0) return COLLIE_SUCCESS;
+  char header[4096];
+  steps_header(header, sizeof(header), s->ncat);
+  return collie__csv_open(s->path, header, &s->fd);
+}
+
 collie_result_t
 collie__steps_begin(struct collie__steps *s, int64_t step, int64_t epoch)
 {
@@ -193,7 +205,7 @@ collie__steps_begin(struct collie__steps *s, int64_t step, int64_t epoch)
                      "collie_step_begin(%" PRId64 "): step %" PRId64
                      " is still open; call collie_step_end first",
                      step, s->step);
-  } else if (s->fd >= 0) {
+  } else if (s->rows && (rc = steps_make_file(s)) == COLLIE_SUCCESS) {
     struct collie__step_acc *a = calloc(1, sizeof(*a) + (size_t)s->ncat * sizeof(uint64_t));
     if (!a) {
       rc = collie__err(COLLIE_SYSTEM_ERROR, "collie_step_begin: out of memory");

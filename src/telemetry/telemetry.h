@@ -128,6 +128,11 @@ const char *collie__category_name(int id);
  * that differs (the file is left untouched). Returns the descriptor in *fd.
  * Errors also: SYSTEM_ERROR naming the path. */
 collie_result_t collie__csv_open(const char *path, const char *header, int *fd);
+/* What collie__csv_open would refuse, without making or changing anything:
+ * an existing path with another header (INVALID_USAGE), or a missing one
+ * whose directory cannot take a new file (SYSTEM_ERROR). For files made at
+ * their first row, whose errors still belong at the start. */
+collie_result_t collie__csv_check(const char *path, const char *header);
 /* Writes all of buf[0..len) with one write(2) when possible (a row never
  * interleaves with another writer's on O_APPEND); 0 or -1 with errno. */
 int collie__csv_write(int fd, const char *buf, size_t len);
@@ -184,7 +189,9 @@ struct collie__step_acc; /* one step's sums */
 
 /* Step accounting for a tree of world size world_size; when path is not NULL
  * (rank 0, COLLIE_COMMS_LOG=1) rows are appended to it, with a header of the
- * ncat categories that exist now (collie__csv_open's errors). */
+ * ncat categories that exist now. The file is made at the first step (a job
+ * that never opens one leaves none behind); what would stop it is refused
+ * here (collie__csv_check's errors), and at that step collie__csv_open's. */
 collie_result_t collie__steps_open(const char *path, int world_size, struct collie__steps **out);
 /* Writes the rows of ended steps whose operations are all done and then, if a
  * step is still open, that step as it stands; frees. NULL is a no-op. */

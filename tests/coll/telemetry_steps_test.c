@@ -782,7 +782,10 @@ TEST_IMPL(telemetry_log_dir_missing_parent)
   ASSERTF(stat(ok, &st) == 0 && S_ISDIR(st.st_mode), "%s not made", ok);
 }
 
-/* COLLIE_LOG_DIR unset: comms.csv goes to the working directory. */
+/* COLLIE_LOG_DIR unset: comms.csv goes to the working directory, made at
+ * the first step: a job that runs collectives but never opens a step
+ * leaves no file there (issue 36: every torch job left a header-only
+ * comms.csv in its working directory). */
 TEST_IMPL(telemetry_log_dir_default)
 {
   int r = test_rank(), p = test_size();
@@ -794,6 +797,12 @@ TEST_IMPL(telemetry_log_dir_default)
   collie_comm_t *comm = test_comm();
   struct steps_row e;
   memset(&e, 0, sizeof(e));
+  float x = 1.0f;
+  ASSERT_OK(collie_allreduce(comm, &x, &x, 1, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL));
+  ASSERT_OK(collie_barrier(comm, NULL, NULL));
+  snprintf(path, sizeof(path), "%s/comms.csv", wd);
+  ASSERTF(access(path, F_OK) != 0, "%s exists before any step", path);
+  ASSERT_OK(collie_barrier(comm, NULL, NULL)); /* (rank 0 looks before the step) */
   e.step = 3;
   e.max_ms = -1;
   ASSERT_OK(collie_step_begin(comm, 3, 0));
