@@ -256,9 +256,15 @@ COLLIE_API collie_result_t collie_comm_shrink(collie_comm_t *comm, const int *ex
  * Using comm afterwards returns INVALID_USAGE. */
 COLLIE_API collie_result_t collie_comm_destroy(collie_comm_t *comm);
 
-/* Fails every pending operation on comm, here and (later issue) on peers, and
- * poisons it. Never blocks. Destroy it afterwards. */
+/* Fails every pending operation on comm, here and on its peers, and poisons
+ * it. Never blocks. Destroy it afterwards. */
 COLLIE_API collie_result_t collie_comm_abort(collie_comm_t *comm);
+
+/* collie_comm_abort, telling the peers why: their errors end with
+ * ", after: <why>" (up to 255 bytes of it), e.g. the Python binding's "rank 1's
+ * process is exiting on an uncaught exception (ValueError: bad batch)".
+ * why NULL or "": collie_comm_abort. */
+COLLIE_API collie_result_t collie_comm_abort_reason(collie_comm_t *comm, const char *why);
 
 /* Rank of the caller in comm and number of ranks; -1 for an invalid comm. */
 COLLIE_API int collie_comm_rank(const collie_comm_t *comm);

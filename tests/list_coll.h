@@ -282,6 +282,12 @@
   XX(abort_reaches_peers_shm_3, abort_reaches_peers, 3, "shm", 30)                                 \
   XX(abort_reaches_peers_tcp_3, abort_reaches_peers, 3, "tcp", 30)                                 \
   XX(abort_reaches_peers_mixed_4, abort_reaches_peers, 4, "mixed", 30)                             \
+  XX(abort_reason_reaches_peers_shm_2, abort_reason_reaches_peers, 2, "shm", 30)                   \
+  XX(abort_reason_reaches_peers_tcp_3, abort_reason_reaches_peers, 3, "tcp", 30)                   \
+  XX(destroy_meets_collective_shm_2, destroy_meets_collective, 2, "shm", 30)                       \
+  XX(destroy_meets_collective_shm_3, destroy_meets_collective, 3, "shm", 30)                       \
+  XX(destroy_meets_collective_tcp_2, destroy_meets_collective, 2, "tcp", 30)                       \
+  XX(destroy_meets_collective_mixed_4, destroy_meets_collective, 4, "mixed", 30)                   \
   XX(async_many_shm_2_thread, async_many_thread, 2, "shm", 60)                                     \
   XX(async_many_shm_4_thread, async_many_thread, 4, "shm", 60)                                     \
   XX(async_many_tcp_2_thread, async_many_thread, 2, "tcp", 60)                                     \

@@ -32,7 +32,7 @@ import weakref
 from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Literal, NoReturn, Optional, Sequence,
                     Tuple, TypeVar, Union)
 
-from . import _lib
+from . import _exit, _lib
 from ._backends import Device, check_device, parse_device, resolve_backend
 from ._buffers import Buf, Staging, as_buf, as_bufs, contiguous_run, overlaps, release_all
 from ._enums import OpLike, PayloadCategory, PremulSum, ReduceOp, to_algorithm, to_category, to_ms, to_op, to_wire
@@ -855,15 +855,19 @@ class Comm:
 
     destroy = finalize
 
-    def abort(self) -> None:
+    def abort(self, reason: Optional[str] = None) -> None:
         """Fails every pending operation on this communicator (and makes the
-        peers' fail), never blocks; may be called from any thread. Later
+        peers' fail), never blocks; may be called from any thread. reason,
+        when given, ends the peers' errors (", after: <reason>"). Later
         calls raise InvalidUsage; finalize() it afterwards."""
         h = self._h
         if h is None:
             return
         self._aborted = True
-        check(_lib.lib().collie_comm_abort(h))
+        if reason:
+            check(_lib.lib().collie_comm_abort_reason(h, reason.encode("utf-8", "replace")[:255]))
+        else:
+            check(_lib.lib().collie_comm_abort(h))
 
     def __enter__(self) -> "Comm":
         return self
@@ -874,7 +878,8 @@ class Comm:
         # their deadline.
         if et is not None and self._h is not None:
             try:
-                self.abort()
+                name = getattr(et, "__name__", "an exception")
+                self.abort("it left a `with` block of its communicator on %s: %s" % (name, ev))
             except Exception:
                 pass
         self.finalize()
@@ -1767,8 +1772,13 @@ def _finalize_all() -> None:
     before their parents), so that rank 0's store outlives its peers' use."""
     with _registry_lock:
         live = list(_live)
+    # Dying of an uncaught exception: no closing barrier, which would hold
+    # this process until every peer came to it (_exit.py).
+    why = _exit.cause()
     for c in reversed(live):
         try:
+            if why is not None:
+                c.abort(why)
             c.finalize()
         except Exception:
             pass

@@ -170,6 +170,7 @@ _SIGNATURES: Dict[str, Tuple[Optional[Type[Any]], List[Type[Any]]]] = {
     "collie_comm_shrink": (_R, [_P, ctypes.POINTER(_I), _I, ctypes.c_int64, _PP]),
     "collie_comm_destroy": (_R, [_P]),
     "collie_comm_abort": (_R, [_P]),
+    "collie_comm_abort_reason": (_R, [_P, ctypes.c_char_p]),
     "collie_comm_rank": (_I, [_P]),
     "collie_comm_size": (_I, [_P]),
     "collie_allreduce": (_R, [_P, _P, _P, _SZ, _I, _I, _OPTS, _PP]),

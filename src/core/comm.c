@@ -947,6 +947,7 @@ collie_comm_destroy(collie_comm_t *comm)
     struct collie__call call = {.kind = COLLIE_KIND_BARRIER,
                                 .algo = COLLIE_ALGO_DISSEMINATION,
                                 .seq = comm->seq++,
+                                .step0 = COLLIE_STEP_CLOSING,
                                 .rank = comm->rank,
                                 .size = comm->size,
                                 .net = comm->net,
@@ -983,6 +984,21 @@ collie_comm_abort(collie_comm_t *comm)
   collie__comm_poison(comm, COLLIE_INVALID_USAGE);
   collie__err_clear();
   return COLLIE_SUCCESS;
+}
+
+collie_result_t
+collie_comm_abort_reason(collie_comm_t *comm, const char *why)
+{
+  collie_result_t rc = collie__comm_check(comm, "collie_comm_abort_reason");
+  if (rc == COLLIE_INVALID_USAGE && comm && collie__comm_live(comm) &&
+      collie__comm_poisoned(comm) != COLLIE_SUCCESS)
+    return COLLIE_SUCCESS; /* already failed: the peers were told its first cause */
+  if (rc != COLLIE_SUCCESS) return rc;
+  if (why && *why) {
+    if (comm->graph_comm) collie__net_tell(comm->graph_comm->net, why);
+    collie__net_tell(comm->net, why);
+  }
+  return collie_comm_abort(comm);
 }
 
 int

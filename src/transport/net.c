@@ -600,6 +600,14 @@ collie__net_abort(struct collie__net *n)
 }
 
 void
+collie__net_tell(struct collie__net *n, const char *why)
+{
+  if (!n || !why) return;
+  for (int i = 0; i < NET_NX; i++)
+    if (n->xp[i] && net_table[i]->tell) net_table[i]->tell(n->xp[i], why);
+}
+
+void
 collie__net_close(struct collie__net *n)
 {
   if (!n) return;

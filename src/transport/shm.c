@@ -411,12 +411,19 @@ shm_push(struct collie__shm_xport *x, struct collie__shm_chan *ch)
 }
 
 static collie_result_t
-shm_mismatch(const struct collie__shm_chan *ch, const struct collie__shm_chunk *c,
-             const struct collie__req *r)
+shm_mismatch(const struct collie__shm_xport *x, const struct collie__shm_chan *ch,
+             const struct collie__shm_chunk *c, const struct collie__req *r)
 {
   char got[96], want[96];
   collie__slot_describe(c->slot, got, sizeof(got));
   collie__slot_describe(r->slot, want, sizeof(want));
+  if (collie__slot_closing(c->slot) != collie__slot_closing(r->slot)) {
+    char peer[64], me[32];
+    snprintf(peer, sizeof(peer), "rank %d (world rank %d)", ch->rank, ch->world_rank);
+    snprintf(me, sizeof(me), "rank %d", x->rank);
+    return collie__slot_closing(c->slot) ? collie__slot_closed_err(peer, "this rank", want)
+                                         : collie__slot_closed_err(me, peer, got);
+  }
   return collie__err(
       COLLIE_INVALID_USAGE,
       "collectives mismatched across ranks: rank %d (world rank %d) sent %s (%" PRIu64
@@ -591,7 +598,7 @@ shm_pull(struct collie__shm_xport *x, struct collie__shm_chan *ch)
     const struct collie__shm_chunk *c = shm_chunk(ch->in, head);
     if (atomic_load_explicit(&c->seq, memory_order_acquire) != head + 1) break;
     if (c->slot != r->slot || shm_chunk_total(c) != r->len) {
-      rc = shm_mismatch(ch, c, r);
+      rc = shm_mismatch(x, ch, c, r);
       break;
     }
     if (c->flags & COLLIE_SHM_CHUNK_DEVICE) {

@@ -286,6 +286,12 @@ shm_flat_wait(struct collie__shm_flat *f, uint64_t target, int64_t deadline_ns)
       char got[96], want[96];
       collie__slot_describe(sslot, got, sizeof(got));
       shm_flat_where(f, want, sizeof(want));
+      char who[64];
+      snprintf(who, sizeof(who), "rank %d (world rank %d)", stray->rank, stray->world_rank);
+      if (collie__slot_closing(sslot)) {
+        rc = collie__slot_closed_err(who, "this rank", want);
+        break;
+      }
       rc = collie__err(
           COLLIE_INVALID_USAGE,
           "collectives mismatched across ranks: rank %d (world rank %d) sent %s (%" PRIu64

@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "transport/transport.h"
+#include "util/error.h"
 
 static const char *slot_algo_names[] = {
 #define COLLIE_XX_(name, str) str,
@@ -18,9 +19,22 @@ collie__slot_describe(uint64_t slot, char *buf, size_t len)
   unsigned low = (unsigned)((slot >> 8) & 0xffff);
   if (kind == COLLIE_KIND_P2P)
     snprintf(buf, len, "send/recv tag %u (message %u of the pair)", mid, low);
+  else if (collie__slot_closing(slot))
+    snprintf(buf, len, "the closing barrier of collie_comm_destroy (step %u)",
+             low - COLLIE_STEP_CLOSING);
   else if ((slot & 0xff) != 0 && (slot & 0xff) < COLLIE_ALGO_COUNT_)
     snprintf(buf, len, "%s #%u step %u (%s)", collie__kind_name(kind), mid, low,
              slot_algo_names[slot & 0xff]);
   else
     snprintf(buf, len, "%s #%u step %u", collie__kind_name(kind), mid, low);
+}
+
+collie_result_t
+collie__slot_closed_err(const char *closer, const char *runner, const char *op)
+{
+  return collie__err(COLLIE_REMOTE_ERROR,
+                     "%s closed the communicator (collie_comm_destroy, or its process exiting) "
+                     "while %s ran %s: every rank must finish the same operations before "
+                     "destroying it",
+                     closer, runner, op);
 }

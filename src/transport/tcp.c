@@ -391,6 +391,13 @@ tcp_rx_header(struct collie__tcp_xport *t, struct collie__tcp_chan *c, size_t sp
     collie__tcp_peer_name(c, who, sizeof(who));
     collie__slot_describe(slot, got_s, sizeof(got_s));
     collie__slot_describe(r->slot, want_s, sizeof(want_s));
+    if (collie__slot_closing(slot) != collie__slot_closing(r->slot)) {
+      char me[32];
+      collie__fmt(me, sizeof(me), "rank %d", t->rank);
+      return tcp_fail(t, collie__slot_closing(slot)
+                             ? collie__slot_closed_err(who, "this rank", want_s)
+                             : collie__slot_closed_err(me, who, got_s));
+    }
     return tcp_fail(t, collie__err(COLLIE_INVALID_USAGE,
                                    "collectives mismatched across ranks: %s sent %s (%llu bytes), "
                                    "this rank expected %s (%zu bytes)",

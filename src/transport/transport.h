@@ -50,8 +50,24 @@ collie__slot_p2p(uint32_t tag, uint32_t pair_seq)
   return ((uint64_t)COLLIE_KIND_P2P << 56) | ((uint64_t)tag << 24) |
          ((uint64_t)(pair_seq & 0xffff) << 8);
 }
+/* The steps of collie_comm_destroy's closing barrier start here, so that a
+ * peer that meets it in a collective knows this rank left rather than ran
+ * another collective (no barrier has this many steps of its own). */
+#define COLLIE_STEP_CLOSING 0xff00u
+/* Whether slot is a step of a closing barrier. */
+static inline int
+collie__slot_closing(uint64_t slot)
+{
+  return (int)(slot >> 56) == COLLIE_KIND_BARRIER && ((slot >> 8) & 0xffff) >= COLLIE_STEP_CLOSING;
+}
 /* Human text for a slot: "allreduce #12 step 3" or "send/recv tag 7". */
 void collie__slot_describe(uint64_t slot, char *buf, size_t len);
+/* The error for a closing-barrier message met by a collective's, either
+ * way round: closer ("rank 3 (world rank 3)", or "this rank") closed the
+ * communicator while runner ran op (a collie__slot_describe text).
+ * REMOTE_ERROR. Transports use it where their slots disagree and one side's
+ * is a closing barrier's, instead of "collectives mismatched". */
+collie_result_t collie__slot_closed_err(const char *closer, const char *runner, const char *op);
 
 /* ---- Peers ---- */
 
@@ -348,6 +364,9 @@ collie_result_t collie__net_wait_any(struct collie__net *n, const uint64_t *slot
  * closing n says no clean goodbye. */
 void collie__net_give_up(struct collie__net *n, collie_result_t rc);
 void collie__net_abort(struct collie__net *n);
+/* Tells every peer why this rank is about to abort (their errors carry it);
+ * call collie__net_abort after. */
+void collie__net_tell(struct collie__net *n, const char *why);
 void collie__net_close(struct collie__net *n);
 
 #endif /* COLLIE_TRANSPORT_H */

@@ -118,6 +118,57 @@ TEST_IMPL(abort_reaches_peers)
   free(buf);
 }
 
+/* collie_comm_abort_reason: the peers' errors end with the reason given
+ * (", after: ..."), and name the aborting rank; a second abort, and an
+ * abort of a destroyed communicator, are as collie_comm_abort's. */
+TEST_IMPL(abort_reason_reaches_peers)
+{
+  collie_comm_t *comm = test_comm();
+  int r = test_rank();
+  float x = 1.0f;
+  ASSERT_OK(collie_allreduce(comm, &x, &x, 1, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL));
+  if (r == 0) {
+    usleep(50000);
+    ASSERT_OK(collie_comm_abort_reason(comm, "its process is exiting (ValueError: bad batch)"));
+    ASSERT_OK(collie_comm_abort_reason(comm, "again")); /* already aborted: fine */
+  } else {
+    collie_result_t rc =
+        collie_allreduce(comm, &x, &x, 1, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL);
+    ASSERTF(rc == COLLIE_REMOTE_ERROR, "got %s: %s", collie_result_string(rc), collie_last_error());
+    ASSERTF(strstr(collie_last_error(), "after: its process is exiting (ValueError: bad batch)"),
+            "the reason is not in the error: %s", collie_last_error());
+    ASSERTF(strstr(collie_last_error(), "rank 0 "), "rank 0 is not named: %s",
+            collie_last_error());
+  }
+  ASSERT_OK(collie_comm_destroy(comm));
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "NULL", collie_comm_abort_reason(NULL, "x"));
+}
+
+/* The last rank destroys its communicator while the others run one more
+ * allreduce (a program whose ranks disagree about where the job ends, or a
+ * rank leaving early): they fail with REMOTE_ERROR saying that rank closed
+ * the communicator, not that collectives mismatched (its closing barrier's
+ * messages are recognisable as such). */
+TEST_IMPL(destroy_meets_collective)
+{
+  collie_comm_t *comm = test_comm();
+  int r = test_rank(), p = test_size();
+  float x = 1.0f;
+  ASSERT_OK(collie_allreduce(comm, &x, &x, 1, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL));
+  if (r != p - 1) {
+    collie_result_t rc =
+        collie_allreduce(comm, &x, &x, 1, COLLIE_FLOAT32, COLLIE_SUM, NULL, NULL);
+    ASSERTF(rc == COLLIE_REMOTE_ERROR || rc == COLLIE_INVALID_USAGE, "got %s: %s",
+            collie_result_string(rc), collie_last_error());
+    /* The rank that met the barrier says so; the others may learn of it
+     * through that rank's abort, whose reason is that same sentence. */
+    ASSERTF(strstr(collie_last_error(), "closed the communicator (collie_comm_destroy"),
+            "the error does not say a rank closed the communicator: %s", collie_last_error());
+    ASSERTF(!strstr(collie_last_error(), "collectives mismatched"), "%s", collie_last_error());
+  }
+  ASSERT_OK(collie_comm_destroy(comm));
+}
+
 /* Rank 0 never joins the second barrier: the others time out (per-call
  * timeout) with a message naming the rank they waited for. The first rank to
  * give up aborts its channels, so a later one may see that instead: TIMEOUT

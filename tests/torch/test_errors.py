@@ -265,6 +265,34 @@ def test_killed_rank(mode, world):
 
 
 @once_per_run
+def test_rank_raising_exits_at_once(world):
+    """A separate 2-rank job whose rank 1 raises an uncaught ValueError while
+    rank 0 is busy outside the backend for 5 s: rank 1's process must be
+    gone before rank 0 comes back to its all_reduce (collie's closing barrier
+    once held it there for up to the group's timeout, and rank 0 then read
+    'collectives mismatched'), and rank 0's all_reduce fails at once; with
+    collie its error names rank 1 and the exception that killed it."""
+    def job():
+        return run_job("killed_rank.py", 2, ["raise"], timeout=40, grace=10, keep_going=True,
+                       COLLIE_TORCH_JOB_PORT=free_port())
+
+    rc, out, secs = world.wait_for_rank0(job)
+    exited = re.findall(r"^\[1\] EXITED ([0-9.]+)$", out, re.M)
+    entered = re.findall(r"^\[0\] ENTERED ([0-9.]+)$", out, re.M)
+    assert exited and entered, "the job did not report (exit %s after %.1f s):\n%s" % (rc, secs, out[-3000:])
+    assert float(exited[0]) < float(entered[0]), \
+        "rank 1 exited %.1f s after rank 0 came back to all_reduce:\n%s" % (
+            float(exited[0]) - float(entered[0]), out[-3000:])
+    lines = [ln for ln in out.splitlines() if ln.startswith("[0] RESULT")]
+    m = re.match(r"\[0\] RESULT raised ([0-9.]+) (\w+): (.*)", lines[0] if lines else "")
+    assert m, "rank 0's all_reduce did not fail after rank 1 exited:\n%s" % out[-3000:]
+    assert m.group(2) == "RuntimeError" and float(m.group(1)) < 10, lines[0]
+    if IS_COLLIE:
+        assert "rank 1 " in m.group(3) and "ValueError: bad batch" in m.group(3), m.group(3)
+        assert "mismatched" not in m.group(3), m.group(3)
+
+
+@once_per_run
 @collie_only("collie.torch.shrink (collie_comm_shrink)")
 def test_shrink_after_killed_rank(world):
     """A separate 4-rank job whose rank 2 SIGKILLs itself at step 5: the

@@ -54,7 +54,7 @@ if _version(torch.__version__) < MIN_TORCH:
 if not dist.is_available():
     raise ImportError("collie.torch: this torch was built without torch.distributed")
 
-from .. import PayloadCategory, register_category  # noqa: E402
+from .. import PayloadCategory, _exit, register_category  # noqa: E402
 from .._comm import registered_categories  # noqa: E402
 from .._enums import to_category  # noqa: E402
 from . import _context  # noqa: E402
@@ -108,9 +108,15 @@ def _shutdown_groups() -> None:
     """At exit, before collie finalizes the communicators left open (its
     own atexit handler, registered earlier, runs after this one): each
     group's C++ half lets go of its communicator first, and the group is shut
-    down as destroy_process_group would, so that nothing keeps a freed one."""
+    down as destroy_process_group would, so that nothing keeps a freed one.
+    A process dying of an uncaught exception aborts them first, telling the
+    peers why, rather than wait for them at the closing barrier
+    (collie/_exit.py)."""
+    why = _exit.cause()
     for pg in reversed(_context.groups()):
         try:
+            if why is not None:
+                pg.abort(why)
             pg.shutdown()
         except Exception:
             pass

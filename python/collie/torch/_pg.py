@@ -190,10 +190,11 @@ class ProcessGroupCollie(Collectives, PointToPoint, dist.ProcessGroup):  # type:
             self._comm._kv = None
             self._cpp = None  # (it holds this group: the cycle ends here)
 
-    def abort(self) -> None:
-        """Fails every running operation here and on the peers, at once."""
+    def abort(self, reason: Optional[str] = None) -> None:
+        """Fails every running operation here and on the peers, at once
+        (reason, when given, ends the peers' errors)."""
         if self._h is not None:
-            self._comm.abort()
+            self._comm.abort(reason)
 
     # ---- issuing ----
 
