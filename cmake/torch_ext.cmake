@@ -129,6 +129,10 @@ print("%d.%d" % sys.version_info[:2])
     target_link_directories(collie_torch_ext PRIVATE ${_libdir})
     target_link_libraries(collie_torch_ext PRIVATE collie c10 torch torch_cpu torch_python)
     set_target_properties(collie_torch_ext PROPERTIES BUILD_RPATH "${_libdir};${CMAKE_BINARY_DIR}")
+    # The torch it was built for, beside it: collie.torch reads it before
+    # loading the module, which would crash a process running another torch
+    # (a build directory shared by two environments).
+    file(WRITE ${CMAKE_BINARY_DIR}/${_name}.torch "${_torch_version}\n")
     message(STATUS "collie.torch C++ fast path: built for torch ${_torch_version} (C++${_cxx})")
   endif()
 endif()

@@ -8,6 +8,7 @@ import datetime
 import os
 import shutil
 import subprocess
+import sysconfig
 import sys
 import time
 
@@ -206,6 +207,22 @@ def test_collie_torch_fast_variable(rank, tmp_path):
     assert r.returncode != 0 and "built for another Python" in r.stderr and "cpython-39" in r.stderr, r.stderr
     r = _import_with({}, str(lone))
     assert r.returncode == 0 and "PYTHON" in r.stdout and "does not load" not in r.stderr, r.stderr
+    # Beside it, a module built for this Python but another torch (the file
+    # the build writes says which): never loaded (loading it would crash the
+    # process), with a message naming both versions.
+    import glob
+    mod = glob.glob(os.path.join(build_dir(), "_collie_torch_fast.cpython-3*"))
+    mod = [m for m in mod if m.endswith(sysconfig.get_config_var("EXT_SUFFIX"))]
+    assert mod, "no fast path module in %s" % build_dir()
+    shutil.copy(mod[0], tmp_path / os.path.basename(mod[0]))
+    (tmp_path / "_collie_torch_fast.torch").write_text("0.9.9\n")
+    r = _import_with({"COLLIE_TORCH_FAST": "1"}, str(lone))
+    assert r.returncode != 0 and "built for torch 0.9.9" in r.stderr and torch.__version__ in r.stderr, r.stderr
+    r = _import_with({}, str(lone))
+    assert r.returncode == 0 and "PYTHON" in r.stdout and "built for torch 0.9.9" in r.stderr, r.stderr
+    (tmp_path / "_collie_torch_fast.torch").write_text(torch.__version__ + "\n")
+    r = _import_with({"COLLIE_TORCH_FAST": "1"}, str(lone))
+    assert r.returncode == 0 and "LOADED" in r.stdout, r.stderr
 
 
 @needs_ranks(2)

@@ -63,6 +63,21 @@ def _load() -> Optional[ModuleType]:
             raise ImportError("COLLIE_TORCH_FAST=1: no %s%s next to %s (%s)" %
                               (_NAME, importlib.machinery.EXTENSION_SUFFIXES[0], path, why))
         return None
+    # The torch it was built for (a file the build writes beside it): a
+    # module built for another torch would crash the process as it loads.
+    try:
+        with open(os.path.join(where or "", _NAME + ".torch")) as f:
+            built_for = f.read().strip()
+    except OSError:
+        built_for = None
+    import torch
+    if built_for is not None and built_for != torch.__version__:
+        why = "%s was built for torch %s, and this is torch %s" % (found[0], built_for, torch.__version__)
+        if mode == "1":
+            raise ImportError("COLLIE_TORCH_FAST=1: %s (rebuild collie against this torch)" % why)
+        warnings.warn("collie.torch: the C++ fast path is not loaded: %s; the Python backend serves every "
+                      "call (rebuild collie against this torch)" % why, RuntimeWarning)
+        return None
     try:
         spec = importlib.util.spec_from_loader(_NAME, importlib.machinery.ExtensionFileLoader(_NAME, found[0]))
         assert spec is not None and spec.loader is not None  # (a spec of the loader given)
