@@ -8,8 +8,10 @@
 #                            tests under ThreadSanitizer, the Python binding's
 #                            type check (mypy --strict) and pytest suite at
 #                            1, 2 and 4 ranks, the torch
-#                            backend's (env://, tcp://, file://), and the
-#                            export, layering and install checks
+#                            backend's on torch 2.13 from pip in a virtual
+#                            environment (env://, tcp://, file://) and on
+#                            Debian's 1.13, and the export, layering and
+#                            install checks
 # On a fresh Debian 12 machine it first installs what the build and the tests
 # need (gcc, clang, make, cmake, pkg-config, valgrind; for `test` also clang's
 # sanitizer runtimes (libclang-rt-dev), Debian's
@@ -112,7 +114,7 @@ case "$what" in
     # server, the COLLIE_* environment, the tuning file, collie-report's CSV
     # and flight-dump readers), from its seed corpus, 10 s each, under ASan
     # and UBSan (scripts/fuzz.sh; longer runs: sh scripts/fuzz.sh NAME 600).
-    sh scripts/fuzz.sh all 10
+    sh scripts/fuzz.sh all 5
     lap "fuzz"
     # Chaos: ranks run random collectives while one is killed, terminated,
     # frozen, loses its sockets or fills /dev/shm; every survivor must fail in
@@ -178,7 +180,7 @@ case "$what" in
     # no netem, so through tests/testbed/delay_switch): a round trip takes at
     # least the one-way delay twice over (a lower bound, which load cannot
     # break), and the allreduce matrix stays right over a jittery, lossy link.
-    lat=$(sh scripts/testbed.sh --hosts 1,1 --delay 1ms -- "$PWD/build/bench/latency" 2>&1)
+    lat=$(sh scripts/testbed.sh --hosts 1,1 --delay 1ms -- "$PWD/build/bench/latency" 2 500 2>&1)
     echo "$lat"
     echo "$lat" | awk '/allreduce of/ { seen = 1; if ($7 + 0 < 1000) bad = 1 } END { exit !(seen && !bad) }' ||
       { echo "a 2-rank allreduce over 1 ms links took under 1 ms: the delay is not applied" >&2; exit 1; }
@@ -186,7 +188,7 @@ case "$what" in
     # model the measured alpha when it is slow (src/core/comm.c,
     # comm_measure_net): over 1 ms links every rank must log a step of at
     # least ~half a millisecond (a lower bound again).
-    lat=$(COLLIE_DEBUG=INFO sh scripts/testbed.sh --hosts 2,1,3 --delay 1ms -- "$PWD/build/bench/latency" 2>&1)
+    lat=$(COLLIE_DEBUG=INFO sh scripts/testbed.sh --hosts 2,1,3 --delay 1ms -- "$PWD/build/bench/latency" 2 200 2>&1)
     echo "$lat" | awk '/the network takes/ { n++; v = $0; sub(/.*takes /, "", v); if (v + 0 < 500) bad = 1 }
       END { exit !(n == 6 && !bad) }' ||
       { echo "$lat" | grep -E "network takes|allreduce of" >&2; echo "the ranks did not measure the 1 ms links at init" >&2; exit 1; }
@@ -194,7 +196,7 @@ case "$what" in
     # (12.5 MB/s) every rank must log a rate of at most 0.019 GB/s (an upper
     # bound, which load cannot break; the tbf burst lets the first quarter of
     # the measured megabyte through at line rate).
-    lat=$(COLLIE_DEBUG=INFO sh scripts/testbed.sh --hosts 2,1,3 --rate 100mbit -- "$PWD/build/bench/latency" 2>&1)
+    lat=$(COLLIE_DEBUG=INFO sh scripts/testbed.sh --hosts 2,1,3 --rate 100mbit -- "$PWD/build/bench/latency" 2 200 2>&1)
     echo "$lat" | awk '/the network moves/ { n++; v = $0; sub(/.*moves /, "", v); if (v + 0 > 0.019) bad = 1 }
       END { exit !(n == 6 && !bad) }' ||
       { echo "$lat" | grep -E "network moves|allreduce of" >&2; echo "the ranks did not measure the 100 Mbit/s links at init" >&2; exit 1; }
@@ -209,17 +211,30 @@ case "$what" in
     # The Python binding: pytest under collierun at 1, 2 and 4 ranks.
     sh tests/python/run.sh build
     lap "python suite"
-    # The torch.distributed backend: pytest under collierun, env:// at 2 and 4
-    # ranks, tcp:// and file:// at 2 (docs/torch.md).
-    # Through the C++ fast path (built above with COLLIE_TORCH_EXT=ON; =1: a
-    # module that does not load fails the run instead of being skipped).
-    COLLIE_TORCH_FAST=1 sh tests/torch/run.sh build
-    lap "torch 1.13 suite"
+    # The torch.distributed backend on the torch its users run (docs/torch.md):
+    # torch 2.13 (CPU) from pip in a virtual environment of its own
+    # (scripts/torch_venv.sh; made once, about a minute), collie built
+    # against it (build-torch2: the library, the tools the suite runs and the
+    # C++ fast path; no device code, the suite runs on CPU), and the suite:
+    # pytest under collierun, env:// at 2 and 4 ranks, tcp:// and file:// at
+    # 2, through the C++ fast path (COLLIE_TORCH_FAST=1: a module that does
+    # not load fails the run instead of being skipped).
+    py2=$(sh scripts/torch_venv.sh build-torch2/venv 2.13.0)
+    cmake -S . -B build-torch2 -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOLLIE_DEVICE_CODE=OFF \
+      -DCOLLIE_TORCH_EXT=ON -DCOLLIE_PYTHON="$py2" >/dev/null
+    cmake --build build-torch2 -j"$jobs" --target collie collie_torch_ext collierun collie-report
+    lap "torch 2.13 environment and build"
+    PYTHON=$py2 COLLIE_TORCH_FAST=1 sh tests/torch/run.sh build-torch2
+    lap "torch 2.13 suite"
     # The same suite's 2-rank session on the Python backend alone (the C++
     # fast path off: what torch holds where collie was built without
     # torch's C++ headers).
-    COLLIE_TORCH_FAST=0 COLLIE_TORCH_TEST_SESSIONS=env2 sh tests/torch/run.sh build
-    lap "torch 1.13 python-backend session"
+    PYTHON=$py2 COLLIE_TORCH_FAST=0 COLLIE_TORCH_TEST_SESSIONS=env2 sh tests/torch/run.sh build-torch2
+    lap "torch 2.13 python-backend session"
+    # Debian's torch 1.13 (python3-torch), through the fast path built for it
+    # above: its 2-rank session.
+    COLLIE_TORCH_FAST=1 COLLIE_TORCH_TEST_SESSIONS=env2 sh tests/torch/run.sh build
+    lap "torch 1.13 session"
     # The whole suite last, so that its summary closes the output.
     ctest --test-dir build --output-on-failure -j"$jobs" --timeout 300
     lap "ctest"

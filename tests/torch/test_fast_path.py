@@ -16,7 +16,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from conftest import IS_COLLIE, build_dir, needs_ranks
+from conftest import IS_COLLIE, build_dir, needs_ranks, once_per_run
 
 pytestmark = pytest.mark.skipif(not IS_COLLIE, reason="the collie backend's own C++ half")
 
@@ -180,6 +180,7 @@ def _import_with(env_extra, lib=None):
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
 
 
+@once_per_run
 def test_collie_torch_fast_variable(rank, tmp_path):
     """COLLIE_TORCH_FAST: 0 the Python backend; 1 the fast path or an
     ImportError naming what is missing; a bad value is an ImportError naming
