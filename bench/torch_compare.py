@@ -5,6 +5,7 @@
     build/collierun -n 2 /usr/bin/python3 bench/torch_compare.py --backends gloo --max 4K
     build/collierun -n 2 /usr/bin/python3 bench/torch_compare.py --latency       # where the microseconds go
     build/collierun -n 4 /usr/bin/python3 bench/torch_compare.py --ddp           # DDP step times
+    build-torch2/collierun -n 2 build-torch2/venv/bin/python bench/torch_compare.py --fsdp   # FSDP2 (--tp: TP)
     torchrun --nproc-per-node 2 bench/torch_compare.py ...                       # the same under torchrun
     sh bench/torch_compare.sh build [args]                                       # at 2 and 4 ranks
 
@@ -45,6 +46,9 @@ not go through Comm.all_reduce (it has a direct path for blocking calls), so
 its line may lie below the binding's. The C library's own figure is
 build/bench/latency (collierun -n 2 build/bench/latency).
 
+--fsdp, --tp: the same for FSDP2 and tensor parallelism of a GPT-style
+model (torch 2.x; bench/torch_steps.py says how).
+
 --ddp: DistributedDataParallel step time (forward + backward + optimizer
 step), median over steps of the slowest rank's time, for a small MLP and a
 ~25 M-parameter stack of Linear layers, one DDP model per backend (same
@@ -80,6 +84,9 @@ import statistics
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_steps import compare_params, run_fsdp, run_tp, table_header, time_steps  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ME = "torch_compare"
@@ -654,21 +661,16 @@ def ddp_models(torch, which):
 
 
 def run_ddp(job, csv):
-    a, torch, dist = job.args, job.torch, job.dist
+    a, torch = job.args, job.torch
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    backends = a.backends
-    if csv:
-        csv.write("model,params,backend,nranks,batch,step_ms,step_min_ms,step_max_ms,steps\n")
-    job.note("step = forward + backward (+ DDP's gradient all_reduce) + SGD step; slowest rank's time, "
-             "median over %d steps after %d warm-up steps; 'local' is the same model without DDP" % (a.iters, a.warmup))
-    job.out("%-6s %10s %6s  %-8s %10s %10s %10s" % ("model", "params", "batch", "backend", "step_ms", "min", "max"))
+    table_header(job, csv, "DDP's gradient all_reduce")
     for name, make, d_in, d_out, batch in ddp_models(torch, a.ddp_models):
         torch.manual_seed(1234)
         base = make()
         nparams = sum(p.numel() for p in base.parameters())
         runs = []  # (label, module, optimizer, group backend or None)
-        for b in backends:
+        for b in a.backends:
             m = copy.deepcopy(base)
             ddp = DDP(m, process_group=job.groups[b], bucket_cap_mb=a.bucket_mb)
             runs.append((b, ddp, torch.optim.SGD(ddp.parameters(), lr=1e-3), b))
@@ -677,41 +679,9 @@ def run_ddp(job, csv):
         gen = torch.Generator().manual_seed(99 + job.rank)
         data = [(torch.randn(batch, d_in, generator=gen), torch.randn(batch, d_out, generator=gen)) for _ in range(4)]
         loss_fn = torch.nn.MSELoss()
-        total = a.warmup + a.iters
-        times = [[0.0] * len(runs) for _ in range(total)]
-        for s in range(total):
-            x, y = data[s % len(data)]
-            order = range(len(runs)) if s % 2 == 0 else reversed(range(len(runs)))
-            for i in order:
-                _, mod, opt, b = runs[i]
-                if b is not None:
-                    job.barrier(b)
-                else:
-                    dist.barrier()
-                t0 = time.perf_counter()
-                opt.zero_grad(set_to_none=False)  # keep the gradients' memory: no page faults
-                loss = loss_fn(mod(x), y)
-                loss.backward()
-                opt.step()
-                times[s][i] = time.perf_counter() - t0
-        flat = job.maxall([x for row in times[a.warmup:] for x in row])
-        for i, (label, _, _, _) in enumerate(runs):
-            col = [flat[s * len(runs) + i] for s in range(a.iters)]
-            med = statistics.median(col)
-            job.out("%-6s %10d %6d  %-8s %10.2f %10.2f %10.2f" % (name, nparams, batch, label, med * 1e3,
-                                                                 min(col) * 1e3, max(col) * 1e3))
-            if csv:
-                csv.write("%s,%d,%s,%d,%d,%.4f,%.4f,%.4f,%d\n" % (name, nparams, label, job.n, batch, med * 1e3,
-                                                                   min(col) * 1e3, max(col) * 1e3, a.iters))
-        ddps = [r for r in runs if r[3] is not None]
-        if len(ddps) == 2:
-            p0 = [p.detach() for p in ddps[0][1].parameters()]
-            p1 = [p.detach() for p in ddps[1][1].parameters()]
-            diff = max(float((u - v).abs().max()) for u, v in zip(p0, p1))
-            diff = job.maxall([diff])[0]
-            scale = max(float(p.abs().max()) for p in p0)
-            job.note("%s: largest parameter difference between the %s and %s DDP models after %d steps: "
-                     "%.3g (largest parameter %.3g)" % (name, ddps[0][0], ddps[1][0], total, diff, scale))
+        time_steps(job, csv, name, nparams, batch, runs, data, lambda mod, xy: loss_fn(mod(xy[0]), xy[1]))
+        if len(a.backends) == 2:
+            compare_params(job, name, a.warmup + a.iters, runs[0], runs[1])
         del runs
         if len(a.ddp_models) > 1:
             job.out()
@@ -731,6 +701,11 @@ def parse_args(argv):
                       help="per-call cost of an 8-byte all_reduce through torch.distributed, the collie binding "
                            "and ctypes")
     mode.add_argument("--ddp", action="store_true", help="DistributedDataParallel step time per backend")
+    mode.add_argument("--fsdp", action="store_true",
+                      help="FSDP2 (fully_shard) step time of a GPT-style model per backend (torch 2.x)")
+    mode.add_argument("--tp", action="store_true",
+                      help="tensor-parallel (parallelize_module) step time of a GPT-style model per backend "
+                           "(torch 2.x)")
     ap.add_argument("--backends", default="gloo,collie",
                     help="comma separated, one or two of gloo, collie (default gloo,collie); the first is the "
                          "default group's, the second a dist.new_group's")
@@ -751,6 +726,11 @@ def parse_args(argv):
                     help="sweep: seconds of timed calls per (op, size, backend), all rounds together (default 0.2)")
     ap.add_argument("--ddp-models", default="mlp,25m", help="--ddp: models, of mlp and 25m (default both)")
     ap.add_argument("--bucket-mb", type=float, default=25.0, help="--ddp: DDP bucket_cap_mb (default 25)")
+    ap.add_argument("--gpt-dim", type=int, default=384,
+                    help="--fsdp/--tp: the GPT model's width (default 384: 13.7 M parameters with 6 layers)")
+    ap.add_argument("--gpt-layers", type=int, default=6, help="--fsdp/--tp: the GPT model's blocks (default 6)")
+    ap.add_argument("--gpt-batch", type=int, default=4,
+                    help="--fsdp/--tp: sequences of 64 tokens per rank and step (default 4)")
     ap.add_argument("--csv", help="also write the results as CSV to this file (rank 0); {n} becomes the rank count")
     ap.add_argument("--threads", type=int, default=None,
                     help="torch threads per rank (default OMP_NUM_THREADS, else 1)")
@@ -785,10 +765,13 @@ def parse_args(argv):
         ap.error("--max: above 1G")
     if a.factor < 2:
         ap.error("--factor: %d is not an integer >= 2" % a.factor)
+    steps = a.ddp or a.fsdp or a.tp
     if a.iters is None:
-        a.iters = 2000 if a.latency else (10 if a.ddp else 1000)
+        a.iters = 2000 if a.latency else (10 if steps else 1000)
     if a.warmup is None:
-        a.warmup = 200 if a.latency else (3 if a.ddp else 6)
+        a.warmup = 200 if a.latency else (3 if steps else 6)
+    if (a.fsdp or a.tp) and (a.gpt_dim < 6 or a.gpt_dim % 6 or a.gpt_layers < 1 or a.gpt_batch < 1):
+        ap.error("--gpt-dim must be a multiple of 6 (the heads), --gpt-layers and --gpt-batch >= 1")
     if a.iters < 1 or a.warmup < 0 or a.rounds < 1:
         ap.error("--iters and --rounds must be >= 1, --warmup >= 0")
     if a.time <= 0:
@@ -830,7 +813,7 @@ def main(argv=None):
     torch.set_num_threads(threads)
     job = Job(a, torch, dist)
     job.collie = collie
-    mode = "latency" if a.latency else ("ddp" if a.ddp else "sweep")
+    mode = next(m for m in ("latency", "ddp", "fsdp", "tp", "sweep") if m == "sweep" or getattr(a, m))
     job.note("torch_compare %s: torch %s, %d ranks (%s), %d torch thread(s) per rank, git %s, load %s" % (
         mode, torch.__version__, job.n, where, threads, git_rev(), loadavg()))
     job.note("default group: %s%s" % (a.backends[0], "; dist.new_group: %s" % a.backends[1] if len(a.backends) > 1
@@ -847,6 +830,10 @@ def main(argv=None):
                 run_latency(job, csv)
             elif a.ddp:
                 run_ddp(job, csv)
+            elif a.fsdp:
+                run_fsdp(job, csv)
+            elif a.tp:
+                run_tp(job, csv)
             else:
                 run_sweep(job, csv)
         job.note("done in %.1f s, load %s" % (time.time() - t0, loadavg()))

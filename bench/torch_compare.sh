@@ -7,8 +7,11 @@
 #   sh bench/torch_compare.sh build --backends gloo --max 64K
 #   sh bench/torch_compare.sh build --latency
 #   sh bench/torch_compare.sh build --ddp --csv ddp_np{n}.csv
+#   TORCH_COMPARE_PYTHON=build-torch2/venv/bin/python sh bench/torch_compare.sh build-torch2 --fsdp
+#                                   (torch 2.13 from pip: scripts/torch_venv.sh)
 #
-# BUILD_DIR (default build) holds collierun. Every other argument goes to
+# BUILD_DIR (default build) holds collierun and libcollie.so (COLLIE_LIBRARY
+# unless set). Every other argument goes to
 # torch_compare.py (its --help lists them). A --csv FILE would be written
 # twice, so {n} in FILE becomes the rank count; without {n} the wrapper
 # makes FILE.csv into FILE_np{n}.csv.
@@ -49,6 +52,9 @@ OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 export OMP_NUM_THREADS
 
 [ -x "$BUILD/collierun" ] || bad_usage "$BUILD/collierun not found: give the build directory first (e.g. build)"
+# The build's own library (and the C++ fast path built beside it, for the
+# torch it was configured with), unless the caller names one.
+[ -n "${COLLIE_LIBRARY:-}" ] || export COLLIE_LIBRARY="$BUILD/libcollie.so"
 "$PY" -c 'import torch' >/dev/null 2>&1 || die "$PY cannot import torch (set TORCH_COMPARE_PYTHON)"
 for n in $NRANKS; do
   if ! is_uint "$n" || [ "$n" -lt 1 ]; then
