@@ -435,8 +435,9 @@ def create(store: dist.Store, rank: int, size: int, timeout: Union[datetime.time
     # and cuda, as torch would. Under TORCH_DISTRIBUTED_DEBUG=DETAIL, with
     # the collective-checking wrapper torch would put around it.
     backend = pg._cpp
-    if dist.get_debug_level() == dist.DebugLevel.DETAIL:
-        backend = dist.distributed_c10d._create_process_group_wrapper(  # type: ignore[attr-defined]
-            wrapped_pg=backend, store_prefix="collie", store=store, rank=rank, world_size=size,
-            timeout=timeout)
+    d: Any = dist  # (these private names differ across torch versions, and in their annotations)
+    if d.get_debug_level() == d.DebugLevel.DETAIL:
+        td = timeout if isinstance(timeout, datetime.timedelta) else datetime.timedelta(seconds=timeout)
+        backend = d.distributed_c10d._create_process_group_wrapper(
+            wrapped_pg=backend, store_prefix="collie", store=store, rank=rank, world_size=size, timeout=td)
     return named(store, rank, size, backend)
