@@ -5,8 +5,22 @@
 # pip wheels ship them) and is a version the fast path was tested on (below;
 # ON builds it for any other 2.1 or later), and never in a sanitizer build
 # (the interpreter would have to load the sanitizer runtime first).
+#
+# In a pip build (SKBUILD: pip install . / pip wheel ., cmake/wheel.cmake)
+# COLLIE_PYTHON defaults to the interpreter running pip, and the module goes
+# into the wheel. pip's build isolation (the default) hides that
+# environment's packages behind PYTHONPATH: when torch does not import so,
+# the environment is asked again without it, so that a plain pip install .
+# builds the fast path for the torch installed where collie is installed.
+# COLLIE_TORCH_EXT_WHY: why it is not built, when it is not (the wheel says it).
 set(COLLIE_TORCH_EXT AUTO CACHE STRING "Build collie.torch's C++ fast path: AUTO, ON or OFF")
-set(COLLIE_PYTHON /usr/bin/python3 CACHE FILEPATH "The Python whose torch the fast path is built for")
+if(SKBUILD AND Python_EXECUTABLE)
+  set(_python ${Python_EXECUTABLE})
+else()
+  set(_python /usr/bin/python3)
+endif()
+set(COLLIE_PYTHON ${_python} CACHE FILEPATH "The Python whose torch the fast path is built for")
+set(COLLIE_TORCH_EXT_WHY "")
 
 # out = 1 when the first of torch's include directories (_inc, then
 # /usr/include) holding header has a line matching regex, else 0.
@@ -27,10 +41,12 @@ endfunction()
 set(_want ${COLLIE_TORCH_EXT})
 if(_want STREQUAL "AUTO" AND (COLLIE_SANITIZE OR COLLIE_TSAN OR COLLIE_FUZZ))
   set(_want OFF)
+  set(COLLIE_TORCH_EXT_WHY "not built in a sanitizer build")
+elseif(_want STREQUAL "OFF")
+  set(COLLIE_TORCH_EXT_WHY "COLLIE_TORCH_EXT=OFF")
 endif()
 if(NOT _want STREQUAL "OFF")
-  execute_process(
-    COMMAND ${COLLIE_PYTHON} -c [=[
+  set(_probe [=[
 import os, sys, sysconfig, torch, torch.utils.cpp_extension as ce
 inc = [p for p in ce.include_paths() if os.path.isdir(p)]
 if not os.path.exists(os.path.join(inc[0] if inc else "", "torch/csrc/distributed/c10d/ProcessGroup.hpp")):
@@ -42,9 +58,20 @@ print(sysconfig.get_paths()["include"])
 print(sysconfig.get_config_var("EXT_SUFFIX"))
 print(torch.__version__)
 print("%d.%d" % sys.version_info[:2])
-]=]
+]=])
+  execute_process(COMMAND ${COLLIE_PYTHON} -c "${_probe}"
     OUTPUT_VARIABLE _torch_out ERROR_VARIABLE _torch_err RESULT_VARIABLE _torch_rc
     OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(NOT _torch_rc EQUAL 0 AND SKBUILD AND DEFINED ENV{PYTHONPATH})
+    execute_process(COMMAND ${CMAKE_COMMAND} -E env --unset=PYTHONPATH ${COLLIE_PYTHON} -c "${_probe}"
+      OUTPUT_VARIABLE _out2 ERROR_VARIABLE _err2 RESULT_VARIABLE _rc2 OUTPUT_STRIP_TRAILING_WHITESPACE)
+    if(_rc2 EQUAL 0)
+      set(_torch_out "${_out2}")
+      set(_torch_rc 0)
+      message(STATUS "collie.torch C++ fast path: torch from ${COLLIE_PYTHON}'s environment "
+                     "(outside pip's build isolation)")
+    endif()
+  endif()
   string(REPLACE "\n" "|" _torch_lines "${_torch_out}")
   string(REPLACE "|" ";" _torch_list "${_torch_lines}")
   list(LENGTH _torch_list _n)
@@ -88,18 +115,23 @@ print("%d.%d" % sys.version_info[:2])
     # and sid roots, scripts/torch2_check.sh); ON tries any other 2.1 or later.
     if(_ok AND _want STREQUAL "AUTO" AND
        NOT _torch_version MATCHES "^(1\\.13|2\\.([6-9]|1[0-4]))\\.")
-      message(STATUS "collie.torch C++ fast path: not built for torch ${_torch_version} by default "
-                     "(tested on 1.13 and 2.6 to 2.14; -DCOLLIE_TORCH_EXT=ON builds it)")
+      string(CONCAT COLLIE_TORCH_EXT_WHY "not built for torch ${_torch_version} by default "
+                    "(tested on 1.13 and 2.6 to 2.14; -DCOLLIE_TORCH_EXT=ON builds it)")
+      message(STATUS "collie.torch C++ fast path: ${COLLIE_TORCH_EXT_WHY}")
       return()
     endif()
   endif()
   if(NOT _ok)
     if(_why STREQUAL "")
+      # (the traceback's last line: ModuleNotFoundError: No module named 'torch')
+      string(STRIP "${_torch_err}" _torch_err)
+      string(REGEX REPLACE ".*\n" "" _torch_err "${_torch_err}")
       set(_why "${COLLIE_PYTHON} does not import torch: ${_torch_err}")
     endif()
     if(_want STREQUAL "ON")
       message(FATAL_ERROR "COLLIE_TORCH_EXT=ON, but the fast path cannot be built for ${COLLIE_PYTHON}: ${_why}")
     endif()
+    set(COLLIE_TORCH_EXT_WHY "${_why}")
     message(STATUS "collie.torch C++ fast path: not built (${_why})")
   else()
     enable_language(CXX)

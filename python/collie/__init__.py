@@ -65,8 +65,12 @@ from ._errors import (
     Timeout,
     Unsupported,
 )
-from ._lib import SPLIT_NONE
+from ._lib import SPLIT_NONE, VERSION as _VERSION
 from . import objcol  # torchcomms' collie.objcol, there after `import collie`
+
+# The version of collie: of this package and of the C library it was made
+# with (one number, CMakeLists.txt's project(); the wheel's metadata says it too).
+__version__ = _VERSION
 
 
 def library_path() -> str:

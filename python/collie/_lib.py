@@ -65,7 +65,13 @@ DTYPES: Tuple[Tuple[str, int, bool], ...] = (
 
 SPLIT_NONE = -1
 CONFIG_MAGIC = 0xC0111E
-VERSION_CODE = 0 * 10000 + 1 * 100 + 0  # COLLIE_VERSION_CODE the binding was written against
+# collie's version: the C library's, the package's and the wheel's. It is
+# written in CMakeLists.txt's project() (the wheel's metadata reads it there),
+# and CMake refuses to configure when this line or include/collie.h's
+# COLLIE_VERSION_* say otherwise.
+VERSION = "0.1.0"
+# COLLIE_VERSION_CODE of that version: the binding's collie_config_t.version.
+VERSION_CODE = sum(int(p) * f for p, f in zip(VERSION.split("."), (10000, 100, 1)))
 
 
 # collie_store_callbacks_t's function types.
@@ -258,11 +264,18 @@ def _is_sanitized(build_dir: str) -> bool:
     return "COLLIE_SANITIZE:BOOL=ON" in text or "COLLIE_TSAN:BOOL=ON" in text
 
 
+def bundled() -> str:
+    """The library an installed wheel holds inside the package
+    (collie/lib/, beside the torch fast path; pip install . from the
+    repository root). A source tree has none there."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib", "libcollie.so.0")
+
+
 def candidates() -> List[str]:
     """The paths the loader tries, in order, without COLLIE_LIBRARY (which,
     when set, is the only one tried)."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    out: List[str] = []
+    out: List[str] = [bundled()]
     for name in ("libcollie.so.0", "libcollie.so"):
         out.append(os.path.join(root, "build", name))
     others: List[Tuple[float, str]] = []
@@ -320,8 +333,9 @@ def lib() -> ctypes.CDLL:
             msg = "COLLIE_LIBRARY=%s could not be loaded: %s" % (env, "; ".join(tried))
         else:
             msg = (
-                "libcollie.so not found; set COLLIE_LIBRARY to its path (e.g. build/libcollie.so) "
-                "or build it with `cmake -S . -B build && cmake --build build`. Tried: %s"
+                "libcollie.so not found; set COLLIE_LIBRARY to its path (e.g. build/libcollie.so), "
+                "build it with `cmake -S . -B build && cmake --build build`, or install the package with "
+                "its library (`pip install .` in the repository). Tried: %s"
                 % ("; ".join(tried) if tried else "nothing (no build tree, find_library('collie') found none)")
             )
         raise LibraryNotFound(msg)

@@ -137,6 +137,10 @@ def test_enums_match_header():
     assert "#define COLLIE_CONFIG_MAGIC 0x%Xu" % _lib.CONFIG_MAGIC in text
     ver = [int(re.search(r"#define COLLIE_VERSION_%s (\d+)" % k, text).group(1)) for k in ("MAJOR", "MINOR", "PATCH")]
     assert ver[0] * 10000 + ver[1] * 100 + ver[2] == _lib.VERSION_CODE
+    # One version: CMakeLists.txt's project() (the wheel's), the header's, the package's.
+    cmake = open(os.path.join(ROOT, "CMakeLists.txt")).read()
+    project = re.search(r"^project\(collie VERSION ([0-9.]+)", cmake, re.M).group(1)
+    assert collie.__version__ == _lib.VERSION == project == "%d.%d.%d" % tuple(ver)
 
 
 PROBE = r"""

@@ -3,15 +3,18 @@ fast path"): finding and loading it, and telling it what the Python side
 holds.
 
 The build puts the module (_collie_torch_fast<ext suffix>) next to
-libcollie.so when the torch it was built for has C++ headers. When it loads,
+libcollie.so when the torch it was built for has C++ headers (pip install .:
+both in the package's collie/lib/, or a note there of why the build made no
+module, which the message of its absence quotes). When it loads,
 torch holds a FastGroup (C++) that issues the common case straight into
 libcollie and hands the rest to the ProcessGroupCollie; otherwise torch
 holds the ProcessGroupCollie itself. Results are the same either way; only
 the cost of a call differs.
 
 COLLIE_TORCH_FAST: unset or "auto" - use it when it loads (a module that does
-not load, e.g. built for another torch, warns once and is skipped); "0" -
-never; "1" - required (its absence or a load failure is an ImportError).
+not load, e.g. built for another torch, warns once and is skipped; its
+absence is an INFO line on the "collie" logger); "0" - never; "1" - required
+(its absence or a load failure is an ImportError saying why).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import glob
 import importlib.machinery
 import importlib.util
+import logging
 import os
 import warnings
 from types import ModuleType
@@ -56,12 +60,12 @@ def _load() -> Optional[ModuleType]:
     found = [os.path.join(where, _NAME + s) for s in importlib.machinery.EXTENSION_SUFFIXES] if where else []
     found = [f for f in found if os.path.exists(f)]
     if not found:
+        why = _missing(where)
         if mode == "1":
-            other = sorted(glob.glob(os.path.join(where, _NAME + ".*"))) if where else []
-            why = ("only %s, built for another Python" % ", ".join(os.path.basename(f) for f in other)
-                   if other else "build with torch's C++ headers installed: Debian's libtorch-dev")
             raise ImportError("COLLIE_TORCH_FAST=1: no %s%s next to %s (%s)" %
                               (_NAME, importlib.machinery.EXTENSION_SUFFIXES[0], path, why))
+        logging.getLogger("collie").info("collie.torch: no C++ fast path next to %s (%s); the Python "
+                                         "backend serves every call", path, why)
         return None
     # The torch it was built for (a file the build writes beside it): a
     # module built for another torch would crash the process as it loads.
@@ -90,6 +94,29 @@ def _load() -> Optional[ModuleType]:
                       "every call (rebuild collie against this torch)" % (found[0], e), RuntimeWarning)
         return None
     return mod
+
+
+def _missing(where: Optional[str]) -> str:
+    """Why there is no fast path in where (the directory of the library in
+    use), and how to get one."""
+    other = sorted(glob.glob(os.path.join(where, _NAME + ".*"))) if where else []
+    modules = [f for f in other if not f.endswith((".torch", ".missing"))]
+    if modules:
+        return "only %s, built for another Python" % ", ".join(os.path.basename(f) for f in modules)
+    if where is None or where != os.path.dirname(_lib.bundled()):
+        return "build with torch's C++ headers installed: Debian's libtorch-dev"
+    # The library of an installed wheel (pip install .): its build says why
+    # it made no fast path (cmake/wheel.cmake).
+    try:
+        with open(os.path.join(where, _NAME + ".missing")) as f:
+            built = "its build: %s" % f.read().strip()
+    except OSError:
+        built = "its build did not say why"
+    import torch
+    return ("collie was installed without it; %s. To add it, reinstall collie from its source in this "
+            "environment (torch %s, Python 3.11 or later): pip install scikit-build-core, then "
+            "pip install --no-build-isolation --force-reinstall --no-deps <collie's source directory>"
+            % (built, torch.__version__))
 
 
 def module() -> Optional[ModuleType]:
