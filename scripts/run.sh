@@ -231,6 +231,12 @@ case "$what" in
     # torch's C++ headers).
     PYTHON=$py2 COLLIE_TORCH_FAST=0 COLLIE_TORCH_TEST_SESSIONS=env2 sh tests/torch/run.sh build-torch2
     lap "torch 2.13 python-backend session"
+    # pip install . as a user does it: the wheel (scikit-build-core; the fast
+    # path for torch 2.13) installed in a fresh environment, where the tools,
+    # import collie, import collie.torch with its fast path, and a 2-rank job
+    # run with nothing of this tree (scripts/check_wheel.sh).
+    sh scripts/check_wheel.sh "$py2"
+    lap "wheel"
     # Debian's torch 1.13 (python3-torch), through the fast path built for it
     # above: its 2-rank session.
     COLLIE_TORCH_FAST=1 COLLIE_TORCH_TEST_SESSIONS=env2 sh tests/torch/run.sh build
