@@ -109,9 +109,12 @@ def collie_only(why):
 SESSION = os.environ.get("COLLIE_TORCH_TEST_SESSION", "")
 # Tests that start jobs of their own (independent of the session's init
 # method and size) run in one session of run.sh's, or whenever pytest runs
-# outside run.sh.
-once_per_run = pytest.mark.skipif(SESSION not in ("", "env2"),
-                                  reason="runs in run.sh's env2 session only (independent of the session)")
+# outside run.sh; COLLIE_TORCH_TEST_ONCE=0 skips them altogether (CI's
+# second torch, where they ran on the first).
+once_per_run = pytest.mark.skipif(
+    SESSION not in ("", "env2") or os.environ.get("COLLIE_TORCH_TEST_ONCE") == "0",
+    reason="runs once: in run.sh's env2 session only, and not with COLLIE_TORCH_TEST_ONCE=0 (independent of the "
+           "session)")
 
 
 def needs_ranks(n):

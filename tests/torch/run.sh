@@ -13,7 +13,8 @@
 #   env4   the same at 4 ranks
 #   tcp2   init_method=tcp://127.0.0.1:PORT at 2 ranks
 #   file2  init_method=file:///... (a fresh file) at 2 ranks
-# COLLIE_TORCH_TEST_SESSIONS="env2 tcp2" runs only those.
+# COLLIE_TORCH_TEST_SESSIONS="env2 tcp2" runs only those. The tests that start
+# separate jobs run in env2 only, and not at all with COLLIE_TORCH_TEST_ONCE=0.
 #
 # collierun sets COLLIE_RANK etc.; torchrun's RANK, WORLD_SIZE, LOCAL_RANK,
 # LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT are taken from collierun when
