@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Protocol, Sequence, Set, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Protocol, Sequence, Set, Tuple, Union
 
 import torch
 import torch.distributed as dist
@@ -17,7 +17,7 @@ from ._work import CollieWork
 
 if TYPE_CHECKING:
     from types import CodeType
-    from typing import ContextManager, Iterable, List, TypeVar
+    from typing import ContextManager, Iterable, TypeVar
 
     from torch._C._distributed_c10d import Work as _TorchWork
 
@@ -194,8 +194,55 @@ def cpp_work(work: CollieWork) -> _TorchWork:
     the Python subclass, once its Python object was collected their wait()
     would fall through to the base class and wait for ever. (Its wait() does
     not raise - torch's Future-backed Work never does - but their Future's
-    value does, which is what DDP reads.)"""
+    value does, which is what DDP reads. The fast path hands torch this Work
+    inside one whose wait() raises, fast.hpp's CheckedWork; the Python group
+    hands torch the CollieWork itself where torch keeps it alive,
+    python_works_held().)"""
     return make_work(work.get_future())
+
+
+_held: List[bool] = []
+
+
+def python_works_held() -> bool:
+    """True when torch's C++ side keeps the Python object of a Work that a
+    Python group returns to it (torch 2.x's PyWorkHolder), so that the
+    CollieWork itself, whose wait() raises the operation's error, can go to
+    torch's C++ callers (the functional collectives' wait_tensor, under
+    DTensor, wait on it). Found out once, on a dummy group of one rank
+    registered under a name of its own for one functional all_reduce_."""
+    if not _held:
+        held = False
+        try:
+            made: List[object] = []
+            C: Any = torch._C._distributed_c10d  # (its private functions: not in every torch's stubs)
+            Group: Any = dist.ProcessGroup
+
+            class _Work(C.Work):  # type: ignore[misc]  # (a base typed Any)
+                def wait(self, timeout: object = None) -> bool:
+                    return True
+
+            class _Group(Group):  # type: ignore[misc]
+                def allreduce(self, *args: object) -> object:
+                    w = _Work()
+                    made.append(w)
+                    return w
+
+            name = "collie-probe-%d" % id(made)
+            group = _Group(0, 1)  # (torch's registry holds it weakly)
+            C._register_process_group(name, group)
+            try:
+                t = torch.zeros(1)
+                torch.ops._c10d_functional.all_reduce_(t, "sum", name)
+                held = len(made) == 1 and sys.getrefcount(made[0]) > 2  # (made, and getrefcount's argument)
+                torch.ops._c10d_functional.wait_tensor(t)
+            finally:
+                C._unregister_process_group(name)
+        except Exception:  # noqa: BLE001 - an older torch (no functional collectives, or no holder)
+            held = False
+        _held.append(held)
+    return _held[0]
+
 
 def last_of(pg: GroupState, works: Sequence[_TorchWork], outputs: Sequence[torch.Tensor],
             fn: str) -> _TorchWork:
@@ -203,6 +250,12 @@ def last_of(pg: GroupState, works: Sequence[_TorchWork], outputs: Sequence[torch
     so the last one's end is all of theirs (its result: every output)."""
     if not works:
         return CollieWork(pg, None, fn)
-    fut = works[-1].get_future().then(  # type: ignore[attr-defined]  # (not in torch 1.13's stubs)
+    last = works[-1]
+    if isinstance(last, CollieWork):
+        # Handed to a caller that holds the Python object (_pg._issue): the
+        # last one itself, whose wait() raises the error.
+        last._result = list(outputs)
+        return last
+    fut = last.get_future().then(  # type: ignore[attr-defined]  # (not in torch 1.13's stubs)
         lambda f: (f.value(), list(outputs))[1])
     return make_work(fut)

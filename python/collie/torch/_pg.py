@@ -34,7 +34,8 @@ from .. import _lib
 from .._comm import new_comm
 from . import _context, _fast
 from ._collectives import Collectives
-from ._common import C10D, OWN, SZ, CollieBackendError, blocking_p2p_caller, cpp_work, frame, timeout_ms
+from ._common import (C10D, OWN, SZ, CollieBackendError, blocking_p2p_caller, cpp_work, frame,
+                      python_works_held, timeout_ms)
 from ._p2p import PointToPoint
 from ._tensors import Unsupported
 from ._work import CollieWork, Completer
@@ -257,14 +258,20 @@ class ProcessGroupCollie(Collectives, PointToPoint, dist.ProcessGroup):  # type:
             if rc != _lib.SUCCESS:
                 raise CollieBackendError(self._last_error(rc), rc)
             work = CollieWork(self, w.value, fn, result, (keep, o), posts)
-            if from_c10d:
+            held = not from_c10d and self._cpp is None and python_works_held()
+            if from_c10d or held:
                 # torch.distributed's functions hand this Work to Python code,
                 # which waits on it (wait() raises the operation's error, as
-                # Gloo's does). Held here until it has ended, so that the
-                # tensors outlive the operation even if the caller drops it.
+                # Gloo's does); so do torch 2.x's C++ callers of a Python
+                # group (the functional collectives' wait_tensor), keeping
+                # its Python object. Held here until it has ended, so that
+                # the tensors outlive the operation even if the caller drops
+                # it.
                 if self._inflight:
                     self._inflight = [x for x in self._inflight if not x._done]
                 self._inflight.append(work)
+                if held:
+                    work.get_future()  # settled by the completer, as cpp_work's are
                 return work
         return cpp_work(work)
 

@@ -128,6 +128,58 @@ private:
   std::shared_ptr<Completer> completer_;
 };
 
+// A Work the Python group hands back for a call from C++ (torch's Work
+// around a Future, collie.torch._common.cpp_work), as torch's C++ callers
+// get it: everything forwarded, except that wait() raises the operation's
+// error, as Gloo's Works do. torch's Future-backed Work only waits, so a
+// caller that waits on the Work rather than reading its future (the
+// functional collectives' wait_tensor, under DTensor and tensor
+// parallelism) would otherwise take a failed operation's output as done.
+class CheckedWork : public c10d::Work {
+public:
+  explicit CheckedWork(c10::intrusive_ptr<c10d::Work> inner)
+      : c10d::Work(-1, c10d::OpType::UNKNOWN), inner_(std::move(inner))
+  {
+  }
+  bool isCompleted() override
+  {
+    return inner_->isCompleted();
+  }
+  bool isSuccess() const override
+  {
+    return inner_->isSuccess();
+  }
+  std::exception_ptr exception() const override
+  {
+    return inner_->exception();
+  }
+  int sourceRank() const override
+  {
+    return inner_->sourceRank();
+  }
+  std::vector<at::Tensor> result() override
+  {
+    return inner_->result();
+  }
+  void synchronize() override
+  {
+    inner_->synchronize();
+  }
+  bool wait(std::chrono::milliseconds timeout) override
+  {
+    bool r = inner_->wait(timeout);
+    if (std::exception_ptr e = inner_->exception()) std::rethrow_exception(e);
+    return r;
+  }
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override
+  {
+    return inner_->getFuture();
+  }
+
+private:
+  c10::intrusive_ptr<c10d::Work> inner_;
+};
+
 // The thread that settles Works whose future was asked for (DDP's reducer
 // and communication hooks wait on futures, never on the Work), in the order
 // they were asked for.

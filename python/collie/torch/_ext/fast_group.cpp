@@ -340,11 +340,13 @@ FastGroup::delegate(const char *method, A &&...args)
   }
   py::object r = py_.attr(method)(std::forward<A>(args)...);
   auto w = r.cast<c10::intrusive_ptr<c10d::Work>>();
+  // torch's own Work around a Future (cpp_work): one whose wait() raises.
+  if (py::type::of(r).is(g_work_type)) return c10::make_intrusive<CheckedWork>(std::move(w));
   // A Work of the Python group is a Python object over a C++ trampoline: it
   // must outlive this return until torch has turned the C++ pointer back
   // into it, or its wait() would fall through to the base class and never
   // return. The Python group holds it (_hold).
-  if (!py::type::of(r).is(g_work_type)) py_.attr("_hold")(r);
+  py_.attr("_hold")(r);
   return w;
 }
 
