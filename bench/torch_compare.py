@@ -770,8 +770,8 @@ def parse_args(argv):
         a.iters = 2000 if a.latency else (10 if steps else 1000)
     if a.warmup is None:
         a.warmup = 200 if a.latency else (3 if steps else 6)
-    if (a.fsdp or a.tp) and (a.gpt_dim < 6 or a.gpt_dim % 6 or a.gpt_layers < 1 or a.gpt_batch < 1):
-        ap.error("--gpt-dim must be a multiple of 6 (the heads), --gpt-layers and --gpt-batch >= 1")
+    if (a.fsdp or a.tp) and (a.gpt_dim < 8 or a.gpt_dim % 8 or a.gpt_layers < 1 or a.gpt_batch < 1):
+        ap.error("--gpt-dim must be a multiple of 8 (the heads), --gpt-layers and --gpt-batch >= 1")
     if a.iters < 1 or a.warmup < 0 or a.rounds < 1:
         ap.error("--iters and --rounds must be >= 1, --warmup >= 0")
     if a.time <= 0:

@@ -26,7 +26,7 @@ import statistics
 import time
 
 
-def gpt_model(torch, vocab=8192, d=384, layers=6, heads=6, ctx=64):
+def gpt_model(torch, vocab=8192, d=384, layers=6, heads=8, ctx=64):
     """A GPT-style decoder: token and position embeddings, `layers` blocks of
     causal self-attention and a 4x MLP (pre-LayerNorm), a tied output head.
     Attention reshapes by head_dim (d / heads) with the head count inferred,
@@ -188,6 +188,9 @@ def run_tp(job, csv):
             parallelize_module(blk, mesh, plan)
         return m
 
+    if 8 % job.n:
+        job.note("--tp: the model's 8 attention heads do not split over %d ranks" % job.n)
+        return
     table_header(job, csv, "tensor parallelism's all-reduces")
     _, nparams, runs, vocab, ctx = _gpt_runs(job, shard)
     gen = torch.Generator().manual_seed(99)  # tensor parallel: the same batch on every rank
