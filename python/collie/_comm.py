@@ -865,7 +865,7 @@ class Comm:
             return
         self._aborted = True
         if reason:
-            check(_lib.lib().collie_comm_abort_reason(h, reason.encode("utf-8", "replace")[:255]))
+            check(_lib.lib().collie_comm_abort_reason(h, reason.encode("utf-8", "replace")))
         else:
             check(_lib.lib().collie_comm_abort(h))
 

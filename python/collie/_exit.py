@@ -31,7 +31,7 @@ def cause() -> Optional[str]:
 
 
 def _note(et: Type[BaseException], ev: BaseException) -> None:
-    if issubclass(et, (SystemExit, KeyboardInterrupt)) and not isinstance(ev, KeyboardInterrupt):
+    if issubclass(et, SystemExit):  # (an exit, not a failure: Ctrl-C is one)
         return
     what = "%s: %s" % (et.__name__, ev) if str(ev) else et.__name__
     if len(what) > 180:
@@ -47,10 +47,8 @@ def _install() -> None:
         return
 
     def hook(et: Type[BaseException], ev: BaseException, tb: Optional[TracebackType]) -> object:
-        try:
-            _note(et, ev)
-        finally:
-            return prev(et, ev, tb)
+        _note(et, ev)
+        return prev(et, ev, tb)
 
     hook._collie_exit_hook = True  # type: ignore[attr-defined]
     sys.excepthook = hook

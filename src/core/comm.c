@@ -970,35 +970,37 @@ collie_comm_destroy(collie_comm_t *comm)
   return COLLIE_SUCCESS;
 }
 
-collie_result_t
-collie_comm_abort(collie_comm_t *comm)
+/* collie_comm_abort and collie_comm_abort_reason (fn: which, for messages):
+ * why, when given, goes to the peers first, unless the communicator failed
+ * already (the peers were told its first cause then). */
+static collie_result_t
+comm_abort(collie_comm_t *comm, const char *why, const char *fn)
 {
-  collie_result_t rc = collie__comm_check(comm, "collie_comm_abort");
+  collie_result_t rc = collie__comm_check(comm, fn);
   if (rc == COLLIE_INVALID_USAGE && comm && collie__comm_live(comm) &&
       collie__comm_poisoned(comm) != COLLIE_SUCCESS)
     rc = COLLIE_SUCCESS; /* aborting a poisoned communicator is fine */
   if (rc != COLLIE_SUCCESS) return rc;
-  if (comm->graph_comm) collie_comm_abort(comm->graph_comm); /* a replay waiting fails too */
+  if (why && *why && collie__comm_poisoned(comm) == COLLIE_SUCCESS)
+    collie__net_tell(comm->net, why);
+  if (comm->graph_comm) comm_abort(comm->graph_comm, why, fn); /* a replay waiting fails too */
   collie__net_abort(comm->net);
-  collie__err(COLLIE_INVALID_USAGE, "the communicator was aborted by collie_comm_abort");
+  collie__err(COLLIE_INVALID_USAGE, "the communicator was aborted by %s", fn);
   collie__comm_poison(comm, COLLIE_INVALID_USAGE);
   collie__err_clear();
   return COLLIE_SUCCESS;
 }
 
 collie_result_t
+collie_comm_abort(collie_comm_t *comm)
+{
+  return comm_abort(comm, NULL, "collie_comm_abort");
+}
+
+collie_result_t
 collie_comm_abort_reason(collie_comm_t *comm, const char *why)
 {
-  collie_result_t rc = collie__comm_check(comm, "collie_comm_abort_reason");
-  if (rc == COLLIE_INVALID_USAGE && comm && collie__comm_live(comm) &&
-      collie__comm_poisoned(comm) != COLLIE_SUCCESS)
-    return COLLIE_SUCCESS; /* already failed: the peers were told its first cause */
-  if (rc != COLLIE_SUCCESS) return rc;
-  if (why && *why) {
-    if (comm->graph_comm) collie__net_tell(comm->graph_comm->net, why);
-    collie__net_tell(comm->net, why);
-  }
-  return collie_comm_abort(comm);
+  return comm_abort(comm, why, "collie_comm_abort_reason");
 }
 
 int
