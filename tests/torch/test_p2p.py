@@ -157,6 +157,28 @@ def test_batch_isend_irecv_repeated(rank, size):
     assert same(t, torch.full((3,), float(size)))
 
 
+def test_batch_isend_irecv_issued_slowly(rank, size):
+    """A batch is one batch however long torch takes between its calls: an
+    irecv issued alone (it waits for its peer's send, which waits behind the
+    peer's own irecv) would leave both ranks waiting, where Gloo completes.
+    The op is wrapped to pause after the irecv, longer than the 2 ms after
+    which held isends and irecvs outside a batch are issued."""
+    right, left = (rank + 1) % size, (rank - 1) % size
+
+    def slow_irecv(*args, **kwargs):
+        w = dist.irecv(*args, **kwargs)
+        time.sleep(0.05)
+        return w
+
+    got = torch.zeros(10)
+    recv = dist.P2POp(dist.irecv, got, left)
+    recv.op = slow_irecv  # (P2POp checks its op when made; the batch calls it)
+    reqs = dist.batch_isend_irecv([recv, dist.P2POp(dist.isend, _msg(torch.float32, rank, 7, 10), right)])
+    for q in reqs:
+        q.wait()
+    assert same(got, _msg(torch.float32, left, 7, 10))
+
+
 def test_send_non_contiguous_refused(rank, size):
     """Gloo refuses to send a non-contiguous tensor (RuntimeError 'input
     tensor has to be contiguous') before communicating; collie must refuse

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple
 import torch
 
 from .. import _lib
-from ._common import OWN, CollieBackendError, blocking_p2p_caller, frame
+from ._common import OWN, CollieBackendError, blocking_p2p_caller, frame, in_batch_call
 from ._tensors import UINT8, check_cpu, nbytes
 from ._work import CollieWork
 
@@ -40,6 +40,7 @@ class PointToPoint(GroupState):
         self._p2p_flusher: Optional[threading.Thread] = None  # thread: issues held p2p 2 ms after the last one
         self._p2p_wake = threading.Event()
         self._coalescing = False  # between _start_coalescing and _end_coalescing
+        self._p2p_thread = 0  # the thread that held the last isend/irecv
 
     # ---- point to point ----
 
@@ -62,7 +63,10 @@ class PointToPoint(GroupState):
     # group: any other operation (so issue order holds), a wait or test on
     # one of its Works, or 2 ms without a further isend/irecv (so a transfer
     # nobody waits on still starts). Between _start_coalescing and
-    # _end_coalescing (torch 1.13's batch_isend_irecv) only the end issues it.
+    # _end_coalescing (batch_isend_irecv through the fast path, and torch
+    # 1.13's) only the end issues it; a Python group on torch 2.x gets the
+    # batch's calls one by one, and the timer waits while the caller is in
+    # batch_isend_irecv.
 
     def _p2p_tensor(self, tensors: List[torch.Tensor], fn: str) -> torch.Tensor:
         t = self._one(tensors, fn)
@@ -133,6 +137,7 @@ class PointToPoint(GroupState):
                 raise CollieBackendError("%s: the process group was destroyed" % ("send" if is_send else "recv"),
                                          "invalid usage")
             self._p2p.append((is_send, c, peer, int(tag), w, lazy))
+            self._p2p_thread = threading.get_ident()
             if self._cpp is not None:
                 self._cpp.set_held(True)  # its collectives now come here, which issues these first
             if not self._coalescing:
@@ -150,6 +155,8 @@ class PointToPoint(GroupState):
                 return
             self._p2p_wake.clear()
             time.sleep(0.002)  # let the isends and irecvs issued back to back join one batch
+            while self._p2p and in_batch_call(self._p2p_thread):
+                time.sleep(0.002)  # (a wait or the next operation issues it at once)
             self._flush_p2p()
 
     def _flush_p2p(self, force: bool = False) -> Optional[CollieWork]:

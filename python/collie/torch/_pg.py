@@ -433,7 +433,7 @@ def create(store: dist.Store, rank: int, size: int, timeout: Union[datetime.time
     if fast is None:
         return pg
     pg._cpp = fast.FastGroup(pg, pg._h, rank, size, pg._lock)
-    named = getattr(fast, "NamedGroup", None)  # torch 2.x
+    named = getattr(fast, "named_group", None)  # torch 2.x
     if named is None:
         return pg._cpp
     # torch 2.x takes a ProcessGroup from the creator as the group itself:

@@ -265,6 +265,15 @@ public:
   void startCoalescing() override;
 #if TORCH_VERSION_MAJOR >= 2
   c10::intrusive_ptr<c10d::Work> endCoalescing() override;
+#if TORCH_VERSION_MAJOR > 2 || TORCH_VERSION_MINOR >= 6
+  // Without it torch 2.x's batch_isend_irecv calls isend and irecv one by
+  // one, and the held ones could leave in two collie groups (the first,
+  // a lone irecv, then blocks the isend behind it on both ranks).
+  bool supportsCoalescing() const override
+  {
+    return true;
+  }
+#endif
   // torch 2.x's own entry points for what 1.13 sent to allreduce/allgather:
   // the Python group has them all.
   c10::intrusive_ptr<c10d::Work> allreduce_sparse(std::vector<at::Tensor> &tensors,

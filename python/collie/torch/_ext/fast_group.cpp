@@ -767,13 +767,17 @@ PYBIND11_MODULE(COLLIE_TORCH_EXT_NAME, m)
       .def_property_readonly("fast_calls", &ct::FastGroup::fast_calls);
 
 #if TORCH_VERSION_MAJOR >= 2
-  py::class_<ct::NamedGroup, c10d::ProcessGroup, c10::intrusive_ptr<ct::NamedGroup>>(m,
-                                                                                     "NamedGroup")
-      .def(py::init([](const c10::intrusive_ptr<c10d::Store> &store, int rank, int size,
-                       const c10::intrusive_ptr<c10d::Backend> &backend) {
-             return c10::make_intrusive<ct::NamedGroup>(store, rank, size, backend);
-           }),
-           py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("backend"));
+  // A plain function, not a class: an unregistered C++ subclass reaches
+  // Python as torch's ProcessGroup itself, and torch 2.x checks
+  // `type(group) is ProcessGroup` (batch_isend_irecv's coalescing).
+  m.def(
+      "named_group",
+      [](const c10::intrusive_ptr<c10d::Store> &store, int rank, int size,
+         const c10::intrusive_ptr<c10d::Backend> &backend)
+          -> c10::intrusive_ptr<c10d::ProcessGroup> {
+        return c10::make_intrusive<ct::NamedGroup>(store, rank, size, backend);
+      },
+      py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("backend"));
 #endif
 
   // Python callers see the Python group's errors: CollieBackendError (a
