@@ -78,6 +78,9 @@ build() {
   (
     cd "$src"
     if [ -n "$3" ]; then export PYTHONPATH="$3"; else unset PYTHONPATH; fi
+    # scikit-build-core's cmake --build runs one job unless told
+    : "${CMAKE_BUILD_PARALLEL_LEVEL:=$(nproc 2>/dev/null || echo 2)}"
+    export CMAKE_BUILD_PARALLEL_LEVEL
     quietly "$2" "$1" -m pip wheel . --no-build-isolation --no-deps -w "$tmp/$2"
   )
   ls "$tmp/$2"/collie-"$version"-*.whl
