@@ -101,7 +101,7 @@ def test_held_sends_keep_issue_order(rank, size):
     reqs = []
     if peer is not None:
         buf = torch.empty(4)
-        pg._start_coalescing()  # held until _end_coalescing (no flusher thread racing the test)
+        pg._start_coalescing()  # held until _end_coalescing, not issued by the all_reduce below
         reqs = [dist.isend(x, peer), dist.irecv(buf, peer)]
     t = torch.ones(3)
     ran_fast = _runs_fast(g, lambda: dist.all_reduce(t))

@@ -161,8 +161,8 @@ def test_batch_isend_irecv_issued_slowly(rank, size):
     """A batch is one batch however long torch takes between its calls: an
     irecv issued alone (it waits for its peer's send, which waits behind the
     peer's own irecv) would leave both ranks waiting, where Gloo completes.
-    The op is wrapped to pause after the irecv, longer than the 2 ms after
-    which held isends and irecvs outside a batch are issued."""
+    The op is wrapped to pause after the irecv (torch 2.x calls a Python
+    backend's isend and irecv one by one)."""
     right, left = (rank + 1) % size, (rank - 1) % size
 
     def slow_irecv(*args, **kwargs):
@@ -177,6 +177,42 @@ def test_batch_isend_irecv_issued_slowly(rank, size):
     for q in reqs:
         q.wait()
     assert same(got, _msg(torch.float32, left, 7, 10))
+
+
+def test_irecv_compute_isend(rank, size):
+    """Post the receive, compute, then send, then wait: the pattern of a
+    hand-written pipeline step. With Gloo each starts at once; collie must
+    not post the receive alone however long the compute takes (its
+    operations run in issue order: the peer's send would then wait behind
+    the peer's own lone receive)."""
+    right, left = (rank + 1) % size, (rank - 1) % size
+    got = torch.zeros(1000)
+    r = dist.irecv(got, left)
+    time.sleep(0.05)  # the compute
+    s = dist.isend(_msg(torch.float32, rank, 3, 1000), right)
+    r.wait()
+    s.wait()
+    assert same(got, _msg(torch.float32, left, 3, 1000))
+
+
+@needs_ranks(2)
+def test_isend_then_other_group(rank, size, short_group):
+    """A rank's isend nobody waits on yet must reach its peer when the rank
+    goes on to a blocking call on another group - which the peer joins only
+    once it has the message (with Gloo the isend starts at once)."""
+    x = torch.zeros(8)
+    if rank == 0:
+        w = dist.isend(_msg(torch.float32, 0, 1, 8), 1, group=short_group)
+        t = torch.ones(2)
+        dist.all_reduce(t)  # the default group
+        w.wait()
+    else:
+        if rank == 1:
+            dist.recv(x, 0, group=short_group)
+            assert same(x, _msg(torch.float32, 0, 1, 8))
+        t = torch.ones(2)
+        dist.all_reduce(t)
+    assert same(t, torch.full((2,), float(size)))
 
 
 def test_send_non_contiguous_refused(rank, size):

@@ -15,6 +15,7 @@ from .. import _lib
 from .._enums import PayloadCategory
 from . import _context
 from ._common import C10D, OP_BY_ID, OWN, CollieBackendError, block, frame, last_of, move
+from ._held import HOLDING
 from ._tensors import NATIVE, UINT8, check_cpu, dense, nbytes, op_of, reduction_plan
 from ._work import CollieWork
 
@@ -54,7 +55,7 @@ class Collectives(GroupState):
         # (is_cpu: not in torch 1.13's stubs)
         if (dt is not None and loc.get("async_op", True) is False
                 and t.is_cpu and t.is_contiguous()  # type: ignore[attr-defined]
-                and not t.is_sparse and not _context._stack and not self._p2p):
+                and not t.is_sparse and not _context._stack and not HOLDING):
             return dt
         return None
 

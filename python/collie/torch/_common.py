@@ -149,20 +149,6 @@ def blocking_p2p_caller(f: Optional[Frame]) -> bool:
     return b is None or b.f_code.co_name != "batch_isend_irecv"
 
 
-def in_batch_call(thread: int) -> bool:
-    """Whether that thread is inside torch's batch_isend_irecv, which on
-    torch 2.x calls a Python group's isend and irecv one by one (it
-    coalesces only torch's own ProcessGroup class): its held operations must
-    not leave before the batch's last has joined them."""
-    f: Optional[Frame] = sys._current_frames().get(thread)
-    depth = 0
-    while f is not None and depth < 32:  # (the batch is a few frames above the group's call)
-        if f.f_code.co_name == "batch_isend_irecv" and f.f_globals is C10D:
-            return True
-        f, depth = f.f_back, depth + 1
-    return False
-
-
 def frame(depth: int) -> Frame:
     """sys._getframe(depth) of the caller, or NO_FRAME where the stack is
     not that deep."""

@@ -5,14 +5,13 @@ held and issued together as one collie group, receives from any source."""
 from __future__ import annotations
 
 import ctypes
-import threading
-import time
 from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple
 
 import torch
 
 from .. import _lib
-from ._common import OWN, CollieBackendError, blocking_p2p_caller, frame, in_batch_call
+from ._common import OWN, CollieBackendError, blocking_p2p_caller, frame
+from ._held import HOLDING, flush_held
 from ._tensors import UINT8, check_cpu, nbytes
 from ._work import CollieWork
 
@@ -37,10 +36,7 @@ class PointToPoint(GroupState):
 
     def _init_p2p(self) -> None:
         self._p2p = []  # held isend/irecv: (is_send, tensor, peer, tag, Work, _LazyBatch)
-        self._p2p_flusher: Optional[threading.Thread] = None  # thread: issues held p2p 2 ms after the last one
-        self._p2p_wake = threading.Event()
         self._coalescing = False  # between _start_coalescing and _end_coalescing
-        self._p2p_thread = 0  # the thread that held the last isend/irecv
 
     # ---- point to point ----
 
@@ -59,14 +55,11 @@ class PointToPoint(GroupState):
     # isend issued alone would block the irecv behind it until its peer had
     # received - and a ring of isend-then-irecv whose messages outlast the
     # transport's buffers would wait for ever, where Gloo's threads let it
-    # through. The batch is issued as soon as anything else happens on the
-    # group: any other operation (so issue order holds), a wait or test on
-    # one of its Works, or 2 ms without a further isend/irecv (so a transfer
-    # nobody waits on still starts). Between _start_coalescing and
-    # _end_coalescing (batch_isend_irecv through the fast path, and torch
-    # 1.13's) only the end issues it; a Python group on torch 2.x gets the
-    # batch's calls one by one, and the timer waits while the caller is in
-    # batch_isend_irecv.
+    # through. The held ones are issued as soon as anything else happens in
+    # the process's collie groups (_held.py): any operation on any of them
+    # (so issue order holds), a wait or test on any Work. Between
+    # _start_coalescing and _end_coalescing (batch_isend_irecv through the
+    # fast path, and torch 1.13's) only the end issues them.
 
     def _p2p_tensor(self, tensors: List[torch.Tensor], fn: str) -> torch.Tensor:
         t = self._one(tensors, fn)
@@ -137,27 +130,10 @@ class PointToPoint(GroupState):
                 raise CollieBackendError("%s: the process group was destroyed" % ("send" if is_send else "recv"),
                                          "invalid usage")
             self._p2p.append((is_send, c, peer, int(tag), w, lazy))
-            self._p2p_thread = threading.get_ident()
+            HOLDING[id(self)] = self
             if self._cpp is not None:
-                self._cpp.set_held(True)  # its collectives now come here, which issues these first
-            if not self._coalescing:
-                if self._p2p_flusher is None:
-                    self._p2p_flusher = threading.Thread(target=self._p2p_flush_loop, daemon=True,
-                                                         name="collie-p2p-" + self._comm.get_name())
-                    self._p2p_flusher.start()
-                self._p2p_wake.set()
+                self._cpp.set_held(True)  # every group's collectives now come here, which issues these first
         return w
-
-    def _p2p_flush_loop(self) -> None:
-        while True:
-            self._p2p_wake.wait()
-            if self._h is None:
-                return
-            self._p2p_wake.clear()
-            time.sleep(0.002)  # let the isends and irecvs issued back to back join one batch
-            while self._p2p and in_batch_call(self._p2p_thread):
-                time.sleep(0.002)  # (a wait or the next operation issues it at once)
-            self._flush_p2p()
 
     def _flush_p2p(self, force: bool = False) -> Optional[CollieWork]:
         """Issues the held sends and receives as one collie group; returns its
@@ -177,6 +153,7 @@ class PointToPoint(GroupState):
 
     def _flush_batch(self, batch: List[HeldP2P]) -> Optional[CollieWork]:
         self._p2p = []
+        HOLDING.pop(id(self), None)
         # A group's copies of CUDA tensors are ordered after the legacy
         # default stream only (docs/gpu.md): wait here for torch's current
         # stream on each device, so that what it queued before the calls
@@ -232,7 +209,7 @@ class _LazyBatch:
 
     def _issued(self) -> Optional[CollieWork]:
         if self.real is None and self._err is None:
-            self._pg._flush_p2p()
+            flush_held()
         if self.real is None and self._err is None:
             raise CollieBackendError("isend/irecv between _start_coalescing and _end_coalescing: waited on before "
                                      "the batch was issued", "invalid usage")

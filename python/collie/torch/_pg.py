@@ -36,6 +36,7 @@ from . import _context, _fast
 from ._collectives import Collectives
 from ._common import (C10D, OWN, SZ, CollieBackendError, blocking_p2p_caller, cpp_work, frame,
                       python_works_held, timeout_ms)
+from ._held import HOLDING, flush_held
 from ._p2p import PointToPoint
 from ._tensors import Unsupported
 from ._work import CollieWork, Completer
@@ -179,7 +180,6 @@ class ProcessGroupCollie(Collectives, PointToPoint, dist.ProcessGroup):  # type:
                 self._cpp.detach()  # its later calls come here, and are refused
             self._h = None
         self._completer.stop()
-        self._p2p_wake.set()  # the flusher sees _h None and ends
         _context.groups_remove(self)
         try:
             self._comm.finalize()
@@ -216,8 +216,8 @@ class ProcessGroupCollie(Collectives, PointToPoint, dist.ProcessGroup):  # type:
 
     def _issue(self, fn: str, cfn: CFunction, args: Tuple[Any, ...], opts: Options, result: Iterable[Any] = (),
                keep: Sequence[object] = (), posts: Optional[Sequence[Post]] = None) -> _TorchWork:
-        if self._p2p:
-            self._flush_p2p()  # issue order: the held sends and receives came first
+        if HOLDING:
+            flush_held()  # issue order: the held sends and receives came first (_held.py)
         # torch's own blocking calls (dist.all_reduce(t) with async_op False,
         # dist.send, dist.recv) wait on the Work at once and drop it: run those here, as a
         # blocking collie call, instead of handing them to collie's worker

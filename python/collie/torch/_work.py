@@ -27,6 +27,7 @@ from torch._C._distributed_c10d import Work as _TorchWork
 import torch
 
 from .. import _lib
+from ._held import HOLDING, flush_held
 
 if TYPE_CHECKING:
     import ctypes
@@ -124,6 +125,8 @@ class CollieWork(_TorchWork):
         RuntimeError with collie's message). timeout: a timedelta (0 or None:
         the group's timeout, which the operation enforces itself)."""
         if not self._done:
+            if HOLDING:
+                flush_held()  # what it waits for may need them (_held.py)
             ms = -1
             if timeout is not None:
                 secs = timeout.total_seconds() if hasattr(timeout, "total_seconds") else float(timeout)
@@ -141,6 +144,8 @@ class CollieWork(_TorchWork):
     def is_completed(self) -> bool:
         if self._done:
             return True
+        if HOLDING:
+            flush_held()
         h = self._shared._h if self._shared is not None else self._h
         if h and _lib.lib().collie_test(h) == _IN_PROGRESS:
             return False

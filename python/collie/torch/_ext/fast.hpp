@@ -47,6 +47,13 @@ namespace collie_torch {
 
 namespace py = pybind11;
 
+// How many groups hold isends/irecvs not yet issued (FastGroup::set_held):
+// while any does, every group's calls go through the Python groups, which
+// issue them first, and a wait issues them (collie.torch._held).
+extern std::atomic<int> g_held_groups;
+// collie.torch._held.flush_held, when any group holds some.
+void flush_held();
+
 // The communicator's issue lock (collie.h: one thread at a time issues on a
 // communicator). Recursive: the Python group re-enters it. Python takes it as
 // a context manager, releasing the GIL while it waits, so that a C++ issuer
@@ -314,11 +321,12 @@ public:
   // Called by the Python group, holding the issue lock, before it frees the
   // communicator: later calls here go to the Python group, which refuses them.
   void detach();
-  // The Python group holds sends and receives not yet issued: collectives go
-  // through it, which issues them first (issue order).
+  // The Python group holds sends and receives not yet issued: every group's
+  // calls go through the Python groups, which issue them first (issue order).
   void set_held(bool held)
   {
-    held_.store(held, std::memory_order_release);
+    if (held_.exchange(held, std::memory_order_acq_rel) != held)
+      g_held_groups.fetch_add(held ? 1 : -1, std::memory_order_acq_rel);
   }
   py::object python_group() const;
   uint64_t fast_calls() const

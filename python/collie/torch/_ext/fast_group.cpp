@@ -112,6 +112,8 @@ move_of(const at::Tensor &t, collie_dtype_t *dt, size_t *count)
 PyObject *g_c10d_globals = nullptr;
 // torch's C++ Work class (Works of the Python group subclass it in Python).
 py::handle g_work_type;
+// collie.torch._held.flush_held.
+PyObject *g_flush_held = nullptr;
 
 // The name of frame f's function is name.
 bool
@@ -223,6 +225,19 @@ told_blocking(const O &opts)
 
 } // namespace
 
+std::atomic<int> g_held_groups{0};
+
+void
+flush_held()
+{
+  if (g_held_groups.load(std::memory_order_acquire) <= 0 || g_flush_held == nullptr ||
+      !Py_IsInitialized())
+    return;
+  py::gil_scoped_acquire gil;
+  py::handle flush(g_flush_held);
+  flush();
+}
+
 void
 set_context(bool open, int category, const std::string &label, bool has_label,
             const std::string &phase, bool has_phase)
@@ -258,6 +273,7 @@ FastGroup::FastGroup(py::object py_group, uintptr_t comm, int rank, int size,
 
 FastGroup::~FastGroup()
 {
+  set_held(false);
   completer_->stop();
   if (py_ && Py_IsInitialized()) {
     py::gil_scoped_acquire gil;
@@ -312,13 +328,13 @@ c10::intrusive_ptr<c10d::Work>
 FastGroup::issue(const char *what, F &&call, std::vector<at::Tensor> keep,
                  std::vector<at::Tensor> result, const char *p2p, bool told)
 {
-  if (held_.load(std::memory_order_acquire)) return {};
+  if (g_held_groups.load(std::memory_order_acquire) > 0) return {};
   // (caller_waits_at_once takes the GIL: before the issue lock)
   bool blocking = told || caller_waits_at_once(p2p);
   if (p2p != nullptr && !blocking) return {}; // isend/irecv: the Python group batches them
   std::lock_guard<IssueLock> g(*lock_);
   collie_comm_t *comm = comm_.load(std::memory_order_acquire);
-  if (comm == nullptr || held_.load(std::memory_order_acquire)) return {};
+  if (comm == nullptr || g_held_groups.load(std::memory_order_acquire) > 0) return {};
   collie_work_t *w = nullptr;
   collie_result_t rc = call(comm, blocking ? nullptr : &w);
   if (rc != COLLIE_SUCCESS) {
@@ -739,6 +755,8 @@ PYBIND11_MODULE(COLLIE_TORCH_EXT_NAME, m)
       py::object(py::module::import("torch.distributed.distributed_c10d").attr("__dict__"))
           .release()
           .ptr();
+  ct::g_flush_held =
+      py::object(py::module::import("collie.torch._held").attr("flush_held")).release().ptr();
   // Whether torch's own destroy_process_group/_abort_process_group reach the
   // collie group through this module (torch's Backend has shutdown/abort).
   m.attr("forwards_shutdown") = py::bool_(COLLIE_TORCH_BACKEND_ABORT != 0);

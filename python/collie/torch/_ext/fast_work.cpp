@@ -75,6 +75,7 @@ bool
 FastWork::isCompleted()
 {
   if (done_.load(std::memory_order_acquire)) return true;
+  flush_held(); // (collie.torch._held: what it waits for may need them)
   {
     // A waiter inside collie_wait holds wait_m_: the operation is then still
     // running (or about to be settled by it); never block here.
@@ -113,6 +114,7 @@ FastWork::wait(std::chrono::milliseconds timeout)
 {
   int64_t ms = -1; // torch's "no timeout": the operation's own deadline holds
   if (timeout.count() > 0) ms = timeout.count(); // 0 is torch's kNoTimeout
+  if (!done_.load(std::memory_order_acquire)) flush_held();
   if (!finish(ms)) {
     throw CollieError(std::string(what_) + ": still running after the wait's timeout of " +
                           std::to_string(ms) +
