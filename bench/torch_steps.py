@@ -89,14 +89,23 @@ def time_steps(job, csv, name, nparams, batch, runs, data, step):
             opt.step()
             times[s][i] = time.perf_counter() - t0
     flat = job.maxall([x for row in times[a.warmup:] for x in row])
+    cols = []
     for i, (label, _, _, _) in enumerate(runs):
         col = [flat[s * len(runs) + i] for s in range(a.iters)]
+        cols.append(col)
         med = statistics.median(col)
         job.out("%-6s %10d %6d  %-8s %10.2f %10.2f %10.2f" % (name, nparams, batch, label, med * 1e3,
                                                              min(col) * 1e3, max(col) * 1e3))
         if csv:
             csv.write("%s,%d,%s,%d,%d,%.4f,%.4f,%.4f,%d\n" % (name, nparams, label, job.n, batch, med * 1e3,
                                                                min(col) * 1e3, max(col) * 1e3, a.iters))
+    if len(runs) > 2 and runs[1][3] is not None:
+        # The machine's speed moves between seconds: the two backends' steps
+        # of one round ran back to back, so their ratio is the steadier figure.
+        ratios = [x / y for x, y in zip(cols[0], cols[1])]
+        job.note("%s: %s/%s step time, paired by round: median %.3fx (%.3f .. %.3f), %s faster in %d of %d "
+                 "rounds" % (name, runs[0][0], runs[1][0], statistics.median(ratios), min(ratios), max(ratios),
+                             runs[1][0], sum(r > 1 for r in ratios), len(ratios)))
 
 
 def table_header(job, csv, what):
