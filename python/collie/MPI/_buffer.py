@@ -1,0 +1,308 @@
+"""_buffer.py - mpi4py's buffer arguments, read into typed numpy views.
+
+The forms (mpi4py's documentation, "buffer-like objects"):
+  buf                                   any C-contiguous object with the buffer protocol
+                                        (numpy array, bytearray, array.array, memoryview);
+                                        the datatype comes from its format (float64 -> DOUBLE)
+  [buf, datatype] / [buf, count]        datatype a Datatype or a typecode ('i')
+  [buf, count, datatype]                count an int, or (count, displ) in elements
+  [buf, count, displ, datatype]
+and for the vector ("v") and block arguments of collectives:
+  buf / [buf, datatype]                 equal blocks, one per rank
+  [buf, counts] / [buf, counts, datatype]              counts a sequence, or one int for every rank
+  [buf, (counts, displs)] / [buf, (counts, displs), datatype]
+  [buf, counts, displs, datatype]
+Tuples and lists are alike. IN_PLACE and None/BOTTOM are told apart by the
+callers (where MPI allows them). Counts and displacements are in elements.
+"""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from . import _errors
+from ._datatype import Datatype, as_datatype, from_numpy, from_typecode
+
+
+class _Sentinel:
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return "MPI." + self._name
+
+    def __reduce__(self) -> str:
+        return self._name
+
+
+IN_PLACE = _Sentinel("IN_PLACE")
+BOTTOM = _Sentinel("BOTTOM")
+
+
+def is_in_place(x: Any) -> bool:
+    return x is IN_PLACE
+
+
+def is_null(x: Any) -> bool:
+    return x is None or x is BOTTOM
+
+
+def _acquire(obj: Any, what: str, writable: bool) -> Tuple[Any, Any]:
+    """(bytes of obj as a flat uint8 numpy array, obj's inferred datatype or
+    its format string)."""
+    if isinstance(obj, np.ndarray):
+        if not (obj.flags.c_contiguous or obj.flags.f_contiguous) or (obj.ndim > 1 and not obj.flags.c_contiguous):
+            raise ValueError("collie.MPI: %s: the numpy array is not C-contiguous (pass np.ascontiguousarray(x))"
+                             % what)
+        raw = obj.reshape(-1).view(np.uint8)
+        if writable and not obj.flags.writeable:
+            raise BufferError("collie.MPI: %s: the array is read-only and this call writes into it" % what)
+        return raw, obj.dtype
+    if isinstance(obj, (list, tuple, dict, str, int, float)) or obj is None:
+        raise TypeError("collie.MPI: %s = %s is not a buffer (a numpy array, bytearray or other object with the "
+                        "buffer protocol), nor one of mpi4py's forms [buf, datatype], [buf, count, datatype]"
+                        % (what, _short(obj)))
+    try:
+        mv = memoryview(obj)
+    except TypeError:
+        raise TypeError("collie.MPI: %s: %s does not expose the buffer protocol (give a numpy array or bytearray)"
+                        % (what, type(obj).__name__)) from None
+    if not mv.c_contiguous:
+        raise ValueError("collie.MPI: %s: the buffer is not C-contiguous" % what)
+    if writable and mv.readonly:
+        raise BufferError("collie.MPI: %s: the %s is read-only and this call writes into it"
+                          % (what, type(obj).__name__))
+    raw = np.frombuffer(mv, dtype=np.uint8) if mv.nbytes else np.zeros(0, np.uint8)
+    return raw, mv.format
+
+
+def _short(obj: Any) -> str:
+    r = repr(obj)
+    return r if len(r) < 60 else r[:57] + "..."
+
+
+def _datatype_of(inferred: Any, what: str) -> Datatype:
+    try:
+        if isinstance(inferred, str):
+            return from_typecode(inferred)
+        return from_numpy(inferred)
+    except TypeError as e:
+        raise TypeError("%s (%s; name one: [buf, MPI.TYPE])" % (e, what)) from None
+
+
+def _is_int(x: Any) -> bool:
+    return hasattr(x, "__index__") and not isinstance(x, bool)
+
+
+def _is_type(x: Any) -> bool:
+    return isinstance(x, (Datatype, str))
+
+
+class Msg:
+    """One buffer argument: count elements of dt, displ elements into the
+    bytes raw (a flat uint8 numpy array sharing the caller's memory)."""
+
+    __slots__ = ("raw", "dt", "count", "displ")
+
+    def __init__(self, raw: Any, dt: Datatype, count: int, displ: int) -> None:
+        self.raw, self.dt, self.count, self.displ = raw, dt, count, displ
+
+    @property
+    def nbytes(self) -> int:
+        return self.count * self.dt.extent
+
+    @property
+    def offset(self) -> int:
+        return self.displ * self.dt.extent
+
+    def bytes(self) -> Any:
+        """The message's bytes (a view)."""
+        return self.raw[self.offset:self.offset + self.nbytes]
+
+    def array(self) -> Any:
+        """The message as a typed numpy view."""
+        return self.bytes().view(self.dt.np)
+
+    @property
+    def ptr(self) -> int:
+        return int(self.raw.ctypes.data) + self.offset
+
+
+def _unpack(spec: Any, what: str, nmax: int) -> Tuple[Any, List[Any]]:
+    if isinstance(spec, (list, tuple)):
+        if not 1 <= len(spec) <= nmax:
+            raise TypeError("collie.MPI: %s: a buffer argument is buf, [buf, datatype], [buf, count, datatype] "
+                            "or [buf, count, displ, datatype]; got a %s of %d items"
+                            % (what, type(spec).__name__, len(spec)))
+        return spec[0], list(spec[1:])
+    return spec, []
+
+
+def msg(spec: Any, what: str, writable: bool = False) -> Msg:
+    """A simple buffer argument (Send, Recv, Bcast, Reduce, a rank's own block)."""
+    buf, rest = _unpack(spec, what, 4)
+    if is_null(buf):
+        if rest and _is_int(rest[0]) and int(rest[0]) == 0:
+            given = as_datatype(rest[-1], what + ": datatype") if _is_type(rest[-1]) else None
+            return Msg(np.zeros(0, np.uint8), given or _byte(), 0, 0)
+        _errors.unsupported("%s: BOTTOM/None as a buffer with data" % what,
+                            "absolute addresses need derived datatypes, which collie.MPI does not offer yet")
+    raw, inferred = _acquire(buf, what, writable)
+    dt: Optional[Datatype] = None
+    count: Optional[int] = None
+    displ = 0
+    if len(rest) == 1:
+        if _is_type(rest[0]):
+            dt = as_datatype(rest[0], what + ": datatype")
+        else:
+            count, displ = _count(rest[0], what)
+    elif len(rest) == 2:
+        count, displ = _count(rest[0], what)
+        dt = as_datatype(rest[1], what + ": datatype")
+    elif len(rest) == 3:
+        count, _ = _count(rest[0], what)
+        displ = _nonneg(rest[1], what + ": displacement")
+        dt = as_datatype(rest[2], what + ": datatype")
+    if dt is None:
+        dt = _datatype_of(inferred, what)
+    ext = dt.extent
+    if count is None:
+        avail = raw.size - displ * ext
+        if avail < 0 or avail % ext:
+            raise ValueError("collie.MPI: %s: the buffer's %d bytes are not a whole number of %s (%d bytes each)%s"
+                             % (what, raw.size, dt.name, ext, " after the displacement %d" % displ if displ else ""))
+        count = avail // ext
+    if (count + displ) * ext > raw.size:
+        raise ValueError("collie.MPI: %s: count %d%s of %s needs %d bytes but the buffer has %d"
+                         % (what, count, " at displacement %d" % displ if displ else "", dt.name,
+                            (count + displ) * ext, raw.size))
+    return Msg(raw, dt, count, displ)
+
+
+def _byte() -> Datatype:
+    from ._datatype import BYTE
+
+    return BYTE
+
+
+def _nonneg(x: Any, what: str) -> int:
+    if not _is_int(x):
+        raise TypeError("collie.MPI: %s = %r must be an int" % (what, x))
+    v = int(x)
+    if v < 0:
+        raise ValueError("collie.MPI: %s = %d must be >= 0" % (what, v))
+    return v
+
+
+def _count(x: Any, what: str) -> Tuple[int, int]:
+    """A count, or (count, displ)."""
+    if isinstance(x, (tuple, list)) and len(x) == 2:
+        return _nonneg(x[0], what + ": count"), _nonneg(x[1], what + ": displacement")
+    return _nonneg(x, what + ": count"), 0
+
+
+class MsgV:
+    """A vector (or block) argument: counts[q] elements of dt at displs[q]
+    (elements) in raw, one block per rank."""
+
+    __slots__ = ("raw", "dt", "counts", "displs")
+
+    def __init__(self, raw: Any, dt: Datatype, counts: List[int], displs: List[int]) -> None:
+        self.raw, self.dt, self.counts, self.displs = raw, dt, counts, displs
+
+    @property
+    def ptr(self) -> int:
+        return int(self.raw.ctypes.data)
+
+    def block(self, q: int) -> Any:
+        """Block q's bytes (a view)."""
+        e = self.dt.extent
+        return self.raw[self.displs[q] * e:(self.displs[q] + self.counts[q]) * e]
+
+    def uniform(self) -> Optional[int]:
+        """The count of every block when they are equal and back to back from 0, else None."""
+        c = self.counts[0] if self.counts else 0
+        if all(n == c for n in self.counts) and all(d == q * c for q, d in enumerate(self.displs)):
+            return c
+        return None
+
+    def byte_counts(self) -> List[int]:
+        return [n * self.dt.extent for n in self.counts]
+
+    def byte_displs(self) -> List[int]:
+        return [d * self.dt.extent for d in self.displs]
+
+
+def _seq(x: Any, what: str, size: int) -> List[int]:
+    try:
+        vals = list(x)
+    except TypeError:
+        raise TypeError("collie.MPI: %s = %r must be a sequence of ints" % (what, x)) from None
+    if len(vals) != size:
+        raise ValueError("collie.MPI: %s has %d entries; the communicator has %d ranks (one per rank)"
+                         % (what, len(vals), size))
+    return [_nonneg(v, "%s[%d]" % (what, q)) for q, v in enumerate(vals)]
+
+
+def msgv(spec: Any, what: str, size: int, writable: bool = False, block: bool = False) -> MsgV:
+    """A vector argument (Gatherv's recvbuf, Scatterv's sendbuf, Alltoallv's
+    both) or, with block=True, a block one (Gather's recvbuf, Alltoall's
+    both: equal counts, back to back)."""
+    buf, rest = _unpack(spec, what, 4)
+    if is_null(buf):
+        _errors.unsupported("%s: BOTTOM/None as a buffer" % what,
+                            "absolute addresses need derived datatypes, which collie.MPI does not offer yet")
+    raw, inferred = _acquire(buf, what, writable)
+    dt: Optional[Datatype] = None
+    counts_spec: Any = None
+    displs_spec: Any = None
+    if rest and _is_type(rest[-1]):
+        dt = as_datatype(rest[-1], what + ": datatype")
+        rest = rest[:-1]
+    if len(rest) == 1:
+        x = rest[0]
+        if isinstance(x, tuple) and len(x) == 2 and not _is_int(x[0]) and not _is_int(x[1]):
+            counts_spec, displs_spec = x
+        else:
+            counts_spec = x
+    elif len(rest) == 2:
+        counts_spec, displs_spec = rest
+    elif rest:
+        raise TypeError("collie.MPI: %s: a vector buffer argument is buf, [buf, counts], [buf, counts, datatype], "
+                        "[buf, (counts, displs), datatype] or [buf, counts, displs, datatype]" % what)
+    if dt is None:
+        dt = _datatype_of(inferred, what)
+    ext = dt.extent
+    if counts_spec is None:
+        total = raw.size
+        if size == 0 or total % (ext * size):
+            raise ValueError("collie.MPI: %s: the buffer's %d bytes do not split into %d equal blocks of %s "
+                             "(%d bytes each)" % (what, total, size, dt.name, ext))
+        counts = [total // ext // size] * size
+    elif _is_int(counts_spec):
+        counts = [_nonneg(counts_spec, what + ": count")] * size
+    else:
+        counts = _seq(counts_spec, what + ": counts", size)
+    if displs_spec is None:
+        displs, s = [], 0
+        for n in counts:
+            displs.append(s)
+            s += n
+    elif _is_int(displs_spec):
+        displs = [_nonneg(displs_spec, what + ": displ") + q * counts[0] for q in range(size)]
+    else:
+        displs = _seq(displs_spec, what + ": displs", size)
+    for q in range(size):
+        end = (displs[q] + counts[q]) * ext
+        if end > raw.size:
+            raise ValueError("collie.MPI: %s: block %d (count %d at displacement %d of %s) ends at byte %d but "
+                             "the buffer has %d" % (what, q, counts[q], displs[q], dt.name, end, raw.size))
+    out = MsgV(raw, dt, counts, displs)
+    if block and out.uniform() is None:
+        raise ValueError("collie.MPI: %s: this call takes equal blocks, back to back (counts %r, displs %r); "
+                         "use the v-variant for others" % (what, counts, displs))
+    return out

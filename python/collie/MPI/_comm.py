@@ -1,0 +1,916 @@
+"""_comm.py - MPI.Comm (Intracomm) over a collie communicator.
+
+Every buffer collective is one collie call on the buffers' bytes (transfers
+need no datatype, so every MPI datatype travels) plus, where collie's C
+library lacks the op or the datatype (LAND, MINLOC, SHORT, ...) and for
+Scan/Exscan, a local numpy reduction of the gathered contributions in rank
+order. So each has its nonblocking I* form: the Request's wait runs that
+reduction. Point-to-point follows collie's present semantics (a pair's
+messages match in issue order, tags must agree): see docs/mpi.md.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from typing import Any, Callable, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .. import _comm as _cc
+from .. import _lib
+from . import _errors, _pickled
+from ._buffer import Msg, MsgV, is_in_place, is_null, msg, msgv
+from ._datatype import Datatype
+from ._op import SUM, Op, as_op
+from ._request import Request
+from ._status import ANY_SOURCE, ANY_TAG, PROC_NULL, UNDEFINED, Status, fill
+
+UINT8 = 1  # collie's dtype for bytes
+TAG_UB = 2**31 - 2
+# The collie tag of the lowercase (pickled) point-to-point messages: each is
+# a 16-byte header (the caller's tag, the payload's length) then the payload.
+OBJ_TAG = 2**31 - 1
+
+IDENT, CONGRUENT, SIMILAR, UNEQUAL = 0, 1, 2, 3
+
+_registry_lock = threading.Lock()
+_made: List["Comm"] = []  # every communicator collie.MPI created (Finalize frees them)
+_finalized = False
+
+
+def _sizes(values: Sequence[int]) -> Any:
+    return (ctypes.c_size_t * max(len(values), 1))(*values)
+
+
+class Comm:
+    """mpi4py's MPI.Comm / MPI.Intracomm over a collie communicator.
+
+    COMM_WORLD makes its collie communicator at first use, from collie's
+    launcher environment (collierun, torchrun, Slurm, Open MPI's and
+    MPICH's); without one the process is a world of one, as MPI's singleton
+    init. Methods outside collie.MPI's list raise NotImplementedError naming
+    themselves."""
+
+    def __init__(self, handle: Optional[_cc.Comm] = None, name: str = "MPI_COMM_NULL",
+                 maker: Optional[Callable[[], _cc.Comm]] = None, predefined: bool = False) -> None:
+        self._h = handle
+        self._name = name
+        self._maker = maker
+        self._predefined = predefined
+        self._lock = threading.Lock()
+
+    # ---- the collie communicator ----
+
+    @property
+    def _c(self) -> _cc.Comm:
+        h = self._h
+        if h is not None and h._h is not None:
+            return h
+        if h is None and self._maker is not None:
+            with self._lock:
+                if self._h is None:
+                    if _finalized:
+                        raise _errors.Exception(_errors.ERR_COMM, "collie.MPI: %s: MPI was finalized" % self._name)
+                    with _errors.collie_errors("%s (creating the communicator)" % self._name):
+                        self._h = self._maker()
+                    with _registry_lock:
+                        _made.append(self)
+                return self._h
+        raise _errors.Exception(_errors.ERR_COMM, "collie.MPI: %s: invalid communicator (%s)"
+                                % (self._name, "freed or finalized" if h is not None or self._predefined
+                                   else "COMM_NULL"))
+
+    def _wrap(self, sub: Optional[_cc.Comm], name: str) -> "Comm":
+        if sub is None:
+            return COMM_NULL
+        c = Intracomm(sub, name)
+        with _registry_lock:
+            _made.append(c)
+        return c
+
+    # ---- identity and lifetime ----
+
+    def Get_rank(self) -> int:
+        return self._c.get_rank()
+
+    def Get_size(self) -> int:
+        return self._c.get_size()
+
+    @property
+    def rank(self) -> int:
+        return self.Get_rank()
+
+    @property
+    def size(self) -> int:
+        return self.Get_size()
+
+    def Get_name(self) -> str:
+        return self._name
+
+    def Set_name(self, name: str) -> None:
+        self._name = str(name)
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def Is_inter(self) -> bool:
+        return False
+
+    def Is_intra(self) -> bool:
+        return True
+
+    @property
+    def is_inter(self) -> bool:
+        return False
+
+    @property
+    def is_intra(self) -> bool:
+        return True
+
+    def Dup(self, info: Any = None) -> "Intracomm":
+        """A new communicator of the same ranks in the same order
+        (collective), with a context of its own."""
+        c = self._c
+        with _errors.collie_errors("Comm.Dup"):
+            sub = c.split_color(0, c.get_rank(), name="%s.dup" % self._name)
+        return self._wrap(sub, "Dup of %s" % self._name)  # type: ignore[return-value]
+
+    Clone = Dup
+
+    def Split(self, color: int = 0, key: int = 0) -> "Comm":
+        """MPI_Comm_split: ranks of one color >= 0 form a communicator,
+        ordered by key then rank; color UNDEFINED gives COMM_NULL."""
+        color, key = _int(color, "Split: color"), _int(key, "Split: key")
+        if color != UNDEFINED and color < 0:
+            raise _errors.Exception(_errors.ERR_ARG, "collie.MPI: Split: color = %d must be >= 0 or MPI.UNDEFINED"
+                                    % color)
+        c = self._c
+        with _errors.collie_errors("Comm.Split"):
+            sub = c.split_color(None if color == UNDEFINED else color, key, name="%s.split" % self._name)
+        return self._wrap(sub, "Split of %s" % self._name)
+
+    def Free(self) -> None:
+        """Frees the communicator (collective, as MPI_Comm_free); it then
+        equals COMM_NULL."""
+        if self._predefined:
+            raise _errors.Exception(_errors.ERR_COMM, "collie.MPI: Comm.Free: %s is predefined and cannot be freed"
+                                    % self._name)
+        c = self._c
+        with _errors.collie_errors("Comm.Free"):
+            c.finalize()
+        self._h = None
+        with _registry_lock:
+            if self in _made:
+                _made.remove(self)
+
+    def Compare(self, other: "Comm") -> int:
+        if not isinstance(other, Comm):
+            raise TypeError("collie.MPI: Comm.Compare: %r is not a communicator" % (other,))
+        if self == other:
+            return IDENT
+        _errors.unsupported("Comm.Compare of two different communicators", "collie.MPI has no groups yet")
+
+    def Abort(self, errorcode: int = 0) -> None:
+        """Fails every rank's pending and later operations on this
+        communicator (naming this rank) and ends this process with
+        errorcode."""
+        try:
+            self._c.abort("MPI_Abort(errorcode=%d) on rank %d" % (errorcode, self._c.get_rank()))
+        finally:
+            os._exit(int(errorcode) or 1)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Comm):
+            return NotImplemented
+        a, b = self._live(), other._live()
+        return a is b if (a is not None or b is not None) else (not self._maker and not other._maker)
+
+    def __ne__(self, other: object) -> bool:
+        r = self.__eq__(other)
+        return r if r is NotImplemented else not r
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __bool__(self) -> bool:
+        return self._live() is not None or self._maker is not None
+
+    def _live(self) -> Optional[_cc.Comm]:
+        h = self._h
+        return h if h is not None and h._h is not None else None
+
+    def __repr__(self) -> str:
+        return "<collie.MPI.Intracomm %s>" % self._name
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        _errors.unsupported("Comm.%s" % name)
+
+    # ---- helpers ----
+
+    def _root(self, root: int, call: str) -> int:
+        root = _int(root, call + ": root")
+        n = self._c.get_size()
+        if not 0 <= root < n:
+            raise _errors.Exception(_errors.ERR_ROOT, "collie.MPI: %s: root = %d is outside 0..%d (communicator of %d)"
+                                    % (call, root, n - 1, n))
+        return root
+
+    def _peer(self, peer: int, call: str, what: str, any_ok: bool) -> int:
+        peer = _int(peer, "%s: %s" % (call, what))
+        if peer == PROC_NULL or (any_ok and peer == ANY_SOURCE):
+            return peer
+        n = self._c.get_size()
+        if not 0 <= peer < n:
+            raise _errors.Exception(_errors.ERR_RANK, "collie.MPI: %s: %s = %d is outside 0..%d (communicator of %d)"
+                                    % (call, what, peer, n - 1, n))
+        return peer
+
+    def _run(self, call: str, nb: bool, cfn: Any, *args: Any, keep: Sequence[Any] = (),
+             post: Optional[Callable[[], None]] = None) -> Optional[Request]:
+        """One collie call (blocking, or a Request when nb), then post()
+        once it completed."""
+        c = self._c
+        with _errors.collie_errors(call):
+            w = c._issue(cfn, args, None, nb, list(keep), post)
+        return Request(w, call) if nb else None
+
+    def _same_bytes(self, call: str, a: int, an: str, b: int, bn: str) -> None:
+        if a != b:
+            raise ValueError("collie.MPI: %s: %s is %d bytes but %s is %d (MPI needs them equal)"
+                             % (call, an, a, bn, b))
+
+    # ---- blocking and nonblocking collectives ----
+
+    def Barrier(self) -> None:
+        self._barrier(False)
+
+    def Ibarrier(self) -> Request:
+        return self._barrier(True)  # type: ignore[return-value]
+
+    def _barrier(self, nb: bool) -> Optional[Request]:
+        return self._run("Barrier", nb, _lib.lib().collie_barrier)
+
+
+    def Bcast(self, buf: Any, root: int = 0) -> None:
+        self._bcast(buf, root, False)
+
+    def Ibcast(self, buf: Any, root: int = 0) -> Request:
+        return self._bcast(buf, root, True)  # type: ignore[return-value]
+
+    def _bcast(self, buf: Any, root: int, nb: bool) -> Optional[Request]:
+        call = "Ibcast" if nb else "Bcast"
+        root = self._root(root, call)
+        m = msg(buf, call + ": buf", writable=root != self._c.get_rank())
+        return self._run(call, nb, _lib.lib().collie_broadcast, m.ptr, m.nbytes, UINT8, root, keep=[m.raw])
+
+    # -- reductions --
+
+    def Reduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM, root: int = 0) -> None:
+        self._reduce(sendbuf, recvbuf, op, root, False)
+
+    def Ireduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM, root: int = 0) -> Request:
+        return self._reduce(sendbuf, recvbuf, op, root, True)  # type: ignore[return-value]
+
+    def _reduce(self, sendbuf: Any, recvbuf: Any, op: Any, root: int, nb: bool) -> Optional[Request]:
+        call = "Ireduce" if nb else "Reduce"
+        root = self._root(root, call)
+        op = as_op(op)
+        c = self._c
+        at_root = c.get_rank() == root
+        if is_in_place(sendbuf) and not at_root:
+            raise ValueError("collie.MPI: %s: IN_PLACE is for the root's sendbuf only (this is rank %d, root %d)"
+                             % (call, c.get_rank(), root))
+        r: Optional[Msg] = msg(recvbuf, call + ": recvbuf", writable=True) if at_root else None
+        s_ = r if is_in_place(sendbuf) else msg(sendbuf, call + ": sendbuf")
+        assert s_ is not None
+        s: Msg = s_
+        if r is not None:
+            self._same_bytes(call, s.nbytes, "sendbuf", r.nbytes, "recvbuf")
+        code = op.native(s.dt)
+        if code is not None:
+            return self._run(call, nb, _lib.lib().collie_reduce, s.ptr, r.ptr if r is not None else None, s.count,
+                             s.dt.collie, code, root, keep=[s.raw, r.raw if r is not None else None])
+        # collie lacks this op or datatype: the root gathers every rank's
+        # bytes and reduces them in rank order.
+        n = c.get_size()
+        tmp = np.empty(n * s.nbytes if at_root else 0, np.uint8)
+
+        def post() -> None:
+            if r is not None:
+                r.array()[...] = _fold(tmp, s.dt, s.count, op, range(n))
+
+        return self._run(call, nb, _lib.lib().collie_gather, s.ptr, tmp.ctypes.data if at_root else None, s.nbytes,
+                         UINT8, root, keep=[s.raw, tmp], post=post)
+
+    def Allreduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:
+        self._allreduce(sendbuf, recvbuf, op, False)
+
+    def Iallreduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> Request:
+        return self._allreduce(sendbuf, recvbuf, op, True)  # type: ignore[return-value]
+
+    def _allreduce(self, sendbuf: Any, recvbuf: Any, op: Any, nb: bool, call: str = "") -> Optional[Request]:
+        call = call or ("Iallreduce" if nb else "Allreduce")
+        op = as_op(op)
+        r = msg(recvbuf, call + ": recvbuf", writable=True)
+        s = r if is_in_place(sendbuf) else msg(sendbuf, call + ": sendbuf")
+        self._same_bytes(call, s.nbytes, "sendbuf", r.nbytes, "recvbuf")
+        code = op.native(s.dt)
+        if code is not None:
+            return self._run(call, nb, _lib.lib().collie_allreduce, s.ptr, r.ptr, s.count, s.dt.collie, code,
+                             keep=[s.raw, r.raw])
+        return self._gathered(call, nb, s, op, _store(r), "all", [r.raw])
+
+    def _gathered(self, call: str, nb: bool, s: Msg, op: Op, done: Callable[[Any], None], ranks: str,
+                  keep: List[Any]) -> Optional[Request]:
+        """Every rank's s gathered (allgather of its bytes), then done(result)
+        with the rank-ordered reduction: over all ranks ("all"), over ranks
+        0..rank ("scan") or 0..rank-1 ("exscan"; rank 0: not called)."""
+        c = self._c
+        n, me = c.get_size(), c.get_rank()
+        tmp = np.empty(n * s.nbytes, np.uint8)
+        which = {"all": range(n), "scan": range(me + 1), "exscan": range(me)}[ranks]
+
+        def post() -> None:
+            if len(which):
+                done(_fold(tmp, s.dt, s.count, op, which))
+
+        return self._run(call, nb, _lib.lib().collie_allgather, s.ptr, tmp.ctypes.data, s.nbytes, UINT8,
+                         keep=[s.raw, tmp] + keep, post=post)
+
+    def Reduce_scatter_block(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:
+        self._reduce_scatter_block(sendbuf, recvbuf, op, False)
+
+    def Ireduce_scatter_block(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> Request:
+        return self._reduce_scatter_block(sendbuf, recvbuf, op, True)  # type: ignore[return-value]
+
+    def _reduce_scatter_block(self, sendbuf: Any, recvbuf: Any, op: Any, nb: bool) -> Optional[Request]:
+        call = "Ireduce_scatter_block" if nb else "Reduce_scatter_block"
+        op = as_op(op)
+        c = self._c
+        n, me = c.get_size(), c.get_rank()
+        if is_in_place(sendbuf):
+            # MPI: the input is the whole recvbuf; the result goes to its first block.
+            whole = msgv(recvbuf, call + ": recvbuf", n, writable=True, block=True)
+            cnt = whole.counts[0]
+            s = Msg(whole.raw.copy(), whole.dt, cnt * n, 0)
+            r = Msg(whole.raw, whole.dt, cnt, 0)
+        else:
+            r = msg(recvbuf, call + ": recvbuf", writable=True)
+            s = msg(sendbuf, call + ": sendbuf")
+            if s.nbytes != n * r.nbytes:
+                raise ValueError("collie.MPI: %s: sendbuf is %d bytes but must be size x recvbuf's = %d x %d"
+                                 % (call, s.nbytes, n, r.nbytes))
+        code = op.native(s.dt)
+        if code is not None:
+            return self._run(call, nb, _lib.lib().collie_reduce_scatter, s.ptr, r.ptr, r.count, s.dt.collie, code,
+                             keep=[s.raw, r.raw])
+        cnt = r.count
+
+        def done(out: Any) -> None:
+            r.array()[...] = out[me * cnt:(me + 1) * cnt]
+
+        return self._gathered(call, nb, s, op, done, "all", [r.raw])
+
+    def Reduce_scatter(self, sendbuf: Any, recvbuf: Any, recvcounts: Optional[Sequence[int]] = None,
+                       op: Op = SUM) -> None:
+        self._reduce_scatter(sendbuf, recvbuf, recvcounts, op, False)
+
+    def Ireduce_scatter(self, sendbuf: Any, recvbuf: Any, recvcounts: Optional[Sequence[int]] = None,
+                        op: Op = SUM) -> Request:
+        return self._reduce_scatter(sendbuf, recvbuf, recvcounts, op, True)  # type: ignore[return-value]
+
+    def _reduce_scatter(self, sendbuf: Any, recvbuf: Any, recvcounts: Optional[Sequence[int]], op: Any,
+                        nb: bool) -> Optional[Request]:
+        """recvcounts None: each rank's recvbuf says its count (they are
+        gathered first, a blocking step)."""
+        call = "Ireduce_scatter" if nb else "Reduce_scatter"
+        op = as_op(op)
+        c = self._c
+        n, me = c.get_size(), c.get_rank()
+        r = msg(recvbuf, call + ": recvbuf", writable=True)
+        if recvcounts is None:
+            if is_in_place(sendbuf):
+                raise ValueError("collie.MPI: %s: IN_PLACE needs recvcounts (recvbuf holds every rank's input)" % call)
+            mine = np.array([r.count], np.int64)
+            allc = np.zeros(n, np.int64)
+            self._run(call + " (its counts)", False, _lib.lib().collie_allgather, mine.ctypes.data, allc.ctypes.data,
+                      8, UINT8, keep=[mine, allc])
+            counts = [int(x) for x in allc]
+        else:
+            counts = [_int(x, "%s: recvcounts[%d]" % (call, q)) for q, x in enumerate(recvcounts)]
+            if len(counts) != n or any(x < 0 for x in counts):
+                raise ValueError("collie.MPI: %s: recvcounts = %r must be %d counts >= 0 (one per rank)"
+                                 % (call, list(recvcounts), n))
+        total, start = sum(counts), sum(counts[:me])
+        if is_in_place(sendbuf):
+            if r.count < total:
+                raise ValueError("collie.MPI: %s: IN_PLACE: recvbuf has %d elements, the input is %d"
+                                 % (call, r.count, total))
+            s = Msg(r.raw[r.offset:r.offset + total * r.dt.extent].copy(), r.dt, total, 0)
+            out = Msg(r.raw, r.dt, counts[me], r.displ)
+        else:
+            s = msg(sendbuf, call + ": sendbuf")
+            if s.count != total:
+                raise ValueError("collie.MPI: %s: sendbuf has %d elements but recvcounts sum to %d"
+                                 % (call, s.count, total))
+            if r.count != counts[me]:
+                raise ValueError("collie.MPI: %s: recvbuf has %d elements but recvcounts[%d] = %d"
+                                 % (call, r.count, me, counts[me]))
+            out = r
+        code = op.native(s.dt)
+        if code is not None:
+            full = np.empty(s.nbytes, np.uint8)
+
+            def post() -> None:
+                out.array()[...] = full.view(s.dt.np)[start:start + counts[me]]
+
+            return self._run(call, nb, _lib.lib().collie_allreduce, s.ptr, full.ctypes.data, s.count, s.dt.collie,
+                             code, keep=[s.raw, full, out.raw], post=post)
+
+        def done(res: Any) -> None:
+            out.array()[...] = res[start:start + counts[me]]
+
+        return self._gathered(call, nb, s, op, done, "all", [out.raw])
+
+    def Scan(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:
+        self._scan(sendbuf, recvbuf, op, False, False)
+
+    def Iscan(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> Request:
+        return self._scan(sendbuf, recvbuf, op, False, True)  # type: ignore[return-value]
+
+    def Exscan(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:
+        self._scan(sendbuf, recvbuf, op, True, False)
+
+    def Iexscan(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> Request:
+        return self._scan(sendbuf, recvbuf, op, True, True)  # type: ignore[return-value]
+
+    def _scan(self, sendbuf: Any, recvbuf: Any, op: Any, ex: bool, nb: bool) -> Optional[Request]:
+        """Rank i's recvbuf = op over ranks 0..i (Exscan: 0..i-1; rank 0's
+        recvbuf is left as it was), computed from an allgather in rank order."""
+        call = ("I" if nb else "") + ("Exscan" if ex else "Scan")
+        op = as_op(op)
+        r = msg(recvbuf, call + ": recvbuf", writable=True)
+        s = Msg(r.bytes().copy(), r.dt, r.count, 0) if is_in_place(sendbuf) else msg(sendbuf, call + ": sendbuf")
+        self._same_bytes(call, s.nbytes, "sendbuf", r.nbytes, "recvbuf")
+        op.check(s.dt)
+        return self._gathered(call, nb, s, op, _store(r), "exscan" if ex else "scan", [r.raw])
+
+    # -- transfers --
+
+    def Gather(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:
+        self._gather(sendbuf, recvbuf, root, False)
+
+    def Igather(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> Request:
+        return self._gather(sendbuf, recvbuf, root, True)  # type: ignore[return-value]
+
+    def _gather(self, sendbuf: Any, recvbuf: Any, root: int, nb: bool) -> Optional[Request]:
+        call = "Igather" if nb else "Gather"
+        root = self._root(root, call)
+        c = self._c
+        n = c.get_size()
+        if c.get_rank() != root:
+            self._not_in_place(sendbuf, call, "sendbuf", root)
+            s = msg(sendbuf, call + ": sendbuf")
+            return self._run(call, nb, _lib.lib().collie_gather, s.ptr, None, s.nbytes, UINT8, root, keep=[s.raw])
+        rv = msgv(recvbuf, call + ": recvbuf", n, writable=True, block=True)
+        cb = rv.counts[0] * rv.dt.extent
+        if is_in_place(sendbuf):
+            sptr, keep = rv.ptr + root * cb, [rv.raw]
+        else:
+            s = msg(sendbuf, call + ": sendbuf")
+            self._same_bytes(call, s.nbytes, "sendbuf", cb, "each block of recvbuf")
+            sptr, keep = s.ptr, [s.raw, rv.raw]
+        return self._run(call, nb, _lib.lib().collie_gather, sptr, rv.ptr, cb, UINT8, root, keep=keep)
+
+    def _not_in_place(self, buf: Any, call: str, what: str, root: int) -> None:
+        if is_in_place(buf):
+            raise ValueError("collie.MPI: %s: IN_PLACE as %s is for the root only (this is rank %d, root %d)"
+                             % (call, what, self._c.get_rank(), root))
+
+    def Gatherv(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:
+        self._gatherv(sendbuf, recvbuf, root, False)
+
+    def Igatherv(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> Request:
+        return self._gatherv(sendbuf, recvbuf, root, True)  # type: ignore[return-value]
+
+    def _gatherv(self, sendbuf: Any, recvbuf: Any, root: int, nb: bool) -> Optional[Request]:
+        """An alltoallv in which every rank sends only to the root."""
+        call = "Igatherv" if nb else "Gatherv"
+        root = self._root(root, call)
+        c = self._c
+        n, me = c.get_size(), c.get_rank()
+        zeros = [0] * n
+        sc, rc, rd = list(zeros), list(zeros), list(zeros)
+        dummy = np.zeros(1, np.uint8)
+        keep: List[Any] = [dummy]
+        sptr, rptr = dummy.ctypes.data, dummy.ctypes.data
+        if me == root:
+            rv = msgv(recvbuf, call + ": recvbuf", n, writable=True)
+            rc, rd, rptr = rv.byte_counts(), rv.byte_displs(), rv.ptr
+            keep.append(rv.raw)
+            if is_in_place(sendbuf):
+                rc[me] = 0
+            else:
+                s = msg(sendbuf, call + ": sendbuf")
+                self._same_bytes(call, s.nbytes, "sendbuf", rc[me], "recvbuf's block %d" % me)
+                sc[root], sptr = s.nbytes, s.ptr
+                keep.append(s.raw)
+        else:
+            self._not_in_place(sendbuf, call, "sendbuf", root)
+            s = msg(sendbuf, call + ": sendbuf")
+            sc[root], sptr = s.nbytes, s.ptr
+            keep.append(s.raw)
+        arrs = [_sizes(sc), _sizes(zeros), _sizes(rc), _sizes(rd)]
+        return self._run(call, nb, _lib.lib().collie_alltoallv, sptr, arrs[0], arrs[1], rptr, arrs[2], arrs[3], UINT8,
+                         keep=keep + arrs)
+
+    def Scatter(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:
+        self._scatter(sendbuf, recvbuf, root, False)
+
+    def Iscatter(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> Request:
+        return self._scatter(sendbuf, recvbuf, root, True)  # type: ignore[return-value]
+
+    def _scatter(self, sendbuf: Any, recvbuf: Any, root: int, nb: bool) -> Optional[Request]:
+        call = "Iscatter" if nb else "Scatter"
+        root = self._root(root, call)
+        c = self._c
+        n = c.get_size()
+        if c.get_rank() != root:
+            self._not_in_place(recvbuf, call, "recvbuf", root)
+            r = msg(recvbuf, call + ": recvbuf", writable=True)
+            return self._run(call, nb, _lib.lib().collie_scatter, None, r.ptr, r.nbytes, UINT8, root, keep=[r.raw])
+        sv = msgv(sendbuf, call + ": sendbuf", n, block=True)
+        cb = sv.counts[0] * sv.dt.extent
+        if is_in_place(recvbuf):
+            rptr, keep = sv.ptr + root * cb, [sv.raw]
+        else:
+            r = msg(recvbuf, call + ": recvbuf", writable=True)
+            self._same_bytes(call, cb, "each block of sendbuf", r.nbytes, "recvbuf")
+            rptr, keep = r.ptr, [sv.raw, r.raw]
+        return self._run(call, nb, _lib.lib().collie_scatter, sv.ptr, rptr, cb, UINT8, root, keep=keep)
+
+    def Scatterv(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:
+        self._scatterv(sendbuf, recvbuf, root, False)
+
+    def Iscatterv(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> Request:
+        return self._scatterv(sendbuf, recvbuf, root, True)  # type: ignore[return-value]
+
+    def _scatterv(self, sendbuf: Any, recvbuf: Any, root: int, nb: bool) -> Optional[Request]:
+        """An alltoallv in which only the root sends."""
+        call = "Iscatterv" if nb else "Scatterv"
+        root = self._root(root, call)
+        c = self._c
+        n, me = c.get_size(), c.get_rank()
+        zeros = [0] * n
+        sc, sd, rc = list(zeros), list(zeros), list(zeros)
+        dummy = np.zeros(1, np.uint8)
+        keep: List[Any] = [dummy]
+        sptr, rptr = dummy.ctypes.data, dummy.ctypes.data
+        if me == root:
+            sv = msgv(sendbuf, call + ": sendbuf", n)
+            sc, sd, sptr = sv.byte_counts(), sv.byte_displs(), sv.ptr
+            keep.append(sv.raw)
+            if is_in_place(recvbuf):
+                sc[me] = 0
+            else:
+                r = msg(recvbuf, call + ": recvbuf", writable=True)
+                self._same_bytes(call, sc[me], "sendbuf's block %d" % me, r.nbytes, "recvbuf")
+                rc[root], rptr = r.nbytes, r.ptr
+                keep.append(r.raw)
+        else:
+            self._not_in_place(recvbuf, call, "recvbuf", root)
+            r = msg(recvbuf, call + ": recvbuf", writable=True)
+            rc[root], rptr = r.nbytes, r.ptr
+            keep.append(r.raw)
+        arrs = [_sizes(sc), _sizes(sd), _sizes(rc), _sizes(zeros)]
+        return self._run(call, nb, _lib.lib().collie_alltoallv, sptr, arrs[0], arrs[1], rptr, arrs[2], arrs[3], UINT8,
+                         keep=keep + arrs)
+
+    def Allgather(self, sendbuf: Any, recvbuf: Any) -> None:
+        self._allgather(sendbuf, recvbuf, False)
+
+    def Iallgather(self, sendbuf: Any, recvbuf: Any) -> Request:
+        return self._allgather(sendbuf, recvbuf, True)  # type: ignore[return-value]
+
+    def _allgather(self, sendbuf: Any, recvbuf: Any, nb: bool) -> Optional[Request]:
+        call = "Iallgather" if nb else "Allgather"
+        c = self._c
+        n, me = c.get_size(), c.get_rank()
+        rv = msgv(recvbuf, call + ": recvbuf", n, writable=True, block=True)
+        cb = rv.counts[0] * rv.dt.extent
+        if is_in_place(sendbuf):
+            sptr, keep = rv.ptr + me * cb, [rv.raw]
+        else:
+            s = msg(sendbuf, call + ": sendbuf")
+            self._same_bytes(call, s.nbytes, "sendbuf", cb, "each block of recvbuf")
+            sptr, keep = s.ptr, [s.raw, rv.raw]
+        return self._run(call, nb, _lib.lib().collie_allgather, sptr, rv.ptr, cb, UINT8, keep=keep)
+
+    def Allgatherv(self, sendbuf: Any, recvbuf: Any) -> None:
+        self._allgatherv(sendbuf, recvbuf, False)
+
+    def Iallgatherv(self, sendbuf: Any, recvbuf: Any) -> Request:
+        return self._allgatherv(sendbuf, recvbuf, True)  # type: ignore[return-value]
+
+    def _allgatherv(self, sendbuf: Any, recvbuf: Any, nb: bool) -> Optional[Request]:
+        call = "Iallgatherv" if nb else "Allgatherv"
+        c = self._c
+        n, me = c.get_size(), c.get_rank()
+        rv = msgv(recvbuf, call + ": recvbuf", n, writable=True)
+        rc, rd = rv.byte_counts(), rv.byte_displs()
+        if is_in_place(sendbuf):
+            sptr, scount, keep = rv.ptr + rd[me], rc[me], [rv.raw]
+        else:
+            s = msg(sendbuf, call + ": sendbuf")
+            self._same_bytes(call, s.nbytes, "sendbuf", rc[me], "recvbuf's block %d" % me)
+            sptr, scount, keep = s.ptr, s.nbytes, [s.raw, rv.raw]
+        arrs = [_sizes(rc), _sizes(rd)]
+        return self._run(call, nb, _lib.lib().collie_allgatherv, sptr, scount, rv.ptr, arrs[0], arrs[1], UINT8,
+                         keep=keep + arrs)
+
+    def Alltoall(self, sendbuf: Any, recvbuf: Any) -> None:
+        self._alltoall(sendbuf, recvbuf, False)
+
+    def Ialltoall(self, sendbuf: Any, recvbuf: Any) -> Request:
+        return self._alltoall(sendbuf, recvbuf, True)  # type: ignore[return-value]
+
+    def _alltoall(self, sendbuf: Any, recvbuf: Any, nb: bool) -> Optional[Request]:
+        call = "Ialltoall" if nb else "Alltoall"
+        n = self._c.get_size()
+        rv = msgv(recvbuf, call + ": recvbuf", n, writable=True, block=True)
+        cb = rv.counts[0] * rv.dt.extent
+        if is_in_place(sendbuf):
+            sptr, keep = rv.ptr, [rv.raw]
+        else:
+            sv = msgv(sendbuf, call + ": sendbuf", n, block=True)
+            self._same_bytes(call, sv.counts[0] * sv.dt.extent, "each block of sendbuf", cb, "each block of recvbuf")
+            sptr, keep = sv.ptr, [sv.raw, rv.raw]
+        return self._run(call, nb, _lib.lib().collie_alltoall, sptr, rv.ptr, cb, UINT8, keep=keep)
+
+    def Alltoallv(self, sendbuf: Any, recvbuf: Any) -> None:
+        self._alltoallv(sendbuf, recvbuf, False)
+
+    def Ialltoallv(self, sendbuf: Any, recvbuf: Any) -> Request:
+        return self._alltoallv(sendbuf, recvbuf, True)  # type: ignore[return-value]
+
+    def _alltoallv(self, sendbuf: Any, recvbuf: Any, nb: bool) -> Optional[Request]:
+        call = "Ialltoallv" if nb else "Alltoallv"
+        n = self._c.get_size()
+        rv = msgv(recvbuf, call + ": recvbuf", n, writable=True)
+        rc, rd = rv.byte_counts(), rv.byte_displs()
+        if is_in_place(sendbuf):
+            # MPI: the data to send is in recvbuf, laid out as the receive.
+            src: Any = rv.raw.copy()
+            sc, sd, sptr = rc, rd, int(src.ctypes.data)
+        else:
+            sv = msgv(sendbuf, call + ": sendbuf", n)
+            src, sc, sd, sptr = sv.raw, sv.byte_counts(), sv.byte_displs(), sv.ptr
+        arrs = [_sizes(sc), _sizes(sd), _sizes(rc), _sizes(rd)]
+        return self._run(call, nb, _lib.lib().collie_alltoallv, sptr, arrs[0], arrs[1], rv.ptr, arrs[2], arrs[3], UINT8,
+                         keep=[src, rv.raw] + arrs)
+
+    # ---- point-to-point (collie's present semantics) ----
+
+    def _tag(self, tag: int, call: str, recv: bool) -> int:
+        tag = _int(tag, call + ": tag")
+        if recv and tag == ANY_TAG:
+            _errors.unsupported("%s with tag=ANY_TAG (pass the tag)" % call, _errors.NEEDS_MATCHING)
+        if not 0 <= tag <= TAG_UB:
+            raise _errors.Exception(_errors.ERR_TAG, "collie.MPI: %s: tag = %d must be in 0..TAG_UB (%d)"
+                                    % (call, tag, TAG_UB))
+        return tag
+
+    def Send(self, buf: Any, dest: int, tag: int = 0) -> None:
+        """Sends buf to dest. It matches dest's next receive from this rank
+        (collie's order), whose size and tag must be the same."""
+        self._send(buf, dest, tag, "Send")
+
+    def Ssend(self, buf: Any, dest: int, tag: int = 0) -> None:
+        self._send(buf, dest, tag, "Ssend")
+
+    def Bsend(self, buf: Any, dest: int, tag: int = 0) -> None:
+        self._send(buf, dest, tag, "Bsend")
+
+    def Rsend(self, buf: Any, dest: int, tag: int = 0) -> None:
+        self._send(buf, dest, tag, "Rsend")
+
+    def _send(self, buf: Any, dest: int, tag: int, call: str) -> None:
+        dest = self._peer(dest, call, "dest", False)
+        tag = self._tag(tag, call, False)
+        m = msg(buf, call + ": buf")
+        if dest == PROC_NULL:
+            return
+        self._send_bytes(call, m.bytes(), dest, tag)
+
+    def _send_bytes(self, call: str, arr: Any, dest: int, tag: int) -> None:
+        """Sends the uint8 array arr to dest with collie tag tag."""
+        self._run(call, False, _lib.lib().collie_send, int(arr.ctypes.data), arr.size, UINT8, dest, tag, keep=[arr])
+
+    def Recv(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Optional[Status] = None) -> None:
+        """Receives the next message from source (ANY_SOURCE: from the first
+        rank whose next message to this rank has tag) into buf, which must
+        be the message's size (a shorter message needs MPI matching: see
+        docs/mpi.md)."""
+        source = self._peer(source, "Recv", "source", True)
+        if source == PROC_NULL:
+            msg(buf, "Recv: buf", writable=True)
+            fill(status, PROC_NULL, ANY_TAG, 0)
+            return
+        tag = self._tag(tag, "Recv", True)
+        m = msg(buf, "Recv: buf", writable=True)
+        src = self._recv_bytes("Recv", m.ptr, m.nbytes, source, tag, [m.raw])
+        fill(status, src, tag, m.nbytes)
+
+    def _recv_bytes(self, call: str, ptr: int, nbytes: int, source: int, tag: int, keep: List[Any]) -> int:
+        """Receives nbytes at ptr from source (or ANY_SOURCE) with collie tag
+        tag; the rank it came from."""
+        L = _lib.lib()
+        try:
+            if source == ANY_SOURCE:
+                box = ctypes.c_int(-1)
+                self._run(call, False, _lib.need("collie_recv_any"), ptr, nbytes, UINT8, tag, ctypes.byref(box),
+                          keep=keep + [box])
+                return box.value
+            self._run(call, False, L.collie_recv, ptr, nbytes, UINT8, source, tag, keep=keep)
+        except _errors.Exception as e:
+            if "mismatched" in e.message:
+                e.message += (" [collie.MPI: until collie's point-to-point has MPI matching (issue 37, point 1), "
+                              "a receive takes the pair's next message, whose tag and size must be the receive's; "
+                              "docs/mpi.md]")
+                e.args = (e.message,)
+            raise
+        return source
+
+    def Sendrecv(self, sendbuf: Any, dest: int, sendtag: int = 0, recvbuf: Any = None, source: int = ANY_SOURCE,
+                 recvtag: int = ANY_TAG, status: Optional[Status] = None) -> None:
+        """Send and Recv progressing together (a ring exchange cannot
+        deadlock)."""
+        call = "Sendrecv"
+        dest = self._peer(dest, call, "dest", False)
+        source = self._peer(source, call, "source", True)
+        s = msg(sendbuf, call + ": sendbuf")
+        r = msg(recvbuf, call + ": recvbuf", writable=True)
+        stag = self._tag(sendtag, call, False)
+        rtag = self._tag(recvtag, call, True) if source != PROC_NULL else ANY_TAG
+        if source == ANY_SOURCE:
+            if self._c.get_size() > 1:
+                _errors.unsupported("Sendrecv with source=ANY_SOURCE (pass the source)",
+                                    "collie progresses a send and a receive together only in a group, which a "
+                                    "receive from any source cannot join; " + _errors.NEEDS_MATCHING)
+            source = 0  # a world of one: the only source
+        src = self._exchange(call, s.raw[s.offset:s.offset + s.nbytes], dest, stag, r.raw[r.offset:r.offset + r.nbytes],
+                             source, rtag)
+        fill(status, src, rtag if src != PROC_NULL else ANY_TAG, r.nbytes if src != PROC_NULL else 0)
+
+    def _exchange(self, call: str, sarr: Any, dest: int, stag: int, rarr: Any, source: int, rtag: int) -> int:
+        """Sends sarr to dest and receives rarr from source together (uint8
+        arrays); the source it came from."""
+        c = self._c
+        if source == ANY_SOURCE and c.get_size() == 1:
+            source = 0  # the only source (a send to itself must share a group with its receive)
+        with _errors.collie_errors(call):
+            if source == ANY_SOURCE:
+                # Only for the lowercase methods' 16-byte headers: a small send
+                # leaves at once, so the receive queued behind it runs.
+                w = c.send(sarr, dest, async_op=True, tag=stag) if dest != PROC_NULL else None
+                try:
+                    src = self._recv_bytes(call, int(rarr.ctypes.data), rarr.size, source, rtag, [rarr])
+                finally:
+                    if w is not None:
+                        w.wait()
+                return src
+            b = c.batch_op_create()
+            if dest != PROC_NULL:
+                b.send(sarr, dest, stag)
+            if source != PROC_NULL:
+                b.recv(rarr, source, rtag)
+            if len(b):
+                b.issue()
+        return source
+
+    def Sendrecv_replace(self, buf: Any, dest: int, sendtag: int = 0, source: int = ANY_SOURCE,
+                         recvtag: int = ANY_TAG, status: Optional[Status] = None) -> None:
+        m = msg(buf, "Sendrecv_replace: buf", writable=True)
+        copy = m.bytes().copy()
+        self.Sendrecv([copy, m.count, m.dt], dest, sendtag, buf, source, recvtag, status)
+
+    # ---- the lowercase (pickled) methods: _pickled.py ----
+
+    barrier = _pickled.barrier
+    bcast = _pickled.bcast
+    gather = _pickled.gather
+    scatter = _pickled.scatter
+    allgather = _pickled.allgather
+    alltoall = _pickled.alltoall
+    reduce = _pickled.reduce
+    allreduce = _pickled.allreduce
+    send = _pickled.send
+    recv = _pickled.recv
+    sendrecv = _pickled.sendrecv
+
+    # ---- what needs MPI matching (issue 37, point 1) ----
+
+    def _matching(name: str) -> Callable[..., Any]:  # type: ignore[misc]
+        def fn(self: "Comm", *args: Any, **kwargs: Any) -> Any:
+            _errors.unsupported("Comm.%s" % name, _errors.NEEDS_MATCHING)
+        fn.__name__ = name
+        return fn
+
+    Isend = _matching("Isend")
+    Issend = _matching("Issend")
+    Ibsend = _matching("Ibsend")
+    Irsend = _matching("Irsend")
+    Irecv = _matching("Irecv")
+    Probe = _matching("Probe")
+    Iprobe = _matching("Iprobe")
+    Mprobe = _matching("Mprobe")
+    Improbe = _matching("Improbe")
+    Send_init = _matching("Send_init")
+    Ssend_init = _matching("Ssend_init")
+    Bsend_init = _matching("Bsend_init")
+    Rsend_init = _matching("Rsend_init")
+    Recv_init = _matching("Recv_init")
+    isend = _matching("isend")
+    issend = _matching("issend")
+    irecv = _matching("irecv")
+    probe = _matching("probe")
+    iprobe = _matching("iprobe")
+    mprobe = _matching("mprobe")
+    improbe = _matching("improbe")
+    del _matching
+
+
+class Intracomm(Comm):
+    """mpi4py's MPI.Intracomm (every communicator of collie.MPI is one)."""
+
+
+def _int(v: Any, what: str) -> int:
+    if isinstance(v, bool) or not hasattr(v, "__index__"):
+        raise TypeError("collie.MPI: %s = %r must be an int" % (what, v))
+    return int(v.__index__())
+
+
+def _store(m: Msg) -> Callable[[Any], None]:
+    """A function writing a reduction's result into m."""
+
+    def fn(out: Any) -> None:
+        m.array()[...] = out
+
+    return fn
+
+
+def _fold(tmp: Any, dt: Datatype, count: int, op: Op, ranks: Sequence[int]) -> Any:
+    """op over the given ranks' blocks of tmp (size blocks of count dt's), in
+    rank order: ((r0 op r1) op r2) ..."""
+    blocks = tmp.view(dt.np).reshape(-1, count) if count else np.zeros((len(tmp) and 1, 0), dt.np)
+    acc = None
+    for q in ranks:
+        b = blocks[q] if count else np.zeros(0, dt.np)
+        acc = b.copy() if acc is None else op.reduce_arrays(acc, b, dt)
+    return acc
+
+
+def _world() -> _cc.Comm:
+    """The world communicator: from the launcher's environment, or a world of one."""
+    r, n = _cc._launcher_rank_size()
+    if r is None and not os.environ.get("COLLIE_STORE"):
+        return _self_comm("MPI_COMM_WORLD")
+    return _cc.new_comm(name="MPI_COMM_WORLD")
+
+
+def _self_comm(name: str) -> _cc.Comm:
+    """A communicator of this process alone (it meets no one: no store)."""
+    return _cc.new_comm(name=name, rank=0, world_size=1, hints={"store": None})
+
+
+COMM_NULL = Comm()
+COMM_WORLD = Intracomm(None, "MPI_COMM_WORLD", _world, predefined=True)
+COMM_SELF = Intracomm(None, "MPI_COMM_SELF", lambda: _self_comm("MPI_COMM_SELF"), predefined=True)
+
+
+def finalize_all() -> None:
+    """Frees every communicator collie.MPI made, newest first (MPI.Finalize)."""
+    global _finalized
+    with _registry_lock:
+        made = list(_made)
+        _made.clear()
+        _finalized = True
+    first: Optional[BaseException] = None
+    for c in reversed(made):
+        h = c._h
+        if h is not None:
+            try:
+                h.finalize()
+            except Exception as e:
+                first = first or e
+    if first is not None:
+        raise _errors.Exception(_errors.ERR_OTHER, "collie.MPI: Finalize: %s" % first)
+
+
+def is_finalized() -> bool:
+    return _finalized

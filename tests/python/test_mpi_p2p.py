@@ -1,0 +1,287 @@
+"""collie.MPI: point-to-point with collie's present semantics (a pair's
+messages match in issue order, tags agree), Status, PROC_NULL, the pickled
+lowercase methods, Dup/Split/Free, the errors (mpi4py's MPI.Exception with
+collie's message; TypeError/ValueError for bad arguments) and the calls that
+raise NotImplementedError; Finalize and the exit cleanup in a job of their
+own (tests/python/jobs/mpi_finalize.py)."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import collie
+from collie import MPI
+
+from conftest import build_dir
+
+W = MPI.COMM_WORLD
+
+
+@pytest.fixture
+def w():
+    W.Get_size()  # every rank makes COMM_WORLD (collective) before a test uses it on some ranks only
+    return W
+
+
+def ring(rank, size):
+    return (rank + 1) % size, (rank - 1) % size
+
+
+# ---- point-to-point ----------------------------------------------------------------
+
+def test_send_recv_status(w, rank, size):
+    if size < 2:
+        pytest.skip("needs 2 ranks")
+    if rank == 0:
+        w.Send(np.arange(5, dtype="d"), dest=1, tag=4)
+        w.Ssend([np.arange(6, dtype="i"), 3, MPI.INT], dest=1, tag=5)
+        w.Bsend(bytearray(b"xyz"), 1, 6)
+        w.Rsend([np.arange(4, dtype="h"), (2, 2), MPI.SHORT], 1, 7)
+    elif rank == 1:
+        st = MPI.Status()
+        b = np.zeros(5)
+        w.Recv(b, source=0, tag=4, status=st)
+        np.testing.assert_array_equal(b, np.arange(5))
+        assert (st.Get_source(), st.Get_tag(), st.Get_count(MPI.DOUBLE), st.Get_count()) == (0, 4, 5, 40)
+        assert (st.source, st.tag, st.count) == (0, 4, 40) and st.Get_count(MPI.INT) == 10
+        assert st.Get_count(MPI.DOUBLE_INT) == MPI.UNDEFINED  # 40 bytes are not whole 16-byte pairs
+        c = np.zeros(3, "i")
+        w.Recv([c, MPI.INT], 0, 5, st)
+        assert c.tolist() == [0, 1, 2] and st.Get_tag() == 5
+        b3 = bytearray(3)
+        w.Recv(b3, MPI.ANY_SOURCE, 6, st)  # collie_recv_any
+        assert b3 == bytearray(b"xyz") and st.Get_source() == 0
+        h = np.zeros(2, "h")
+        w.Recv(h, 0, 7)
+        assert h.tolist() == [2, 3]
+
+
+def test_proc_null(w, rank):
+    w.Send(np.zeros(3), MPI.PROC_NULL, 1)
+    st = MPI.Status()
+    b = np.full(3, 9.0)
+    w.Recv(b, MPI.PROC_NULL, 1, st)
+    assert (st.Get_source(), st.Get_tag(), st.Get_count()) == (MPI.PROC_NULL, MPI.ANY_TAG, 0)
+    assert b.tolist() == [9.0] * 3
+    assert w.recv(source=MPI.PROC_NULL) is None
+    w.send("x", dest=MPI.PROC_NULL)
+    w.Sendrecv(np.zeros(1), MPI.PROC_NULL, 0, b, MPI.PROC_NULL, 0, st)
+    assert st.Get_source() == MPI.PROC_NULL
+    assert MPI.TAG_UB >= 32767
+
+
+def test_sendrecv_ring(w, rank, size):
+    right, left = ring(rank, size)
+    got = np.zeros(4, "i")
+    st = MPI.Status()
+    w.Sendrecv(np.full(4, rank, "i"), right, 3, got, left, 3, st)
+    assert got.tolist() == [left] * 4 and (st.Get_source(), st.Get_tag()) == (left, 3)
+    buf = np.full(2, rank * 1.5)
+    w.Sendrecv_replace(buf, dest=right, sendtag=8, source=left, recvtag=8)
+    assert buf.tolist() == [left * 1.5] * 2
+    big = np.zeros(200000)
+    w.Sendrecv(np.full(200000, float(rank)), right, 9, big, left, 9, st)
+    assert st.Get_source() == left and big[0] == big[-1] == left
+    if size > 1:
+        with pytest.raises(NotImplementedError, match="Sendrecv with source=ANY_SOURCE"):
+            w.Sendrecv(np.zeros(1), right, 9, big, MPI.ANY_SOURCE, 9)
+    # the pickled form takes any source (headers first): a large object
+    got = w.sendrecv(np.full(200000, float(rank)), dest=right, sendtag=4, recvtag=4, status=st)
+    assert st.Get_source() == left and got[0] == got[-1] == left
+
+
+def test_pickled_point_to_point(w, rank, size):
+    right, left = ring(rank, size)
+    st = MPI.Status()
+    got = w.sendrecv({"from": rank, "data": list(range(rank))}, dest=right, sendtag=2, source=left, status=st)
+    assert got == {"from": left, "data": list(range(left))} and st.Get_tag() == 2 and st.Get_source() == left
+    got = w.sendrecv(np.arange(3) * rank, dest=right)  # mpi4py's defaults: ANY_SOURCE, ANY_TAG
+    np.testing.assert_array_equal(got, np.arange(3) * left)
+    if size < 2:
+        return
+    if rank == 0:
+        w.send(("a", 1), dest=1, tag=11)
+        w.send(b"x" * 100000, dest=1)
+        assert w.recv(source=1, tag=12) == "back"
+    elif rank == 1:
+        assert w.recv(source=0, tag=11, status=st) == ("a", 1)
+        assert (st.Get_source(), st.Get_tag()) == (0, 11)
+        assert w.recv(status=st) == b"x" * 100000 and st.Get_source() == 0 and st.Get_tag() == 0
+        w.send("back", 0, tag=12)
+
+
+def test_pickled_collectives(w, rank, size):
+    root = size - 1
+    assert w.bcast({"k": [1, 2]} if rank == root else None, root=root) == {"k": [1, 2]}
+    g = w.gather((rank, "r%d" % rank), root=root)
+    assert g == ([(q, "r%d" % q) for q in range(size)] if rank == root else None)
+    assert w.scatter([q * q for q in range(size)] if rank == root else None, root=root) == rank * rank
+    assert w.allgather(rank * 2) == [q * 2 for q in range(size)]
+    assert w.alltoall([(rank, q) for q in range(size)]) == [(q, rank) for q in range(size)]
+    assert w.allreduce(rank + 1) == size * (size + 1) // 2
+    assert w.allreduce([rank]) == list(range(size))  # SUM is +, in rank order
+    assert w.allreduce(rank, op=MPI.MAX) == size - 1
+    assert w.allreduce((rank % 2, rank), op=MPI.MAXLOC) == ((1, 1) if size > 1 else (0, 0))
+    assert w.allreduce((-rank, rank), op=MPI.MINLOC) == (-(size - 1), size - 1)
+    assert w.allreduce(str(rank), op=lambda a, b: a + b) == "".join(str(q) for q in range(size))
+    assert w.reduce(rank + 2, op=MPI.PROD, root=0) == (np.prod(np.arange(2, size + 2)) if rank == 0 else None)
+    w.barrier()
+    assert MPI.SUM(2, 3) == 5 and MPI.LXOR(True, True) is False
+
+
+# ---- communicators --------------------------------------------------------------------
+
+def test_dup_split_free(w, rank, size):
+    d = w.Dup()
+    assert d != w and (d.Get_rank(), d.Get_size()) == (rank, size)
+    assert d.allreduce(1) == size
+    d.Free()
+    assert d == MPI.COMM_NULL
+    with pytest.raises(MPI.Exception) as e:
+        d.Get_rank()
+    assert e.value.Get_error_code() == MPI.ERR_COMM
+    half = w.Split(color=rank % 2, key=-rank)  # reversed order within each color
+    mine = [q for q in range(size) if q % 2 == rank % 2]
+    assert half.Get_size() == len(mine)
+    assert half.Get_rank() == sorted(mine, reverse=True).index(rank)
+    assert half.allgather(rank) == sorted(mine, reverse=True)
+    half.Free()
+    none = w.Split(MPI.UNDEFINED if rank == 0 else 1, 0)
+    if rank == 0:
+        assert none == MPI.COMM_NULL
+    else:
+        assert none.Get_size() == size - 1
+        none.Free()
+    with pytest.raises(MPI.Exception):
+        w.Free()  # predefined
+    me = MPI.COMM_SELF
+    x = np.array([rank])
+    me.Allreduce(MPI.IN_PLACE, x)
+    assert x[0] == rank and me.bcast(rank) == rank
+
+
+# ---- errors --------------------------------------------------------------------------
+
+def test_bad_buffers(w):
+    x = np.zeros(4)
+    with pytest.raises(ValueError, match="count 10 of MPI_DOUBLE needs 80 bytes but the buffer has 32"):
+        w.Allreduce([x, 10, MPI.DOUBLE], np.zeros(10))
+    with pytest.raises(TypeError, match="got a list of 5 items"):
+        w.Bcast([x, 1, 2, 3, MPI.DOUBLE])
+    with pytest.raises(TypeError, match="is not a buffer"):
+        w.Allreduce("abc", x)
+    with pytest.raises(TypeError, match="'zz'"):
+        w.Bcast([x, "zz"])
+    with pytest.raises(TypeError, match="not an MPI datatype"):
+        w.Bcast([x, 4, np.float64])
+    with pytest.raises(ValueError, match="not C-contiguous"):
+        w.Bcast(np.zeros((4, 4))[:, 1])
+    with pytest.raises(ValueError, match="not a whole number of MPI_DOUBLE"):
+        w.Bcast([bytearray(12), MPI.DOUBLE])
+    with pytest.raises(BufferError, match="read-only"):
+        w.Allreduce(x, np.zeros(4).view().setflags(write=False) or _readonly(4))
+    with pytest.raises(ValueError, match="sendbuf is 32 bytes but recvbuf is 24"):
+        w.Allreduce(x, np.zeros(3))
+    with pytest.raises(ValueError, match="has 3 entries; the communicator has"):
+        w.Allgatherv(x, [np.zeros(30), [1, 1, 1] if w.Get_size() != 3 else [1, 1], MPI.DOUBLE])
+
+
+def _readonly(n):
+    a = np.zeros(n)
+    a.setflags(write=False)
+    return a
+
+
+def test_bad_ops_and_ranks(w, rank, size):
+    x = np.zeros(4)
+    with pytest.raises(TypeError, match="not an MPI reduction op"):
+        w.Allreduce(x, np.zeros(4), op="sum")
+    with pytest.raises(MPI.Exception, match="MPI_BAND is not defined on MPI_DOUBLE") as e:
+        w.Allreduce(x, np.zeros(4), op=MPI.BAND)
+    assert e.value.Get_error_code() == e.value.error_code == MPI.ERR_OP
+    assert "MPI_ERR_OP" in e.value.Get_error_string()
+    with pytest.raises(MPI.Exception, match="MPI_MINLOC is not defined on MPI_INT"):
+        w.Allreduce(np.zeros(2, "i"), np.zeros(2, "i"), op=MPI.MINLOC)
+    with pytest.raises(MPI.Exception, match="MPI_SUM is not defined on MPI_C_BOOL"):
+        w.Scan(np.zeros(2, bool), np.zeros(2, bool))
+    with pytest.raises(MPI.Exception, match="root = %d is outside" % size) as e:
+        w.Bcast(x, root=size)
+    assert e.value.error_code == MPI.ERR_ROOT
+    with pytest.raises(MPI.Exception, match="dest = %d is outside" % size):
+        w.Send(x, size, 0)
+    with pytest.raises(MPI.Exception, match="tag = -5"):
+        w.Send(x, 0, -5)
+    if size > 1 and rank != 0:
+        with pytest.raises(ValueError, match="IN_PLACE .* root only"):
+            w.Gather(MPI.IN_PLACE, None, root=0)
+
+
+def test_collie_failure_is_mpi_exception(w, rank, size):
+    """A receive whose size differs from the message: collie's error
+    (naming the peer and both sizes) as MPI.Exception, on a Dup so the
+    world communicator stays healthy."""
+    if size < 2:
+        pytest.skip("needs 2 ranks")
+    d = w.Dup()
+    try:
+        if rank == 0:
+            d.Send(np.zeros(3), 1, tag=1)
+        elif rank == 1:
+            with pytest.raises(MPI.Exception) as e:
+                d.Recv(np.zeros(5), 0, tag=1)
+            msg = str(e.value)
+            assert "Recv" in msg and "rank 0" in msg and "24 bytes" in msg and "40 bytes" in msg
+            assert "MPI matching" in msg and e.value.Get_error_code() == MPI.ERR_OTHER
+            assert e.value.__cause__ is not None
+    finally:
+        d.Free()
+
+
+def test_not_implemented_names_the_call(w):
+    with pytest.raises(NotImplementedError, match="MPI.Win"):
+        MPI.Win
+    assert not hasattr(MPI, "Cartcomm")  # also an AttributeError: hasattr works
+    with pytest.raises(NotImplementedError, match="Comm.Create_cart"):
+        w.Create_cart([1])
+    with pytest.raises(NotImplementedError, match="Comm.Isend.*matching"):
+        w.Isend(np.zeros(1), 0)
+    with pytest.raises(NotImplementedError, match="Comm.Irecv.*matching"):
+        w.Irecv(np.zeros(1), 0)
+    with pytest.raises(NotImplementedError, match="Comm.Probe"):
+        w.Probe(0)
+    with pytest.raises(NotImplementedError, match="Comm.Send_init"):
+        w.Send_init(np.zeros(1), 0)
+    with pytest.raises(NotImplementedError, match="Comm.irecv"):
+        w.irecv(source=0)
+    with pytest.raises(NotImplementedError, match="Recv with tag=ANY_TAG.*matching"):
+        w.Recv(np.zeros(1), 0)
+    with pytest.raises(NotImplementedError, match="Datatype.Create_contiguous"):
+        MPI.INT.Create_contiguous(2)
+    with pytest.raises(NotImplementedError, match="Request.Cancel"):
+        MPI.REQUEST_NULL.Cancel()
+
+
+@pytest.mark.skipif(os.environ.get("COLLIE_WORLD_SIZE", "1") != "1", reason="launches its own jobs (1-rank session)")
+@pytest.mark.parametrize("n", [1, 3])
+def test_finalize_and_exit_job(n, tmp_path):
+    """Finalize, Is_finalized, use after Finalize, Abort of nothing; a
+    second run leaves COMM_WORLD to the exit cleanup; a singleton run
+    without a launcher is a world of one."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("COLLIE_RANK", "COLLIE_WORLD_SIZE", "COLLIE_LOCAL_RANK", "COLLIE_LOCAL_SIZE",
+                        "COLLIE_STORE", "COLLIE_JOB_TOKEN")}
+    env["COLLIE_LIBRARY"] = os.path.abspath(collie.library_path())
+    env["PYTHONPATH"] = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                     "python")
+    prog = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs", "mpi_finalize.py")
+    for how in ("finalize", "exit"):
+        cmd = [os.path.join(build_dir(), "collierun"), "-n", str(n), "--timeout", "40", sys.executable, prog, how]
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=50, cwd=str(tmp_path))
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert sorted(r.stdout.split("\n"))[1:] == sorted("ok %d %d %s" % (q, n, how) for q in range(n))
+    r = subprocess.run([sys.executable, prog, "finalize"], env=env, capture_output=True, text=True, timeout=50,
+                       cwd=str(tmp_path))
+    assert r.returncode == 0 and r.stdout == "ok 0 1 finalize\n", r.stdout + r.stderr
