@@ -371,3 +371,28 @@ def test_nonblocking_collectives(w, rank, size):
         pass
     assert MPI.Request.Testall([req]) and MPI.Request.Waitany([req]) == MPI.UNDEFINED
     assert MPI.REQUEST_NULL.Wait() is True
+
+
+def test_user_op_and_torch_tensors(w, rank, size):
+    """Op.Create (mpi4py's fn(invec, inoutvec, datatype), in rank order: a
+    non-commutative op sees ranks left to right) and torch CPU tensors as
+    buffers (the seeds' comm.Allreduce(tensor, result, op))."""
+
+    def concat_digits(invec, inoutvec, datatype):
+        a = np.frombuffer(invec, dtype="l")
+        b = np.frombuffer(inoutvec, dtype="l")
+        b[:] = a * 10 + b  # inoutvec = invec op inoutvec
+
+    op = MPI.Op.Create(concat_digits, commute=False)
+    x = np.array([rank + 1, 1], "l")
+    y = np.zeros(2, "l")
+    w.Allreduce(x, y, op=op)
+    assert y.tolist() == [int("".join(str(q + 1) for q in range(size))), int("1" * size)]
+    op.Free()
+    torch = pytest.importorskip("torch")
+    t = torch.arange(4, dtype=torch.float32) + rank
+    out = torch.zeros(4)
+    w.Allreduce(t, out, op=MPI.SUM)
+    assert out.tolist() == (torch.arange(4, dtype=torch.float32) * size + size * (size - 1) / 2).tolist()
+    w.Bcast(t, root=0)
+    assert t.tolist() == [0.0, 1.0, 2.0, 3.0]

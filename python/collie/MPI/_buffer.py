@@ -2,7 +2,8 @@
 
 The forms (mpi4py's documentation, "buffer-like objects"):
   buf                                   any C-contiguous object with the buffer protocol
-                                        (numpy array, bytearray, array.array, memoryview);
+                                        (numpy array, bytearray, array.array, memoryview),
+                                        or a contiguous torch CPU tensor;
                                         the datatype comes from its format (float64 -> DOUBLE)
   [buf, datatype] / [buf, count]        datatype a Datatype or a typecode ('i')
   [buf, count, datatype]                count an int, or (count, displ) in elements
@@ -54,8 +55,10 @@ def is_null(x: Any) -> bool:
 def _acquire(obj: Any, what: str, writable: bool) -> Tuple[Any, Any]:
     """(bytes of obj as a flat uint8 numpy array, obj's inferred datatype or
     its format string)."""
+    if not isinstance(obj, np.ndarray) and hasattr(obj, "data_ptr") and hasattr(obj, "__array__"):
+        obj = _host_tensor(obj, what)
     if isinstance(obj, np.ndarray):
-        if not (obj.flags.c_contiguous or obj.flags.f_contiguous) or (obj.ndim > 1 and not obj.flags.c_contiguous):
+        if not obj.flags.c_contiguous:
             raise ValueError("collie.MPI: %s: the numpy array is not C-contiguous (pass np.ascontiguousarray(x))"
                              % what)
         raw = obj.reshape(-1).view(np.uint8)
@@ -78,6 +81,21 @@ def _acquire(obj: Any, what: str, writable: bool) -> Tuple[Any, Any]:
                           % (what, type(obj).__name__))
     raw = np.frombuffer(mv, dtype=np.uint8) if mv.nbytes else np.zeros(0, np.uint8)
     return raw, mv.format
+
+
+def _host_tensor(t: Any, what: str) -> Any:
+    """A torch CPU tensor as a numpy array sharing its memory (as mpi4py
+    takes tensors through DLPack); other devices are not offered yet."""
+    dev = getattr(getattr(t, "device", None), "type", "cpu")
+    if dev != "cpu":
+        raise TypeError("collie.MPI: %s: a tensor on %s: collie.MPI takes host memory only (for now)" % (what, dev))
+    try:
+        arr = np.asarray(t)
+    except Exception as e:
+        raise TypeError("collie.MPI: %s: the tensor cannot be shared with numpy: %s" % (what, e)) from None
+    if arr.size and int(arr.ctypes.data) != int(t.data_ptr()):
+        raise TypeError("collie.MPI: %s: the tensor's memory cannot be shared (give a contiguous CPU tensor)" % what)
+    return arr
 
 
 def _short(obj: Any) -> str:
