@@ -70,7 +70,12 @@ def test_proc_null(w, rank):
     w.send("x", dest=MPI.PROC_NULL)
     w.Sendrecv(np.zeros(1), MPI.PROC_NULL, 0, b, MPI.PROC_NULL, 0, st)
     assert st.Get_source() == MPI.PROC_NULL
-    assert MPI.TAG_UB >= 32767
+    # TAG_UB is a key, as in mpi4py; the bound is the attribute's value
+    ub = MPI.COMM_WORLD.Get_attr(MPI.TAG_UB)
+    assert ub >= 32767
+    with pytest.raises(MPI.Exception, match="tag = %d must be in 0..%d" % (ub + 1, ub)):
+        w.Send(np.zeros(1), rank, ub + 1)
+    assert w.Get_attr(MPI.WTIME_IS_GLOBAL) == 0 and w.Get_attr(MPI.UNIVERSE_SIZE) == w.Get_size()
 
 
 def test_sendrecv_ring(w, rank, size):

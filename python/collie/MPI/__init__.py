@@ -22,7 +22,8 @@ import time
 from typing import Any, Optional, Tuple
 
 from ._buffer import BOTTOM, IN_PLACE
-from ._comm import (COMM_NULL, COMM_SELF, COMM_WORLD, CONGRUENT, IDENT, SIMILAR, TAG_UB, UNEQUAL, Comm,
+from ._comm import (APPNUM, COMM_NULL, COMM_SELF, COMM_WORLD, CONGRUENT, HOST, IDENT, IO, LASTUSEDCODE, SIMILAR,
+                    TAG_UB, UNEQUAL, UNIVERSE_SIZE, WTIME_IS_GLOBAL, Comm,
                     Intracomm, finalize_all, is_finalized)
 from ._datatype import (BOOL, BYTE, C_BOOL, C_COMPLEX, C_DOUBLE_COMPLEX, C_FLOAT_COMPLEX, CHAR, COMPLEX,
                         DATATYPE_NULL, DOUBLE, DOUBLE_COMPLEX, DOUBLE_INT, FLOAT, FLOAT_INT, INT, INT8_T, INT16_T,
@@ -131,6 +132,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "APPNUM", "HOST", "IO", "LASTUSEDCODE", "UNIVERSE_SIZE", "WTIME_IS_GLOBAL",
     "ANY_SOURCE", "ANY_TAG", "BAND", "BOOL", "BOR", "BOTTOM", "BXOR", "BYTE", "CHAR", "COMM_NULL", "COMM_SELF",
     "COMM_WORLD", "CONGRUENT", "C_BOOL", "C_COMPLEX", "C_DOUBLE_COMPLEX", "C_FLOAT_COMPLEX", "COMPLEX", "Comm",
     "DATATYPE_NULL", "DOUBLE", "DOUBLE_COMPLEX", "DOUBLE_INT", "Datatype", "ERR_ARG", "ERR_BUFFER", "ERR_COMM",

@@ -28,12 +28,16 @@ from ._request import Request
 from ._status import ANY_SOURCE, ANY_TAG, PROC_NULL, UNDEFINED, Status, fill
 
 UINT8 = 1  # collie's dtype for bytes
-TAG_UB = 2**31 - 2
+MAX_TAG = 2**31 - 2  # the largest tag a program may use (comm.Get_attr(TAG_UB))
 # The collie tag of the lowercase (pickled) point-to-point messages: each is
 # a 16-byte header (the caller's tag, the payload's length) then the payload.
 OBJ_TAG = 2**31 - 1
 
 IDENT, CONGRUENT, SIMILAR, UNEQUAL = 0, 1, 2, 3
+
+# The predefined attribute keys (keyvals) of a communicator, as mpi4py's
+# MPI.TAG_UB: the values come from comm.Get_attr(key).
+TAG_UB, HOST, IO, WTIME_IS_GLOBAL, APPNUM, LASTUSEDCODE, UNIVERSE_SIZE = 0, 1, 2, 3, 4, 5, 6
 
 _registry_lock = threading.Lock()
 _made: List["Comm"] = []  # every communicator collie.MPI created (Finalize frees them)
@@ -115,6 +119,30 @@ class Comm:
     @property
     def name(self) -> str:
         return self._name
+
+    def Get_attr(self, keyval: int) -> Optional[int]:
+        """The predefined attributes: TAG_UB (the largest tag), HOST
+        (PROC_NULL: none), IO (ANY_SOURCE: every rank may do I/O),
+        WTIME_IS_GLOBAL (0: Wtime is per process), UNIVERSE_SIZE (the
+        world's size), LASTUSEDCODE; None for APPNUM (as mpi4py for an
+        attribute that is not set)."""
+        k = _int(keyval, "Get_attr: keyval")
+        self._c  # a live communicator, as MPI requires
+        if k == TAG_UB:
+            return MAX_TAG
+        if k == HOST:
+            return PROC_NULL
+        if k == IO:
+            return ANY_SOURCE
+        if k == WTIME_IS_GLOBAL:
+            return 0
+        if k == UNIVERSE_SIZE:
+            return COMM_WORLD.Get_size()
+        if k == LASTUSEDCODE:
+            return _errors.ERR_LASTCODE
+        if k == APPNUM:
+            return None
+        _errors.unsupported("Comm.Get_attr(%d)" % k, "user attributes (Create_keyval) are not offered")
 
     def Is_inter(self) -> bool:
         return False
@@ -680,9 +708,9 @@ class Comm:
         tag = _int(tag, call + ": tag")
         if recv and tag == ANY_TAG:
             _errors.unsupported("%s with tag=ANY_TAG (pass the tag)" % call, _errors.NEEDS_MATCHING)
-        if not 0 <= tag <= TAG_UB:
-            raise _errors.Exception(_errors.ERR_TAG, "collie.MPI: %s: tag = %d must be in 0..TAG_UB (%d)"
-                                    % (call, tag, TAG_UB))
+        if not 0 <= tag <= MAX_TAG:
+            raise _errors.Exception(_errors.ERR_TAG, "collie.MPI: %s: tag = %d must be in 0..%d "
+                                    "(comm.Get_attr(MPI.TAG_UB))" % (call, tag, MAX_TAG))
         return tag
 
     def Send(self, buf: Any, dest: int, tag: int = 0) -> None:
