@@ -49,7 +49,7 @@ for n in 1 2 4; do
   echo "=== tests/python at $n rank(s) ==="
   start=$(date +%s)
   # Each rank gets its own --basetemp (pytest's tmp_path) so ranks never share one.
-  "$build/collierun" -n "$n" --tag-output --timeout 60 \
+  "$build/collierun" -n "$n" --tag-output --timeout 240 \
     sh -c 't=$1 n=$2; shift 2; exec "$0" -m pytest -p no:cacheprovider -q -rfE --basetemp="$t/n$n-rank$COLLIE_RANK" "$@"' \
     "$py" "$tmp" "$n" "$here" "$@"
   rc=$?
