@@ -272,9 +272,10 @@ def test_not_implemented_names_the_call(w):
 @pytest.mark.skipif(os.environ.get("COLLIE_WORLD_SIZE", "1") != "1", reason="launches its own jobs (1-rank session)")
 @pytest.mark.parametrize("n", [1, 3])
 def test_finalize_and_exit_job(n, tmp_path):
-    """Finalize, Is_finalized, use after Finalize, Abort of nothing; a
-    second run leaves COMM_WORLD to the exit cleanup; a singleton run
-    without a launcher is a world of one."""
+    """Finalize, Is_finalized, use after Finalize; a second run leaves
+    COMM_WORLD to the exit cleanup; a singleton run without a launcher is a
+    world of one; Abort ends its rank with the code and fails the others'
+    operations naming it."""
     env = {k: v for k, v in os.environ.items()
            if k not in ("COLLIE_RANK", "COLLIE_WORLD_SIZE", "COLLIE_LOCAL_RANK", "COLLIE_LOCAL_SIZE",
                         "COLLIE_STORE", "COLLIE_JOB_TOKEN")}
@@ -290,3 +291,10 @@ def test_finalize_and_exit_job(n, tmp_path):
     r = subprocess.run([sys.executable, prog, "finalize"], env=env, capture_output=True, text=True, timeout=50,
                        cwd=str(tmp_path))
     assert r.returncode == 0 and r.stdout == "ok 0 1 finalize\n", r.stdout + r.stderr
+    if n > 1:
+        # Abort(3) on rank 1: its exit status is 3, the others' Barrier fails naming it
+        cmd = [os.path.join(build_dir(), "collierun"), "-n", str(n), "--keep-going", "--timeout", "40",
+               sys.executable, prog, "abort"]
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=50, cwd=str(tmp_path))
+        assert r.returncode == 3, r.stdout + r.stderr
+        assert sorted(r.stdout.split("\n"))[1:] == sorted("ok %d %d abort" % (q, n) for q in range(n) if q != 1)

@@ -204,7 +204,7 @@ class Comm:
     def Abort(self, errorcode: int = 0) -> None:
         """Fails every rank's pending and later operations on this
         communicator (naming this rank) and ends this process with
-        errorcode."""
+        errorcode (0 becomes 1, so that the launcher sees a failure)."""
         try:
             self._c.abort("MPI_Abort(errorcode=%d) on rank %d" % (errorcode, self._c.get_rank()))
         finally:
