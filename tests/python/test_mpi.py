@@ -396,3 +396,61 @@ def test_user_op_and_torch_tensors(w, rank, size):
     assert out.tolist() == (torch.arange(4, dtype=torch.float32) * size + size * (size - 1) / 2).tolist()
     w.Bcast(t, root=0)
     assert t.tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_every_nonblocking_form(w, rank, size):
+    """Each I* collective issued before any wait (their temporaries must
+    outlive the call), then checked after one Waitall."""
+    n = size
+    counts = [q + 1 for q in range(n)]
+    tot = sum(counts)
+    out = {k: np.full(m, -1, "i") for k, m in [("bcast", 3), ("reduce", 2), ("allreduce", 2), ("gather", n),
+                                               ("gatherv", tot), ("scatter", 1), ("scatterv", rank + 1),
+                                               ("allgather", n), ("allgatherv", tot), ("alltoall", n),
+                                               ("alltoallv", n * (rank + 1)), ("rsb", 1), ("rs", rank + 1),
+                                               ("scan", 1), ("exscan", 1)]}
+    if rank == 0:
+        out["bcast"][:] = [7, 8, 9]
+    pair = np.zeros(1, MPI.TWOINT.np)
+    pair["value"], pair["index"] = [-rank], [rank]
+    pout = np.zeros_like(pair)
+    src_v = np.arange(tot, dtype="i")
+    reqs = [
+        w.Ibcast(out["bcast"], root=0),
+        w.Ireduce(np.array([rank, 1], "i"), out["reduce"] if rank == 0 else None, op=MPI.LOR, root=0),
+        w.Iallreduce(np.array([rank, 1], "i"), out["allreduce"], op=MPI.MAX),
+        w.Igather(np.array([rank * 2], "i"), out["gather"] if rank == 0 else None, root=0),
+        w.Igatherv(np.full(rank + 1, rank, "i"), [out["gatherv"], counts] if rank == 0 else None, root=0),
+        w.Iscatter(np.arange(n, dtype="i") * 3 if rank == 0 else None, out["scatter"], root=0),
+        w.Iscatterv([src_v, counts] if rank == 0 else None, out["scatterv"], root=0),
+        w.Iallgather(np.array([rank + 5], "i"), out["allgather"]),
+        w.Iallgatherv(np.full(rank + 1, rank, "i"), [out["allgatherv"], counts]),
+        w.Ialltoall(np.arange(n, dtype="i") + 10 * rank, out["alltoall"]),
+        w.Ialltoallv([np.concatenate([np.full(q + 1, rank, "i") for q in range(n)]), counts],
+                     [out["alltoallv"], [rank + 1] * n]),
+        w.Ireduce_scatter_block(np.arange(n, dtype="i") + rank, out["rsb"], op=MPI.SUM),
+        w.Ireduce_scatter(np.ones(tot, "i"), out["rs"], counts, op=MPI.SUM),
+        w.Iscan(np.array([rank + 1], "i"), out["scan"], op=MPI.SUM),
+        w.Iexscan(np.array([rank + 1], "i"), out["exscan"], op=MPI.SUM),
+        w.Iallreduce([pair, MPI.TWOINT], [pout, MPI.TWOINT], op=MPI.MINLOC),
+    ]
+    MPI.Request.Waitall(reqs)
+    assert out["bcast"].tolist() == [7, 8, 9]
+    if rank == 0:
+        assert out["reduce"].tolist() == ([1 if size > 1 else 0, 1])
+        assert out["gather"].tolist() == [2 * q for q in range(n)]
+        assert out["gatherv"].tolist() == [q for q in range(n) for _ in range(q + 1)]
+    assert out["allreduce"].tolist() == [n - 1, 1]
+    assert out["scatter"].tolist() == [3 * rank]
+    start = sum(counts[:rank])
+    assert out["scatterv"].tolist() == list(range(start, start + rank + 1))
+    assert out["allgather"].tolist() == [q + 5 for q in range(n)]
+    assert out["allgatherv"].tolist() == [q for q in range(n) for _ in range(q + 1)]
+    assert out["alltoall"].tolist() == [rank + 10 * q for q in range(n)]
+    assert out["alltoallv"].tolist() == [q for q in range(n) for _ in range(rank + 1)]
+    assert out["rsb"].tolist() == [rank * n + n * (n - 1) // 2]
+    assert out["rs"].tolist() == [n] * (rank + 1)
+    assert out["scan"].tolist() == [(rank + 1) * (rank + 2) // 2]
+    if rank > 0:
+        assert out["exscan"].tolist() == [rank * (rank + 1) // 2]
+    assert pout.tolist() == [(-(n - 1), n - 1)]
