@@ -19,7 +19,7 @@ callers (where MPI allows them). Counts and displacements are in elements.
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Tuple
 
 import numpy as np
 

@@ -14,14 +14,14 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence
 
 import numpy as np
 
 from .. import _comm as _cc
 from .. import _lib
 from . import _errors, _pickled
-from ._buffer import Msg, MsgV, is_in_place, is_null, msg, msgv
+from ._buffer import Msg, is_in_place, msg, msgv
 from ._datatype import Datatype
 from ._op import SUM, Op, as_op
 from ._request import Request
