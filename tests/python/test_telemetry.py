@@ -265,7 +265,17 @@ def test_timing_logger_without_communicator(tmp_path, comm):
             lg.record_timing("X", 1.0, iteration=-1)
         with pytest.raises(collie.InvalidArgument, match="rank = -1"):
             timing.init_timing_logger(-1, str(tmp_path / "bad"))
-        time.sleep(0.2)  # the writer runs every 50 ms: rows are on disk before shutdown
+        # The writer runs every 50 ms: the rows reach the disk before
+        # shutdown (polled: a loaded machine may delay the writer thread).
+        deadline = time.monotonic() + 10
+        while True:
+            text = ""
+            if os.path.exists(lg.path):
+                with open(lg.path) as f:
+                    text = f.read()
+            if text.count("\n") >= 3 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
         header, rows = read_rows(lg.path)
         assert header == TIMING_HEADER and len(rows) == 2
         timing.shutdown_timing_logger()
