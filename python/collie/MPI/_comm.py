@@ -48,7 +48,7 @@ def _sizes(values: Sequence[int]) -> Any:
     return (ctypes.c_size_t * max(len(values), 1))(*values)
 
 
-class Comm:
+class Comm(_errors.RefusesUnknown):
     """mpi4py's MPI.Comm / MPI.Intracomm over a collie communicator.
 
     COMM_WORLD makes its collie communicator at first use, from collie's
@@ -56,6 +56,8 @@ class Comm:
     MPICH's); without one the process is a world of one, as MPI's singleton
     init. Methods outside collie.MPI's list raise NotImplementedError naming
     themselves."""
+
+    _mpi_class = "Comm"
 
     def __init__(self, handle: Optional[_cc.Comm] = None, name: str = "MPI_COMM_NULL",
                  maker: Optional[Callable[[], _cc.Comm]] = None, predefined: bool = False) -> None:
@@ -232,11 +234,6 @@ class Comm:
 
     def __repr__(self) -> str:
         return "<collie.MPI.Intracomm %s>" % self._name
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        _errors.unsupported("Comm.%s" % name)
 
     # ---- helpers ----
 

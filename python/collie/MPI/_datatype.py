@@ -20,8 +20,11 @@ _COLLIE = {"int8": 0, "uint8": 1, "int32": 2, "uint32": 3, "int64": 4, "uint64":
            "float32": 8, "float64": 9}
 
 
-class Datatype:
+class Datatype(_errors.RefusesUnknown):
     """A predefined MPI datatype (mpi4py's MPI.Datatype)."""
+
+    _mpi_class = "Datatype"
+    _why_unsupported = "derived datatypes and their calls are not offered yet"
 
     __slots__ = ("_name", "_np", "_kind", "_collie")
 
@@ -101,11 +104,6 @@ class Datatype:
 
     def __bool__(self) -> bool:
         return self._kind != "null"
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        _errors.unsupported("Datatype.%s" % name, "derived datatypes and their calls are not offered yet")
 
     def __reduce__(self) -> str:
         return self._name[4:] if self._name.startswith("MPI_") else self._name

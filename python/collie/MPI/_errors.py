@@ -10,7 +10,7 @@ Python before any communication raise TypeError / ValueError as mpi4py does.
 from __future__ import annotations
 
 import contextlib
-from typing import Dict, Iterator, NoReturn
+from typing import Any, Dict, Iterator, NoReturn
 
 from .. import _lib
 from .._errors import CollieError
@@ -143,6 +143,21 @@ class NotSupported(NotImplementedError, AttributeError):
 
 def unsupported(call: str, why: str = "") -> NoReturn:
     raise NotSupported("collie.MPI: %s is not supported%s" % (call, ": " + why if why else " (docs/mpi.md lists what is)"))
+
+
+class RefusesUnknown:
+    """Base of collie.MPI's classes: an attribute they lack is a call of
+    mpi4py's that collie.MPI does not offer, which raises NotSupported
+    naming it (an AttributeError too, so hasattr says False)."""
+
+    __slots__ = ()
+    _mpi_class = ""  # the name the message gives the class
+    _why_unsupported = ""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        unsupported("%s.%s" % (self._mpi_class, name), self._why_unsupported)
 
 
 NEEDS_MATCHING = ("it needs MPI's message matching in collie's point-to-point (issue 37, point 1): "

@@ -51,8 +51,10 @@ def _loc_obj(better: Callable[[Any, Any], Any]) -> ObjFn:
     return fn
 
 
-class Op:
+class Op(_errors.RefusesUnknown):
     """A reduction operation (mpi4py's MPI.Op)."""
+
+    _mpi_class = "Op"
 
     __slots__ = ("_name", "_collie", "_kinds", "_arr", "_obj", "_user", "_commute")
 
@@ -103,11 +105,6 @@ class Op:
 
     def __repr__(self) -> str:
         return "<collie.MPI.Op %s>" % self._name
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        _errors.unsupported("Op.%s" % name)
 
     def __reduce__(self) -> str:
         if self._user is not None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, List, Optional, Sequence
 
 import numpy as np
 
+from .._comm import _prefix as _displs  # (each block's offset: the sums of the counts before it)
 from . import _errors
 from ._datatype import BYTE
 from ._op import SUM, obj_op
@@ -41,14 +42,6 @@ def _counts(self: "Comm", n: int, nb: int) -> List[int]:
     out = np.zeros(n, np.int64)
     self.Allgather([np.array([nb], np.int64), 1, "l"], [out, 1, "l"])
     return [int(x) for x in out]
-
-
-def _displs(counts: Sequence[int]) -> List[int]:
-    out, s = [], 0
-    for c in counts:
-        out.append(s)
-        s += c
-    return out
 
 
 def barrier(self: "Comm") -> None:

@@ -14,10 +14,12 @@ from . import _errors
 from ._status import ANY_SOURCE, ANY_TAG, UNDEFINED, Status
 
 
-class Request:
+class Request(_errors.RefusesUnknown):
     """mpi4py's MPI.Request: Wait, Test, Free and the class methods Waitall,
     Testall, Waitany, Testany. A completed request becomes REQUEST_NULL
     (compares equal to it)."""
+
+    _mpi_class = "Request"
 
     __slots__ = ("_work", "_call")
 
@@ -134,11 +136,6 @@ class Request:
 
     def __repr__(self) -> str:
         return "<collie.MPI.Request %s>" % ("null" if self._work is None else self._call)
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        _errors.unsupported("Request.%s" % name)
 
 
 REQUEST_NULL = Request()

@@ -13,10 +13,12 @@ PROC_NULL = -2
 UNDEFINED = -32766
 
 
-class Status:
+class Status(_errors.RefusesUnknown):
     """mpi4py's MPI.Status. A receive fills it: Get_source(), Get_tag(),
     Get_count(datatype) (elements of datatype; UNDEFINED when the bytes are
     not a whole number of them), Get_error()."""
+
+    _mpi_class = "Status"
 
     __slots__ = ("source", "tag", "error", "_nbytes", "_cancelled")
 
@@ -75,11 +77,6 @@ class Status:
 
     def __repr__(self) -> str:
         return "<collie.MPI.Status source=%d tag=%d bytes=%d>" % (self.source, self.tag, self._nbytes)
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        _errors.unsupported("Status.%s" % name)
 
     # ---- for the binding ----
 
