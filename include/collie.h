@@ -519,29 +519,63 @@ COLLIE_API collie_result_t collie_start(collie_plan_t *plan, collie_work_t **wor
 /* Frees plan (NULL: nothing). A start still running keeps what it needs. */
 COLLIE_API void collie_plan_free(collie_plan_t *plan);
 
-/* Point to point. Messages between a pair of ranks match in the order they were
- * issued (as NCCL's send/recv); a recv whose count, dtype or tag differs from the
- * matching send fails with INVALID_USAGE naming both. tag must be >= 0. A blocking
- * send may wait until the peer posts the matching recv. */
+/* ---- Point to point ---------------------------------------------------------------------
+ *
+ * Sends and receives match as MPI's do (docs/p2p.md): a receive takes the first message from
+ * its source with its tag, in the order the messages arrived, and different tags are
+ * independent streams; messages of one source and tag are never overtaken. A receive names its
+ * source or takes COLLIE_ANY_SOURCE, and its tag or COLLIE_ANY_TAG. A message that arrives
+ * before its receive is posted waits in its channel, and goes into a buffer of
+ * COLLIE_P2P_UNEXPECTED_BYTES per communicator once something needs the channel past it (a
+ * receive of a later message, a probe, a collective); a message that would overflow the buffer
+ * waits in its channel, and its sender waits with it, until receives take what is buffered.
+ * Nothing is dropped. Every wait ends at the operation's deadline (TIMEOUT, naming what it
+ * waited for and the unexpected messages it saw). tag must be >= 0. */
+#define COLLIE_ANY_SOURCE (-1)
+#define COLLIE_ANY_TAG (-1)
+
+/* What a receive or probe found: the sender's rank, its tag and its message's bytes. */
+typedef struct collie_status {
+  int source;
+  int tag;
+  size_t bytes;
+} collie_status_t;
+
+/* A standard send: complete once its bytes have left this rank's buffer (small messages
+ * at once; a large one may wait until the receiver takes it). */
 COLLIE_API collie_result_t collie_send(collie_comm_t *comm, const void *buf, size_t count,
                                        collie_dtype_t dtype, int peer, int tag,
                                        const collie_opts_t *opts, collie_work_t **work);
+/* A synchronous send (MPI_Ssend): complete only once a receive on peer has matched it. */
+COLLIE_API collie_result_t collie_ssend(collie_comm_t *comm, const void *buf, size_t count,
+                                        collie_dtype_t dtype, int peer, int tag,
+                                        const collie_opts_t *opts, collie_work_t **work);
+/* Receives count elements from peer (or COLLIE_ANY_SOURCE) with tag (or COLLIE_ANY_TAG). The
+ * message must be exactly count x dtype: another size fails with INVALID_USAGE naming both. */
 COLLIE_API collie_result_t collie_recv(collie_comm_t *comm, void *buf, size_t count,
                                        collie_dtype_t dtype, int peer, int tag,
                                        const collie_opts_t *opts, collie_work_t **work);
-
-/* Receives from any source (MPI_ANY_SOURCE): the first rank whose next message is
- * a send to this rank with tag delivers it, and *source gets that rank (with work,
- * once collie_wait returned SUCCESS). A rank's messages still match in order: the
- * receive takes a rank's next message, never one behind it, and the count and
- * dtype must match the send's (INVALID_USAGE naming both otherwise). Until it has
- * completed, another receive on comm (collie_recv, collie_recv_any, a group with
- * receives) is INVALID_USAGE: receives from a rank are numbered as they run, and
- * the one that takes the matched rank's number is this one. TIMEOUT when no rank
- * sends a message with tag before the deadline. Not inside a group. */
+/* As collie_recv, taking a message of up to count elements, and reporting in *status (once
+ * done; with work, once collie_wait returned SUCCESS) its source, tag and bytes. A longer
+ * message fails with INVALID_USAGE ("message truncated", naming both sizes). */
+COLLIE_API collie_result_t collie_recv_status(collie_comm_t *comm, void *buf, size_t count,
+                                              collie_dtype_t dtype, int source, int tag,
+                                              collie_status_t *status, const collie_opts_t *opts,
+                                              collie_work_t **work);
+/* Receives from any source (as collie_recv with COLLIE_ANY_SOURCE; tag must be >= 0), and
+ * *source gets the sender's rank (with work, once collie_wait returned SUCCESS). */
 COLLIE_API collie_result_t collie_recv_any(collie_comm_t *comm, void *buf, size_t count,
                                            collie_dtype_t dtype, int tag, int *source,
                                            const collie_opts_t *opts, collie_work_t **work);
+/* Waits until a message from source (or COLLIE_ANY_SOURCE) with tag (or COLLIE_ANY_TAG) is
+ * here, without receiving it, and fills *status: the receive posted next for that source and
+ * tag takes it. TIMEOUT at the deadline. Runs in issue order, as a blocking call. */
+COLLIE_API collie_result_t collie_probe(collie_comm_t *comm, int source, int tag,
+                                        collie_status_t *status, const collie_opts_t *opts);
+/* As collie_probe, looking once: *flag 1 and *status filled when such a message is here,
+ * else *flag 0. */
+COLLIE_API collie_result_t collie_iprobe(collie_comm_t *comm, int source, int tag, int *flag,
+                                         collie_status_t *status, const collie_opts_t *opts);
 
 /* Batch send/recv, as NCCL groups: between start and end, send and recv only
  * record (their work must be NULL); end posts them all so they progress together. */

@@ -58,6 +58,21 @@
   XX(recv_any_other_tags_tcp_3, recv_any_skips_other_tags, 3, "tcp", 30)                           \
   XX(recv_any_errors_shm_3, recv_any_errors, 3, "shm", 30)                                         \
   XX(recv_any_errors_tcp_2, recv_any_errors, 2, "tcp", 30)                                         \
+  XX(p2p_tags_independent_shm_2, p2p_tags_independent, 2, "shm", 30)                               \
+  XX(p2p_tags_independent_tcp_2, p2p_tags_independent, 2, "tcp", 30)                               \
+  XX(p2p_any_status_shm_4, p2p_any_source_any_tag_status, 4, "shm", 30)                            \
+  XX(p2p_any_status_tcp_3, p2p_any_source_any_tag_status, 3, "tcp", 30)                            \
+  XX(p2p_any_status_mixed_4, p2p_any_source_any_tag_status, 4, "mixed", 30)                        \
+  XX(p2p_truncated_shm_2, p2p_truncated, 2, "shm", 30)                                             \
+  XX(p2p_truncated_tcp_2, p2p_truncated, 2, "tcp", 30)                                             \
+  XX(p2p_probe_shm_2, p2p_probe, 2, "shm", 30)                                                     \
+  XX(p2p_probe_tcp_2, p2p_probe, 2, "tcp", 30)                                                     \
+  XX(p2p_ssend_shm_3, p2p_ssend, 3, "shm", 30)                                                     \
+  XX(p2p_ssend_tcp_2, p2p_ssend, 2, "tcp", 30)                                                     \
+  XX(p2p_before_collective_shm_3, p2p_before_collective, 3, "shm", 30)                             \
+  XX(p2p_before_collective_tcp_3, p2p_before_collective, 3, "tcp", 30)                             \
+  XX(p2p_unexpected_bounded_shm_2, p2p_unexpected_bounded, 2, "shm", 30)                           \
+  XX(p2p_unexpected_bounded_tcp_2, p2p_unexpected_bounded, 2, "tcp", 30)                           \
   XX(split_shm_2, split_even_odd, 2, "shm", 60)                                                    \
   XX(split_shm_5, split_even_odd, 5, "shm", 60)                                                    \
   XX(split_shm_8, split_even_odd, 8, "shm", 60)                                                    \

@@ -1492,11 +1492,10 @@ class Comm:
              timeout: OptTimeout = None, *, tag: int = 0, options: Optional[OpOptions] = None,
              category: CategoryLike = None, label: Optional[str] = None, phase: Optional[str] = None,
              algorithm: AlgorithmLike = None) -> Work:
-        """Receives into tensor from rank src (size, dtype and tag must match
-        the send). src None: from any rank (collie_recv_any): the first whose
-        next message to this rank has tag; the Work's source_rank() says
-        which (once complete). Until it has completed, another recv on this
-        communicator raises InvalidUsage. Argument orders as send's."""
+        """Receives into tensor the first message from rank src with tag
+        (its size must equal the tensor's). src None: from any rank
+        (collie_recv_any); the Work's source_rank() says which (once
+        complete). Argument orders as send's."""
         tag, async_op, hints = _p2p_order(tag, async_op, hints)
         with self._call("recv", async_op, timeout, hints, options, category, label, phase, algorithm) as c:
             t = c.buf(tensor, "tensor", out=True)

@@ -108,12 +108,15 @@ struct collie__call {
    * hierarchical one keeps it across its phases and gives them scratch + 1. */
   struct collie__scratch *scratch;
   int64_t deadline_ns;
-  uint32_t p2p_seq; /* p2p: the pair's message counter */
-  /* A receive from any source (root COLLIE_ANY_SOURCE): the communicator's
-   * per-peer receive counters, of which the matched peer's is taken at run
-   * time, and where the matched peer's rank goes. */
-  uint32_t *p2p_recv_seqs;
+  uint32_t p2p_seq; /* p2p: the pair's message counter, for the flight recorder */
+  /* A receive (root: the source or COLLIE_ANY_SOURCE; tag: COLLIE_ANY_TAG
+   * takes any): where the sender's rank goes (collie_recv_any), and the
+   * status (collie_recv_status, the probes), once done. */
   int *source;
+  collie_status_t *p2p_status;
+  int p2p_sync;  /* a send that completes once matched (collie_ssend) */
+  int p2p_probe; /* a probe, not a receive: 1 waits for a message, 2 looks once */
+  int *p2p_flag; /* a probe: whether it found one */
   /* p2p on device memory (core/stage_p2p.c): a send that goes as a record
    * the receiver copies the bytes with (transport.h: device messages), its
    * device memory in p2p_dev; a receive's device memory, and whether the

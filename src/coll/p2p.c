@@ -1,81 +1,91 @@
 /*
- * p2p.c - point-to-point send and receive. Messages of a pair match in the
- * order they were issued; the slot carries the user's tag and the pair's
- * message counter, so a receive posted for another tag or a different size
- * fails with a clear mismatch instead of taking the wrong bytes. A receive
- * from any source takes its peer, and that peer's counter, when it runs.
+ * p2p.c - point-to-point send, receive and probe as calls: each posts its
+ * message to the net's matching (transport/match.c), which pairs sends and
+ * receives by source and tag as MPI does, and waits for it.
  */
-#include <stdio.h>
 #include <stdlib.h>
 
 #include "coll/coll.h"
 #include "util/error.h"
 
 static collie_result_t
-p2p_run(struct collie__call *c, int is_send)
+p2p_wait(struct collie__call *c, struct collie__p2p_op *op)
 {
-  struct collie__req r;
-  struct collie__req *w = &r;
-  uint64_t slot = collie__slot_p2p((uint32_t)c->tag, c->p2p_seq);
-  size_t bytes = c->count * c->esize;
-  collie_result_t rc;
-  if (is_send)
-    rc = c->p2p_rec ? collie__net_isend_device(c->net, c->root, c->p2p_rec, c->p2p_reclen,
-                                               c->p2p_dev, bytes, slot, &r)
-                    : collie__net_isend(c->net, c->root, c->sendbuf, bytes, slot, &r);
-  else
-    rc = c->p2p_dev
-             ? collie__net_irecv_device(c->net, c->root, c->recvbuf, c->p2p_dev, bytes, slot, &r)
-             : collie__net_irecv(c->net, c->root, c->recvbuf, bytes, slot, &r);
-  if (rc != COLLIE_SUCCESS) return rc;
-  rc = collie__net_wait(c->net, &w, 1, c->deadline_ns);
-  if (!is_send) c->p2p_on_dev = r.on_dev;
-  /* A failed wait aborted the net, which forgets r without touching it:
-   * host memory the transport took for it (a refused device send) is ours
-   * to free. A completed r has none. */
-  free(r.own);
+  struct collie__req *reqs[2];
+  int k = collie__p2p_reqs(op, reqs);
+  collie_result_t rc = collie__net_wait(c->net, reqs, k, c->deadline_ns);
+  /* A failed wait aborted the net, which forgets the send without touching
+   * it: host memory the transport took for it (a refused device send) is
+   * ours to free. A completed send has none. */
+  free(op->sreq.own);
   return rc;
 }
 
 collie_result_t
 collie__p2p_send(struct collie__call *c)
 {
-  return p2p_run(c, 1);
+  struct collie__p2p_op op = {
+      .peer = c->root, .tag = c->tag, .len = c->count * c->esize, .sync = c->p2p_sync};
+  if (c->p2p_rec) {
+    op.buf = (void *)c->p2p_rec;
+    op.reclen = c->p2p_reclen;
+    op.dev = c->p2p_dev;
+  } else {
+    op.buf = (void *)c->sendbuf;
+  }
+  collie_result_t rc = collie__p2p_isend(c->net, &op);
+  if (rc != COLLIE_SUCCESS) {
+    collie__net_give_up(c->net, rc);
+    return rc;
+  }
+  return p2p_wait(c, &op);
 }
 
-/* A receive from any source (root < 0): waits until some peer's next message
- * is the one its pair counter expects with this tag, takes that peer's
- * number, then receives it like any other. The peers are looked at from the
- * next rank on, round robin. */
+/* A receive (c->root: the source or COLLIE_ANY_SOURCE; c->tag may be
+ * COLLIE_ANY_TAG). With a status (c->p2p_status) a shorter message is
+ * fine and its size is reported; without one the sizes must be equal. */
 static collie_result_t
-p2p_recv_any(struct collie__call *c)
+p2p_recv(struct collie__call *c)
 {
-  uint64_t stack[64], *slots = c->size <= 64 ? stack : calloc((size_t)c->size, sizeof(uint64_t));
-  if (!slots) return collie__err(COLLIE_SYSTEM_ERROR, "recv from any source: out of memory");
-  for (int p = 0; p < c->size; p++)
-    slots[p] = p == c->rank ? 0 : collie__slot_p2p((uint32_t)c->tag, c->p2p_recv_seqs[p]);
-  char want[96];
-  snprintf(want, sizeof(want), "a message with tag %d from any rank", c->tag);
-  int peer = -1;
-  size_t len = 0;
-  collie_result_t rc =
-      collie__net_wait_any(c->net, slots, c->rank + 1, want, &peer, &len, c->deadline_ns);
-  if (slots != stack) free(slots);
+  struct collie__p2p_op op = {.peer = c->root,
+                              .tag = c->tag,
+                              .buf = c->recvbuf,
+                              .len = c->count * c->esize,
+                              .dev = c->p2p_dev,
+                              .exact = !c->p2p_status};
+  collie_result_t rc = collie__p2p_irecv(c->net, &op);
+  if (rc != COLLIE_SUCCESS) {
+    collie__net_give_up(c->net, rc);
+    return rc;
+  }
+  rc = p2p_wait(c, &op);
   if (rc != COLLIE_SUCCESS) return rc;
-  if (len != c->count * c->esize)
-    return collie__err(COLLIE_INVALID_USAGE,
-                       "recv from any source (tag %d): rank %d sent %zu bytes, this receive "
-                       "takes %zu (%zu x %s)",
-                       c->tag, peer, len, c->count * c->esize, c->count,
-                       collie_dtype_name(c->dtype));
-  c->root = peer;
-  c->p2p_seq = c->p2p_recv_seqs[peer]++;
-  *c->source = peer;
-  return p2p_run(c, 0);
+  c->p2p_on_dev = op.on_dev;
+  if (c->source) *c->source = op.st.source;
+  if (c->p2p_status)
+    *c->p2p_status =
+        (collie_status_t){.source = op.st.source, .tag = op.st.tag, .bytes = op.st.len};
+  return COLLIE_SUCCESS;
+}
+
+/* A probe (c->p2p_probe: 1 blocking, 2 once): the status of the message a
+ * receive from c->root with c->tag would take, left where it is. */
+static collie_result_t
+p2p_probe(struct collie__call *c)
+{
+  struct collie__p2p_status st;
+  int found = 0;
+  collie_result_t rc =
+      collie__p2p_probe(c->net, c->root, c->tag, c->p2p_probe == 1, &found, &st, c->deadline_ns);
+  if (rc != COLLIE_SUCCESS) return rc;
+  if (c->p2p_flag) *c->p2p_flag = found;
+  if (found && c->p2p_status)
+    *c->p2p_status = (collie_status_t){.source = st.source, .tag = st.tag, .bytes = st.len};
+  return COLLIE_SUCCESS;
 }
 
 collie_result_t
 collie__p2p_recv(struct collie__call *c)
 {
-  return c->root < 0 ? p2p_recv_any(c) : p2p_run(c, 0);
+  return c->p2p_probe ? p2p_probe(c) : p2p_recv(c);
 }

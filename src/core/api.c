@@ -240,8 +240,11 @@ api_call(struct collie__call *call, int kind, const void *sendbuf, void *recvbuf
   call->reduce = NULL;
   call->deadline_ns = 0;
   call->p2p_seq = 0;
-  call->p2p_recv_seqs = NULL;
   call->source = NULL;
+  call->p2p_status = NULL;
+  call->p2p_sync = 0;
+  call->p2p_probe = 0;
+  call->p2p_flag = NULL;
   call->p2p_rec = NULL;
   call->p2p_reclen = 0;
   call->p2p_dev = NULL;
@@ -251,7 +254,7 @@ api_call(struct collie__call *call, int kind, const void *sendbuf, void *recvbuf
   call->models = NULL;
 }
 /* A field added to struct collie__call must be set above (or by dispatch). */
-_Static_assert(sizeof(void *) != 8 || sizeof(struct collie__call) == 296,
+_Static_assert(sizeof(void *) != 8 || sizeof(struct collie__call) == 312,
                "struct collie__call changed: update api_call");
 
 /* The same for a reducing collective (root: reduce's; 0 for the others). */
@@ -525,35 +528,47 @@ collie_scatter(collie_comm_t *comm, const void *sendbuf, void *recvbuf, size_t c
 
 /* ---- Point to point ---- */
 
-/* Receives are numbered per peer as they are issued, except a receive from
- * any source, which takes the matched peer's number when it runs: until it
- * has, no other receive may take a number. */
+/* The peer and tag of a send, receive or probe. A receive or probe (any)
+ * takes COLLIE_ANY_SOURCE and COLLIE_ANY_TAG. */
 static collie_result_t
-api_no_any_pending(collie_comm_t *comm, const char *fn)
+api_peer_tag(const collie_comm_t *comm, const char *fn, int peer, int tag, int any)
 {
-  if (!atomic_load_explicit(&comm->any_pending, memory_order_acquire)) return COLLIE_SUCCESS;
-  return collie__err(COLLIE_INVALID_USAGE,
-                     "%s: a receive from any source issued earlier has not completed; wait for "
-                     "it before posting another receive",
-                     fn);
+  /* Named as each call's prototype names it. */
+  if (!(any && peer == COLLIE_ANY_SOURCE))
+    API_TRY(api_rank(comm, fn, strstr(fn, "recv_status") || strstr(fn, "probe") ? "source" : "peer",
+                     peer));
+  if (tag < 0 && !(any && tag == COLLIE_ANY_TAG))
+    return collie__err(COLLIE_INVALID_ARGUMENT, "%s: tag = %d must be >= 0%s", fn, tag,
+                       any ? " (or COLLIE_ANY_TAG)" : "");
+  if (any && peer == COLLIE_ANY_SOURCE && comm->size == 1)
+    return collie__err(COLLIE_INVALID_USAGE,
+                       "%s: a communicator of one rank has no other rank to receive from", fn);
+  return COLLIE_SUCCESS;
 }
 
+/* A send (sbuf) or receive (rbuf) issued as a call. sync: a synchronous
+ * send; source, status: where a receive reports the sender (NULL: not
+ * wanted; a receive with a status takes a message shorter than count). */
 static collie_result_t
 api_p2p(collie_comm_t *comm, const char *fn, const void *sbuf, void *rbuf, size_t count,
-        collie_dtype_t dtype, int peer, int tag, const collie_opts_t *opts, collie_work_t **work)
+        collie_dtype_t dtype, int peer, int tag, int sync, int *source, collie_status_t *status,
+        const collie_opts_t *opts, collie_work_t **work)
 {
   API_TRY(api_enter(comm, fn, opts, work));
   API_TRY(api_dtype(fn, dtype));
   API_TRY(api_count(fn, "count", count, 1, dtype));
   API_TRY(api_buf(fn, "buf", sbuf ? sbuf : rbuf, count));
-  API_TRY(api_rank(comm, fn, "peer", peer));
-  if (tag < 0) return collie__err(COLLIE_INVALID_ARGUMENT, "%s: tag = %d must be >= 0", fn, tag);
+  API_TRY(api_peer_tag(comm, fn, peer, tag, rbuf != NULL));
   if (comm->in_group) {
     if (work)
       return collie__err(
           COLLIE_INVALID_ARGUMENT,
           "%s: work must be NULL inside a group (collie_group_end returns the handle)", fn);
-    if (rbuf) API_TRY(api_no_any_pending(comm, fn));
+    if (sync || source || status || peer == COLLIE_ANY_SOURCE || tag == COLLIE_ANY_TAG)
+      return collie__err(COLLIE_INVALID_USAGE,
+                         "%s: not inside a group (collie_group_start): a group takes sends and "
+                         "receives with a named peer and tag",
+                         fn);
     return collie__group_add(comm, sbuf, rbuf, count, dtype, peer, tag, opts);
   }
   if (peer == comm->rank)
@@ -561,12 +576,16 @@ api_p2p(collie_comm_t *comm, const char *fn, const void *sbuf, void *rbuf, size_
                        "%s: a blocking %s to itself would never complete; put the send and the "
                        "recv in one group (collie_group_start/end)",
                        fn, sbuf ? "send" : "recv");
-  if (rbuf) API_TRY(api_no_any_pending(comm, fn));
   struct collie__op issue;
   api_call(&issue.call, COLLIE_KIND_P2P, sbuf, rbuf, count, dtype, peer);
   issue.call.tag = tag;
-  /* Counted before the call so that both ends of the pair keep step even if it fails. */
-  issue.call.p2p_seq = sbuf ? comm->p2p_send_seq[peer]++ : comm->p2p_recv_seq[peer]++;
+  /* The flight recorder's numbers: each pair's messages in issue order. */
+  if (peer >= 0)
+    issue.call.p2p_seq = sbuf ? comm->p2p_send_seq[peer]++ : comm->p2p_recv_seq[peer]++;
+  issue.call.p2p_sync = sync;
+  issue.call.source = source;
+  issue.call.p2p_status = status;
+  if (source) *source = -1;
   return api_finish(comm, &issue, opts, work);
 }
 
@@ -576,30 +595,16 @@ collie_recv_any(collie_comm_t *comm, void *buf, size_t count, collie_dtype_t dty
 {
   static const char fn[] = "collie_recv_any";
   static char dummy;
-  API_TRY(api_enter(comm, fn, opts, work));
-  API_TRY(api_dtype(fn, dtype));
-  API_TRY(api_count(fn, "count", count, 1, dtype));
-  API_TRY(api_buf(fn, "buf", buf, count));
-  if (!source) return collie__err(COLLIE_INVALID_ARGUMENT, "%s: source is NULL", fn);
-  if (tag < 0) return collie__err(COLLIE_INVALID_ARGUMENT, "%s: tag = %d must be >= 0", fn, tag);
-  if (comm->in_group)
-    return collie__err(COLLIE_INVALID_USAGE, "%s: not inside a group (collie_group_start)", fn);
-  if (comm->size == 1)
-    return collie__err(COLLIE_INVALID_USAGE,
-                       "%s: a communicator of one rank has no other rank to receive from", fn);
-  API_TRY(api_no_any_pending(comm, fn));
-  *source = -1;
-  struct collie__op issue;
-  api_call(&issue.call, COLLIE_KIND_P2P, NULL, buf ? buf : &dummy, count, dtype, -1);
-  issue.call.tag = tag;
-  issue.call.source = source;
-  issue.call.p2p_recv_seqs = comm->p2p_recv_seq;
-  atomic_store_explicit(&comm->any_pending, 1, memory_order_release);
-  collie_result_t rc = api_finish(comm, &issue, opts, work);
-  /* Queued: the run clears it. Otherwise it ran here, or never will. */
-  if (rc != COLLIE_SUCCESS || !work)
-    atomic_store_explicit(&comm->any_pending, 0, memory_order_release);
-  return rc;
+  if (!source) {
+    API_TRY(api_enter(comm, fn, opts, work));
+    return collie__err(COLLIE_INVALID_ARGUMENT, "%s: source is NULL", fn);
+  }
+  if (tag < 0) {
+    API_TRY(api_enter(comm, fn, opts, work));
+    return collie__err(COLLIE_INVALID_ARGUMENT, "%s: tag = %d must be >= 0", fn, tag);
+  }
+  return api_p2p(comm, fn, NULL, buf ? buf : &dummy, count, dtype, COLLIE_ANY_SOURCE, tag, 0,
+                 source, NULL, opts, work);
 }
 
 collie_result_t
@@ -608,8 +613,17 @@ collie_send(collie_comm_t *comm, const void *buf, size_t count, collie_dtype_t d
 {
   /* A zero-count send may pass NULL; mark it as a send with a non-NULL dummy. */
   static const char dummy;
-  return api_p2p(comm, "collie_send", buf ? buf : &dummy, NULL, count, dtype, peer, tag, opts,
-                 work);
+  return api_p2p(comm, "collie_send", buf ? buf : &dummy, NULL, count, dtype, peer, tag, 0, NULL,
+                 NULL, opts, work);
+}
+
+collie_result_t
+collie_ssend(collie_comm_t *comm, const void *buf, size_t count, collie_dtype_t dtype, int peer,
+             int tag, const collie_opts_t *opts, collie_work_t **work)
+{
+  static const char dummy;
+  return api_p2p(comm, "collie_ssend", buf ? buf : &dummy, NULL, count, dtype, peer, tag, 1, NULL,
+                 NULL, opts, work);
 }
 
 collie_result_t
@@ -617,8 +631,62 @@ collie_recv(collie_comm_t *comm, void *buf, size_t count, collie_dtype_t dtype, 
             const collie_opts_t *opts, collie_work_t **work)
 {
   static char dummy;
-  return api_p2p(comm, "collie_recv", NULL, buf ? buf : &dummy, count, dtype, peer, tag, opts,
-                 work);
+  return api_p2p(comm, "collie_recv", NULL, buf ? buf : &dummy, count, dtype, peer, tag, 0, NULL,
+                 NULL, opts, work);
+}
+
+collie_result_t
+collie_recv_status(collie_comm_t *comm, void *buf, size_t count, collie_dtype_t dtype, int source,
+                   int tag, collie_status_t *status, const collie_opts_t *opts,
+                   collie_work_t **work)
+{
+  static const char fn[] = "collie_recv_status";
+  static char dummy;
+  if (!status) {
+    API_TRY(api_enter(comm, fn, opts, work));
+    return collie__err(COLLIE_INVALID_ARGUMENT, "%s: status is NULL (collie_recv takes none)", fn);
+  }
+  *status = (collie_status_t){.source = -1, .tag = -1, .bytes = 0};
+  return api_p2p(comm, fn, NULL, buf ? buf : &dummy, count, dtype, source, tag, 0, NULL, status,
+                 opts, work);
+}
+
+/* A probe runs as a call (in issue order, on the thread that drives the
+ * communicator), blocking (collie_probe) or looking once (collie_iprobe). */
+static collie_result_t
+api_probe(collie_comm_t *comm, const char *fn, int source, int tag, int block, int *flag,
+          collie_status_t *status, const collie_opts_t *opts)
+{
+  static char dummy;
+  API_TRY(api_enter(comm, fn, opts, NULL));
+  if (!status) return collie__err(COLLIE_INVALID_ARGUMENT, "%s: status is NULL", fn);
+  if (!block && !flag) return collie__err(COLLIE_INVALID_ARGUMENT, "%s: flag is NULL", fn);
+  API_TRY(api_peer_tag(comm, fn, source, tag, 1));
+  if (comm->in_group)
+    return collie__err(COLLIE_INVALID_USAGE, "%s: not inside a group (collie_group_start)", fn);
+  *status = (collie_status_t){.source = -1, .tag = -1, .bytes = 0};
+  if (flag) *flag = 0;
+  struct collie__op issue;
+  api_call(&issue.call, COLLIE_KIND_P2P, NULL, &dummy, 0, COLLIE_UINT8, source);
+  issue.call.tag = tag;
+  issue.call.p2p_probe = block ? 1 : 2;
+  issue.call.p2p_flag = flag;
+  issue.call.p2p_status = status;
+  return api_finish(comm, &issue, opts, NULL);
+}
+
+collie_result_t
+collie_probe(collie_comm_t *comm, int source, int tag, collie_status_t *status,
+             const collie_opts_t *opts)
+{
+  return api_probe(comm, "collie_probe", source, tag, 1, NULL, status, opts);
+}
+
+collie_result_t
+collie_iprobe(collie_comm_t *comm, int source, int tag, int *flag, collie_status_t *status,
+              const collie_opts_t *opts)
+{
+  return api_probe(comm, "collie_iprobe", source, tag, 0, flag, status, opts);
 }
 
 const char *

@@ -113,7 +113,6 @@ struct collie_comm {
   uint32_t split_seq;
   uint32_t shrink_seq;                   /* collie_comm_shrink calls so far (comm_shrink.c) */
   uint32_t *p2p_send_seq, *p2p_recv_seq; /* per peer */
-  atomic_int any_pending; /* a collie_recv_any is queued or running (api.c, dispatch.c) */
   int in_group;
   struct collie__group *group;
   struct collie__workq *workq; /* work.c's queue and worker; NULL until the first async call */

@@ -24,7 +24,10 @@ dispatch_flight_shape(const struct collie__call *c, const struct collie__algo *a
 {
   int p2p = c->kind == COLLIE_KIND_P2P;
   *fo = (struct collie__flight_op){
-      .kind = p2p ? (c->sendbuf ? "send" : "recv") : collie__kind_name(c->kind),
+      .kind = p2p ? (c->p2p_probe ? "probe"
+                     : c->sendbuf ? "send"
+                                  : "recv")
+                  : collie__kind_name(c->kind),
       .dtype = collie_dtype_name(c->dtype),
       .op = c->reduce ? collie_op_name(c->op) : NULL,
       .algo = algo ? algo->name : NULL,
@@ -129,8 +132,6 @@ void
 collie__dispatch_skipped(collie_comm_t *comm, struct collie__op *op)
 {
   int64_t now = collie__dispatch_now(op);
-  if (op->call.kind == COLLIE_KIND_P2P && op->call.source)
-    atomic_store_explicit(&comm->any_pending, 0, memory_order_release);
   collie__tele_complete(comm->tele, &op->tele, 1, now);
   if (comm->flight) collie__flight_state_at(comm->flight, op->fr_id, COLLIE_FR_FAILED, NULL, now);
 }
@@ -242,14 +243,22 @@ collie__dispatch_run(collie_comm_t *comm, struct collie__op *op, int64_t now)
   if (call->kind == COLLIE_KIND_P2P) {
     rc = op->stage_dev ? collie__stage_p2p_run(comm, op)
                        : (call->sendbuf ? collie__p2p_send : collie__p2p_recv)(call);
-    if (call->source) atomic_store_explicit(&comm->any_pending, 0, memory_order_release);
     if (rc == COLLIE_SUCCESS) return dispatch_done(comm, op, rc);
-    if (call->source && call->root < 0)
-      collie__err_prefix("recv from any rank (tag %d, %zu x %s)", call->tag, call->count,
-                         collie_dtype_name(call->dtype));
+    char peer[32], tag[24];
+    if (call->root == COLLIE_ANY_SOURCE)
+      snprintf(peer, sizeof(peer), "any rank");
     else
-      collie__err_prefix("%s rank %d (tag %d, %zu x %s)", call->sendbuf ? "send to" : "recv from",
-                         call->root, call->tag, call->count, collie_dtype_name(call->dtype));
+      snprintf(peer, sizeof(peer), "rank %d", call->root);
+    if (call->tag == COLLIE_ANY_TAG)
+      snprintf(tag, sizeof(tag), "any tag");
+    else
+      snprintf(tag, sizeof(tag), "tag %d", call->tag);
+    if (call->p2p_probe)
+      collie__err_prefix("probe for a message from %s (%s)", peer, tag);
+    else
+      collie__err_prefix("%s %s (%s, %zu x %s)",
+                         call->sendbuf ? (call->p2p_sync ? "ssend to" : "send to") : "recv from",
+                         peer, tag, call->count, collie_dtype_name(call->dtype));
     collie__comm_poison(comm, rc);
     return dispatch_done(comm, op, rc);
   }

@@ -30,13 +30,12 @@ struct collie__group_op {
   struct collie__ipc_rec *rec;
   size_t bytes;
   int peer, tag;
-  uint64_t slot; /* numbered at collie_group_end */
 };
 
 struct collie__group {
   struct collie__group_op *ops;
-  struct collie__req *reqs;
-  struct collie__req **wait;
+  struct collie__p2p_op *reqs;     /* each message's, as posted to the net's matching */
+  struct collie__req **wait;       /* up to 2 per message (collie__p2p_reqs) */
   struct collie__timing_rec *rows; /* each message's timing row */
   size_t n, cap;
   struct collie__tele_op tele; /* the group as one send/recv operation */
@@ -52,9 +51,9 @@ collie__group_add(collie_comm_t *comm, const void *sbuf, void *rbuf, size_t coun
     size_t cap = g->cap ? g->cap * 2 : 16;
     struct collie__group_op *ops = realloc(g->ops, cap * sizeof(*ops));
     if (ops) g->ops = ops;
-    struct collie__req *reqs = realloc(g->reqs, cap * sizeof(*reqs));
+    struct collie__p2p_op *reqs = realloc(g->reqs, cap * sizeof(*reqs));
     if (reqs) g->reqs = reqs;
-    struct collie__req **w = realloc(g->wait, cap * sizeof(*w));
+    struct collie__req **w = realloc(g->wait, 2 * cap * sizeof(*w));
     if (w) g->wait = w;
     struct collie__timing_rec *rows = realloc(g->rows, cap * sizeof(*rows));
     if (rows) g->rows = rows;
@@ -176,7 +175,7 @@ collie__group_seal(collie_comm_t *comm, struct collie__group *g)
     struct collie__group_op *op = &g->ops[i];
     uint32_t *seq = op->sbuf ? &comm->p2p_send_seq[op->peer] : &comm->p2p_recv_seq[op->peer];
     if (i == 0) first = *seq;
-    op->slot = collie__slot_p2p((uint32_t)op->tag, (*seq)++);
+    (*seq)++; /* the flight recorder's numbers */
     bytes += op->bytes;
   }
   group_tele_issue(comm, g);
@@ -228,26 +227,36 @@ collie__group_run(collie_comm_t *comm, struct collie__group *g, int64_t timeout_
     collie__flight_state(comm->flight, g->fr_id, COLLIE_FR_STARTED, NULL);
   rc = group_stage_sends(comm, g, deadline);
   size_t posted = 0;
+  int nwait = 0;
   for (size_t i = 0; i < g->n && rc == COLLIE_SUCCESS; i++, posted++) {
     struct collie__group_op *op = &g->ops[i];
+    struct collie__p2p_op *p = &g->reqs[i];
+    memset(p, 0, sizeof(*p));
+    p->peer = op->peer;
+    p->tag = op->tag;
+    p->len = op->bytes;
     collie__net_set_mem(comm->net, collie__mem_kind_of(op->sbuf, op->rbuf)); /* each its own */
-    if (op->rec)
-      rc = collie__net_isend_device(comm->net, op->peer, op->rec, sizeof(*op->rec), op->dev,
-                                    op->bytes, op->slot, &g->reqs[i]);
-    else if (op->sbuf)
-      rc = collie__net_isend(comm->net, op->peer, op->sbuf, op->bytes, op->slot, &g->reqs[i]);
-    else if (op->dev && collie__stage_p2p_on(comm))
-      rc = collie__net_irecv_device(comm->net, op->peer, op->rbuf, op->dev, op->bytes, op->slot,
-                                    &g->reqs[i]);
-    else
-      rc = collie__net_irecv(comm->net, op->peer, op->rbuf, op->bytes, op->slot, &g->reqs[i]);
-    g->wait[i] = &g->reqs[i];
+    if (op->sbuf) {
+      p->buf = op->rec ? (void *)op->rec : (void *)op->sbuf;
+      p->reclen = op->rec ? sizeof(*op->rec) : 0;
+      p->dev = op->rec ? op->dev : NULL;
+      rc = collie__p2p_isend(comm->net, p);
+    } else {
+      p->buf = op->rbuf;
+      p->dev = op->dev && collie__stage_p2p_on(comm) ? op->dev : NULL;
+      p->exact = 1;
+      rc = collie__p2p_irecv(comm->net, p);
+    }
+    nwait += collie__p2p_reqs(p, g->wait + nwait);
   }
-  if (rc == COLLIE_SUCCESS) rc = collie__net_wait(comm->net, g->wait, (int)g->n, deadline);
+  if (rc == COLLIE_SUCCESS)
+    rc = collie__net_wait(comm->net, g->wait, nwait, deadline);
+  else /* the messages posted so far must not outlive the group's arrays */
+    collie__net_give_up(comm->net, rc);
   if (rc != COLLIE_SUCCESS) /* the net aborted and forgot them: what it took for them is ours */
     for (size_t i = 0; i < posted; i++) {
-      free(g->reqs[i].own);
-      g->reqs[i].own = NULL;
+      free(g->reqs[i].sreq.own);
+      g->reqs[i].sreq.own = NULL;
     }
   for (size_t i = 0; i < g->n && rc == COLLIE_SUCCESS; i++) /* device receives, from the host */
     if (g->ops[i].dev && !g->ops[i].sbuf && !g->reqs[i].on_dev)

@@ -154,6 +154,11 @@ params_check(const struct collie__params *p)
     return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_SHM_CMA_MIN=%lld must be >= 0 (bytes)",
                        (long long)p->SHM_CMA_MIN);
   /* The minimum depends on the local rank count: the shm transport checks it. */
+  if (p->P2P_UNEXPECTED_BYTES <= 0)
+    return collie__err(COLLIE_INVALID_ARGUMENT,
+                       "COLLIE_P2P_UNEXPECTED_BYTES=%lld must be > 0 (bytes of unexpected "
+                       "send/recv messages a communicator buffers)",
+                       (long long)p->P2P_UNEXPECTED_BYTES);
   if (p->SHM_BYTES <= 0)
     return collie__err(COLLIE_INVALID_ARGUMENT,
                        "COLLIE_SHM_BYTES=%lld must be > 0 (bytes of shared memory per local rank)",

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "transport/match.h"
 #include "transport/shm.h"
 #include "transport/transport.h"
 #include "util/error.h"
@@ -37,7 +38,11 @@ struct collie__net {
   char fail_msg[COLLIE_ERRMSG_LEN];
   struct pollfd *pfds; /* one sleep across transports: npfds entries */
   int npfds;
+  struct collie__match *match; /* send/recv matched by source and tag (match.c) */
 };
+
+/* The buffer for unexpected send/recv messages when cfg says 0. */
+#define NET_UNEXPECTED_DEFAULT ((size_t)256 << 20)
 
 collie_result_t
 collie__net_open(const struct collie__net_cfg *cfg, struct collie__net **out)
@@ -65,6 +70,15 @@ collie__net_open(const struct collie__net_cfg *cfg, struct collie__net **out)
   for (int p = 0; p < cfg->size; p++) n->world[p] = cfg->peers ? cfg->peers[p].world_rank : p;
   n->spin = cfg->spin;
   n->single_copy = cfg->cma_min > 0;
+  n->match =
+      collie__match_new(n, cfg->rank, cfg->size,
+                        cfg->unexpected_bytes ? cfg->unexpected_bytes : NET_UNEXPECTED_DEFAULT);
+  if (!n->match) {
+    rc = collie__err(COLLIE_SYSTEM_ERROR, "out of memory opening channels");
+    goto out_close;
+  }
+  struct collie__net_cfg with_sink = *cfg;
+  with_sink.sink = collie__match_sink(n->match);
   for (int p = 0; p < cfg->size; p++) {
     n->peer_xp[p] = -1;
     if (p == cfg->rank) continue;
@@ -87,7 +101,7 @@ collie__net_open(const struct collie__net_cfg *cfg, struct collie__net **out)
     for (int p = 0; p < cfg->size; p++)
       if (n->peer_xp[p] == i) peers[np++] = p;
     if (np == 0) continue;
-    COLLIE_CHECK_GOTO(net_table[i]->open(cfg, peers, np, &n->xp[i]), rc, out_close);
+    COLLIE_CHECK_GOTO(net_table[i]->open(&with_sink, peers, np, &n->xp[i]), rc, out_close);
     COLLIE_INFO("INIT", "%s channels to %d peer(s) up", net_table[i]->name, np);
   }
   free(peers);
@@ -258,6 +272,7 @@ net_fail(struct collie__net *n, collie_result_t rc)
       net_table[i]->abort(n->xp[i]);
     }
     n->self_send = n->self_recv = NULL;
+    collie__match_forget(n->match);
   }
   return rc;
 }
@@ -372,6 +387,12 @@ net_describe_pending(const struct collie__net *n, struct collie__req *const *req
     /* A peer on another host is named with its host: a lost link or host
      * shows as every rank of it going silent at once. */
     int p = reqs[i]->peer;
+    if (p < 0) { /* a receive from any source */
+      o += (size_t)snprintf(buf + o, o < len ? len - o : 0, "%srecv from any rank (%s)",
+                            shown ? "; " : "", s);
+      shown++;
+      continue;
+    }
     if (n->peers && p >= 0 && p < n->size && strcmp(n->peers[p].host, n->peers[n->rank].host)) {
       size_t h = strcspn(n->peers[p].host, "/"); /* the hostname, not the boot id */
       snprintf(host, sizeof(host), ", host %.*s", (int)(h < 60 ? h : 60), n->peers[p].host);
@@ -511,6 +532,8 @@ collie__net_wait(struct collie__net *n, struct collie__req *const *reqs, int nre
         nactive++;
       }
     }
+    collie_result_t mrc = collie__match_progress(n->match);
+    if (mrc != COLLIE_SUCCESS) return net_fail(n, mrc);
     int all = 1;
     for (int i = 0; i < nreq; i++) {
       if (!reqs[i]) continue;
@@ -524,9 +547,10 @@ collie__net_wait(struct collie__net *n, struct collie__req *const *reqs, int nre
     if (collie__backoff_next(&b, deadline_ns)) continue;
     int64_t now = collie__now_ns();
     if (now >= deadline_ns) {
-      char what[400];
+      char what[400], more[600];
       net_describe_pending(n, reqs, nreq, what, sizeof(what));
-      collie__err(COLLIE_TIMEOUT, "timed out waiting for %s", what);
+      collie__match_describe(n->match, more, sizeof(more));
+      collie__err(COLLIE_TIMEOUT, "timed out waiting for %s%s", what, more);
       return net_fail(n, net_timeout_grace(n));
     }
     if (nactive == 1) {
@@ -546,43 +570,35 @@ collie__net_wait(struct collie__net *n, struct collie__req *const *reqs, int nre
   }
 }
 
-collie_result_t
-collie__net_wait_any(struct collie__net *n, const uint64_t *slots, int from, const char *want,
-                     int *peer, size_t *len, int64_t deadline_ns)
+void
+collie__net_catch(struct collie__net *n, int peer, int on)
 {
-  struct collie__backoff b;
-  collie__backoff_init_crowded(&b, n->spin, net_crowded, n);
-  if (from < 0 || from >= n->size) from = 0;
-  for (;;) {
-    if (n->failed != COLLIE_SUCCESS) {
-      collie__err_set_text(n->fail_msg);
-      return n->failed;
-    }
-    for (int i = 0; i < NET_NX; i++) {
-      int pending = 0;
-      if (!n->xp[i]) continue;
-      collie_result_t rc = net_table[i]->progress(n->xp[i], &pending);
-      if (rc != COLLIE_SUCCESS) return net_fail(n, rc);
-    }
-    for (int k = 0; k < n->size; k++) {
-      int p = (from + k) % n->size;
-      uint64_t slot;
-      if (!slots[p] || n->peer_xp[p] < 0) continue;
-      const struct collie__xport_ops *ops = net_table[(int)n->peer_xp[p]];
-      if (ops->peek && ops->peek(n->xp[(int)n->peer_xp[p]], p, &slot, len) && slot == slots[p]) {
-        *peer = p;
-        return COLLIE_SUCCESS;
-      }
-    }
-    if (collie__backoff_next(&b, deadline_ns)) continue;
-    int64_t now = collie__now_ns();
-    if (now >= deadline_ns)
-      return net_fail(n, collie__err(COLLIE_TIMEOUT, "timed out waiting for %s", want));
-    /* Nothing is posted for a transport to wake this rank on: short naps. */
-    int64_t until = now + 200000 < deadline_ns ? now + 200000 : deadline_ns;
-    for (int i = 0; i < NET_NX; i++)
-      if (n->xp[i]) net_table[i]->wait(n->xp[i], until);
+  if (peer < 0 || peer >= n->size || n->peer_xp[peer] < 0 || n->failed != COLLIE_SUCCESS) return;
+  int i = n->peer_xp[peer];
+  if (net_table[i]->catch_p2p) net_table[i]->catch_p2p(n->xp[i], peer, on);
+}
+
+collie_result_t
+collie__net_poll(struct collie__net *n)
+{
+  if (n->failed != COLLIE_SUCCESS) {
+    collie__err_set_text(n->fail_msg);
+    return n->failed;
   }
+  for (int i = 0; i < NET_NX; i++) {
+    int pending = 0;
+    if (!n->xp[i]) continue;
+    collie_result_t rc = net_table[i]->progress(n->xp[i], &pending);
+    if (rc != COLLIE_SUCCESS) return net_fail(n, rc);
+  }
+  collie_result_t rc = collie__match_progress(n->match);
+  return rc == COLLIE_SUCCESS ? rc : net_fail(n, rc);
+}
+
+struct collie__match *
+collie__net_match(struct collie__net *n)
+{
+  return n->match;
 }
 
 void
@@ -613,6 +629,7 @@ collie__net_close(struct collie__net *n)
   if (!n) return;
   for (int i = 0; i < NET_NX; i++)
     if (n->xp[i]) net_table[i]->close(n->xp[i]);
+  collie__match_free(n->match);
   free(n->peer_xp);
   free(n->world);
   free(n->pfds);

@@ -262,7 +262,8 @@ shm_single_copy(struct collie__shm_xport *x, struct collie__shm_chan *ch,
    * 305 us single copy), unless the send says otherwise: a whole call in one
    * message (broadcast 512 KiB: 23 us single copy, 30 through slots), a busy
    * sender or a receiver fed by many (scatter and gather roots, 10-30 %). */
-  if (x->nrecvs == 0 && x->nlocal <= x->cores && (!r->direct || r->len < SHM_ONEWAY_CMA_MIN))
+  if (x->nrecvs == 0 && x->ncatch == 0 && x->nlocal <= x->cores &&
+      (!r->direct || r->len < SHM_ONEWAY_CMA_MIN))
     return 0;
   if (!ch->cma) ch->cma = atomic_load_explicit(&ch->out->cma_ok, memory_order_acquire) != 0;
   /* From a collie_mem_alloc region the receiver copies out of its own
@@ -588,18 +589,76 @@ shm_publish_head(struct collie__shm_xport *x, struct collie__shm_chan *ch)
   shm_signal(x, ch->local);
 }
 
+/* Puts s, the sink's request for the message at the head of ch, in front
+ * of ch's posted receives, counted as a posted one (transport.h: the sink). */
+static void
+shm_adopt(struct collie__shm_xport *x, struct collie__shm_chan *ch, struct collie__req *s)
+{
+  s->done = 0;
+  s->rc = COLLIE_SUCCESS;
+  s->peer = ch->rank;
+  s->is_send = 0;
+  s->off = 0;
+  s->xseq = 0;
+  s->next = ch->recvq;
+  ch->recvq = s;
+  if (!ch->recvq_last) ch->recvq_last = s;
+  x->npending++;
+  x->nrecvs++;
+  ch->stalled = 0;
+}
+
+/* The message at the head of ch stays there until more arrives (or the
+ * sink is asked again): wait() may sleep on it instead of seeing it as new
+ * each time (shm_look). */
+static void
+shm_stall(struct collie__shm_chan *ch)
+{
+  if (ch->stalled) return;
+  ch->stalled = 1;
+  ch->stall_tail = atomic_load_explicit(&ch->in->tail, memory_order_acquire);
+}
+
+/* The head chunk c, the first of a P2P message, is not for ch's head receive
+ * r (NULL: none posted): asks the sink for a request to take it into.
+ * Returns it (already at the head), or NULL when the sink said not now. */
+static struct collie__req *
+shm_sink(struct collie__shm_xport *x, struct collie__shm_chan *ch,
+         const struct collie__shm_chunk *c, const struct collie__req *r)
+{
+  int more = 1;
+  struct collie__req *s =
+      x->sink->take(x->sink->ctx, ch->rank, c->slot, (size_t)shm_chunk_total(c), r != NULL, &more);
+  if (s && !more) ch->sated = 1;
+  if (s)
+    shm_adopt(x, ch, s);
+  else
+    shm_stall(ch);
+  return s;
+}
+
 static collie_result_t
 shm_pull(struct collie__shm_xport *x, struct collie__shm_chan *ch)
 {
   uint64_t head = ch->in_head, start = head, cells = 1;
   collie_result_t rc = COLLIE_SUCCESS;
   struct collie__req *r;
-  while ((r = ch->recvq) != NULL) {
+  ch->stalled = 0; /* this look decides again */
+  while ((r = ch->recvq) != NULL || (ch->catching && !ch->sated)) {
     const struct collie__shm_chunk *c = shm_chunk(ch->in, head);
     if (atomic_load_explicit(&c->seq, memory_order_acquire) != head + 1) break;
-    if (c->slot != r->slot || shm_chunk_total(c) != r->len) {
-      rc = shm_mismatch(x, ch, c, r);
-      break;
+    if (!r || c->slot != r->slot || shm_chunk_total(c) != r->len) {
+      /* A point-to-point message nobody posted for goes to the net's
+       * matching; anything else is a mismatch. */
+      if (x->sink && collie__slot_is_p2p(c->slot) && (!r || r->off == 0)) {
+        if ((r = shm_sink(x, ch, c, r)) == NULL) break;
+      } else if (!r) {
+        shm_stall(ch); /* a collective's message, which this rank has not reached */
+        break;
+      } else {
+        rc = shm_mismatch(x, ch, c, r);
+        break;
+      }
     }
     if (c->flags & COLLIE_SHM_CHUNK_DEVICE) {
       int refused = 0;
@@ -727,7 +786,7 @@ shm_check_peers(struct collie__shm_xport *x)
   struct collie__shm_departure d = {NULL, NULL, 0};
   for (int i = 0; i < x->nchans; i++) {
     struct collie__shm_chan *ch = &x->chans[i];
-    if (!ch->sendq && !ch->recvq) continue;
+    if (!ch->sendq && !ch->recvq && !ch->catching) continue;
     int exited = collie__shm_peer_exited(ch);
     uint32_t st = atomic_load_explicit(&x->ctrl[ch->local].state, memory_order_acquire);
     if (!exited && st == COLLIE_SHM_ALIVE) continue;
@@ -735,7 +794,7 @@ shm_check_peers(struct collie__shm_xport *x)
     shm_push(x, ch);
     collie_result_t rc = shm_pull(x, ch);
     if (rc != COLLIE_SUCCESS) return collie__shm_fail(x, rc);
-    if (!ch->sendq && !ch->recvq) continue;
+    if (!ch->sendq && !ch->recvq && !ch->catching) continue;
     /* A peer that closed or aborted and then exited left on purpose: say so. */
     collie__shm_departure_note(&d, ch, st);
   }
@@ -743,7 +802,10 @@ shm_check_peers(struct collie__shm_xport *x)
   char what[160], why[COLLIE_SHM_REASON_LEN + 16];
   struct collie__shm_chan *ch = collie__shm_departure_verdict(x, &d, &how, why, sizeof(why));
   if (!ch) return COLLIE_SUCCESS;
-  shm_describe_req(ch->recvq ? ch->recvq : ch->sendq, what, sizeof(what));
+  if (ch->recvq || ch->sendq)
+    shm_describe_req(ch->recvq ? ch->recvq : ch->sendq, what, sizeof(what));
+  else
+    collie__fmt(what, sizeof(what), "a receive of send/recv messages");
   collie__err(COLLIE_REMOTE_ERROR, "shm: rank %d (world rank %d, pid %d) %s during %s %s it%s",
               ch->rank, ch->world_rank, ch->pid, how, what, ch->recvq ? "from" : "to", why);
   return collie__shm_fail(x, COLLIE_REMOTE_ERROR);
@@ -819,14 +881,14 @@ shm_progress_locked(struct collie__shm_xport *x, int *pending)
     *pending = x->npending;
     return COLLIE_SUCCESS;
   }
-  if (x->npending == 0) {
+  if (x->npending == 0 && x->ncatch == 0) {
     *pending = 0;
     return COLLIE_SUCCESS;
   }
   for (int i = 0; i < x->nchans; i++) {
     struct collie__shm_chan *ch = &x->chans[i];
     if (ch->sendq) shm_push(x, ch);
-    if (ch->recvq) {
+    if (ch->recvq || ch->catching) {
       collie_result_t rc = shm_pull(x, ch);
       if (rc != COLLIE_SUCCESS) {
         *pending = 0;
@@ -834,7 +896,7 @@ shm_progress_locked(struct collie__shm_xport *x, int *pending)
       }
     }
   }
-  if (x->npending > 0) {
+  if (x->npending > 0 || x->ncatch > 0) {
     /* This rank is about to wait: tell producers of all the room it holds
      * (shm_publish_head). */
     for (int i = 0; i < x->nchans; i++)
@@ -856,7 +918,7 @@ shm_progress_locked(struct collie__shm_xport *x, int *pending)
       }
     }
   }
-  *pending = x->npending;
+  *pending = x->npending + x->ncatch;
   return COLLIE_SUCCESS;
 }
 
@@ -879,7 +941,9 @@ shm_look(struct collie__shm_xport *x)
   if (atomic_load_explicit(&x->hdr->events, memory_order_seq_cst) != x->events_seen) return 1;
   for (int i = 0; i < x->nchans; i++) {
     struct collie__shm_chan *ch = &x->chans[i];
-    if (ch->recvq && atomic_load_explicit(&ch->in->tail, memory_order_seq_cst) != ch->in_head)
+    if ((ch->recvq || (ch->catching && !ch->sated)) &&
+        atomic_load_explicit(&ch->in->tail, memory_order_seq_cst) !=
+            (ch->stalled ? ch->stall_tail : ch->in_head))
       return 1;
     if (ch->sendq &&
         atomic_load_explicit(&ch->out->head, memory_order_seq_cst) != ch->out_head_seen)
@@ -1054,6 +1118,20 @@ shm_device_peer(struct collie__xport *xp, int peer, const unsigned char uuid[16]
          memcmp(c->dev_uuid, uuid, sizeof(c->dev_uuid)) == 0;
 }
 
+static void
+shm_catch_p2p(struct collie__xport *xp, int peer, int on)
+{
+  struct collie__shm_xport *x = shm_of(xp);
+  if (peer < 0 || peer >= x->comm_size || x->chan_of_rank[peer] < 0) return;
+  shm_lock(x);
+  struct collie__shm_chan *ch = &x->chans[x->chan_of_rank[peer]];
+  if (ch->catching != !!on) x->ncatch += on ? 1 : -1;
+  ch->catching = !!on;
+  ch->sated = 0;
+  ch->stalled = 0;
+  shm_unlock(x);
+}
+
 static int
 shm_peek(struct collie__xport *xp, int peer, uint64_t *slot, size_t *len)
 {
@@ -1084,6 +1162,7 @@ const struct collie__xport_ops collie__shm_ops = {
     .tell = shm_tell,
     .write_peer = shm_write_peer,
     .peek = shm_peek,
+    .catch_p2p = shm_catch_p2p,
     .crowded = collie__shm_crowded,
     .poll_arm = collie__shm_poll_arm,
     .poll_done = collie__shm_poll_done,

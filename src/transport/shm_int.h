@@ -343,6 +343,10 @@ struct collie__shm_chan {
   uint64_t in_pub;              /* in->head as last published (shm.c: shm_publish_head) */
   struct collie__req *sendq, *sendq_last;
   struct collie__req *recvq, *recvq_last;
+  int catching; /* catch_p2p: P2P messages with no receive go to the sink */
+  int sated;    /* ... until the sink said no more (the next catch_p2p on clears it) */
+  int stalled;  /* the sink said not now to the head message; stall_tail: in->tail then */
+  uint64_t stall_tail;
   struct collie__shm_mem_map maps[COLLIE__SHM_MEM_MAPS]; /* the peer's regions we mapped */
   int maps_next;                                         /* the entry replaced next */
   int maps_failed; /* pidfd_getfd refused once: read the peer's regions with the kernel */
@@ -392,8 +396,10 @@ struct collie__shm_xport {
   uint32_t events_seen; /* hdr->events at the last peer check */
   int64_t next_check_ns;
   int npending;
-  int nrecvs;             /* posted receives not complete yet (of npending) */
-  collie_result_t failed; /* first failure; errmsg holds its text */
+  int nrecvs;                          /* posted receives not complete yet (of npending) */
+  int ncatch;                          /* channels catching P2P messages (they count as pending) */
+  const struct collie__net_sink *sink; /* cfg->sink */
+  collie_result_t failed;              /* first failure; errmsg holds its text */
   char errmsg[COLLIE_ERRMSG_LEN];
   /* The only words touched by two threads of this process: abort() may come
    * from another thread (collie_comm_abort) while the driving thread is in

@@ -752,6 +752,7 @@ collie__shm_open(const struct collie__net_cfg *cfg, const int *peers, int npeers
     x->chan_of_rank[group[i]] = c++;
   }
   x->cma_min = cfg->cma_min;
+  x->sink = cfg->sink;
   x->cores = x->hdr->ncpus > 0 ? (int)x->hdr->ncpus : 1;
   /* Oversubscribed ranks sleep often, and a sleeper's membarrier would
    * interrupt a peer's core each time: they keep their fences. */

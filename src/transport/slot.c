@@ -17,9 +17,14 @@ collie__slot_describe(uint64_t slot, char *buf, size_t len)
   int kind = (int)(slot >> 56);
   unsigned mid = (unsigned)(slot >> 24);
   unsigned low = (unsigned)((slot >> 8) & 0xffff);
-  if (kind == COLLIE_KIND_P2P)
-    snprintf(buf, len, "send/recv tag %u (message %u of the pair)", mid, low);
-  else if (collie__slot_closing(slot))
+  if (kind == COLLIE_KIND_P2P) {
+    static const char *const how[] = {"", " (synchronous)", " (acknowledgement)"};
+    unsigned mode = (unsigned)(slot & 0xff);
+    if (mid == 0xffffffffu)
+      snprintf(buf, len, "send/recv any tag");
+    else
+      snprintf(buf, len, "send/recv tag %u%s", mid, mode < 3 ? how[mode] : "");
+  } else if (collie__slot_closing(slot))
     snprintf(buf, len, "the closing barrier of collie_comm_destroy (step %u)",
              low - COLLIE_STEP_CLOSING);
   else if ((slot & 0xff) != 0 && (slot & 0xff) < COLLIE_ALGO_COUNT_)

@@ -174,6 +174,11 @@ tcp_fail_left(struct collie__tcp_xport *t, struct collie__tcp_chan *c, const str
 {
   char who[160], s[96];
   collie__tcp_peer_name(c, who, sizeof(who));
+  if (!r) /* nothing posted, but the net catches its send/recv messages */
+    return tcp_fail(t, collie__err(COLLIE_REMOTE_ERROR,
+                                   "tcp: %s closed the connection (it left the communicator "
+                                   "normally) while this rank expects send/recv messages from it",
+                                   who));
   collie__slot_describe(r->slot, s, sizeof(s));
   return tcp_fail(t, collie__err(COLLIE_REMOTE_ERROR,
                                  "tcp: %s closed the connection (it left the communicator "
@@ -312,11 +317,111 @@ tcp_tx(struct collie__tcp_xport *t, struct collie__tcp_chan *c)
 
 /* ---- Receive path ---- */
 
+/* Reads into iov without blocking, as recvmsg() does: the bytes given back
+ * by tcp_unread first (and then only those), else the socket's. */
+static ssize_t
+tcp_read(struct collie__tcp_chan *c, struct iovec *iov, int niov)
+{
+  if (c->stash_off < c->stash_len) {
+    size_t got = 0;
+    for (int i = 0; i < niov && c->stash_off < c->stash_len; i++) {
+      size_t k = c->stash_len - c->stash_off;
+      if (k > iov[i].iov_len) k = iov[i].iov_len;
+      memcpy(iov[i].iov_base, c->stash + c->stash_off, k);
+      c->stash_off += k;
+      got += k;
+      if (k < iov[i].iov_len) break;
+    }
+    c->from_stash = 1;
+    return (ssize_t)got;
+  }
+  c->stash_off = c->stash_len = 0;
+  c->from_stash = 0;
+  struct msghdr mh;
+  memset(&mh, 0, sizeof(mh));
+  mh.msg_iov = iov;
+  mh.msg_iovlen = (size_t)niov;
+  return recvmsg(c->fd, &mh, MSG_DONTWAIT);
+}
+
+/* Gives back the last n bytes the last tcp_read returned (a copy of them is
+ * at bytes): the next read returns them first. They were read ahead, into
+ * the head receive's buffer, behind the header of a frame that goes to
+ * another request (the sink's) or waits. 0, or -1 when out of memory. */
+static int
+tcp_unread(struct collie__tcp_chan *c, const void *bytes, size_t n)
+{
+  if (!n) return 0;
+  if (c->from_stash) { /* they are still there, just before stash_off */
+    c->stash_off -= n;
+    return 0;
+  }
+  char *p = realloc(c->stash, n); /* the stash is empty: the read came from the socket */
+  if (!p) return -1;
+  memcpy(p, bytes, n);
+  c->stash = p;
+  c->stash_off = 0;
+  c->stash_len = n;
+  return 0;
+}
+
+/* Whether the stash holds bytes to read before the socket's. */
+static int
+tcp_stashed(const struct collie__tcp_chan *c)
+{
+  return c->stash_off < c->stash_len;
+}
+
+/* Puts s, the sink's request for the message whose header is held, in front
+ * of c's posted receives, counted as a posted one (transport.h: the sink). */
+static void
+tcp_adopt(struct collie__tcp_xport *t, struct collie__tcp_chan *c, struct collie__req *s)
+{
+  s->done = 0;
+  s->rc = COLLIE_SUCCESS;
+  s->peer = c->peer;
+  s->is_send = 0;
+  s->off = 0;
+  s->next = c->rq_head;
+  c->rq_head = s;
+  if (!c->rq_tail) c->rq_tail = s;
+  t->npending++;
+}
+
+/* The complete header in c->rhdr starts a P2P message (slot, total bytes)
+ * that the head receive r (NULL: none posted) does not expect: asks the
+ * sink for a request to take it. spec bytes of its payload were read ahead
+ * into r's buffer. Returns the request, now at the head with those bytes
+ * in it (*spec: how many; any beyond the frame's are given back), or NULL
+ * when the sink said not now (the bytes read ahead are given back: the
+ * header stays held). */
+static struct collie__req *
+tcp_sink(struct collie__tcp_xport *t, struct collie__tcp_chan *c, struct collie__req *r,
+         uint64_t slot, uint64_t total, uint32_t chunk, size_t *spec, collie_result_t *rc)
+{
+  const char *ahead = r ? (const char *)r->buf + r->off : NULL;
+  int more = 1;
+  struct collie__req *s =
+      t->sink->take(t->sink->ctx, c->peer, slot, (size_t)total, r != NULL, &more);
+  if (s && !more) c->sated = 1;
+  size_t mine = s ? (*spec < chunk ? *spec : chunk) : 0;
+  if (mine) memcpy(s->buf, ahead, mine);
+  if (tcp_unread(c, ahead + mine, *spec - mine) != 0) {
+    *rc = tcp_fail(t, collie__err(COLLIE_SYSTEM_ERROR,
+                                  "tcp: out of memory keeping %zu bytes read ahead from rank %d",
+                                  *spec - mine, c->peer));
+    return NULL;
+  }
+  *spec = mine;
+  if (s) tcp_adopt(t, c, s);
+  return s;
+}
+
 /* The peer said BYE: nothing more may arrive but its end of stream. */
 static collie_result_t
 tcp_rx_after_bye(struct collie__tcp_xport *t, struct collie__tcp_chan *c)
 {
-  if (c->rq_head) return tcp_fail_left(t, c, c->rq_head);
+  if (c->rq_head || c->catching) return tcp_fail_left(t, c, c->rq_head);
   while (!c->eof) {
     char b;
     ssize_t n = recv(c->fd, &b, 1, MSG_DONTWAIT);
@@ -382,8 +487,16 @@ tcp_rx_header(struct collie__tcp_xport *t, struct collie__tcp_chan *c, size_t sp
     return tcp_fail_proto(t, c, what);
   }
   struct collie__req *r = c->rq_head;
+  if (t->sink && collie__slot_is_p2p(slot) && offset == 0 && (r || (c->catching && !c->sated)) &&
+      (!r || (r->off == 0 && (slot != r->slot || total != (uint64_t)r->len)))) {
+    /* A point-to-point message nobody posted for: the net's matching takes it. */
+    collie_result_t rc = COLLIE_SUCCESS;
+    r = tcp_sink(t, c, r, slot, total, chunk, &spec, &rc);
+    if (rc != COLLIE_SUCCESS) return rc;
+  }
   if (!r) {
     *held = 1;
+    c->stalled = 1;
     return COLLIE_SUCCESS;
   }
   if (slot != r->slot || total != (uint64_t)r->len) {
@@ -423,12 +536,16 @@ tcp_rx_header(struct collie__tcp_xport *t, struct collie__tcp_chan *c, size_t sp
 static collie_result_t
 tcp_rx(struct collie__tcp_xport *t, struct collie__tcp_chan *c)
 {
+  c->stalled = 0; /* this look decides again */
   for (;;) {
     if (c->bye) return tcp_rx_after_bye(t, c);
-    if (c->gone) return c->rq_head ? tcp_fail_peer(t, c, c->gone_err, c->gone_mid) : COLLIE_SUCCESS;
+    if (c->gone)
+      return c->rq_head || c->catching ? tcp_fail_peer(t, c, c->gone_err, c->gone_mid)
+                                       : COLLIE_SUCCESS;
     struct collie__req *r = c->rq_head;
     if (c->r_pay_left > 0) {
-      ssize_t n = recv(c->fd, (char *)r->buf + r->off, c->r_pay_left, MSG_DONTWAIT);
+      struct iovec iov = {.iov_base = (char *)r->buf + r->off, .iov_len = c->r_pay_left};
+      ssize_t n = tcp_read(c, &iov, 1);
       if (n <= 0) {
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return COLLIE_SUCCESS;
@@ -453,11 +570,7 @@ tcp_rx(struct collie__tcp_xport *t, struct collie__tcp_chan *c)
           niov = 2;
         }
       }
-      struct msghdr mh;
-      memset(&mh, 0, sizeof(mh));
-      mh.msg_iov = iov;
-      mh.msg_iovlen = (size_t)niov;
-      ssize_t n = recvmsg(c->fd, &mh, MSG_DONTWAIT);
+      ssize_t n = tcp_read(c, iov, niov);
       if (n <= 0) {
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return COLLIE_SUCCESS;
@@ -553,13 +666,13 @@ tcp_progress(struct collie__xport *xp, int *pending)
     struct collie__tcp_chan *c = &t->chans[i];
     collie_result_t rc = COLLIE_SUCCESS;
     if (c->sq_head) rc = tcp_tx(t, c);
-    if (rc == COLLIE_SUCCESS &&
-        (c->rq_head || (c->revents & (POLLIN | POLLRDHUP | POLLERR | POLLHUP))))
+    if (rc == COLLIE_SUCCESS && (c->rq_head || c->catching || tcp_stashed(c) ||
+                                 (c->revents & (POLLIN | POLLRDHUP | POLLERR | POLLHUP))))
       rc = tcp_rx(t, c);
     c->revents = 0;
     if (rc != COLLIE_SUCCESS) return rc;
   }
-  *pending = t->npending;
+  *pending = t->npending + t->ncatch;
   return COLLIE_SUCCESS;
 }
 
@@ -577,15 +690,18 @@ tcp_arm(struct collie__tcp_xport *t, struct pollfd *fds)
     p->fd = c->fd;
     p->events = 0;
     p->revents = 0;
-    /* Work that progress() can do without any I/O: do not sleep on it. */
-    if ((c->rq_head && (held || c->bye || c->gone)) || (c->sq_head && (c->bye || c->gone)))
+    /* Work that progress() can do without any I/O: do not sleep on it. A
+     * held header that waits (stalled) is none: only news from it is. */
+    int wants = c->rq_head || (c->catching && !c->sated);
+    if ((wants && ((held && !c->stalled) || c->bye || c->gone)) ||
+        (c->sq_head && (c->bye || c->gone)) || tcp_stashed(c))
       return -1;
     if (c->gone) {
       p->fd = -1; /* nothing will ever come from it */
       continue;
     }
     if (c->sq_head) p->events |= POLLOUT;
-    if (c->rq_head)
+    if (wants && !held)
       p->events |= POLLIN | POLLRDHUP;
     else if (held)
       p->events |= c->parked ? 0 : POLLRDHUP; /* only a hang-up matters until a receive comes */
@@ -661,8 +777,10 @@ void
 collie__tcp_free(struct collie__tcp_xport *t)
 {
   if (!t) return;
-  for (int i = 0; i < t->nchan; i++)
+  for (int i = 0; i < t->nchan; i++) {
     if (t->chans[i].fd >= 0) close(t->chans[i].fd);
+    free(t->chans[i].stash);
+  }
   free(t->chans);
   free(t->chan_of);
   free(t->pfds);
@@ -730,6 +848,18 @@ tcp_crowded(struct collie__xport *xp)
 }
 
 /* A header read while no receive was posted is held in c->rhdr (tcp_rx_header). */
+static void
+tcp_catch_p2p(struct collie__xport *xp, int peer, int on)
+{
+  struct collie__tcp_xport *t = tcp_x(xp);
+  if (peer < 0 || peer >= t->size || t->chan_of[peer] < 0) return;
+  struct collie__tcp_chan *c = &t->chans[t->chan_of[peer]];
+  if (c->catching != !!on) t->ncatch += on ? 1 : -1;
+  c->catching = !!on;
+  c->sated = 0;
+  c->stalled = 0;
+}
+
 static int
 tcp_peek(struct collie__xport *xp, int peer, uint64_t *slot, size_t *len)
 {
@@ -788,5 +918,6 @@ const struct collie__xport_ops collie__tcp_ops = {
     .close = tcp_close,
     .tell = tcp_tell,
     .peek = tcp_peek,
+    .catch_p2p = tcp_catch_p2p,
     .crowded = tcp_crowded,
 };

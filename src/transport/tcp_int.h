@@ -57,6 +57,14 @@ struct collie__tcp_chan {
   struct collie__tcp_frame rhdr; /* the next frame's header, as received (little-endian) */
   uint32_t r_hdr_got;            /* bytes of rhdr received */
   uint32_t r_pay_left;           /* payload bytes of the matched frame still to read */
+  /* Bytes read ahead of a frame that went elsewhere (tcp.c: tcp_unread),
+   * read again before the socket: stash[stash_off..stash_len). */
+  char *stash;
+  size_t stash_len, stash_off;
+  int from_stash; /* the last read came from the stash */
+  int catching;   /* catch_p2p: P2P messages with no receive go to the sink */
+  int sated;      /* ... until the sink said no more (the next catch_p2p on clears it) */
+  int stalled;    /* the held header waits (the sink said not now, or nothing takes it) */
   /* Lifecycle of the peer's side. */
   int bye;      /* the peer sent BYE: it closed the communicator cleanly */
   int eof;      /* the peer's FIN was read (after BYE): the socket is silent for good */
@@ -74,11 +82,13 @@ struct collie__tcp_chan {
 struct collie__tcp_xport {
   int rank, size;
   int nchan;
-  struct collie__tcp_chan *chans; /* nchan entries, by ascending peer rank */
-  int *chan_of;                   /* size entries: index into chans, or -1 */
-  struct pollfd *pfds;            /* nchan entries, reused by every wait() */
-  int npending;                   /* posted requests not yet done */
-  collie_result_t failed;         /* first failure; the transport is unusable after it */
+  struct collie__tcp_chan *chans;      /* nchan entries, by ascending peer rank */
+  int *chan_of;                        /* size entries: index into chans, or -1 */
+  struct pollfd *pfds;                 /* nchan entries, reused by every wait() */
+  int npending;                        /* posted requests not yet done */
+  int ncatch;                          /* channels catching P2P messages (they count as pending) */
+  const struct collie__net_sink *sink; /* cfg->sink */
+  collie_result_t failed;              /* first failure; the transport is unusable after it */
   char fail_msg[COLLIE_ERRMSG_LEN];
   /* Set by abort(), possibly from another thread while progress() runs: the
    * only field abort() writes. The driving thread turns it into `failed`. */

@@ -549,6 +549,7 @@ collie__tcp_open(const struct collie__net_cfg *cfg, const int *peers, int npeers
   atomic_init(&t->aborted, 0);
   t->rank = cfg->rank;
   t->size = cfg->size;
+  t->sink = cfg->sink;
   t->chans = calloc((size_t)(npeers ? npeers : 1), sizeof(*t->chans));
   t->pfds = calloc((size_t)(npeers ? npeers : 1), sizeof(*t->pfds));
   t->chan_of = malloc((size_t)cfg->size * sizeof(int));

@@ -9,8 +9,9 @@
  *
  * Matching. Messages between an ordered pair of ranks are delivered in the
  * order they were posted, to receives taken in the order they were posted:
- * there is no reordering, and the one wildcard (a receive from any source,
- * collie__net_wait_any) takes a peer's next message, never one behind it. Every message carries a
+ * there is no reordering, except that a point-to-point message no posted
+ * receive expects goes to the net's sink, and the net matches those by
+ * source and tag (match.c, "Point to point" below). Every message carries a
  * 64-bit slot (collective kind, sequence number, algorithm step; see collie__slot) and its length;
  * a receive whose slot or length differs from the arriving message fails with COLLIE_INVALID_USAGE
  * ("collectives mismatched across ranks"), never with silent corruption. Zero-length messages are
@@ -43,12 +44,24 @@ collie__slot(int kind, uint32_t seq, uint32_t step)
 {
   return ((uint64_t)(kind & 0xff) << 56) | ((uint64_t)seq << 24) | ((uint64_t)(step & 0xffff) << 8);
 }
-/* P2P slot: kind P2P | 32 bits user tag | 16 bits of the pair's message counter. */
+/* P2P slot (the matching envelope, match.c): kind P2P | 32 bits user tag |
+ * 16 bits id | 8 bits mode. A synchronous send's id numbers it among the
+ * pair's synchronous sends, and its acknowledgement echoes tag and id. */
+enum collie__p2p_mode {
+  COLLIE_P2P_STANDARD = 0, /* complete once the bytes are out */
+  COLLIE_P2P_SYNC = 1,     /* complete once the receiver matched it: it acknowledges */
+  COLLIE_P2P_ACK = 2,      /* the receiver's acknowledgement of a SYNC message; 0 bytes */
+};
 static inline uint64_t
-collie__slot_p2p(uint32_t tag, uint32_t pair_seq)
+collie__slot_p2p(uint32_t tag, uint32_t id, enum collie__p2p_mode mode)
 {
   return ((uint64_t)COLLIE_KIND_P2P << 56) | ((uint64_t)tag << 24) |
-         ((uint64_t)(pair_seq & 0xffff) << 8);
+         ((uint64_t)(id & 0xffff) << 8) | (uint64_t)mode;
+}
+static inline int
+collie__slot_is_p2p(uint64_t slot)
+{
+  return (int)(slot >> 56) == COLLIE_KIND_P2P;
 }
 /* The steps of collie_comm_destroy's closing barrier start here, so that a
  * peer that meets it in a collective knows this rank left rather than ran
@@ -135,6 +148,7 @@ struct collie__net_cfg {
   int spin;                         /* polls before sleeping in wait (0: sleep at once) */
   size_t cma_min;                   /* shm: single-copy (CMA) from this many bytes; 0: never */
   size_t shm_bytes;                 /* shm: segment budget per local rank; 0: the default */
+  size_t unexpected_bytes;          /* buffer for unexpected send/recv messages (match.c) */
   int64_t deadline_ns;              /* setup deadline */
   /* With the bootstrap ring (bootstrap/bootstrap.h): every rank's listen
    * address, size x COLLIE_RING_ADDR_LEN bytes ("host:port"), and this
@@ -142,9 +156,34 @@ struct collie__net_cfg {
    * publishing through the store. NULL: the store (listen_fd unused). */
   const char *listen_addrs;
   int listen_fd;
+  /* Set by collie__net_open for every transport it opens. */
+  const struct collie__net_sink *sink;
 };
 
 struct collie__xport; /* a transport's state for one communicator */
+
+/* Where a transport hands point-to-point messages that no posted request
+ * expects (match.c, the net's matching of sends and receives by source and
+ * tag). A transport calls take() on the thread that drives it, when the
+ * first chunk or header of a message whose slot is a P2P slot
+ * (collie__slot_is_p2p) is at the head of peer's channel and either no
+ * receive is posted to peer while the net catches that peer's messages
+ * (catch_p2p), or the head receive has not started and expects another slot
+ * or length (blocked: 1; a collective's receive behind a message that was
+ * sent before it). take() returns a request, owned by the net, with buf and
+ * len set for this message's len bytes and slot; the transport puts it at
+ * the head of the channel, in front of any posted receive, as if it had been
+ * posted there, and completes it as any other; *more says whether the net
+ * still catches peer's messages after this one (0: stop handing them over
+ * until the next catch_p2p call). Or NULL: not now (the net's
+ * buffer for unexpected messages is full); the message stays where it is
+ * and its sender waits, and the transport asks again on a later progress.
+ * take() never calls the transport back. */
+struct collie__net_sink {
+  void *ctx;
+  struct collie__req *(*take)(void *ctx, int peer, uint64_t slot, size_t len, int blocked,
+                              int *more);
+};
 
 /* Device messages (issue 21; docs/gpu.md, "Send and receive"): a send of
  * device memory travels as a record that lets the receiver copy the bytes
@@ -226,6 +265,13 @@ struct collie__xport_ops {
    * is posted to peer; the message stays where it is. Returns 1 and fills
    * slot/len, else 0. Never blocks, takes no lock; call progress before. */
   int (*peek)(struct collie__xport *x, int peer, uint64_t *slot, size_t *len);
+  /* Starts (on: 1) or stops (0) catching peer's point-to-point messages:
+   * while on, a P2P message at the head of peer's channel with no receive
+   * posted goes to the sink (until the sink says no more: *more), and the
+   * channel counts as pending (progress and wait watch it as they watch a
+   * posted receive; a peer's death fails the transport). A call with on
+   * set starts again after a "no more". */
+  void (*catch_p2p)(struct collie__xport *x, int peer, int on);
   /* Optional (NULL: never). Whether a peer this rank may wait for last ran
    * on the CPU this rank runs on: a waiter then yields at once instead of
    * spinning (util/backoff.c). Cheap (a few loads); called every 64 polls. */
@@ -350,14 +396,66 @@ int collie__net_single_copy(const struct collie__net *n);
  * pending peers) or with the first transport failure. NULL entries are skipped. */
 collie_result_t collie__net_wait(struct collie__net *n, struct collie__req *const *reqs, int nreq,
                                  int64_t deadline_ns);
-/* A receive from any source: drives every transport until the next message of
- * some peer p has the slot slots[p] (0: not p, and never this rank itself),
- * looking at the peers from `from` on, round robin; then returns p in *peer and
- * that message's length in *len, the message still unconsumed. Fails with
- * TIMEOUT at deadline_ns (naming want, the text of what was awaited) or with
- * the first transport failure. */
-collie_result_t collie__net_wait_any(struct collie__net *n, const uint64_t *slots, int from,
-                                     const char *want, int *peer, size_t *len, int64_t deadline_ns);
+/* ---- Point to point, matched by source and tag (match.c) ----
+ *
+ * Sends and receives between ranks match as MPI's do: a receive takes the
+ * first message from its source (or any, COLLIE_ANY_SOURCE) with its tag
+ * (or any, COLLIE_ANY_TAG) in the order the messages arrived; messages of
+ * one source and tag are never overtaken. A message that arrives before its
+ * receive is posted is unexpected: it waits in its channel until something
+ * needs the channel past it (a posted receive that could take a later
+ * message of that peer, a collective's receive behind it, a probe), then
+ * goes into the net's buffer for unexpected messages, up to
+ * unexpected_bytes; past that it stays in the channel and its sender waits
+ * (flow control) until receives take what is buffered. */
+
+/* Where a receive's message came from (filled once the receive is done). */
+struct collie__p2p_status {
+  int source, tag;
+  size_t len;
+};
+
+struct collie__match_msg; /* match.c */
+
+/* A send or receive of the matching. The caller owns it and keeps it (and
+ * its buffers) until collie__net_wait on its requests (collie__p2p_reqs)
+ * returned, as with struct collie__req. */
+struct collie__p2p_op {
+  int peer;      /* send: the receiver; receive: the source or COLLIE_ANY_SOURCE */
+  int tag;       /* receive: COLLIE_ANY_TAG takes any */
+  void *buf;     /* send: len bytes (a device send: its record, reclen bytes); receive: room */
+  size_t len;    /* receive: the room in buf */
+  void *dev;     /* device memory (core/stage_p2p.c): a receive's, a device send's */
+  size_t reclen; /* a device send: its record is buf, reclen bytes (0: a host send) */
+  int sync;      /* send: complete only once the receiver matched it */
+  int exact;     /* receive: the message must be len bytes (else INVALID_USAGE naming both) */
+  /* Receive, once done. */
+  struct collie__p2p_status st;
+  int on_dev; /* the bytes landed in dev (a device message) */
+  /* private to match.c */
+  struct collie__req done; /* completes the op (receives, synchronous sends, sends to self) */
+  struct collie__req sreq; /* a send's message */
+  uint16_t id;
+  int self;
+  struct collie__p2p_op *next;
+};
+
+/* Posts a send of op->buf (len bytes, tag) to op->peer, which may be this
+ * rank (matched with its receives in memory; the send completes once one
+ * takes it). */
+collie_result_t collie__p2p_isend(struct collie__net *n, struct collie__p2p_op *op);
+/* Posts a receive: the first message already here that it matches, else the
+ * first that arrives. */
+collie_result_t collie__p2p_irecv(struct collie__net *n, struct collie__p2p_op *op);
+/* The requests to pass collie__net_wait for op: up to 2, into reqs. */
+int collie__p2p_reqs(struct collie__p2p_op *op, struct collie__req **reqs);
+/* Whether a message from source (or COLLIE_ANY_SOURCE) with tag (or
+ * COLLIE_ANY_TAG) has arrived, without receiving it: *found 1 and *st
+ * filled, else *found 0. block: wait until one has, or deadline_ns
+ * (TIMEOUT naming what was awaited); else look once. */
+collie_result_t collie__p2p_probe(struct collie__net *n, int source, int tag, int block, int *found,
+                                  struct collie__p2p_status *st, int64_t deadline_ns);
+
 /* A failure outside n's operations (a communicator's setup after its
  * channels opened) ends n as a failed operation would: every peer is told
  * why (the thread's error message) and the transports are aborted, so that

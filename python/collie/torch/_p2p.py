@@ -94,9 +94,8 @@ class PointToPoint(GroupState):
         return blocking_p2p_caller(frame(2))
 
     def recv_anysource(self, tensors: List[torch.Tensor], tag: int = 0) -> _TorchWork:
-        """dist.recv/irecv with src=None: collie_recv_any, the first rank
-        whose next message to this one has tag; source_rank() says which.
-        Until it has completed, another receive on the group raises."""
+        """dist.recv/irecv with src=None: collie_recv_any, the first message
+        with tag from any rank; source_rank() says which."""
         fn = "recv"
         t = self._p2p_tensor(tensors, fn)
         box = ctypes.c_int(-1)
