@@ -158,14 +158,15 @@ match_finish(struct collie__match *m, struct collie__match_msg *g, struct collie
   op->st.tag = (int)g->tag;
   op->st.len = g->len;
   if (op->exact && g->len != op->len)
-    rc = collie__err(COLLIE_INVALID_USAGE,
-                     "sizes differ: rank %d sent %zu bytes with tag %u, this receive takes %zu "
-                     "(a receive with a status takes fewer)",
-                     g->peer, g->len, g->tag, op->len);
+    rc = collie__err(
+        COLLIE_INVALID_USAGE,
+        "sizes differ: rank %d sent %zu bytes with tag %u, this receive takes %zu bytes "
+        "(a receive with a status takes fewer)",
+        g->peer, g->len, g->tag, op->len);
   else if (g->len > op->len)
     rc = collie__err(COLLIE_INVALID_USAGE,
                      "message truncated: rank %d sent %zu bytes with tag %u, the receive has room "
-                     "for %zu",
+                     "for %zu bytes",
                      g->peer, g->len, g->tag, op->len);
   else if (g->from)
     memcpy(op->buf, g->from->buf, g->len);

@@ -210,6 +210,7 @@ _C_TYPES = {
     "const size_t *": ctypes.POINTER(ctypes.c_size_t),
     "size_t *": ctypes.POINTER(ctypes.c_size_t),
     "int *": ctypes.POINTER(ctypes.c_int),
+    "collie_status_t *": ctypes.c_void_p,
     "const int *": ctypes.POINTER(ctypes.c_int),
     "const collie_opts_t *": ctypes.POINTER(_lib.Opts),
     "const collie_config_t *": ctypes.POINTER(_lib.Config),

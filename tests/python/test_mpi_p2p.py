@@ -236,10 +236,10 @@ def test_collie_failure_is_mpi_exception(w, rank, size):
             d.Send(np.zeros(3), 1, tag=1)
         elif rank == 1:
             with pytest.raises(MPI.Exception) as e:
-                d.Recv(np.zeros(5), 0, tag=1)
+                d.Recv(np.zeros(2), 0, tag=1)
             msg = str(e.value)
-            assert "Recv" in msg and "rank 0" in msg and "24 bytes" in msg and "40 bytes" in msg
-            assert "MPI matching" in msg and e.value.Get_error_code() == MPI.ERR_OTHER
+            assert "Recv" in msg and "rank 0" in msg and "24 bytes" in msg and "16 bytes" in msg
+            assert e.value.Get_error_code() == MPI.ERR_OTHER
             assert e.value.__cause__ is not None
     finally:
         d.Free()

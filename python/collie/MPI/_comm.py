@@ -737,10 +737,8 @@ class Comm(_errors.RefusesUnknown):
         self._run(call, False, _lib.lib().collie_send, int(arr.ctypes.data), arr.size, UINT8, dest, tag, keep=[arr])
 
     def Recv(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Optional[Status] = None) -> None:
-        """Receives the next message from source (ANY_SOURCE: from the first
-        rank whose next message to this rank has tag) into buf, which must
-        be the message's size (a shorter message needs MPI matching: see
-        docs/mpi.md)."""
+        """Receives the first message from source (ANY_SOURCE: any rank)
+        with tag into buf, which must be the message's size (docs/mpi.md)."""
         source = self._peer(source, "Recv", "source", True)
         if source == PROC_NULL:
             msg(buf, "Recv: buf", writable=True)
@@ -755,20 +753,12 @@ class Comm(_errors.RefusesUnknown):
         """Receives nbytes at ptr from source (or ANY_SOURCE) with collie tag
         tag; the rank it came from."""
         L = _lib.lib()
-        try:
-            if source == ANY_SOURCE:
-                box = ctypes.c_int(-1)
-                self._run(call, False, _lib.need("collie_recv_any"), ptr, nbytes, UINT8, tag, ctypes.byref(box),
-                          keep=keep + [box])
-                return box.value
-            self._run(call, False, L.collie_recv, ptr, nbytes, UINT8, source, tag, keep=keep)
-        except _errors.Exception as e:
-            if "mismatched" in e.message:
-                e.message += (" [collie.MPI: until collie's point-to-point has MPI matching (issue 37, point 1), "
-                              "a receive takes the pair's next message, whose tag and size must be the receive's; "
-                              "docs/mpi.md]")
-                e.args = (e.message,)
-            raise
+        if source == ANY_SOURCE:
+            box = ctypes.c_int(-1)
+            self._run(call, False, _lib.need("collie_recv_any"), ptr, nbytes, UINT8, tag, ctypes.byref(box),
+                      keep=keep + [box])
+            return box.value
+        self._run(call, False, L.collie_recv, ptr, nbytes, UINT8, source, tag, keep=keep)
         return source
 
     def Sendrecv(self, sendbuf: Any, dest: int, sendtag: int = 0, recvbuf: Any = None, source: int = ANY_SOURCE,
