@@ -73,6 +73,13 @@
   XX(p2p_before_collective_tcp_3, p2p_before_collective, 3, "tcp", 30)                             \
   XX(p2p_unexpected_bounded_shm_2, p2p_unexpected_bounded, 2, "shm", 30)                           \
   XX(p2p_unexpected_bounded_tcp_2, p2p_unexpected_bounded, 2, "tcp", 30)                           \
+  XX(p2p_nonblocking_shm_2, p2p_nonblocking_exchange, 2, "shm", 30)                                \
+  XX(p2p_nonblocking_shm_3, p2p_nonblocking_exchange, 3, "shm", 30)                                \
+  XX(p2p_nonblocking_tcp_2, p2p_nonblocking_exchange, 2, "tcp", 30)                                \
+  XX(p2p_nonblocking_tcp_3, p2p_nonblocking_exchange, 3, "tcp", 30)                                \
+  XX(p2p_nonblocking_mixed_4, p2p_nonblocking_exchange, 4, "mixed", 30)                            \
+  XX(p2p_posted_progress_shm_2, p2p_posted_progress, 2, "shm", 30)                                 \
+  XX(p2p_posted_progress_tcp_2, p2p_posted_progress, 2, "tcp", 30)                                 \
   XX(split_shm_2, split_even_odd, 2, "shm", 60)                                                    \
   XX(split_shm_5, split_even_odd, 5, "shm", 60)                                                    \
   XX(split_shm_8, split_even_odd, 8, "shm", 60)                                                    \

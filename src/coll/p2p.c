@@ -1,7 +1,9 @@
 /*
  * p2p.c - point-to-point send, receive and probe as calls: each posts its
  * message to the net's matching (transport/match.c), which pairs sends and
- * receives by source and tag as MPI does, and waits for it.
+ * receives by source and tag as MPI does, and waits for it. An async send
+ * or receive is posted and left (collie__p2p_post), and finished once its
+ * requests are done (collie__p2p_done; core/work.c).
  */
 #include <stdlib.h>
 
@@ -13,59 +15,70 @@ p2p_wait(struct collie__call *c, struct collie__p2p_op *op)
 {
   struct collie__req *reqs[2];
   int k = collie__p2p_reqs(op, reqs);
-  collie_result_t rc = collie__net_wait(c->net, reqs, k, c->deadline_ns);
+  return collie__net_wait(c->net, reqs, k, c->deadline_ns);
+}
+
+collie_result_t
+collie__p2p_post(struct collie__call *c, struct collie__p2p_op *op)
+{
+  collie_result_t rc;
+  *op = (struct collie__p2p_op){.peer = c->root, .tag = c->tag, .len = c->count * c->esize};
+  if (c->sendbuf) {
+    op->sync = c->p2p_sync;
+    if (c->p2p_rec) {
+      op->buf = (void *)c->p2p_rec;
+      op->reclen = c->p2p_reclen;
+      op->dev = c->p2p_dev;
+    } else {
+      op->buf = (void *)c->sendbuf;
+    }
+    rc = collie__p2p_isend(c->net, op);
+  } else {
+    /* With a status a shorter message is fine and its size reported;
+     * without one the sizes must be equal. */
+    op->buf = c->recvbuf;
+    op->dev = c->p2p_dev;
+    op->exact = !c->p2p_status;
+    rc = collie__p2p_irecv(c->net, op);
+  }
+  /* What was posted must not outlive the call: the net forgets it. */
+  if (rc != COLLIE_SUCCESS) collie__net_give_up(c->net, rc);
+  return rc;
+}
+
+collie_result_t
+collie__p2p_done(struct collie__call *c, struct collie__p2p_op *op, collie_result_t rc)
+{
   /* A failed wait aborted the net, which forgets the send without touching
    * it: host memory the transport took for it (a refused device send) is
    * ours to free. A completed send has none. */
   free(op->sreq.own);
-  return rc;
+  op->sreq.own = NULL;
+  if (rc != COLLIE_SUCCESS || c->sendbuf) return rc;
+  c->p2p_on_dev = op->on_dev;
+  if (c->source) *c->source = op->st.source;
+  if (c->p2p_status)
+    *c->p2p_status =
+        (collie_status_t){.source = op->st.source, .tag = op->st.tag, .bytes = op->st.len};
+  return COLLIE_SUCCESS;
 }
 
 collie_result_t
 collie__p2p_send(struct collie__call *c)
 {
-  struct collie__p2p_op op = {
-      .peer = c->root, .tag = c->tag, .len = c->count * c->esize, .sync = c->p2p_sync};
-  if (c->p2p_rec) {
-    op.buf = (void *)c->p2p_rec;
-    op.reclen = c->p2p_reclen;
-    op.dev = c->p2p_dev;
-  } else {
-    op.buf = (void *)c->sendbuf;
-  }
-  collie_result_t rc = collie__p2p_isend(c->net, &op);
-  if (rc != COLLIE_SUCCESS) {
-    collie__net_give_up(c->net, rc);
-    return rc;
-  }
-  return p2p_wait(c, &op);
+  struct collie__p2p_op op;
+  collie_result_t rc = collie__p2p_post(c, &op);
+  if (rc != COLLIE_SUCCESS) return rc;
+  return collie__p2p_done(c, &op, p2p_wait(c, &op));
 }
 
-/* A receive (c->root: the source or COLLIE_ANY_SOURCE; c->tag may be
- * COLLIE_ANY_TAG). With a status (c->p2p_status) a shorter message is
- * fine and its size is reported; without one the sizes must be equal. */
 static collie_result_t
 p2p_recv(struct collie__call *c)
 {
-  struct collie__p2p_op op = {.peer = c->root,
-                              .tag = c->tag,
-                              .buf = c->recvbuf,
-                              .len = c->count * c->esize,
-                              .dev = c->p2p_dev,
-                              .exact = !c->p2p_status};
-  collie_result_t rc = collie__p2p_irecv(c->net, &op);
-  if (rc != COLLIE_SUCCESS) {
-    collie__net_give_up(c->net, rc);
-    return rc;
-  }
-  rc = p2p_wait(c, &op);
+  struct collie__p2p_op op;
+  collie_result_t rc = collie__p2p_post(c, &op);
   if (rc != COLLIE_SUCCESS) return rc;
-  c->p2p_on_dev = op.on_dev;
-  if (c->source) *c->source = op.st.source;
-  if (c->p2p_status)
-    *c->p2p_status =
-        (collie_status_t){.source = op.st.source, .tag = op.st.tag, .bytes = op.st.len};
-  return COLLIE_SUCCESS;
+  return collie__p2p_done(c, &op, p2p_wait(c, &op));
 }
 
 /* A probe (c->p2p_probe: 1 blocking, 2 once): the status of the message a

@@ -863,8 +863,10 @@ collie_comm_split(collie_comm_t *comm, int color, int key, collie_comm_t **out)
    * splitting is then found and named as in any collective (within the
    * transports' liveness checks), not after a store key's whole deadline;
    * and the split leaves nothing in the store. */
-  if ((rc = collie__comm_exchange(comm, &mine, all, sizeof(mine))) != COLLIE_SUCCESS)
-    goto out_poison;
+  collie__work_own_net(comm);
+  rc = collie__comm_exchange(comm, &mine, all, sizeof(mine));
+  collie__work_release_net(comm);
+  if (rc != COLLIE_SUCCESS) goto out_poison;
   if (color == COLLIE_SPLIT_NONE) goto out_free;
 
   /* Members of my color, ordered by (key, parent rank): insertion sort keeps it
@@ -939,6 +941,7 @@ collie_comm_destroy(collie_comm_t *comm)
       collie__err_prefix("collie_comm_destroy");
       collie__comm_poison(comm, COLLIE_TIMEOUT);
     }
+    collie__work_finish_posted(comm); /* sends and receives still posted */
     if (collie__comm_poisoned(comm) != COLLIE_SUCCESS) collie__net_abort(comm->net);
     collie__work_stop(comm);
   }

@@ -201,6 +201,7 @@ struct collie__op {
   void *stage_dev;
   int stage_blocking;
   struct collie__tele_op tele;
+  struct collie__p2p_op p2p; /* an async send or receive, posted (work.c) */
 };
 
 /* Issue-time half, on the caller's thread: fills op->call's comm fields,
@@ -222,6 +223,17 @@ int64_t collie__dispatch_now(const struct collie__op *op);
  * runs, and on failure prefixes the message with the operation and poisons
  * the communicator. Blocks until done or the op's deadline. */
 collie_result_t collie__dispatch_run(collie_comm_t *comm, struct collie__op *op, int64_t now);
+
+/* An async send or receive (collie__dispatch_postable) is posted by the
+ * worker and left to complete with whatever progresses the net (work.c):
+ * collie__dispatch_post starts it as collie__dispatch_run would (a failed
+ * post ends it, and returns the error); once op->p2p's requests are done,
+ * or the net failed (rc), collie__dispatch_posted_end ends it as
+ * collie__dispatch_run would have. */
+int collie__dispatch_postable(const struct collie__op *op);
+collie_result_t collie__dispatch_post(collie_comm_t *comm, struct collie__op *op, int64_t now);
+collie_result_t collie__dispatch_posted_end(collie_comm_t *comm, struct collie__op *op,
+                                            collie_result_t rc);
 
 /* Ends op's records (flight recorder, telemetry) for an op that will never
  * run because the communicator failed before its turn. */
@@ -344,6 +356,14 @@ collie_result_t collie__work_drain(collie_comm_t *comm, int64_t quiet_ms);
  * poisoned or with INVALID_USAGE "destroyed") and frees the queue. The caller
  * must have drained or poisoned/aborted comm first. */
 void collie__work_stop(collie_comm_t *comm);
+/* Waits for comm's posted sends and receives (work.c), each until its own
+ * deadline (which fails it and the net), ending them all. */
+void collie__work_finish_posted(collie_comm_t *comm);
+/* The caller's thread uses comm's channels outside an operation (split's
+ * exchange): it owns them meanwhile, so that no waiter of a posted send or
+ * receive drives them too. No-ops without a worker. */
+void collie__work_own_net(collie_comm_t *comm);
+void collie__work_release_net(collie_comm_t *comm);
 /* A handle that is already complete and successful (an operation that ran
  * to the end at issue: the device path's staged calls); NULL without memory. */
 collie_work_t *collie__work_completed(void);

@@ -225,6 +225,67 @@ collie__dispatch_now(const struct collie__op *op)
   return op->precise ? collie__now_ns() : collie__now_coarse_ns();
 }
 
+/* The end of a send, receive or probe: on failure, the message names it,
+ * and the communicator is poisoned. */
+static collie_result_t
+dispatch_p2p_end(collie_comm_t *comm, struct collie__op *op, collie_result_t rc)
+{
+  struct collie__call *call = &op->call;
+  if (rc == COLLIE_SUCCESS) return dispatch_done(comm, op, rc);
+  char peer[32], tag[24];
+  if (call->root == COLLIE_ANY_SOURCE)
+    snprintf(peer, sizeof(peer), "any rank");
+  else
+    snprintf(peer, sizeof(peer), "rank %d", call->root);
+  if (call->tag == COLLIE_ANY_TAG)
+    snprintf(tag, sizeof(tag), "any tag");
+  else
+    snprintf(tag, sizeof(tag), "tag %d", call->tag);
+  if (call->p2p_probe)
+    collie__err_prefix("probe for a message from %s (%s)", peer, tag);
+  else
+    collie__err_prefix("%s %s (%s, %zu x %s)",
+                       call->sendbuf ? (call->p2p_sync ? "ssend to" : "send to") : "recv from",
+                       peer, tag, call->count, collie_dtype_name(call->dtype));
+  collie__comm_poison(comm, rc);
+  return dispatch_done(comm, op, rc);
+}
+
+/* The deadline, the recorder's STARTED and the memory kind of op's
+ * requests, as the op starts running at `now`. */
+static void
+dispatch_start(collie_comm_t *comm, struct collie__op *op, int64_t now)
+{
+  /* A coarse stamp is up to a tick behind, more when a VM delivers the tick
+   * late (5.2 ms seen against a 4 ms tick): moved by two ticks, a timeout
+   * does not fire before its time. */
+  op->call.deadline_ns =
+      collie__deadline_from(op->precise ? now : now + 2 * collie__coarse_lag_ns(), op->timeout_ms);
+  if (comm->flight && !op->at_once)
+    collie__flight_state_at(comm->flight, op->fr_id, COLLIE_FR_STARTED, NULL, now);
+  collie__net_set_mem(comm->net, op->call.mem); /* its requests carry where its buffers live */
+}
+
+int
+collie__dispatch_postable(const struct collie__op *op)
+{
+  return op->call.kind == COLLIE_KIND_P2P && !op->call.p2p_probe && !op->stage_dev;
+}
+
+collie_result_t
+collie__dispatch_post(collie_comm_t *comm, struct collie__op *op, int64_t now)
+{
+  dispatch_start(comm, op, now);
+  collie_result_t rc = collie__p2p_post(&op->call, &op->p2p);
+  return rc == COLLIE_SUCCESS ? rc : dispatch_p2p_end(comm, op, rc);
+}
+
+collie_result_t
+collie__dispatch_posted_end(collie_comm_t *comm, struct collie__op *op, collie_result_t rc)
+{
+  return dispatch_p2p_end(comm, op, collie__p2p_done(&op->call, &op->p2p, rc));
+}
+
 collie_result_t
 collie__dispatch_run(collie_comm_t *comm, struct collie__op *op, int64_t now)
 {
@@ -232,35 +293,11 @@ collie__dispatch_run(collie_comm_t *comm, struct collie__op *op, int64_t now)
   const struct collie__algo *algo = op->algo;
   collie_result_t rc;
 
-  /* A coarse stamp is up to a tick behind, more when a VM delivers the tick
-   * late (5.2 ms seen against a 4 ms tick): moved by two ticks, a timeout
-   * does not fire before its time. */
-  call->deadline_ns =
-      collie__deadline_from(op->precise ? now : now + 2 * collie__coarse_lag_ns(), op->timeout_ms);
-  if (comm->flight && !op->at_once)
-    collie__flight_state_at(comm->flight, op->fr_id, COLLIE_FR_STARTED, NULL, now);
-  collie__net_set_mem(comm->net, call->mem); /* its requests carry where its buffers live */
+  dispatch_start(comm, op, now);
   if (call->kind == COLLIE_KIND_P2P) {
     rc = op->stage_dev ? collie__stage_p2p_run(comm, op)
                        : (call->sendbuf ? collie__p2p_send : collie__p2p_recv)(call);
-    if (rc == COLLIE_SUCCESS) return dispatch_done(comm, op, rc);
-    char peer[32], tag[24];
-    if (call->root == COLLIE_ANY_SOURCE)
-      snprintf(peer, sizeof(peer), "any rank");
-    else
-      snprintf(peer, sizeof(peer), "rank %d", call->root);
-    if (call->tag == COLLIE_ANY_TAG)
-      snprintf(tag, sizeof(tag), "any tag");
-    else
-      snprintf(tag, sizeof(tag), "tag %d", call->tag);
-    if (call->p2p_probe)
-      collie__err_prefix("probe for a message from %s (%s)", peer, tag);
-    else
-      collie__err_prefix("%s %s (%s, %zu x %s)",
-                         call->sendbuf ? (call->p2p_sync ? "ssend to" : "send to") : "recv from",
-                         peer, tag, call->count, collie_dtype_name(call->dtype));
-    collie__comm_poison(comm, rc);
-    return dispatch_done(comm, op, rc);
+    return dispatch_p2p_end(comm, op, rc);
   }
   COLLIE_TRACE("COLL", "%s #%u: %zu x %s, algorithm %s", collie__kind_name(call->kind), call->seq,
                call->count, collie_dtype_name(call->dtype), algo->name);

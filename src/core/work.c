@@ -14,6 +14,16 @@
  * therefore runs on the caller's thread with no hop; one issued behind pending
  * work first waits for the queue to drain (its turn), then runs.
  *
+ * An async send or receive is posted, not run (the worker posts it to the
+ * net's matching and takes the next item): sends and receives then complete
+ * in whatever order their messages allow, as MPI's nonblocking calls do, and
+ * an Irecv; Isend; Waitall exchange cannot deadlock on issue order. A posted
+ * item completes with whatever progresses the net: another operation's
+ * wait, or a collie_wait or collie_test of any posted item, whose thread
+ * drives the net itself when nothing else runs ("owns" it: busy). Whoever
+ * owns the net reaps the posted items that are done (work_reap), and fails
+ * one whose deadline passed.
+ *
  * A handle is shared by the caller and the queue (two references), so freeing
  * it before completion is safe: the worker still runs the operation and drops
  * the last reference. It carries the result and the operation's own error
@@ -48,6 +58,7 @@ struct collie_work {
   struct collie_work *next;
   struct collie__op op;        /* when group is NULL */
   struct collie__group *group; /* an async group, owned by the item */
+  int posted;                  /* an async send or receive, posted (on the queue's posted list) */
   int64_t timeout_ms;
   collie_comm_t *comm; /* alive while the item is queued (destroy drains first) */
 };
@@ -57,8 +68,12 @@ struct collie__workq {
   pthread_cond_t wake; /* the worker: an item arrived, or stop */
   pthread_cond_t idle; /* drainers: an item finished (CLOCK_MONOTONIC) */
   struct collie_work *head, *tail;
-  size_t pending; /* queued + running */
-  int busy;       /* an item is running (on the worker, or on a waiter that claimed it) */
+  size_t pending; /* queued + running (not posted) */
+  int busy;       /* the net is owned: an item runs (on the worker, or on a waiter that claimed it),
+                     a blocking call runs, or a waiter drives posted items */
+  /* Posted sends and receives, not done yet (linked by next). Only the
+   * thread that owns the net (busy) touches the list. */
+  struct collie_work *posted;
   int stop;
   pthread_t thread;
 };
@@ -163,7 +178,22 @@ work_skip_now(collie_comm_t *comm, const struct collie__op *op, struct collie__g
   return COLLIE_SUCCESS;
 }
 
+/* w is done with rc (its message in the thread's slot). */
 static void
+work_end(collie_work_t *w, collie_result_t rc)
+{
+  pthread_mutex_lock(&w->lock);
+  w->rc = rc;
+  if (rc != COLLIE_SUCCESS) snprintf(w->msg, sizeof(w->msg), "%s", collie__err_msg());
+  w->state = WORK_DONE;
+  pthread_cond_broadcast(&w->cond);
+  pthread_mutex_unlock(&w->lock);
+}
+
+/* Runs w on the thread that owns the net. Returns 1 when w was posted (a
+ * send or receive, now on the posted list, which holds the queue's
+ * reference), else 0 (w is done). */
+static int
 work_run(collie_comm_t *comm, collie_work_t *w)
 {
   collie_result_t rc;
@@ -173,18 +203,124 @@ work_run(collie_comm_t *comm, collie_work_t *w)
   pthread_cond_broadcast(&w->cond);
   pthread_mutex_unlock(&w->lock);
   collie__err_clear();
-  if (collie__comm_poisoned(comm) != COLLIE_SUCCESS)
+  if (collie__comm_poisoned(comm) != COLLIE_SUCCESS) {
     rc = work_skip(comm, w);
-  else if (w->group)
+  } else if (w->group) {
     rc = collie__group_run(comm, w->group, w->timeout_ms);
-  else
+  } else if (collie__dispatch_postable(&w->op)) {
+    rc = collie__dispatch_post(comm, &w->op, collie__dispatch_now(&w->op));
+    if (rc == COLLIE_SUCCESS) {
+      struct collie__workq *q = comm->workq;
+      pthread_mutex_lock(&w->lock);
+      w->posted = 1;
+      w->deadline_ns = w->op.call.deadline_ns;
+      pthread_cond_broadcast(&w->cond); /* a waiter now drives it (collie_wait) */
+      pthread_mutex_unlock(&w->lock);
+      w->next = q->posted;
+      q->posted = w;
+      return 1;
+    }
+  } else {
     rc = collie__dispatch_run(comm, &w->op, collie__dispatch_now(&w->op));
-  pthread_mutex_lock(&w->lock);
-  w->rc = rc;
-  if (rc != COLLIE_SUCCESS) snprintf(w->msg, sizeof(w->msg), "%s", collie__err_msg());
-  w->state = WORK_DONE;
-  pthread_cond_broadcast(&w->cond);
+  }
+  work_end(w, rc);
+  return 0;
+}
+
+/* Ends the posted items that are done, on the thread that owns the net:
+ * with their result, the net's failure, or TIMEOUT once their deadline
+ * passed (which fails the net, as a blocking wait's timeout does). */
+static void
+work_reap(collie_comm_t *comm)
+{
+  struct collie__workq *q = comm->workq;
+  if (!q || !q->posted) return;
+  int64_t now = collie__now_ns();
+  for (collie_work_t **wp = &q->posted, *w; (w = *wp) != NULL;) {
+    struct collie__req *reqs[2];
+    int k = collie__p2p_reqs(&w->op.p2p, reqs), done = 1;
+    collie_result_t rc = COLLIE_SUCCESS;
+    for (int i = 0; i < k; i++) {
+      if (!reqs[i]->done)
+        done = 0;
+      else if (reqs[i]->rc != COLLIE_SUCCESS)
+        rc = reqs[i]->rc;
+    }
+    if ((!done || rc != COLLIE_SUCCESS) &&
+        (rc = collie__net_failure(comm->net)) != COLLIE_SUCCESS) {
+      done = 1; /* the net failed: its message is the thread's now */
+    } else if (!done && now >= w->op.call.deadline_ns) {
+      collie__err(COLLIE_TIMEOUT, "timed out: its deadline passed while it was posted");
+      collie__net_give_up(comm->net, COLLIE_TIMEOUT);
+      rc = COLLIE_TIMEOUT;
+      done = 1;
+    }
+    if (!done) {
+      wp = &w->next;
+      continue;
+    }
+    *wp = w->next;
+    w->next = NULL;
+    work_end(w, collie__dispatch_posted_end(comm, &w->op, rc));
+    work_unref(w); /* the queue's reference */
+  }
+}
+
+/* Takes the net for this thread: when nothing runs (block: waits until
+ * then) and, unless block, nothing is queued either (the worker will run
+ * it, and progress the net meanwhile). Returns 1 when taken. */
+static int
+work_own(struct collie__workq *q, int block)
+{
+  pthread_mutex_lock(&q->lock);
+  while (block && q->busy) work_cond_wait(&q->idle, &q->lock, collie__now_ns() + 10000000);
+  int mine = !q->busy && (block || !q->head);
+  if (mine) q->busy = 1;
+  pthread_mutex_unlock(&q->lock);
+  return mine;
+}
+
+/* Reaps, then hands the net back to the worker. */
+static void
+work_release(collie_comm_t *comm)
+{
+  struct collie__workq *q = comm->workq;
+  work_reap(comm);
+  pthread_mutex_lock(&q->lock);
+  q->busy = 0;
+  pthread_cond_broadcast(&q->idle);
+  if (q->head || q->stop) pthread_cond_signal(&q->wake);
+  pthread_mutex_unlock(&q->lock);
+}
+
+/* A waiter (or tester: until_ns 0) of the posted item w drives the net
+ * itself when nothing else owns it: until w is done, until_ns (a soft limit:
+ * the op goes on) or w's own deadline (which fails it). When another
+ * thread owns the net, a waiter naps 1 ms on w->cond instead (the owner
+ * reaps w) and looks again. Called with w->lock held; returns with it held. */
+static void
+work_drive(collie_work_t *w, int64_t until_ns)
+{
+  collie_comm_t *comm = w->comm;
+  struct collie__workq *q = comm->workq;
+  if (w->state != WORK_RUNNING || !work_own(q, 0)) {
+    if (until_ns && w->state != WORK_DONE)
+      work_cond_wait(&w->cond, &w->lock, collie__now_ns() + 1000000);
+    return;
+  }
   pthread_mutex_unlock(&w->lock);
+  if (w->state == WORK_RUNNING) { /* still posted (only the owner reaps) */
+    struct collie__req *reqs[2];
+    int k = collie__p2p_reqs(&w->op.p2p, reqs);
+    if (!until_ns)
+      (void)collie__net_poll(comm->net);
+    else if (until_ns >= w->op.call.deadline_ns)
+      (void)collie__net_wait(comm->net, reqs, k, w->op.call.deadline_ns);
+    else
+      (void)collie__net_wait_soft(comm->net, reqs, k, until_ns);
+  }
+  work_release(comm); /* reaps w if it is done */
+  pthread_mutex_lock(&w->lock);
 }
 
 static void *
@@ -206,8 +342,8 @@ work_main(void *arg)
     if (!q->head) q->tail = NULL;
     q->busy = 1;
     pthread_mutex_unlock(&q->lock);
-    work_run(comm, w);
-    work_unref(w); /* the queue's reference */
+    if (!work_run(comm, w)) work_unref(w); /* the queue's reference */
+    work_reap(comm);
     pthread_mutex_lock(&q->lock);
     q->busy = 0;
     q->pending--;
@@ -258,9 +394,25 @@ collie__work_issue(collie_comm_t *comm, struct collie__op *op, struct collie__gr
       return rc;
     }
     if (collie__comm_poisoned(comm) != COLLIE_SUCCESS) return work_skip_now(comm, op, g, 1);
-    if (g) return collie__group_run(comm, g, comm->timeout_ms);
-    /* Nothing ran since issue: its timestamp still holds (one clock read less). */
-    return collie__dispatch_run(comm, op, comm->workq ? collie__dispatch_now(op) : op->t_issue);
+    if (!comm->workq) {
+      if (g) return collie__group_run(comm, g, comm->timeout_ms);
+      /* Nothing ran since issue: its timestamp still holds (one clock read less). */
+      return collie__dispatch_run(comm, op, op->t_issue);
+    }
+    /* Posted items may be progressed by a waiter on another thread: own
+     * the net while this call runs. */
+    work_own(comm->workq, 1);
+    rc = g ? collie__group_run(comm, g, comm->timeout_ms)
+           : collie__dispatch_run(comm, op, collie__dispatch_now(op));
+    if (rc == COLLIE_SUCCESS) {
+      work_release(comm);
+      return rc;
+    }
+    char why[COLLIE_ERRMSG_LEN]; /* reaping may end posted items with messages of their own */
+    snprintf(why, sizeof(why), "%s", collie__err_msg());
+    work_release(comm);
+    collie__err_set_text(why);
+    return rc;
   }
 
   /* The op already took its sequence number: failing to queue it leaves
@@ -327,6 +479,40 @@ collie__work_drain(collie_comm_t *comm, int64_t quiet_ms)
 }
 
 void
+collie__work_finish_posted(collie_comm_t *comm)
+{
+  struct collie__workq *q = comm->workq;
+  if (!q) return;
+  work_own(q, 1);
+  while (q->posted) {
+    collie_work_t *w = q->posted;
+    struct collie__req *reqs[2];
+    int k = collie__p2p_reqs(&w->op.p2p, reqs);
+    if (collie__net_failure(comm->net) == COLLIE_SUCCESS)
+      (void)collie__net_wait(comm->net, reqs, k, w->op.call.deadline_ns);
+    work_reap(comm);
+    if (q->posted == w) break; /* cannot happen: its wait ended it or failed the net */
+  }
+  work_release(comm);
+}
+
+void
+collie__work_own_net(collie_comm_t *comm)
+{
+  if (comm->workq) work_own(comm->workq, 1);
+}
+
+void
+collie__work_release_net(collie_comm_t *comm)
+{
+  if (!comm->workq) return;
+  char why[COLLIE_ERRMSG_LEN]; /* the caller's, which reaping must not replace */
+  snprintf(why, sizeof(why), "%s", collie__err_msg());
+  work_release(comm);
+  collie__err_set_text(why);
+}
+
+void
 collie__work_stop(collie_comm_t *comm)
 {
   struct collie__workq *q = comm->workq;
@@ -378,8 +564,8 @@ work_claim_and_run(collie_work_t *w)
   pthread_mutex_unlock(&q->lock);
   if (!mine) return 0;
   pthread_mutex_unlock(&w->lock);
-  work_run(comm, w);
-  work_unref(w); /* the queue's reference; the caller holds its own */
+  if (!work_run(comm, w)) work_unref(w); /* the queue's reference; the caller holds its own */
+  work_reap(comm);
   pthread_mutex_lock(&q->lock);
   q->busy = 0;
   q->pending--;
@@ -418,6 +604,10 @@ collie_wait(collie_work_t *work, int64_t timeout_ms)
                        timeout_ms >= 0 ? "the timeout" : "its own deadline");
       break;
     }
+    if (work->posted) { /* no one may be progressing it: this thread does, if it can */
+      work_drive(work, timeout_ms >= 0 ? deadline : INT64_MAX);
+      continue;
+    }
     work_cond_wait(&work->cond, &work->lock, until);
   }
   pthread_mutex_unlock(&work->lock);
@@ -430,6 +620,7 @@ collie_test(collie_work_t *work)
   if (!work) return collie__err(COLLIE_INVALID_ARGUMENT, "collie_test: work is NULL");
   collie_result_t rc = COLLIE_IN_PROGRESS;
   pthread_mutex_lock(&work->lock);
+  if (work->state == WORK_RUNNING && work->posted) work_drive(work, 0);
   if (work->state == WORK_DONE) rc = work_result(work);
   pthread_mutex_unlock(&work->lock);
   return rc;

@@ -33,9 +33,6 @@ void collie__match_free(struct collie__match *m);
 /* From net.c, for match.c. */
 /* Starts (on 1) or stops (0) catching peer's P2P messages (catch_p2p). */
 void collie__net_catch(struct collie__net *n, int peer, int on);
-/* One progress round of every transport and of the matching, never
- * blocking. Returns the net's failure, if any. */
-collie_result_t collie__net_poll(struct collie__net *n);
 /* The net's matching. */
 struct collie__match *collie__net_match(struct collie__net *n);
 

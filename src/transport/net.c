@@ -504,9 +504,11 @@ net_sleep_across(struct collie__net *n, const int *active, int64_t deadline_ns)
   return shared;
 }
 
-collie_result_t
-collie__net_wait(struct collie__net *n, struct collie__req *const *reqs, int nreq,
-                 int64_t deadline_ns)
+/* hard: the deadline fails the net (TIMEOUT, naming what is pending);
+ * else it only returns TIMEOUT. */
+static collie_result_t
+net_wait(struct collie__net *n, struct collie__req *const *reqs, int nreq, int64_t deadline_ns,
+         int hard)
 {
   struct collie__backoff b;
   /* Already done (a send that went out whole at post, as most small ones do):
@@ -546,6 +548,7 @@ collie__net_wait(struct collie__net *n, struct collie__req *const *reqs, int nre
     if (all) return COLLIE_SUCCESS;
     if (collie__backoff_next(&b, deadline_ns)) continue;
     int64_t now = collie__now_ns();
+    if (now >= deadline_ns && !hard) return COLLIE_TIMEOUT;
     if (now >= deadline_ns) {
       char what[400], more[600];
       net_describe_pending(n, reqs, nreq, what, sizeof(what));
@@ -568,6 +571,20 @@ collie__net_wait(struct collie__net *n, struct collie__req *const *reqs, int nre
                                      n->self_send ? "recv" : "send"));
     }
   }
+}
+
+collie_result_t
+collie__net_failure(const struct collie__net *n)
+{
+  if (n->failed != COLLIE_SUCCESS) collie__err_set_text(n->fail_msg);
+  return n->failed;
+}
+
+collie_result_t
+collie__net_wait_soft(struct collie__net *n, struct collie__req *const *reqs, int nreq,
+                      int64_t until_ns)
+{
+  return net_wait(n, reqs, nreq, until_ns, 0);
 }
 
 void
@@ -599,6 +616,13 @@ struct collie__match *
 collie__net_match(struct collie__net *n)
 {
   return n->match;
+}
+
+collie_result_t
+collie__net_wait(struct collie__net *n, struct collie__req *const *reqs, int nreq,
+                 int64_t deadline_ns)
+{
+  return net_wait(n, reqs, nreq, deadline_ns, 1);
 }
 
 void

@@ -456,6 +456,16 @@ int collie__p2p_reqs(struct collie__p2p_op *op, struct collie__req **reqs);
 collie_result_t collie__p2p_probe(struct collie__net *n, int source, int tag, int block, int *found,
                                   struct collie__p2p_status *st, int64_t deadline_ns);
 
+/* As collie__net_wait, but reaching until_ns only returns COLLIE_TIMEOUT
+ * (the net goes on: a caller's own short wait). */
+collie_result_t collie__net_wait_soft(struct collie__net *n, struct collie__req *const *reqs,
+                                      int nreq, int64_t until_ns);
+/* One progress round of every transport and of the matching, never
+ * blocking. Returns the net's failure, if any. */
+collie_result_t collie__net_poll(struct collie__net *n);
+/* The net's failure (its message in the thread's slot), or SUCCESS. */
+collie_result_t collie__net_failure(const struct collie__net *n);
+
 /* A failure outside n's operations (a communicator's setup after its
  * channels opened) ends n as a failed operation would: every peer is told
  * why (the thread's error message) and the transports are aborted, so that

@@ -9,9 +9,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runner.h"
+
+static int64_t
+now_ms(void)
+{
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
 
 /* The value of element i of the k-th message with tag t from rank s. */
 static int64_t
@@ -305,4 +314,103 @@ TEST_IMPL(p2p_unexpected_bounded)
     if (round == 0) ASSERT_OK(collie_barrier(comm, NULL, NULL));
   }
   collie_comm_destroy(comm);
+}
+
+/* Nonblocking sends and receives complete in whatever order their messages
+ * allow, as MPI's do: every rank posts a receive from the left, then a send
+ * to the right, then waits for the receive first; 4 MiB each, more than the
+ * channels hold, so issue order alone would deadlock. Then tags out of
+ * order, both posted before either is waited on. */
+TEST_IMPL(p2p_nonblocking_exchange)
+{
+  collie_comm_t *comm = test_comm();
+  int r = test_rank(), p = test_size();
+  int left = (r + p - 1) % p, right = (r + 1) % p;
+  size_t n = (size_t)1 << 19;
+  int64_t *out = filled(n, r, 3, 0), *in = malloc(n * sizeof(*in));
+  ASSERT(in != NULL);
+  for (int round = 0; round < 3; round++) {
+    collie_work_t *wr = NULL, *ws = NULL;
+    memset(in, 0, n * sizeof(*in));
+    ASSERT_OK(collie_recv(comm, in, n, COLLIE_INT64, left, 3, NULL, &wr));
+    ASSERT_OK(collie_send(comm, out, n, COLLIE_INT64, right, 3, NULL, &ws));
+    ASSERT_OK(collie_wait(wr, -1));
+    ASSERT_OK(collie_wait(ws, -1));
+    collie_work_free(wr);
+    collie_work_free(ws);
+    check(in, n, left, 3, 0);
+  }
+  if (r < 2) {
+    int peer = 1 - r;
+    int64_t *a = filled(n, r, 1, 0), *b = filled(n, r, 2, 0);
+    collie_work_t *w[4];
+    int64_t *ga = malloc(n * sizeof(*ga)), *gb = malloc(n * sizeof(*gb));
+    ASSERT(ga && gb);
+    ASSERT_OK(collie_send(comm, a, n, COLLIE_INT64, peer, 1, NULL, &w[0]));
+    ASSERT_OK(collie_send(comm, b, n, COLLIE_INT64, peer, 2, NULL, &w[1]));
+    ASSERT_OK(collie_recv(comm, gb, n, COLLIE_INT64, peer, 2, NULL, &w[2]));
+    ASSERT_OK(collie_recv(comm, ga, n, COLLIE_INT64, peer, 1, NULL, &w[3]));
+    for (int k = 3; k >= 0; k--) {
+      ASSERT_OK(collie_wait(w[k], -1));
+      collie_work_free(w[k]);
+    }
+    check(ga, n, peer, 1, 0);
+    check(gb, n, peer, 2, 0);
+    free(a);
+    free(b);
+    free(ga);
+    free(gb);
+  }
+  free(out);
+  free(in);
+  ASSERT_OK(collie_barrier(comm, NULL, NULL));
+  ASSERT_OK(collie_comm_destroy(comm));
+}
+
+/* A posted send progresses while this rank blocks in a receive (its own
+ * wait drives the net), and collie_test alone completes a posted receive
+ * (it drives the net when nothing else does). A send nobody waits for is
+ * finished by destroy. */
+TEST_IMPL(p2p_posted_progress)
+{
+  collie_comm_t *comm = test_comm();
+  int r = test_rank();
+  size_t n = (size_t)1 << 19;
+  if (r < 2) {
+    int peer = 1 - r;
+    int64_t *out = filled(n, r, 4, 0), *in = malloc(n * sizeof(*in));
+    ASSERT(in != NULL);
+    collie_work_t *ws = NULL;
+    ASSERT_OK(collie_send(comm, out, n, COLLIE_INT64, peer, 4, NULL, &ws));
+    ASSERT_OK(collie_recv(comm, in, n, COLLIE_INT64, peer, 4, NULL, NULL));
+    check(in, n, peer, 4, 0);
+    ASSERT_OK(collie_wait(ws, -1));
+    collie_work_free(ws);
+    /* collie_test drives a posted receive to completion. */
+    int64_t v = 0;
+    collie_work_t *wr = NULL;
+    if (r == 0) {
+      ASSERT_OK(collie_recv(comm, &v, 1, COLLIE_INT64, 1, 5, NULL, &wr));
+      collie_result_t rc;
+      int64_t give_up = now_ms() + 20000;
+      while ((rc = collie_test(wr)) == COLLIE_IN_PROGRESS && now_ms() < give_up) usleep(1000);
+      ASSERT_OK(rc);
+      ASSERT(v == 55);
+      collie_work_free(wr);
+    } else {
+      usleep(50000);
+      v = 55;
+      ASSERT_OK(collie_send(comm, &v, 1, COLLIE_INT64, 0, 5, NULL, NULL));
+    }
+    /* Left posted: destroy waits for it. */
+    v = 66 + r;
+    ASSERT_OK(collie_send(comm, &v, 1, COLLIE_INT64, peer, 6, NULL, &ws));
+    collie_work_free(ws);
+    int64_t got = 0;
+    ASSERT_OK(collie_recv(comm, &got, 1, COLLIE_INT64, peer, 6, NULL, NULL));
+    ASSERT(got == 66 + peer);
+    free(out);
+    free(in);
+  }
+  ASSERT_OK(collie_comm_destroy(comm));
 }
