@@ -104,11 +104,11 @@ case "$what" in
     ./build-clang/tests/collie_tests $(./build-clang/tests/collie_tests --list | grep -E '_(shm|tcp)_3$|^(api|reduce|select|bootstrap|cuda)_')
     lap "clang"
     # Data races: the tests whose processes run threads (the tcp store's server,
-    # an abort from a second thread, async work and the timing log's writer),
-    # under ThreadSanitizer.
+    # an abort from a second thread, async work and the timing log's writer,
+    # posted sends and receives driven by their waiters), under ThreadSanitizer.
     build build-tsan -DCOLLIE_TSAN=ON
     TSAN_OPTIONS=halt_on_error=1 COLLIE_TEST_TIMEOUT_MULT=5 ./build-tsan/tests/collie_tests \
-      $(./build-tsan/tests/collie_tests --list | grep -E 'bootstrap_tcp|thread|telemetry_(async|timing)')
+      $(./build-tsan/tests/collie_tests --list | grep -E 'bootstrap_tcp|thread|telemetry_(async|timing)|p2p_(nonblocking|posted)')
     lap "tsan"
     # Fuzzing: every parser of input collie does not control (the tcp store's
     # server, the COLLIE_* environment, the tuning file, collie-report's CSV
