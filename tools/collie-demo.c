@@ -1,7 +1,9 @@
 /*
  * collie-demo - the first thing to run: `collierun -n 4 collie-demo`.
  * Every rank joins the world, then runs a barrier, a broadcast from rank 0,
- * and allreduces of a small and a large float32 buffer, checks each result
+ * allreduces of a small and a large float32 buffer, and sends two messages
+ * to its right-hand neighbour that the neighbour receives in the other order
+ * (send/recv match by tag, as in MPI), checks each result
  * against what it must be, and prints it with the time it took. Rank 0
  * prints the summary; the exit status says whether every check passed.
  */
@@ -75,13 +77,33 @@ main(void)
     }
   free(big);
 
+  /* Send/recv around the ring: tags 1 and 2 sent in that order (async),
+   * received 2 first; each message says who sent it and with which tag. */
+  int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  int32_t out[2] = {100 * rank + 1, 100 * rank + 2}, in[2] = {100 * left + 1, 100 * left + 2};
+  collie_work_t *w[2];
+  t0 = demo_now_us();
+  if (size > 1) { /* one rank has no neighbour but itself */
+    in[0] = in[1] = 0;
+    for (int k = 0; k < 2; k++)
+      DEMO_CHECK(collie_send(comm, &out[k], 1, COLLIE_INT32, right, k + 1, NULL, &w[k]));
+    DEMO_CHECK(collie_recv(comm, &in[1], 1, COLLIE_INT32, left, 2, NULL, NULL));
+    DEMO_CHECK(collie_recv(comm, &in[0], 1, COLLIE_INT32, left, 1, NULL, NULL));
+    for (int k = 0; k < 2; k++) {
+      DEMO_CHECK(collie_wait(w[k], -1));
+      collie_work_free(w[k]);
+    }
+  }
+  double t_p2p = demo_now_us() - t0;
+  ok &= in[0] == 100 * left + 1 && in[1] == 100 * left + 2;
+
   /* Everyone's verdict, so rank 0 can report for the whole job. */
   int32_t bad = !ok, bad_total = 0;
   DEMO_CHECK(collie_allreduce(comm, &bad, &bad_total, 1, COLLIE_INT32, COLLIE_SUM, NULL, NULL));
   printf("rank %d/%d: barrier %.1f us, broadcast \"%s\" %.1f us, allreduce(1 float) = %g %.1f us, "
-         "allreduce(16 MiB) %.2f ms (%.2f GB/s busbw)%s\n",
+         "allreduce(16 MiB) %.2f ms (%.2f GB/s busbw), send/recv by tag %.1f us%s\n",
          rank, size, t_barrier, msg, t_bcast, sum, t_small, t_big / 1e3,
-         size > 1 ? (double)n * 4 * 2 * (size - 1) / size / (t_big * 1e3) : 0.0,
+         size > 1 ? (double)n * 4 * 2 * (size - 1) / size / (t_big * 1e3) : 0.0, t_p2p,
          ok ? "" : "  WRONG RESULT");
   fflush(stdout);
   DEMO_CHECK(collie_barrier(comm, NULL, NULL));
