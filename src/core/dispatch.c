@@ -202,7 +202,12 @@ collie__dispatch_prepare(collie_comm_t *comm, struct collie__op *op, const colli
       dispatch_flight_shape(call, NULL, &shape);
       dispatch_record(comm, op, &shape);
     }
-    dispatch_tele_issue(comm, op, opts);
+    /* A probe moves no data: telemetry does not count it (a polling loop
+     * of iprobes would fill the timing log with empty receives). */
+    if (call->p2p_probe)
+      op->tele.active = 0;
+    else
+      dispatch_tele_issue(comm, op, opts);
     return COLLIE_SUCCESS;
   }
   /* An unusable algorithm choice is an argument error: reported before the
