@@ -81,6 +81,8 @@ struct collie__match {
   uint16_t *sync_next;     /* per peer: the id of the next synchronous send */
   size_t used, limit;
   int nunexp;
+  struct collie__match_msg *spare; /* records to reuse (match_msg_free) */
+  int nspare;
   int dirty; /* want changed since match_apply */
   char dummy;
 };
@@ -141,12 +143,22 @@ match_ack_send(struct collie__match *m, int peer, uint32_t tag, uint16_t id)
                           &a->req);
 }
 
+/* Records are kept for reuse, a few: a pair that sends and receives in
+ * step takes one per message, which should not cost an allocation. */
+#define MATCH_SPARE_MAX 32
+
 static void
 match_msg_free(struct collie__match *m, struct collie__match_msg *g)
 {
   if (g->counted) m->used -= g->len;
   free(g->data);
-  free(g);
+  if (m->nspare < MATCH_SPARE_MAX) {
+    g->next = m->spare;
+    m->spare = g;
+    m->nspare++;
+  } else {
+    free(g);
+  }
 }
 
 /* g's bytes are all in and op is its receive: op completes. */
@@ -192,10 +204,16 @@ static struct collie__req *match_take_msg(struct collie__match *m, int peer, uin
                                           size_t len);
 
 static struct collie__match_msg *
-match_msg_new(int peer, uint64_t slot, size_t len)
+match_msg_new(struct collie__match *m, int peer, uint64_t slot, size_t len)
 {
-  struct collie__match_msg *g = calloc(1, sizeof(*g));
-  if (!g) return NULL;
+  struct collie__match_msg *g = m->spare;
+  if (g) {
+    m->spare = g->next;
+    m->nspare--;
+    memset(g, 0, sizeof(*g));
+  } else if (!(g = calloc(1, sizeof(*g)))) {
+    return NULL;
+  }
   g->peer = peer;
   g->tag = (uint32_t)(slot >> 24);
   g->id = (uint16_t)(slot >> 8);
@@ -238,7 +256,7 @@ static struct collie__req *
 match_take_msg(struct collie__match *m, int peer, uint64_t slot, size_t len)
 {
   m->held[peer].valid = 0;
-  struct collie__match_msg *g = match_msg_new(peer, slot, len);
+  struct collie__match_msg *g = match_msg_new(m, peer, slot, len);
   if (!g) return NULL;
   if (g->mode == COLLIE_P2P_ACK) {
     g->req.buf = &m->dummy;
@@ -256,7 +274,7 @@ match_take_msg(struct collie__match *m, int peer, uint64_t slot, size_t len)
         /* Taken whole, then refused: the channel goes on past it. */
         g->data = malloc(len ? len : 1);
         if (!g->data) {
-          free(g);
+          match_msg_free(m, g);
           return NULL;
         }
         g->req.buf = g->data;
@@ -267,7 +285,7 @@ match_take_msg(struct collie__match *m, int peer, uint64_t slot, size_t len)
     } else {
       if (m->used + len > m->limit || !(g->data = malloc(len ? len : 1))) {
         m->held[peer] = (struct match_held){1, slot, len};
-        free(g);
+        match_msg_free(m, g);
         return NULL;
       }
       g->counted = 1;
@@ -407,7 +425,7 @@ collie__p2p_isend(struct collie__net *n, struct collie__p2p_op *op)
     /* To self: straight into a receive posted for it, else held (its bytes
      * stay in the sender's buffer) until one is. */
     op->self = 1;
-    struct collie__match_msg *g = match_msg_new(m->rank, match_slot_of(op), op->len);
+    struct collie__match_msg *g = match_msg_new(m, m->rank, match_slot_of(op), op->len);
     if (!g) return collie__err(COLLIE_SYSTEM_ERROR, "send to this rank itself: out of memory");
     g->from = op;
     g->arrived = 1;
@@ -598,6 +616,10 @@ collie__match_free(struct collie__match *m)
   for (struct match_ack *a = m->acks, *an; a; a = an) {
     an = a->next;
     free(a);
+  }
+  for (g = m->spare; g; g = next) {
+    next = g->next;
+    free(g);
   }
   free(m->held);
   free(m->want);
