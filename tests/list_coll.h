@@ -80,6 +80,8 @@
   XX(p2p_nonblocking_mixed_4, p2p_nonblocking_exchange, 4, "mixed", 30)                            \
   XX(p2p_posted_progress_shm_2, p2p_posted_progress, 2, "shm", 30)                                 \
   XX(p2p_posted_progress_tcp_2, p2p_posted_progress, 2, "tcp", 30)                                 \
+  XX(p2p_posted_wait_other_thread_shm_2, p2p_posted_wait_other_thread, 2, "shm", 30)               \
+  XX(p2p_posted_wait_other_thread_tcp_3, p2p_posted_wait_other_thread, 3, "tcp", 30)               \
   XX(split_shm_2, split_even_odd, 2, "shm", 60)                                                    \
   XX(split_shm_5, split_even_odd, 5, "shm", 60)                                                    \
   XX(split_shm_8, split_even_odd, 8, "shm", 60)                                                    \

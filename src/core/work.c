@@ -74,6 +74,7 @@ struct collie__workq {
   /* Posted sends and receives, not done yet (linked by next). Only the
    * thread that owns the net (busy) touches the list. */
   struct collie_work *posted;
+  int owners_waiting; /* blocking calls waiting to own the net (work_own) */
   int stop;
   pthread_t thread;
 };
@@ -273,8 +274,12 @@ static int
 work_own(struct collie__workq *q, int block)
 {
   pthread_mutex_lock(&q->lock);
-  while (block && q->busy) work_cond_wait(&q->idle, &q->lock, collie__now_ns() + 10000000);
-  int mine = !q->busy && (block || !q->head);
+  if (block) {
+    q->owners_waiting++; /* ahead of waiters that drive posted items in slices */
+    while (q->busy) work_cond_wait(&q->idle, &q->lock, collie__now_ns() + 10000000);
+    q->owners_waiting--;
+  }
+  int mine = !q->busy && (block || (!q->head && !q->owners_waiting));
   if (mine) q->busy = 1;
   pthread_mutex_unlock(&q->lock);
   return mine;
@@ -312,6 +317,10 @@ work_drive(collie_work_t *w, int64_t until_ns)
   if (w->state == WORK_RUNNING) { /* still posted (only the owner reaps) */
     struct collie__req *reqs[2];
     int k = collie__p2p_reqs(&w->op.p2p, reqs);
+    /* In slices of 10 ms: between them a blocking call of the issuing
+     * thread may take the net (its own work may be what w waits for). */
+    int64_t slice = collie__now_ns() + 10000000;
+    if (until_ns > slice) until_ns = slice;
     if (!until_ns)
       (void)collie__net_poll(comm->net);
     else if (until_ns >= w->op.call.deadline_ns)

@@ -5,6 +5,7 @@
  * synchronous sends, a collective that meets a message sent before it, and
  * the bounded buffer for unexpected messages. Every test runs on shm and
  * tcp (list_coll.h). */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -412,5 +413,48 @@ TEST_IMPL(p2p_posted_progress)
     free(out);
     free(in);
   }
+  ASSERT_OK(collie_comm_destroy(comm));
+}
+
+struct waited {
+  collie_result_t rc;
+  collie_work_t *w;
+};
+
+static void *
+wait_thread(void *arg)
+{
+  struct waited *b = arg;
+  b->rc = collie_wait(b->w, -1);
+  return NULL;
+}
+
+/* Another thread waits on a posted receive whose message the peer sends
+ * only after an allreduce, which this thread runs meanwhile: the waiter
+ * drives the net in slices, so the allreduce gets its turn. */
+TEST_IMPL(p2p_posted_wait_other_thread)
+{
+  collie_comm_t *comm = test_comm();
+  int r = test_rank();
+  int64_t v = 0, x = r, sum = 0;
+  if (r == 0) {
+    struct waited box = {COLLIE_IN_PROGRESS, NULL};
+    ASSERT_OK(collie_recv(comm, &v, 1, COLLIE_INT64, 1, 9, NULL, &box.w));
+    pthread_t t;
+    ASSERT(pthread_create(&t, NULL, wait_thread, &box) == 0);
+    usleep(20000); /* the waiter owns the net by now */
+    ASSERT_OK(collie_allreduce(comm, &x, &sum, 1, COLLIE_INT64, COLLIE_SUM, NULL, NULL));
+    pthread_join(t, NULL);
+    ASSERT_OK(box.rc);
+    collie_work_free(box.w);
+    ASSERT(v == 99);
+  } else {
+    ASSERT_OK(collie_allreduce(comm, &x, &sum, 1, COLLIE_INT64, COLLIE_SUM, NULL, NULL));
+    if (r == 1) {
+      v = 99;
+      ASSERT_OK(collie_send(comm, &v, 1, COLLIE_INT64, 0, 9, NULL, NULL));
+    }
+  }
+  ASSERT(sum == (int64_t)test_size() * (test_size() - 1) / 2);
   ASSERT_OK(collie_comm_destroy(comm));
 }
