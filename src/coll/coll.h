@@ -413,10 +413,11 @@ void collie__call_extent(const struct collie__call *call, int rank, int size,
 /* Point to point is not selected: one way to do it. */
 collie_result_t collie__p2p_send(struct collie__call *call);
 /* The two halves of a send or receive (not a probe): post call's message as
- * op (the caller keeps op until done), and, once op's requests
+ * op (the caller keeps op until done; now: it waits for op at once, before
+ * it posts anything else), and, once op's requests
  * (collie__p2p_reqs) are done or rc failed, hand its results to call
  * (status, source). A failed post gives up the net. */
-collie_result_t collie__p2p_post(struct collie__call *call, struct collie__p2p_op *op);
+collie_result_t collie__p2p_post(struct collie__call *call, struct collie__p2p_op *op, int now);
 collie_result_t collie__p2p_done(struct collie__call *call, struct collie__p2p_op *op,
                                  collie_result_t rc);
 collie_result_t collie__p2p_recv(struct collie__call *call);

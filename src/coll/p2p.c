@@ -19,18 +19,26 @@ p2p_wait(struct collie__call *c, struct collie__p2p_op *op)
 }
 
 collie_result_t
-collie__p2p_post(struct collie__call *c, struct collie__p2p_op *op)
+collie__p2p_post(struct collie__call *c, struct collie__p2p_op *op, int now)
 {
   collie_result_t rc;
-  *op = (struct collie__p2p_op){.peer = c->root, .tag = c->tag, .len = c->count * c->esize};
+  /* Field by field: a compound literal would zero the whole op (two
+   * requests) on every send and receive. */
+  op->peer = c->root;
+  op->tag = c->tag;
+  op->len = c->count * c->esize;
+  op->sync = 0;
+  op->exact = 0;
+  op->now = now;
+  op->reclen = 0;
+  op->dev = NULL;
   if (c->sendbuf) {
     op->sync = c->p2p_sync;
+    op->buf = (void *)c->sendbuf;
     if (c->p2p_rec) {
       op->buf = (void *)c->p2p_rec;
       op->reclen = c->p2p_reclen;
       op->dev = c->p2p_dev;
-    } else {
-      op->buf = (void *)c->sendbuf;
     }
     rc = collie__p2p_isend(c->net, op);
   } else {
@@ -55,6 +63,7 @@ collie__p2p_done(struct collie__call *c, struct collie__p2p_op *op, collie_resul
   free(op->sreq.own);
   op->sreq.own = NULL;
   if (rc != COLLIE_SUCCESS || c->sendbuf) return rc;
+  collie__p2p_settle(c->net, op);
   c->p2p_on_dev = op->on_dev;
   if (c->source) *c->source = op->st.source;
   if (c->p2p_status)
@@ -67,7 +76,7 @@ collie_result_t
 collie__p2p_send(struct collie__call *c)
 {
   struct collie__p2p_op op;
-  collie_result_t rc = collie__p2p_post(c, &op);
+  collie_result_t rc = collie__p2p_post(c, &op, 1);
   if (rc != COLLIE_SUCCESS) return rc;
   return collie__p2p_done(c, &op, p2p_wait(c, &op));
 }
@@ -76,7 +85,7 @@ static collie_result_t
 p2p_recv(struct collie__call *c)
 {
   struct collie__p2p_op op;
-  collie_result_t rc = collie__p2p_post(c, &op);
+  collie_result_t rc = collie__p2p_post(c, &op, 1);
   if (rc != COLLIE_SUCCESS) return rc;
   return collie__p2p_done(c, &op, p2p_wait(c, &op));
 }

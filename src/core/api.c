@@ -533,10 +533,11 @@ collie_scatter(collie_comm_t *comm, const void *sendbuf, void *recvbuf, size_t c
 static collie_result_t
 api_peer_tag(const collie_comm_t *comm, const char *fn, int peer, int tag, int any)
 {
-  /* Named as each call's prototype names it. */
-  if (!(any && peer == COLLIE_ANY_SOURCE))
-    API_TRY(api_rank(comm, fn, strstr(fn, "recv_status") || strstr(fn, "probe") ? "source" : "peer",
-                     peer));
+  if (!(any && peer == COLLIE_ANY_SOURCE) && (peer < 0 || peer >= comm->size))
+    /* Named as each call's prototype names it (on the error path only:
+     * this check runs on every send and receive). */
+    return api_rank(comm, fn, strstr(fn, "recv_status") || strstr(fn, "probe") ? "source" : "peer",
+                    peer);
   if (tag < 0 && !(any && tag == COLLIE_ANY_TAG))
     return collie__err(COLLIE_INVALID_ARGUMENT, "%s: tag = %d must be >= 0%s", fn, tag,
                        any ? " (or COLLIE_ANY_TAG)" : "");

@@ -281,7 +281,7 @@ collie_result_t
 collie__dispatch_post(collie_comm_t *comm, struct collie__op *op, int64_t now)
 {
   dispatch_start(comm, op, now);
-  collie_result_t rc = collie__p2p_post(&op->call, &op->p2p);
+  collie_result_t rc = collie__p2p_post(&op->call, &op->p2p, 0);
   return rc == COLLIE_SUCCESS ? rc : dispatch_p2p_end(comm, op, rc);
 }
 

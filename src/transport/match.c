@@ -72,6 +72,7 @@ struct collie__match {
   struct collie__match_msg *unexp, **unexp_tail;
   struct collie__match_msg *flight;
   struct collie__p2p_op *syncs;  /* synchronous sends waiting for their acknowledgement */
+  struct collie__p2p_op *direct; /* receives posted straight to their channel (op->sreq) */
   struct collie__p2p_op *probes; /* blocking probes (op->st gets what they found) */
   struct match_ack *acks;
   struct match_held *held; /* per peer */
@@ -84,6 +85,10 @@ struct collie__match {
   struct collie__match_msg *spare; /* records to reuse (match_msg_free) */
   int nspare;
   int dirty; /* want changed since match_apply */
+  /* Something for collie__match_progress to do (set with every change of
+   * flight, probes, acks or dirty; recomputed there): net.c reads it on
+   * every progress round, so that collectives' waits skip the call. */
+  int work;
   char dummy;
 };
 
@@ -114,6 +119,7 @@ match_want(struct collie__match *m, int peer, int delta)
   for (int p = 0; p < m->size; p++)
     if (p != m->rank && (peer == COLLIE_ANY_SOURCE || peer == p)) m->want[p] += delta;
   m->dirty = 1;
+  m->work = 1;
 }
 
 static void
@@ -124,6 +130,10 @@ match_apply(struct collie__match *m)
   for (int p = 0; p < m->size; p++) {
     int on = m->want[p] > 0;
     if (on == m->caught[p] && !(on && m->sated[p])) continue;
+    /* A transport told "no more" by take() hands nothing over until told
+     * again: leave it caught, which spares the pair that sends and
+     * receives in step a call per message on its critical path. */
+    if (!on && m->sated[p]) continue;
     m->caught[p] = (char)on;
     m->sated[p] = 0;
     collie__net_catch(m->n, p, on);
@@ -139,6 +149,7 @@ match_ack_send(struct collie__match *m, int peer, uint32_t tag, uint16_t id)
   if (!a) return; /* the sender times out, naming the synchronous send */
   a->next = m->acks;
   m->acks = a;
+  m->work = 1;
   (void)collie__net_isend(m->n, peer, &m->dummy, 0, collie__slot_p2p(tag, id, COLLIE_P2P_ACK),
                           &a->req);
 }
@@ -194,6 +205,10 @@ match_finish(struct collie__match *m, struct collie__match_msg *g, struct collie
     match_ack_send(m, g->peer, g->tag, g->id);
   op->done.rc = rc;
   op->done.done = 1;
+  if (op->replaced) { /* its waiter waits on the request it had posted */
+    op->sreq.rc = rc;
+    op->sreq.done = 1;
+  }
   match_msg_free(m, g);
   return rc;
 }
@@ -202,6 +217,8 @@ match_finish(struct collie__match *m, struct collie__match_msg *g, struct collie
 
 static struct collie__req *match_take_msg(struct collie__match *m, int peer, uint64_t slot,
                                           size_t len);
+static struct collie__req *match_take_for(struct collie__match *m, int peer, uint64_t slot,
+                                          size_t len, struct collie__p2p_op *op);
 
 static struct collie__match_msg *
 match_msg_new(struct collie__match *m, int peer, uint64_t slot, size_t len)
@@ -233,13 +250,44 @@ match_unexp_push(struct collie__match *m, struct collie__match_msg *g)
   m->nunexp++;
 }
 
+/* The direct receive whose request is head, if it would take a message of
+ * peer with tag: unlinked from the direct list, no longer direct. */
+static struct collie__p2p_op *
+match_direct_taker(struct collie__match *m, const struct collie__req *head, int peer, uint32_t tag)
+{
+  if (!head) return NULL;
+  for (struct collie__p2p_op **pp = &m->direct; *pp; pp = &(*pp)->next) {
+    struct collie__p2p_op *op = *pp;
+    if (&op->sreq != head) continue;
+    if (!match_fits(op, peer, tag)) return NULL;
+    *pp = op->next;
+    op->next = NULL;
+    op->direct = 0;
+    op->replaced = 1;
+    return op;
+  }
+  return NULL;
+}
+
 static struct collie__req *
-match_take(void *ctx, int peer, uint64_t slot, size_t len, int blocked, int *more)
+match_take(void *ctx, int peer, uint64_t slot, size_t len, struct collie__req *head, int *more,
+           int *replace)
 {
   struct collie__match *m = ctx;
-  (void)blocked; /* a blocked channel needs the message moved as much as a caught one */
   if (peer < 0 || peer >= m->size) return NULL;
-  struct collie__req *r = match_take_msg(m, peer, slot, len);
+  struct collie__req *r;
+  /* A message that a direct receive at the head expected by source and tag
+   * but not by slot (a synchronous send, another size) is still its: the
+   * receive's request gives way to one for this message. */
+  struct collie__p2p_op *op = (int)(slot & 0xff) == COLLIE_P2P_ACK
+                                  ? NULL
+                                  : match_direct_taker(m, head, peer, (uint32_t)(slot >> 24));
+  if (op) {
+    r = match_take_for(m, peer, slot, len, op);
+    *replace = r != NULL;
+  } else {
+    r = match_take_msg(m, peer, slot, len);
+  }
   /* Once the receive that caught the peer has its message, the messages
    * behind it stay in the channel (a receive posted later takes them
    * straight), until something else wants them. */
@@ -247,8 +295,43 @@ match_take(void *ctx, int peer, uint64_t slot, size_t len, int blocked, int *mor
   if (!*more) {
     m->sated[peer] = 1;
     m->dirty = 1;
+    m->work = 1;
   }
   return r;
+}
+
+/* g goes to the receive op: straight into its buffer, or, when it does not
+ * fit, whole into one of its own (the receive then fails, naming both
+ * sizes, and the channel goes on past it). 0 when out of memory (g freed). */
+static int
+match_bind(struct collie__match *m, struct collie__match_msg *g, struct collie__p2p_op *op)
+{
+  g->op = op;
+  if (g->len > op->len || (op->exact && g->len != op->len)) {
+    if (!(g->data = malloc(g->len ? g->len : 1))) {
+      match_msg_free(m, g);
+      return 0;
+    }
+    g->req.buf = g->data;
+  } else {
+    g->req.buf = op->buf;
+    g->req.dev = op->dev;
+  }
+  return 1;
+}
+
+/* take() for a message that goes to the direct receive op. */
+static struct collie__req *
+match_take_for(struct collie__match *m, int peer, uint64_t slot, size_t len,
+               struct collie__p2p_op *op)
+{
+  m->held[peer].valid = 0;
+  struct collie__match_msg *g = match_msg_new(m, peer, slot, len);
+  if (!g || !match_bind(m, g, op)) return NULL;
+  g->flight = m->flight;
+  m->flight = g;
+  m->work = 1;
+  return &g->req;
 }
 
 /* take() for a message of peer: the request its bytes go to, or NULL. */
@@ -269,19 +352,7 @@ match_take_msg(struct collie__match *m, int peer, uint64_t slot, size_t len)
       *pp = op->next;
       if (!*pp) m->posted_tail = pp;
       match_want(m, op->peer, -1);
-      g->op = op;
-      if (len > op->len || (op->exact && len != op->len)) {
-        /* Taken whole, then refused: the channel goes on past it. */
-        g->data = malloc(len ? len : 1);
-        if (!g->data) {
-          match_msg_free(m, g);
-          return NULL;
-        }
-        g->req.buf = g->data;
-      } else {
-        g->req.buf = op->buf;
-        g->req.dev = op->dev;
-      }
+      if (!match_bind(m, g, op)) return NULL;
     } else {
       if (m->used + len > m->limit || !(g->data = malloc(len ? len : 1))) {
         m->held[peer] = (struct match_held){1, slot, len};
@@ -296,6 +367,7 @@ match_take_msg(struct collie__match *m, int peer, uint64_t slot, size_t len)
   }
   g->flight = m->flight;
   m->flight = g;
+  m->work = 1;
   return &g->req;
 }
 
@@ -315,6 +387,17 @@ match_acked(struct collie__match *m, const struct collie__match_msg *g)
   }
   COLLIE_WARN("P2P", "an acknowledgement from rank %d (tag %u, id %u) for no synchronous send",
               g->peer, g->tag, g->id);
+}
+
+/* A direct receive's request is done: so is the receive. */
+static void
+match_direct_done(struct collie__p2p_op *op)
+{
+  op->direct = 0;
+  op->st = (struct collie__p2p_status){op->peer, op->tag, op->len};
+  op->on_dev = op->sreq.on_dev;
+  op->done.rc = op->sreq.rc;
+  op->done.done = 1;
 }
 
 /* The first unexpected message a probe or receive for (peer, tag) would take. */
@@ -348,7 +431,10 @@ collie_result_t
 collie__match_progress(struct collie__match *m)
 {
   collie_result_t rc = COLLIE_SUCCESS;
-  if (!m->flight && !m->probes && !m->acks && !m->dirty) return rc; /* collectives' rounds */
+  if (!m->flight && !m->probes && !m->acks && !m->dirty) {
+    m->work = 0;
+    return rc;
+  }
   for (struct collie__match_msg **gp = &m->flight, *g; (g = *gp) != NULL;) {
     if (!g->req.done) {
       gp = &g->flight;
@@ -385,7 +471,14 @@ collie__match_progress(struct collie__match *m)
     }
   }
   match_apply(m);
+  m->work = m->flight || m->probes || m->acks || m->dirty;
   return rc;
+}
+
+int *
+collie__match_work(struct collie__match *m)
+{
+  return &m->work;
 }
 
 /* ---- Sends and receives ---- */
@@ -402,15 +495,23 @@ match_slot_of(const struct collie__p2p_op *op)
 static void
 match_op_start(struct collie__p2p_op *op, int is_send)
 {
-  memset(&op->done, 0, sizeof(op->done));
-  memset(&op->sreq, 0, sizeof(op->sreq));
+  /* Field by field, as the hot path wants (no memset of the requests:
+   * collie__net_isend and _irecv fill sreq when it is posted). */
+  op->done.done = 0;
+  op->done.rc = COLLIE_SUCCESS;
   op->done.peer = op->peer;
   op->done.is_send = is_send;
   op->done.slot = match_slot_of(op);
   op->done.len = op->len;
+  op->done.off = 0;
+  op->done.own = NULL;
+  op->sreq.done = 0;
+  op->sreq.own = NULL;
   op->st = (struct collie__p2p_status){-1, -1, 0};
   op->on_dev = 0;
   op->self = 0;
+  op->direct = 0;
+  op->replaced = 0;
   op->next = NULL;
 }
 
@@ -456,6 +557,19 @@ collie__p2p_isend(struct collie__net *n, struct collie__p2p_op *op)
                     : collie__net_isend(n, op->peer, op->buf, op->len, slot, &op->sreq);
 }
 
+/* Whether op may go straight to its channel: a blocking receive (nothing
+ * else is posted to the channel until it is done, so its request is the
+ * channel's only one) of an exact size from a named peer with a named tag,
+ * that no receive posted before it would take the message from. */
+static int
+match_direct_ok(const struct collie__match *m, const struct collie__p2p_op *op)
+{
+  if (!op->now || !op->exact || op->peer < 0 || op->peer == m->rank || op->tag < 0) return 0;
+  for (const struct collie__p2p_op *p = m->posted; p; p = p->next)
+    if (match_fits(p, op->peer, (uint32_t)op->tag)) return 0;
+  return 1;
+}
+
 collie_result_t
 collie__p2p_irecv(struct collie__net *n, struct collie__p2p_op *op)
 {
@@ -471,6 +585,21 @@ collie__p2p_irecv(struct collie__net *n, struct collie__p2p_op *op)
     g->op = op; /* its bytes are still arriving: it finishes in progress */
     return COLLIE_SUCCESS;
   }
+  if (match_direct_ok(m, op)) {
+    /* The same-tag path: the channel's next message is most likely this
+     * one, so the receive goes to the channel as it stands, and the
+     * transport takes the bytes with no matching at all. Anything else
+     * arriving first goes to take(), as for any receive. */
+    uint64_t slot = collie__slot_p2p((uint32_t)op->tag, 0, COLLIE_P2P_STANDARD);
+    /* Listed first: the post may take a message already there, and take()
+     * must know the request as this receive's. */
+    op->direct = 1;
+    op->next = m->direct;
+    m->direct = op;
+    return op->dev
+               ? collie__net_irecv_device(n, op->peer, op->buf, op->dev, op->len, slot, &op->sreq)
+               : collie__net_irecv(n, op->peer, op->buf, op->len, slot, &op->sreq);
+  }
   *m->posted_tail = op;
   m->posted_tail = &op->next;
   match_want(m, op->peer, 1);
@@ -478,10 +607,27 @@ collie__p2p_irecv(struct collie__net *n, struct collie__p2p_op *op)
   return COLLIE_SUCCESS;
 }
 
+void
+collie__p2p_settle(struct collie__net *n, struct collie__p2p_op *op)
+{
+  if (!op->direct) return;
+  struct collie__match *m = collie__net_match(n);
+  for (struct collie__p2p_op **pp = &m->direct; *pp; pp = &(*pp)->next)
+    if (*pp == op) {
+      *pp = op->next;
+      break;
+    }
+  match_direct_done(op);
+}
+
 int
 collie__p2p_reqs(struct collie__p2p_op *op, struct collie__req **reqs)
 {
   int k = 0;
+  if (op->direct || op->replaced) { /* a direct receive: its own request */
+    reqs[0] = &op->sreq;
+    return 1;
+  }
   if (op->done.is_send && !op->self) reqs[k++] = &op->sreq;
   if (!op->done.is_send || op->self || op->sync) reqs[k++] = &op->done;
   return k;
@@ -500,6 +646,7 @@ collie__p2p_probe(struct collie__net *n, int source, int tag, int block, int *fo
   match_apply(m);
   op.next = m->probes;
   m->probes = &op;
+  m->work = 1;
   collie_result_t rc = collie__net_poll(n);
   if (rc == COLLIE_SUCCESS && !op.done.done && block) {
     struct collie__req *w = &op.done;
@@ -593,6 +740,7 @@ collie__match_forget(struct collie__match *m)
   m->posted_tail = &m->posted;
   m->syncs = NULL;
   m->probes = NULL;
+  m->direct = NULL;
   /* Messages bound for a receive that is forgotten become plain garbage. */
   for (struct collie__match_msg *g = m->unexp; g; g = g->next) g->from = NULL;
 }

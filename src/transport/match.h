@@ -22,6 +22,9 @@ const struct collie__net_sink *collie__match_sink(struct collie__match *m);
  * synchronous sends, and starts or stops catching peers' messages. Returns
  * the first failure (a receive too small for its message). */
 collie_result_t collie__match_progress(struct collie__match *m);
+/* Nonzero while collie__match_progress has something to do: the caller
+ * may skip the call when it reads 0. */
+int *collie__match_work(struct collie__match *m);
 /* For a timeout message: what is buffered or held back that a pending
  * receive might have wanted ("" when nothing). */
 void collie__match_describe(const struct collie__match *m, char *buf, size_t len);

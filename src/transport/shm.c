@@ -624,16 +624,23 @@ shm_stall(struct collie__shm_chan *ch)
  * Returns it (already at the head), or NULL when the sink said not now. */
 static struct collie__req *
 shm_sink(struct collie__shm_xport *x, struct collie__shm_chan *ch,
-         const struct collie__shm_chunk *c, const struct collie__req *r)
+         const struct collie__shm_chunk *c, struct collie__req *r)
 {
-  int more = 1;
-  struct collie__req *s =
-      x->sink->take(x->sink->ctx, ch->rank, c->slot, (size_t)shm_chunk_total(c), r != NULL, &more);
+  int more = 1, replace = 0;
+  struct collie__req *s = x->sink->take(x->sink->ctx, ch->rank, c->slot, (size_t)shm_chunk_total(c),
+                                        r, &more, &replace);
   if (s && !more) ch->sated = 1;
-  if (s)
-    shm_adopt(x, ch, s);
-  else
+  if (!s) {
     shm_stall(ch);
+    return NULL;
+  }
+  shm_adopt(x, ch, s);
+  if (replace && r) { /* the net's receive r gives way to s (it has not started) */
+    s->next = r->next;
+    if (ch->recvq_last == r) ch->recvq_last = s;
+    x->npending--;
+    x->nrecvs--;
+  }
   return s;
 }
 

@@ -400,12 +400,12 @@ tcp_sink(struct collie__tcp_xport *t, struct collie__tcp_chan *c, struct collie_
          uint64_t slot, uint64_t total, uint32_t chunk, size_t *spec, collie_result_t *rc)
 {
   const char *ahead = r ? (const char *)r->buf + r->off : NULL;
-  int more = 1;
+  int more = 1, replace = 0;
   struct collie__req *s =
-      t->sink->take(t->sink->ctx, c->peer, slot, (size_t)total, r != NULL, &more);
+      t->sink->take(t->sink->ctx, c->peer, slot, (size_t)total, r, &more, &replace);
   if (s && !more) c->sated = 1;
   size_t mine = s ? (*spec < chunk ? *spec : chunk) : 0;
-  if (mine) memcpy(s->buf, ahead, mine);
+  if (mine) memmove(s->buf, ahead, mine); /* the same buffer when s replaces r */
   if (tcp_unread(c, ahead + mine, *spec - mine) != 0) {
     *rc = tcp_fail(t, collie__err(COLLIE_SYSTEM_ERROR,
                                   "tcp: out of memory keeping %zu bytes read ahead from rank %d",
@@ -414,6 +414,11 @@ tcp_sink(struct collie__tcp_xport *t, struct collie__tcp_chan *c, struct collie_
   }
   *spec = mine;
   if (s) tcp_adopt(t, c, s);
+  if (s && replace && r) { /* the net's receive r gives way to s (it has not started) */
+    s->next = r->next;
+    if (c->rq_tail == r) c->rq_tail = s;
+    t->npending--;
+  }
   return s;
 }
 

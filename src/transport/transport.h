@@ -170,10 +170,14 @@ struct collie__xport; /* a transport's state for one communicator */
  * receive is posted to peer while the net catches that peer's messages
  * (catch_p2p), or the head receive has not started and expects another slot
  * or length (blocked: 1; a collective's receive behind a message that was
- * sent before it). take() returns a request, owned by the net, with buf and
+ * sent before it; head is that receive, else NULL). take() returns a
+ * request, owned by the net, with buf and
  * len set for this message's len bytes and slot; the transport puts it at
  * the head of the channel, in front of any posted receive, as if it had been
- * posted there, and completes it as any other; *more says whether the net
+ * posted there, and completes it as any other; with *replace set, head is the
+ * net's own receive and this message goes to the request returned instead:
+ * the transport drops head from its queue without touching it (it has not
+ * started); *more says whether the net
  * still catches peer's messages after this one (0: stop handing them over
  * until the next catch_p2p call). Or NULL: not now (the net's
  * buffer for unexpected messages is full); the message stays where it is
@@ -181,8 +185,8 @@ struct collie__xport; /* a transport's state for one communicator */
  * take() never calls the transport back. */
 struct collie__net_sink {
   void *ctx;
-  struct collie__req *(*take)(void *ctx, int peer, uint64_t slot, size_t len, int blocked,
-                              int *more);
+  struct collie__req *(*take)(void *ctx, int peer, uint64_t slot, size_t len,
+                              struct collie__req *head, int *more, int *replace);
 };
 
 /* Device messages (issue 21; docs/gpu.md, "Send and receive"): a send of
@@ -429,6 +433,7 @@ struct collie__p2p_op {
   size_t reclen; /* a device send: its record is buf, reclen bytes (0: a host send) */
   int sync;      /* send: complete only once the receiver matched it */
   int exact;     /* receive: the message must be len bytes (else INVALID_USAGE naming both) */
+  int now;       /* receive: the caller waits for it at once, before posting anything else */
   /* Receive, once done. */
   struct collie__p2p_status st;
   int on_dev; /* the bytes landed in dev (a device message) */
@@ -437,6 +442,8 @@ struct collie__p2p_op {
   struct collie__req sreq; /* a send's message */
   uint16_t id;
   int self;
+  int direct;   /* a receive posted to its channel as it stands (match.c: the same-tag path) */
+  int replaced; /* ... whose message came as another request (take(): *replace) */
   struct collie__p2p_op *next;
 };
 
@@ -449,6 +456,9 @@ collie_result_t collie__p2p_isend(struct collie__net *n, struct collie__p2p_op *
 collie_result_t collie__p2p_irecv(struct collie__net *n, struct collie__p2p_op *op);
 /* The requests to pass collie__net_wait for op: up to 2, into reqs. */
 int collie__p2p_reqs(struct collie__p2p_op *op, struct collie__req **reqs);
+/* After that wait returned SUCCESS: op's results are final (a receive that
+ * went straight to its channel learns its status here). */
+void collie__p2p_settle(struct collie__net *n, struct collie__p2p_op *op);
 /* Whether a message from source (or COLLIE_ANY_SOURCE) with tag (or
  * COLLIE_ANY_TAG) has arrived, without receiving it: *found 1 and *st
  * filled, else *found 0. block: wait until one has, or deadline_ns

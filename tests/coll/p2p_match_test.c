@@ -233,6 +233,9 @@ TEST_IMPL(p2p_ssend)
     ASSERT_OK(collie_wait(w, -1));
     collie_work_free(w);
     ASSERT_OK(collie_ssend(comm, &v, 1, COLLIE_INT64, 1, 3, NULL, NULL)); /* blocking */
+    usleep(50000); /* rank 1's receive is posted (and waits) before this one arrives */
+    v = 7;
+    ASSERT_OK(collie_ssend(comm, &v, 1, COLLIE_INT64, 1, 4, NULL, NULL));
   } else {
     ASSERT_OK(collie_barrier(side, NULL, NULL));
     ASSERT_OK(collie_barrier(side, NULL, NULL));
@@ -242,6 +245,8 @@ TEST_IMPL(p2p_ssend)
       ASSERT_OK(collie_recv(comm, &x, 1, COLLIE_INT64, 0, 1, NULL, NULL));
       ASSERT_OK(collie_recv(comm, &x, 1, COLLIE_INT64, 0, 3, NULL, NULL));
       ASSERT(x == 5);
+      ASSERT_OK(collie_recv(comm, &x, 1, COLLIE_INT64, 0, 4, NULL, NULL));
+      ASSERT(x == 7);
     }
   }
   ASSERT_OK(collie_barrier(comm, NULL, NULL));
