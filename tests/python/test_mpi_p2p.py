@@ -1,9 +1,10 @@
-"""collie.MPI: point-to-point with collie's present semantics (a pair's
-messages match in issue order, tags agree), Status, PROC_NULL, the pickled
-lowercase methods, Dup/Split/Free, the errors (mpi4py's MPI.Exception with
-collie's message; TypeError/ValueError for bad arguments) and the calls that
-raise NotImplementedError; Finalize and the exit cleanup in a job of their
-own (tests/python/jobs/mpi_finalize.py)."""
+"""collie.MPI: point-to-point with MPI's matching by (source, tag) (ANY_SOURCE,
+ANY_TAG, shorter messages, truncation, probes, nonblocking and persistent
+requests, Ssend), Status, PROC_NULL, the pickled lowercase methods,
+Dup/Split/Free, the errors (mpi4py's MPI.Exception with collie's message;
+TypeError/ValueError for bad arguments) and the calls that raise
+NotImplementedError; Finalize and the exit cleanup in a job of their own
+(tests/python/jobs/mpi_finalize.py)."""
 
 import os
 import subprocess
@@ -90,9 +91,11 @@ def test_sendrecv_ring(w, rank, size):
     big = np.zeros(200000)
     w.Sendrecv(np.full(200000, float(rank)), right, 9, big, left, 9, st)
     assert st.Get_source() == left and big[0] == big[-1] == left
-    if size > 1:
-        with pytest.raises(NotImplementedError, match="Sendrecv with source=ANY_SOURCE"):
-            w.Sendrecv(np.zeros(1), right, 9, big, MPI.ANY_SOURCE, 9)
+    # from ANY_SOURCE with ANY_TAG (the receive is posted first, then the send)
+    big[:] = -1
+    w.Sendrecv(np.full(100000, float(rank)), right, 10, big, MPI.ANY_SOURCE, MPI.ANY_TAG, st)
+    assert (st.Get_source(), st.Get_tag(), st.Get_count(MPI.DOUBLE)) == (left, 10, 100000)
+    assert big[0] == big[99999] == left and big[100000] == -1  # a shorter message: the rest untouched
     # the pickled form takes any source (headers first): a large object
     got = w.sendrecv(np.full(200000, float(rank)), dest=right, sendtag=4, recvtag=4, status=st)
     assert st.Get_source() == left and got[0] == got[-1] == left
@@ -135,6 +138,244 @@ def test_pickled_collectives(w, rank, size):
     assert w.reduce(rank + 2, op=MPI.PROD, root=0) == (np.prod(np.arange(2, size + 2)) if rank == 0 else None)
     w.barrier()
     assert MPI.SUM(2, 3) == 5 and MPI.LXOR(True, True) is False
+
+
+# ---- matching by (source, tag), nonblocking, probes, persistent ------------------------
+
+def test_tags_out_of_order(w, rank, size):
+    """Rank 0 sends tag 31 then 32; rank 1 receives 32 first. Tag 31's
+    message is 1 MiB: it must wait aside (collie's unexpected buffer) while
+    tag 32 is taken."""
+    if size < 2:
+        pytest.skip("needs 2 ranks")
+    if rank == 0:
+        w.Send(np.full(131072, 31.0), dest=1, tag=31)
+        w.Send(np.arange(4, dtype="i"), dest=1, tag=32)
+        w.send({"t": 41}, dest=1, tag=41)
+        w.send({"t": 42}, dest=1, tag=42)
+    elif rank == 1:
+        st = MPI.Status()
+        small = np.zeros(4, "i")
+        w.Recv(small, source=0, tag=32, status=st)
+        assert small.tolist() == [0, 1, 2, 3] and st.Get_tag() == 32
+        big = np.zeros(131072)
+        w.Recv(big, 0, 31, st)
+        assert big[0] == big[-1] == 31.0 and (st.Get_tag(), st.Get_count(MPI.DOUBLE)) == (31, 131072)
+        assert w.recv(source=0, tag=42) == {"t": 42}  # the pickled ones match by tag too
+        assert w.recv(source=0, tag=41, status=st) == {"t": 41} and st.Get_tag() == 41
+
+
+def test_recv_any_tag_shorter_message(w, rank, size):
+    """mpi4py's defaults (ANY_SOURCE, ANY_TAG) and a message shorter than the
+    buffer: Status says what came."""
+    if size < 2:
+        pytest.skip("needs 2 ranks")
+    if rank == 0:
+        w.Send(np.arange(3, dtype="d"), dest=1, tag=7)
+        w.Send(bytearray(b"ab"), dest=1, tag=0)
+    elif rank == 1:
+        st = MPI.Status()
+        b = np.full(10, -1.0)
+        w.Recv(b, status=st)
+        assert (st.Get_source(), st.Get_tag(), st.Get_count(MPI.DOUBLE), st.Get_count()) == (0, 7, 3, 24)
+        assert b.tolist() == [0.0, 1.0, 2.0] + [-1.0] * 7
+        buf = bytearray(8)
+        w.Recv([buf, MPI.BYTE], MPI.ANY_SOURCE, MPI.ANY_TAG, st)
+        assert buf[:2] == b"ab" and (st.Get_count(), st.Get_tag()) == (2, 0)
+
+
+def test_truncation_nonblocking_and_pickled(w, rank, size):
+    """A message longer than an Irecv's buffer (and a pickle larger than
+    irecv's buffer) fails the wait with MPI.Exception ERR_TRUNCATE; each on a
+    Dup of its own (a failed receive poisons its communicator)."""
+    if size < 2:
+        pytest.skip("needs 2 ranks")
+    for what in ("Irecv", "irecv"):
+        d = w.Dup()
+        try:
+            if rank == 0:
+                if what == "Irecv":
+                    d.Send(np.zeros(8, "i"), 1, tag=2)
+                else:
+                    d.send(b"y" * 1000, 1, tag=2)
+            elif rank == 1:
+                r = d.Irecv(np.zeros(4, "i"), 0, 2) if what == "Irecv" else d.irecv(100, source=0, tag=2)
+                with pytest.raises(MPI.Exception, match="truncated") as e:
+                    r.wait()
+                assert e.value.Get_error_code() == MPI.ERR_TRUNCATE and r == MPI.REQUEST_NULL
+        finally:
+            d.Free()
+
+
+def test_irecv_isend_ring_large(w, rank, size):
+    """Every rank posts two Irecv then two Isend of 1 MiB (to both
+    neighbours, different tags), then Waitall: complete in any order."""
+    if size < 2:
+        pytest.skip("needs 2 ranks (no nonblocking send to oneself)")
+    right, left = ring(rank, size)
+    n = 131072  # doubles: 1 MiB
+    fl, fr = np.zeros(n), np.zeros(n)
+    to_r, to_l = np.full(n, rank + 0.25), np.full(n, rank + 0.5)
+    reqs = [w.Irecv(fl, left, 1), w.Irecv([fr, MPI.DOUBLE], right, 2), w.Isend(to_r, right, 1),
+            w.Isend(to_l, left, tag=2)]
+    sts = [MPI.Status()]
+    assert MPI.Request.Waitall(reqs, sts) is True
+    assert len(sts) == 4  # grown to one status per request, as mpi4py
+    assert (sts[0].Get_source(), sts[0].Get_tag(), sts[0].Get_count(MPI.DOUBLE)) == (left, 1, n)
+    assert (sts[1].Get_source(), sts[1].Get_tag(), sts[1].Get_count()) == (right, 2, 8 * n)
+    assert fl[0] == fl[-1] == left + 0.25 and fr[0] == fr[-1] == right + 0.5
+    assert all(r == MPI.REQUEST_NULL for r in reqs)
+    # the same exchange with ANY_SOURCE receives and the lowercase requests
+    got = np.zeros(n)
+    r1 = w.Irecv(got, MPI.ANY_SOURCE, 3)
+    s1 = w.Isend(to_r, right, 3)
+    st = MPI.Status()
+    r1.Wait(st)
+    s1.Wait()
+    assert st.Get_source() == left and got[-1] == left + 0.25
+
+
+def test_waitany_testall(w, rank, size):
+    """Waitany returns the request whose message came (tag 2 is sent first);
+    Testall is False while tag 1's message is not sent (rank 1 sends it only
+    after rank 0's go-ahead)."""
+    if size < 2:
+        pytest.skip("needs 2 ranks")
+    if rank == 0:
+        a, b = np.zeros(2, "i"), np.zeros(3, "i")
+        reqs = [w.Irecv(a, 1, 1), w.Irecv(b, 1, 2)]
+        st = MPI.Status()
+        assert MPI.Request.Waitany(reqs, st) == 1
+        assert st.Get_tag() == 2 and b.tolist() == [7, 8, 9] and reqs[1] == MPI.REQUEST_NULL
+        assert MPI.Request.Testall(reqs) is False
+        assert MPI.Request.Testany(reqs) == (MPI.UNDEFINED, False)
+        w.Send(np.zeros(1, "i"), 1, 3)  # go-ahead
+        sts = [MPI.Status(), MPI.Status()]
+        while not MPI.Request.Testall(reqs, sts):
+            pass
+        assert a.tolist() == [5, 6] and sts[0].Get_tag() == 1 and sts[1].Get_source() == MPI.ANY_SOURCE
+        assert MPI.Request.Waitany(reqs) == MPI.UNDEFINED  # all null
+    elif rank == 1:
+        w.Send(np.array([7, 8, 9], "i"), 0, 2)
+        w.Recv(np.zeros(1, "i"), 0, 3)
+        w.Send(np.array([5, 6], "i"), 0, 1)
+
+
+def test_probe_then_recv(w, rank, size):
+    """Probe reports source, tag and size without receiving; a Recv of the
+    probed size from the probed source and tag takes that message. Iprobe
+    is False before the message was sent."""
+    if size < 2:
+        pytest.skip("needs 2 ranks")
+    st = MPI.Status()
+    if rank == 1:
+        assert w.Iprobe(0, 13) is False
+        assert w.Iprobe(MPI.ANY_SOURCE, MPI.ANY_TAG, st) is False
+        assert w.iprobe(source=0, tag=14) is False
+    w.Barrier()  # rank 0 sends only now
+    if rank == 0:
+        w.Send(np.arange(37, dtype="i"), 1, 13)
+        w.send(["obj", 14], 1, 14)
+    elif rank == 1:
+        assert w.Probe(MPI.ANY_SOURCE, MPI.ANY_TAG, st) is True
+        assert (st.Get_source(), st.Get_tag(), st.Get_count(MPI.INT)) == (0, 13, 37)
+        b = np.empty(st.Get_count(MPI.INT), "i")
+        w.Recv(b, st.Get_source(), st.Get_tag())
+        assert b.tolist() == list(range(37))
+        while not w.Iprobe(0, 14, st):
+            pass
+        assert st.Get_tag() == 14 and st.Get_count() > 0
+        assert w.probe(0, 14) is True and w.iprobe(0, 14) is True  # still there: probes do not receive
+        assert w.recv(source=0, tag=14) == ["obj", 14]
+        assert w.Iprobe(0, 14) is False
+    assert w.Iprobe(MPI.PROC_NULL, 0, st) is True and st.Get_source() == MPI.PROC_NULL
+
+
+def test_ssend(w, rank, size):
+    """Issend completes only once the receiver matched it: Test is False
+    before rank 1 can have received (it receives after the barrier)."""
+    if size < 2:
+        pytest.skip("needs 2 ranks")
+    if rank == 0:
+        r = w.Issend(np.arange(4, dtype="d"), 1, 4)
+        assert r.Test() is False
+        w.Barrier()
+        r.Wait()
+        w.Ssend(np.arange(2, dtype="d"), 1, 5)
+        q = w.issend("pickled", 1, 6)
+        assert q.Test() is False
+        w.Barrier()
+        q.wait()
+    else:
+        w.Barrier()
+        if rank == 1:
+            b = np.zeros(4)
+            w.Recv(b, 0, 4)
+            assert b.tolist() == [0, 1, 2, 3]
+            c = np.zeros(2)
+            w.Recv(c, 0, 5)
+            assert c.tolist() == [0, 1]
+        w.Barrier()
+        if rank == 1:
+            assert w.recv(source=0, tag=6) == "pickled"
+
+
+def test_persistent_requests(w, rank, size):
+    """Send_init/Recv_init (and the Ssend/Bsend/Rsend forms) started twice;
+    each Start sends the buffer's contents at that moment."""
+    if size < 2:
+        pytest.skip("needs 2 ranks (no nonblocking send to oneself)")
+    right, left = ring(rank, size)
+    out, inn = np.zeros(1000, "i"), np.zeros(1000, "i")
+    inits = [w.Send_init, w.Ssend_init, w.Bsend_init, w.Rsend_init]
+    sreq = inits[rank % 4](out, right, 21)
+    rreq = w.Recv_init(inn, left, MPI.ANY_TAG)
+    assert isinstance(sreq, MPI.Prequest) and sreq != MPI.REQUEST_NULL
+    for k in range(2):
+        out[:] = rank * 10 + k
+        MPI.Prequest.Startall([rreq, sreq])
+        with pytest.raises(MPI.Exception, match="still active") as e:
+            rreq.Start()
+        assert e.value.Get_error_code() == MPI.ERR_REQUEST
+        st = MPI.Status()
+        MPI.Request.Waitall([sreq], None)
+        rreq.Wait(st)
+        assert inn[0] == inn[-1] == left * 10 + k and (st.Get_source(), st.Get_tag()) == (left, 21)
+        assert rreq and rreq != MPI.REQUEST_NULL  # inactive, not null
+    rreq.Free()
+    sreq.Free()
+    assert rreq == MPI.REQUEST_NULL
+
+
+def test_pickled_nonblocking(w, rank, size):
+    """isend/irecv (waitall returns the objects), an irecv with a buffer for
+    a pickle above the 32 KiB default, waitany/testall."""
+    if size < 2:
+        pytest.skip("needs 2 ranks (no nonblocking send to oneself)")
+    right, left = ring(rank, size)
+    rr = w.irecv(source=left, tag=8)
+    sr = w.isend({"from": rank}, dest=right, tag=8)
+    assert MPI.Request.waitall([rr, sr]) == [{"from": left}, None]
+    big = np.arange(20000)  # a pickle of 160 KB
+    rr = w.irecv(bytearray(200000), source=MPI.ANY_SOURCE, tag=9)
+    sr = w.isend(big * rank, right, 9)
+    st = MPI.Status()
+    idx, obj = MPI.Request.waitany([rr], st)
+    assert idx == 0 and st.Get_source() == left
+    np.testing.assert_array_equal(obj, big * left)
+    flag, objs = MPI.Request.testall([sr, rr])
+    while not flag:
+        flag, objs = MPI.Request.testall([sr, rr])
+    assert objs == [None, None]
+    # one rank's request: test() before and after
+    if rank == 0:
+        q = w.irecv(source=1, tag=10)
+        assert q.test() == (False, None)
+        w.send("go", 1, tag=11)
+        assert q.wait() == "back"
+    elif rank == 1:
+        assert w.recv(source=0, tag=11) == "go"
+        w.send("back", 0, tag=10)
 
 
 # ---- communicators --------------------------------------------------------------------
@@ -225,9 +466,9 @@ def test_bad_ops_and_ranks(w, rank, size):
 
 
 def test_collie_failure_is_mpi_exception(w, rank, size):
-    """A receive whose size differs from the message: collie's error
-    (naming the peer and both sizes) as MPI.Exception, on a Dup so the
-    world communicator stays healthy."""
+    """A receive shorter than the message (truncation): collie's error
+    (naming the peer and both sizes) as MPI.Exception ERR_TRUNCATE, on a
+    Dup so the world communicator stays healthy."""
     if size < 2:
         pytest.skip("needs 2 ranks")
     d = w.Dup()
@@ -239,7 +480,8 @@ def test_collie_failure_is_mpi_exception(w, rank, size):
                 d.Recv(np.zeros(2), 0, tag=1)
             msg = str(e.value)
             assert "Recv" in msg and "rank 0" in msg and "24 bytes" in msg and "16 bytes" in msg
-            assert e.value.Get_error_code() == MPI.ERR_OTHER
+            assert "truncated" in msg
+            assert e.value.Get_error_code() == MPI.ERR_TRUNCATE
             assert e.value.__cause__ is not None
     finally:
         d.Free()
@@ -251,18 +493,20 @@ def test_not_implemented_names_the_call(w):
     assert not hasattr(MPI, "Cartcomm")  # also an AttributeError: hasattr works
     with pytest.raises(NotImplementedError, match="Comm.Create_cart"):
         w.Create_cart([1])
-    with pytest.raises(NotImplementedError, match="Comm.Isend.*matching"):
-        w.Isend(np.zeros(1), 0)
-    with pytest.raises(NotImplementedError, match="Comm.Irecv.*matching"):
-        w.Irecv(np.zeros(1), 0)
-    with pytest.raises(NotImplementedError, match="Comm.Probe"):
-        w.Probe(0)
-    with pytest.raises(NotImplementedError, match="Comm.Send_init"):
-        w.Send_init(np.zeros(1), 0)
-    with pytest.raises(NotImplementedError, match="Comm.irecv"):
-        w.irecv(source=0)
-    with pytest.raises(NotImplementedError, match="Recv with tag=ANY_TAG.*matching"):
-        w.Recv(np.zeros(1), 0)
+    with pytest.raises(NotImplementedError, match="Comm.Mprobe.*matched probes"):
+        w.Mprobe(0)
+    with pytest.raises(NotImplementedError, match="Comm.Improbe"):
+        w.Improbe(0)
+    with pytest.raises(NotImplementedError, match="Comm.mprobe"):
+        w.mprobe()
+    # collie has no nonblocking send or receive to oneself (Sendrecv to oneself works)
+    me = w.Get_rank()
+    with pytest.raises(NotImplementedError, match="Isend with rank %d itself" % me):
+        w.Isend(np.zeros(1), me)
+    with pytest.raises(NotImplementedError, match="Irecv with rank %d itself" % me):
+        w.Irecv(np.zeros(1), me)
+    with pytest.raises(NotImplementedError, match="isend with rank %d itself" % me):
+        w.isend("x", me)
     with pytest.raises(NotImplementedError, match="Datatype.Create_contiguous"):
         MPI.INT.Create_contiguous(2)
     with pytest.raises(NotImplementedError, match="Request.Cancel"):

@@ -36,7 +36,7 @@ from ._errors import (ERR_ARG, ERR_BUFFER, ERR_COMM, ERR_COUNT, ERR_GROUP, ERR_I
                       ERR_TRUNCATE, ERR_TYPE, ERR_UNKNOWN, ERR_UNSUPPORTED_OPERATION, SUCCESS, Exception,
                       Get_error_class, Get_error_string, NotSupported, unsupported)
 from ._op import BAND, BOR, BXOR, LAND, LOR, LXOR, MAX, MAXLOC, MIN, MINLOC, NO_OP, OP_NULL, PROD, REPLACE, SUM, Op
-from ._request import REQUEST_NULL, Request
+from ._request import REQUEST_NULL, Prequest, Request
 from ._status import ANY_SOURCE, ANY_TAG, PROC_NULL, UNDEFINED, Status
 
 ROOT = -4
@@ -141,7 +141,7 @@ __all__ = [
     "ERR_UNSUPPORTED_OPERATION", "Exception", "FLOAT", "FLOAT_INT", "Get_error_class", "Get_error_string", "IDENT",
     "INT", "INT16_T", "INT32_T", "INT64_T", "INT8_T", "INT_INT", "IN_PLACE", "Intracomm", "LAND", "LONG",
     "LONG_INT", "LONG_LONG", "LOR", "LXOR", "MAX", "MAXLOC", "MIN", "MINLOC", "NO_OP", "NotSupported", "OP_NULL",
-    "Op", "PACKED", "PROC_NULL", "PROD", "REPLACE", "REQUEST_NULL", "ROOT", "Request", "SHORT", "SHORT_INT",
+    "Op", "PACKED", "PROC_NULL", "PROD", "Prequest", "REPLACE", "REQUEST_NULL", "ROOT", "Request", "SHORT", "SHORT_INT",
     "SIGNED_CHAR", "SIGNED_INT", "SIGNED_LONG", "SIGNED_LONG_LONG", "SIGNED_SHORT", "SIMILAR", "SUCCESS", "SUM",
     "Status", "TAG_UB", "THREAD_FUNNELED", "THREAD_MULTIPLE", "THREAD_SERIALIZED", "THREAD_SINGLE", "TWOINT",
     "UINT16_T", "UINT32_T", "UINT64_T", "UINT8_T", "UNDEFINED", "UNEQUAL", "UNSIGNED", "UNSIGNED_CHAR",

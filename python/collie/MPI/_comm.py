@@ -5,8 +5,10 @@ need no datatype, so every MPI datatype travels) plus, where collie's C
 library lacks the op or the datatype (LAND, MINLOC, SHORT, ...) and for
 Scan/Exscan, a local numpy reduction of the gathered contributions in rank
 order. So each has its nonblocking I* form: the Request's wait runs that
-reduction. Point-to-point follows collie's present semantics (a pair's
-messages match in issue order, tags must agree): see docs/mpi.md.
+reduction. Point-to-point is collie's, which matches messages by (source,
+tag) as MPI does: Recv takes ANY_SOURCE, ANY_TAG and a shorter message
+(collie_recv_status), Isend/Irecv are posted and complete in any order,
+Probe/Iprobe look without receiving (docs/mpi.md, docs/p2p.md).
 """
 
 from __future__ import annotations
@@ -14,24 +16,22 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
-from typing import Any, Callable, List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from .. import _comm as _cc
 from .. import _lib
+from .._errors import last_error as _last_error
 from . import _errors, _pickled
 from ._buffer import Msg, is_in_place, msg, msgv
 from ._datatype import Datatype
 from ._op import SUM, Op, as_op
-from ._request import Request
-from ._status import ANY_SOURCE, ANY_TAG, PROC_NULL, UNDEFINED, Status, fill
+from ._request import Prequest, Request
+from ._status import ANY_SOURCE, ANY_TAG, PROC_NULL, UNDEFINED, CStatus, Status, fill
 
 UINT8 = 1  # collie's dtype for bytes
 MAX_TAG = 2**31 - 2  # the largest tag a program may use (comm.Get_attr(TAG_UB))
-# The collie tag of the lowercase (pickled) point-to-point messages: each is
-# a 16-byte header (the caller's tag, the payload's length) then the payload.
-OBJ_TAG = 2**31 - 1
 
 IDENT, CONGRUENT, SIMILAR, UNEQUAL = 0, 1, 2, 3
 
@@ -699,120 +699,241 @@ class Comm(_errors.RefusesUnknown):
         return self._run(call, nb, _lib.lib().collie_alltoallv, sptr, arrs[0], arrs[1], rv.ptr, arrs[2], arrs[3], UINT8,
                          keep=[src, rv.raw] + arrs)
 
-    # ---- point-to-point (collie's present semantics) ----
+    # ---- point-to-point: MPI's matching by (source, tag) in collie's C ----
 
     def _tag(self, tag: int, call: str, recv: bool) -> int:
+        """tag checked: 0..MAX_TAG, or ANY_TAG for a receive or probe (recv)."""
         tag = _int(tag, call + ": tag")
         if recv and tag == ANY_TAG:
-            _errors.unsupported("%s with tag=ANY_TAG (pass the tag)" % call, _errors.NEEDS_MATCHING)
+            return tag
         if not 0 <= tag <= MAX_TAG:
-            raise _errors.Exception(_errors.ERR_TAG, "collie.MPI: %s: tag = %d must be in 0..%d "
-                                    "(comm.Get_attr(MPI.TAG_UB))" % (call, tag, MAX_TAG))
+            raise _errors.Exception(_errors.ERR_TAG, "collie.MPI: %s: tag = %d must be in 0..%d%s "
+                                    "(comm.Get_attr(MPI.TAG_UB))" % (call, tag, MAX_TAG, " or MPI.ANY_TAG" if recv
+                                                                     else ""))
         return tag
 
+    def _done(self, call: str) -> Request:
+        """A Request already complete: a nonblocking call with PROC_NULL."""
+        return Request(_cc.Work(self._c, None, None), call, st=lambda: (PROC_NULL, ANY_TAG, 0), obj=lambda: None)
+
+    def _local(self, call: str, cfn: Any, *args: Any) -> None:
+        """A collie call without a work handle (a probe): cfn(comm, *args, opts=NULL)."""
+        c = self._c
+        with _errors.collie_errors(call):
+            with c._lock:
+                h = c._live_handle(call)
+                rc = cfn(h, *args, None)
+                if rc != _lib.SUCCESS:
+                    raise c._failed(_last_error(rc))
+
     def Send(self, buf: Any, dest: int, tag: int = 0) -> None:
-        """Sends buf to dest. It matches dest's next receive from this rank
-        (collie's order), whose size and tag must be the same."""
-        self._send(buf, dest, tag, "Send")
+        """Sends buf to dest with tag (a standard send: it may wait until dest
+        receives a large message)."""
+        self._send(buf, dest, tag, "Send", False, False)
 
     def Ssend(self, buf: Any, dest: int, tag: int = 0) -> None:
-        self._send(buf, dest, tag, "Ssend")
+        """A synchronous send: returns once dest's receive has matched it."""
+        self._send(buf, dest, tag, "Ssend", True, False)
 
     def Bsend(self, buf: Any, dest: int, tag: int = 0) -> None:
-        self._send(buf, dest, tag, "Bsend")
+        """As Send (collie has no attached buffer: a standard send)."""
+        self._send(buf, dest, tag, "Bsend", False, False)
 
     def Rsend(self, buf: Any, dest: int, tag: int = 0) -> None:
-        self._send(buf, dest, tag, "Rsend")
+        """As Send (a standard send; it needs no receive posted first)."""
+        self._send(buf, dest, tag, "Rsend", False, False)
 
-    def _send(self, buf: Any, dest: int, tag: int, call: str) -> None:
+    def Isend(self, buf: Any, dest: int, tag: int = 0) -> Request:
+        """A nonblocking Send: posted, complete in whatever order the
+        messages allow; buf must stay unchanged until the Request completes."""
+        return self._send(buf, dest, tag, "Isend", False, True)  # type: ignore[return-value]
+
+    def Issend(self, buf: Any, dest: int, tag: int = 0) -> Request:
+        """A nonblocking Ssend: the Request completes once dest's receive matched it."""
+        return self._send(buf, dest, tag, "Issend", True, True)  # type: ignore[return-value]
+
+    def Ibsend(self, buf: Any, dest: int, tag: int = 0) -> Request:
+        return self._send(buf, dest, tag, "Ibsend", False, True)  # type: ignore[return-value]
+
+    def Irsend(self, buf: Any, dest: int, tag: int = 0) -> Request:
+        return self._send(buf, dest, tag, "Irsend", False, True)  # type: ignore[return-value]
+
+    def _send(self, buf: Any, dest: int, tag: int, call: str, sync: bool, nb: bool) -> Optional[Request]:
         dest = self._peer(dest, call, "dest", False)
         tag = self._tag(tag, call, False)
         m = msg(buf, call + ": buf")
-        if dest == PROC_NULL:
-            return
-        self._send_bytes(call, m.bytes(), dest, tag)
+        return self._post_send(call, m, dest, tag, sync, nb)
 
-    def _send_bytes(self, call: str, arr: Any, dest: int, tag: int) -> None:
-        """Sends the uint8 array arr to dest with collie tag tag."""
-        self._run(call, False, _lib.lib().collie_send, int(arr.ctypes.data), arr.size, UINT8, dest, tag, keep=[arr])
+    def _post_send(self, call: str, m: Msg, dest: int, tag: int, sync: bool, nb: bool) -> Optional[Request]:
+        if dest == PROC_NULL:
+            return self._done(call) if nb else None
+        if nb:
+            self._not_self(call, dest)
+        return self._send_bytes(call, m.ptr, m.nbytes, dest, tag, [m.raw], sync, nb)
+
+    def _not_self(self, call: str, peer: int) -> None:
+        if peer == self._c.get_rank():
+            _errors.unsupported("%s with rank %d itself" % (call, peer),
+                                "collie's C point-to-point has no nonblocking send or receive to oneself; "
+                                "Sendrecv (and sendrecv) to oneself work")
+
+    def _send_bytes(self, call: str, ptr: int, nbytes: int, dest: int, tag: int, keep: List[Any],
+                    sync: bool = False, nb: bool = False) -> Optional[Request]:
+        """Sends nbytes at ptr to dest with tag (collie_ssend when sync); a
+        Request when nb. keep: what must live until it completed."""
+        cfn = _need(call, "collie_ssend") if sync else _lib.lib().collie_send
+        return self._run(call, nb, cfn, ptr, nbytes, UINT8, dest, tag, keep=keep)
 
     def Recv(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Optional[Status] = None) -> None:
-        """Receives the first message from source (ANY_SOURCE: any rank)
-        with tag into buf, which must be the message's size (docs/mpi.md)."""
-        source = self._peer(source, "Recv", "source", True)
-        if source == PROC_NULL:
-            msg(buf, "Recv: buf", writable=True)
-            fill(status, PROC_NULL, ANY_TAG, 0)
-            return
-        tag = self._tag(tag, "Recv", True)
-        m = msg(buf, "Recv: buf", writable=True)
-        src = self._recv_bytes("Recv", m.ptr, m.nbytes, source, tag, [m.raw])
-        fill(status, src, tag, m.nbytes)
+        """Receives into buf the first message from source (ANY_SOURCE: any
+        rank) with tag (ANY_TAG: any). The message may be shorter than buf
+        (status.Get_count() says how long); a longer one raises MPI.Exception
+        (ERR_TRUNCATE)."""
+        self._recv(buf, source, tag, status, "Recv", False)
 
-    def _recv_bytes(self, call: str, ptr: int, nbytes: int, source: int, tag: int, keep: List[Any]) -> int:
-        """Receives nbytes at ptr from source (or ANY_SOURCE) with collie tag
-        tag; the rank it came from."""
-        L = _lib.lib()
-        if source == ANY_SOURCE:
-            box = ctypes.c_int(-1)
-            self._run(call, False, _lib.need("collie_recv_any"), ptr, nbytes, UINT8, tag, ctypes.byref(box),
-                      keep=keep + [box])
-            return box.value
-        self._run(call, False, L.collie_recv, ptr, nbytes, UINT8, source, tag, keep=keep)
-        return source
+    def Irecv(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
+        """A nonblocking Recv: posted at once, it takes the first message the
+        matching gives it; Wait(status) fills status."""
+        return self._recv(buf, source, tag, None, "Irecv", True)  # type: ignore[return-value]
+
+    def _recv(self, buf: Any, source: int, tag: int, status: Optional[Status], call: str,
+              nb: bool) -> Optional[Request]:
+        source = self._peer(source, call, "source", True)
+        tag = self._tag(tag, call, True)
+        m = msg(buf, call + ": buf", writable=True)
+        return self._post_recv(call, m.ptr, m.nbytes, source, tag, [m.raw], status, nb)
+
+    def _post_recv(self, call: str, ptr: int, nbytes: int, source: int, tag: int, keep: List[Any],
+                   status: Optional[Status], nb: bool) -> Optional[Request]:
+        """Receives a message of up to nbytes at ptr (collie_recv_status);
+        blocking: fills status; nb: a Request whose wait fills it."""
+        if source == PROC_NULL:
+            fill(status, PROC_NULL, ANY_TAG, 0)
+            return self._done(call) if nb else None
+        if nb:
+            self._not_self(call, source)
+        box = CStatus()
+        r = self._run(call, nb, _need(call, "collie_recv_status"), ptr, nbytes, UINT8, source, tag,
+                      ctypes.byref(box), keep=keep + [box])
+        if r is None:
+            fill(status, *box.values())
+            return None
+        r._st = box.values
+        return r
+
+    def Probe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Optional[Status] = None) -> bool:
+        """Waits until a message from source with tag is here, without
+        receiving it; status gets its source, tag and count. The next
+        receive from that source and tag takes it. Returns True."""
+        got = self._probe("Probe", source, tag, True)
+        assert got is not None
+        fill(status, *got)
+        return True
+
+    def Iprobe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Optional[Status] = None) -> bool:
+        """As Probe, looking once: True (status filled) when such a message is here."""
+        got = self._probe("Iprobe", source, tag, False)
+        if got is None:
+            return False
+        fill(status, *got)
+        return True
+
+    def _probe(self, call: str, source: int, tag: int, block: bool) -> Optional[Tuple[int, int, int]]:
+        source = self._peer(source, call, "source", True)
+        tag = self._tag(tag, call, True)
+        if source == PROC_NULL:
+            return PROC_NULL, ANY_TAG, 0
+        if not block and source == ANY_SOURCE and self._c.get_size() == 1:
+            return None  # no other rank: nothing can come (collie sends to itself only inside Sendrecv)
+        box = CStatus()
+        if block:
+            self._local(call, _need(call, "collie_probe"), source, tag, ctypes.byref(box))
+            return box.values()
+        flag = ctypes.c_int(0)
+        self._local(call, _need(call, "collie_iprobe"), source, tag, ctypes.byref(flag), ctypes.byref(box))
+        return box.values() if flag.value else None
 
     def Sendrecv(self, sendbuf: Any, dest: int, sendtag: int = 0, recvbuf: Any = None, source: int = ANY_SOURCE,
                  recvtag: int = ANY_TAG, status: Optional[Status] = None) -> None:
-        """Send and Recv progressing together (a ring exchange cannot
-        deadlock)."""
+        """Send and Recv together (the receive is posted first, so a ring
+        exchange cannot deadlock)."""
         call = "Sendrecv"
         dest = self._peer(dest, call, "dest", False)
         source = self._peer(source, call, "source", True)
         s = msg(sendbuf, call + ": sendbuf")
         r = msg(recvbuf, call + ": recvbuf", writable=True)
         stag = self._tag(sendtag, call, False)
-        rtag = self._tag(recvtag, call, True) if source != PROC_NULL else ANY_TAG
-        if source == ANY_SOURCE:
-            if self._c.get_size() > 1:
-                _errors.unsupported("Sendrecv with source=ANY_SOURCE (pass the source)",
-                                    "collie progresses a send and a receive together only in a group, which a "
-                                    "receive from any source cannot join; " + _errors.NEEDS_MATCHING)
-            source = 0  # a world of one: the only source
-        src = self._exchange(call, s.raw[s.offset:s.offset + s.nbytes], dest, stag, r.raw[r.offset:r.offset + r.nbytes],
-                             source, rtag)
-        fill(status, src, rtag if src != PROC_NULL else ANY_TAG, r.nbytes if src != PROC_NULL else 0)
+        rtag = self._tag(recvtag, call, True)
+        got = self._exchange(call, s.ptr, s.nbytes, [s.raw], dest, stag, r.ptr, r.nbytes, [r.raw], source, rtag)
+        fill(status, *got)
 
-    def _exchange(self, call: str, sarr: Any, dest: int, stag: int, rarr: Any, source: int, rtag: int) -> int:
-        """Sends sarr to dest and receives rarr from source together (uint8
-        arrays); the source it came from."""
-        c = self._c
-        if source == ANY_SOURCE and c.get_size() == 1:
-            source = 0  # the only source (a send to itself must share a group with its receive)
-        with _errors.collie_errors(call):
-            if source == ANY_SOURCE:
-                # Only for the lowercase methods' 16-byte headers: a small send
-                # leaves at once, so the receive queued behind it runs.
-                w = c.send(sarr, dest, async_op=True, tag=stag) if dest != PROC_NULL else None
-                try:
-                    src = self._recv_bytes(call, int(rarr.ctypes.data), rarr.size, source, rtag, [rarr])
-                finally:
-                    if w is not None:
-                        w.wait()
-                return src
-            b = c.batch_op_create()
-            if dest != PROC_NULL:
-                b.send(sarr, dest, stag)
-            if source != PROC_NULL:
-                b.recv(rarr, source, rtag)
-            if len(b):
-                b.issue()
-        return source
+    def _exchange(self, call: str, sptr: int, sn: int, skeep: List[Any], dest: int, stag: int, rptr: int, rn: int,
+                  rkeep: List[Any], source: int, rtag: int) -> Tuple[int, int, int]:
+        """Sends sn bytes at sptr to dest and receives up to rn at rptr from
+        source; what the receive got (source, tag, bytes)."""
+        me = self._c.get_rank()
+        if dest == me and source in (me, ANY_SOURCE):
+            # To itself (collie's C refuses a nonblocking send to oneself): a copy.
+            if rtag not in (ANY_TAG, stag):
+                raise _errors.Exception(_errors.ERR_TAG, "collie.MPI: %s: rank %d sends itself tag %d but receives "
+                                        "tag %d: the receive would never complete" % (call, me, stag, rtag))
+            if sn > rn:
+                raise _errors.Exception(_errors.ERR_TRUNCATE, "collie.MPI: %s: message truncated: rank %d sends "
+                                        "itself %d bytes, the receive has room for %d" % (call, me, sn, rn))
+            ctypes.memmove(rptr, sptr, sn)
+            return me, stag, sn
+        req = self._post_recv(call, rptr, rn, source, rtag, rkeep, None, True)
+        assert req is not None
+        if dest != PROC_NULL:
+            self._send_bytes(call, sptr, sn, dest, stag, skeep)
+        st = Status()
+        req.Wait(st)
+        return st.source, st.tag, st.Get_count()
 
     def Sendrecv_replace(self, buf: Any, dest: int, sendtag: int = 0, source: int = ANY_SOURCE,
                          recvtag: int = ANY_TAG, status: Optional[Status] = None) -> None:
         m = msg(buf, "Sendrecv_replace: buf", writable=True)
         copy = m.bytes().copy()
         self.Sendrecv([copy, m.count, m.dt], dest, sendtag, buf, source, recvtag, status)
+
+    # -- persistent requests: each Start posts the operation anew --
+
+    def Send_init(self, buf: Any, dest: int, tag: int = 0) -> Prequest:
+        return self._send_init(buf, dest, tag, "Send_init", False)
+
+    def Ssend_init(self, buf: Any, dest: int, tag: int = 0) -> Prequest:
+        return self._send_init(buf, dest, tag, "Ssend_init", True)
+
+    def Bsend_init(self, buf: Any, dest: int, tag: int = 0) -> Prequest:
+        return self._send_init(buf, dest, tag, "Bsend_init", False)
+
+    def Rsend_init(self, buf: Any, dest: int, tag: int = 0) -> Prequest:
+        return self._send_init(buf, dest, tag, "Rsend_init", False)
+
+    def _send_init(self, buf: Any, dest: int, tag: int, call: str, sync: bool) -> Prequest:
+        dest = self._peer(dest, call, "dest", False)
+        tag = self._tag(tag, call, False)
+        m = msg(buf, call + ": buf")
+
+        def post() -> Request:
+            r = self._post_send(call, m, dest, tag, sync, True)
+            assert r is not None
+            return r
+
+        return Prequest(post, call)
+
+    def Recv_init(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Prequest:
+        call = "Recv_init"
+        source = self._peer(source, call, "source", True)
+        tag = self._tag(tag, call, True)
+        m = msg(buf, call + ": buf", writable=True)
+
+        def post() -> Request:
+            r = self._post_recv(call, m.ptr, m.nbytes, source, tag, [m.raw], None, True)
+            assert r is not None
+            return r
+
+        return Prequest(post, call)
 
     # ---- the lowercase (pickled) methods: _pickled.py ----
 
@@ -825,43 +946,38 @@ class Comm(_errors.RefusesUnknown):
     reduce = _pickled.reduce
     allreduce = _pickled.allreduce
     send = _pickled.send
+    ssend = _pickled.ssend
     recv = _pickled.recv
     sendrecv = _pickled.sendrecv
+    isend = _pickled.isend
+    issend = _pickled.issend
+    irecv = _pickled.irecv
+    probe = _pickled.probe
+    iprobe = _pickled.iprobe
 
-    # ---- what needs MPI matching (issue 37, point 1) ----
+    # ---- matched probes (MPI.Message): not offered ----
 
-    def _matching(name: str) -> Callable[..., Any]:  # type: ignore[misc]
+    def _no_message(name: str) -> Callable[..., Any]:  # type: ignore[misc]
         def fn(self: "Comm", *args: Any, **kwargs: Any) -> Any:
-            _errors.unsupported("Comm.%s" % name, _errors.NEEDS_MATCHING)
+            _errors.unsupported("Comm.%s" % name, _errors.NO_MESSAGE)
         fn.__name__ = name
         return fn
 
-    Isend = _matching("Isend")
-    Issend = _matching("Issend")
-    Ibsend = _matching("Ibsend")
-    Irsend = _matching("Irsend")
-    Irecv = _matching("Irecv")
-    Probe = _matching("Probe")
-    Iprobe = _matching("Iprobe")
-    Mprobe = _matching("Mprobe")
-    Improbe = _matching("Improbe")
-    Send_init = _matching("Send_init")
-    Ssend_init = _matching("Ssend_init")
-    Bsend_init = _matching("Bsend_init")
-    Rsend_init = _matching("Rsend_init")
-    Recv_init = _matching("Recv_init")
-    isend = _matching("isend")
-    issend = _matching("issend")
-    irecv = _matching("irecv")
-    probe = _matching("probe")
-    iprobe = _matching("iprobe")
-    mprobe = _matching("mprobe")
-    improbe = _matching("improbe")
-    del _matching
+    Mprobe = _no_message("Mprobe")
+    Improbe = _no_message("Improbe")
+    mprobe = _no_message("mprobe")
+    improbe = _no_message("improbe")
+    del _no_message
 
 
 class Intracomm(Comm):
     """mpi4py's MPI.Intracomm (every communicator of collie.MPI is one)."""
+
+
+def _need(call: str, name: str) -> Any:
+    """collie's C function name (MPI.Exception when the library predates it)."""
+    with _errors.collie_errors(call):
+        return _lib.need(name)
 
 
 def _int(v: Any, what: str) -> int:

@@ -123,6 +123,8 @@ class Exception(RuntimeError):
 def from_collie(e: CollieError, call: str) -> Exception:
     """e, a collie failure of call, as an MPI.Exception."""
     code = _FROM_COLLIE.get(e.code, ERR_OTHER)
+    if "message truncated" in e.message:  # collie_recv_status: the message is longer than the buffer
+        code = ERR_TRUNCATE
     return Exception(code, "collie.MPI: %s: %s" % (call, e.message))
 
 
@@ -160,5 +162,5 @@ class RefusesUnknown:
         unsupported("%s.%s" % (self._mpi_class, name), self._why_unsupported)
 
 
-NEEDS_MATCHING = ("it needs MPI's message matching in collie's point-to-point (issue 37, point 1): "
-                  "today a pair's messages match in issue order and the tag must agree")
+NO_MESSAGE = ("matched probes (MPI.Message, MPI_Mprobe) are not offered: Probe then Recv from the probed "
+              "source and tag takes the probed message")

@@ -1,12 +1,11 @@
 """_pickled.py - mpi4py's lowercase methods: Python objects, pickled.
 
 The collectives exchange each rank's pickle length first (a small
-collective), then the bytes (a v-variant). send/recv carry a 16-byte header
-(the caller's tag, the pickle's length) then the pickle, both with a collie
-tag of their own (OBJ_TAG), so recv learns the size (and the tag: ANY_TAG
-works here) before it receives. A pair's messages still match in issue
-order: a recv for one tag that finds another tag next fails naming both.
-reduce/allreduce apply the op to the objects in rank order, as mpi4py's do.
+collective), then the bytes (a v-variant). send/isend send the pickle as one
+message of the caller's tag, which matches by (source, tag) as any message:
+recv probes for it (learning its size), then receives exactly it; irecv
+receives into a buffer given or of mpi4py's default 32 KiB. reduce/allreduce
+apply the op to the objects in rank order, as mpi4py's do.
 These functions are Comm methods (_comm.py binds them).
 """
 
@@ -19,8 +18,10 @@ import numpy as np
 
 from .._comm import _prefix as _displs  # (each block's offset: the sums of the counts before it)
 from . import _errors
+from ._buffer import msg
 from ._datatype import BYTE
 from ._op import SUM, obj_op
+from ._request import Request, StatusFn
 from ._status import ANY_SOURCE, ANY_TAG, PROC_NULL, Status, fill
 
 if TYPE_CHECKING:
@@ -162,73 +163,125 @@ def allreduce(self: "Comm", sendobj: Any, op: Any = SUM) -> Any:
 
 
 # ---- point-to-point ----
+# A pickled message is one message of the caller's tag whose bytes are the
+# pickle: it matches as any message does. recv probes for it first (so it
+# knows the size), then receives exactly the probed message; irecv, posted
+# before the size is known, receives into a buffer (mpi4py's: 32 KiB unless
+# buf is given).
+
+IRECV_BUFSZ = 1 << 15  # mpi4py's default irecv buffer (mpi4py.rc.irecv_bufsz)
+
+
+def _psend(self: "Comm", obj: Any, dest: int, tag: int, call: str, sync: bool, nb: bool) -> Optional[Request]:
+    dest = self._peer(dest, call, "dest", False)
+    tag = self._tag(tag, call, False)
+    data = _dumps(obj)
+    if dest == PROC_NULL:
+        return self._done(call) if nb else None
+    if nb:
+        self._not_self(call, dest)
+    return self._send_bytes(call, int(data.ctypes.data), data.size, dest, tag, [data], sync, nb)
+
 
 def send(self: "Comm", obj: Any, dest: int, tag: int = 0) -> None:
-    """Sends obj to dest: a header (tag, length), then the pickle."""
-    dest = self._peer(dest, "send", "dest", False)
-    tag = self._tag(tag, "send", False)
-    if dest == PROC_NULL:
-        return
-    from ._comm import OBJ_TAG
-
-    data = _dumps(obj)
-    self._send_bytes("send", np.array([tag, data.size], np.int64).view(np.uint8), dest, OBJ_TAG)
-    self._send_bytes("send", data, dest, OBJ_TAG)
+    """Sends obj (pickled) to dest with tag."""
+    _psend(self, obj, dest, tag, "send", False, False)
 
 
-def _check_tag(call: str, src: int, got: int, want: int) -> None:
-    if want != ANY_TAG and got != want:
-        raise _errors.Exception(_errors.ERR_TAG, "collie.MPI: %s: the next message from rank %d has tag %d, not %d "
-                                "(a pair's messages match in issue order until collie has MPI matching; "
-                                "docs/mpi.md). That message was consumed." % (call, src, got, want))
+def ssend(self: "Comm", obj: Any, dest: int, tag: int = 0) -> None:
+    """As send, returning once dest's receive matched it."""
+    _psend(self, obj, dest, tag, "ssend", True, False)
+
+
+def isend(self: "Comm", obj: Any, dest: int, tag: int = 0) -> Request:
+    """A nonblocking send: a Request (the pickle lives until it completed)."""
+    return _psend(self, obj, dest, tag, "isend", False, True)  # type: ignore[return-value]
+
+
+def issend(self: "Comm", obj: Any, dest: int, tag: int = 0) -> Request:
+    """A nonblocking synchronous send."""
+    return _psend(self, obj, dest, tag, "issend", True, True)  # type: ignore[return-value]
 
 
 def recv(self: "Comm", buf: Any = None, source: int = ANY_SOURCE, tag: int = ANY_TAG,
          status: Optional[Status] = None) -> Any:
-    """The next object from source (ANY_SOURCE: from whichever rank sends
-    first); tag ANY_TAG takes it whatever its tag."""
-    from ._comm import OBJ_TAG
+    """The first object from source (ANY_SOURCE: any rank) with tag (ANY_TAG:
+    any): a probe, then a receive of the probed message's size. buf is not
+    needed (accepted and ignored)."""
+    return _precv(self, source, tag, status, "recv")
 
-    source = self._peer(source, "recv", "source", True)
+
+def _precv(self: "Comm", source: int, tag: int, status: Optional[Status], call: str) -> Any:
+    source = self._peer(source, call, "source", True)
+    tag = self._tag(tag, call, True)
     if source == PROC_NULL:
         fill(status, PROC_NULL, ANY_TAG, 0)
         return None
-    tag = _tag_or_any(self, tag, "recv")
-    hdr = np.zeros(2, np.int64)
-    src = self._recv_bytes("recv", int(hdr.ctypes.data), 16, source, OBJ_TAG, [hdr])
-    data = np.empty(int(hdr[1]), np.uint8)
-    self._recv_bytes("recv", int(data.ctypes.data), data.size, src, OBJ_TAG, [data])
-    _check_tag("recv", src, int(hdr[0]), tag)
-    fill(status, src, int(hdr[0]), data.size)
+    got = self._probe(call, source, tag, True)
+    assert got is not None
+    src, t, n = got
+    data = np.empty(n, np.uint8)
+    self._post_recv(call, int(data.ctypes.data), n, src, t, [data], status, False)
     return _loads(data)
 
 
-def _tag_or_any(self: "Comm", tag: int, call: str) -> int:
-    if tag == ANY_TAG:
-        return ANY_TAG
-    return self._tag(tag, call, False)
+def irecv(self: "Comm", buf: Any = None, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
+    """A nonblocking recv; its Request's wait()/test() return the object. The
+    pickle is received into buf (a writable buffer, or an int: that many
+    bytes; None: 32 KiB, mpi4py's default): a larger one fails the wait with
+    MPI.Exception ERR_TRUNCATE, as in mpi4py."""
+    call = "irecv"
+    source = self._peer(source, call, "source", True)
+    tag = self._tag(tag, call, True)
+    if buf is None or (isinstance(buf, int) and not isinstance(buf, bool)):
+        n = IRECV_BUFSZ if buf is None else int(buf)
+        if n < 0:
+            raise ValueError("collie.MPI: irecv: buf = %d bytes must be >= 0" % n)
+        arr = np.empty(n, np.uint8)
+    else:
+        arr = msg(buf, call + ": buf", writable=True).bytes()
+    r = self._post_recv(call, int(arr.ctypes.data), arr.size, source, tag, [arr], None, True)
+    assert r is not None
+    st = r._st
+    if source != PROC_NULL and st is not None:
+        got: StatusFn = st
+
+        def obj() -> Any:
+            return _loads(arr[:got()[2]])
+
+        r._obj = obj
+    return r
+
+
+def probe(self: "Comm", source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Optional[Status] = None) -> bool:
+    """As Probe (Get_count() is the pickle's bytes). Returns True."""
+    return self.Probe(source, tag, status)
+
+
+def iprobe(self: "Comm", source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Optional[Status] = None) -> bool:
+    """As Iprobe: True (status filled) when a message from source with tag is here."""
+    return self.Iprobe(source, tag, status)
 
 
 def sendrecv(self: "Comm", sendobj: Any, dest: int, sendtag: int = 0, recvbuf: Any = None,
              source: int = ANY_SOURCE, recvtag: int = ANY_TAG, status: Optional[Status] = None) -> Any:
-    """send and recv progressing together."""
-    from ._comm import OBJ_TAG
-
-    dest = self._peer(dest, "sendrecv", "dest", False)
-    source = self._peer(source, "sendrecv", "source", True)
-    stag = self._tag(sendtag, "sendrecv", False)
-    rtag = _tag_or_any(self, recvtag, "sendrecv")
-    data = _dumps(sendobj)
-    shdr = np.array([stag, data.size], np.int64).view(np.uint8)
-    rhdr = np.zeros(2, np.int64)
-    src = self._exchange("sendrecv", shdr, dest, OBJ_TAG, rhdr.view(np.uint8), source, OBJ_TAG)
-    if src == PROC_NULL:
-        if dest != PROC_NULL:
-            self._send_bytes("sendrecv", data, dest, OBJ_TAG)
-        fill(status, PROC_NULL, ANY_TAG, 0)
-        return None
-    out = np.empty(int(rhdr[1]), np.uint8)
-    self._exchange("sendrecv", data, dest, OBJ_TAG, out, src, OBJ_TAG)
-    _check_tag("sendrecv", src, int(rhdr[0]), rtag)
-    fill(status, src, int(rhdr[0]), out.size)
-    return _loads(out)
+    """send and recv together: the send is posted (isend), then the recv."""
+    call = "sendrecv"
+    dest = self._peer(dest, call, "dest", False)
+    source = self._peer(source, call, "source", True)
+    stag = self._tag(sendtag, call, False)
+    rtag = self._tag(recvtag, call, True)
+    me = self.Get_rank()
+    if dest == me and source in (me, ANY_SOURCE):
+        # To itself (collie's C refuses a nonblocking send to oneself): a copy.
+        if rtag not in (ANY_TAG, stag):
+            raise _errors.Exception(_errors.ERR_TAG, "collie.MPI: sendrecv: rank %d sends itself tag %d but "
+                                    "receives tag %d: the receive would never complete" % (me, stag, rtag))
+        data = _dumps(sendobj)
+        fill(status, me, stag, data.size)
+        return _loads(data)
+    req = _psend(self, sendobj, dest, stag, call, False, True)
+    assert req is not None
+    out = _precv(self, source, rtag, status, call)
+    req.Wait()
+    return out

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+import ctypes
+from typing import Any, Optional, Tuple
 
 from . import _errors
 from ._datatype import BYTE, Datatype, as_datatype
@@ -11,6 +12,15 @@ ANY_SOURCE = -1
 ANY_TAG = -1
 PROC_NULL = -2
 UNDEFINED = -32766
+
+
+class CStatus(ctypes.Structure):
+    """collie_status_t: what collie_recv_status / collie_probe found."""
+
+    _fields_ = [("source", ctypes.c_int), ("tag", ctypes.c_int), ("bytes", ctypes.c_size_t)]
+
+    def values(self) -> Tuple[int, int, int]:
+        return int(self.source), int(self.tag), int(self.bytes)
 
 
 class Status(_errors.RefusesUnknown):
