@@ -608,6 +608,15 @@ shm_adopt(struct collie__shm_xport *x, struct collie__shm_chan *ch, struct colli
   ch->stalled = 0;
 }
 
+/* Whether this rank waits for P2P messages of ch's peer: caught, and the
+ * sink did not say no more (a receive that took its message leaves the
+ * peer caught but sated: its closing is no failure then). */
+static int
+shm_wants(const struct collie__shm_chan *ch)
+{
+  return ch->catching && !ch->sated;
+}
+
 /* The message at the head of ch stays there until more arrives (or the
  * sink is asked again): wait() may sleep on it instead of seeing it as new
  * each time (shm_look). */
@@ -793,7 +802,7 @@ shm_check_peers(struct collie__shm_xport *x)
   struct collie__shm_departure d = {NULL, NULL, 0};
   for (int i = 0; i < x->nchans; i++) {
     struct collie__shm_chan *ch = &x->chans[i];
-    if (!ch->sendq && !ch->recvq && !ch->catching) continue;
+    if (!ch->sendq && !ch->recvq && !shm_wants(ch)) continue;
     int exited = collie__shm_peer_exited(ch);
     uint32_t st = atomic_load_explicit(&x->ctrl[ch->local].state, memory_order_acquire);
     if (!exited && st == COLLIE_SHM_ALIVE) continue;
@@ -801,7 +810,7 @@ shm_check_peers(struct collie__shm_xport *x)
     shm_push(x, ch);
     collie_result_t rc = shm_pull(x, ch);
     if (rc != COLLIE_SUCCESS) return collie__shm_fail(x, rc);
-    if (!ch->sendq && !ch->recvq && !ch->catching) continue;
+    if (!ch->sendq && !ch->recvq && !shm_wants(ch)) continue;
     /* A peer that closed or aborted and then exited left on purpose: say so. */
     collie__shm_departure_note(&d, ch, st);
   }

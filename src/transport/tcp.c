@@ -426,7 +426,7 @@ tcp_sink(struct collie__tcp_xport *t, struct collie__tcp_chan *c, struct collie_
 static collie_result_t
 tcp_rx_after_bye(struct collie__tcp_xport *t, struct collie__tcp_chan *c)
 {
-  if (c->rq_head || c->catching) return tcp_fail_left(t, c, c->rq_head);
+  if (c->rq_head || (c->catching && !c->sated)) return tcp_fail_left(t, c, c->rq_head);
   while (!c->eof) {
     char b;
     ssize_t n = recv(c->fd, &b, 1, MSG_DONTWAIT);
@@ -545,8 +545,9 @@ tcp_rx(struct collie__tcp_xport *t, struct collie__tcp_chan *c)
   for (;;) {
     if (c->bye) return tcp_rx_after_bye(t, c);
     if (c->gone)
-      return c->rq_head || c->catching ? tcp_fail_peer(t, c, c->gone_err, c->gone_mid)
-                                       : COLLIE_SUCCESS;
+      return c->rq_head || (c->catching && !c->sated)
+                 ? tcp_fail_peer(t, c, c->gone_err, c->gone_mid)
+                 : COLLIE_SUCCESS;
     struct collie__req *r = c->rq_head;
     if (c->r_pay_left > 0) {
       struct iovec iov = {.iov_base = (char *)r->buf + r->off, .iov_len = c->r_pay_left};
