@@ -530,7 +530,9 @@ COLLIE_API void collie_plan_free(collie_plan_t *plan);
  * receive of a later message, a probe, a collective); a message that would overflow the buffer
  * waits in its channel, and its sender waits with it, until receives take what is buffered.
  * Nothing is dropped. Every wait ends at the operation's deadline (TIMEOUT, naming what it
- * waited for and the unexpected messages it saw). tag must be >= 0. */
+ * waited for and the unexpected messages it saw). tag must be >= 0. Async sends and receives
+ * (with work) are posted: they complete in whatever order their messages allow. To this rank
+ * itself only async ones, or a group's, are allowed (a blocking one is INVALID_USAGE). */
 #define COLLIE_ANY_SOURCE (-1)
 #define COLLIE_ANY_TAG (-1)
 

@@ -80,6 +80,9 @@
   XX(p2p_nonblocking_mixed_4, p2p_nonblocking_exchange, 4, "mixed", 30)                            \
   XX(p2p_posted_progress_shm_2, p2p_posted_progress, 2, "shm", 30)                                 \
   XX(p2p_posted_progress_tcp_2, p2p_posted_progress, 2, "tcp", 30)                                 \
+  XX(p2p_self_async_shm_2, p2p_self_async, 2, "shm", 30)                                           \
+  XX(p2p_self_async_tcp_2, p2p_self_async, 2, "tcp", 30)                                           \
+  XX(p2p_self_async_1, p2p_self_async, 1, "auto", 30)                                              \
   XX(p2p_posted_wait_other_thread_shm_2, p2p_posted_wait_other_thread, 2, "shm", 30)               \
   XX(p2p_posted_wait_other_thread_tcp_3, p2p_posted_wait_other_thread, 3, "tcp", 30)               \
   XX(split_shm_2, split_even_odd, 2, "shm", 60)                                                    \

@@ -572,10 +572,13 @@ api_p2p(collie_comm_t *comm, const char *fn, const void *sbuf, void *rbuf, size_
                          fn);
     return collie__group_add(comm, sbuf, rbuf, count, dtype, peer, tag, opts);
   }
-  if (peer == comm->rank)
+  /* To itself: async ones are posted and match each other (work.c); a
+   * blocking one would wait for a counterpart that cannot be issued. */
+  if (peer == comm->rank && !work)
     return collie__err(COLLIE_INVALID_USAGE,
-                       "%s: a blocking %s to itself would never complete; put the send and the "
-                       "recv in one group (collie_group_start/end)",
+                       "%s: a blocking %s to itself would never complete; issue it async (with a "
+                       "work handle) or put the send and the recv in one group "
+                       "(collie_group_start/end)",
                        fn, sbuf ? "send" : "recv");
   struct collie__op issue;
   api_call(&issue.call, COLLIE_KIND_P2P, sbuf, rbuf, count, dtype, peer);

@@ -463,3 +463,36 @@ TEST_IMPL(p2p_posted_wait_other_thread)
   ASSERT(sum == (int64_t)test_size() * (test_size() - 1) / 2);
   ASSERT_OK(collie_comm_destroy(comm));
 }
+
+/* Async sends and receives to this rank itself match each other, in either
+ * order, by tag; a blocking one is refused at issue (the communicator stays
+ * usable). */
+TEST_IMPL(p2p_self_async)
+{
+  collie_comm_t *comm = test_comm();
+  int r = test_rank();
+  int64_t a = 10 + r, b = 20 + r, ga = 0, gb = 0;
+  collie_work_t *w[4];
+  ASSERT_OK(collie_send(comm, &a, 1, COLLIE_INT64, r, 1, NULL, &w[0]));
+  ASSERT_OK(collie_send(comm, &b, 1, COLLIE_INT64, r, 2, NULL, &w[1]));
+  ASSERT_OK(collie_recv(comm, &gb, 1, COLLIE_INT64, r, 2, NULL, &w[2]));
+  ASSERT_OK(collie_recv(comm, &ga, 1, COLLIE_INT64, r, 1, NULL, &w[3]));
+  for (int k = 3; k >= 0; k--) {
+    ASSERT_OK(collie_wait(w[k], -1));
+    collie_work_free(w[k]);
+  }
+  ASSERT(ga == 10 + r && gb == 20 + r);
+  /* The receive first, then the send. */
+  ASSERT_OK(collie_recv(comm, &ga, 1, COLLIE_INT64, r, 3, NULL, &w[0]));
+  a = 30 + r;
+  ASSERT_OK(collie_send(comm, &a, 1, COLLIE_INT64, r, 3, NULL, &w[1]));
+  for (int k = 0; k < 2; k++) {
+    ASSERT_OK(collie_wait(w[k], -1));
+    collie_work_free(w[k]);
+  }
+  ASSERT(ga == 30 + r);
+  ASSERT_RC(COLLIE_INVALID_USAGE, "a blocking send to itself",
+            collie_send(comm, &a, 1, COLLIE_INT64, r, 4, NULL, NULL));
+  ASSERT_OK(collie_barrier(comm, NULL, NULL));
+  ASSERT_OK(collie_comm_destroy(comm));
+}
