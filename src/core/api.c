@@ -541,9 +541,6 @@ api_peer_tag(const collie_comm_t *comm, const char *fn, int peer, int tag, int a
   if (tag < 0 && !(any && tag == COLLIE_ANY_TAG))
     return collie__err(COLLIE_INVALID_ARGUMENT, "%s: tag = %d must be >= 0%s", fn, tag,
                        any ? " (or COLLIE_ANY_TAG)" : "");
-  if (any && peer == COLLIE_ANY_SOURCE && comm->size == 1)
-    return collie__err(COLLIE_INVALID_USAGE,
-                       "%s: a communicator of one rank has no other rank to receive from", fn);
   return COLLIE_SUCCESS;
 }
 

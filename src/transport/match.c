@@ -523,8 +523,10 @@ collie__p2p_isend(struct collie__net *n, struct collie__p2p_op *op)
   if (op->tag < 0 || op->peer < 0 || op->peer >= m->size)
     return collie__err(COLLIE_INTERNAL_ERROR, "send to rank %d with tag %d", op->peer, op->tag);
   if (op->peer == m->rank) {
-    /* To self: straight into a receive posted for it, else held (its bytes
-     * stay in the sender's buffer) until one is. */
+    /* To self: straight into a receive posted for it; else a standard send
+     * is copied into the unexpected buffer and complete (as a small send to
+     * a peer is once out), and a synchronous one, or one the buffer cannot
+     * hold, is held (its bytes stay in the sender's buffer) until one is. */
     op->self = 1;
     struct collie__match_msg *g = match_msg_new(m, m->rank, match_slot_of(op), op->len);
     if (!g) return collie__err(COLLIE_SYSTEM_ERROR, "send to this rank itself: out of memory");
@@ -537,6 +539,13 @@ collie__p2p_isend(struct collie__net *n, struct collie__p2p_op *op)
       if (!*pp) m->posted_tail = pp;
       match_want(m, r->peer, -1);
       return match_finish(m, g, r);
+    }
+    if (!op->sync && m->used + op->len <= m->limit && (g->data = malloc(op->len ? op->len : 1))) {
+      memcpy(g->data, op->buf, op->len);
+      g->counted = 1;
+      m->used += op->len;
+      g->from = NULL;
+      op->done.done = 1;
     }
     match_unexp_push(m, g);
     return COLLIE_SUCCESS;

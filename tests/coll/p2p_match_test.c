@@ -491,6 +491,17 @@ TEST_IMPL(p2p_self_async)
     collie_work_free(w[k]);
   }
   ASSERT(ga == 30 + r);
+  /* A standard send to itself is complete before any receive (its bytes
+   * were copied aside, as a small send to a peer is once out). */
+  a = 40 + r;
+  ASSERT_OK(collie_send(comm, &a, 1, COLLIE_INT64, r, 5, NULL, &w[0]));
+  ASSERT_OK(collie_wait(w[0], -1));
+  collie_work_free(w[0]);
+  a = -1;
+  ASSERT_OK(collie_recv(comm, &ga, 1, COLLIE_INT64, r, 5, NULL, &w[0]));
+  ASSERT_OK(collie_wait(w[0], -1));
+  collie_work_free(w[0]);
+  ASSERT(ga == 40 + r);
   ASSERT_RC(COLLIE_INVALID_USAGE, "a blocking send to itself",
             collie_send(comm, &a, 1, COLLIE_INT64, r, 4, NULL, NULL));
   ASSERT_OK(collie_barrier(comm, NULL, NULL));

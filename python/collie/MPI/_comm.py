@@ -767,21 +767,24 @@ class Comm(_errors.RefusesUnknown):
     def _post_send(self, call: str, m: Msg, dest: int, tag: int, sync: bool, nb: bool) -> Optional[Request]:
         if dest == PROC_NULL:
             return self._done(call) if nb else None
-        if nb:
-            self._not_self(call, dest)
         return self._send_bytes(call, m.ptr, m.nbytes, dest, tag, [m.raw], sync, nb)
 
-    def _not_self(self, call: str, peer: int) -> None:
-        if peer == self._c.get_rank():
-            _errors.unsupported("%s with rank %d itself" % (call, peer),
-                                "collie's C point-to-point has no nonblocking send or receive to oneself; "
-                                "Sendrecv (and sendrecv) to oneself work")
+    def _to_self(self, peer: int) -> bool:
+        """collie's C takes sends and receives to this rank itself only
+        async: a blocking one here is posted, then waited for (a standard
+        send to itself completes at once; its receive takes it)."""
+        return peer == self._c.get_rank()
 
     def _send_bytes(self, call: str, ptr: int, nbytes: int, dest: int, tag: int, keep: List[Any],
                     sync: bool = False, nb: bool = False) -> Optional[Request]:
         """Sends nbytes at ptr to dest with tag (collie_ssend when sync); a
         Request when nb. keep: what must live until it completed."""
         cfn = _need(call, "collie_ssend") if sync else _lib.lib().collie_send
+        if not nb and self._to_self(dest):
+            r = self._run(call, True, cfn, ptr, nbytes, UINT8, dest, tag, keep=keep)
+            assert r is not None
+            r.Wait()
+            return None
         return self._run(call, nb, cfn, ptr, nbytes, UINT8, dest, tag, keep=keep)
 
     def Recv(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Optional[Status] = None) -> None:
@@ -810,8 +813,13 @@ class Comm(_errors.RefusesUnknown):
         if source == PROC_NULL:
             fill(status, PROC_NULL, ANY_TAG, 0)
             return self._done(call) if nb else None
-        if nb:
-            self._not_self(call, source)
+        if not nb and self._to_self(source):
+            r = self._post_recv(call, ptr, nbytes, source, tag, keep, None, True)
+            assert r is not None
+            st = Status()
+            r.Wait(st)
+            fill(status, st.source, st.tag, st.Get_count())
+            return None
         box = CStatus()
         r = self._run(call, nb, _need(call, "collie_recv_status"), ptr, nbytes, UINT8, source, tag,
                       ctypes.byref(box), keep=keep + [box])
@@ -873,7 +881,7 @@ class Comm(_errors.RefusesUnknown):
         source; what the receive got (source, tag, bytes)."""
         me = self._c.get_rank()
         if dest == me and source in (me, ANY_SOURCE):
-            # To itself (collie's C refuses a nonblocking send to oneself): a copy.
+            # To itself: a copy (nothing to post).
             if rtag not in (ANY_TAG, stag):
                 raise _errors.Exception(_errors.ERR_TAG, "collie.MPI: %s: rank %d sends itself tag %d but receives "
                                         "tag %d: the receive would never complete" % (call, me, stag, rtag))

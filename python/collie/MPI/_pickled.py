@@ -178,8 +178,6 @@ def _psend(self: "Comm", obj: Any, dest: int, tag: int, call: str, sync: bool, n
     data = _dumps(obj)
     if dest == PROC_NULL:
         return self._done(call) if nb else None
-    if nb:
-        self._not_self(call, dest)
     return self._send_bytes(call, int(data.ctypes.data), data.size, dest, tag, [data], sync, nb)
 
 
@@ -273,7 +271,7 @@ def sendrecv(self: "Comm", sendobj: Any, dest: int, sendtag: int = 0, recvbuf: A
     rtag = self._tag(recvtag, call, True)
     me = self.Get_rank()
     if dest == me and source in (me, ANY_SOURCE):
-        # To itself (collie's C refuses a nonblocking send to oneself): a copy.
+        # To itself: a copy (nothing to post).
         if rtag not in (ANY_TAG, stag):
             raise _errors.Exception(_errors.ERR_TAG, "collie.MPI: sendrecv: rank %d sends itself tag %d but "
                                     "receives tag %d: the receive would never complete" % (me, stag, rtag))
