@@ -227,6 +227,12 @@ runner_now_ms(void)
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int64_t
+test_now_ms(void)
+{
+  return runner_now_ms();
+}
+
 static void
 runner_rmrf(const char *path)
 {

@@ -26,6 +26,8 @@ int test_size(void);
 const char *test_dir(void);
 /* collie_comm_init() from the runner's environment; fails the test on error. */
 collie_comm_t *test_comm(void);
+/* CLOCK_MONOTONIC in milliseconds: a test's own bound on a polling loop. */
+int64_t test_now_ms(void);
 /* Ends this rank with SIGKILL; the runner counts that death as expected. */
 void test_die_by_sigkill(void) __attribute__((noreturn));
 /* Arms a SIGKILL of this rank us microseconds from now (from a child

@@ -72,8 +72,9 @@ collie__p2p_done(struct collie__call *c, struct collie__p2p_op *op, collie_resul
   return COLLIE_SUCCESS;
 }
 
-collie_result_t
-collie__p2p_send(struct collie__call *c)
+/* A send or receive run to completion: posted, waited for, finished. */
+static collie_result_t
+p2p_run(struct collie__call *c)
 {
   struct collie__p2p_op op;
   collie_result_t rc = collie__p2p_post(c, &op, 1);
@@ -81,13 +82,10 @@ collie__p2p_send(struct collie__call *c)
   return collie__p2p_done(c, &op, p2p_wait(c, &op));
 }
 
-static collie_result_t
-p2p_recv(struct collie__call *c)
+collie_result_t
+collie__p2p_send(struct collie__call *c)
 {
-  struct collie__p2p_op op;
-  collie_result_t rc = collie__p2p_post(c, &op, 1);
-  if (rc != COLLIE_SUCCESS) return rc;
-  return collie__p2p_done(c, &op, p2p_wait(c, &op));
+  return p2p_run(c);
 }
 
 /* A probe (c->p2p_probe: 1 blocking, 2 once): the status of the message a
@@ -109,5 +107,5 @@ p2p_probe(struct collie__call *c)
 collie_result_t
 collie__p2p_recv(struct collie__call *c)
 {
-  return c->p2p_probe ? p2p_probe(c) : p2p_recv(c);
+  return c->p2p_probe ? p2p_probe(c) : p2p_run(c);
 }

@@ -285,6 +285,12 @@ match_take(void *ctx, int peer, uint64_t slot, size_t len, struct collie__req *h
   if (op) {
     r = match_take_for(m, peer, slot, len, op);
     *replace = r != NULL;
+    if (!r) { /* out of memory: it stays the direct receive, asked again later */
+      op->direct = 1;
+      op->replaced = 0;
+      op->next = m->direct;
+      m->direct = op;
+    }
   } else {
     r = match_take_msg(m, peer, slot, len);
   }

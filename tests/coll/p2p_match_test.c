@@ -10,18 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "runner.h"
-
-static int64_t
-now_ms(void)
-{
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
 
 /* The value of element i of the k-th message with tag t from rank s. */
 static int64_t
@@ -398,8 +389,8 @@ TEST_IMPL(p2p_posted_progress)
     if (r == 0) {
       ASSERT_OK(collie_recv(comm, &v, 1, COLLIE_INT64, 1, 5, NULL, &wr));
       collie_result_t rc;
-      int64_t give_up = now_ms() + 20000;
-      while ((rc = collie_test(wr)) == COLLIE_IN_PROGRESS && now_ms() < give_up) usleep(1000);
+      int64_t give_up = test_now_ms() + 20000;
+      while ((rc = collie_test(wr)) == COLLIE_IN_PROGRESS && test_now_ms() < give_up) usleep(1000);
       ASSERT_OK(rc);
       ASSERT(v == 55);
       collie_work_free(wr);

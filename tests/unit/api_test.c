@@ -163,6 +163,8 @@ TEST_IMPL(api_init_errors)
       {"COLLIE_CUDA_STAGE_MAX", "-1", "COLLIE_CUDA_STAGE_MAX=-1 must be >= 0"},
       {"COLLIE_CUDA_P2P_MIN", "-2", "COLLIE_CUDA_P2P_MIN=-2 must be >= 0"},
       {"COLLIE_RING_BOOTSTRAP", "-2", "COLLIE_RING_BOOTSTRAP=-2 must be >= 0"},
+      {"COLLIE_P2P_UNEXPECTED_BYTES", "0", "COLLIE_P2P_UNEXPECTED_BYTES=0 must be > 0"},
+      {"COLLIE_P2P_UNEXPECTED_BYTES", "256M", "COLLIE_P2P_UNEXPECTED_BYTES=\"256M\""},
       {"COLLIE_ALGO", "barrier=cuda_ipc", "barrier has no algorithm \"cuda_ipc\""},
       {"COLLIE_ALGO", "allreduce=magic", "unknown algorithm \"magic\""},
       {"COLLIE_ALGO", "allreduce=tree", "allreduce has no algorithm \"tree\""},
