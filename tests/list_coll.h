@@ -63,6 +63,8 @@
   XX(p2p_any_status_shm_4, p2p_any_source_any_tag_status, 4, "shm", 30)                            \
   XX(p2p_any_status_tcp_3, p2p_any_source_any_tag_status, 3, "tcp", 30)                            \
   XX(p2p_any_status_mixed_4, p2p_any_source_any_tag_status, 4, "mixed", 30)                        \
+  XX(p2p_short_direct_shm_2, p2p_short_direct, 2, "shm", 30)                                       \
+  XX(p2p_short_direct_tcp_2, p2p_short_direct, 2, "tcp", 30)                                       \
   XX(p2p_truncated_shm_2, p2p_truncated, 2, "shm", 30)                                             \
   XX(p2p_truncated_tcp_2, p2p_truncated, 2, "tcp", 30)                                             \
   XX(p2p_probe_shm_2, p2p_probe, 2, "shm", 30)                                                     \

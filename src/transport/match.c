@@ -574,12 +574,16 @@ collie__p2p_isend(struct collie__net *n, struct collie__p2p_op *op)
 
 /* Whether op may go straight to its channel: a blocking receive (nothing
  * else is posted to the channel until it is done, so its request is the
- * channel's only one) of an exact size from a named peer with a named tag,
- * that no receive posted before it would take the message from. */
+ * channel's only one) from a named peer with a named tag, that no receive
+ * posted before it would take the message from. A receive of up to len
+ * bytes (collie_recv_status) goes too: its request expects len, and a
+ * shorter message arrives through take(), which binds it to the same
+ * buffer (no copy either way). */
 static int
 match_direct_ok(const struct collie__match *m, const struct collie__p2p_op *op)
 {
-  if (!op->now || !op->exact || op->peer < 0 || op->peer == m->rank || op->tag < 0) return 0;
+  if (!op->now || op->peer < 0 || op->peer == m->rank || op->tag < 0 || (op->dev && !op->exact))
+    return 0;
   for (const struct collie__p2p_op *p = m->posted; p; p = p->next)
     if (match_fits(p, op->peer, (uint32_t)op->tag)) return 0;
   return 1;
@@ -613,7 +617,8 @@ collie__p2p_irecv(struct collie__net *n, struct collie__p2p_op *op)
     m->direct = op;
     return op->dev
                ? collie__net_irecv_device(n, op->peer, op->buf, op->dev, op->len, slot, &op->sreq)
-               : collie__net_irecv(n, op->peer, op->buf, op->len, slot, &op->sreq);
+           : op->exact ? collie__net_irecv(n, op->peer, op->buf, op->len, slot, &op->sreq)
+                       : collie__net_irecv_upto(n, op->peer, op->buf, op->len, slot, &op->sreq);
   }
   *m->posted_tail = op;
   m->posted_tail = &op->next;

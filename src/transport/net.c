@@ -287,7 +287,8 @@ net_post(struct collie__net *n, int peer, void *buf, size_t len, uint64_t slot, 
   memset(r, 0, sizeof(*r));
   r->peer = peer;
   r->is_send = is_send;
-  r->direct = direct;
+  r->direct = is_send && direct;
+  r->upto = !is_send && direct;
   r->mem = n->mem;
   r->slot = slot;
   r->buf = buf;
@@ -330,6 +331,13 @@ collie__net_irecv(struct collie__net *n, int peer, void *buf, size_t len, uint64
                   struct collie__req *r)
 {
   return net_post(n, peer, buf, len, slot, 0, 0, NULL, 0, r);
+}
+
+collie_result_t
+collie__net_irecv_upto(struct collie__net *n, int peer, void *buf, size_t len, uint64_t slot,
+                       struct collie__req *r)
+{
+  return net_post(n, peer, buf, len, slot, 0, 1, NULL, 0, r);
 }
 
 collie_result_t

@@ -568,7 +568,7 @@ tcp_rx(struct collie__tcp_xport *t, struct collie__tcp_chan *c)
       int niov = 1;
       iov[0].iov_base = (char *)&c->rhdr + c->r_hdr_got;
       iov[0].iov_len = TCP_HDR - c->r_hdr_got;
-      if (r) {
+      if (r && !(r->upto && r->off == 0)) {
         uint32_t guess = tcp_chunk_at(r->len, r->off);
         if (guess) {
           iov[1].iov_base = (char *)r->buf + r->off;

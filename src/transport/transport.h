@@ -113,6 +113,8 @@ struct collie__req {
   int peer;
   int is_send;
   int direct; /* a send to copy once if the transport can (collie__net_isend_direct) */
+  int upto;   /* a receive that may be given a shorter message (collie__net_irecv_upto):
+               * nothing is read ahead into buf past what the message holds */
   collie__mem_kind_t
       mem; /* where buf lives (collie__net_set_mem); host is all any transport moves today */
   uint64_t slot;
@@ -375,6 +377,12 @@ collie_result_t collie__net_isend(struct collie__net *n, int peer, const void *b
                                   uint64_t slot, struct collie__req *r);
 collie_result_t collie__net_irecv(struct collie__net *n, int peer, void *buf, size_t len,
                                   uint64_t slot, struct collie__req *r);
+/* As collie__net_irecv, for a receive of up to len bytes (MPI's Recv): a
+ * message of another size is handed to the sink (the net's matching), which
+ * may put it in buf; so the transport must not write buf ahead of knowing
+ * the message's size (tcp reads no payload ahead with the header). */
+collie_result_t collie__net_irecv_upto(struct collie__net *n, int peer, void *buf, size_t len,
+                                       uint64_t slot, struct collie__req *r);
 /* As collie__net_isend, for a message that should move in one copy if the
  * transport can do it (shm: the receiver reads buf itself), even where a
  * one-way stream would rather split the copying between the two cores: the

@@ -144,6 +144,42 @@ TEST_IMPL(p2p_truncated)
   collie_comm_destroy(comm);
 }
 
+/* A blocking receive from a named peer and tag with room for more than
+ * comes (collie_recv_status: MPI's Recv) goes straight to the channel, and
+ * the shorter message must still land in its buffer, whole, with the bytes
+ * past it untouched and its true size in the status: small and large (a
+ * single copy on shm, several frames on tcp), posted before the message
+ * arrives (the sender waits a little) and after, then one of the full size. */
+TEST_IMPL(p2p_short_direct)
+{
+  collie_comm_t *comm = test_comm();
+  int r = test_rank();
+  static const size_t counts[] = {3, 1000, ((size_t)1 << 17) - 5, (size_t)1 << 17};
+  const size_t room = (size_t)1 << 17;
+  for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+    if (r == 0) {
+      int64_t *m = filled(counts[k], 0, 5, (int)k);
+      if (k % 2 == 0) usleep(20000);
+      ASSERT_OK(collie_send(comm, m, counts[k], COLLIE_INT64, 1, 5, NULL, NULL));
+      free(m);
+    } else if (r == 1) {
+      int64_t *b = malloc(room * sizeof(*b));
+      ASSERT(b != NULL);
+      for (size_t i = 0; i < room; i++) b[i] = -7;
+      collie_status_t st;
+      ASSERT_OK(collie_recv_status(comm, b, room, COLLIE_INT64, 0, 5, &st, NULL, NULL));
+      ASSERTF(st.source == 0 && st.tag == 5 && st.bytes == counts[k] * 8,
+              "message %zu: source %d tag %d bytes %zu", k, st.source, st.tag, st.bytes);
+      check(b, counts[k], 0, 5, (int)k);
+      for (size_t i = counts[k]; i < room; i++)
+        ASSERTF(b[i] == -7, "[%zu] written past the message", i);
+      free(b);
+    }
+  }
+  ASSERT_OK(collie_barrier(comm, NULL, NULL));
+  ASSERT_OK(collie_comm_destroy(comm));
+}
+
 /* Probes: iprobe finds nothing before the sender sends; probe waits for the
  * message and tells its source, tag and size without taking it; the receive
  * posted next takes it. ANY_SOURCE and ANY_TAG probes too. */
