@@ -14,6 +14,9 @@
 #   collie/lib/_collie_torch_fast.missing
 #                            instead, when it was not built: why (collie.torch
 #                            says it with how to add the fast path)
+#   collie/lib/_collie_mpi_fast<ext suffix>
+#                            collie.MPI's C fast path (cmake/mpi_ext.cmake), when
+#                            the Python running pip has its headers
 #   scripts: collierun, collie-bench, collie-report
 #                            the environment's bin/. They link collie statically
 #                            (collie-report not at all): no RPATH to get right.
@@ -32,4 +35,8 @@ if(TARGET collie_torch_ext)
 else()
   file(WRITE ${CMAKE_BINARY_DIR}/_collie_torch_fast.missing "${COLLIE_TORCH_EXT_WHY}\n")
   install(FILES ${CMAKE_BINARY_DIR}/_collie_torch_fast.missing DESTINATION ${_wheel_lib})
+endif()
+if(TARGET collie_mpi_ext)
+  set_target_properties(collie_mpi_ext PROPERTIES INSTALL_RPATH "\$ORIGIN")
+  install(TARGETS collie_mpi_ext LIBRARY DESTINATION ${_wheel_lib})
 endif()

@@ -102,6 +102,14 @@ x = np.full(1000, rank + 1, dtype=np.float32)
 comm.all_reduce(x)
 assert (x == size * (size + 1) / 2).all(), x[:4]
 comm.finalize()
+# collie.MPI through its C fast path (COLLIE_MPI_FAST=1: required).
+from collie import MPI
+
+w = MPI.COMM_WORLD
+y = np.full(8, w.Get_rank() + 1.0)
+w.Allreduce(MPI.IN_PLACE, y, op=MPI.SUM)
+w.Sendrecv(x[:4].copy(), (rank + 1) % size, 3, x[4:8], MPI.ANY_SOURCE, 3)
+assert (y == size * (size + 1) / 2).all() and (x[4:8] == size * (size + 1) / 2).all(), (y, x[4:8])
 if sys.argv[1] == "torch":
     import torch
     import torch.distributed as dist
@@ -121,7 +129,7 @@ inside() {
   (
     bin=$1/bin
     shift
-    cd "$tmp/run" && exec env -u PYTHONPATH -u COLLIE_LIBRARY -u COLLIE_TORCH_FAST PATH="$bin:$PATH" "$@"
+    cd "$tmp/run" && exec env -u PYTHONPATH -u COLLIE_LIBRARY -u COLLIE_TORCH_FAST COLLIE_MPI_FAST=1 PATH="$bin:$PATH" "$@"
   )
 }
 
@@ -136,6 +144,8 @@ for f in collie/__init__.py collie/torch/__init__.py collie/py.typed collie/lib/
 done
 echo "$unzip_list" | grep -q "^collie/lib/_collie_torch_fast\.cpython" ||
   fail "$(basename "$whl") holds no fast path module (built for torch $torch_version)"
+echo "$unzip_list" | grep -q "^collie/lib/_collie_mpi_fast\.cpython" ||
+  fail "$(basename "$whl") holds no collie.MPI fast path module"
 
 venv=$tmp/venv
 quietly venv "$py" -m venv "$venv"

@@ -23,10 +23,10 @@ import numpy as np
 from .. import _comm as _cc
 from .. import _lib
 from .._errors import last_error as _last_error
-from . import _errors, _pickled
-from ._buffer import Msg, is_in_place, msg, msgv
+from . import _errors, _fast, _pickled
+from ._buffer import IN_PLACE, Msg, is_in_place, msg, msgv
 from ._datatype import Datatype
-from ._op import SUM, Op, as_op
+from ._op import MAX, MIN, PROD, SUM, Op, as_op
 from ._request import Prequest, Request
 from ._status import ANY_SOURCE, ANY_TAG, PROC_NULL, UNDEFINED, CStatus, Status, fill
 
@@ -38,6 +38,20 @@ IDENT, CONGRUENT, SIMILAR, UNEQUAL = 0, 1, 2, 3
 # The predefined attribute keys (keyvals) of a communicator, as mpi4py's
 # MPI.TAG_UB: the values come from comm.Get_attr(key).
 TAG_UB, HOST, IO, WTIME_IS_GLOBAL, APPNUM, LASTUSEDCODE, UNIVERSE_SIZE = 0, 1, 2, 3, 4, 5, 6
+
+# The C fast path (_fast.py): the module, None when there is none, False
+# before it was looked for (at the first call that could use it).
+_FX: Any = False
+# The ops it reduces (collie's codes; defined on every numeric datatype).
+_FAST_OPS = {SUM: 0, PROD: 1, MIN: 2, MAX: 3}
+
+
+def _fx() -> Any:
+    global _FX
+    if _FX is False:
+        _FX = _fast.module(IN_PLACE)
+    return _FX
+
 
 _registry_lock = threading.Lock()
 _made: List["Comm"] = []  # every communicator collie.MPI created (Finalize frees them)
@@ -264,6 +278,12 @@ class Comm(_errors.RefusesUnknown):
             w = c._issue(cfn, args, None, nb, list(keep), post)
         return Request(w, call) if nb else None
 
+    def _fast_failed(self, call: str, c: _cc.Comm, rc: int) -> None:
+        """Raises what the fast path's call failed with (collie's result code
+        rc; its message is this thread's last error)."""
+        with _errors.collie_errors(call):
+            raise c._failed(_last_error(rc))
+
     def _same_bytes(self, call: str, a: int, an: str, b: int, bn: str) -> None:
         if a != b:
             raise ValueError("collie.MPI: %s: %s is %d bytes but %s is %d (MPI needs them equal)"
@@ -272,6 +292,14 @@ class Comm(_errors.RefusesUnknown):
     # ---- blocking and nonblocking collectives ----
 
     def Barrier(self) -> None:
+        f = _FX if _FX is not False else _fx()
+        c = self._h
+        if f is not None and c is not None:
+            rc = f.barrier(c)
+            if rc is not None:
+                if rc:
+                    self._fast_failed("Barrier", c, rc)
+                return
         self._barrier(False)
 
     def Ibarrier(self) -> Request:
@@ -282,6 +310,14 @@ class Comm(_errors.RefusesUnknown):
 
 
     def Bcast(self, buf: Any, root: int = 0) -> None:
+        f = _FX if _FX is not False else _fx()
+        c = self._h
+        if f is not None and c is not None:
+            rc = f.bcast(c, buf, root)
+            if rc is not None:
+                if rc:
+                    self._fast_failed("Bcast", c, rc)
+                return
         self._bcast(buf, root, False)
 
     def Ibcast(self, buf: Any, root: int = 0) -> Request:
@@ -296,6 +332,14 @@ class Comm(_errors.RefusesUnknown):
     # -- reductions --
 
     def Reduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM, root: int = 0) -> None:
+        f = _FX if _FX is not False else _fx()
+        c = self._h
+        if f is not None and c is not None:
+            rc = f.reduce(c, sendbuf, recvbuf, _FAST_OPS.get(op, -1), root)
+            if rc is not None:
+                if rc:
+                    self._fast_failed("Reduce", c, rc)
+                return
         self._reduce(sendbuf, recvbuf, op, root, False)
 
     def Ireduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM, root: int = 0) -> Request:
@@ -333,6 +377,14 @@ class Comm(_errors.RefusesUnknown):
                          UINT8, root, keep=[s.raw, tmp], post=post)
 
     def Allreduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:
+        f = _FX if _FX is not False else _fx()
+        c = self._h
+        if f is not None and c is not None:
+            rc = f.allreduce(c, sendbuf, recvbuf, _FAST_OPS.get(op, -1))
+            if rc is not None:
+                if rc:
+                    self._fast_failed("Allreduce", c, rc)
+                return
         self._allreduce(sendbuf, recvbuf, op, False)
 
     def Iallreduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> Request:
@@ -729,10 +781,26 @@ class Comm(_errors.RefusesUnknown):
     def Send(self, buf: Any, dest: int, tag: int = 0) -> None:
         """Sends buf to dest with tag (a standard send: it may wait until dest
         receives a large message)."""
+        f = _FX if _FX is not False else _fx()
+        c = self._h
+        if f is not None and c is not None:
+            rc = f.send(c, buf, dest, tag, 0)
+            if rc is not None:
+                if rc:
+                    self._fast_failed("Send", c, rc)
+                return
         self._send(buf, dest, tag, "Send", False, False)
 
     def Ssend(self, buf: Any, dest: int, tag: int = 0) -> None:
         """A synchronous send: returns once dest's receive has matched it."""
+        f = _FX if _FX is not False else _fx()
+        c = self._h
+        if f is not None and c is not None:
+            rc = f.send(c, buf, dest, tag, 1)
+            if rc is not None:
+                if rc:
+                    self._fast_failed("Ssend", c, rc)
+                return
         self._send(buf, dest, tag, "Ssend", True, False)
 
     def Bsend(self, buf: Any, dest: int, tag: int = 0) -> None:
@@ -792,6 +860,16 @@ class Comm(_errors.RefusesUnknown):
         rank) with tag (ANY_TAG: any). The message may be shorter than buf
         (status.Get_count() says how long); a longer one raises MPI.Exception
         (ERR_TRUNCATE)."""
+        f = _FX if _FX is not False else _fx()
+        c = self._h
+        if f is not None and c is not None:
+            got = f.recv(c, buf, source, tag)
+            if got is not None:
+                if type(got) is not tuple:
+                    self._fast_failed("Recv", c, got)
+                if status is not None:
+                    fill(status, *got)
+                return
         self._recv(buf, source, tag, status, "Recv", False)
 
     def Irecv(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
@@ -865,6 +943,16 @@ class Comm(_errors.RefusesUnknown):
                  recvtag: int = ANY_TAG, status: Optional[Status] = None) -> None:
         """Send and Recv together (the receive is posted first, so a ring
         exchange cannot deadlock)."""
+        f = _FX if _FX is not False else _fx()
+        c = self._h
+        if f is not None and c is not None:
+            got = f.sendrecv(c, sendbuf, dest, sendtag, recvbuf, source, recvtag)
+            if got is not None:
+                if type(got) is not tuple:
+                    self._fast_failed("Sendrecv", c, got)
+                if status is not None:
+                    fill(status, *got)
+                return
         call = "Sendrecv"
         dest = self._peer(dest, call, "dest", False)
         source = self._peer(source, call, "source", True)
