@@ -1,6 +1,6 @@
 # collie.MPI's C fast path (python/collie/MPI/_ext/mpi_fast.c, docs/mpi.md,
-# "Speed"): a CPython extension that hands Send, Recv, Sendrecv, Barrier,
-# Bcast, Reduce and Allreduce of plain buffers straight to libcollie. Built
+# "Speed"): a CPython extension that hands the blocking point-to-point calls
+# and collectives of plain buffers straight to libcollie. Built
 # for COLLIE_PYTHON (cmake/torch_ext.cmake sets it: the interpreter running
 # pip in a pip build) when its headers are installed (Debian: python3-dev),
 # into the build directory, where collie.MPI finds it next to libcollie.so;

@@ -1,6 +1,6 @@
 """collie.MPI's C fast path (python/collie/MPI/_ext/mpi_fast.c): it is
 loaded where the build made it, and Send, Ssend, Recv, Sendrecv, Barrier,
-Bcast, Reduce and Allreduce give the same results, statuses and errors
+Bcast, Reduce, Allreduce, Allgather, Alltoall and Reduce_scatter_block give the same results, statuses and errors
 through it as through the Python code (the same calls with the fast path
 switched off), for every numeric buffer it takes; what it does not take
 (mpi4py's list forms, PROC_NULL, the rank itself, formats MPI has no
@@ -116,6 +116,28 @@ def test_collectives(w, rank, size, path, dtype):
     w.Barrier()
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_block_collectives(w, rank, size, path, dtype):
+    mine = values(dtype, 3, rank)
+    every = np.zeros(3 * size, dtype)
+    w.Allgather(mine, every)
+    np.testing.assert_array_equal(every, np.concatenate([values(dtype, 3, q) for q in range(size)]))
+    blocks = values(dtype, 2 * size, rank)  # block q goes to rank q
+    got = np.zeros(2 * size, dtype)
+    w.Alltoall(blocks, got)
+    np.testing.assert_array_equal(got, np.concatenate([values(dtype, 2 * size, q)[2 * rank:2 * rank + 2]
+                                                       for q in range(size)]))
+    if dtype in ("c16", "?"):
+        return
+    for op, fold in ((MPI.SUM, np.add), (MPI.MAX, np.maximum)):
+        out = np.zeros(2, dtype)
+        w.Reduce_scatter_block(values(dtype, 2 * size, rank), out, op=op)
+        want = values(dtype, 2 * size, 0)
+        for q in range(1, size):
+            want = fold(want, values(dtype, 2 * size, q)).astype(dtype)
+        np.testing.assert_array_equal(out, want[2 * rank:2 * rank + 2])
+
+
 def test_errors_are_the_same(w, rank, size, path):
     """Truncation (collie's error), and the arguments the fast path leaves to
     the Python code: the same exception and message either way."""
@@ -143,6 +165,10 @@ def test_errors_are_the_same(w, rank, size, path):
         w.Recv(_readonly(), 0, 1)
     with pytest.raises(ValueError, match="sendbuf is 16 bytes but recvbuf is 8"):
         w.Allreduce(np.zeros(2), np.zeros(1))
+    with pytest.raises(ValueError, match="sendbuf is 8 bytes but each block of recvbuf is 16"):
+        w.Allgather(np.zeros(1), np.zeros(2 * size))
+    with pytest.raises(ValueError, match="sendbuf is %d bytes but must be size x recvbuf's" % (8 * size + 8)):
+        w.Reduce_scatter_block(np.zeros(size + 1), np.zeros(1))
     with pytest.raises(ValueError, match="not C-contiguous"):
         w.Send(np.zeros((4, 4))[:, 1], 0, 1)
 

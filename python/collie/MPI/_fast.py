@@ -3,10 +3,11 @@ docs/mpi.md, "Speed").
 
 The build puts the module (_collie_mpi_fast<ext suffix>) next to
 libcollie.so (pip install .: both in the package's collie/lib/). When it
-loads, Send, Recv, Sendrecv, Barrier, Bcast, Reduce and Allreduce hand
-their common case (a contiguous buffer, a peer in range, a predefined op) to
-it, and the rest to the Python code; results and errors are the same
-either way, only the cost of a call differs (about 1 us instead of 20).
+loads, Send, Ssend, Recv, Sendrecv, Barrier, Bcast, Reduce, Allreduce,
+Allgather, Alltoall and Reduce_scatter_block hand their common case (a
+contiguous buffer, a peer in range, a predefined op) to it, and the rest
+to the Python code; results and errors are the same either way, only the
+cost of a call differs (about 1 us instead of 20).
 
 COLLIE_MPI_FAST: unset or "auto" - use it when it loads (its absence is an
 INFO line on the "collie" logger); "0" - never; "1" - required (its absence

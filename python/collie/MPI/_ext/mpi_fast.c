@@ -445,6 +445,109 @@ fast_reduce(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
   return out;
 }
 
+/* The two buffers of a block collective (sendbuf s, recvbuf r writable),
+ * both C-contiguous with formats MPI types; 0 (nothing held) otherwise. */
+static int
+fast_pair(PyObject *sendobj, PyObject *recvobj, Py_buffer *s, Py_buffer *r)
+{
+  if (sendobj == fast_in_place || !fast_buffer(sendobj, s, 0)) return 0;
+  if (fast_buffer(recvobj, r, 1)) return 1;
+  PyBuffer_Release(s);
+  return 0;
+}
+
+/* Whether a buffer of v's elements splits into n equal blocks (mpi4py's
+ * block arguments; the Python code explains any other). */
+static int
+fast_blocks(const Py_buffer *v, int n)
+{
+  return v->itemsize > 0 && (v->len / v->itemsize) % n == 0;
+}
+
+/* allgather(comm, sendbuf, recvbuf) -> 0, a result code, or None. */
+static PyObject *
+fast_allgather(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+  (void)self;
+  if (nargs != 3) Py_RETURN_NONE;
+  Py_buffer s, r;
+  if (!fast_pair(args[1], args[2], &s, &r)) Py_RETURN_NONE;
+  PyObject *out = Py_None;
+  struct fast_call fc;
+  if (fast_enter(args[0], &fc)) {
+    int n = collie_comm_size(fc.comm);
+    if (fast_blocks(&r, n) && r.len == (Py_ssize_t)n * s.len) {
+      collie_result_t rc;
+      Py_BEGIN_ALLOW_THREADS;
+      rc = collie_allgather(fc.comm, s.buf, r.buf, (size_t)s.len, COLLIE_UINT8, NULL, NULL);
+      Py_END_ALLOW_THREADS;
+      out = fast_result(rc);
+    }
+    fast_leave(&fc);
+  }
+  PyBuffer_Release(&r);
+  PyBuffer_Release(&s);
+  if (out == Py_None) Py_RETURN_NONE;
+  return out;
+}
+
+/* alltoall(comm, sendbuf, recvbuf) -> 0, a result code, or None. */
+static PyObject *
+fast_alltoall(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+  (void)self;
+  if (nargs != 3) Py_RETURN_NONE;
+  Py_buffer s, r;
+  if (!fast_pair(args[1], args[2], &s, &r)) Py_RETURN_NONE;
+  PyObject *out = Py_None;
+  struct fast_call fc;
+  if (fast_enter(args[0], &fc)) {
+    int n = collie_comm_size(fc.comm);
+    if (fast_blocks(&r, n) && fast_blocks(&s, n) && r.len == s.len) {
+      collie_result_t rc;
+      Py_BEGIN_ALLOW_THREADS;
+      rc = collie_alltoall(fc.comm, s.buf, r.buf, (size_t)(r.len / n), COLLIE_UINT8, NULL, NULL);
+      Py_END_ALLOW_THREADS;
+      out = fast_result(rc);
+    }
+    fast_leave(&fc);
+  }
+  PyBuffer_Release(&r);
+  PyBuffer_Release(&s);
+  if (out == Py_None) Py_RETURN_NONE;
+  return out;
+}
+
+/* reduce_scatter_block(comm, sendbuf, recvbuf, op) -> 0, a result code, or
+ * None: recvbuf = op over ranks of block `rank` of sendbuf. */
+static PyObject *
+fast_reduce_scatter_block(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+  (void)self;
+  int op, dtype;
+  if (nargs != 4 || !fast_op(args[3], &op)) Py_RETURN_NONE;
+  Py_buffer s, r;
+  if (!fast_pair(args[1], args[2], &s, &r)) Py_RETURN_NONE;
+  PyObject *out = Py_None;
+  struct fast_call fc;
+  if ((dtype = fast_dtype(r.format, r.itemsize)) >= 0 &&
+      fast_dtype(s.format, s.itemsize) == dtype && fast_enter(args[0], &fc)) {
+    if (s.len == (Py_ssize_t)collie_comm_size(fc.comm) * r.len) {
+      collie_result_t rc;
+      Py_BEGIN_ALLOW_THREADS;
+      rc = collie_reduce_scatter(fc.comm, s.buf, r.buf, (size_t)(r.len / r.itemsize),
+                                 (collie_dtype_t)dtype, (collie_op_t)op, NULL, NULL);
+      Py_END_ALLOW_THREADS;
+      out = fast_result(rc);
+    }
+    fast_leave(&fc);
+  }
+  PyBuffer_Release(&r);
+  PyBuffer_Release(&s);
+  if (out == Py_None) Py_RETURN_NONE;
+  return out;
+}
+
 static PyMethodDef fast_methods[] = {
     {"setup", (PyCFunction)fast_setup, METH_O, "setup(IN_PLACE)"},
     {"send", (PyCFunction)(void (*)(void))fast_send, METH_FASTCALL,
@@ -461,6 +564,12 @@ static PyMethodDef fast_methods[] = {
      "allreduce(comm, sendbuf, recvbuf, op) -> 0, a result code, or None"},
     {"reduce", (PyCFunction)(void (*)(void))fast_reduce, METH_FASTCALL,
      "reduce(comm, sendbuf, recvbuf, op, root) -> 0, a result code, or None"},
+    {"allgather", (PyCFunction)(void (*)(void))fast_allgather, METH_FASTCALL,
+     "allgather(comm, sendbuf, recvbuf) -> 0, a result code, or None"},
+    {"alltoall", (PyCFunction)(void (*)(void))fast_alltoall, METH_FASTCALL,
+     "alltoall(comm, sendbuf, recvbuf) -> 0, a result code, or None"},
+    {"reduce_scatter_block", (PyCFunction)(void (*)(void))fast_reduce_scatter_block, METH_FASTCALL,
+     "reduce_scatter_block(comm, sendbuf, recvbuf, op) -> 0, a result code, or None"},
     {NULL, NULL, 0, NULL},
 };
 
