@@ -7,7 +7,8 @@
 #                            a clang build with a part of the suite, the threaded
 #                            tests under ThreadSanitizer, the Python binding's
 #                            type check (mypy --strict) and pytest suite at
-#                            1, 2 and 4 ranks, the torch
+#                            1, 2 and 4 ranks, mpi4py programs on collie.MPI
+#                            checked against Open MPI, the torch
 #                            backend's on torch 2.13 from pip in a virtual
 #                            environment (env://, tcp://, file://) and on
 #                            Debian's 1.13, and the export, layering and
@@ -211,6 +212,16 @@ case "$what" in
     # The Python binding: pytest under collierun at 1, 2 and 4 ranks.
     sh tests/python/run.sh build
     lap "python suite"
+    # mpi4py programs as users write them (tests/mpi_programs: a collective
+    # communication course's tags as channels, blocking and nonblocking
+    # rings, Sendrecv, collectives built from point-to-point and checked
+    # against the library's, the pickled objects, and a data-parallel
+    # trainer's timing-logged Allreduce loop) on collie.MPI with only the
+    # import changed, under collierun at 2, 3 and 4 ranks on shm and tcp:
+    # each run's sorted output must equal the original's under Open MPI's
+    # mpirun, and the trainer's timing logs must hold its rows.
+    sh tests/mpi_programs/run.sh build
+    lap "mpi programs"
     # The torch.distributed backend on the torch its users run (docs/torch.md):
     # torch 2.13 (CPU) from pip in a virtual environment of its own
     # (scripts/torch_venv.sh; made once, about a minute), collie built
