@@ -76,6 +76,8 @@ case "$what" in
     ./build/collierun -n 4 ./build/collie-demo
     ;;
   test)
+    tmp_lists=$(mktemp -d "${TMPDIR:-/tmp}/collie-run.XXXXXX") # the valgrind split below
+    trap 'rm -rf "$tmp_lists"' EXIT
     build build -DCOLLIE_TORCH_EXT=ON
     sh scripts/check_exports.sh build/libcollie.so
     sh scripts/check_layers.sh
@@ -83,11 +85,21 @@ case "$what" in
     lap "build + checks"
     # Memory errors and leaks in the rank processes: valgrind follows the forked
     # ranks and makes a rank with an error exit 9, which fails its test. The
-    # 2- and 3-rank tests, except the algorithm matrix (every algorithm x
-    # dtype; it runs under AddressSanitizer below), which would double the time.
+    # 2- and 3-rank tests, each at one size: its 2-rank forms, or its 3-rank
+    # ones where it has no 2-rank form (the 3-rank forms left out run on the
+    # plain build at the end, and all of them under ASan below), except the
+    # algorithm matrix (every algorithm x dtype; it runs under ASan below)
+    # and the timing log's writer under threads (48 s under valgrind; it
+    # runs under ASan and ThreadSanitizer), which would double the time.
+    ./build/tests/collie_tests --list | grep -E '_(shm|tcp)_(2|3)$' |
+      grep -v -e '^matrix_' -e '^telemetry_timing_threads_' >"$tmp_lists/pairs"
+    sed -n 's/_\(shm\|tcp\)_2$//p' "$tmp_lists/pairs" | sort -u >"$tmp_lists/has2"
+    awk 'NR == FNR { two[$0] = 1; next }
+      { b = $0; sub(/_(shm|tcp)_3$/, "", b); print ((/_3$/ && (b in two)) ? "plain" : "valgrind"), $0 }' \
+      "$tmp_lists/has2" "$tmp_lists/pairs" >"$tmp_lists/where"
     COLLIE_TEST_TIMEOUT_MULT=10 valgrind -q --error-exitcode=9 --leak-check=full \
       --show-possibly-lost=no --errors-for-leak-kinds=definite ./build/tests/collie_tests \
-      $(./build/tests/collie_tests --list | grep -E '_(shm|tcp)_(2|3)$' | grep -v '^matrix_')
+      $(sed -n 's/^valgrind //p' "$tmp_lists/where")
     lap "valgrind"
     build build-asan -DCOLLIE_SANITIZE=ON
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -256,10 +268,12 @@ case "$what" in
     lap "torch 1.13 session"
     # The plain build's suite last, so that its summary closes the output:
     # the 1 GiB tests (large_*) and the soak's resident-memory check
-    # (soak_*) run only here; the other 2- and 3-rank tests, which ran on
-    # this build under valgrind (each once per transport) and all under ASan
-    # above, are left out (CI time: about a minute).
+    # (soak_*) run only here; so do the 3-rank forms valgrind left out; the
+    # other 2- and 3-rank tests, which ran on this build under valgrind
+    # (each once per transport) and all under ASan above, are left out (CI
+    # time: about a minute).
     ctest --test-dir build --output-on-failure --timeout 300 -R '^soak_'
+    ./build/tests/collie_tests $(sed -n 's/^plain //p' "$tmp_lists/where")
     ctest --test-dir build --output-on-failure -j"$jobs" --timeout 300 -E '_[23]$'
     lap "ctest"
     ;;
