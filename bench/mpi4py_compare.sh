@@ -1,12 +1,16 @@
 #!/bin/sh
 # bench/mpi4py_compare.sh [BUILD] [MAX_BYTES] [SECONDS] - the same mpi4py
 # program (bench/mpi4py_compare.py) on collie (`from collie import MPI`,
-# under collierun) and on Open MPI (Debian's python3-mpi4py, under its
-# mpirun), at 2 and 4 ranks, one after the other in one run; then the
-# table of collie's time over Open MPI's per test and size (issue 37,
-# point 4). Needs /usr/bin/python3 with numpy and mpi4py (apt-get install
+# under collierun), on Open MPI (Debian's python3-mpi4py, under its mpirun)
+# and, where MPICH_PYTHON names a Python whose mpi4py runs on MPICH
+# (bench/mpich_venv.sh makes one), on MPICH (under mpiexec.mpich), at 2 and
+# 4 ranks, one after the other in one run; then the table of each time per
+# test and size, and collie's over the faster MPI's (issue 37, point 4).
+# Needs /usr/bin/python3 with numpy and mpi4py (apt-get install
 # python3-mpi4py python3-numpy). Benchmarks, not tests: run it on a quiet
 # machine.
+#
+#   MPICH_PYTHON=$(sh bench/mpich_venv.sh build-mpich/venv) sh bench/mpi4py_compare.sh build
 set -eu
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -20,6 +24,9 @@ for n in 2 4; do
     "$build/collierun" -n "$n" "$py" bench/mpi4py_compare.py collie "$max" "$secs" >>"$out"
   mpirun --allow-run-as-root --oversubscribe -n "$n" \
     "$py" bench/mpi4py_compare.py openmpi "$max" "$secs" >>"$out"
+  if [ -n "${MPICH_PYTHON:-}" ]; then
+    mpiexec.mpich -n "$n" "$MPICH_PYTHON" bench/mpi4py_compare.py mpich "$max" "$secs" >>"$out"
+  fi
 done
 cat "$out"
 "$py" - "$out" <<'PY'
@@ -29,9 +36,13 @@ for line in open(sys.argv[1]):
     p = line.strip().split(",")
     if len(p) == 5:
         t[(p[1], int(p[2]), int(p[3]))][p[0]] = float(p[4])
-print("\n%-15s %6s %9s %12s %12s %9s" % ("test", "ranks", "bytes", "collie us", "openmpi us", "ratio"))
+print("\n%-15s %6s %9s %11s %11s %11s %12s" % ("test", "ranks", "bytes", "collie us", "openmpi us", "mpich us",
+                                             "collie/best"))
 for k in sorted(t):
-    c, o = t[k].get("collie"), t[k].get("openmpi")
-    if c and o:
-        print("%-15s %6d %9d %12.2f %12.2f %9.2f" % (k[0], k[1], k[2], c, o, c / o))
+    c = t[k].get("collie")
+    others = [t[k][m] for m in ("openmpi", "mpich") if m in t[k]]
+    if c and others:
+        cell = lambda m: "%11.2f" % t[k][m] if m in t[k] else "%11s" % "-"
+        print("%-15s %6d %9d %s %s %s %12.2f" % (k[0], k[1], k[2], cell("collie"), cell("openmpi"), cell("mpich"),
+                                                c / min(others)))
 PY
