@@ -21,6 +21,7 @@ import socket
 import time
 from typing import Any, Optional, Tuple
 
+from ._bsend import BSEND_OVERHEAD, Attach_buffer, Detach_buffer
 from ._buffer import BOTTOM, IN_PLACE
 from ._comm import (APPNUM, COMM_NULL, COMM_SELF, COMM_WORLD, CONGRUENT, HOST, IDENT, IO, LASTUSEDCODE, SIMILAR,
                     TAG_UB, UNEQUAL, UNIVERSE_SIZE, WTIME_IS_GLOBAL, Comm,
@@ -133,7 +134,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "APPNUM", "HOST", "IO", "LASTUSEDCODE", "UNIVERSE_SIZE", "WTIME_IS_GLOBAL",
-    "ANY_SOURCE", "ANY_TAG", "BAND", "BOOL", "BOR", "BOTTOM", "BXOR", "BYTE", "CHAR", "COMM_NULL", "COMM_SELF",
+    "ANY_SOURCE", "ANY_TAG", "Attach_buffer", "BSEND_OVERHEAD", "Detach_buffer", "BAND", "BOOL", "BOR", "BOTTOM", "BXOR", "BYTE", "CHAR", "COMM_NULL", "COMM_SELF",
     "COMM_WORLD", "CONGRUENT", "C_BOOL", "C_COMPLEX", "C_DOUBLE_COMPLEX", "C_FLOAT_COMPLEX", "COMPLEX", "Comm",
     "DATATYPE_NULL", "DOUBLE", "DOUBLE_COMPLEX", "DOUBLE_INT", "Datatype", "ERR_ARG", "ERR_BUFFER", "ERR_COMM",
     "ERR_COUNT", "ERR_GROUP", "ERR_INTERN", "ERR_IN_STATUS", "ERR_LASTCODE", "ERR_OP", "ERR_OTHER", "ERR_PENDING",

@@ -14,7 +14,18 @@ and for the vector ("v") and block arguments of collectives:
   [buf, (counts, displs)] / [buf, (counts, displs), datatype]
   [buf, counts, displs, datatype]
 Tuples and lists are alike. IN_PLACE and None/BOTTOM are told apart by the
-callers (where MPI allows them). Counts and displacements are in elements.
+callers (where MPI allows them). Counts and displacements are in elements
+(a derived datatype's: in its extents).
+
+A derived datatype (committed) travels packed: msg() and msgv() gather its
+basic elements, in typemap order, into a contiguous uint8 array (numpy
+fancy indexing over a byte- or word-index array made once per call) and
+give the callers that array as raw, with the one basic type of its elements
+(or BYTE when they are of several) as dt; the callers move those bytes as
+any others, and call unpack() once a receive completed, which scatters the
+packed bytes back to the typemap's offsets in the user's buffer (the gaps
+between them are left as they were). A derived type whose data fills its
+extent in order (Create_contiguous of a basic type, Dup) needs no copy.
 """
 
 from __future__ import annotations
@@ -24,7 +35,7 @@ from typing import Any, List, Optional, Tuple
 import numpy as np
 
 from . import _errors
-from ._datatype import Datatype, as_datatype, from_numpy, from_typecode
+from ._datatype import BYTE, Datatype, _Layout, as_datatype, from_numpy, from_typecode
 
 
 class _Sentinel:
@@ -120,14 +131,76 @@ def _is_type(x: Any) -> bool:
     return isinstance(x, (Datatype, str))
 
 
+class _Packing:
+    """Where a derived datatype's packed bytes lie in the user's buffer:
+    user (its bytes, a flat uint8 array), g (the unit of the copy: 1, 2, 4 or
+    8 bytes), uidx (the units of user, in packed order) and pidx (their
+    places in the packed array; None: back to back from its start)."""
+
+    __slots__ = ("user", "g", "uidx", "pidx", "writable")
+
+    def __init__(self, user: Any, g: int, uidx: Any, pidx: Any, writable: bool) -> None:
+        self.user, self.g, self.uidx, self.pidx, self.writable = user, g, uidx, pidx, writable
+
+    def _units(self, raw: Any) -> Any:
+        return raw[:raw.size - raw.size % self.g].view(_UNIT[self.g])
+
+    def pack(self, packed: Any) -> None:
+        """packed = the typemap's bytes of user."""
+        u, p = self._units(self.user), packed.view(_UNIT[self.g])
+        if self.pidx is None:
+            np.take(u, self.uidx, out=p, mode="clip")  # (indices checked against the buffer when made)
+        else:
+            p[self.pidx] = u[self.uidx]
+
+    def unpack(self, packed: Any, nbytes: Optional[int] = None) -> None:
+        """user's typemap bytes = packed (its first nbytes only, when given:
+        a receive of a shorter message); nothing for a buffer only read."""
+        if not self.writable:
+            return
+        u, p = self._units(self.user), packed.view(_UNIT[self.g])
+        if self.pidx is not None:
+            u[self.uidx] = p[self.pidx]
+            return
+        if nbytes is None:
+            u[self.uidx] = p
+            return
+        n, rem = divmod(min(nbytes, packed.size), self.g)
+        u[self.uidx[:n]] = p[:n]
+        if rem:  # a message ending inside a unit
+            at = int(self.uidx[n]) * self.g
+            self.user[at:at + rem] = packed[n * self.g:n * self.g + rem]
+
+
+_UNIT = {1: np.dtype("u1"), 2: np.dtype("u2"), 4: np.dtype("u4"), 8: np.dtype("u8")}
+
+
 class Msg:
     """One buffer argument: count elements of dt, displ elements into the
-    bytes raw (a flat uint8 numpy array sharing the caller's memory)."""
+    bytes raw (a flat uint8 numpy array sharing the caller's memory). For a
+    derived datatype (origin): raw is the packed copy (pk says where its
+    bytes lie in the caller's buffer; None when the type needs no copy), dt
+    the basic type its elements travel as, count how many (per of them for
+    each element of origin)."""
 
-    __slots__ = ("raw", "dt", "count", "displ")
+    __slots__ = ("raw", "dt", "count", "displ", "pk", "origin", "per")
 
-    def __init__(self, raw: Any, dt: Datatype, count: int, displ: int) -> None:
+    def __init__(self, raw: Any, dt: Datatype, count: int, displ: int, pk: Optional[_Packing] = None,
+                 origin: Optional[Datatype] = None, per: int = 1) -> None:
         self.raw, self.dt, self.count, self.displ = raw, dt, count, displ
+        self.pk, self.origin, self.per = pk, origin, per
+
+    def unpack(self, nbytes: Optional[int] = None) -> None:
+        """After a receive into a derived datatype completed: its packed
+        bytes (the first nbytes: a shorter message) to the caller's buffer."""
+        if self.pk is not None:
+            self.pk.unpack(self.raw, nbytes)
+
+    def repack(self) -> None:
+        """The caller's buffer's contents of now packed again (a persistent
+        send's Start sends them)."""
+        if self.pk is not None:
+            self.pk.pack(self.raw)
 
     @property
     def nbytes(self) -> int:
@@ -166,9 +239,12 @@ def msg(spec: Any, what: str, writable: bool = False) -> Msg:
     if is_null(buf):
         if rest and _is_int(rest[0]) and int(rest[0]) == 0:
             given = as_datatype(rest[-1], what + ": datatype") if _is_type(rest[-1]) else None
+            if given is not None and given.is_derived:
+                return _derived_msg(np.zeros(0, np.uint8), given, 0, 0, what, writable)
             return Msg(np.zeros(0, np.uint8), given or _byte(), 0, 0)
         _errors.unsupported("%s: BOTTOM/None as a buffer with data" % what,
-                            "absolute addresses need derived datatypes, which collie.MPI does not offer yet")
+                            "absolute addresses (MPI.Get_address) are not offered: give the buffer, with a derived "
+                            "datatype of displacements relative to its start")
     raw, inferred = _acquire(buf, what, writable)
     dt: Optional[Datatype] = None
     count: Optional[int] = None
@@ -187,6 +263,8 @@ def msg(spec: Any, what: str, writable: bool = False) -> Msg:
         dt = as_datatype(rest[2], what + ": datatype")
     if dt is None:
         dt = _datatype_of(inferred, what)
+    if dt.is_derived:
+        return _derived_msg(raw, dt, count, displ, what, writable)
     ext = dt.extent
     if count is None:
         avail = raw.size - displ * ext
@@ -202,9 +280,61 @@ def msg(spec: Any, what: str, writable: bool = False) -> Msg:
 
 
 def _byte() -> Datatype:
-    from ._datatype import BYTE
-
     return BYTE
+
+
+def _wire(lay: _Layout) -> Tuple[Datatype, int]:
+    """What a derived type's elements travel as: (the one basic type of its
+    elements, how many per element), or (BYTE, packed bytes per element)
+    when they are of several types."""
+    b = lay.basic()
+    if b is None:
+        return BYTE, lay.psize
+    return b, len(lay.kinds)
+
+
+def _count_of(raw: Any, dt: Datatype, ext: int, displ: int, what: str) -> int:
+    """The count of [buf, datatype] (a derived one): the buffer's bytes over
+    the extent, which must divide them (as mpi4py)."""
+    avail = raw.size - displ * ext
+    if ext <= 0 or avail < 0 or avail % ext:
+        raise ValueError("collie.MPI: %s: cannot infer the count: the buffer's %d bytes%s are not a whole number "
+                         "of %s (extent %d bytes; give [buf, count, datatype])"
+                         % (what, raw.size, " after the displacement %d" % displ if displ else "", dt.label, ext))
+    return int(avail // ext)
+
+
+def _check_span(raw: Any, dt: Datatype, lay: _Layout, first: int, last: int, what: str, which: str) -> None:
+    """Elements first..last (in extents from the buffer's start) must lie
+    in the buffer: ValueError naming them otherwise."""
+    _, _, _, plo, phi = lay.packing()
+    a, b = first * lay.extent, last * lay.extent
+    lo, hi = min(a, b) + plo, max(a, b) + phi
+    if lo < 0 or hi > raw.size:
+        raise ValueError("collie.MPI: %s: %s of %s (extent %d, data at bytes %d..%d of each) span bytes %d..%d but "
+                         "the buffer has %d" % (what, which, dt.label, lay.extent, plo, phi, lo, hi, raw.size))
+
+
+def _derived_msg(raw: Any, dt: Datatype, count: Optional[int], displ: int, what: str, writable: bool) -> Msg:
+    """count elements of the derived type dt from displ extents into raw,
+    packed (see the module's docstring)."""
+    lay = dt.layout(what)
+    ext = lay.extent
+    if count is None:
+        count = _count_of(raw, dt, ext, displ, what)
+    wire, k = _wire(lay)
+    if count == 0 or lay.psize == 0:
+        return Msg(np.zeros(0, np.uint8), wire, 0, 0, None, dt, k)
+    _check_span(raw, dt, lay, displ, displ + count - 1, what,
+                "count %d%s" % (count, " at displacement %d" % displ if displ else ""))
+    g, units, dense, _, _ = lay.packing()
+    if dense:
+        return Msg(raw, wire, count * k, displ * k, None, dt, k)
+    origins = (np.arange(displ, displ + count, dtype=np.int64) * ext) // g
+    pk = _Packing(raw, g, (origins[:, None] + units[None, :]).reshape(-1), None, writable)
+    packed = np.empty(count * lay.psize, np.uint8)
+    pk.pack(packed)
+    return Msg(packed, wire, count * k, 0, pk, dt, k)
 
 
 def _nonneg(x: Any, what: str) -> int:
@@ -225,12 +355,21 @@ def _count(x: Any, what: str) -> Tuple[int, int]:
 
 class MsgV:
     """A vector (or block) argument: counts[q] elements of dt at displs[q]
-    (elements) in raw, one block per rank."""
+    (elements) in raw, one block per rank. For a derived datatype (origin),
+    as Msg: raw packed (block q at displs[q] packed elements), dt the basic
+    type its elements travel as, counts and displs in those."""
 
-    __slots__ = ("raw", "dt", "counts", "displs")
+    __slots__ = ("raw", "dt", "counts", "displs", "pk", "origin")
 
-    def __init__(self, raw: Any, dt: Datatype, counts: List[int], displs: List[int]) -> None:
+    def __init__(self, raw: Any, dt: Datatype, counts: List[int], displs: List[int], pk: Optional[_Packing] = None,
+                 origin: Optional[Datatype] = None) -> None:
         self.raw, self.dt, self.counts, self.displs = raw, dt, counts, displs
+        self.pk, self.origin = pk, origin
+
+    def unpack(self) -> None:
+        """After a receive into a derived datatype completed: its blocks to the caller's buffer."""
+        if self.pk is not None:
+            self.pk.unpack(self.raw)
 
     @property
     def ptr(self) -> int:
@@ -243,16 +382,20 @@ class MsgV:
 
     def uniform(self) -> Optional[int]:
         """The count of every block when they are equal and back to back from 0, else None."""
-        c = self.counts[0] if self.counts else 0
-        if all(n == c for n in self.counts) and all(d == q * c for q, d in enumerate(self.displs)):
-            return c
-        return None
+        return _uniform(self.counts, self.displs)
 
     def byte_counts(self) -> List[int]:
         return [n * self.dt.extent for n in self.counts]
 
     def byte_displs(self) -> List[int]:
         return [d * self.dt.extent for d in self.displs]
+
+
+def _uniform(counts: List[int], displs: List[int]) -> Optional[int]:
+    c = counts[0] if counts else 0
+    if all(n == c for n in counts) and all(d == q * c for q, d in enumerate(displs)):
+        return c
+    return None
 
 
 def _seq(x: Any, what: str, size: int) -> List[int]:
@@ -273,7 +416,8 @@ def msgv(spec: Any, what: str, size: int, writable: bool = False, block: bool = 
     buf, rest = _unpack(spec, what, 4)
     if is_null(buf):
         _errors.unsupported("%s: BOTTOM/None as a buffer" % what,
-                            "absolute addresses need derived datatypes, which collie.MPI does not offer yet")
+                            "absolute addresses (MPI.Get_address) are not offered: give the buffer, with a derived "
+                            "datatype of displacements relative to its start")
     raw, inferred = _acquire(buf, what, writable)
     dt: Optional[Datatype] = None
     counts_spec: Any = None
@@ -294,12 +438,12 @@ def msgv(spec: Any, what: str, size: int, writable: bool = False, block: bool = 
                         "[buf, (counts, displs), datatype] or [buf, counts, displs, datatype]" % what)
     if dt is None:
         dt = _datatype_of(inferred, what)
-    ext = dt.extent
+    ext = dt.layout(what).extent if dt.is_derived else dt.extent
     if counts_spec is None:
         total = raw.size
-        if size == 0 or total % (ext * size):
+        if size == 0 or ext <= 0 or total % (ext * size):
             raise ValueError("collie.MPI: %s: the buffer's %d bytes do not split into %d equal blocks of %s "
-                             "(%d bytes each)" % (what, total, size, dt.name, ext))
+                             "(%d bytes each)" % (what, total, size, dt.label, ext))
         counts = [total // ext // size] * size
     elif _is_int(counts_spec):
         counts = [_nonneg(counts_spec, what + ": count")] * size
@@ -314,13 +458,41 @@ def msgv(spec: Any, what: str, size: int, writable: bool = False, block: bool = 
         displs = [_nonneg(displs_spec, what + ": displ") + q * counts[0] for q in range(size)]
     else:
         displs = _seq(displs_spec, what + ": displs", size)
+    if block and _uniform(counts, displs) is None:
+        raise ValueError("collie.MPI: %s: this call takes equal blocks, back to back (counts %r, displs %r); "
+                         "use the v-variant for others" % (what, counts, displs))
+    if dt.is_derived:
+        return _derived_msgv(raw, dt, counts, displs, what, writable)
     for q in range(size):
         end = (displs[q] + counts[q]) * ext
         if end > raw.size:
             raise ValueError("collie.MPI: %s: block %d (count %d at displacement %d of %s) ends at byte %d but "
                              "the buffer has %d" % (what, q, counts[q], displs[q], dt.name, end, raw.size))
-    out = MsgV(raw, dt, counts, displs)
-    if block and out.uniform() is None:
-        raise ValueError("collie.MPI: %s: this call takes equal blocks, back to back (counts %r, displs %r); "
-                         "use the v-variant for others" % (what, counts, displs))
-    return out
+    return MsgV(raw, dt, counts, displs)
+
+
+def _derived_msgv(raw: Any, dt: Datatype, counts: List[int], displs: List[int], what: str, writable: bool) -> MsgV:
+    """The blocks of a vector argument of the derived type dt, packed: block
+    q's elements at packed element displs[q] (the packed array holds
+    elements 0..end-1, those of no block left zero and not unpacked)."""
+    lay = dt.layout(what)
+    wire, k = _wire(lay)
+    wc, wd = [c * k for c in counts], [d * k for d in displs]
+    live = [(c, d) for c, d in zip(counts, displs) if c]
+    end = max((c + d for c, d in live), default=0)
+    if not live or lay.psize == 0:
+        return MsgV(np.zeros(end * lay.psize, np.uint8), wire, wc, wd, None, dt)
+    for q, (c, d) in enumerate(zip(counts, displs)):
+        if c:
+            _check_span(raw, dt, lay, d, d + c - 1, what, "block %d (count %d at displacement %d)" % (q, c, d))
+    g, units, dense, _, _ = lay.packing()
+    if dense:
+        return MsgV(raw, wire, wc, wd, None, dt)
+    elems = np.unique(np.concatenate([np.arange(d, d + c, dtype=np.int64) for c, d in live]))
+    uidx = ((elems * lay.extent // g)[:, None] + units[None, :]).reshape(-1)
+    per = lay.psize // g
+    pidx = None if len(elems) == end else ((elems * per)[:, None] + np.arange(per)[None, :]).reshape(-1)
+    packed = np.zeros(end * lay.psize, np.uint8)
+    pk = _Packing(raw, g, uidx, pidx, writable)
+    pk.pack(packed)
+    return MsgV(packed, wire, wc, wd, pk, dt)

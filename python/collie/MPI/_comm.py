@@ -8,7 +8,11 @@ order. So each has its nonblocking I* form: the Request's wait runs that
 reduction. Point-to-point is collie's, which matches messages by (source,
 tag) as MPI does: Recv takes ANY_SOURCE, ANY_TAG and a shorter message
 (collie_recv_status), Isend/Irecv are posted and complete in any order,
-Probe/Iprobe look without receiving (docs/mpi.md, docs/p2p.md).
+Probe/Iprobe look without receiving (docs/mpi.md, docs/p2p.md). A derived
+datatype arrives here packed (_buffer.py): its bytes travel as any, and the
+receiving side's Msg.unpack() runs once the operation completed (the post
+of _run, a receive's with the bytes that came). Bsend/Ibsend/Bsend_init copy
+the message aside within the attached buffer's space (_bsend.py).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import numpy as np
 from .. import _comm as _cc
 from .. import _lib
 from .._errors import last_error as _last_error
-from . import _errors, _fast, _pickled
+from . import _bsend, _errors, _fast, _pickled
 from ._buffer import IN_PLACE, Msg, is_in_place, msg, msgv
 from ._datatype import Datatype
 from ._op import MAX, MIN, PROD, SUM, Op, as_op
@@ -327,7 +331,8 @@ class Comm(_errors.RefusesUnknown):
         call = "Ibcast" if nb else "Bcast"
         root = self._root(root, call)
         m = msg(buf, call + ": buf", writable=root != self._c.get_rank())
-        return self._run(call, nb, _lib.lib().collie_broadcast, m.ptr, m.nbytes, UINT8, root, keep=[m.raw])
+        return self._run(call, nb, _lib.lib().collie_broadcast, m.ptr, m.nbytes, UINT8, root, keep=[m.raw],
+                         post=m.unpack)
 
     # -- reductions --
 
@@ -360,10 +365,12 @@ class Comm(_errors.RefusesUnknown):
         s: Msg = s_
         if r is not None:
             self._same_bytes(call, s.nbytes, "sendbuf", r.nbytes, "recvbuf")
+        _derived_op(call, op, s, r)
         code = op.native(s.dt)
         if code is not None:
             return self._run(call, nb, _lib.lib().collie_reduce, s.ptr, r.ptr if r is not None else None, s.count,
-                             s.dt.collie, code, root, keep=[s.raw, r.raw if r is not None else None])
+                             s.dt.collie, code, root, keep=[s.raw, r.raw if r is not None else None],
+                             post=r.unpack if r is not None else None)
         # collie lacks this op or datatype: the root gathers every rank's
         # bytes and reduces them in rank order.
         n = c.get_size()
@@ -372,6 +379,7 @@ class Comm(_errors.RefusesUnknown):
         def post() -> None:
             if r is not None:
                 r.array()[...] = _fold(tmp, s.dt, s.count, op, range(n))
+                r.unpack()
 
         return self._run(call, nb, _lib.lib().collie_gather, s.ptr, tmp.ctypes.data if at_root else None, s.nbytes,
                          UINT8, root, keep=[s.raw, tmp], post=post)
@@ -396,10 +404,11 @@ class Comm(_errors.RefusesUnknown):
         r = msg(recvbuf, call + ": recvbuf", writable=True)
         s = r if is_in_place(sendbuf) else msg(sendbuf, call + ": sendbuf")
         self._same_bytes(call, s.nbytes, "sendbuf", r.nbytes, "recvbuf")
+        _derived_op(call, op, s, r)
         code = op.native(s.dt)
         if code is not None:
             return self._run(call, nb, _lib.lib().collie_allreduce, s.ptr, r.ptr, s.count, s.dt.collie, code,
-                             keep=[s.raw, r.raw])
+                             keep=[s.raw, r.raw], post=r.unpack)
         return self._gathered(call, nb, s, op, _store(r), "all", [r.raw])
 
     def _gathered(self, call: str, nb: bool, s: Msg, op: Op, done: Callable[[Any], None], ranks: str,
@@ -420,6 +429,14 @@ class Comm(_errors.RefusesUnknown):
                          keep=[s.raw, tmp] + keep, post=post)
 
     def Reduce_scatter_block(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:
+        f = _FX if _FX is not False else _fx()
+        c = self._h
+        if f is not None and c is not None:
+            rc = f.reduce_scatter_block(c, sendbuf, recvbuf, _FAST_OPS.get(op, -1))
+            if rc is not None:
+                if rc:
+                    self._fast_failed("Reduce_scatter_block", c, rc)
+                return
         self._reduce_scatter_block(sendbuf, recvbuf, op, False)
 
     def Ireduce_scatter_block(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> Request:
@@ -434,22 +451,24 @@ class Comm(_errors.RefusesUnknown):
             # MPI: the input is the whole recvbuf; the result goes to its first block.
             whole = msgv(recvbuf, call + ": recvbuf", n, writable=True, block=True)
             cnt = whole.counts[0]
-            s = Msg(whole.raw.copy(), whole.dt, cnt * n, 0)
-            r = Msg(whole.raw, whole.dt, cnt, 0)
+            s = Msg(whole.raw.copy(), whole.dt, cnt * n, 0, None, whole.origin)
+            r = Msg(whole.raw, whole.dt, cnt, 0, whole.pk, whole.origin)  # (its unpack: the whole recvbuf's)
         else:
             r = msg(recvbuf, call + ": recvbuf", writable=True)
             s = msg(sendbuf, call + ": sendbuf")
             if s.nbytes != n * r.nbytes:
                 raise ValueError("collie.MPI: %s: sendbuf is %d bytes but must be size x recvbuf's = %d x %d"
                                  % (call, s.nbytes, n, r.nbytes))
+        _derived_op(call, op, s, r)
         code = op.native(s.dt)
         if code is not None:
             return self._run(call, nb, _lib.lib().collie_reduce_scatter, s.ptr, r.ptr, r.count, s.dt.collie, code,
-                             keep=[s.raw, r.raw])
+                             keep=[s.raw, r.raw], post=r.unpack)
         cnt = r.count
 
         def done(out: Any) -> None:
             r.array()[...] = out[me * cnt:(me + 1) * cnt]
+            r.unpack()
 
         return self._gathered(call, nb, s, op, done, "all", [r.raw])
 
@@ -483,13 +502,14 @@ class Comm(_errors.RefusesUnknown):
             if len(counts) != n or any(x < 0 for x in counts):
                 raise ValueError("collie.MPI: %s: recvcounts = %r must be %d counts >= 0 (one per rank)"
                                  % (call, list(recvcounts), n))
+            counts = [x * r.per for x in counts]  # a derived type's: in the basic elements it travels as
         total, start = sum(counts), sum(counts[:me])
         if is_in_place(sendbuf):
             if r.count < total:
                 raise ValueError("collie.MPI: %s: IN_PLACE: recvbuf has %d elements, the input is %d"
                                  % (call, r.count, total))
-            s = Msg(r.raw[r.offset:r.offset + total * r.dt.extent].copy(), r.dt, total, 0)
-            out = Msg(r.raw, r.dt, counts[me], r.displ)
+            s = Msg(r.raw[r.offset:r.offset + total * r.dt.extent].copy(), r.dt, total, 0, None, r.origin)
+            out = Msg(r.raw, r.dt, counts[me], r.displ, r.pk, r.origin)
         else:
             s = msg(sendbuf, call + ": sendbuf")
             if s.count != total:
@@ -499,18 +519,21 @@ class Comm(_errors.RefusesUnknown):
                 raise ValueError("collie.MPI: %s: recvbuf has %d elements but recvcounts[%d] = %d"
                                  % (call, r.count, me, counts[me]))
             out = r
+        _derived_op(call, op, s, out)
         code = op.native(s.dt)
         if code is not None:
             full = np.empty(s.nbytes, np.uint8)
 
             def post() -> None:
                 out.array()[...] = full.view(s.dt.np)[start:start + counts[me]]
+                out.unpack()
 
             return self._run(call, nb, _lib.lib().collie_allreduce, s.ptr, full.ctypes.data, s.count, s.dt.collie,
                              code, keep=[s.raw, full, out.raw], post=post)
 
         def done(res: Any) -> None:
             out.array()[...] = res[start:start + counts[me]]
+            out.unpack()
 
         return self._gathered(call, nb, s, op, done, "all", [out.raw])
 
@@ -534,6 +557,7 @@ class Comm(_errors.RefusesUnknown):
         r = msg(recvbuf, call + ": recvbuf", writable=True)
         s = Msg(r.bytes().copy(), r.dt, r.count, 0) if is_in_place(sendbuf) else msg(sendbuf, call + ": sendbuf")
         self._same_bytes(call, s.nbytes, "sendbuf", r.nbytes, "recvbuf")
+        _derived_op(call, op, s, r)
         op.check(s.dt)
         return self._gathered(call, nb, s, op, _store(r), "exscan" if ex else "scan", [r.raw])
 
@@ -562,7 +586,7 @@ class Comm(_errors.RefusesUnknown):
             s = msg(sendbuf, call + ": sendbuf")
             self._same_bytes(call, s.nbytes, "sendbuf", cb, "each block of recvbuf")
             sptr, keep = s.ptr, [s.raw, rv.raw]
-        return self._run(call, nb, _lib.lib().collie_gather, sptr, rv.ptr, cb, UINT8, root, keep=keep)
+        return self._run(call, nb, _lib.lib().collie_gather, sptr, rv.ptr, cb, UINT8, root, keep=keep, post=rv.unpack)
 
     def _not_in_place(self, buf: Any, call: str, what: str, root: int) -> None:
         if is_in_place(buf):
@@ -586,10 +610,12 @@ class Comm(_errors.RefusesUnknown):
         dummy = np.zeros(1, np.uint8)
         keep: List[Any] = [dummy]
         sptr, rptr = dummy.ctypes.data, dummy.ctypes.data
+        fin: Optional[Callable[[], None]] = None  # unpacks a derived recvbuf
         if me == root:
             rv = msgv(recvbuf, call + ": recvbuf", n, writable=True)
             rc, rd, rptr = rv.byte_counts(), rv.byte_displs(), rv.ptr
             keep.append(rv.raw)
+            fin = rv.unpack
             if is_in_place(sendbuf):
                 rc[me] = 0
             else:
@@ -604,7 +630,7 @@ class Comm(_errors.RefusesUnknown):
             keep.append(s.raw)
         arrs = [_sizes(sc), _sizes(zeros), _sizes(rc), _sizes(rd)]
         return self._run(call, nb, _lib.lib().collie_alltoallv, sptr, arrs[0], arrs[1], rptr, arrs[2], arrs[3], UINT8,
-                         keep=keep + arrs)
+                         keep=keep + arrs, post=fin)
 
     def Scatter(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:
         self._scatter(sendbuf, recvbuf, root, False)
@@ -620,16 +646,18 @@ class Comm(_errors.RefusesUnknown):
         if c.get_rank() != root:
             self._not_in_place(recvbuf, call, "recvbuf", root)
             r = msg(recvbuf, call + ": recvbuf", writable=True)
-            return self._run(call, nb, _lib.lib().collie_scatter, None, r.ptr, r.nbytes, UINT8, root, keep=[r.raw])
+            return self._run(call, nb, _lib.lib().collie_scatter, None, r.ptr, r.nbytes, UINT8, root, keep=[r.raw],
+                             post=r.unpack)
         sv = msgv(sendbuf, call + ": sendbuf", n, block=True)
         cb = sv.counts[0] * sv.dt.extent
+        fin: Optional[Callable[[], None]] = None  # unpacks a derived recvbuf
         if is_in_place(recvbuf):
             rptr, keep = sv.ptr + root * cb, [sv.raw]
         else:
             r = msg(recvbuf, call + ": recvbuf", writable=True)
             self._same_bytes(call, cb, "each block of sendbuf", r.nbytes, "recvbuf")
-            rptr, keep = r.ptr, [sv.raw, r.raw]
-        return self._run(call, nb, _lib.lib().collie_scatter, sv.ptr, rptr, cb, UINT8, root, keep=keep)
+            rptr, keep, fin = r.ptr, [sv.raw, r.raw], r.unpack
+        return self._run(call, nb, _lib.lib().collie_scatter, sv.ptr, rptr, cb, UINT8, root, keep=keep, post=fin)
 
     def Scatterv(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:
         self._scatterv(sendbuf, recvbuf, root, False)
@@ -648,6 +676,7 @@ class Comm(_errors.RefusesUnknown):
         dummy = np.zeros(1, np.uint8)
         keep: List[Any] = [dummy]
         sptr, rptr = dummy.ctypes.data, dummy.ctypes.data
+        fin: Optional[Callable[[], None]] = None  # unpacks a derived recvbuf
         if me == root:
             sv = msgv(sendbuf, call + ": sendbuf", n)
             sc, sd, sptr = sv.byte_counts(), sv.byte_displs(), sv.ptr
@@ -659,16 +688,26 @@ class Comm(_errors.RefusesUnknown):
                 self._same_bytes(call, sc[me], "sendbuf's block %d" % me, r.nbytes, "recvbuf")
                 rc[root], rptr = r.nbytes, r.ptr
                 keep.append(r.raw)
+                fin = r.unpack
         else:
             self._not_in_place(recvbuf, call, "recvbuf", root)
             r = msg(recvbuf, call + ": recvbuf", writable=True)
             rc[root], rptr = r.nbytes, r.ptr
             keep.append(r.raw)
+            fin = r.unpack
         arrs = [_sizes(sc), _sizes(sd), _sizes(rc), _sizes(zeros)]
         return self._run(call, nb, _lib.lib().collie_alltoallv, sptr, arrs[0], arrs[1], rptr, arrs[2], arrs[3], UINT8,
-                         keep=keep + arrs)
+                         keep=keep + arrs, post=fin)
 
     def Allgather(self, sendbuf: Any, recvbuf: Any) -> None:
+        f = _FX if _FX is not False else _fx()
+        c = self._h
+        if f is not None and c is not None:
+            rc = f.allgather(c, sendbuf, recvbuf)
+            if rc is not None:
+                if rc:
+                    self._fast_failed("Allgather", c, rc)
+                return
         self._allgather(sendbuf, recvbuf, False)
 
     def Iallgather(self, sendbuf: Any, recvbuf: Any) -> Request:
@@ -686,7 +725,7 @@ class Comm(_errors.RefusesUnknown):
             s = msg(sendbuf, call + ": sendbuf")
             self._same_bytes(call, s.nbytes, "sendbuf", cb, "each block of recvbuf")
             sptr, keep = s.ptr, [s.raw, rv.raw]
-        return self._run(call, nb, _lib.lib().collie_allgather, sptr, rv.ptr, cb, UINT8, keep=keep)
+        return self._run(call, nb, _lib.lib().collie_allgather, sptr, rv.ptr, cb, UINT8, keep=keep, post=rv.unpack)
 
     def Allgatherv(self, sendbuf: Any, recvbuf: Any) -> None:
         self._allgatherv(sendbuf, recvbuf, False)
@@ -708,9 +747,17 @@ class Comm(_errors.RefusesUnknown):
             sptr, scount, keep = s.ptr, s.nbytes, [s.raw, rv.raw]
         arrs = [_sizes(rc), _sizes(rd)]
         return self._run(call, nb, _lib.lib().collie_allgatherv, sptr, scount, rv.ptr, arrs[0], arrs[1], UINT8,
-                         keep=keep + arrs)
+                         keep=keep + arrs, post=rv.unpack)
 
     def Alltoall(self, sendbuf: Any, recvbuf: Any) -> None:
+        f = _FX if _FX is not False else _fx()
+        c = self._h
+        if f is not None and c is not None:
+            rc = f.alltoall(c, sendbuf, recvbuf)
+            if rc is not None:
+                if rc:
+                    self._fast_failed("Alltoall", c, rc)
+                return
         self._alltoall(sendbuf, recvbuf, False)
 
     def Ialltoall(self, sendbuf: Any, recvbuf: Any) -> Request:
@@ -727,7 +774,7 @@ class Comm(_errors.RefusesUnknown):
             sv = msgv(sendbuf, call + ": sendbuf", n, block=True)
             self._same_bytes(call, sv.counts[0] * sv.dt.extent, "each block of sendbuf", cb, "each block of recvbuf")
             sptr, keep = sv.ptr, [sv.raw, rv.raw]
-        return self._run(call, nb, _lib.lib().collie_alltoall, sptr, rv.ptr, cb, UINT8, keep=keep)
+        return self._run(call, nb, _lib.lib().collie_alltoall, sptr, rv.ptr, cb, UINT8, keep=keep, post=rv.unpack)
 
     def Alltoallv(self, sendbuf: Any, recvbuf: Any) -> None:
         self._alltoallv(sendbuf, recvbuf, False)
@@ -749,7 +796,7 @@ class Comm(_errors.RefusesUnknown):
             src, sc, sd, sptr = sv.raw, sv.byte_counts(), sv.byte_displs(), sv.ptr
         arrs = [_sizes(sc), _sizes(sd), _sizes(rc), _sizes(rd)]
         return self._run(call, nb, _lib.lib().collie_alltoallv, sptr, arrs[0], arrs[1], rv.ptr, arrs[2], arrs[3], UINT8,
-                         keep=[src, rv.raw] + arrs)
+                         keep=[src, rv.raw] + arrs, post=rv.unpack)
 
     # ---- point-to-point: MPI's matching by (source, tag) in collie's C ----
 
@@ -804,8 +851,11 @@ class Comm(_errors.RefusesUnknown):
         self._send(buf, dest, tag, "Ssend", True, False)
 
     def Bsend(self, buf: Any, dest: int, tag: int = 0) -> None:
-        """As Send (collie has no attached buffer: a standard send)."""
-        self._send(buf, dest, tag, "Bsend", False, False)
+        """A buffered send: buf is copied aside (within the space of the
+        buffer MPI.Attach_buffer attached) and sent from there; returns at
+        once, whatever dest does. MPI.Exception (ERR_BUFFER) when no buffer
+        is attached or it lacks room (_bsend.py)."""
+        self._bsend(buf, dest, tag, "Bsend")
 
     def Rsend(self, buf: Any, dest: int, tag: int = 0) -> None:
         """As Send (a standard send; it needs no receive posted first)."""
@@ -821,7 +871,8 @@ class Comm(_errors.RefusesUnknown):
         return self._send(buf, dest, tag, "Issend", True, True)  # type: ignore[return-value]
 
     def Ibsend(self, buf: Any, dest: int, tag: int = 0) -> Request:
-        return self._send(buf, dest, tag, "Ibsend", False, True)  # type: ignore[return-value]
+        """As Bsend; the Request is complete at once (the copy is made)."""
+        return self._bsend(buf, dest, tag, "Ibsend")
 
     def Irsend(self, buf: Any, dest: int, tag: int = 0) -> Request:
         return self._send(buf, dest, tag, "Irsend", False, True)  # type: ignore[return-value]
@@ -836,6 +887,27 @@ class Comm(_errors.RefusesUnknown):
         if dest == PROC_NULL:
             return self._done(call) if nb else None
         return self._send_bytes(call, m.ptr, m.nbytes, dest, tag, [m.raw], sync, nb)
+
+    def _bsend(self, buf: Any, dest: int, tag: int, call: str) -> Request:
+        dest = self._peer(dest, call, "dest", False)
+        tag = self._tag(tag, call, False)
+        return self._post_bsend(call, msg(buf, call + ": buf"), dest, tag)
+
+    def _post_bsend(self, call: str, m: Msg, dest: int, tag: int) -> Request:
+        """Copies m aside, its space taken in the attached buffer, and posts
+        a nonblocking send of the copy (the space is free once it completed);
+        a Request complete at once."""
+        if dest != PROC_NULL:
+            copy = np.array(m.bytes())
+            cost = _bsend.reserve(call, copy.size)
+            try:
+                r = self._send_bytes(call, copy.ctypes.data, copy.size, dest, tag, [copy], False, True)
+            except BaseException:
+                _bsend.release(cost)
+                raise
+            assert r is not None
+            _bsend.track(r, cost)
+        return self._done(call)
 
     def _to_self(self, peer: int) -> bool:
         """collie's C takes sends and receives to this rank itself only
@@ -882,25 +954,36 @@ class Comm(_errors.RefusesUnknown):
         source = self._peer(source, call, "source", True)
         tag = self._tag(tag, call, True)
         m = msg(buf, call + ": buf", writable=True)
-        return self._post_recv(call, m.ptr, m.nbytes, source, tag, [m.raw], status, nb)
+        return self._post_recv(call, m.ptr, m.nbytes, source, tag, [m.raw], status, nb,
+                               m.unpack if m.pk is not None else None)
 
     def _post_recv(self, call: str, ptr: int, nbytes: int, source: int, tag: int, keep: List[Any],
-                   status: Optional[Status], nb: bool) -> Optional[Request]:
+                   status: Optional[Status], nb: bool,
+                   unpack: Optional[Callable[[int], None]] = None) -> Optional[Request]:
         """Receives a message of up to nbytes at ptr (collie_recv_status);
-        blocking: fills status; nb: a Request whose wait fills it."""
+        blocking: fills status; nb: a Request whose wait fills it. unpack:
+        called with the bytes received once it completed (a derived type's
+        Msg.unpack)."""
         if source == PROC_NULL:
             fill(status, PROC_NULL, ANY_TAG, 0)
             return self._done(call) if nb else None
         if not nb and self._to_self(source):
-            r = self._post_recv(call, ptr, nbytes, source, tag, keep, None, True)
+            r = self._post_recv(call, ptr, nbytes, source, tag, keep, None, True, unpack)
             assert r is not None
             st = Status()
             r.Wait(st)
             fill(status, st.source, st.tag, st.Get_count())
             return None
         box = CStatus()
+        post: Optional[Callable[[], None]] = None
+        if unpack is not None:
+            fn = unpack
+
+            def post() -> None:
+                fn(int(box.bytes))
+
         r = self._run(call, nb, _need(call, "collie_recv_status"), ptr, nbytes, UINT8, source, tag,
-                      ctypes.byref(box), keep=keep + [box])
+                      ctypes.byref(box), keep=keep + [box], post=post)
         if r is None:
             fill(status, *box.values())
             return None
@@ -961,6 +1044,7 @@ class Comm(_errors.RefusesUnknown):
         stag = self._tag(sendtag, call, False)
         rtag = self._tag(recvtag, call, True)
         got = self._exchange(call, s.ptr, s.nbytes, [s.raw], dest, stag, r.ptr, r.nbytes, [r.raw], source, rtag)
+        r.unpack(got[2])
         fill(status, *got)
 
     def _exchange(self, call: str, sptr: int, sn: int, skeep: List[Any], dest: int, stag: int, rptr: int, rn: int,
@@ -1001,7 +1085,17 @@ class Comm(_errors.RefusesUnknown):
         return self._send_init(buf, dest, tag, "Ssend_init", True)
 
     def Bsend_init(self, buf: Any, dest: int, tag: int = 0) -> Prequest:
-        return self._send_init(buf, dest, tag, "Bsend_init", False)
+        """A persistent Bsend: each Start copies buf aside as Bsend does."""
+        call = "Bsend_init"
+        dest = self._peer(dest, call, "dest", False)
+        tag = self._tag(tag, call, False)
+        m = msg(buf, call + ": buf")
+
+        def post() -> Request:
+            m.repack()
+            return self._post_bsend(call, m, dest, tag)
+
+        return Prequest(post, call)
 
     def Rsend_init(self, buf: Any, dest: int, tag: int = 0) -> Prequest:
         return self._send_init(buf, dest, tag, "Rsend_init", False)
@@ -1012,6 +1106,7 @@ class Comm(_errors.RefusesUnknown):
         m = msg(buf, call + ": buf")
 
         def post() -> Request:
+            m.repack()  # a derived type: the buffer's contents of now
             r = self._post_send(call, m, dest, tag, sync, True)
             assert r is not None
             return r
@@ -1025,7 +1120,8 @@ class Comm(_errors.RefusesUnknown):
         m = msg(buf, call + ": buf", writable=True)
 
         def post() -> Request:
-            r = self._post_recv(call, m.ptr, m.nbytes, source, tag, [m.raw], None, True)
+            r = self._post_recv(call, m.ptr, m.nbytes, source, tag, [m.raw], None, True,
+                                m.unpack if m.pk is not None else None)
             assert r is not None
             return r
 
@@ -1087,8 +1183,30 @@ def _store(m: Msg) -> Callable[[Any], None]:
 
     def fn(out: Any) -> None:
         m.array()[...] = out
+        m.unpack()
 
     return fn
+
+
+def _derived_op(call: str, op: Op, *ms: Optional[Msg]) -> None:
+    """A reduction on a derived datatype reduces its packed basic elements
+    one by one, so MPI.Exception (ERR_OP) naming call, op and the type
+    unless they are all of one basic type on which MPI defines op."""
+    for m in ms:
+        d = m.origin if m is not None else None
+        if d is None or m is None or m.count == 0:
+            continue
+        lay = d.layout(call)
+        basic = lay.basic()
+        if basic is None:
+            raise _errors.Exception(_errors.ERR_OP, "collie.MPI: %s: %s on the derived datatype %s: its basic elements "
+                                    "are of several types (%s); collie.MPI reduces a derived datatype only when they "
+                                    "are all of one type" % (call, op.Get_name(), d.label, ", ".join(lay.names())))
+        try:
+            op.check(basic)
+        except _errors.Exception as e:
+            raise _errors.Exception(_errors.ERR_OP, "collie.MPI: %s: %s (the basic type of the derived datatype %s)"
+                                    % (call, e.message.replace("collie.MPI: ", "", 1), d.label)) from None
 
 
 def _fold(tmp: Any, dt: Datatype, count: int, op: Op, ranks: Sequence[int]) -> Any:

@@ -61,18 +61,27 @@ class Status(_errors.RefusesUnknown):
         self.error = int(error)
 
     def Get_count(self, datatype: Any = BYTE) -> int:
+        """Elements of datatype received (a derived one travels packed: its
+        packed bytes, i.e. its size, per element)."""
         dt: Datatype = as_datatype(datatype, "Status.Get_count: datatype")
-        if dt.extent == 0:
+        per = dt.packed_size()
+        if per == 0:
             return 0
-        if self._nbytes % dt.extent:
+        if self._nbytes % per:
             return UNDEFINED
-        return self._nbytes // dt.extent
+        return self._nbytes // per
 
     def Get_elements(self, datatype: Any) -> int:
-        return self.Get_count(datatype)
+        """Basic elements received: for a derived type, those of its whole
+        elements and of the leading part of a partial one (UNDEFINED when
+        the message ends inside a basic element)."""
+        dt: Datatype = as_datatype(datatype, "Status.Get_elements: datatype")
+        if not dt.is_derived:
+            return self.Get_count(dt)
+        return dt.elements(self._nbytes)
 
     def Set_elements(self, datatype: Any, count: int) -> None:
-        self._nbytes = int(count) * as_datatype(datatype, "Status.Set_elements: datatype").extent
+        self._nbytes = int(count) * as_datatype(datatype, "Status.Set_elements: datatype").packed_size()
 
     def Is_cancelled(self) -> bool:
         return self._cancelled
