@@ -22,7 +22,13 @@
  * hands it over when a peer shares it. Oversubscribed (spin 0) a waiter
  * yields BACKOFF_YIELDS times: ~5x cheaper than a futex round trip when the
  * peer it waits for shares its core, and no longer, since other ranks want
- * the core too. Then the caller sleeps. */
+ * the core too. Then the caller sleeps. A yield that came straight back
+ * (within BACKOFF_ALONE_NS) found no one else wanting this core, and is not
+ * counted: an oversubscribed job whose other ranks sleep (two of four ranks
+ * on two cores ping-pong, the others wait in a barrier) waits as a pair
+ * with cores of their own does, up to BACKOFF_YIELD_NS, instead of sleeping
+ * through every large message's copy (2 MiB: 330-380 us a message instead
+ * of 206). */
 #include <sched.h>
 
 #include "util/util.h"
@@ -30,6 +36,7 @@
 #define BACKOFF_SPIN_NS (20 * 1000LL)
 #define BACKOFF_YIELD_NS (500 * 1000LL)
 #define BACKOFF_YIELDS 16
+#define BACKOFF_ALONE_NS (20 * 1000LL)
 
 void
 collie__backoff_init(struct collie__backoff *b, int spin)
@@ -60,8 +67,14 @@ collie__backoff_next(struct collie__backoff *b, int64_t deadline_ns)
     int64_t now = collie__now_ns();
     if (!b->yield_until) b->yield_until = now + BACKOFF_YIELD_NS - BACKOFF_SPIN_NS;
     if (now >= b->yield_until || now >= deadline_ns) return 0;
-  } else if (b->yields++ >= BACKOFF_YIELDS) {
-    return 0;
+  } else {
+    int64_t now = collie__now_ns();
+    if (!b->yield_until) b->yield_until = now + BACKOFF_YIELD_NS;
+    int alone = b->yielded && now - b->yielded < BACKOFF_ALONE_NS;
+    if (!alone) b->yields++;
+    if (b->yields > BACKOFF_YIELDS || (alone && now >= b->yield_until) || now >= deadline_ns)
+      return 0;
+    b->yielded = now;
   }
   sched_yield();
   return 1;

@@ -66,6 +66,7 @@ struct collie__backoff {
   int polls, yields;   /* done so far */
   int64_t until;       /* end of the spin (set at the 64th poll) */
   int64_t yield_until; /* end of the yields, with a core of our own */
+  int64_t yielded;     /* oversubscribed: when the last yield began (0: none yet) */
   /* Optional: whether a rank this one may wait for last ran on this CPU
    * (the spin then ends at its next clock read: see backoff.c). */
   int (*crowded)(void *arg);

@@ -1,6 +1,9 @@
 /*
  * backoff_test.c - util/backoff.c's wait policy, round by round: an
- * oversubscribed wait (spin 0) yields 16 times and then says sleep; a wait
+ * oversubscribed wait (spin 0) whose yields hand the core to others (each
+ * takes longer than 20 us) yields 16 times and then says sleep, and one whose
+ * yields come straight back (no one else wants the core) yields on until
+ * 0.5 ms, never less, and stops at once at a deadline that has passed; a wait
  * with a core spins its polls, then yields until 0.5 ms after the spin began
  * (never less), and stops yielding at once at a deadline that has passed.
  */
@@ -16,8 +19,20 @@ TEST_IMPL(backoff_rounds)
   struct collie__backoff b;
   collie__backoff_init(&b, 0);
   int rounds = 0;
-  while (collie__backoff_next(&b, INT64_MAX)) rounds++;
+  while (collie__backoff_next(&b, INT64_MAX)) {
+    rounds++;
+    usleep(50); /* as if another rank ran on this core meanwhile */
+  }
   ASSERTF(rounds == 16, "oversubscribed: %d rounds before sleeping, want 16 yields", rounds);
+  collie__backoff_init(&b, 0);
+  int64_t t = collie__now_ns();
+  rounds = 0;
+  while (collie__backoff_next(&b, INT64_MAX)) rounds++;
+  int64_t alone = collie__now_ns() - t;
+  ASSERTF(rounds > 16 && alone >= 480 * 1000, "oversubscribed, alone: %d yields over %lld ns",
+          rounds, (long long)alone);
+  collie__backoff_init(&b, 0);
+  ASSERT(collie__backoff_next(&b, 0) == 0);
 
   /* 10 polls end well before the 20 us spin cap; then yields to ~0.5 ms. */
   collie__backoff_init(&b, 10);
