@@ -106,6 +106,16 @@ class Comm(_errors.RefusesUnknown):
                                 % (self._name, "freed or finalized" if h is not None or self._predefined
                                    else "COMM_NULL"))
 
+    @property
+    def collie(self) -> _cc.Comm:
+        """The collie communicator under this one (collie.Comm), for what
+        mpi4py has no call for: marking training steps for comms.csv
+        (`with comm.collie.step(it): ...`), the timing log
+        (`timing_open(dir)`), a flight-recorder dump (`flight_dump()`),
+        docs/mpi.md, "Telemetry". Not in mpi4py: a program that uses it runs
+        on collie only."""
+        return self._c
+
     def _wrap(self, sub: Optional[_cc.Comm], name: str) -> "Comm":
         if sub is None:
             return COMM_NULL
