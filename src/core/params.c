@@ -202,9 +202,11 @@ collie__params_load(struct collie__params *p, const char *(*getenv_fn)(const cha
   if (getenv_fn == params_getenv && p->DEBUG >= COLLIE_LOG_WARN) {
     for (char **e = environ; e && *e; e++) {
       /* COLLIE_TEST_* belong to the test harness, COLLIE_LIBRARY to the Python binding,
-       * COLLIE_TORCH_* to collie.torch (COLLIE_TORCH_FAST) and its tests. */
+       * COLLIE_TORCH_* to collie.torch (COLLIE_TORCH_FAST) and its tests, COLLIE_MPI_FAST
+       * to collie.MPI. */
       if (strncmp(*e, "COLLIE_", 7) != 0 || !strncmp(*e, "COLLIE_TEST_", 12) ||
-          !strncmp(*e, "COLLIE_LIBRARY=", 15) || !strncmp(*e, "COLLIE_TORCH_", 13))
+          !strncmp(*e, "COLLIE_LIBRARY=", 15) || !strncmp(*e, "COLLIE_TORCH_", 13) ||
+          !strncmp(*e, "COLLIE_MPI_FAST=", 16))
         continue;
       size_t n = strcspn(*e + 7, "=");
       int known = 0;
