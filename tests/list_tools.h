@@ -1,6 +1,7 @@
 /* Tests of the tools area; see test-list.h for the entry format. */
 #define TEST_LIST_TOOLS(XX)                                                                        \
   XX(collierun_env, collierun_env, 0, "auto", 20)                                                  \
+  XX(collierun_serves_store, collierun_serves_store, 0, "auto", 30)                                \
   XX(collierun_env_multinode, collierun_env_multinode, 0, "auto", 20)                              \
   XX(collierun_torch_env, collierun_torch_env, 0, "auto", 20)                                      \
   XX(collierun_torch_port_env, collierun_torch_port_env, 0, "auto", 20)                            \

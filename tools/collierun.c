@@ -60,6 +60,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/introspect.h"
 #include "core/params.h"
 
 #define RUN_MAX_NPROC 1024
@@ -82,8 +83,10 @@ static const char run_help[] =
     "Usage: collierun [options] program [args...]\n"
     "\n"
     "Starts N local ranks of program, each with the COLLIE_* and torchrun variables below set,\n"
-    "and waits for all of them. Rank 0 of the job serves the rendezvous store inside the\n"
-    "library at the store address. If a rank exits non-zero or is killed by a signal, the\n"
+    "and waits for all of them. collierun serves the job's rendezvous store at the store\n"
+    "address itself (node 0's collierun, with --nnodes > 1), so the store outlives any rank:\n"
+    "survivors of a rank 0 that died can shrink and go on (a --store given is served by\n"
+    "rank 0, or is a file store). If a rank exits non-zero or is killed by a signal, the\n"
     "other ranks are terminated (SIGTERM, then SIGKILL after the grace period) and collierun\n"
     "exits with that rank's status (its exit code, or 128+signal).\n"
     "\n"
@@ -96,7 +99,8 @@ static const char run_help[] =
     "                         node's -n; global rank = the counts of the nodes before + local\n"
     "      --node-rank I      this node's index, 0..M-1 (default 0);\n"
     "                         global rank = I*N + local rank, world size = N*M\n"
-    "      --master-addr A    host where rank 0 serves the store (default 127.0.0.1)\n"
+    "      --master-addr A    host where node 0's collierun serves the store (default\n"
+    "                         127.0.0.1)\n"
     "      --master-port P    its port (1..65535). Default with --nnodes 1: a free port,\n"
     "                         found by binding port 0 on A. Required when --nnodes > 1\n"
     "      --torch-port P     MASTER_PORT for torch.distributed (1..65535), where torch's\n"
@@ -126,8 +130,9 @@ static const char run_help[] =
     "  COLLIE_WORLD_SIZE      ranks in the job: N*nnodes (--nprocs: their sum)\n"
     "  COLLIE_LOCAL_RANK      rank on this node, 0..N-1\n"
     "  COLLIE_LOCAL_SIZE      ranks on this node: N\n"
-    "  COLLIE_STORE           rendezvous store: tcp://host:port (served by rank 0) or\n"
-    "                         file:///dir\n"
+    "  COLLIE_STORE           rendezvous store: tcp://host:port (served by node 0's\n"
+    "                         collierun; a --store url by rank 0) or file:///dir\n"
+    "  COLLIE_STORE_SERVE     0 when collierun serves the store (rank 0 then does not)\n"
     "  COLLIE_JOB_TOKEN       secret shared by the job's ranks: 32 hex characters from\n"
     "                         /dev/urandom, fresh for every run, unless COLLIE_JOB_TOKEN is\n"
     "                         already set in collierun's environment. With --nnodes > 1 it\n"
@@ -222,6 +227,10 @@ struct run_job {
   int dest_dead[2]; /* our stdout / stderr failed (EPIPE): stop forwarding there */
   struct sigaction orig_pipe, orig_chld;
   sigset_t orig_mask;
+  /* The store collierun serves (its own tcp url, node 0), or NULL; serving (set on every node
+   * then) says the ranks must not serve it themselves. */
+  struct collie__store_tcp_server *store_server;
+  int store_serving;
 };
 
 /* Messages of the sentinel protocol: fixed size, well below PIPE_BUF, so writes are atomic. */
@@ -648,6 +657,24 @@ run_make_store(struct run_job *j, int avoid)
   return port;
 }
 
+/* Serves the store of j->store_url here, when collierun made it (a tcp url of its own): on node
+ * 0 it starts the library's store server on it, in a thread of this process, which outlives
+ * every rank (so that the survivors of a rank 0 that died can still meet and shrink); on every
+ * node the ranks are told not to serve it (COLLIE_STORE_SERVE=0). A --store url is left to rank
+ * 0, as before. Returns 0, or -1 (message printed: the port is taken, say). */
+static int
+run_serve_store(struct run_job *j, const char *host, int port)
+{
+  if (j->o.store) return 0;
+  j->store_serving = 1;
+  if (j->o.node_rank != 0) return 0;
+  if (collie__store_serve(j->store_url, host, port, j->token, &j->store_server) != COLLIE_SUCCESS) {
+    run_msg("cannot serve the store at %s: %s", j->store_url, collie_last_error());
+    return -1;
+  }
+  return 0;
+}
+
 /* The host of a tcp:// store url, without the brackets of an IPv6 literal, into out (cap
  * bytes); "" when url is no tcp url. */
 static void
@@ -902,6 +929,7 @@ run_child(struct run_job *j, int local, const int *out_w, int st_w, pid_t parent
   run_setenv_int("COLLIE_LOCAL_SIZE", j->o.nproc);
   setenv("COLLIE_STORE", j->store_url, 1);
   setenv("COLLIE_JOB_TOKEN", j->token, 1);
+  if (j->store_serving) setenv("COLLIE_STORE_SERVE", "0", 1);
   /* torchrun's names, so torch.distributed's env:// init works unchanged. */
   run_setenv_int("RANK", rank);
   run_setenv_int("WORLD_SIZE", j->o.world_size);
@@ -1351,6 +1379,10 @@ main(int argc, char **argv)
   sigprocmask(SIG_BLOCK, &set, &j->orig_mask);
 
   if (run_sentinel_start(j) != 0) return RUN_EXIT_ERROR;
+  /* After the sentinel's fork (it must not hold the listener) and with the signals blocked (the
+   * server's thread must not take them from the signalfd). */
+  if (run_serve_store(j, j->o.master_addr ? j->o.master_addr : "127.0.0.1", collie_port) != 0)
+    return RUN_EXIT_ERROR;
   j->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
   if (j->sigfd < 0) {
     run_msg("signalfd: %s", strerror(errno));
@@ -1382,5 +1414,6 @@ main(int argc, char **argv)
   if (j->sentinel_pid > 0)
     while (waitpid(j->sentinel_pid, NULL, 0) < 0 && errno == EINTR) {
     }
+  collie__store_serve_stop(j->store_server);
   return j->exit_code;
 }

@@ -15,9 +15,10 @@ step. So the weights follow single-process training exactly (up to float
 rounding), before and after the loss: the test checks that.
 
 collierun --keep-going lets the job go on when a rank dies (without it the
-launcher stops every rank). The store is served by rank 0's process: to
-survive the death of rank 0 too, give the job a file store
-(collierun --store file:///shared/dir).
+launcher stops every rank). collierun serves the job's store itself, so
+the job survives the death of any rank, rank 0 included (--kill-rank 0).
+Under another launcher, where rank 0 serves the store, give the job a file
+store (COLLIE_STORE=file:///shared/dir) for that.
 """
 
 import argparse

@@ -59,6 +59,12 @@ struct collie__store {
  * (token refused), SYSTEM_ERROR (port in use, directory not writable). */
 collie_result_t collie__store_open(const char *url, int rank, int size, const char *token,
                                    int64_t deadline_ns, collie__store_t **out);
+/* As collie__store_open, where serve says whether this process starts the
+ * tcp store's server (collie__store_open: rank 0 does). 0 on every rank
+ * when a server runs at the address already (collierun's, which outlives
+ * any rank: COLLIE_STORE_SERVE=0). */
+collie_result_t collie__store_open_serving(const char *url, int rank, int size, const char *token,
+                                           int serve, int64_t deadline_ns, collie__store_t **out);
 /* The caller's store (collie_config_t.store_callbacks, copied): set, get and add
  * go to its callbacks with the time left until their deadline; closing it calls
  * release. Errors: INVALID_ARGUMENT (a required callback is NULL). */

@@ -82,6 +82,13 @@ collie_result_t
 collie__store_open(const char *url, int rank, int size, const char *token, int64_t deadline_ns,
                    collie__store_t **out)
 {
+  return collie__store_open_serving(url, rank, size, token, rank == 0, deadline_ns, out);
+}
+
+collie_result_t
+collie__store_open_serving(const char *url, int rank, int size, const char *token, int serve,
+                           int64_t deadline_ns, collie__store_t **out)
+{
   if (!out) return collie__err(COLLIE_INVALID_ARGUMENT, "store open: out is NULL");
   *out = NULL;
   if (!url || !*url)
@@ -92,7 +99,7 @@ collie__store_open(const char *url, int rank, int size, const char *token, int64
                        size);
   if (!token) token = "";
   if (!strncmp(url, "tcp://", 6))
-    return collie__store_tcp_open(url, url + 6, rank, size, token, deadline_ns, out);
+    return collie__store_tcp_open(url, url + 6, serve, size, token, deadline_ns, out);
   if (!strncmp(url, "file://", 7)) return collie__store_file_open(url, url + 7, token, out);
   return collie__err(COLLIE_INVALID_ARGUMENT,
                      "store url \"%s\" is malformed: expected tcp://host:port or file:///abs/dir",

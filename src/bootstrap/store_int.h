@@ -32,18 +32,20 @@ collie_result_t collie__store_file_open(const char *url, const char *path, const
                                         collie__store_t **out);
 
 /* Opens the tcp store of url ("tcp://host:port"); hostport is the part after
- * "tcp://". Rank 0 starts the server thread on host:port, then every rank
- * connects and says hello with token, retrying until deadline_ns. Errors:
+ * "tcp://". When serve is set (rank 0's, unless a server runs there already)
+ * the server thread starts on host:port first; then every rank connects and
+ * says hello with token, retrying until deadline_ns. Errors:
  * INVALID_ARGUMENT, SYSTEM_ERROR (port in use), TIMEOUT, REMOTE_ERROR (token
  * refused, not a collie store). */
-collie_result_t collie__store_tcp_open(const char *url, const char *hostport, int rank, int size,
+collie_result_t collie__store_tcp_open(const char *url, const char *hostport, int serve, int size,
                                        const char *token, int64_t deadline_ns,
                                        collie__store_t **out);
 
 /* A tcp store URL's longest text, NUL included. */
 #define COLLIE_STORE_TCP_URL_MAX 600
 
-/* The tcp store's server (store_tcp_server.c): rank 0 runs it in a thread. */
+/* The tcp store's server (store_tcp_server.c): rank 0 runs it in a thread,
+ * or collierun for its jobs. */
 struct collie__store_tcp_server;
 /* Listens on host:port and starts the server thread answering connections that
  * prove token; *bound gets the port. url names the store in messages. Errors:

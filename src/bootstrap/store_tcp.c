@@ -1,6 +1,7 @@
 /*
  * store_tcp.c - the tcp store's client: every rank (rank 0 included) talks to
- * the server rank 0 runs (store_tcp_server.c) over TCP.
+ * the server rank 0 runs (store_tcp_server.c), or collierun for its jobs, over
+ * TCP.
  *
  * A request runs on a connection taken from a small pool: one request at a
  * time per connection, one connection per concurrent caller, so a GET parked
@@ -46,7 +47,7 @@ struct tcp_store {
   char host[TCP_HOST_MAX];
   int port;
   char token[COLLIE_STORE_MAX_TOKEN + 1];
-  struct collie__store_tcp_server *server; /* rank 0 only */
+  struct collie__store_tcp_server *server; /* the process that serves it only */
 };
 
 static void
@@ -62,8 +63,8 @@ tcp_closed_error(struct tcp_store *ts, const char *what)
 {
   tcp_mark_broken(ts);
   return collie__err(COLLIE_REMOTE_ERROR,
-                     "%s: store server %s closed the connection (rank 0 exited or closed the "
-                     "store)",
+                     "%s: store server %s closed the connection (the server, rank 0 or collierun, "
+                     "exited or closed the store)",
                      what, ts->url);
 }
 
@@ -137,8 +138,8 @@ tcp_connect(struct tcp_store *ts, int64_t deadline_ns, int *fdp)
   if (fd < 0) {
     if (errno == ETIMEDOUT || errno == ECONNREFUSED)
       return collie__err(COLLIE_TIMEOUT,
-                         "store %s: no server answered within %.3f s (is rank 0 running and "
-                         "is the address reachable?)",
+                         "store %s: no server answered within %.3f s (is its server, rank 0 or "
+                         "collierun, running, and the address reachable?)",
                          ts->url, (double)(collie__now_ns() - start) / 1e9);
     return collie__err_errno(COLLIE_SYSTEM_ERROR, "store %s: cannot connect", ts->url);
   }
@@ -155,7 +156,7 @@ tcp_connect(struct tcp_store *ts, int64_t deadline_ns, int *fdp)
   } else if (r == -1) {
     rc = collie__err_errno(COLLIE_REMOTE_ERROR,
                            "store %s: the server closed the connection during the hello (not a "
-                           "collie store, or rank 0 is exiting)",
+                           "collie store, or its server is exiting)",
                            ts->url);
   } else if (r == -2) {
     rc = collie__err(COLLIE_REMOTE_ERROR,
@@ -163,7 +164,7 @@ tcp_connect(struct tcp_store *ts, int64_t deadline_ns, int *fdp)
   } else if (h.op == COLLIE_STORE_OP_REFUSED) {
     rc = collie__err(COLLIE_REMOTE_ERROR,
                      "store at %s: job token refused (this process's COLLIE_JOB_TOKEN, or the "
-                     "launcher's job id, differs from rank 0's)",
+                     "launcher's job id, differs from the server's)",
                      ts->url);
   } else if (h.op == COLLIE_STORE_OP_ERROR) {
     rc = collie__err(COLLIE_REMOTE_ERROR, "store at %s refused the connection: %.*s", ts->url,
@@ -193,8 +194,8 @@ tcp_acquire(struct tcp_store *ts, const char *what, int64_t deadline_ns, int *fd
   pthread_mutex_unlock(&ts->lock);
   if (broken)
     return collie__err(COLLIE_REMOTE_ERROR,
-                       "%s: store server %s closed the connection earlier (rank 0 exited or "
-                       "closed the store)",
+                       "%s: store server %s closed the connection earlier (the server, rank 0 or "
+                       "collierun, exited or closed the store)",
                        what, ts->url);
   if (pc) {
     *fd = pc->fd;
@@ -366,8 +367,8 @@ static const struct collie__store_ops tcp_ops = {.scheme = "tcp",
                                                  .del_prefix = tcp_del_prefix};
 
 collie_result_t
-collie__store_tcp_open(const char *url, const char *hostport, int rank, int size, const char *token,
-                       int64_t deadline_ns, collie__store_t **out)
+collie__store_tcp_open(const char *url, const char *hostport, int serve, int size,
+                       const char *token, int64_t deadline_ns, collie__store_t **out)
 {
   char host[TCP_HOST_MAX];
   int port;
@@ -391,7 +392,7 @@ collie__store_tcp_open(const char *url, const char *hostport, int rank, int size
   snprintf(ts->token, sizeof(ts->token), "%s", token);
   ts->port = port;
   collie_result_t rc;
-  if (rank == 0)
+  if (serve)
     COLLIE_CHECK_GOTO(
         collie__store_tcp_server_start(url, host, port, token, &ts->server, &ts->port), rc,
         out_free);

@@ -705,7 +705,11 @@ comm_init_world(const struct collie__params *params, int rank, int size, const c
     } else {
       snprintf(store_key, sizeof(store_key), "%s\n%s\n%d", store_url, token, rank);
       if (!(store = comm_store_cached(store_key))) {
-        rc = collie__store_open(store_url, rank, size, token, deadline, &store);
+        /* COLLIE_STORE_SERVE=0 says of COLLIE_STORE's address only that a
+         * server runs there (collierun's); any other address rank 0 serves. */
+        int serve = rank == 0 && (params->STORE_SERVE || !params->STORE ||
+                                  strcmp(store_url, params->STORE) != 0);
+        rc = collie__store_open_serving(store_url, rank, size, token, serve, deadline, &store);
         if (rc != COLLIE_SUCCESS) return rc;
       }
     }

@@ -8,7 +8,8 @@
  * kernels of reduce/reduce.h; the COLLIE_* variables of core/params.h).
  * scripts/check_layers.sh refuses any other private header in tools/.
  * introspect.c implements the communicator's part; nothing here
- * communicates or changes a communicator.
+ * communicates or changes a communicator. store_serve.c lets collierun
+ * serve its job's store.
  */
 #ifndef COLLIE_CORE_INTROSPECT_H
 #define COLLIE_CORE_INTROSPECT_H
@@ -64,5 +65,14 @@ collie_result_t collie__comm_models_load(collie_comm_t *comm, const char *path,
                                          struct collie__models *out);
 /* This process's rank as its launcher says (before any init), or -1. */
 int collie__launch_rank(void);
+
+/* collierun's store (store_serve.c): serves the tcp store url names on
+ * host:port, proving token, from a thread of this process until stopped.
+ * Errors: SYSTEM_ERROR (the port is taken, no thread), naming the url. */
+struct collie__store_tcp_server;
+collie_result_t collie__store_serve(const char *url, const char *host, int port, const char *token,
+                                    struct collie__store_tcp_server **out);
+/* Stops it (clients' next calls fail at once); NULL is a no-op. */
+void collie__store_serve_stop(struct collie__store_tcp_server *server);
 
 #endif /* COLLIE_CORE_INTROSPECT_H */

@@ -129,6 +129,9 @@ params_check(const struct collie__params *p)
   if (p->CHECK != 0 && p->CHECK != 1)
     return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_CHECK=%lld must be 0 or 1",
                        (long long)p->CHECK);
+  if (p->STORE_SERVE != 0 && p->STORE_SERVE != 1)
+    return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_STORE_SERVE=%lld must be 0 or 1",
+                       (long long)p->STORE_SERVE);
   if (p->SPREAD != 0 && p->SPREAD != 1)
     return collie__err(COLLIE_INVALID_ARGUMENT, "COLLIE_SPREAD=%lld must be 0 or 1",
                        (long long)p->SPREAD);

@@ -117,11 +117,14 @@ def test_script_under_collierun(script, expect, tmp_path):
 
 
 @only_in_one_rank_session
-@pytest.mark.parametrize("victim,store", [(2, None), (0, "file")])
-def test_elastic_script_loses_a_rank_and_goes_on(victim, store, tmp_path):
+@pytest.mark.parametrize("victim,store,transport", [(2, None, "shm"), (0, None, "shm"), (0, None, "tcp"),
+                                                    (0, "file", "shm")])
+def test_elastic_script_loses_a_rank_and_goes_on(victim, store, transport, tmp_path, monkeypatch):
     # A rank SIGKILLs itself at step 10; the survivors shrink and finish the
-    # 30 steps with exactly the weights of single-process training. Rank 0
-    # serves the tcp store, so its death needs a file store (the docstring).
+    # 30 steps with exactly the weights of single-process training. collierun
+    # serves the tcp store, so rank 0's death is survived with it too (on shm
+    # and tcp), as with a file store.
+    monkeypatch.setenv("COLLIE_TRANSPORT", transport)
     cmd = [os.path.join(build_dir(), "collierun"), "-n", "4", "--keep-going", "--timeout", "40"]
     if store:
         (tmp_path / "store").mkdir()

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bootstrap/bootstrap.h"
 #include "runner.h"
 #include "util/util.h"
 
@@ -79,19 +80,11 @@ cr_start_env(const char *const *argv, const char *token, const char *const *env)
     dup2(in, 0);
     dup2(o, 1);
     dup2(e, 2);
-    const char *clear[] = {"COLLIE_RANK",
-                           "COLLIE_WORLD_SIZE",
-                           "COLLIE_LOCAL_RANK",
-                           "COLLIE_LOCAL_SIZE",
-                           "COLLIE_STORE",
-                           "COLLIE_JOB_TOKEN",
-                           "RANK",
-                           "WORLD_SIZE",
-                           "LOCAL_RANK",
-                           "LOCAL_WORLD_SIZE",
-                           "GROUP_RANK",
-                           "MASTER_ADDR",
-                           "MASTER_PORT"};
+    const char *clear[] = {
+        "COLLIE_RANK",  "COLLIE_WORLD_SIZE",  "COLLIE_LOCAL_RANK", "COLLIE_LOCAL_SIZE",
+        "COLLIE_STORE", "COLLIE_STORE_SERVE", "COLLIE_JOB_TOKEN",  "RANK",
+        "WORLD_SIZE",   "LOCAL_RANK",         "LOCAL_WORLD_SIZE",  "GROUP_RANK",
+        "MASTER_ADDR",  "MASTER_PORT"};
     for (size_t k = 0; k < sizeof(clear) / sizeof(clear[0]); k++) unsetenv(clear[k]);
     if (token) setenv("COLLIE_JOB_TOKEN", token, 1);
     for (; env && *env; env++) putenv((char *)*env);
@@ -286,6 +279,68 @@ TEST_IMPL(collierun_env)
   ASSERT(r.code == 0);
   cr_check_env(0, 2, 2, store, tok2);
   ASSERT(!strcmp(tok2, "inherited-token-1"));
+  cr_free(&r);
+}
+
+/* collierun serves the store of its job itself: while its ranks (plain shells, no collie in
+ * them) wait, a client with the job's token sets and reads a key at the store address, and
+ * every rank was told not to serve it (COLLIE_STORE_SERVE=0); with --store the ranks are told
+ * nothing (rank 0 serves a tcp url given, as before). examples/python/elastic.py --kill-rank 0
+ * (tests/python/test_examples.py) is the job that outlives its rank 0 so. */
+static const char cr_serve_script[] =
+    "printf '%s|%s\\n' \"$COLLIE_STORE\" \"${COLLIE_STORE_SERVE-unset}\" > "
+    "\"$1/serve.$COLLIE_RANK\"; "
+    "i=0; while [ ! -e \"$1/serve.done\" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done";
+
+TEST_IMPL(collierun_serves_store)
+{
+  const char *argv[] = {"", "-n", "2", "/bin/sh", "-c", cr_serve_script, "sh", test_dir(), NULL};
+  pid_t pid = cr_start(argv, "serve-token");
+  char url[600] = "", serve[32] = "";
+  for (int rank = 0; rank < 2; rank++) {
+    char name[32];
+    snprintf(name, sizeof(name), "serve.%d", rank);
+    int64_t until = collie__deadline_after_ms(10000);
+    while (access(test_path(name), F_OK) != 0 && collie__now_ns() < until) usleep(10000);
+    usleep(20000); /* (the line is one printf: written whole by now) */
+    char *s = cr_slurp(test_path(name));
+    ASSERTF(sscanf(s, "%599[^|]|%31[^\n]", url, serve) == 2, "%s: '%s'", name, s);
+    ASSERTF(!strcmp(serve, "0"), "rank %d: COLLIE_STORE_SERVE=%s, want 0", rank, serve);
+    free(s);
+  }
+  collie__store_t *st = NULL;
+  ASSERT_OK(collie__store_open_serving(url, 1, 2, "serve-token", 0, collie__deadline_after_ms(5000),
+                                       &st));
+  void *val = NULL;
+  size_t len = 0;
+  ASSERT_OK(collie__store_set(st, "k", "served", 6, collie__deadline_after_ms(5000)));
+  ASSERT_OK(collie__store_get(st, "k", &val, &len, collie__deadline_after_ms(5000)));
+  ASSERT(len == 6 && !memcmp(val, "served", 6));
+  free(val);
+  collie__store_release(st);
+  FILE *f = fopen(test_path("serve.done"), "w");
+  ASSERT(f != NULL);
+  fclose(f);
+  ASSERTF(cr_wait(pid, 20) == 0, "collierun did not exit 0");
+
+  /* --store tcp://...: the ranks serve it, as before (nothing is set). */
+  unlink(test_path("serve.0"));
+  const char *given[] = {"",
+                         "--store",
+                         "tcp://127.0.0.1:1",
+                         "-n",
+                         "1",
+                         "/bin/sh",
+                         "-c",
+                         "printf '%s\\n' \"${COLLIE_STORE_SERVE-unset}\" > \"$1/serve.0\"",
+                         "sh",
+                         test_dir(),
+                         NULL};
+  struct cr_result r = cr_run(given, NULL);
+  ASSERTF(r.code == 0, "exit %d, stderr: %s", r.code, r.err);
+  char *s = cr_slurp(test_path("serve.0"));
+  ASSERTF(!strcmp(s, "unset\n"), "with --store: COLLIE_STORE_SERVE=%s", s);
+  free(s);
   cr_free(&r);
 }
 
