@@ -26,6 +26,7 @@
   XX(shm_open_no_leader_2, shm_open_no_leader, 2, "shm", 30)                                       \
   XX(shm_open_leader_died_2, shm_open_leader_died, 2, "shm", 30)                                   \
   XX(shm_open_leader_failed_2, shm_open_leader_failed, 2, "shm", 30)                               \
+  XX(net_blamed, net_blamed, 0, "auto", 10)                                                        \
   XX(shm_open_peer_dead_3, shm_open_peer_dead, 3, "shm", 30)                                       \
   XX(shm_open_leader_dead_3, shm_open_leader_dead, 3, "shm", 30)                                   \
   XX(shm_stale_segment_3, shm_stale_segment, 3, "shm", 30)                                         \

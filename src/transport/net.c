@@ -429,18 +429,32 @@ net_describe_pending(const struct collie__net *n, struct collie__req *const *req
  * waits on the frozen rank must be heard by the ones that wait on it. */
 #define NET_TIMEOUT_GRACE_NS (200 * 1000000LL)
 
+/* The world rank a peer's failure blames: the first rank its reason names
+ * (the text after ", after: " in the transports' "rank R aborted its
+ * communicator ..., after: <reason>"): the rank it waited on first, or the
+ * peer whose cause it took. -1 when the failure carries no reason (a peer
+ * that died) or the reason names no rank. */
+int
+collie__net_blamed(const char *msg)
+{
+  const char *why = strstr(msg, ", after: ");
+  const char *at = why ? strstr(why, "(world rank ") : NULL;
+  return at ? atoi(at + strlen("(world rank ")) : -1;
+}
+
 /* The thread's message is this rank's timeout. Tells every peer why now
  * (so that ranks waiting on this one learn the cause), then keeps reading
  * for NET_TIMEOUT_GRACE_NS: a peer this rank waits on that gave up first,
  * on a cause of its own, says so, and that cause, which names the rank
  * further down the chain, becomes this rank's error. A peer's reason that
- * names this rank (it waited on us) teaches nothing: our timeout stands. */
+ * blames this rank (it waited on us) teaches nothing: our timeout stands.
+ * Only whom the reason blames counts: a reason that lists this rank among
+ * its other pending requests still names the rank further down. */
 static collie_result_t
 net_timeout_grace(struct collie__net *n)
 {
-  char own[COLLIE_ERRMSG_LEN], me[48];
+  char own[COLLIE_ERRMSG_LEN];
   snprintf(own, sizeof(own), "%s", collie__err_msg());
-  snprintf(me, sizeof(me), "(world rank %d", n->world[n->rank]);
   for (int i = 0; i < NET_NX; i++)
     if (n->xp[i] && net_table[i]->tell) net_table[i]->tell(n->xp[i], own);
   int64_t until = collie__now_ns() + NET_TIMEOUT_GRACE_NS;
@@ -455,7 +469,8 @@ net_timeout_grace(struct collie__net *n)
       int pending = 0;
       collie_result_t rc = net_table[i]->progress(n->xp[i], &pending);
       if (rc == COLLIE_SUCCESS) continue;
-      if (rc == COLLIE_REMOTE_ERROR && !strstr(collie__err_msg(), me)) return rc;
+      if (rc == COLLIE_REMOTE_ERROR && collie__net_blamed(collie__err_msg()) != n->world[n->rank])
+        return rc;
       spent[i] = 1;
       live--;
     }

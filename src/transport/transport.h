@@ -377,6 +377,12 @@ collie_result_t collie__net_isend(struct collie__net *n, int peer, const void *b
                                   uint64_t slot, struct collie__req *r);
 collie_result_t collie__net_irecv(struct collie__net *n, int peer, void *buf, size_t len,
                                   uint64_t slot, struct collie__req *r);
+/* The world rank a peer's failure message blames: the first "(world rank N"
+ * after its ", after: " (the transports' "rank R aborted its communicator
+ * ..., after: <reason>"); -1 when it has no reason or the reason names no
+ * rank. How a rank in its timeout's grace tells a peer's cause that names
+ * the rank further down the chain from one that blames itself. */
+int collie__net_blamed(const char *msg);
 /* As collie__net_irecv, for a receive of up to len bytes (MPI's Recv): a
  * message of another size is handed to the sink (the net's matching), which
  * may put it in buf; so the transport must not write buf ahead of knowing
