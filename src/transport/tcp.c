@@ -484,6 +484,7 @@ tcp_rx_header(struct collie__tcp_xport *t, struct collie__tcp_chan *c, size_t sp
     if (!c->why[0]) collie__fmt(c->why, sizeof(c->why), "(no reason given)");
     c->r_hdr_got = 0;
     c->gone = 1;
+    c->aborted = 1;
     c->gone_err = 0;
     return c->rq_head ? tcp_fail_peer(t, c, 0, 0) : COLLIE_SUCCESS;
   }
@@ -892,7 +893,13 @@ collie__tcp_tell(struct collie__tcp_xport *t, const char *why)
   if (n) memcpy(f.why, why, n);
   for (int i = 0; i < t->nchan; i++) {
     struct collie__tcp_chan *c = &t->chans[i];
-    if (c->fd < 0 || !c->ready || c->told || c->s_hdr_sent || c->s_pay_sent || c->bye || c->gone)
+    /* A peer that aborted is told too: it listens for a while after its own
+     * timeout (net.c's grace), and a peer that gave up waiting on this rank
+     * learns from this rank's reason whom this rank waited on (deadlines of
+     * a chain pass together: the rank it blamed names the rank further
+     * down). A socket it closed meanwhile only refuses the bytes. */
+    if (c->fd < 0 || !c->ready || c->told || c->s_hdr_sent || c->s_pay_sent || c->bye ||
+        (c->gone && !c->aborted))
       continue;
     ssize_t w;
     do {

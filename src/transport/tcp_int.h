@@ -72,7 +72,8 @@ struct collie__tcp_chan {
   int gone_err; /* how: 0 for an end of stream, else the errno */
   int gone_mid; /* it ended inside a frame header */
   char why[COLLIE_TCP_REASON_MAX + 1]; /* its ABORT frame's reason ("" when it sent none) */
-  int told;                            /* we sent it our ABORT: nothing more goes out */
+  int aborted;   /* it sent ABORT: it gave up, and still listens (its timeout's grace) */
+  int told;      /* we sent it our ABORT: nothing more goes out */
   int parked;    /* a header is held and the peer hung up or errored: stop polling until a
                     receive is posted, or wait() would return at once forever */
   short revents; /* events seen by the last wait(), handled by the next progress() */

@@ -387,6 +387,35 @@ TEST_IMPL(failure_names_first_cause)
   collie_comm_destroy(comm);
 }
 
+/* Deadlines of a chain that pass together (issue 38): rank 2 is frozen,
+ * rank 0 receives from it in the ring and rank 1 from rank 0, and rank 1's
+ * deadline passes 50 ms before rank 0's. Rank 1 gives up on rank 0 first
+ * and tells it; rank 0, which waits on rank 2 and on nothing of rank 1's,
+ * goes on to its own deadline, then tells every peer why, rank 1 included
+ * (it listens after its timeout), and rank 1 takes that cause: both name
+ * rank 2, neither names only the other. */
+TEST_IMPL(failure_deadlines_collide)
+{
+  collie_comm_t *comm = test_comm();
+  int r = test_rank();
+  float buf[256] = {0};
+  collie_opts_t o = {.algorithm = COLLIE_ALGO_RING};
+  if (r == 2) {
+    usleep(2500000); /* frozen, for the others */
+  } else {
+    o.timeout_ms = r == 0 ? 400 : 350;
+    collie_result_t rc =
+        collie_allreduce(comm, buf, buf, 256, COLLIE_FLOAT32, COLLIE_SUM, &o, NULL);
+    ASSERTF(rc != COLLIE_SUCCESS, "rank %d: allreduce succeeded without rank 2", r);
+    const char *m = collie_last_error();
+    ASSERTF(strstr(m, "rank 2 (world rank 2") || strstr(m, "for rank 2"),
+            "rank %d's error does not name rank 2: %s", r, m);
+  }
+  csv_mark("collide");
+  csv_wait_marks("collide", 3, 20);
+  collie_comm_destroy(comm);
+}
+
 /* COLLIE_CHECK=1: ranks that call different collectives all fail at once with
  * a message naming each rank's call. */
 TEST_IMPL(check_names_each_call)
