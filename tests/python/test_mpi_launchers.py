@@ -39,7 +39,10 @@ def free_port():
 def test_mpi_launcher(launcher, tmp_path):
     if not shutil.which(launcher):
         pytest.skip("%s is not installed" % launcher)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("COLLIE_", "OMPI_", "PMI_", "PMIX_"))}
+    # (this session runs under collierun: its rank variables, torchrun's names too, must not reach the job)
+    torchrun = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("COLLIE_", "OMPI_", "PMI_", "PMIX_")) and k not in torchrun}
     env.update(COLLIE_LIBRARY=os.path.abspath(collie.library_path()), COLLIE_TIMEOUT_MS="20000",
                PYTHONPATH=os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"),
                COLLIE_STORE="tcp://127.0.0.1:%d" % free_port(), COLLIE_LOG_DIR=str(tmp_path))
