@@ -22,11 +22,19 @@
 # It prints one line per trial, then the detection times per fault kind, and
 # every failed trial with its seed (`--seeds S` replays it exactly).
 #
-#   sh scripts/chaos.sh [--build DIR] [-n RANKS] [--transport shm|tcp|mixed]
+#   sh scripts/chaos.sh [--build DIR] [-n RANKS | -n LO-HI] [--transport shm|tcp|mixed]
 #                       [--testbed 2,1,3]
 #                       [--seeds "1 2 3" | --trials N] [--limit S] [--timeout-ms MS]
 #                       [--faults kill,term,stop,sockets,shmfull,cut]   (only these)
+#                       [--collide]
 #   e.g. sh scripts/chaos.sh --trials 1000 -n 4 --transport tcp   (the benchmark)
+#        sh scripts/chaos.sh --trials 2000 -n 2-8 --transport tcp --collide
+# -n LO-HI draws each trial's rank count from its seed (the same seed, the
+# same count). --collide makes deadlines collide: only frozen ranks (stop),
+# frozen 0-2 ms into their operation (tests/chaos/chaos_rank.c), and a
+# deadline of 250 ms unless --timeout-ms says otherwise, so that the ranks
+# of a chain of waits give up within milliseconds of each other and each
+# must still name the frozen rank (or a rank whose error does).
 #
 # Exit status: 0 when every trial passed, 1 otherwise, 2 for usage.
 set -u
@@ -35,7 +43,7 @@ set -u
 if [ -z "${CHAOS_IN_NS:-}" ] && [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
   exec unshare -m env CHAOS_IN_NS=1 sh "$0" "$@"
 fi
-build=build nranks=3 transport=shm seeds="" trials=20 limit=2.0 tmo=1500 testbed="" faults=""
+build=build nranks=3 transport=shm seeds="" trials=20 limit=2.0 tmo="" testbed="" faults="" collide=0
 while [ $# -gt 0 ]; do
   case $1 in
     --build) build=$2; shift 2 ;;
@@ -47,6 +55,7 @@ while [ $# -gt 0 ]; do
     --timeout-ms) tmo=$2; shift 2 ;;
     --testbed) testbed=$2; shift 2 ;;
     --faults) faults=$2; shift 2 ;;
+    --collide) collide=1; shift ;;
     *) echo "chaos.sh: unknown argument $1 (see the header of scripts/chaos.sh)" >&2; exit 2 ;;
   esac
 done
@@ -55,8 +64,20 @@ for f in "$build/collierun" "$build/tests/chaos_rank" "$build/collie-report"; do
 done
 bad() { echo "chaos.sh: $*" >&2; exit 2; }
 case $trials in '' | *[!0-9]* | 0) bad "--trials '$trials': expected a count > 0" ;; esac
-case $nranks in '' | *[!0-9]* | 0 | 1) bad "-n '$nranks': expected 2 ranks or more" ;; esac
-case $tmo in '' | *[!0-9]* | 0) bad "--timeout-ms '$tmo': expected milliseconds > 0" ;; esac
+case $nranks in
+  *-*) lo=${nranks%-*} hi=${nranks#*-}
+    case $lo$hi in '' | *[!0-9]*) bad "-n '$nranks': expected a count or LO-HI" ;; esac
+    [ "$lo" -ge 2 ] && [ "$hi" -ge "$lo" ] || bad "-n '$nranks': expected 2 <= LO <= HI" ;;
+  '' | *[!0-9]* | 0 | 1) bad "-n '$nranks': expected 2 ranks or more" ;;
+  *) lo=$nranks hi=$nranks ;;
+esac
+if [ $collide = 1 ]; then
+  [ -z "$faults" ] || [ "$faults" = stop ] || bad "--collide freezes ranks: --faults must be stop or unset"
+  faults=stop
+  [ -n "$tmo" ] || tmo=250
+fi
+[ -n "$tmo" ] || tmo=1500
+case $tmo in *[!0-9]* | 0) bad "--timeout-ms '$tmo': expected milliseconds > 0" ;; esac
 case $limit in '' | *[!0-9.]* | *.*.* | .) bad "--limit '$limit': expected seconds" ;; esac
 case $seeds in *[!0-9[:space:]]*) bad "--seeds '$seeds': expected numbers" ;; esac
 [ "$transport" != testbed ] || bad "--transport testbed: use --testbed HOSTS"
@@ -71,6 +92,7 @@ if [ -n "$testbed" ]; then
   transport=testbed
   nranks=0
   for c in $(echo "$testbed" | tr ',' ' '); do nranks=$((nranks + c)); done
+  lo=$nranks hi=$nranks
 fi
 case $transport in
   testbed) ranks_env="COLLIE_TRANSPORT=auto CHAOS_TESTBED=1" ;;
@@ -116,8 +138,11 @@ names_across() {
 }
 failed=0 passed=0
 : >"$work/times"
+[ $collide = 0 ] || ranks_env="$ranks_env CHAOS_COLLIDE=1"
 for seed in $seeds; do
   d="$work/t$seed"
+  # This trial's rank count: -n's, or drawn from the seed within LO-HI.
+  n=$(awk -v s="$seed" -v lo="$lo" -v hi="$hi" 'BEGIN { print lo + (s * 2654435761) % 4294967296 % (hi - lo + 1) }')
   mkdir -p "$d/logs"
   before=$(shm_count)
   if [ -n "$testbed" ]; then
@@ -130,7 +155,7 @@ for seed in $seeds; do
   else
     # shellcheck disable=SC2086
     env $ranks_env CHAOS_SHM_FULL=$shm_full CHAOS_FAULTS=$faults CHAOS_DIR=$d COLLIE_LOG_DIR=$d/logs \
-      COLLIE_TIMEOUT_MS=$tmo COLLIE_DEBUG=NONE timeout 120 "$build/collierun" -n "$nranks" --keep-going \
+      COLLIE_TIMEOUT_MS=$tmo COLLIE_DEBUG=NONE timeout 120 "$build/collierun" -n "$n" --keep-going \
       --grace 1 --timeout $((tmo / 1000 + 15)) "$build/tests/chaos_rank" "$seed" >"$d/out" 2>&1 &
   fi
   job=$!
@@ -138,7 +163,7 @@ for seed in $seeds; do
   # kill it (as an operator would), so that the trial ends now.
   while kill -0 $job 2>/dev/null; do
     if [ -f "$d/fault" ] && [ "$(cut -d' ' -f1 "$d/fault")" = stop ] &&
-      [ "$(count "$d"/rank[0-9] "$d"/rank[0-9][0-9])" -ge $((nranks - 1)) ]; then
+      [ "$(count "$d"/rank[0-9] "$d"/rank[0-9][0-9])" -ge $((n - 1)) ]; then
       kill -KILL "$(cut -d' ' -f5 "$d/fault")" 2>/dev/null
     fi
     sleep 0.1
@@ -152,7 +177,7 @@ for seed in $seeds; do
     read -r kind tf fop victim _ vhost <"$d/fault"
     [ "$kind" != cut ] || [ -f "$d/cutreq.cut" ] || why="$why the test bed did not cut host $vhost's link;"
     worst=0
-    for r in $(seq 0 $((nranks - 1))); do
+    for r in $(seq 0 $((n - 1))); do
       f="$d/rank$r"
       [ -f "$f" ] || continue
       if [ "$(head -1 "$f")" = "done" ]; then
@@ -183,8 +208,8 @@ for seed in $seeds; do
       leads "$msg" names_victim || why="$why rank $r's error does not lead to world rank $victim: $msg;"
     done
     nres=$(count "$d"/rank[0-9] "$d"/rank[0-9][0-9])
-    need=$((nranks - 1))
-    [ "$kind" != cut ] || need=$nranks # nobody died
+    need=$((n - 1))
+    [ "$kind" != cut ] || need=$n # nobody died
     [ "$nres" -ge $need ] || why="$why only $nres of $need rank(s) reported (a rank hung?);"
     bound=$limit
     case $kind in stop | cut) bound=$(awk -v l="$limit" -v t="$tmo" 'BEGIN { print t / 1000 + l }') ;; esac
@@ -213,7 +238,7 @@ for seed in $seeds; do
     passed=$((passed + 1))
     what="$kind of world rank ${victim:-?}"
     [ "$kind" != cut ] || what="cut of host ${vhost:-?}'s link (by world rank ${victim:-?})"
-    echo "seed $seed: $what at op ${fop:-?}: ok (slowest survivor ${worst:-?} s)"
+    echo "seed $seed: $n ranks, $what at op ${fop:-?}: ok (slowest survivor ${worst:-?} s)"
   else
     failed=$((failed + 1))
     echo "seed $seed: FAILED:$why"
@@ -223,7 +248,9 @@ for seed in $seeds; do
     [ ! -f "$d/report" ] || sed 's/^/    report: /' "$d/report" | head -60
   fi
 done
-echo "chaos: $passed passed, $failed failed ($nranks ranks, $transport)"
+ranks=$lo
+[ "$hi" = "$lo" ] || ranks="$lo-$hi"
+echo "chaos: $passed passed, $failed failed ($ranks ranks, $transport$([ $collide = 1 ] && echo ", deadlines colliding"))"
 awk '{ t[$1] = t[$1] " " $2 } END { for (k in t) print k, t[k] }' "$work/times" | while read -r k rest; do
   echo "$rest" | tr ' ' '\n' | sort -n | awk -v k="$k" '
     { v[NR] = $1 } END { if (NR) printf "  %-8s detection s: n %d, min %.3f, median %.3f, p90 %.3f, max %.3f\n",

@@ -19,6 +19,12 @@
  *            TESTBED_HOST, there); the victim goes on like every other rank
  *
  * CHAOS_FAULTS=kill,cut (names, comma-separated) draws only among those.
+ * CHAOS_COLLIDE=1 (scripts/chaos.sh --collide) fires the fault 0-2 ms into
+ * its operation instead of 0-20: a frozen victim then stops inside it, after
+ * some of its messages went out, so that the ranks it reached finish the
+ * operation and wait in the next one on ranks still waiting on the victim
+ * (a chain one operation deep, whose deadlines pass together under the
+ * short COLLIE_TIMEOUT_MS the script gives).
  *
  * The fault fires 0-20 ms after the victim starts operation 3..40, and
  * every rank goes on calling collectives until one fails (at most OPS of
@@ -256,9 +262,11 @@ main(int argc, char **argv)
     }
     nkinds = kept;
   }
+  const char *collide = getenv("CHAOS_COLLIDE");
+  unsigned spread_us = collide && !strcmp(collide, "1") ? 2000 : 20000;
   struct chaos_fault f = {.kind = kinds[chaos_next(&rng) % (uint64_t)nkinds],
                           .op = 3 + (int)(chaos_next(&rng) % 38),
-                          .delay_us = (unsigned)(chaos_next(&rng) % 20000)};
+                          .delay_us = (unsigned)(chaos_next(&rng) % spread_us)};
   int victim = (int)(chaos_next(&rng) % (uint64_t)p);
   f.rank = victim;
   size_t cap = 4096 * 8 * (size_t)p + 64;
