@@ -352,6 +352,8 @@
   XX(split_rank_killed_inside_shm_3, split_rank_killed_inside, 3, "shm", 40)                       \
   XX(split_rank_killed_inside_tcp_3, split_rank_killed_inside, 3, "tcp", 40)                       \
   XX(failure_names_first_cause_tcp_3, failure_names_first_cause, 3, "tcp", 30)                     \
+  XX(split_own_error_told_shm_3, split_own_error_told, 3, "shm", 40)                               \
+  XX(split_own_error_told_mixed_4, split_own_error_told, 4, "mixed", 40)                           \
   XX(failure_deadlines_collide_shm_3, failure_deadlines_collide, 3, "shm", 30)                     \
   XX(failure_deadlines_collide_tcp_3, failure_deadlines_collide, 3, "tcp", 30)                     \
   XX(flight_group_failure_dump_tcp_2, flight_group_failure_dump, 2, "tcp", 30)                     \

@@ -485,6 +485,7 @@ collie__comm_create(const struct collie__params *params, const char *token, int6
   struct collie__peer me_rec = *me_in, *me = &me_rec;
   me_rec.fail[0] = '\0';
   collie_result_t rc;
+  int exchanged = 0; /* the peer records are in: the others wait for this rank's setup now */
   int64_t deadline = collie__deadline_after_ms(timeout_ms);
   collie_comm_t *c = calloc(1, sizeof(*c));
   if (!c) return collie__err(COLLIE_SYSTEM_ERROR, "out of memory creating a communicator");
@@ -538,6 +539,7 @@ collie__comm_create(const struct collie__params *params, const char *token, int6
       rc = comm_store_exchange(c, me, known ? known->peers : NULL, timeout_ms, deadline);
     if (rc != COLLIE_SUCCESS) goto out_free;
     COLLIE_CHECK_GOTO(comm_init_verdict(c, own, deadline), rc, out_free);
+    exchanged = 1;
     if (!tele) collie__place_spread(c); /* world init only: a split has the same processes */
     collie__count_machine_ranks(c->peers, size);
     c->spin = params->SPIN >= 0 ? (int)params->SPIN
@@ -612,8 +614,11 @@ collie__comm_create(const struct collie__params *params, const char *token, int6
   return COLLIE_SUCCESS;
 
 out_free:
-  /* Channels already up: their peers may have finished their setup, and
-   * learn why this rank did not (the cause is often a third rank's). */
+  /* Past the records' exchange the others wait for this rank in their
+   * transports' setup: they read why it gave up in the store. Channels
+   * already up: their peers may have finished their setup, and learn why
+   * this rank did not (the cause is often a third rank's). */
+  if (exchanged) collie__setup_failed(c->store, rank, collie__err_msg());
   collie__net_give_up(c->net, rc);
   collie__ring_close(ring);
   free(addrs);

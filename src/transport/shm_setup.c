@@ -491,11 +491,17 @@ shm_attach(struct collie__shm_xport *x, const struct collie__net_cfg *cfg, const
     if (slice > cfg->deadline_ns) slice = cfg->deadline_ns;
     collie_result_t rc = collie__store_get(cfg->store, key, &val, &len, slice);
     if (rc == COLLIE_TIMEOUT && slice < cfg->deadline_ns) {
+      char why[COLLIE_ERRMSG_LEN];
       if (shm_rank_dead(cfg, group[0], 0))
         return collie__err(COLLIE_REMOTE_ERROR,
                            "shm: rank %d (world rank %d, pid %d) died before it created the "
                            "shared-memory segment",
                            group[0], cfg->peers[group[0]].world_rank, cfg->peers[group[0]].pid);
+      if (collie__setup_gave_up(cfg->store, group[0], why, sizeof(why)))
+        return collie__err(COLLIE_REMOTE_ERROR,
+                           "shm: rank %d (world rank %d) gave up on this communicator's setup "
+                           "before it created the shared-memory segment: %s",
+                           group[0], cfg->peers[group[0]].world_rank, why);
       continue;
     }
     if (rc == COLLIE_TIMEOUT)
@@ -615,6 +621,15 @@ shm_join(struct collie__shm_xport *x, const struct collie__net_cfg *cfg, const i
                            group[i], cfg->peers[group[i]].world_rank, cfg->peers[group[i]].pid, n,
                            x->nlocal);
       }
+      char why[COLLIE_ERRMSG_LEN];
+      for (int i = 0; i < x->nlocal; i++)
+        if (atomic_load_explicit(&x->ctrl[i].state, memory_order_acquire) ==
+                COLLIE_SHM_UNATTACHED &&
+            collie__setup_gave_up(cfg->store, group[i], why, sizeof(why)))
+          return collie__err(COLLIE_REMOTE_ERROR,
+                             "shm: rank %d (world rank %d) gave up on this communicator's setup "
+                             "before it attached to the shared-memory segment: %s",
+                             group[i], cfg->peers[group[i]].world_rank, why);
     }
     if (quit >= 0 || now >= cfg->deadline_ns) {
       char who[512], why[128] = "";

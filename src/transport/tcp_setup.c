@@ -74,13 +74,14 @@ tcp_peer_dead(const struct collie__net_cfg *cfg, const struct collie__tcp_chan *
   return tcp_peer_watched(cfg, c) && collie__proc_dead(c->pid);
 }
 
-/* The end of the next slice of a wait for c's peer: the setup deadline, or
- * sooner (slice_ns from now) when the peer's process is watched, to look at
- * it in between. */
+/* The end of the next slice of a wait for c's peer (slice_ns from now, or
+ * the setup deadline): between slices the wait looks at the peer's process
+ * when it is watched, and in the store whether it gave up on the setup
+ * (setup_fail.c), wherever it runs. */
 static int64_t
 tcp_slice_end(const struct collie__net_cfg *cfg, const struct collie__tcp_chan *c, int64_t slice_ns)
 {
-  if (!tcp_peer_watched(cfg, c)) return cfg->deadline_ns;
+  (void)c;
   int64_t end = collie__now_ns() + slice_ns;
   return end < cfg->deadline_ns ? end : cfg->deadline_ns;
 }
@@ -181,6 +182,12 @@ tcp_connect_lower(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg
         if (tcp_peer_dead(cfg, c))
           return collie__err(COLLIE_REMOTE_ERROR,
                              "tcp: %s died before it published its listen address", who);
+        char why[COLLIE_ERRMSG_LEN];
+        if (collie__setup_gave_up(cfg->store, c->peer, why, sizeof(why)))
+          return collie__err(COLLIE_REMOTE_ERROR,
+                             "tcp: %s gave up on this communicator's setup before it published "
+                             "its listen address: %s",
+                             who, why);
       }
     }
     if (rc != COLLIE_SUCCESS) {
@@ -208,6 +215,12 @@ tcp_connect_lower(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg
       if (tcp_peer_dead(cfg, c))
         return collie__err(COLLIE_REMOTE_ERROR, "tcp: %s died before it accepted our connection",
                            who);
+      char why[COLLIE_ERRMSG_LEN];
+      if (collie__setup_gave_up(cfg->store, c->peer, why, sizeof(why)))
+        return collie__err(COLLIE_REMOTE_ERROR,
+                           "tcp: %s gave up on this communicator's setup before it accepted our "
+                           "connection: %s",
+                           who, why);
     }
     if (c->fd < 0)
       return collie__err_errno(errno == ETIMEDOUT ? COLLIE_TIMEOUT : COLLIE_SYSTEM_ERROR,
@@ -378,17 +391,23 @@ tcp_accept_higher(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg
       next_look = collie__now_ns() + TCP_LIVENESS_POLL_MS * 1000000LL;
       for (int i = 0; i < t->nchan && rc == COLLIE_SUCCESS; i++) {
         const struct collie__tcp_chan *c = &t->chans[i];
-        if (c->peer < t->rank || c->fd >= 0 || !tcp_peer_dead(cfg, c)) continue;
-        rc = collie__err(COLLIE_REMOTE_ERROR,
-                         "tcp: rank %d (world rank %d, pid %d) died before it connected to rank "
-                         "%d at %s",
-                         c->peer, c->world_rank, (int)c->pid, t->rank, laddr);
+        char why[COLLIE_ERRMSG_LEN];
+        if (c->peer < t->rank || c->fd >= 0) continue;
+        if (tcp_peer_dead(cfg, c))
+          rc = collie__err(COLLIE_REMOTE_ERROR,
+                           "tcp: rank %d (world rank %d, pid %d) died before it connected to "
+                           "rank %d at %s",
+                           c->peer, c->world_rank, (int)c->pid, t->rank, laddr);
+        else if (collie__setup_gave_up(cfg->store, c->peer, why, sizeof(why)))
+          rc = collie__err(COLLIE_REMOTE_ERROR,
+                           "tcp: rank %d (world rank %d) gave up on this communicator's setup "
+                           "before it connected to rank %d: %s",
+                           c->peer, c->world_rank, t->rank, why);
       }
       if (rc != COLLIE_SUCCESS) break;
     }
-    for (int i = 0; i < t->nchan; i++)
-      watched |=
-          t->chans[i].peer > t->rank && t->chans[i].fd < 0 && tcp_peer_watched(cfg, &t->chans[i]);
+    /* Any missing peer is looked at (its process, or its notice in the store). */
+    for (int i = 0; i < t->nchan; i++) watched |= t->chans[i].peer > t->rank && t->chans[i].fd < 0;
     int left = collie__ms_until(cfg->deadline_ns);
     int ms = watched && left > TCP_LIVENESS_POLL_MS ? TCP_LIVENESS_POLL_MS : left;
     if (left == 0) {

@@ -495,6 +495,16 @@ collie_result_t collie__net_failure(const struct collie__net *n);
  * why (the thread's error message) and the transports are aborted, so that
  * closing n says no clean goodbye. */
 void collie__net_give_up(struct collie__net *n, collie_result_t rc);
+/* A communicator's setup that this rank gives up on for an error of its own
+ * (why), after the peer records were exchanged: said in the communicator's
+ * store ("setup-fail/<rank>"), best effort, so that the ranks waiting for
+ * this one in their transports' setup fail at once naming it and why
+ * (setup_fail.c). */
+void collie__setup_failed(struct collie__store *store, int rank, const char *why);
+/* Whether rank peer said so (its reason into why, len bytes): asks store
+ * once, for at most 5 ms. The transports' setup waits ask it between their
+ * liveness looks at an awaited rank. */
+int collie__setup_gave_up(struct collie__store *store, int peer, char *why, size_t len);
 void collie__net_abort(struct collie__net *n);
 /* Tells every peer why this rank is about to abort (their errors carry it);
  * call collie__net_abort after. */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "coll/csv_read.h"
+#include "core/core.h"
 #include "runner.h"
 
 static double
@@ -384,6 +385,34 @@ TEST_IMPL(failure_names_first_cause)
   }
   csv_mark("cause");
   csv_wait_marks("cause", 3, 20);
+  collie_comm_destroy(comm);
+}
+
+/* A member that gives up on its split for an error of its own, after the
+ * colour exchange (issue 38): the last rank's communicator says its shared
+ * memory may take 4 KiB a rank (COLLIE_SHM_BYTES as it was at its init: too
+ * small for any segment), so its setup of the new communicator fails
+ * there, and it lives on. The others must fail within seconds, naming it
+ * and its reason, not at the setup deadline (20 s). */
+TEST_IMPL(split_own_error_told)
+{
+  collie_comm_t *comm = test_comm(), *sub = NULL;
+  int r = test_rank(), p = test_size();
+  ASSERT_OK(collie_barrier(comm, NULL, NULL));
+  if (r == p - 1) comm->params.SHM_BYTES = 4096;
+  double t0 = failure_now();
+  collie_result_t rc = collie_comm_split(comm, 0, r, &sub);
+  double dt = failure_now() - t0;
+  ASSERTF(rc != COLLIE_SUCCESS, "rank %d: the split worked", r);
+  const char *err = collie_last_error();
+  char who[32];
+  snprintf(who, sizeof(who), "rank %d", p - 1);
+  if (r == p - 1) {
+    ASSERTF(strstr(err, "COLLIE_SHM_BYTES"), "its own error: %s", err);
+    usleep(6000000); /* it lives on (its program goes on without the split) */
+  } else
+    ASSERTF(strstr(err, who) && strstr(err, "COLLIE_SHM_BYTES"), "rank %d: %s", r, err);
+  ASSERTF(dt < 5.0, "rank %d took %.2f s to fail (setup deadline 20 s): %s", r, dt, err);
   collie_comm_destroy(comm);
 }
 
