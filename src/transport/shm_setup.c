@@ -476,6 +476,18 @@ shm_tell_failed(const struct collie__net_cfg *cfg, collie_result_t rc)
   collie__err(rc, "%s", saved);
 }
 
+/* The error of a setup another rank gave up on (setup_fail.c). */
+static collie_result_t
+shm_gave_up(const struct collie__net_cfg *cfg, int who, const char *why)
+{
+  if (who < 0 || who >= cfg->size)
+    return collie__err(COLLIE_REMOTE_ERROR, "shm: a rank gave up on this communicator's setup: %s",
+                       why);
+  return collie__err(COLLIE_REMOTE_ERROR,
+                     "shm: rank %d (world rank %d) gave up on this communicator's setup: %s", who,
+                     cfg->peers[who].world_rank, why);
+}
+
 /* Non-leader: waits for the leader's nonce in the store, then maps the
  * segment carrying it, retrying until the setup deadline. */
 static collie_result_t
@@ -497,11 +509,9 @@ shm_attach(struct collie__shm_xport *x, const struct collie__net_cfg *cfg, const
                            "shm: rank %d (world rank %d, pid %d) died before it created the "
                            "shared-memory segment",
                            group[0], cfg->peers[group[0]].world_rank, cfg->peers[group[0]].pid);
-      if (collie__setup_gave_up(cfg->store, group[0], why, sizeof(why)))
-        return collie__err(COLLIE_REMOTE_ERROR,
-                           "shm: rank %d (world rank %d) gave up on this communicator's setup "
-                           "before it created the shared-memory segment: %s",
-                           group[0], cfg->peers[group[0]].world_rank, why);
+      int who = -1;
+      if (collie__setup_gave_up(cfg->store, &who, why, sizeof(why)))
+        return shm_gave_up(cfg, who, why);
       continue;
     }
     if (rc == COLLIE_TIMEOUT)
@@ -622,14 +632,9 @@ shm_join(struct collie__shm_xport *x, const struct collie__net_cfg *cfg, const i
                            x->nlocal);
       }
       char why[COLLIE_ERRMSG_LEN];
-      for (int i = 0; i < x->nlocal; i++)
-        if (atomic_load_explicit(&x->ctrl[i].state, memory_order_acquire) ==
-                COLLIE_SHM_UNATTACHED &&
-            collie__setup_gave_up(cfg->store, group[i], why, sizeof(why)))
-          return collie__err(COLLIE_REMOTE_ERROR,
-                             "shm: rank %d (world rank %d) gave up on this communicator's setup "
-                             "before it attached to the shared-memory segment: %s",
-                             group[i], cfg->peers[group[i]].world_rank, why);
+      int who = -1;
+      if (collie__setup_gave_up(cfg->store, &who, why, sizeof(why)))
+        return shm_gave_up(cfg, who, why);
     }
     if (quit >= 0 || now >= cfg->deadline_ns) {
       char who[512], why[128] = "";

@@ -86,6 +86,18 @@ tcp_slice_end(const struct collie__net_cfg *cfg, const struct collie__tcp_chan *
   return end < cfg->deadline_ns ? end : cfg->deadline_ns;
 }
 
+/* The error of a setup another rank gave up on (setup_fail.c). */
+static collie_result_t
+tcp_gave_up(const struct collie__net_cfg *cfg, int who, const char *why)
+{
+  if (who < 0 || who >= cfg->size)
+    return collie__err(COLLIE_REMOTE_ERROR, "tcp: a rank gave up on this communicator's setup: %s",
+                       why);
+  return collie__err(COLLIE_REMOTE_ERROR,
+                     "tcp: rank %d (world rank %d) gave up on this communicator's setup: %s", who,
+                     cfg->peers[who].world_rank, why);
+}
+
 /* "ip:port" or "[ip6]:port" of an accepted connection, for messages. */
 static void
 tcp_sockaddr_str(const struct sockaddr_storage *ss, socklen_t sl, char *buf, size_t len)
@@ -183,11 +195,9 @@ tcp_connect_lower(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg
           return collie__err(COLLIE_REMOTE_ERROR,
                              "tcp: %s died before it published its listen address", who);
         char why[COLLIE_ERRMSG_LEN];
-        if (collie__setup_gave_up(cfg->store, c->peer, why, sizeof(why)))
-          return collie__err(COLLIE_REMOTE_ERROR,
-                             "tcp: %s gave up on this communicator's setup before it published "
-                             "its listen address: %s",
-                             who, why);
+        int quit = -1;
+        if (collie__setup_gave_up(cfg->store, &quit, why, sizeof(why)))
+          return tcp_gave_up(cfg, quit, why);
       }
     }
     if (rc != COLLIE_SUCCESS) {
@@ -216,11 +226,9 @@ tcp_connect_lower(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg
         return collie__err(COLLIE_REMOTE_ERROR, "tcp: %s died before it accepted our connection",
                            who);
       char why[COLLIE_ERRMSG_LEN];
-      if (collie__setup_gave_up(cfg->store, c->peer, why, sizeof(why)))
-        return collie__err(COLLIE_REMOTE_ERROR,
-                           "tcp: %s gave up on this communicator's setup before it accepted our "
-                           "connection: %s",
-                           who, why);
+      int quit = -1;
+      if (collie__setup_gave_up(cfg->store, &quit, why, sizeof(why)))
+        return tcp_gave_up(cfg, quit, why);
     }
     if (c->fd < 0)
       return collie__err_errno(errno == ETIMEDOUT ? COLLIE_TIMEOUT : COLLIE_SYSTEM_ERROR,
@@ -391,19 +399,17 @@ tcp_accept_higher(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg
       next_look = collie__now_ns() + TCP_LIVENESS_POLL_MS * 1000000LL;
       for (int i = 0; i < t->nchan && rc == COLLIE_SUCCESS; i++) {
         const struct collie__tcp_chan *c = &t->chans[i];
-        char why[COLLIE_ERRMSG_LEN];
         if (c->peer < t->rank || c->fd >= 0) continue;
         if (tcp_peer_dead(cfg, c))
           rc = collie__err(COLLIE_REMOTE_ERROR,
                            "tcp: rank %d (world rank %d, pid %d) died before it connected to "
                            "rank %d at %s",
                            c->peer, c->world_rank, (int)c->pid, t->rank, laddr);
-        else if (collie__setup_gave_up(cfg->store, c->peer, why, sizeof(why)))
-          rc = collie__err(COLLIE_REMOTE_ERROR,
-                           "tcp: rank %d (world rank %d) gave up on this communicator's setup "
-                           "before it connected to rank %d: %s",
-                           c->peer, c->world_rank, t->rank, why);
       }
+      char why[COLLIE_ERRMSG_LEN];
+      int quit = -1;
+      if (rc == COLLIE_SUCCESS && collie__setup_gave_up(cfg->store, &quit, why, sizeof(why)))
+        rc = tcp_gave_up(cfg, quit, why);
       if (rc != COLLIE_SUCCESS) break;
     }
     /* Any missing peer is looked at (its process, or its notice in the store). */

@@ -497,14 +497,13 @@ collie_result_t collie__net_failure(const struct collie__net *n);
 void collie__net_give_up(struct collie__net *n, collie_result_t rc);
 /* A communicator's setup that this rank gives up on for an error of its own
  * (why), after the peer records were exchanged: said in the communicator's
- * store ("setup-fail/<rank>"), best effort, so that the ranks waiting for
- * this one in their transports' setup fail at once naming it and why
- * (setup_fail.c). */
+ * store ("setup-fail"), best effort, so that the ranks waiting in their
+ * transports' setup fail at once naming it and why (setup_fail.c). */
 void collie__setup_failed(struct collie__store *store, int rank, const char *why);
-/* Whether rank peer said so (its reason into why, len bytes): asks store
- * once, for at most 5 ms. The transports' setup waits ask it between their
- * liveness looks at an awaited rank. */
-int collie__setup_gave_up(struct collie__store *store, int peer, char *why, size_t len);
+/* Whether a rank said so: 1 with its comm rank in *rank (-1 unknown) and its
+ * reason in why (len bytes). Asks store once, for at most 5 ms; the
+ * transports' setup waits ask between their liveness looks. */
+int collie__setup_gave_up(struct collie__store *store, int *rank, char *why, size_t len);
 void collie__net_abort(struct collie__net *n);
 /* Tells every peer why this rank is about to abort (their errors carry it);
  * call collie__net_abort after. */
