@@ -412,7 +412,11 @@ TEST_IMPL(split_own_error_told)
     usleep(6000000); /* it lives on (its program goes on without the split) */
   } else
     ASSERTF(strstr(err, who) && strstr(err, "COLLIE_SHM_BYTES"), "rank %d: %s", r, err);
-  ASSERTF(dt < 5.0, "rank %d took %.2f s to fail (setup deadline 20 s): %s", r, dt, err);
+  /* (Under valgrind everything is slower: the bound scales; the message,
+   * which carries the reason only through the notice, is what tells.) */
+  const char *mult = getenv("COLLIE_TEST_TIMEOUT_MULT");
+  double bound = 5.0 * (mult && atof(mult) > 1 ? atof(mult) : 1);
+  ASSERTF(dt < bound, "rank %d took %.2f s to fail (setup deadline 20 s): %s", r, dt, err);
   collie_comm_destroy(comm);
 }
 
