@@ -81,9 +81,11 @@ class CollieWork(_TorchWork):
             p()
 
     def _settle(self, exc: Optional[BaseException]) -> None:
-        """Called once, under _lock, when the operation has ended."""
-        self._done = True
-        self._exc = exc
+        """Called once, under _lock, when the operation has ended. _done is
+        set last: wait() and is_completed() read it without the lock, and a
+        Work settled by the completer thread must not look done to them
+        while its copy-outs still run (all_gather's list outputs read as
+        they were: garbage to DDP's parameter check)."""
         h, self._h = self._h, None
         if h:
             _lib.lib().collie_work_free(h)
@@ -91,8 +93,10 @@ class CollieWork(_TorchWork):
             try:
                 self._run_posts()
             except Exception as e:  # a copy-out failed: the operation did not deliver
-                self._exc = exc = self._pg._wrap("%s: copying the result out failed: %s" % (self._fn, e))
+                exc = self._pg._wrap("%s: copying the result out failed: %s" % (self._fn, e))
+        self._exc = exc
         self._keep = None
+        self._done = True
         src = self._src_fut
         if src is not None and not src.done():
             src.set_result(None)  # the chained Future then gives the result or raises exc
