@@ -292,11 +292,21 @@ class Comm(_errors.RefusesUnknown):
             w = c._issue(cfn, args, None, nb, list(keep), post)
         return Request(w, call) if nb else None
 
-    def _fast_failed(self, call: str, c: _cc.Comm, rc: int) -> None:
-        """Raises what the fast path's call failed with (collie's result code
-        rc; its message is this thread's last error)."""
-        with _errors.collie_errors(call):
-            raise c._failed(_last_error(rc))
+    def _fast(self, call: str, name: str, *args: Any) -> Any:
+        """call through the C fast path (_fast.py): its result (0, or a
+        receive's (source, tag, bytes)), or None when the call is not the
+        fast path's and the Python code takes it. A failure inside collie
+        raises MPI.Exception with collie's message (this thread's last
+        error, read before any other collie call)."""
+        f = _FX if _FX is not False else _fx()
+        c = self._h
+        if f is None or c is None:
+            return None
+        got = getattr(f, name)(c, *args)
+        if type(got) is int and got:
+            with _errors.collie_errors(call):
+                raise c._failed(_last_error(got))
+        return got
 
     def _same_bytes(self, call: str, a: int, an: str, b: int, bn: str) -> None:
         if a != b:
@@ -306,15 +316,8 @@ class Comm(_errors.RefusesUnknown):
     # ---- blocking and nonblocking collectives ----
 
     def Barrier(self) -> None:
-        f = _FX if _FX is not False else _fx()
-        c = self._h
-        if f is not None and c is not None:
-            rc = f.barrier(c)
-            if rc is not None:
-                if rc:
-                    self._fast_failed("Barrier", c, rc)
-                return
-        self._barrier(False)
+        if self._fast("Barrier", "barrier") is None:
+            self._barrier(False)
 
     def Ibarrier(self) -> Request:
         return self._barrier(True)  # type: ignore[return-value]
@@ -324,15 +327,8 @@ class Comm(_errors.RefusesUnknown):
 
 
     def Bcast(self, buf: Any, root: int = 0) -> None:
-        f = _FX if _FX is not False else _fx()
-        c = self._h
-        if f is not None and c is not None:
-            rc = f.bcast(c, buf, root)
-            if rc is not None:
-                if rc:
-                    self._fast_failed("Bcast", c, rc)
-                return
-        self._bcast(buf, root, False)
+        if self._fast("Bcast", "bcast", buf, root) is None:
+            self._bcast(buf, root, False)
 
     def Ibcast(self, buf: Any, root: int = 0) -> Request:
         return self._bcast(buf, root, True)  # type: ignore[return-value]
@@ -347,15 +343,8 @@ class Comm(_errors.RefusesUnknown):
     # -- reductions --
 
     def Reduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM, root: int = 0) -> None:
-        f = _FX if _FX is not False else _fx()
-        c = self._h
-        if f is not None and c is not None:
-            rc = f.reduce(c, sendbuf, recvbuf, _FAST_OPS.get(op, -1), root)
-            if rc is not None:
-                if rc:
-                    self._fast_failed("Reduce", c, rc)
-                return
-        self._reduce(sendbuf, recvbuf, op, root, False)
+        if self._fast("Reduce", "reduce", sendbuf, recvbuf, _FAST_OPS.get(op, -1), root) is None:
+            self._reduce(sendbuf, recvbuf, op, root, False)
 
     def Ireduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM, root: int = 0) -> Request:
         return self._reduce(sendbuf, recvbuf, op, root, True)  # type: ignore[return-value]
@@ -395,15 +384,8 @@ class Comm(_errors.RefusesUnknown):
                          UINT8, root, keep=[s.raw, tmp], post=post)
 
     def Allreduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:
-        f = _FX if _FX is not False else _fx()
-        c = self._h
-        if f is not None and c is not None:
-            rc = f.allreduce(c, sendbuf, recvbuf, _FAST_OPS.get(op, -1))
-            if rc is not None:
-                if rc:
-                    self._fast_failed("Allreduce", c, rc)
-                return
-        self._allreduce(sendbuf, recvbuf, op, False)
+        if self._fast("Allreduce", "allreduce", sendbuf, recvbuf, _FAST_OPS.get(op, -1)) is None:
+            self._allreduce(sendbuf, recvbuf, op, False)
 
     def Iallreduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> Request:
         return self._allreduce(sendbuf, recvbuf, op, True)  # type: ignore[return-value]
@@ -439,15 +421,9 @@ class Comm(_errors.RefusesUnknown):
                          keep=[s.raw, tmp] + keep, post=post)
 
     def Reduce_scatter_block(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:
-        f = _FX if _FX is not False else _fx()
-        c = self._h
-        if f is not None and c is not None:
-            rc = f.reduce_scatter_block(c, sendbuf, recvbuf, _FAST_OPS.get(op, -1))
-            if rc is not None:
-                if rc:
-                    self._fast_failed("Reduce_scatter_block", c, rc)
-                return
-        self._reduce_scatter_block(sendbuf, recvbuf, op, False)
+        if self._fast("Reduce_scatter_block", "reduce_scatter_block", sendbuf, recvbuf,
+                      _FAST_OPS.get(op, -1)) is None:
+            self._reduce_scatter_block(sendbuf, recvbuf, op, False)
 
     def Ireduce_scatter_block(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> Request:
         return self._reduce_scatter_block(sendbuf, recvbuf, op, True)  # type: ignore[return-value]
@@ -710,15 +686,8 @@ class Comm(_errors.RefusesUnknown):
                          keep=keep + arrs, post=fin)
 
     def Allgather(self, sendbuf: Any, recvbuf: Any) -> None:
-        f = _FX if _FX is not False else _fx()
-        c = self._h
-        if f is not None and c is not None:
-            rc = f.allgather(c, sendbuf, recvbuf)
-            if rc is not None:
-                if rc:
-                    self._fast_failed("Allgather", c, rc)
-                return
-        self._allgather(sendbuf, recvbuf, False)
+        if self._fast("Allgather", "allgather", sendbuf, recvbuf) is None:
+            self._allgather(sendbuf, recvbuf, False)
 
     def Iallgather(self, sendbuf: Any, recvbuf: Any) -> Request:
         return self._allgather(sendbuf, recvbuf, True)  # type: ignore[return-value]
@@ -760,15 +729,8 @@ class Comm(_errors.RefusesUnknown):
                          keep=keep + arrs, post=rv.unpack)
 
     def Alltoall(self, sendbuf: Any, recvbuf: Any) -> None:
-        f = _FX if _FX is not False else _fx()
-        c = self._h
-        if f is not None and c is not None:
-            rc = f.alltoall(c, sendbuf, recvbuf)
-            if rc is not None:
-                if rc:
-                    self._fast_failed("Alltoall", c, rc)
-                return
-        self._alltoall(sendbuf, recvbuf, False)
+        if self._fast("Alltoall", "alltoall", sendbuf, recvbuf) is None:
+            self._alltoall(sendbuf, recvbuf, False)
 
     def Ialltoall(self, sendbuf: Any, recvbuf: Any) -> Request:
         return self._alltoall(sendbuf, recvbuf, True)  # type: ignore[return-value]
@@ -838,27 +800,13 @@ class Comm(_errors.RefusesUnknown):
     def Send(self, buf: Any, dest: int, tag: int = 0) -> None:
         """Sends buf to dest with tag (a standard send: it may wait until dest
         receives a large message)."""
-        f = _FX if _FX is not False else _fx()
-        c = self._h
-        if f is not None and c is not None:
-            rc = f.send(c, buf, dest, tag, 0)
-            if rc is not None:
-                if rc:
-                    self._fast_failed("Send", c, rc)
-                return
-        self._send(buf, dest, tag, "Send", False, False)
+        if self._fast("Send", "send", buf, dest, tag, 0) is None:
+            self._send(buf, dest, tag, "Send", False, False)
 
     def Ssend(self, buf: Any, dest: int, tag: int = 0) -> None:
         """A synchronous send: returns once dest's receive has matched it."""
-        f = _FX if _FX is not False else _fx()
-        c = self._h
-        if f is not None and c is not None:
-            rc = f.send(c, buf, dest, tag, 1)
-            if rc is not None:
-                if rc:
-                    self._fast_failed("Ssend", c, rc)
-                return
-        self._send(buf, dest, tag, "Ssend", True, False)
+        if self._fast("Ssend", "send", buf, dest, tag, 1) is None:
+            self._send(buf, dest, tag, "Ssend", True, False)
 
     def Bsend(self, buf: Any, dest: int, tag: int = 0) -> None:
         """A buffered send: buf is copied aside (within the space of the
@@ -942,16 +890,11 @@ class Comm(_errors.RefusesUnknown):
         rank) with tag (ANY_TAG: any). The message may be shorter than buf
         (status.Get_count() says how long); a longer one raises MPI.Exception
         (ERR_TRUNCATE)."""
-        f = _FX if _FX is not False else _fx()
-        c = self._h
-        if f is not None and c is not None:
-            got = f.recv(c, buf, source, tag)
-            if got is not None:
-                if type(got) is not tuple:
-                    self._fast_failed("Recv", c, got)
-                if status is not None:
-                    fill(status, *got)
-                return
+        got = self._fast("Recv", "recv", buf, source, tag)
+        if got is not None:
+            if status is not None:
+                fill(status, *got)
+            return
         self._recv(buf, source, tag, status, "Recv", False)
 
     def Irecv(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
@@ -1036,16 +979,11 @@ class Comm(_errors.RefusesUnknown):
                  recvtag: int = ANY_TAG, status: Optional[Status] = None) -> None:
         """Send and Recv together (the receive is posted first, so a ring
         exchange cannot deadlock)."""
-        f = _FX if _FX is not False else _fx()
-        c = self._h
-        if f is not None and c is not None:
-            got = f.sendrecv(c, sendbuf, dest, sendtag, recvbuf, source, recvtag)
-            if got is not None:
-                if type(got) is not tuple:
-                    self._fast_failed("Sendrecv", c, got)
-                if status is not None:
-                    fill(status, *got)
-                return
+        got = self._fast("Sendrecv", "sendrecv", sendbuf, dest, sendtag, recvbuf, source, recvtag)
+        if got is not None:
+            if status is not None:
+                fill(status, *got)
+            return
         call = "Sendrecv"
         dest = self._peer(dest, call, "dest", False)
         source = self._peer(source, call, "source", True)
