@@ -19,6 +19,7 @@ import ctypes.util
 import glob
 import os
 import threading
+from types import ModuleType
 from typing import Any, Callable, Dict, List, Optional, Tuple, Type, cast
 
 # A function of the loaded library (a ctypes function object: its arguments
@@ -378,3 +379,30 @@ def gil_function(name: str, restype: Optional[Type[Any]], argtypes: List[Type[An
 def path() -> str:
     """Path of the loaded library (loads it)."""
     return cast(str, lib()._collie_path)
+
+
+def extension_beside(name: str) -> Tuple[Optional[str], List[str]]:
+    """Where the library in use lies (None: found by the loader's own search,
+    a bare soname, so no directory of ours to look in) and the extension
+    modules `name` there built for this interpreter (a build directory may
+    also hold one built for another Python, which is left out). The C fast
+    paths (collie.torch's, collie.MPI's) are looked for so."""
+    import importlib.machinery
+
+    p = path()
+    where = os.path.dirname(os.path.abspath(p)) if os.path.sep in p else None
+    found = [os.path.join(where, name + s) for s in importlib.machinery.EXTENSION_SUFFIXES] if where else []
+    return where, [f for f in found if os.path.exists(f)]
+
+
+def load_extension(name: str, file: str) -> "ModuleType":
+    """The extension module `name` loaded from file (ImportError when it
+    does not load)."""
+    import importlib.machinery
+    import importlib.util
+
+    spec = importlib.util.spec_from_loader(name, importlib.machinery.ExtensionFileLoader(name, file))
+    assert spec is not None and spec.loader is not None  # (a spec of the loader given)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

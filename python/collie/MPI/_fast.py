@@ -17,7 +17,6 @@ or a load failure is an ImportError saying why).
 from __future__ import annotations
 
 import importlib.machinery
-import importlib.util
 import logging
 import os
 from types import ModuleType
@@ -43,11 +42,7 @@ def _load(in_place: Any) -> Optional[ModuleType]:
     if mode == "0":
         return None
     path = _lib.path()
-    # A library found by the loader's own search (a bare soname) has no
-    # directory of ours to look in: no fast path beside it.
-    where = os.path.dirname(os.path.abspath(path)) if os.path.sep in path else None
-    found = [os.path.join(where, _NAME + s) for s in importlib.machinery.EXTENSION_SUFFIXES] if where else []
-    found = [f for f in found if os.path.exists(f)]
+    where, found = _lib.extension_beside(_NAME)
     if not found:
         why = ("no %s%s next to %s (it is built where Python's headers are installed: Debian's python3-dev)"
                % (_NAME, importlib.machinery.EXTENSION_SUFFIXES[0], path))
@@ -56,10 +51,7 @@ def _load(in_place: Any) -> Optional[ModuleType]:
         logging.getLogger("collie").info("collie.MPI: %s; the Python code serves every call", why)
         return None
     try:
-        spec = importlib.util.spec_from_loader(_NAME, importlib.machinery.ExtensionFileLoader(_NAME, found[0]))
-        assert spec is not None and spec.loader is not None  # (a spec of the loader given)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
+        mod = _lib.load_extension(_NAME, found[0])
     except ImportError as e:
         if mode == "1":
             raise ImportError("COLLIE_MPI_FAST=1: %s does not load: %s" % (found[0], e)) from e

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import glob
 import importlib.machinery
-import importlib.util
 import logging
 import os
 import warnings
@@ -51,14 +50,7 @@ def _load() -> Optional[ModuleType]:
     if mode == "0":
         return None
     path = _lib.path()
-    # A library found by the loader's own search (a bare soname) has no
-    # directory of ours to look in: no fast path beside it.
-    where = os.path.dirname(os.path.abspath(path)) if os.path.sep in path else None
-    # Only a module built for this interpreter: a build directory may also
-    # hold one built for another Python (a reconfigure with another
-    # COLLIE_PYTHON leaves it there).
-    found = [os.path.join(where, _NAME + s) for s in importlib.machinery.EXTENSION_SUFFIXES] if where else []
-    found = [f for f in found if os.path.exists(f)]
+    where, found = _lib.extension_beside(_NAME)
     if not found:
         why = _missing(where)
         if mode == "1":
@@ -83,10 +75,7 @@ def _load() -> Optional[ModuleType]:
                       "call (rebuild collie against this torch)" % why, RuntimeWarning)
         return None
     try:
-        spec = importlib.util.spec_from_loader(_NAME, importlib.machinery.ExtensionFileLoader(_NAME, found[0]))
-        assert spec is not None and spec.loader is not None  # (a spec of the loader given)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
+        mod = _lib.load_extension(_NAME, found[0])
     except ImportError as e:
         if mode == "1":
             raise ImportError("COLLIE_TORCH_FAST=1: %s does not load: %s" % (found[0], e)) from e
