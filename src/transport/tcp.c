@@ -794,6 +794,16 @@ collie__tcp_free(struct collie__tcp_xport *t)
   free(t);
 }
 
+/* Whether c's connection is at a clean end both ways once both sides said
+ * BYE: nothing posted, queued, half-sent or half-read, no failure. */
+static int
+tcp_chan_clean(const struct collie__tcp_chan *c)
+{
+  return c->fd >= 0 && c->ready && !c->sq_head && !c->rq_head && !c->s_hdr_sent && !c->s_pay_sent &&
+         c->r_hdr_got == 0 && c->r_pay_left == 0 && c->stash_off >= c->stash_len && !c->gone &&
+         !c->eof && !c->told && !c->aborted && !c->parked && c->pid > 0;
+}
+
 static void
 tcp_close(struct collie__xport *xp)
 {
@@ -805,16 +815,25 @@ tcp_close(struct collie__xport *xp)
                 t->npending);
   if (t->failed == COLLIE_SUCCESS && !aborted) {
     /* Say goodbye where the stream is at a frame boundary, so peers can tell a
-     * normal exit from a crash. Bounded: a peer that reads nothing cannot hold
-     * us. */
+     * normal exit from a crash; both sides say it, even after the peer's, so
+     * that a connection where both did is clean and can be kept for the next
+     * communicator of the two processes (tcp_pool.c). Bounded: a peer that
+     * reads nothing cannot hold us. */
     int64_t deadline = collie__now_ns() + 200000000;
     struct collie__tcp_frame bye;
     tcp_frame_encode(&bye, COLLIE_TCP_FRAME_BYE, 0, 0, 0, 0);
     for (int i = 0; i < t->nchan; i++) {
       struct collie__tcp_chan *c = &t->chans[i];
-      if (c->fd < 0 || c->sq_head || c->s_hdr_sent || c->bye || c->gone) continue;
-      if (collie__sock_send_all(c->fd, &bye, sizeof(bye), deadline) < 0)
+      if (c->fd < 0 || c->sq_head || c->s_hdr_sent || c->gone || c->eof) continue;
+      if (collie__sock_send_all(c->fd, &bye, sizeof(bye), deadline) < 0) {
         COLLIE_TRACE("TCP", "tcp: could not say goodbye to rank %d: %s", c->peer, strerror(errno));
+        continue;
+      }
+      if (!t->reuse || !tcp_chan_clean(c)) continue;
+      struct collie__tcp_idle e = {.fd = c->fd, .pid = c->pid, .token = t->token, .bye = c->bye};
+      memcpy(e.host, c->hostid, sizeof(e.host));
+      memcpy(e.addr, c->addr, sizeof(e.addr));
+      if (collie__tcp_pool_put(&e)) c->fd = -1; /* kept: neither drained nor closed */
     }
   }
   collie__tcp_drain(t);

@@ -35,6 +35,8 @@
  * expected peer; the oldest is dropped beyond that, so strangers cannot
  * exhaust descriptors. */
 #define COLLIE_TCP_MAX_PENDING 16
+/* Connections kept per peer process between communicators (tcp_pool.c). */
+#define COLLIE_TCP_POOL_PER_PEER 4
 /* Longest sleep in wait(): a bound on how late anything can be noticed. */
 #define COLLIE_TCP_WAIT_CAP_NS 100000000ll
 
@@ -47,6 +49,9 @@ struct collie__tcp_chan {
   int ready;      /* the peer reads frames from us next: our hello or our ACCEPT went out */
   char addr[80];  /* the socket's remote end, "ip:port" */
   char host[48];  /* the peer's hostname (its host identity before '/'), when not this host's */
+  char hostid[COLLIE_HOSTID_LEN]; /* the peer's whole host identity: with pid, its kept
+                                     connections' key (tcp_pool.c) */
+  int reused;                     /* the connection was kept from an earlier communicator */
   /* Send side. */
   struct collie__req *sq_head, *sq_tail;
   uint32_t s_hdr_sent;                             /* header bytes of the current frame written */
@@ -94,6 +99,10 @@ struct collie__tcp_xport {
   /* Set by abort(), possibly from another thread while progress() runs: the
    * only field abort() writes. The driving thread turns it into `failed`. */
   atomic_int aborted;
+  /* Keep clean connections for the next communicator at close (tcp_pool.c);
+   * the job token's hash is the pool's key with the peer's process. */
+  int reuse;
+  uint64_t token;
   /* What tcp_crowded's last look at /proc found, and when (0: never). */
   int crowded;
   int64_t crowded_at;
@@ -110,6 +119,42 @@ int collie__tcp_can_connect(const struct collie__net_cfg *cfg, int peer);
  * (COLLIE_TCP_TOKEN_MAX). On failure every socket is closed. */
 collie_result_t collie__tcp_open(const struct collie__net_cfg *cfg, const int *peers, int npeers,
                                  struct collie__xport **out);
+
+/* ---- tcp_pool.c ---- */
+
+/* A connection kept for a later communicator of the same two processes. */
+struct collie__tcp_idle {
+  int fd;
+  int32_t pid;                  /* the peer's process ... */
+  char host[COLLIE_HOSTID_LEN]; /* ... on this host identity */
+  uint64_t token;               /* collie__tcp_token_hash of the job token it proved */
+  char addr[80];                /* its remote end, for messages */
+  int bye;                      /* the peer's BYE of the last communicator was read */
+  uint32_t bye_got;             /* bytes of that BYE read so far */
+  struct collie__tcp_frame byebuf;
+};
+
+/* The pool's key for a job token. Pure. */
+uint64_t collie__tcp_token_hash(const char *token);
+/* Keeps e (takes its fd): 1, or 0 when the pool holds enough for that peer
+ * already or is full (the caller closes the fd). */
+int collie__tcp_pool_put(const struct collie__tcp_idle *e);
+/* The connecting side: removes and returns in *out a kept connection to that
+ * peer whose BYE was read (reading what arrived of it); 1 when found. */
+int collie__tcp_pool_take(const char *host, int32_t pid, uint64_t token,
+                          struct collie__tcp_idle *out);
+/* The accepting side: removes up to max kept connections to that peer, BYE
+ * read or not, so that a hello on any of them is read; returns how many. */
+int collie__tcp_pool_borrow(const char *host, int32_t pid, uint64_t token,
+                            struct collie__tcp_idle *out, int max);
+/* Puts a borrowed connection back (closes it when the pool is full). */
+void collie__tcp_pool_give_back(const struct collie__tcp_idle *e);
+/* Reads what arrived of e's BYE without blocking: 1 once read whole and
+ * valid, 0 not yet, -1 when the connection closed or carried anything else
+ * (it is then not reusable). */
+int collie__tcp_idle_read_bye(struct collie__tcp_idle *e);
+/* Connections kept now (tests). */
+int collie__tcp_pool_count(void);
 
 /* ---- tcp.c ---- */
 

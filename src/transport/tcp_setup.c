@@ -164,7 +164,120 @@ tcp_listen_publish(struct collie__tcp_xport *t, const struct collie__net_cfg *cf
   return rc;
 }
 
-/* Connects to every lower rank and sends it our hello; replies come later. */
+/* Sends our hello for this communicator on c's connection. */
+static int
+tcp_send_hello(const struct collie__tcp_xport *t, const struct collie__net_cfg *cfg,
+               const struct collie__tcp_chan *c, const unsigned char *token, size_t token_len)
+{
+  unsigned char buf[sizeof(struct collie__tcp_hello) + COLLIE_TCP_TOKEN_MAX];
+  struct collie__tcp_hello h;
+  h.magic = htole32(COLLIE_TCP_HELLO_MAGIC);
+  h.version = htole16(COLLIE_TCP_PROTO_VERSION);
+  h.token_len = htole16((uint16_t)token_len);
+  h.comm_hash = htole64(cfg->comm_hash);
+  h.from_rank = htole32((uint32_t)t->rank);
+  h.to_rank = htole32((uint32_t)c->peer);
+  memcpy(buf, &h, sizeof(h));
+  memcpy(buf + sizeof(h), token, token_len);
+  return collie__sock_send_all(c->fd, buf, sizeof(h) + token_len, cfg->deadline_ns);
+}
+
+/* Connects to c's (lower) peer at the address it published and sends our
+ * hello; its reply comes later. */
+static collie_result_t
+tcp_dial(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg, struct collie__tcp_chan *c,
+         const unsigned char *hello_token, size_t token_len)
+{
+  char key[64], who[160], host[64];
+  void *val = NULL;
+  size_t len = 0;
+  int port = 0;
+  collie__fmt(key, sizeof(key), "tcp/addr/%d", c->peer);
+  collie__tcp_peer_name(c, who, sizeof(who));
+  collie_result_t rc = COLLIE_SUCCESS;
+  if (cfg->listen_addrs) { /* the bootstrap ring brought every address */
+    const char *a = cfg->listen_addrs + (size_t)c->peer * COLLIE_RING_ADDR_LEN;
+    len = strnlen(a, COLLIE_RING_ADDR_LEN);
+    if ((val = malloc(len + 1)))
+      memcpy(val, a, len);
+    else
+      rc = collie__err(COLLIE_SYSTEM_ERROR, "tcp: out of memory");
+  } else {
+    for (;;) { /* in slices, looking between them whether the peer still lives */
+      int64_t end = tcp_slice_end(cfg, c, TCP_STORE_SLICE_NS);
+      rc = collie__store_get(cfg->store, key, &val, &len, end);
+      if (rc != COLLIE_TIMEOUT || end >= cfg->deadline_ns) break;
+      if (tcp_peer_dead(cfg, c))
+        return collie__err(COLLIE_REMOTE_ERROR,
+                           "tcp: %s died before it published its listen address", who);
+      char why[COLLIE_ERRMSG_LEN];
+      int quit = -1;
+      if (collie__setup_gave_up(cfg->store, &quit, why, sizeof(why)))
+        return tcp_gave_up(cfg, quit, why);
+    }
+  }
+  if (rc != COLLIE_SUCCESS) {
+    collie__err_prefix("tcp: %s never published its listen address", who);
+    return rc;
+  }
+  if (len == 0 || len >= sizeof(c->addr)) {
+    free(val);
+    return collie__err(COLLIE_REMOTE_ERROR,
+                       "tcp: %s published a malformed address of %zu bytes under %s", who, len,
+                       key);
+  }
+  memcpy(c->addr, val, len);
+  c->addr[len] = '\0';
+  free(val);
+  collie__tcp_peer_name(c, who, sizeof(who));
+  if (collie__parse_hostport(c->addr, host, sizeof(host), &port) < 0 || port == 0)
+    return collie__err(COLLIE_REMOTE_ERROR, "tcp: %s published a malformed address \"%s\"", who,
+                       c->addr);
+  for (;;) { /* a dead peer's port refuses until the deadline: look at it in between */
+    int64_t end = tcp_slice_end(cfg, c, TCP_LIVENESS_POLL_MS * 1000000LL);
+    c->fd = collie__sock_connect(host, port, end);
+    if (c->fd >= 0 || end >= cfg->deadline_ns || (errno != ETIMEDOUT && errno != ECONNREFUSED))
+      break;
+    if (tcp_peer_dead(cfg, c))
+      return collie__err(COLLIE_REMOTE_ERROR, "tcp: %s died before it accepted our connection",
+                         who);
+    char why[COLLIE_ERRMSG_LEN];
+    int quit = -1;
+    if (collie__setup_gave_up(cfg->store, &quit, why, sizeof(why)))
+      return tcp_gave_up(cfg, quit, why);
+  }
+  if (c->fd < 0)
+    return collie__err_errno(errno == ETIMEDOUT ? COLLIE_TIMEOUT : COLLIE_SYSTEM_ERROR,
+                             "tcp: cannot connect to %s", who);
+  if (tcp_send_hello(t, cfg, c, hello_token, token_len) < 0)
+    return collie__err_errno(errno == ETIMEDOUT ? COLLIE_TIMEOUT : COLLIE_REMOTE_ERROR,
+                             "tcp: sending our hello to %s", who);
+  c->ready = 1;
+  return COLLIE_SUCCESS;
+}
+
+/* Sends our hello to c's (lower) peer on a connection kept from an earlier
+ * communicator of our two processes (tcp_pool.c); 0 when none is ready. */
+static int
+tcp_reuse_kept(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg,
+               struct collie__tcp_chan *c, const unsigned char *hello_token, size_t token_len)
+{
+  struct collie__tcp_idle e;
+  if (!t->reuse || c->pid <= 0 || !collie__tcp_pool_take(c->hostid, c->pid, t->token, &e)) return 0;
+  c->fd = e.fd;
+  collie__fmt(c->addr, sizeof(c->addr), "%s", e.addr);
+  if (tcp_send_hello(t, cfg, c, hello_token, token_len) < 0) {
+    close(c->fd); /* it went away meanwhile: connect anew */
+    c->fd = -1;
+    return 0;
+  }
+  c->reused = 1;
+  c->ready = 1;
+  return 1;
+}
+
+/* Says hello to every lower rank, on a kept connection or a new one;
+ * replies come later. */
 static collie_result_t
 tcp_connect_lower(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg,
                   const unsigned char *hello_token, size_t token_len)
@@ -172,81 +285,9 @@ tcp_connect_lower(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg
   for (int i = 0; i < t->nchan; i++) {
     struct collie__tcp_chan *c = &t->chans[i];
     if (c->peer > t->rank) break;
-    char key[64], who[160], host[64];
-    void *val = NULL;
-    size_t len = 0;
-    int port = 0;
-    collie__fmt(key, sizeof(key), "tcp/addr/%d", c->peer);
-    collie__tcp_peer_name(c, who, sizeof(who));
-    collie_result_t rc = COLLIE_SUCCESS;
-    if (cfg->listen_addrs) { /* the bootstrap ring brought every address */
-      const char *a = cfg->listen_addrs + (size_t)c->peer * COLLIE_RING_ADDR_LEN;
-      len = strnlen(a, COLLIE_RING_ADDR_LEN);
-      if ((val = malloc(len + 1)))
-        memcpy(val, a, len);
-      else
-        rc = collie__err(COLLIE_SYSTEM_ERROR, "tcp: out of memory");
-    } else {
-      for (;;) { /* in slices, looking between them whether the peer still lives */
-        int64_t end = tcp_slice_end(cfg, c, TCP_STORE_SLICE_NS);
-        rc = collie__store_get(cfg->store, key, &val, &len, end);
-        if (rc != COLLIE_TIMEOUT || end >= cfg->deadline_ns) break;
-        if (tcp_peer_dead(cfg, c))
-          return collie__err(COLLIE_REMOTE_ERROR,
-                             "tcp: %s died before it published its listen address", who);
-        char why[COLLIE_ERRMSG_LEN];
-        int quit = -1;
-        if (collie__setup_gave_up(cfg->store, &quit, why, sizeof(why)))
-          return tcp_gave_up(cfg, quit, why);
-      }
-    }
-    if (rc != COLLIE_SUCCESS) {
-      collie__err_prefix("tcp: %s never published its listen address", who);
-      return rc;
-    }
-    if (len == 0 || len >= sizeof(c->addr)) {
-      free(val);
-      return collie__err(COLLIE_REMOTE_ERROR,
-                         "tcp: %s published a malformed address of %zu bytes under %s", who, len,
-                         key);
-    }
-    memcpy(c->addr, val, len);
-    c->addr[len] = '\0';
-    free(val);
-    collie__tcp_peer_name(c, who, sizeof(who));
-    if (collie__parse_hostport(c->addr, host, sizeof(host), &port) < 0 || port == 0)
-      return collie__err(COLLIE_REMOTE_ERROR, "tcp: %s published a malformed address \"%s\"", who,
-                         c->addr);
-    for (;;) { /* a dead peer's port refuses until the deadline: look at it in between */
-      int64_t end = tcp_slice_end(cfg, c, TCP_LIVENESS_POLL_MS * 1000000LL);
-      c->fd = collie__sock_connect(host, port, end);
-      if (c->fd >= 0 || end >= cfg->deadline_ns || (errno != ETIMEDOUT && errno != ECONNREFUSED))
-        break;
-      if (tcp_peer_dead(cfg, c))
-        return collie__err(COLLIE_REMOTE_ERROR, "tcp: %s died before it accepted our connection",
-                           who);
-      char why[COLLIE_ERRMSG_LEN];
-      int quit = -1;
-      if (collie__setup_gave_up(cfg->store, &quit, why, sizeof(why)))
-        return tcp_gave_up(cfg, quit, why);
-    }
-    if (c->fd < 0)
-      return collie__err_errno(errno == ETIMEDOUT ? COLLIE_TIMEOUT : COLLIE_SYSTEM_ERROR,
-                               "tcp: cannot connect to %s", who);
-    unsigned char buf[sizeof(struct collie__tcp_hello) + COLLIE_TCP_TOKEN_MAX];
-    struct collie__tcp_hello h;
-    h.magic = htole32(COLLIE_TCP_HELLO_MAGIC);
-    h.version = htole16(COLLIE_TCP_PROTO_VERSION);
-    h.token_len = htole16((uint16_t)token_len);
-    h.comm_hash = htole64(cfg->comm_hash);
-    h.from_rank = htole32((uint32_t)t->rank);
-    h.to_rank = htole32((uint32_t)c->peer);
-    memcpy(buf, &h, sizeof(h));
-    memcpy(buf + sizeof(h), hello_token, token_len);
-    if (collie__sock_send_all(c->fd, buf, sizeof(h) + token_len, cfg->deadline_ns) < 0)
-      return collie__err_errno(errno == ETIMEDOUT ? COLLIE_TIMEOUT : COLLIE_REMOTE_ERROR,
-                               "tcp: sending our hello to %s", who);
-    c->ready = 1;
+    if (tcp_reuse_kept(t, cfg, c, hello_token, token_len)) continue;
+    collie_result_t rc = tcp_dial(t, cfg, c, hello_token, token_len);
+    if (rc != COLLIE_SUCCESS) return rc;
   }
   return COLLIE_SUCCESS;
 }
@@ -267,6 +308,10 @@ struct tcp_pending {
   int64_t since;
   char addr[80];
   unsigned char buf[sizeof(struct collie__tcp_hello) + COLLIE_TCP_TOKEN_MAX];
+  /* A connection borrowed from the pool (tcp_pool.c): the peer's BYE of the
+   * last communicator comes first, then perhaps a hello. */
+  int kept;
+  struct collie__tcp_idle idle;
 };
 
 static void
@@ -286,6 +331,15 @@ tcp_pending_read(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg,
                  struct tcp_pending *pe, const unsigned char *token, size_t token_len)
 {
   struct collie__tcp_hello h;
+  if (pe->kept && !pe->idle.bye) {
+    int st = collie__tcp_idle_read_bye(&pe->idle);
+    if (st == 0) return 0;
+    if (st < 0) { /* closed, or not at a clean end: not reusable */
+      close(pe->fd);
+      pe->fd = -1;
+      return 0;
+    }
+  }
   for (;;) {
     size_t need = TCP_HELLO;
     if (pe->got >= TCP_HELLO) {
@@ -363,10 +417,47 @@ tcp_pending_read(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg,
   }
   c->fd = pe->fd;
   c->ready = 1;
+  c->reused = pe->kept;
   collie__fmt(c->addr, sizeof(c->addr), "%s", pe->addr);
   pe->fd = -1;
   COLLIE_TRACE("TCP", "tcp: rank %u connected from %s", from, c->addr);
   return 1;
+}
+
+/* Higher peers not connected yet. */
+static int
+tcp_missing(const struct collie__tcp_xport *t)
+{
+  int missing = 0;
+  for (int i = 0; i < t->nchan; i++) missing += t->chans[i].peer > t->rank && t->chans[i].fd < 0;
+  return missing;
+}
+
+/* Takes from the pool (tcp_pool.c) the kept connections to the higher
+ * peers still missing, into free entries of kept[kmax], so that a hello on
+ * one of them is read as on a new connection. */
+static void
+tcp_borrow_kept(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg,
+                struct tcp_pending *kept, int kmax, const unsigned char *token, size_t token_len)
+{
+  for (int i = 0; i < t->nchan; i++) {
+    const struct collie__tcp_chan *c = &t->chans[i];
+    if (c->peer < t->rank || c->fd >= 0 || c->pid <= 0) continue;
+    for (int k = 0; k < kmax; k++) {
+      if (kept[k].fd >= 0) continue;
+      struct collie__tcp_idle e;
+      if (!collie__tcp_pool_borrow(c->hostid, c->pid, t->token, &e, 1)) break;
+      struct tcp_pending *pe = &kept[k];
+      pe->fd = e.fd;
+      pe->got = 0;
+      pe->since = collie__now_ns();
+      pe->kept = 1;
+      pe->idle = e;
+      collie__fmt(pe->addr, sizeof(pe->addr), "%s", e.addr);
+    }
+  }
+  for (int k = 0; k < kmax; k++) /* the hello may be there already */
+    if (kept[k].fd >= 0 && kept[k].got == 0) tcp_pending_read(t, cfg, &kept[k], token, token_len);
 }
 
 /* Accepts connections until every higher rank has proved the token. */
@@ -374,22 +465,29 @@ static collie_result_t
 tcp_accept_higher(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg, int lfd,
                   const char *laddr, const unsigned char *token, size_t token_len)
 {
-  int missing = 0;
-  for (int i = 0; i < t->nchan; i++)
-    if (t->chans[i].peer > t->rank) missing++;
+  int missing = tcp_missing(t);
   if (missing == 0) return COLLIE_SUCCESS;
   /* Room for every expected peer to be half-way through its hello at once,
    * plus a few strangers; beyond that the oldest connection is dropped. */
   int maxp = COLLIE_TCP_MAX_PENDING + missing;
+  /* Kept connections to the missing peers: looked for again at each look
+   * at the peers, since a communicator of this process may close meanwhile. */
+  int kmax = t->reuse ? missing * COLLIE_TCP_POOL_PER_PEER : 0;
   struct tcp_pending *pend = calloc((size_t)maxp, sizeof(*pend));
-  struct pollfd *pf = calloc((size_t)maxp + 1, sizeof(*pf));
-  int *idx = calloc((size_t)maxp + 1, sizeof(*idx));
+  struct tcp_pending *kept = calloc((size_t)kmax + 1, sizeof(*kept));
+  struct pollfd *pf = calloc((size_t)(maxp + kmax) + 1, sizeof(*pf));
+  int *idx = calloc((size_t)(maxp + kmax) + 1, sizeof(*idx));
   collie_result_t rc = COLLIE_SUCCESS;
-  if (!pend || !pf || !idx) {
+  if (!pend || !kept || !pf || !idx) {
     rc = collie__err(COLLIE_SYSTEM_ERROR, "tcp: out of memory accepting connections");
     missing = 0;
   }
   for (int i = 0; pend && i < maxp; i++) pend[i].fd = -1;
+  for (int k = 0; kept && k < kmax; k++) kept[k].fd = -1;
+  if (kmax && missing > 0) {
+    tcp_borrow_kept(t, cfg, kept, kmax, token, token_len);
+    missing = tcp_missing(t);
+  }
   int64_t next_look = collie__now_ns() + TCP_LIVENESS_POLL_MS * 1000000LL;
   while (missing > 0) {
     /* A higher rank of this host that died before it connected never will:
@@ -411,6 +509,10 @@ tcp_accept_higher(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg
       if (rc == COLLIE_SUCCESS && collie__setup_gave_up(cfg->store, &quit, why, sizeof(why)))
         rc = tcp_gave_up(cfg, quit, why);
       if (rc != COLLIE_SUCCESS) break;
+      if (kmax) {
+        tcp_borrow_kept(t, cfg, kept, kmax, token, token_len);
+        if ((missing = tcp_missing(t)) == 0) break;
+      }
     }
     /* Any missing peer is looked at (its process, or its notice in the store). */
     for (int i = 0; i < t->nchan; i++) watched |= t->chans[i].peer > t->rank && t->chans[i].fd < 0;
@@ -439,15 +541,22 @@ tcp_accept_higher(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg
       pf[np].events = POLLIN;
       idx[np++] = i;
     }
+    for (int k = 0; k < kmax; k++) { /* idx -1 - k: kept[k] */
+      if (kept[k].fd < 0) continue;
+      pf[np].fd = kept[k].fd;
+      pf[np].events = POLLIN;
+      idx[np++] = -1 - k;
+    }
     int n = poll(pf, (nfds_t)np, ms);
     if (n < 0 && errno != EINTR) {
       rc = collie__err_errno(COLLIE_SYSTEM_ERROR, "tcp: poll while accepting connections");
       break;
     }
     if (n <= 0) continue;
-    for (int k = 1; k < np; k++)
-      if (pf[k].revents && pend[idx[k]].fd >= 0)
-        missing -= tcp_pending_read(t, cfg, &pend[idx[k]], token, token_len);
+    for (int k = 1; k < np; k++) {
+      struct tcp_pending *pe = idx[k] >= 0 ? &pend[idx[k]] : &kept[-1 - idx[k]];
+      if (pf[k].revents && pe->fd >= 0) missing -= tcp_pending_read(t, cfg, pe, token, token_len);
+    }
     if (!(pf[0].revents & POLLIN)) continue;
     for (;;) {
       struct sockaddr_storage ss;
@@ -488,19 +597,28 @@ tcp_accept_higher(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg
   }
   for (int i = 0; pend && i < maxp; i++)
     if (pend[i].fd >= 0) close(pend[i].fd);
+  /* Kept connections that carried no hello for us go back for another
+   * communicator; one that began a hello is no longer at a clean start. */
+  for (int k = 0; kept && k < kmax; k++) {
+    if (kept[k].fd < 0) continue;
+    if (kept[k].got == 0)
+      collie__tcp_pool_give_back(&kept[k].idle);
+    else
+      close(kept[k].fd);
+  }
+  free(kept);
   free(pend);
   free(pf);
   free(idx);
   return rc;
 }
 
-/* Reads each lower rank's answer to our hello. */
+/* Reads c's (lower) peer's answer to our hello. */
 static collie_result_t
-tcp_read_replies(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg)
+tcp_read_reply(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg,
+               struct collie__tcp_chan *c)
 {
-  for (int i = 0; i < t->nchan; i++) {
-    struct collie__tcp_chan *c = &t->chans[i];
-    if (c->peer > t->rank) break;
+  {
     char who[160];
     unsigned char reply = 0;
     collie__tcp_peer_name(c, who, sizeof(who));
@@ -543,6 +661,31 @@ tcp_read_replies(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg)
   return COLLIE_SUCCESS;
 }
 
+/* Reads each lower rank's answer to our hello. A kept connection that fails
+ * before its answer (the peer closed it, or read a hello of another
+ * communicator of ours on it and refused) is dropped for a new one. */
+static collie_result_t
+tcp_read_replies(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg,
+                 const unsigned char *token, size_t token_len)
+{
+  for (int i = 0; i < t->nchan; i++) {
+    struct collie__tcp_chan *c = &t->chans[i];
+    if (c->peer > t->rank) break;
+    collie_result_t rc;
+    while ((rc = tcp_read_reply(t, cfg, c)) != COLLIE_SUCCESS && c->reused) {
+      COLLIE_INFO("TCP", "tcp: the kept connection to rank %d failed (%s); connecting anew",
+                  c->peer, collie__err_msg());
+      close(c->fd);
+      c->fd = -1;
+      c->reused = 0;
+      c->ready = 0;
+      if ((rc = tcp_dial(t, cfg, c, token, token_len)) != COLLIE_SUCCESS) return rc;
+    }
+    if (rc != COLLIE_SUCCESS) return rc;
+  }
+  return COLLIE_SUCCESS;
+}
+
 /* The ops' open (see transport.h for the contract): listens if a higher
  * rank will connect, connects to and says hello to every lower rank,
  * accepts and checks every higher one, then reads the replies; blocks until
@@ -575,6 +718,8 @@ collie__tcp_open(const struct collie__net_cfg *cfg, const int *peers, int npeers
   t->rank = cfg->rank;
   t->size = cfg->size;
   t->sink = cfg->sink;
+  t->reuse = cfg->tcp_reuse;
+  t->token = collie__tcp_token_hash(token);
   t->chans = calloc((size_t)(npeers ? npeers : 1), sizeof(*t->chans));
   t->pfds = calloc((size_t)(npeers ? npeers : 1), sizeof(*t->pfds));
   t->chan_of = malloc((size_t)cfg->size * sizeof(int));
@@ -599,6 +744,7 @@ collie__tcp_open(const struct collie__net_cfg *cfg, const int *peers, int npeers
     c->world_rank = cfg->peers[p].world_rank;
     c->pid = cfg->peers[p].pid;
     c->near = !strcmp(cfg->peers[p].host, cfg->peers[cfg->rank].host) && c->pid > 0;
+    collie__fmt(c->hostid, sizeof(c->hostid), "%.*s", COLLIE_HOSTID_LEN - 1, cfg->peers[p].host);
     if (strcmp(cfg->peers[p].host, cfg->peers[cfg->rank].host)) {
       size_t h = strcspn(cfg->peers[p].host, "/");
       snprintf(c->host, sizeof(c->host), "%.*s",
@@ -617,7 +763,8 @@ collie__tcp_open(const struct collie__net_cfg *cfg, const int *peers, int npeers
                     rc, out_free);
   if (lfd >= 0) close(lfd); /* nobody else may join: strangers now get "refused" */
   lfd = -1;
-  COLLIE_CHECK_GOTO(tcp_read_replies(t, cfg), rc, out_free);
+  COLLIE_CHECK_GOTO(tcp_read_replies(t, cfg, (const unsigned char *)token, token_len), rc,
+                    out_free);
   for (int i = 0; i < t->nchan; i++) {
     int one = 1;
     collie__sock_set_nonblock(t->chans[i].fd, 1);
