@@ -7,6 +7,7 @@
   XX(ipc_cache_directed, ipc_cache_directed, 0, "auto", 10)                                        \
   XX(ipc_cache_limits, ipc_cache_limits, 0, "auto", 10)                                            \
   XX(cuda_grid_shape, cuda_grid_shape, 0, "auto", 10)                                              \
+  XX(host_mem_plain, host_mem_plain, 0, "auto", 10)                                                \
   XX(cuda_fake_direct_shm_1, cuda_fake_direct, 1, "shm", 30)                                       \
   XX(cuda_fake_host_only_features_shm_2, cuda_fake_host_only_features, 2, "shm", 30)               \
   XX(cuda_fake_direct_shm_2, cuda_fake_direct, 2, "shm", 60)                                       \

@@ -178,9 +178,11 @@ api_finish(collie_comm_t *comm, struct collie__op *op, const collie_opts_t *opts
     *api_capture = *op;
     return COLLIE_SUCCESS;
   }
-  /* Device memory exists only in a process that loaded the CUDA driver: one
-   * cheap check otherwise (device/cuda.c). */
-  if (collie__cuda_live()) {
+  /* Device memory exists only in a process that loaded the CUDA driver, and
+   * never in the program's image or the brk heap: the cheapest check first
+   * (device/host_mem.c, then device/cuda.c). */
+  if (!(collie__host_mem_plain(op->call.sendbuf) && collie__host_mem_plain(op->call.recvbuf)) &&
+      collie__cuda_live()) {
     int handled;
     void *graph = NULL;
     collie_result_t rc = collie__stage_run(comm, op, opts, work, &handled, &graph);

@@ -64,7 +64,8 @@ collie__group_add(collie_comm_t *comm, const void *sbuf, void *rbuf, size_t coun
   }
   size_t bytes = count * collie_dtype_size(dtype);
   void *dev = NULL;
-  if (bytes && collie__cuda_live() && collie__cuda_is_device(sbuf ? sbuf : rbuf, NULL)) {
+  if (bytes && !collie__host_mem_plain(sbuf ? sbuf : rbuf) && collie__cuda_live() &&
+      collie__cuda_is_device(sbuf ? sbuf : rbuf, NULL)) {
     if (collie__cuda_capturing(opts ? opts->cuda_stream : NULL))
       return collie__cuda_refuse_capture(sbuf ? "send in a group" : "recv in a group",
                                          opts ? opts->cuda_stream : NULL);

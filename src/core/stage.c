@@ -45,7 +45,8 @@ int
 collie__stage_on_device(const void *a, const void *b)
 {
   int d;
-  return collie__cuda_live() && (collie__cuda_is_device(a, &d) || collie__cuda_is_device(b, &d));
+  return !(collie__host_mem_plain(a) && collie__host_mem_plain(b)) && collie__cuda_live() &&
+         (collie__cuda_is_device(a, &d) || collie__cuda_is_device(b, &d));
 }
 
 /* Every input is the same on every rank of a job that passes device

@@ -18,9 +18,16 @@
 /* Whether this process has the CUDA driver loaded (by itself: torch, CuPy,
  * the user's code): only then can a buffer be device memory. The first
  * time the driver is seen, its entry points are resolved. Costs one
- * dl_iterate_phdr step while the driver is absent (+8 ns on a 1-rank
- * broadcast, docs/gpu.md), one atomic load after. */
+ * dl_iterate_phdr step while the driver is absent (the loader's lock: ask
+ * collie__host_mem_plain first), one atomic load after. */
 int collie__cuda_live(void);
+
+/* Whether p lies in the program's image or the brk heap (NULL too): memory
+ * that is never a device's, known without the driver or the loader
+ * (device/host_mem.c). 0 says nothing: ask collie__cuda_live and
+ * collie__cuda_is_device. A few instructions; pure but for a first call that
+ * reads /proc/self/maps once. */
+int collie__host_mem_plain(const void *p);
 
 /* Where p points: 1 device memory (cuMemAlloc, cudaMalloc; also memory of
  * another process mapped through IPC), 0 memory the CPU can read (plain,
