@@ -4,7 +4,7 @@
 # PYTHONPATH, no COLLIE_LIBRARY, no build directory (issue 36; docs/python.md,
 # "Setup").
 #
-#   sh scripts/check_wheel.sh PYTHON [--no-torch-too]
+#   sh scripts/check_wheel.sh PYTHON [--no-torch-too] [--build-dir DIR]
 #   e.g. sh scripts/check_wheel.sh "$(sh scripts/torch_venv.sh build-torch2/venv)"
 #
 # PYTHON: the interpreter of an environment with torch (2.13 from pip, say),
@@ -28,17 +28,23 @@
 # Everything goes in a temporary directory under $TMPDIR (default /tmp),
 # removed at exit. Exit status: 0 passed, 1 a check failed, 2 unusable PYTHON.
 set -eu
-usage="usage: sh scripts/check_wheel.sh PYTHON [--no-torch-too]"
+usage="usage: sh scripts/check_wheel.sh PYTHON [--no-torch-too] [--build-dir DIR]"
 [ $# -ge 1 ] || { echo "$usage" >&2; exit 2; }
 py=$1
 shift
-no_torch_too=0
-for a in "$@"; do
-  case $a in
-    --no-torch-too) no_torch_too=1 ;;
+no_torch_too=0 build_dir=""
+while [ $# -gt 0 ]; do
+  case $1 in
+    --no-torch-too) no_torch_too=1; shift ;;
+    # The wheel's CMake build tree stays in DIR (scikit-build-core's
+    # build-dir): a build of the library, the tools and the fast path for
+    # PYTHON's torch, which CI's torch suite then runs against instead of
+    # compiling it all a second time.
+    --build-dir) [ $# -ge 2 ] || { echo "$usage" >&2; exit 2; }; build_dir=$2; shift 2 ;;
     *) echo "$usage" >&2; exit 2 ;;
   esac
 done
+case $build_dir in "" | /*) ;; *) build_dir=$(pwd)/$build_dir ;; esac
 src=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/collie-wheel.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
@@ -81,7 +87,12 @@ build() {
     # scikit-build-core's cmake --build runs one job unless told
     : "${CMAKE_BUILD_PARALLEL_LEVEL:=$(nproc 2>/dev/null || echo 2)}"
     export CMAKE_BUILD_PARALLEL_LEVEL
-    quietly "$2" "$1" -m pip wheel . --no-build-isolation --no-deps -w "$tmp/$2"
+    if [ -n "$build_dir" ] && [ "$2" = wheel ]; then
+      quietly "$2" "$1" -m pip wheel . --no-build-isolation --no-deps -w "$tmp/$2" \
+        -C build-dir="$build_dir"
+    else
+      quietly "$2" "$1" -m pip wheel . --no-build-isolation --no-deps -w "$tmp/$2"
+    fi
   )
   ls "$tmp/$2"/collie-"$version"-*.whl
 }

@@ -64,6 +64,23 @@ lap() {
   t_lap=$now
 }
 
+# Two test runs at once, each a shell command line, into logs of their own;
+# then both logs, and a failure if either failed. For runs that wait more
+# than they compute (2-rank torch sessions), which on 2 cores take about
+# two thirds of one after the other.
+together() { # name1 cmd1 name2 cmd2
+  sh -c "$2" >"$tmp_lists/$1.log" 2>&1 &
+  p1=$!
+  sh -c "$4" >"$tmp_lists/$3.log" 2>&1 &
+  p2=$!
+  rc1=0 rc2=0
+  wait $p1 || rc1=$?
+  wait $p2 || rc2=$?
+  cat "$tmp_lists/$1.log" "$tmp_lists/$3.log"
+  [ $rc1 = 0 ] || { echo "run.sh: $1 failed (exit $rc1; its log is above)" >&2; exit 1; }
+  [ $rc2 = 0 ] || { echo "run.sh: $3 failed (exit $rc2; its log is above)" >&2; exit 1; }
+}
+
 build() { # dir, extra cmake args...
   dir=$1; shift
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
@@ -239,36 +256,35 @@ case "$what" in
     lap "mpi programs"
     # The torch.distributed backend on the torch its users run (docs/torch.md):
     # torch 2.13 (CPU) from pip in a virtual environment of its own
-    # (scripts/torch_venv.sh; made once, about a minute), collie built
-    # against it (build-torch2: the library, the tools the suite runs and the
-    # C++ fast path; no device code, the suite runs on CPU), and the suite:
-    # pytest under collierun, env:// at 2 and 4 ranks, tcp:// and file:// at
-    # 2, through the C++ fast path (COLLIE_TORCH_FAST=1: a module that does
-    # not load fails the run instead of being skipped).
+    # (scripts/torch_venv.sh; made once, about a minute). pip install . as
+    # a user does it: the wheel (scikit-build-core; the fast path for torch
+    # 2.13) installed in a fresh environment, where the tools, import
+    # collie, import collie.torch with its fast path, and a 2-rank job run
+    # with nothing of this tree (scripts/check_wheel.sh). The wheel's build
+    # tree (build-wheel: the library, the tools and the C++ fast path for
+    # torch 2.13) is what the suite runs against, so collie is compiled for
+    # torch 2.13 once.
     py2=$(sh scripts/torch_venv.sh build-torch2/venv 2.13.0)
-    cmake -S . -B build-torch2 -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOLLIE_DEVICE_CODE=OFF \
-      -DCOLLIE_TORCH_EXT=ON -DCOLLIE_PYTHON="$py2" >/dev/null
-    cmake --build build-torch2 -j"$jobs" --target collie collie_torch_ext collierun collie-report
-    lap "torch 2.13 environment and build"
-    PYTHON=$py2 COLLIE_TORCH_FAST=1 sh tests/torch/run.sh build-torch2
+    sh scripts/check_wheel.sh "$py2" --build-dir build-wheel
+    lap "torch 2.13 environment and wheel"
+    # The suite: pytest under collierun, env:// at 2 and 4 ranks, tcp:// and
+    # file:// at 2 (those two at once), through the C++ fast path
+    # (COLLIE_TORCH_FAST=1: a module that does not load fails the run
+    # instead of being skipped).
+    PYTHON=$py2 COLLIE_TORCH_FAST=1 COLLIE_TORCH_TEST_SESSIONS="env2 env4" sh tests/torch/run.sh build-wheel
+    together torch2-tcp2 "PYTHON=$py2 COLLIE_TORCH_FAST=1 COLLIE_TORCH_TEST_SESSIONS=tcp2 sh tests/torch/run.sh build-wheel" \
+      torch2-file2 "PYTHON=$py2 COLLIE_TORCH_FAST=1 COLLIE_TORCH_TEST_SESSIONS=file2 sh tests/torch/run.sh build-wheel"
     lap "torch 2.13 suite"
-    # The same suite's 2-rank session on the Python backend alone (the C++
-    # fast path off: what torch holds where collie was built without
-    # torch's C++ headers); the separate jobs, whose failures the same
-    # Python code handles either way, ran above.
-    PYTHON=$py2 COLLIE_TORCH_TEST_ONCE=0 COLLIE_TORCH_FAST=0 COLLIE_TORCH_TEST_SESSIONS=env2 \
-      sh tests/torch/run.sh build-torch2
-    lap "torch 2.13 python-backend session"
-    # pip install . as a user does it: the wheel (scikit-build-core; the fast
-    # path for torch 2.13) installed in a fresh environment, where the tools,
-    # import collie, import collie.torch with its fast path, and a 2-rank job
-    # run with nothing of this tree (scripts/check_wheel.sh).
-    sh scripts/check_wheel.sh "$py2"
-    lap "wheel"
-    # Debian's torch 1.13 (python3-torch), through the fast path built for it
-    # above: its 2-rank session.
-    COLLIE_TORCH_FAST=1 COLLIE_TORCH_TEST_SESSIONS=env2 sh tests/torch/run.sh build
-    lap "torch 1.13 session"
+    # At once: the same suite's 2-rank session on the Python backend alone
+    # (the C++ fast path off: what torch holds where collie was built
+    # without torch's C++ headers), and on Debian's torch 1.13
+    # (python3-torch) through the fast path built for it above. The tests
+    # that start jobs of their own (torchrun, elastic restarts, other
+    # worlds), whose failures the same code handles either way, ran on 2.13
+    # above (COLLIE_TORCH_TEST_ONCE=0).
+    together torch2-python "PYTHON=$py2 COLLIE_TORCH_TEST_ONCE=0 COLLIE_TORCH_FAST=0 COLLIE_TORCH_TEST_SESSIONS=env2 sh tests/torch/run.sh build-wheel" \
+      torch1-env2 "COLLIE_TORCH_FAST=1 COLLIE_TORCH_TEST_ONCE=0 COLLIE_TORCH_TEST_SESSIONS=env2 sh tests/torch/run.sh build"
+    lap "torch 2.13 python-backend session and torch 1.13 session"
     # The plain build's suite last, so that its summary closes the output:
     # the 1 GiB tests (large_*) and the soak's resident-memory check
     # (soak_*) run only here; so do the 3-rank forms valgrind left out; the
