@@ -8,6 +8,7 @@
   XX(fit_tune_file_roundtrip, fit_tune_file_roundtrip, 0, "auto", 10)                              \
   XX(fit_tune_select, fit_tune_select, 0, "auto", 10)                                              \
   XX(fit_oversubscribed_broadcast, fit_oversubscribed_broadcast, 0, "auto", 10)                    \
+  XX(fit_oversubscribed_broadcast_4, fit_oversubscribed_broadcast_4, 0, "auto", 10)                \
   XX(fit_tune_file_errors, fit_tune_file_errors, 0, "auto", 10)                                    \
   XX(fit_tuning_env_shm_2, fit_tuning_env, 2, "shm", 30)                                           \
   XX(fit_tuning_env_tcp_3, fit_tuning_env, 3, "tcp", 30)                                           \

@@ -800,3 +800,23 @@ TEST_IMPL(fit_oversubscribed_broadcast)
   collie__models_free(&over);
   collie__models_free(&busy);
 }
+
+/* Issue 38: 4 ranks on 2 cores (bench/compare.sh's setting), broadcast from
+ * 8 B to 256 KiB. Measured with --algo all, 4 rounds alternated in one run
+ * (docs/performance.md, "Broadcast at 4 ranks on 2 cores"): linear ahead of
+ * chain by 1.1-1.6x and of tree by 1.07-1.3x up to 256 KiB; from 512 KiB to
+ * 4 MiB the three are within each other's spread. The pick there is linear,
+ * and must stay so: not a forwarding algorithm, whose every level waits for
+ * its ranks to get a core. */
+TEST_IMPL(fit_oversubscribed_broadcast_4)
+{
+  struct collie__models over = {0};
+  collie__models_default(&over, 2);
+  static const size_t bytes[] = {8, 64, 512, 8 << 10, 64 << 10, 256 << 10};
+  for (size_t i = 0; i < sizeof(bytes) / sizeof(bytes[0]); i++) {
+    struct collie__call c = fit_call(COLLIE_KIND_BROADCAST, (bytes[i] + 3) / 4, 4, 1);
+    const char *o = fit_pick_name(&c, &over);
+    ASSERTF(!strcmp(o, "linear"), "%zu B on 4 ranks, 2 cores: %s", bytes[i], o);
+  }
+  collie__models_free(&over);
+}
