@@ -162,6 +162,7 @@ case "$what" in
     # ranks' listeners and says the wrong things: it must finish with right
     # results, refuse every one and log it (scripts/hostile.sh).
     sh scripts/hostile.sh --build build
+    sh scripts/hostile.sh --build build --reuse 0 # the ranks' listeners read and refuse it
     lap "hostile"
     # The test bed of hosts (network and UTS namespaces, a bridge; issue 20):
     # the demo, chaos trials, and the collective matrix (every collective,
@@ -174,7 +175,7 @@ case "$what" in
     for args in "testbed.sh --cut-link 1 -- true" "testbed.sh --cut-link 1@x -- true" \
       "testbed.sh --cut-link 9@1 -- true" "testbed.sh --hosts 0,2 -- true" \
       "linkcut.sh 2,2" "chaos.sh --trials 0" "chaos.sh --transport testbed" \
-      "chaos.sh --faults cut" "chaos.sh --faults fire --testbed 2,2"; do
+      "chaos.sh --faults cut" "chaos.sh --faults fire --testbed 2,2" "hostile.sh --reuse 2"; do
       # shellcheck disable=SC2086
       if sh scripts/$args >/dev/null 2>&1; then rc=0; else rc=$?; fi
       [ $rc = 2 ] || { echo "scripts/$args exited $rc, not 2" >&2; exit 1; }
