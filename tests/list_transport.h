@@ -45,9 +45,9 @@
   XX(shm_bytes_mismatch_shm_2, shm_bytes_mismatch, 2, "shm", 30)                                   \
   XX(large_allreduce_1gib_shm, large_allreduce_1gib, 2, "shm", 120)                                \
   XX(large_allreduce_1gib_small_shm, large_allreduce_1gib_small, 2, "shm", 180)                    \
-  XX(tcp_splits_keep_connections_tcp_2, tcp_splits_keep_connections, 2, "tcp", 60)                  \
-  XX(tcp_splits_keep_connections_tcp_3, tcp_splits_keep_connections, 3, "tcp", 60)                  \
-  XX(tcp_splits_reuse_off_tcp_2, tcp_splits_reuse_off, 2, "tcp", 60)                                \
+  XX(tcp_splits_keep_connections_tcp_2, tcp_splits_keep_connections, 2, "tcp", 60)                 \
+  XX(tcp_splits_keep_connections_tcp_3, tcp_splits_keep_connections, 3, "tcp", 60)                 \
+  XX(tcp_splits_reuse_off_tcp_2, tcp_splits_reuse_off, 2, "tcp", 60)                               \
   XX(tcp_ring_sizes_2, tcp_ring_sizes, 2, "tcp", 30)                                               \
   XX(tcp_ring_sizes_3, tcp_ring_sizes, 3, "tcp", 30)                                               \
   XX(tcp_ring_sizes_8, tcp_ring_sizes, 8, "tcp", 30)                                               \

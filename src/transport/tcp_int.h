@@ -143,10 +143,10 @@ int collie__tcp_pool_put(const struct collie__tcp_idle *e);
  * peer whose BYE was read (reading what arrived of it); 1 when found. */
 int collie__tcp_pool_take(const char *host, int32_t pid, uint64_t token,
                           struct collie__tcp_idle *out);
-/* The accepting side: removes up to max kept connections to that peer, BYE
- * read or not, so that a hello on any of them is read; returns how many. */
+/* The accepting side: removes and returns in *out a kept connection to that
+ * peer, its BYE read or not, so that a hello on it is read; 1 when found. */
 int collie__tcp_pool_borrow(const char *host, int32_t pid, uint64_t token,
-                            struct collie__tcp_idle *out, int max);
+                            struct collie__tcp_idle *out);
 /* Puts a borrowed connection back (closes it when the pool is full). */
 void collie__tcp_pool_give_back(const struct collie__tcp_idle *e);
 /* Reads what arrived of e's BYE without blocking: 1 once read whole and

@@ -136,19 +136,19 @@ collie__tcp_pool_take(const char *host, int32_t pid, uint64_t token, struct coll
 }
 
 int
-collie__tcp_pool_borrow(const char *host, int32_t pid, uint64_t token, struct collie__tcp_idle *out,
-                        int max)
+collie__tcp_pool_borrow(const char *host, int32_t pid, uint64_t token, struct collie__tcp_idle *out)
 {
-  int n = 0;
+  int found = 0;
   pthread_mutex_lock(&pool_mu);
   pool_check_owner();
-  for (int i = 0; i < TCP_POOL_MAX && n < max; i++) {
+  for (int i = 0; i < TCP_POOL_MAX && !found; i++) {
     if (!pool_used[i] || !pool_same_peer(&pool[i], host, pid, token)) continue;
-    out[n++] = pool[i];
+    *out = pool[i];
     pool_used[i] = 0;
+    found = 1;
   }
   pthread_mutex_unlock(&pool_mu);
-  return n;
+  return found;
 }
 
 void

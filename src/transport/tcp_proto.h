@@ -21,7 +21,8 @@
 
 #include <stdint.h>
 
-#define COLLIE_TCP_PROTO_VERSION 3u /* 2: the ABORT frame; 3: both sides say BYE, connections are kept */
+#define COLLIE_TCP_PROTO_VERSION                                                                   \
+  3u /* 2: the ABORT frame; 3: both sides say BYE, connections are kept */
 
 /* ---- Handshake ---- */
 

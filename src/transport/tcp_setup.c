@@ -446,7 +446,7 @@ tcp_borrow_kept(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg,
     for (int k = 0; k < kmax; k++) {
       if (kept[k].fd >= 0) continue;
       struct collie__tcp_idle e;
-      if (!collie__tcp_pool_borrow(c->hostid, c->pid, t->token, &e, 1)) break;
+      if (!collie__tcp_pool_borrow(c->hostid, c->pid, t->token, &e)) break;
       struct tcp_pending *pe = &kept[k];
       pe->fd = e.fd;
       pe->got = 0;
@@ -618,45 +618,43 @@ static collie_result_t
 tcp_read_reply(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg,
                struct collie__tcp_chan *c)
 {
-  {
-    char who[160];
-    unsigned char reply = 0;
-    collie__tcp_peer_name(c, who, sizeof(who));
-    if (collie__sock_recv_all(c->fd, &reply, 1, cfg->deadline_ns) < 0) {
-      if (errno == ETIMEDOUT)
-        return collie__err(COLLIE_TIMEOUT,
-                           "tcp: timed out waiting for %s to answer our hello (is it still "
-                           "connecting to others?)",
-                           who);
-      return collie__err_errno(COLLIE_REMOTE_ERROR,
-                               "tcp: %s closed the connection during the handshake", who);
-    }
-    switch (reply) {
-    case COLLIE_TCP_REPLY_ACCEPT:
-      break;
-    case COLLIE_TCP_REPLY_BAD_TOKEN:
-      return collie__err(COLLIE_REMOTE_ERROR,
-                         "tcp: %s refused our job token (were the ranks "
-                         "started with different "
-                         "COLLIE_JOB_TOKEN values?)",
+  char who[160];
+  unsigned char reply = 0;
+  collie__tcp_peer_name(c, who, sizeof(who));
+  if (collie__sock_recv_all(c->fd, &reply, 1, cfg->deadline_ns) < 0) {
+    if (errno == ETIMEDOUT)
+      return collie__err(COLLIE_TIMEOUT,
+                         "tcp: timed out waiting for %s to answer our hello (is it still "
+                         "connecting to others?)",
                          who);
-    case COLLIE_TCP_REPLY_BAD_VERSION:
-      return collie__err(COLLIE_REMOTE_ERROR,
-                         "tcp: %s refused our tcp protocol version %u (mixed collie builds?)", who,
-                         COLLIE_TCP_PROTO_VERSION);
-    case COLLIE_TCP_REPLY_BAD_COMM:
-      return collie__err(COLLIE_REMOTE_ERROR,
-                         "tcp: %s refused the connection: it does not expect this rank in "
-                         "communicator %016llx",
-                         who, (unsigned long long)cfg->comm_hash);
-    case COLLIE_TCP_REPLY_DUPLICATE:
-      return collie__err(COLLIE_REMOTE_ERROR,
-                         "tcp: %s refused the connection: another process already connected "
-                         "to it as rank %d",
-                         who, t->rank);
-    default:
-      return collie__err(COLLIE_REMOTE_ERROR, "tcp: %s answered our hello with 0x%02x", who, reply);
-    }
+    return collie__err_errno(COLLIE_REMOTE_ERROR,
+                             "tcp: %s closed the connection during the handshake", who);
+  }
+  switch (reply) {
+  case COLLIE_TCP_REPLY_ACCEPT:
+    break;
+  case COLLIE_TCP_REPLY_BAD_TOKEN:
+    return collie__err(COLLIE_REMOTE_ERROR,
+                       "tcp: %s refused our job token (were the ranks "
+                       "started with different "
+                       "COLLIE_JOB_TOKEN values?)",
+                       who);
+  case COLLIE_TCP_REPLY_BAD_VERSION:
+    return collie__err(COLLIE_REMOTE_ERROR,
+                       "tcp: %s refused our tcp protocol version %u (mixed collie builds?)", who,
+                       COLLIE_TCP_PROTO_VERSION);
+  case COLLIE_TCP_REPLY_BAD_COMM:
+    return collie__err(COLLIE_REMOTE_ERROR,
+                       "tcp: %s refused the connection: it does not expect this rank in "
+                       "communicator %016llx",
+                       who, (unsigned long long)cfg->comm_hash);
+  case COLLIE_TCP_REPLY_DUPLICATE:
+    return collie__err(COLLIE_REMOTE_ERROR,
+                       "tcp: %s refused the connection: another process already connected "
+                       "to it as rank %d",
+                       who, t->rank);
+  default:
+    return collie__err(COLLIE_REMOTE_ERROR, "tcp: %s answered our hello with 0x%02x", who, reply);
   }
   return COLLIE_SUCCESS;
 }
