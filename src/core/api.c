@@ -16,7 +16,12 @@
 
 /* ---- Validation helpers: each returns SUCCESS or sets the message ---- */
 
-static collie_result_t
+/* The checks every call makes, inlined whole: their error branches call
+ * collie__err (cold), so what stays in line is a few compares; a call to
+ * each cost an 8-byte broadcast ~30 instructions (issue 38 point 5). */
+#define API_HOT static inline __attribute__((always_inline))
+
+API_HOT collie_result_t
 api_dtype(const char *fn, collie_dtype_t dtype)
 {
   if ((unsigned)dtype >= (unsigned)COLLIE_DTYPE_COUNT_)
@@ -46,7 +51,7 @@ api_op(const char *fn, collie_dtype_t dtype, collie_op_t op)
 
 /* count elements of dtype, times `blocks` (e.g. the comm size), must fit in
  * an address space. */
-static collie_result_t
+API_HOT collie_result_t
 api_count(const char *fn, const char *what, size_t count, size_t blocks, collie_dtype_t dtype)
 {
   size_t es = collie_dtype_size(dtype), total;
@@ -66,7 +71,7 @@ api_count(const char *fn, const char *what, size_t count, size_t blocks, collie_
   return COLLIE_SUCCESS;
 }
 
-static collie_result_t
+API_HOT collie_result_t
 api_buf(const char *fn, const char *name, const void *buf, size_t count)
 {
   if (!buf && count)
@@ -74,7 +79,7 @@ api_buf(const char *fn, const char *name, const void *buf, size_t count)
   return COLLIE_SUCCESS;
 }
 
-static collie_result_t
+API_HOT collie_result_t
 api_rank(const collie_comm_t *comm, const char *fn, const char *what, int r)
 {
   if (r < 0 || r >= comm->size)
@@ -114,13 +119,13 @@ api_opts(const collie_comm_t *comm, const char *fn, const collie_opts_t *opts)
 }
 
 /* Common head of every operation: live comm, opts, work allowed here. */
-static collie_result_t
+API_HOT collie_result_t
 api_enter(collie_comm_t *comm, const char *fn, const collie_opts_t *opts, collie_work_t **work)
 {
   collie_result_t rc = collie__comm_check(comm, fn);
   if (rc != COLLIE_SUCCESS) return rc;
   if (work) *work = NULL;
-  return api_opts(comm, fn, opts);
+  return opts ? api_opts(comm, fn, opts) : COLLIE_SUCCESS;
 }
 
 /* The wire format of a call (docs/compression.md): opts->wire when set, and
@@ -169,26 +174,26 @@ static __thread struct collie__op *api_capture;
  * an 8-byte broadcast). */
 static atomic_int api_capturing;
 
-static collie_result_t
-api_finish(collie_comm_t *comm, struct collie__op *op, const collie_opts_t *opts,
-           collie_work_t **work)
+/* The calls that are not a plain one on host memory: a compressed wire,
+ * a plan being made, or buffers that may be device memory. Out of line, so
+ * that api_finish's plain path stays a few loads (issue 38 point 5: the
+ * three checks written inline cost an 8-byte broadcast ~50 instructions). */
+static __attribute__((noinline)) collie_result_t
+api_finish_special(collie_comm_t *comm, struct collie__op *op, const collie_opts_t *opts,
+                   collie_work_t **work)
 {
-  if (__builtin_expect((opts && opts->wire > COLLIE_WIRE_NATIVE) ||
-                           comm->params.WIRE != COLLIE_WIRE_NATIVE,
-                       0)) {
+  if ((opts && opts->wire > COLLIE_WIRE_NATIVE) || comm->params.WIRE != COLLIE_WIRE_NATIVE) {
     collie_result_t rc = api_wire(comm, &op->call, opts);
     if (rc != COLLIE_SUCCESS) return rc;
   }
-  if (__builtin_expect(atomic_load_explicit(&api_capturing, memory_order_relaxed) != 0, 0) &&
-      api_capture != NULL) {
+  if (atomic_load_explicit(&api_capturing, memory_order_relaxed) != 0 && api_capture != NULL) {
     *api_capture = *op;
     return COLLIE_SUCCESS;
   }
   /* Device memory exists only in a process that loaded the CUDA driver, and
    * never in the program's image or the brk heap: the cheapest check first
    * (device/host_mem.c, then device/cuda.c). */
-  if (!(collie__host_mem_plain(op->call.sendbuf) && collie__host_mem_plain(op->call.recvbuf)) &&
-      collie__cuda_live()) {
+  if (!collie__host_mem_plain_both(op->call.sendbuf, op->call.recvbuf) && collie__cuda_live()) {
     int handled;
     void *graph = NULL;
     collie_result_t rc = collie__stage_run(comm, op, opts, work, &handled, &graph);
@@ -200,6 +205,21 @@ api_finish(collie_comm_t *comm, struct collie__op *op, const collie_opts_t *opts
     }
     if (handled) return rc;
   }
+  collie_result_t rc = collie__dispatch_prepare(comm, op, opts, work == NULL);
+  if (rc != COLLIE_SUCCESS) return rc;
+  return collie__work_issue(comm, op, NULL, work);
+}
+
+static inline __attribute__((always_inline)) collie_result_t
+api_finish(collie_comm_t *comm, struct collie__op *op, const collie_opts_t *opts,
+           collie_work_t **work)
+{
+  if (__builtin_expect((opts && opts->wire > COLLIE_WIRE_NATIVE) ||
+                           comm->params.WIRE != COLLIE_WIRE_NATIVE ||
+                           atomic_load_explicit(&api_capturing, memory_order_relaxed) != 0 ||
+                           !collie__host_mem_plain_both(op->call.sendbuf, op->call.recvbuf),
+                       0))
+    return api_finish_special(comm, op, opts, work);
   collie_result_t rc = collie__dispatch_prepare(comm, op, opts, work == NULL);
   if (rc != COLLIE_SUCCESS) return rc;
   return collie__work_issue(comm, op, NULL, work);

@@ -45,7 +45,7 @@ int
 collie__stage_on_device(const void *a, const void *b)
 {
   int d;
-  return !(collie__host_mem_plain(a) && collie__host_mem_plain(b)) && collie__cuda_live() &&
+  return !collie__host_mem_plain_both(a, b) && collie__cuda_live() &&
          (collie__cuda_is_device(a, &d) || collie__cuda_is_device(b, &d));
 }
 

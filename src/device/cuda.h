@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "collie.h"
+#include "device/host_mem.h"
 
 /* Whether this process has the CUDA driver loaded (by itself: torch, CuPy,
  * the user's code): only then can a buffer be device memory. The first
@@ -22,12 +23,7 @@
  * collie__host_mem_plain first), one atomic load after. */
 int collie__cuda_live(void);
 
-/* Whether p lies in the program's image or the brk heap (NULL too): memory
- * that is never a device's, known without the driver or the loader
- * (device/host_mem.c). 0 says nothing: ask collie__cuda_live and
- * collie__cuda_is_device. A few instructions; pure but for a first call that
- * reads /proc/self/maps once. */
-int collie__host_mem_plain(const void *p);
+/* collie__host_mem_plain, collie__host_mem_plain_both: device/host_mem.h. */
 
 /* Where p points: 1 device memory (cuMemAlloc, cudaMalloc; also memory of
  * another process mapped through IPC), 0 memory the CPU can read (plain,

@@ -24,20 +24,11 @@
 #include "device/cuda.h"
 
 static pthread_once_t host_once = PTHREAD_ONCE_INIT;
-static atomic_int host_ready;
-/* The program's image [image_lo, image_hi) and where the brk heap starts
- * (it ends at the current break, read each time: the heap also shrinks);
- * all 0 when unknown. */
-static uintptr_t image_lo, image_hi, heap_lo;
-/* glibc's current break, which sbrk(0) returns: read directly, it is one
- * load instead of a call through the PLT (weak: another libc has none, and
- * sbrk(0) answers). */
-extern void *__curbrk __attribute__((weak));
+struct collie__host_span collie__host_span;
 
-static uintptr_t
-host_brk(void)
+uintptr_t
+collie__host_brk_slow(void)
 {
-  if (&__curbrk && __curbrk) return (uintptr_t)__curbrk;
   void *b = sbrk(0);
   return b == (void *)-1 ? 0 : (uintptr_t)b;
 }
@@ -51,8 +42,9 @@ host_image_cb(struct dl_phdr_info *info, size_t size, void *data)
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
     if (ph->p_type != PT_LOAD) continue;
     uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
-    if (!image_lo || lo < image_lo) image_lo = lo;
-    if (hi > image_hi) image_hi = hi;
+    if (!collie__host_span.image_lo || lo < collie__host_span.image_lo)
+      collie__host_span.image_lo = lo;
+    if (hi > collie__host_span.image_hi) collie__host_span.image_hi = hi;
   }
   return 1; /* the first object is the program */
 }
@@ -68,21 +60,23 @@ host_init(void)
   while (f && fgets(line, sizeof(line), f)) {
     unsigned long lo, hi;
     if (strstr(line, "[heap]") && sscanf(line, "%lx-%lx", &lo, &hi) == 2) {
-      heap_lo = lo;
+      collie__host_span.heap_lo = lo;
       break;
     }
   }
   if (f) fclose(f);
-  if (!heap_lo) heap_lo = host_brk();
-  atomic_store_explicit(&host_ready, 1, memory_order_release);
+  if (!collie__host_span.heap_lo) collie__host_span.heap_lo = collie__host_brk();
+  atomic_store_explicit(&collie__host_span.ready, 1, memory_order_release);
+}
+
+void
+collie__host_span_init(void)
+{
+  pthread_once(&host_once, host_init);
 }
 
 int
 collie__host_mem_plain(const void *p)
 {
-  if (!p) return 1;
-  if (!atomic_load_explicit(&host_ready, memory_order_acquire)) pthread_once(&host_once, host_init);
-  uintptr_t a = (uintptr_t)p;
-  if (a >= image_lo && a < image_hi) return 1;
-  return heap_lo && a >= heap_lo && a < host_brk();
+  return collie__host_mem_plain_both(p, p);
 }
