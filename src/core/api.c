@@ -54,7 +54,7 @@ api_op(const char *fn, collie_dtype_t dtype, collie_op_t op)
 API_HOT collie_result_t
 api_count(const char *fn, const char *what, size_t count, size_t blocks, collie_dtype_t dtype)
 {
-  size_t es = collie_dtype_size(dtype), total;
+  size_t es = collie__dtype_bytes(dtype), total;
   /* Multiplications that report overflow: two divisions here would cost more
    * than the rest of a small call's validation. */
   if (count && (blocks == 0 || __builtin_mul_overflow(count, es, &total) ||

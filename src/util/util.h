@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "collie.h"
+
 /* ---- clock.c ---- */
 
 /* Monotonic nanoseconds (CLOCK_MONOTONIC). */
@@ -168,6 +170,22 @@ int collie__mkdir_p(const char *path);
  * ENOENT otherwise), so a mistyped log directory is an error rather than a
  * tree of new directories. 0 when path is a directory now; -1 with errno. */
 int collie__mkdir_one(const char *path);
+/* collie_dtype_size inline, for the per-call paths (the API's checks, the
+ * dispatch): a table load instead of a call. 0 for a value that is no
+ * dtype. */
+static inline size_t
+collie__dtype_bytes(collie_dtype_t dtype)
+{
+  switch (dtype) {
+#define COLLIE_XX_(name, size, isf, str)                                                           \
+  case COLLIE_##name:                                                                              \
+    return size;
+    COLLIE_DTYPE_MAP(COLLIE_XX_)
+#undef COLLIE_XX_
+  default:
+    return 0;
+  }
+}
 /* Formats into a fixed buffer, always NUL-terminated, truncating. */
 void collie__fmt(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
