@@ -97,6 +97,7 @@ case "$what" in
     trap 'rm -rf "$tmp_lists"' EXIT
     build build -DCOLLIE_TORCH_EXT=ON
     sh scripts/check_exports.sh build/libcollie.so
+    sh scripts/check_nccl_symbols.sh build/nccl/libcollie-nccl.so
     sh scripts/check_layers.sh
     sh scripts/check_install.sh build
     lap "build + checks"

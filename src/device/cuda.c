@@ -94,6 +94,8 @@ collie__cuda_open(const char *path)
       {"cuEventDestroy", (void **)&cu.event_destroy},
       {"cuMemAllocHost", (void **)&cu.mem_alloc_host},
       {"cuMemFreeHost", (void **)&cu.mem_free_host},
+      {"cuMemAlloc", (void **)&cu.mem_alloc},
+      {"cuMemFree", (void **)&cu.mem_free},
       {"cuIpcGetMemHandle", (void **)&cu.ipc_get_mem_handle},
       {"cuIpcOpenMemHandle", (void **)&cu.ipc_open_mem_handle},
       {"cuIpcCloseMemHandle", (void **)&cu.ipc_close_mem_handle},

@@ -134,6 +134,13 @@ collie_result_t collie__cuda_reduce(void *const *dsts, int ndst, const void *con
  * UUID (the same GPU in every process, whatever CUDA_VISIBLE_DEVICES). */
 collie_result_t collie__cuda_current_uuid(unsigned char uuid[16]);
 
+/* The device ordinal of this thread's current context (cuCtxGetDevice). */
+collie_result_t collie__cuda_current_device(int *device);
+/* Device memory of n bytes in the current context (cuMemAlloc), and its
+ * release (libcollie-nccl's ncclMemAlloc and ncclMemFree). Driver errors
+ * as SYSTEM_ERROR naming the call. */
+collie_result_t collie__cuda_mem_alloc(void **p, size_t n);
+collie_result_t collie__cuda_mem_free(void *p);
 /* The launch of a reduction of n elements of esize bytes on a device of sms
  * multiprocessors: threads per block and blocks (a grid-stride loop covers
  * the rest; aligned: 16 bytes per thread and step, else one element). */

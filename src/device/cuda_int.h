@@ -80,6 +80,8 @@ struct collie__cu {
   cu_result (*event_query)(cu_event);
   cu_result (*event_destroy)(cu_event);
   cu_result (*mem_alloc_host)(void **, size_t);
+  cu_result (*mem_alloc)(cu_ptr *, size_t);
+  cu_result (*mem_free)(cu_ptr);
   cu_result (*mem_free_host)(void *);
   cu_result (*ipc_get_mem_handle)(cu_ipc_handle *, cu_ptr);
   cu_result (*ipc_open_mem_handle)(cu_ptr *, cu_ipc_handle, unsigned);

@@ -227,6 +227,33 @@ collie__cuda_current_uuid(unsigned char uuid[16])
 }
 
 collie_result_t
+collie__cuda_current_device(int *device)
+{
+  cu_device dev = 0;
+  cu_result rc = collie__cu.ctx_get_device(&dev);
+  if (rc != CU_SUCCESS) return collie__cuda_fail(rc, "cuCtxGetDevice");
+  *device = (int)dev;
+  return COLLIE_SUCCESS;
+}
+
+collie_result_t
+collie__cuda_mem_alloc(void **p, size_t n)
+{
+  cu_ptr d = 0;
+  cu_result rc = collie__cu.mem_alloc(&d, n);
+  if (rc != CU_SUCCESS) return collie__cuda_fail(rc, "cuMemAlloc");
+  *p = (void *)(uintptr_t)d;
+  return COLLIE_SUCCESS;
+}
+
+collie_result_t
+collie__cuda_mem_free(void *p)
+{
+  cu_result rc = collie__cu.mem_free((cu_ptr)(uintptr_t)p);
+  return rc == CU_SUCCESS ? COLLIE_SUCCESS : collie__cuda_fail(rc, "cuMemFree");
+}
+
+collie_result_t
 collie__cuda_copy_async(void *dst, const void *src, size_t n, void *stream, const char *what)
 {
   if (n == 0 || dst == src) return COLLIE_SUCCESS;

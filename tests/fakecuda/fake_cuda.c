@@ -806,6 +806,8 @@ cuGetProcAddress_v2(const char *name, void **fn, int version, unsigned long long
       {"cuEventDestroy", (void *)f_event_destroy},
       {"cuMemAllocHost", (void *)f_mem_alloc_host},
       {"cuMemFreeHost", (void *)f_mem_free_host},
+      {"cuMemAlloc", (void *)cuMemAlloc_v2},
+      {"cuMemFree", (void *)cuMemFree_v2},
       {"cuIpcGetMemHandle", (void *)f_ipc_get},
       {"cuIpcOpenMemHandle", (void *)f_ipc_open},
       {"cuIpcCloseMemHandle", (void *)f_ipc_close},
