@@ -9,7 +9,7 @@
 #                kernels and stage through pinned memory)
 #   transport -> bootstrap/bootstrap.h (setup only), util
 #   bootstrap, telemetry, device -> util;  reduce -> itself;  util -> libc
-#   nccl      -> collie.h, bootstrap (the store), device/cuda.h, util
+#   nccl      -> collie.h, bootstrap (the store), device/cuda.h, reduce/reduce.h, util
 set -eu
 cd "$(dirname "$0")/../src"
 fail=0
@@ -42,7 +42,7 @@ check telemetry '^util/'
 check reduce '^$'
 check util '^$'
 # libcollie-nccl: collie's public API (collie.h), the store and the driver.
-check nccl '^(bootstrap/bootstrap\.h|bootstrap/store_int\.h|device/cuda\.h|device/host_mem\.h|util/)'
+check nccl '^(bootstrap/bootstrap\.h|bootstrap/store_int\.h|device/cuda\.h|device/host_mem\.h|reduce/reduce\.h|util/)'
 
 # Calls, not only includes: a function defined in one file (a line that
 # starts with its name and "(", the house style) and called from a file of
@@ -61,7 +61,7 @@ allowed_calls() { # module of the caller -> regex of the modules it may call
     coll) echo '^(coll|transport|reduce|device|util)$' ;; # device: coll/cuda_*.c alone (includes)
     transport) echo '^(transport|bootstrap|util)$' ;;
     bootstrap | telemetry | device) echo "^($1|util)\$" ;;
-    nccl) echo '^(nccl|core|bootstrap|device|util)$' ;; # core: collie.h's functions alone (includes)
+    nccl) echo '^(nccl|core|bootstrap|device|reduce|util)$' ;; # core: collie.h's functions alone (includes)
     *) echo "^$1\$" ;;
   esac
 }

@@ -43,6 +43,10 @@ struct nccl_call {
   int root; /* or the peer */
   ncclComm_t comm;
   cudaStream_t stream;
+  /* A PreMulSum operator's, copied: NCCL lets it be destroyed once the call
+   * returned, before the group that recorded the call ends. */
+  int premul;
+  struct nccl_user_op user;
 };
 
 /* The open group of this thread (NCCL's groups are per thread). */
@@ -59,7 +63,7 @@ nccl_group_open(void)
   return nccl_group.depth > 0;
 }
 
-static ncclResult_t
+ncclResult_t
 nccl_dtype(ncclDataType_t t, const char *fn, collie_dtype_t *out)
 {
   static const collie_dtype_t map[] = {
@@ -76,17 +80,26 @@ nccl_dtype(ncclDataType_t t, const char *fn, collie_dtype_t *out)
   return nccl_fail(ncclInvalidArgument, fn, "datatype = %d is not an ncclDataType_t", (int)t);
 }
 
+/* op as collie's, or a live PreMulSum operator of comm (*user set). */
 static ncclResult_t
-nccl_op(ncclRedOp_t op, const char *fn, collie_op_t *out)
+nccl_op(ncclRedOp_t op, ncclComm_t comm, const char *fn, collie_op_t *out,
+        struct nccl_user_op *user, int *premul)
 {
   static const collie_op_t map[] = {COLLIE_SUM, COLLIE_PROD, COLLIE_MAX, COLLIE_MIN, COLLIE_AVG};
   if ((unsigned)op < sizeof(map) / sizeof(map[0])) {
     *out = map[op];
     return ncclSuccess;
   }
+  const struct nccl_user_op *u = nccl_user_op(comm, op);
+  if (u) {
+    *out = COLLIE_SUM;
+    *user = *u;
+    *premul = 1;
+    return ncclSuccess;
+  }
   return nccl_fail(ncclInvalidArgument, fn,
-                   "op = %d is not ncclSum, ncclProd, ncclMax, ncclMin or ncclAvg (collie has no "
-                   "ncclRedOpCreatePreMulSum operators yet)",
+                   "op = %d is neither ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg nor a live "
+                   "ncclRedOpCreatePreMulSum operator of this communicator",
                    (int)op);
 }
 
@@ -118,6 +131,10 @@ nccl_run_collective(const struct nccl_call *k)
   collie_opts_t o;
   memset(&o, 0, sizeof(o));
   o.cuda_stream = k->stream;
+  if (k->premul)
+    return nccl_premul_run(k->comm, &k->user, k->kind == K_REDUCE_SCATTER,
+                           k->kind == K_REDUCE ? k->root : -1, k->sendbuf, k->recvbuf, k->count,
+                           k->dtype, k->stream, nccl_kind_fn[k->kind]);
   switch (k->kind) {
   case K_ALLREDUCE:
     return collie_allreduce(c, k->sendbuf, k->recvbuf, k->count, k->dtype, k->op, &o, NULL);
@@ -152,12 +169,19 @@ nccl_issue(enum nccl_kind kind, const void *sendbuf, void *recvbuf, size_t count
            ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream)
 {
   const char *fn = nccl_kind_fn[kind];
-  struct nccl_call k = {kind,       sendbuf, recvbuf, count, COLLIE_FLOAT32,
-                        COLLIE_SUM, root,    comm,    stream};
+  struct nccl_call k;
+  memset(&k, 0, sizeof(k));
+  k.kind = kind;
+  k.sendbuf = sendbuf;
+  k.recvbuf = recvbuf;
+  k.count = count;
+  k.root = root;
+  k.comm = comm;
+  k.stream = stream;
   ncclResult_t r = nccl_check_comm(comm, fn);
   if (r == ncclSuccess) r = nccl_dtype(datatype, fn, &k.dtype);
   if (r == ncclSuccess && (kind == K_ALLREDUCE || kind == K_REDUCE || kind == K_REDUCE_SCATTER))
-    r = nccl_op(op, fn, &k.op);
+    r = nccl_op(op, comm, fn, &k.op, &k.user, &k.premul);
   if (r == ncclSuccess &&
       (kind == K_BROADCAST || kind == K_REDUCE || kind == K_GATHER || kind == K_SCATTER ||
        kind == K_SEND || kind == K_RECV) &&

@@ -21,7 +21,9 @@ struct nccl_store; /* nccl_id.c: the store the communicator met in */
 struct nccl_user_op {
   int live;
   collie_dtype_t dtype;
-  double scalar; /* host-immediate: read at creation */
+  int on_device;           /* ncclScalarDevice: read from scalar_dev at each call */
+  unsigned char scalar[8]; /* ncclScalarHostImmediate: its bytes, read at creation */
+  const void *scalar_dev;
 };
 
 struct ncclComm {
@@ -89,9 +91,22 @@ ncclResult_t nccl_id_open(const ncclUniqueId *id, int rank, int size, const char
                           struct nccl_store **store, const collie_store_callbacks_t **cb,
                           const char **token);
 
-/* ---- nccl_group.c ---- */
+/* ---- nccl_coll.c ---- */
 
 /* Inside ncclGroupStart/End: the call is recorded, not run (1); else 0. */
 int nccl_group_open(void);
+/* NCCL's datatype as collie's (INVALID_ARGUMENT naming fn: fp8, unknown). */
+ncclResult_t nccl_dtype(ncclDataType_t t, const char *fn, collie_dtype_t *out);
+
+/* ---- nccl_premul.c ---- */
+
+/* comm's live PreMulSum operator op, or NULL. */
+struct nccl_user_op *nccl_user_op(struct ncclComm *comm, ncclRedOp_t op);
+/* The allreduce (root < 0), reduce (root) or reduce_scatter of a PreMulSum
+ * operator u: this rank's input scaled by its scalar, then summed. */
+collie_result_t nccl_premul_run(struct ncclComm *comm, const struct nccl_user_op *u,
+                                int kind_reduce_scatter, int root, const void *sendbuf,
+                                void *recvbuf, size_t count, collie_dtype_t dtype,
+                                cudaStream_t stream, const char *fn);
 
 #endif /* COLLIE_NCCL_INT_H */

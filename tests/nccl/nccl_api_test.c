@@ -240,6 +240,45 @@ case_calls(ncclComm_t comm, int p, int r)
   EXPECT((r == 0) == (none == NULL), "NOCOLOR split: comm %p", (void *)none);
   if (none) OK(ncclCommDestroy(none));
 
+  /* PreMulSum: every rank's input times its own scalar, then summed */
+  float sc = 0.5f * (float)(r + 1);
+  ncclRedOp_t pm;
+  OK(ncclRedOpCreatePreMulSum(&pm, &sc, ncclFloat32, ncclScalarHostImmediate, comm));
+  sc = 100; /* host-immediate: read at creation */
+  fill(a, r, n);
+  OK(ncclAllReduce(a, b, n, ncclFloat32, pm, comm, s));
+  for (size_t i = 0; i < n; i++) {
+    float w = 0;
+    for (int q = 0; q < p; q++) w += 0.5f * (float)(q + 1) * val(q, i);
+    EXPECT(b[i] == w, "premulsum allreduce element %zu: %g, expected %g", i, b[i], w);
+  }
+  OK(ncclRedOpDestroy(pm, comm));
+  /* a scalar in device memory, read when the call runs; reduce_scatter */
+  float *dsc = dev(4);
+  *dsc = 7;
+  OK(ncclRedOpCreatePreMulSum(&pm, dsc, ncclFloat32, ncclScalarDevice, comm));
+  *dsc = 2;
+  for (int q = 0; q < p; q++) fill(c + (size_t)q * n, r, n);
+  OK(ncclReduceScatter(c, a, n, ncclFloat32, pm, comm, s));
+  for (size_t i = 0; i < n; i++)
+    EXPECT(a[i] == 2 * want_sum(i, NULL), "premulsum reduce_scatter element %zu: %g", i, a[i]);
+  OK(ncclRedOpDestroy(pm, comm));
+  /* integers, to a root, the operator destroyed inside the group that uses it */
+  int32_t k3 = 3;
+  int32_t *ib = dev(n * 4);
+  OK(ncclRedOpCreatePreMulSum(&pm, &k3, ncclInt32, ncclScalarHostImmediate, comm));
+  for (size_t i = 0; i < n; i++) ia[i] = (int32_t)(r + (int)i);
+  OK(ncclGroupStart());
+  OK(ncclReduce(ia, ib, n, ncclInt32, pm, 0, comm, s));
+  OK(ncclRedOpDestroy(pm, comm));
+  OK(ncclGroupEnd());
+  if (r == 0)
+    for (size_t i = 0; i < n; i++) {
+      int32_t w = 0;
+      for (int q = 0; q < p; q++) w += 3 * (q + (int)i);
+      EXPECT(ib[i] == w, "premulsum int32 reduce element %zu: %d, expected %d", i, ib[i], w);
+    }
+
   ncclResult_t async = ncclInternalError;
   OK(ncclCommGetAsyncError(comm, &async));
   EXPECT(async == ncclSuccess, "async error %d after good calls", (int)async);
@@ -275,8 +314,21 @@ case_errors(ncclComm_t comm, int p)
              "comm is NULL", "NULL comm");
   expect_err(ncclCommRevoke(comm, 0), ncclInvalidUsage, "ncclCommRevoke: not supported",
              "unsupported call");
-  expect_err(ncclRedOpCreatePreMulSum(NULL, NULL, ncclFloat32, ncclScalarHostImmediate, comm),
-             ncclInvalidUsage, "ncclRedOpCreatePreMulSum", "premulsum");
+  float two = 2;
+  ncclRedOp_t pm;
+  expect_err(ncclRedOpCreatePreMulSum(&pm, &two, ncclFloat8e4m3, ncclScalarHostImmediate, comm),
+             ncclInvalidArgument, "ncclRedOpCreatePreMulSum: datatype ncclFloat8e4m3",
+             "premulsum fp8");
+  expect_err(ncclRedOpCreatePreMulSum(&pm, NULL, ncclFloat32, ncclScalarHostImmediate, comm),
+             ncclInvalidArgument, "scalar is NULL", "premulsum NULL scalar");
+  OK(ncclRedOpCreatePreMulSum(&pm, &two, ncclFloat32, ncclScalarHostImmediate, comm));
+  expect_err(ncclAllReduce(a, a, 4, ncclFloat64, pm, comm, NULL), ncclInvalidArgument,
+             "made for float32, the call is on float64", "premulsum dtype");
+  OK(ncclRedOpDestroy(pm, comm));
+  expect_err(ncclAllReduce(a, a, 4, ncclFloat32, pm, comm, NULL), ncclInvalidArgument,
+             "live ncclRedOpCreatePreMulSum operator", "destroyed premulsum");
+  expect_err(ncclRedOpDestroy(pm, comm), ncclInvalidArgument, "not a live PreMulSum",
+             "premulsum destroyed twice");
   expect_err(ncclGroupEnd(), ncclInvalidUsage, "no group is open", "group end alone");
   expect_err(ncclCommInitAll(&comm, 2, NULL), ncclInvalidUsage, "one GPU per process", "initall");
   ncclUniqueId junk;
