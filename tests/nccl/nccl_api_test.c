@@ -7,10 +7,12 @@
  *   calls N   every collective, send/recv in a group, split, the queries
  *   errors    each bad argument's result code and ncclGetLastError's text
  *   dead N    the last rank exits after init: the others' call fails with
- *             ncclRemoteError or ncclTimeout naming it, and the async error
- *             says so
+ *             ncclRemoteError or ncclTimeout naming it, the async error says
+ *             so, and each writes a flight-recorder dump that names it
+ * Logs go to a folder of the test's own (COLLIE_LOG_DIR), removed after.
  * Exit 0 when every rank passed.
  */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -418,6 +420,12 @@ main(int argc, char **argv)
     fprintf(stderr, "usage: nccl_api_test calls|errors|dead [NRANKS <= 16]\n");
     return 2;
   }
+  char logs[] = "/tmp/nccl_api_test.XXXXXX";
+  if (!mkdtemp(logs)) {
+    perror("mkdtemp");
+    return 1;
+  }
+  setenv("COLLIE_LOG_DIR", logs, 1);
   int pipes[16][2];
   for (int r = 0; r < p; r++)
     if (pipe(pipes[r]) != 0) {
@@ -438,6 +446,32 @@ main(int argc, char **argv)
               WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
       bad = 1;
     }
+  }
+  /* The survivors of "dead" dumped their flight recorders, naming the
+   * operation and the rank that went; nothing is left behind. */
+  int dumps = 0;
+  DIR *d = opendir(logs);
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    if (e->d_name[0] == '.') continue;
+    char path[512], text[65536];
+    snprintf(path, sizeof(path), "%s/%s", logs, e->d_name);
+    FILE *f = fopen(path, "r");
+    size_t got = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
+    if (f) fclose(f);
+    text[got] = '\0';
+    char want[32];
+    snprintf(want, sizeof(want), "rank %d", p - 1);
+    if (!strncmp(e->d_name, "flight-rank", 11) && strstr(text, "allreduce") && strstr(text, want))
+      dumps++;
+    unlink(path);
+  }
+  if (d) closedir(d);
+  rmdir(logs);
+  if (!strcmp(argv[1], "dead") && dumps != p - 1) {
+    fprintf(stderr, "dead: %d flight dumps name the allreduce and rank %d, expected %d\n", dumps,
+            p - 1, p - 1);
+    bad = 1;
   }
   printf("nccl_api_test %s at %d ranks: %s\n", argv[1], p, bad ? "FAILED" : "passed");
   return bad;
