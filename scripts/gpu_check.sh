@@ -3,6 +3,7 @@
 # (its image has torch 2.x; this machine has Debian's 1.13 only):
 #
 #   device run: sh scripts/gpu_check.sh        (timeout_s 540; results in $OUT)
+#   (carry .fetched: step 12's nccl-tests sources, see there)
 #
 # 1. collie.torch on torch 2.x: the whole tests/torch suite (env:// at 2 and 4
 #    ranks, tcp:// and file:// at 2), CPU tensors, with the image's python3.
@@ -44,6 +45,18 @@
 #    latency against the uncaptured call, refusals at capture
 #    (cuda_graph; GPU_CHECK_STEPS=graph runs it alone).
 #
+# 12. NCCL programs on collie (issue 39): libcollie-nccl.so preloaded.
+#    nccl_tests: nccl-tests (NCCL's own, v2.16.9; its sources carried in the
+#    ignored folder .fetched/nccl-tests, never committed) built here with
+#    MPI=1 against the image's NCCL headers (the nvidia-nccl wheel) and
+#    tests/nccl/mini_mpi (the few MPI calls it makes, over collie), its
+#    ranks collierun's processes all on GPU 0 (NCCL_TESTS_DEVICE=0): six
+#    tests at 2 and 4 ranks with -c 1, "Out of bounds values : 0 OK" each;
+#    the library's exports checked against that nccl.h first. torch_nccl:
+#    torch's backend="nccl" ProcessGroup (tests/gpu/torch_nccl.py) at 2 and
+#    4 ranks on GPU 0. pynccl_cuda: tests/nccl/pynccl_style.py (vLLM's kind
+#    of ctypes program) on CUDA tensors. GPU_CHECK_STEPS=nccl runs the three.
+#
 # GPU_CHECK_STEPS="build device_matrix ..." runs only the steps named (the
 # names in the summary line); the build always runs. GPU_CHECK_STEPS=gpu
 # runs issue 21's device checks alone (the matrix on one host and on two,
@@ -63,6 +76,7 @@ jobs=$(nproc 2>/dev/null || echo 4)
 summary=""
 [ "${GPU_CHECK_STEPS:-}" = fast ] && GPU_CHECK_STEPS="torch_fast"
 [ "${GPU_CHECK_STEPS:-}" = graph ] && GPU_CHECK_STEPS="cuda_graph"
+[ "${GPU_CHECK_STEPS:-}" = nccl ] && GPU_CHECK_STEPS="nccl_tests torch_nccl pynccl_cuda"
 [ "${GPU_CHECK_STEPS:-}" = gpu ] &&
   GPU_CHECK_STEPS="device_matrix device_hosts device_bench gloo_bench device_pull_bench torch_cuda examples_cuda cuda_graph"
 step() { # name, command...
@@ -89,6 +103,51 @@ nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 cuda_inc=$(dirname "$nvcc")/../include
 step cuda_ipc_probe sh -c "cc -O2 -I$cuda_inc bench/cuda_ipc_probe.c -o build-dev/cuda_ipc_probe -ldl \
   && timeout 60 build-dev/cuda_ipc_probe"
+# 12. NCCL programs with libcollie-nccl.so preloaded (issue 39).
+nccl_so="$PWD/build-dev/nccl/libcollie-nccl.so"
+nccl_home() { # an NCCL_HOME for nccl-tests: the image's NCCL headers, collie's library
+  h=$("$py" -c 'import nvidia.nccl as n; print(list(n.__path__)[0])' 2>/dev/null) || return 1
+  [ -f "$h/include/nccl.h" ] || return 1
+  d=$out/ncclhome
+  rm -rf "$d" && mkdir -p "$d/lib" && cp -r "$h/include" "$d/include" &&
+    ln -s "$nccl_so" "$d/lib/libnccl.so" && echo "$d"
+}
+nccl_tests() {
+  src=.fetched/nccl-tests
+  [ -d "$src" ] || { echo "nccl-tests' sources are not in $src: carry them"; return 1; }
+  home=$(nccl_home) || { echo "no nvidia-nccl headers beside $py's torch"; return 1; }
+  sh scripts/check_nccl_symbols.sh "$nccl_so" "$home/include/nccl.h" || return 1
+  cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
+  bd=$out/nccl-tests-build
+  make -C "$src" MPI=1 MPI_HOME="$PWD/build-dev/mini_mpi" NCCL_HOME="$home" \
+    CUDA_HOME="$(dirname "$nvcc")/.." BUILDDIR="$bd" NVCC_GENCODE="-gencode=arch=compute_$cap,code=sm_$cap" \
+    -j"$jobs" src.build >"$out/nccl_tests_make.log" 2>&1 || { tail -20 "$out/nccl_tests_make.log"; return 1; }
+  rc=0
+  for n in 2 4; do
+    for t in all_reduce all_gather reduce_scatter broadcast alltoall sendrecv; do
+      log=$out/nccl_tests_${t}_$n.log
+      LD_PRELOAD="$nccl_so" LD_LIBRARY_PATH="$PWD/build-dev/mini_mpi/lib" NCCL_TESTS_DEVICE=0 \
+        timeout 120 build-dev/collierun -n $n --timeout 110 "$bd/${t}_perf" -b 8 -e 64M -f 8 -c 1 -w 2 -n 5 \
+        >"$log" 2>&1
+      r=$?
+      grep -q "Out of bounds values : 0 OK" "$log" || r=1
+      echo "nccl-tests ${t}_perf at $n ranks on one GPU: exit $r"
+      grep -E "^ +[0-9]+ +[0-9]+ " "$log" | tail -3
+      [ $r = 0 ] || { rc=1; tail -8 "$log"; }
+    done
+  done
+  return $rc
+}
+step nccl_tests nccl_tests
+torch_nccl() {
+  for n in 2 4; do
+    LD_PRELOAD="$nccl_so" timeout 200 build-dev/collierun -n $n --timeout 180 "$py" tests/gpu/torch_nccl.py ||
+      return 1
+  done
+}
+step torch_nccl torch_nccl
+step pynccl_cuda timeout 120 build-dev/collierun -n 2 --timeout 110 "$py" tests/nccl/pynccl_style.py \
+  --lib "$nccl_so" --device cuda
 # Where small staged copies spend their time (docs/gpu.md, "Not yet"): a
 # round trip through pinned memory at 8 B-256 KiB, one process and two.
 step copy_probe sh -c "cc -O2 -I$cuda_inc bench/cuda_copy_probe.c -o build-dev/cuda_copy_probe -ldl \
