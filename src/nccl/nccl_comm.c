@@ -10,6 +10,7 @@
  * (config->blocking = 0) is simply one whose calls never answer
  * ncclInProgress.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -195,34 +196,34 @@ ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError)
   return ncclSuccess;
 }
 
+/* One of comm's numbers into *out, read once comm is known live (a
+ * destroyed one is freed): field is offsetof its int in struct ncclComm. */
+static ncclResult_t
+nccl_query(const ncclComm_t comm, int *out, const char *fn, const char *what, size_t field)
+{
+  ncclResult_t r = nccl_check_comm(comm, fn);
+  if (r != ncclSuccess) return r;
+  if (!out) return nccl_fail(ncclInvalidArgument, fn, "%s is NULL", what);
+  memcpy(out, (const char *)comm + field, sizeof(*out));
+  return ncclSuccess;
+}
+
 NCCL_EXPORT ncclResult_t
 ncclCommCount(const ncclComm_t comm, int *count)
 {
-  ncclResult_t r = nccl_check_comm(comm, "ncclCommCount");
-  if (r != ncclSuccess) return r;
-  if (!count) return nccl_fail(ncclInvalidArgument, "ncclCommCount", "count is NULL");
-  *count = comm->size;
-  return ncclSuccess;
+  return nccl_query(comm, count, "ncclCommCount", "count", offsetof(struct ncclComm, size));
 }
 
 NCCL_EXPORT ncclResult_t
 ncclCommCuDevice(const ncclComm_t comm, int *device)
 {
-  ncclResult_t r = nccl_check_comm(comm, "ncclCommCuDevice");
-  if (r != ncclSuccess) return r;
-  if (!device) return nccl_fail(ncclInvalidArgument, "ncclCommCuDevice", "device is NULL");
-  *device = comm->device;
-  return ncclSuccess;
+  return nccl_query(comm, device, "ncclCommCuDevice", "device", offsetof(struct ncclComm, device));
 }
 
 NCCL_EXPORT ncclResult_t
 ncclCommUserRank(const ncclComm_t comm, int *rank)
 {
-  ncclResult_t r = nccl_check_comm(comm, "ncclCommUserRank");
-  if (r != ncclSuccess) return r;
-  if (!rank) return nccl_fail(ncclInvalidArgument, "ncclCommUserRank", "rank is NULL");
-  *rank = comm->rank;
-  return ncclSuccess;
+  return nccl_query(comm, rank, "ncclCommUserRank", "rank", offsetof(struct ncclComm, rank));
 }
 
 NCCL_EXPORT ncclResult_t
