@@ -53,9 +53,11 @@
 #    ranks collierun's processes all on GPU 0 (NCCL_TESTS_DEVICE=0): six
 #    tests at 2 and 4 ranks with -c 1, "Out of bounds values : 0 OK" each;
 #    the library's exports checked against that nccl.h first. torch_nccl:
-#    torch's backend="nccl" ProcessGroup (tests/gpu/torch_nccl.py) at 2 and
-#    4 ranks on GPU 0. pynccl_cuda: tests/nccl/pynccl_style.py (vLLM's kind
-#    of ctypes program) on CUDA tensors. GPU_CHECK_STEPS=nccl runs the three.
+#    torch's backend="nccl" ProcessGroup (tests/gpu/torch_cuda.py with
+#    TORCH_CUDA_CHECK_BACKEND=nccl: the collie backend's CUDA checks, and
+#    the calls NCCL's adds) at 2 and 4 ranks on GPU 0. pynccl_cuda:
+#    tests/nccl/pynccl_style.py (vLLM's kind of ctypes program) on CUDA
+#    tensors. GPU_CHECK_STEPS=nccl runs the three.
 #
 # GPU_CHECK_STEPS="build device_matrix ..." runs only the steps named (the
 # names in the summary line); the build always runs. GPU_CHECK_STEPS=gpu
@@ -141,7 +143,8 @@ nccl_tests() {
 step nccl_tests nccl_tests
 torch_nccl() {
   for n in 2 4; do
-    LD_PRELOAD="$nccl_so" timeout 200 build-dev/collierun -n $n --timeout 180 "$py" tests/gpu/torch_nccl.py ||
+    LD_PRELOAD="$nccl_so" TORCH_CUDA_CHECK_BACKEND=nccl timeout 200 build-dev/collierun -n $n --timeout 180 \
+      "$py" tests/gpu/torch_cuda.py ||
       return 1
   done
 }

@@ -5,6 +5,12 @@ calls, the binding's Comm with a CUDA tensor, and a CuPy array through
 __cuda_array_interface__ when CuPy is there. Each result is checked against
 values computed from the ranks' inputs (small integers: exact). Prints one
 line per failure and "torch_cuda: N checks passed"; exit 1 on a failure.
+
+TORCH_CUDA_CHECK_BACKEND=nccl runs the same torch.distributed calls on
+torch's own backend="nccl" instead, for libcollie-nccl.so preloaded (issue
+39): torch.cuda.nccl.version() must be collie's (2.23), and the calls
+NCCL's backend adds (MAX, AVG, premul_sum, reduce, a new_group) are
+checked too; the binding's part is skipped.
 """
 
 import os
@@ -43,7 +49,17 @@ def inp(r, n, dtype=torch.float32, shift=0):
     return ((torch.arange(n, dtype=torch.int64) + 3 * r + shift) % 7 + 1).to(dtype)
 
 
-dist.init_process_group("collie")
+backend = os.environ.get("TORCH_CUDA_CHECK_BACKEND", "collie")
+if backend == "nccl":
+    version = torch.cuda.nccl.version()
+    checks[0] += 1
+    if tuple(version[:2]) != (2, 23):
+        fails.append("version")
+        print("rank %d: FAIL torch.cuda.nccl.version() = %s: not collie's library (LD_PRELOAD?)" %
+              (rank, version), flush=True)
+    dist.init_process_group("nccl", device_id=dev)
+else:
+    dist.init_process_group("collie")
 for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.int64):
     for n in (1, 1027, 70001):
         t = inp(rank, n, dtype).to(dev)
@@ -114,6 +130,33 @@ if dev.type == "cuda":
         side.synchronize()
         check("batch_isend_irecv on a busy side stream", got, inp(frm, n))
 dist.barrier()
+
+if backend == "nccl":
+    # What NCCL's backend adds: its other ops, a rooted reduce, a subgroup.
+    t = inp(rank, n).to(dev)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    check("all_reduce max", t, torch.stack([inp(r, n) for r in range(size)]).max(0).values)
+    t = (inp(rank, n) * size).to(dev)
+    dist.all_reduce(t, op=dist.ReduceOp.AVG)
+    check("all_reduce avg", t, sum(inp(r, n) for r in range(size)))
+    t = inp(rank, n).to(dev)
+    dist.all_reduce(t, op=dist._make_nccl_premul_sum(2.0))
+    check("all_reduce premul_sum", t, 2 * sum(inp(r, n) for r in range(size)))
+    t = inp(rank, n).to(dev)
+    dist.reduce(t, dst=0)
+    if rank == 0:
+        check("reduce", t, sum(inp(r, n) for r in range(size)))
+    evens = dist.new_group([q for q in range(size) if q % 2 == 0])
+    if rank % 2 == 0:
+        t = inp(rank, n).to(dev)
+        dist.all_reduce(t, group=evens)
+        check("new_group all_reduce", t, sum(inp(r, n) for r in range(0, size, 2)))
+    torch.cuda.synchronize()
+    dist.destroy_process_group()
+    if rank == 0 or fails:
+        print("torch_cuda (backend nccl, collie's library): rank %d of %d: %d checks, %d failed" %
+              (rank, size, checks[0], len(fails)))
+    sys.exit(1 if fails else 0)
 
 # The binding: a Comm of its own, a CUDA tensor in place.
 comm = collie.new_comm(name="cuda_check")
