@@ -17,6 +17,7 @@ import allgather
 import allreduce
 import batch_p2p
 import broadcast
+import colocated_weights
 import objects
 import sendrecv_ring
 import train_dp
@@ -45,6 +46,12 @@ def test_broadcast_example(comm):
     assert "checksum" in out
     if "torch" in out:
         assert out["torch"] == list(range(8))
+
+
+def test_colocated_weights_example(comm, size):
+    pytest.importorskip("torch")
+    out = colocated_weights.main(comm, size_mb=2, tensors=7, steps=2, bucket_mb=1)
+    assert out["updates"] == 2 and out["tensors_checked"] == 14 and out["bytes_per_s"] > 0
 
 
 def test_objects_example(comm, rank, size):
