@@ -57,7 +57,9 @@
 #    TORCH_CUDA_CHECK_BACKEND=nccl: the collie backend's CUDA checks, and
 #    the calls NCCL's adds) at 2 and 4 ranks on GPU 0. pynccl_cuda:
 #    tests/nccl/pynccl_style.py (vLLM's kind of ctypes program) on CUDA
-#    tensors. GPU_CHECK_STEPS=nccl runs the three.
+#    tensors. colocated: bench/colocated_weights.py (point 3), collie against
+#    torch's CUDA IPC + copy and the copy bound, plain and expandable
+#    allocations. GPU_CHECK_STEPS=nccl runs the four.
 #
 # GPU_CHECK_STEPS="build device_matrix ..." runs only the steps named (the
 # names in the summary line); the build always runs. GPU_CHECK_STEPS=gpu
@@ -78,7 +80,7 @@ jobs=$(nproc 2>/dev/null || echo 4)
 summary=""
 [ "${GPU_CHECK_STEPS:-}" = fast ] && GPU_CHECK_STEPS="torch_fast"
 [ "${GPU_CHECK_STEPS:-}" = graph ] && GPU_CHECK_STEPS="cuda_graph"
-[ "${GPU_CHECK_STEPS:-}" = nccl ] && GPU_CHECK_STEPS="nccl_tests torch_nccl pynccl_cuda"
+[ "${GPU_CHECK_STEPS:-}" = nccl ] && GPU_CHECK_STEPS="nccl_tests torch_nccl pynccl_cuda colocated"
 [ "${GPU_CHECK_STEPS:-}" = gpu ] &&
   GPU_CHECK_STEPS="device_matrix device_hosts device_bench gloo_bench device_pull_bench torch_cuda examples_cuda cuda_graph"
 step() { # name, command...
@@ -151,6 +153,20 @@ torch_nccl() {
 step torch_nccl torch_nccl
 step pynccl_cuda timeout 120 build-dev/collierun -n 2 --timeout 110 "$py" tests/nccl/pynccl_style.py \
   --lib "$nccl_so" --device cuda
+# Issue 39 point 3: a trainer's weights pushed to inference processes on
+# its GPU, collie against torch's CUDA IPC + copy (and NCCL 2.30's several
+# ranks per GPU where torch's NCCL has it), against the copy bound; then
+# the same with expandable segments (cuMem allocations legacy IPC cannot
+# share). GPU_CHECK_STEPS=colocated runs it alone.
+colocated() {
+  for n in 2 3; do
+    timeout 200 build-dev/collierun -n $n --timeout 180 "$py" bench/colocated_weights.py \
+      --sizes-mb 100,1000,4000 --csv "$out/colocated_$n.csv" || return 1
+  done
+  timeout 200 build-dev/collierun -n 3 --timeout 180 "$py" bench/colocated_weights.py --expandable \
+    --sizes-mb 100,1000 --ways copy,collie,ipc --csv "$out/colocated_expandable.csv"
+}
+step colocated colocated
 # Where small staged copies spend their time (docs/gpu.md, "Not yet"): a
 # round trip through pinned memory at 8 B-256 KiB, one process and two.
 step copy_probe sh -c "cc -O2 -I$cuda_inc bench/cuda_copy_probe.c -o build-dev/cuda_copy_probe -ldl \
