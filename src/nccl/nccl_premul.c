@@ -159,6 +159,12 @@ nccl_premul_run(struct ncclComm *comm, const struct nccl_user_op *u, int kind_re
     return collie__err(COLLIE_INVALID_ARGUMENT,
                        "the PreMulSum operator was made for %s, the call is on %s",
                        collie_dtype_name(u->dtype), collie_dtype_name(dtype));
+  if (collie__cuda_live() && collie__cuda_capturing(stream))
+    return collie__err(
+        COLLIE_UNSUPPORTED,
+        "a call with a PreMulSum operator cannot be captured into a CUDA graph (it "
+        "scales this rank's input on the host): use ncclSum and scale on the GPU, or "
+        "make the call outside the capture");
   unsigned char s[8] = {0};
   collie_result_t rc = premul_scalar(u, stream, s);
   if (rc != COLLIE_SUCCESS) return rc;

@@ -6,6 +6,9 @@
  * every result against the values it expects. Cases (argv[1]):
  *   calls N   every collective, send/recv in a group, split, the queries
  *   errors    each bad argument's result code and ncclGetLastError's text
+ *   graph N   calls captured into a CUDA graph on a stream (the stand-in
+ *             driver's capture), replayed with new inputs, as vLLM's pynccl
+ *             captures its allreduce; PreMulSum refused at capture
  *   dead N    the last rank exits after init: the others' call fails with
  *             ncclRemoteError or ncclTimeout naming it, the async error says
  *             so, and each writes a flight-recorder dump that names it
@@ -362,6 +365,55 @@ case_errors(ncclComm_t comm, int p)
   OK(ncclCommDestroy(dup));
 }
 
+/* ---- graph ---- */
+
+#define CAP_STREAM ((cudaStream_t)0xca97)
+
+static void
+case_graph(ncclComm_t comm, int p, int r)
+{
+  void (*begin)(void *) = (void (*)(void *))dlsym(RTLD_DEFAULT, "fake_cuda_capture_begin");
+  void *(*end)(void) = (void *(*)(void))dlsym(RTLD_DEFAULT, "fake_cuda_capture_end");
+  void (*replay)(void *) = (void (*)(void *))dlsym(RTLD_DEFAULT, "fake_cuda_graph_replay");
+  void (*destroy)(void *) = (void (*)(void *))dlsym(RTLD_DEFAULT, "fake_cuda_graph_destroy");
+  EXPECT(begin && end && replay && destroy, "the stand-in driver's capture calls");
+  const size_t n = 512;
+  float *a = dev(n * 4), *g = dev(n * 4 * (size_t)p), *rs = dev(n * 4 * (size_t)p);
+  float *ro = dev(n * 4), *bi = dev(n * 4), *bo = dev(n * 4);
+  for (size_t i = 0; i < n; i++) a[i] = bi[i] = bo[i] = -5;
+  float two = 2;
+  ncclRedOp_t pm;
+  OK(ncclRedOpCreatePreMulSum(&pm, &two, ncclFloat32, ncclScalarHostImmediate, comm));
+  begin(CAP_STREAM);
+  OK(ncclAllReduce(a, a, n, ncclFloat32, ncclSum, comm, CAP_STREAM));
+  OK(ncclAllGather(a, g, n, ncclFloat32, comm, CAP_STREAM));
+  OK(ncclReduceScatter(rs, ro, n, ncclFloat32, ncclSum, comm, CAP_STREAM));
+  OK(ncclBroadcast(bi, bo, n, ncclFloat32, p - 1, comm, CAP_STREAM)); /* out of place */
+  ncclResult_t refused = ncclAllReduce(a, a, n, ncclFloat32, pm, comm, CAP_STREAM);
+  void *graph = end();
+  EXPECT(refused == ncclInvalidUsage && strstr(ncclGetLastError(NULL), "cannot be captured"),
+         "PreMulSum at capture: %d (%s)", (int)refused, ncclGetLastError(NULL));
+  EXPECT(a[0] == -5 && bo[0] == -5, "the capture ran the calls (a[0] = %g)", a[0]);
+  for (int k = 0; k < 20; k++) {
+    for (size_t i = 0; i < n; i++) a[i] = val(r + k, i);
+    for (size_t i = 0; i < n * (size_t)p; i++) rs[i] = val(r + k, i % n) + (float)(i / n);
+    for (size_t i = 0; i < n; i++) bi[i] = val(r + 2 * k, i);
+    replay(graph);
+    for (size_t i = 0; i < n; i++) {
+      float sum = 0, rsw = 0;
+      for (int q = 0; q < p; q++) sum += val(q + k, i);
+      for (int q = 0; q < p; q++) rsw += val(q + k, i) + (float)r;
+      EXPECT(a[i] == sum, "replay %d: allreduce [%zu] = %g, want %g", k, i, a[i], sum);
+      for (int q = 0; q < p; q++)
+        EXPECT(g[(size_t)q * n + i] == sum, "replay %d: allgather [%d][%zu]", k, q, i);
+      EXPECT(ro[i] == rsw, "replay %d: reduce_scatter [%zu] = %g, want %g", k, i, ro[i], rsw);
+      EXPECT(bo[i] == val(p - 1 + 2 * k, i), "replay %d: broadcast [%zu] = %g", k, i, bo[i]);
+    }
+  }
+  destroy(graph);
+  OK(ncclRedOpDestroy(pm, comm));
+}
+
 /* ---- dead ---- */
 
 static void
@@ -407,6 +459,7 @@ run_rank(const char *what, int (*pipes)[2], int p, int r)
   if (!strcmp(what, "calls")) case_calls(comm, p, r);
   if (!strcmp(what, "errors")) case_errors(comm, p);
   if (!strcmp(what, "dead")) case_dead(comm, p, r);
+  if (!strcmp(what, "graph")) case_graph(comm, p, r);
   OK(ncclCommDestroy(comm));
   expect_err(ncclCommCount(comm, &p), ncclInvalidUsage, "destroyed", "destroyed comm");
   return 0;
@@ -417,7 +470,7 @@ main(int argc, char **argv)
 {
   int p = argc > 2 ? atoi(argv[2]) : 2;
   if (argc < 2 || p < 1 || p > 16) {
-    fprintf(stderr, "usage: nccl_api_test calls|errors|dead [NRANKS <= 16]\n");
+    fprintf(stderr, "usage: nccl_api_test calls|errors|graph|dead [NRANKS <= 16]\n");
     return 2;
   }
   char logs[] = "/tmp/nccl_api_test.XXXXXX";
