@@ -17,6 +17,9 @@
 #   collie/lib/_collie_mpi_fast<ext suffix>
 #                            collie.MPI's C fast path (cmake/mpi_ext.cmake), when
 #                            the Python running pip has its headers
+#   collie/lib/libcollie-nccl.so
+#                            NCCL's C API over collie (docs/nccl.md), to
+#                            LD_PRELOAD; `python -m collie.nccl` prints its path
 #   scripts: collierun, collie-bench, collie-report
 #                            the environment's bin/. They link collie statically
 #                            (collie-report not at all): no RPATH to get right.
@@ -24,6 +27,7 @@
 set(_wheel_lib collie/lib)
 install(PROGRAMS $<TARGET_FILE:collie> DESTINATION ${_wheel_lib}
         RENAME libcollie.so.${PROJECT_VERSION_MAJOR})
+install(PROGRAMS $<TARGET_FILE:collie_nccl> DESTINATION ${_wheel_lib})
 install(TARGETS collierun collie-bench collie-report RUNTIME DESTINATION ${SKBUILD_SCRIPTS_DIR})
 if(TARGET collie_torch_ext)
   # It needs libcollie.so.0 (loaded already by collie._lib, found here if

@@ -149,6 +149,7 @@ whl=$(build "$py" wheel)
 say "built $(basename "$whl") with torch $torch_version"
 unzip_list=$("$py" -m zipfile -l "$whl")
 for f in collie/__init__.py collie/torch/__init__.py collie/py.typed collie/lib/libcollie.so.0 \
+  collie/lib/libcollie-nccl.so \
   collie/lib/_collie_torch_fast.torch "collie-$version.data/scripts/collierun" \
   "collie-$version.data/scripts/collie-bench" "collie-$version.data/scripts/collie-report"; do
   echo "$unzip_list" | grep -q "^$f " || fail "$(basename "$whl") holds no $f"
@@ -178,6 +179,9 @@ assert importlib.metadata.version("collie") == version, importlib.metadata.versi
 assert collie.__file__.startswith(site + os.sep), collie.__file__
 assert collie.library_path() == os.path.join(site, "collie", "lib", "libcollie.so.0"), collie.library_path()
 assert collie.torch.fast_path_loaded(), "the fast path is not loaded"
+import collie.nccl
+assert collie.nccl.library_path() == os.path.join(site, "collie", "lib", "libcollie-nccl.so"), \
+    collie.nccl.library_path()
 EOF
 for t in collierun collie-bench collie-report; do
   [ "$(inside "$venv" sh -c "command -v $t")" = "$venv/bin/$t" ] || fail "$t is not $venv/bin/$t"

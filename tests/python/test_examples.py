@@ -186,3 +186,18 @@ def test_train_dp_script_4_ranks_with_telemetry(tmp_path):
         assert {("FORWARD", "mlp"), ("BACKWARD", "mlp"), ("OPTIMIZER", "mlp"), ("ALLREDUCE", "bucket0"),
                 ("ALLREDUCE", "bucket1"), ("ALLREDUCE", "loss")} <= ops
         assert {r["iteration"] for r in trows} == {str(i) for i in range(1, 31)}
+
+
+def test_nccl_library_found(rank):
+    """python -m collie.nccl finds the NCCL-API library beside the collie
+    library in use (the build tree's nccl/ here), as an absolute path to
+    give LD_PRELOAD."""
+    import collie.nccl
+
+    p = collie.nccl.library_path()
+    assert os.path.isabs(p) and os.path.isfile(p) and p.endswith("libcollie-nccl.so"), p
+    if rank == 0:
+        env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+        out = subprocess.run([sys.executable, "-m", "collie.nccl"], capture_output=True, text=True,
+                             timeout=60, env=env)
+        assert out.returncode == 0 and out.stdout.strip() == p, (out.returncode, out.stdout, out.stderr)
