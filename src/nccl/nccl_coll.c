@@ -103,8 +103,7 @@ nccl_op(ncclRedOp_t op, ncclComm_t comm, const char *fn, collie_op_t *out,
                    (int)op);
 }
 
-/* Whether p is device memory (the driver says so). */
-static int
+int
 nccl_on_device(const void *p)
 {
   int dev;

@@ -162,15 +162,15 @@ ncclGetErrorString(ncclResult_t result)
   case ncclSuccess:
     return "no error";
   case ncclUnhandledCudaError:
-    return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
+    return "unhandled cuda error (ncclGetLastError says which)";
   case ncclSystemError:
-    return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+    return "unhandled system error (ncclGetLastError says which)";
   case ncclInternalError:
-    return "internal error - please report this issue to the NCCL developers";
+    return "internal error (a bug in collie: please report it with ncclGetLastError's message)";
   case ncclInvalidArgument:
-    return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+    return "invalid argument (ncclGetLastError says which)";
   case ncclInvalidUsage:
-    return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+    return "invalid usage (ncclGetLastError says what)";
   case ncclRemoteError:
     return "remote process exited or there was a network error";
   case ncclInProgress:

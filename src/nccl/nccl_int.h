@@ -95,6 +95,8 @@ ncclResult_t nccl_id_open(const ncclUniqueId *id, int rank, int size, const char
 
 /* Inside ncclGroupStart/End: the call is recorded, not run (1); else 0. */
 int nccl_group_open(void);
+/* Whether p is device memory (the driver is loaded and says so). */
+int nccl_on_device(const void *p);
 /* NCCL's datatype as collie's (INVALID_ARGUMENT naming fn: fp8, unknown). */
 ncclResult_t nccl_dtype(ncclDataType_t t, const char *fn, collie_dtype_t *out);
 

@@ -168,8 +168,7 @@ nccl_premul_run(struct ncclComm *comm, const struct nccl_user_op *u, int kind_re
   unsigned char s[8] = {0};
   collie_result_t rc = premul_scalar(u, stream, s);
   if (rc != COLLIE_SUCCESS) return rc;
-  int ordinal;
-  int dev = sendbuf && collie__cuda_live() && collie__cuda_is_device(sendbuf, &ordinal);
+  int dev = nccl_on_device(sendbuf);
   void *host = malloc(bytes ? bytes : 1), *scaled = host;
   if (!host) return collie__err(COLLIE_SYSTEM_ERROR, "%s: out of memory for the scaled input", fn);
   if (dev) {

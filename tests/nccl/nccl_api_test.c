@@ -347,6 +347,21 @@ case_errors(ncclComm_t comm, int p)
   cfg.size = sizeof(cfg);
   expect_err(ncclCommSplit(comm, 0, 0, &c2, &cfg), ncclInvalidArgument, "NCCL_CONFIG_INITIALIZER",
              "config without magic");
+  expect_err(ncclCommInitRankScalable(&c2, 2, 0, 0, &junk, NULL), ncclInvalidArgument,
+             "at least one is needed", "scalable init without ids");
+  ncclComm_t shrunk = NULL;
+  expect_err(ncclCommShrink(comm, NULL, 0, &shrunk, NULL, 4), ncclInvalidArgument,
+             "shrinkFlags = 0x4", "shrink flags");
+  expect_err(ncclCommShrink(comm, NULL, 2, &shrunk, NULL, 0), ncclInvalidArgument,
+             "excludeRanksCount = 2", "shrink without a list");
+  ncclCollConfig_t ccfg;
+  memset(&ccfg, 0, sizeof(ccfg));
+  ccfg.size = sizeof(ccfg);
+  expect_err(ncclAllReduceConfig(a, a, 4, ncclFloat32, ncclSum, comm, NULL, &ccfg),
+             ncclInvalidArgument, "NCCL_COLLCONFIG_INITIALIZER", "per-call config without magic");
+  expect_err(ncclCommRegister(comm, a, 64, NULL), ncclInvalidArgument, "handle is NULL",
+             "register without a handle");
+  expect_err(ncclCommCount(comm, NULL), ncclInvalidArgument, "count is NULL", "count NULL");
   /* a refused call inside a group fails the group's end too */
   OK(ncclGroupStart());
   ncclResult_t in = ncclAllReduce(a, a, 4, ncclFloat8e5m2, ncclSum, comm, NULL);
