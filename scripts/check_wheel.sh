@@ -11,8 +11,8 @@
 # numpy and pytest. It builds the wheel (pip wheel --no-build-isolation, so
 # the torch fast path is built for its torch; scikit-build-core from the pip
 # index, into a directory of this script's, when that environment has none).
-# A fresh environment made from the same Python gets that torch and numpy
-# from the pip index, then the wheel, and from a directory outside the tree:
+# A fresh environment made from the same Python sees that torch and numpy
+# (a .pth line), gets the wheel, and from a directory outside the tree:
 # collie.__version__ and the wheel's version are CMakeLists.txt's project
 # version, collie-bench --version prints it, collierun, collie-bench and
 # collie-report are the environment's, the library in use and the fast path
@@ -159,11 +159,21 @@ echo "$unzip_list" | grep -q "^collie/lib/_collie_torch_fast\.cpython" ||
 echo "$unzip_list" | grep -q "^collie/lib/_collie_mpi_fast\.cpython" ||
   fail "$(basename "$whl") holds no collie.MPI fast path module"
 
+# The fresh environment takes PYTHON's torch and numpy through a .pth line
+# instead of installing them a second time (40 s of CI): they are not of this
+# tree, and a .pth directory comes after the environment's own site-packages,
+# so the collie imported is the wheel's (asserted below).
 venv=$tmp/venv
-quietly venv "$py" -m venv "$venv"
-quietly torch "$venv/bin/pip" install "torch==$torch_version" numpy
+quietly venv "$py" -m venv --without-pip "$venv" # (PYTHON's pip installs into it: 10 s less)
+site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+for pkg in torch numpy; do
+  "$py" -c "import os, $pkg; print(os.path.dirname(os.path.dirname($pkg.__file__)))"
+done | sort -u >"$site/check-wheel-deps.pth"
+grep -q . "$site/check-wheel-deps.pth" || fail "no site directory of torch and numpy in $py"
+"$venv/bin/python" -c 'import torch, numpy' >/dev/null 2>&1 ||
+  fail "the fresh environment does not import $py's torch and numpy"
 say "made a fresh environment with torch $torch_version and numpy"
-quietly install "$venv/bin/pip" install --no-deps "$whl"
+quietly install "$py" -m pip --python "$venv/bin/python" install --no-deps "$whl"
 site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["platlib"])')
 inside "$venv" python - "$version" "$site" <<'EOF' || fail "the installed package (above)"
 import importlib.metadata
@@ -210,7 +220,7 @@ if [ "$no_torch_too" = 1 ]; then
   inside "$tmp/venv0" collierun -n 2 python job.py numpy || fail "the numpy job without torch"
   say "without torch: collierun -n 2 runs the numpy all_reduce"
   # The same wheel where torch is: the Python backend, and how to add the fast path.
-  quietly reinstall "$venv/bin/pip" install --no-deps --force-reinstall "$whl0"
+  quietly reinstall "$py" -m pip --python "$venv/bin/python" install --no-deps --force-reinstall "$whl0"
   inside "$venv" collierun -n 2 python job.py torch 0 || fail "the 2-rank job on the Python backend"
   msg=$(inside "$venv" env COLLIE_TORCH_FAST=1 python -c 'import collie.torch' 2>&1) &&
     fail "COLLIE_TORCH_FAST=1 imported collie.torch with no fast path"

@@ -64,21 +64,138 @@ lap() {
   t_lap=$now
 }
 
-# Two test runs at once, each a shell command line, into logs of their own;
-# then both logs, and a failure if either failed. For runs that wait more
-# than they compute (2-rank torch sessions), which on 2 cores take about
-# two thirds of one after the other.
-together() { # name1 cmd1 name2 cmd2
-  sh -c "$2" >"$tmp_lists/$1.log" 2>&1 &
-  p1=$!
-  sh -c "$4" >"$tmp_lists/$3.log" 2>&1 &
-  p2=$!
-  rc1=0 rc2=0
-  wait $p1 || rc1=$?
-  wait $p2 || rc2=$?
-  cat "$tmp_lists/$1.log" "$tmp_lists/$3.log"
-  [ $rc1 = 0 ] || { echo "run.sh: $1 failed (exit $rc1; its log is above)" >&2; exit 1; }
-  [ $rc2 = 0 ] || { echo "run.sh: $3 failed (exit $rc2; its log is above)" >&2; exit 1; }
+# Test runs at once, each a command line or a function of this script, run
+# in a subshell (set -e) into a log of its own;
+# then every log, and a failure if any failed. For runs that wait more than
+# they compute (2-rank torch sessions, chaos trials waiting out their
+# faults, the test bed's hosts), which on 2 cores take about two thirds of
+# one after the other.
+together() { # name1 cmd1 name2 cmd2 ...
+  names="" pids=""
+  while [ $# -ge 2 ]; do
+    (eval "$2") >"$tmp_lists/$1.log" 2>&1 &
+    names="$names $1" pids="$pids $!"
+    shift 2
+  done
+  bad=""
+  set -- $pids
+  for name in $names; do
+    rc=0
+    wait "$1" || rc=$?
+    shift
+    [ $rc = 0 ] || bad="$bad $name (exit $rc)"
+  done
+  for name in $names; do cat "$tmp_lists/$name.log"; done
+  [ -z "$bad" ] || { echo "run.sh: failed:$bad (their logs are above)" >&2; exit 1; }
+}
+
+# The parts of the test command that wait more than they compute, run side
+# by side (together, above): faults on one host, the test bed of hosts, and
+# the Python suites.
+faults() {
+  # Chaos: ranks run random collectives while one is killed, terminated,
+  # frozen, loses its sockets or fills /dev/shm; every survivor must fail in
+  # bounded time naming the operation and the rank, leaving nothing in
+  # /dev/shm (scripts/chaos.sh; docs/reliability.md has the 1000-trial
+  # figures). 50 fixed seeds: 3 ranks on shm, 4 on tcp and on a mix.
+  sh scripts/chaos.sh --build build --seeds "$(seq 1 17)" -n 3 --transport shm
+  sh scripts/chaos.sh --build build --seeds "$(seq 1 17)" -n 4 --transport tcp
+  sh scripts/chaos.sh --build build --seeds "$(seq 1 16)" -n 4 --transport mixed
+  # A running job against a stranger who connects to its store and to its
+  # ranks' listeners and says the wrong things: it must finish with right
+  # results, refuse every one and log it (scripts/hostile.sh).
+  sh scripts/hostile.sh --build build
+  sh scripts/hostile.sh --build build --reuse 0 # the ranks' listeners read and refuse it
+}
+
+testbed() {
+  # The test bed of hosts (network and UTS namespaces, a bridge; issue 20):
+  # the demo, chaos trials, and the collective matrix (every collective,
+  # every algorithm the hosts allow, hierarchical ones included), the
+  # barrier and the hierarchical allreduce's same-bits check on 2 and 3
+  # hosts of 1 to 3 ranks, even and uneven, each host its own collierun
+  # (scripts/testbed.sh; docs/hosts.md).
+  # Bad arguments to the fault scripts stop them with exit 2 and a reason,
+  # before anything runs.
+  for args in "testbed.sh --cut-link 1 -- true" "testbed.sh --cut-link 1@x -- true" \
+    "testbed.sh --cut-link 9@1 -- true" "testbed.sh --hosts 0,2 -- true" \
+    "linkcut.sh 2,2" "chaos.sh --trials 0" "chaos.sh --transport testbed" \
+    "chaos.sh --faults cut" "chaos.sh --faults fire --testbed 2,2" "hostile.sh --reuse 2"; do
+    # shellcheck disable=SC2086
+    if sh scripts/$args >/dev/null 2>&1; then rc=0; else rc=$?; fi
+    [ $rc = 2 ] || { echo "scripts/$args exited $rc, not 2" >&2; exit 1; }
+  done
+  sh scripts/testbed.sh --hosts 2,1,3 --tag -- build/collie-demo
+  sh scripts/chaos.sh --build build --seeds "$(seq 1 8)" --testbed 2,1,3
+  # A cut link as a chaos fault: no rank dies; every rank fails naming the
+  # other side, every rank dumps, and collie-report hang's "network:"
+  # verdict names the cut host (docs/flight-recorder.md).
+  sh scripts/chaos.sh --build build --faults cut --seeds "1 2 3 4" --testbed 2,1,3
+  sh scripts/chaos.sh --build build --faults cut --seeds "1 2" --testbed 2,2
+  # A host's link taken down mid-job: every rank fails within the deadline,
+  # naming a rank of another host by its host (scripts/linkcut.sh).
+  sh scripts/linkcut.sh --build build
+  tests=$(./build/tests/collie_tests --list)
+  for hosts in 1,1 2,2 1,2,1 3,3 2,1,3; do
+    n=$(($(echo "$hosts" | tr ',' '+')))
+    for t in allreduce allgather allgatherv reduce_scatter reduce alltoall alltoallv broadcast \
+      gather scatter; do
+      name=$(echo "$tests" | grep -E "^matrix_${t}_[a-z]+_${n}\$" | head -1)
+      [ -n "$name" ] || { echo "no matrix test of $t at $n ranks" >&2; exit 1; }
+      echo "=== $name on hosts $hosts"
+      sh scripts/testbed.sh --hosts "$hosts" --timeout 120 -- "$PWD/build/tests/collie_tests" --as-rank "$name"
+    done
+    extra=hier_allreduce_same_bits_mixed_4 # needs a host of two ranks
+    [ "$n" -gt "$(echo "$hosts" | tr ',' '\n' | wc -l)" ] || extra=
+    for name in barrier_mixed_4 $extra; do
+      echo "=== $name on hosts $hosts"
+      sh scripts/testbed.sh --hosts "$hosts" --timeout 120 -- "$PWD/build/tests/collie_tests" --as-rank "$name"
+    done
+  done
+  # Links with delay, jitter and loss (scripts/testbed.sh; this kernel has
+  # no netem, so through tests/testbed/delay_switch): a round trip takes at
+  # least the one-way delay twice over (a lower bound, which load cannot
+  # break), and the allreduce matrix stays right over a jittery, lossy link.
+  lat=$(sh scripts/testbed.sh --hosts 1,1 --delay 1ms -- "$PWD/build/bench/latency" 2 500 2>&1)
+  echo "$lat"
+  echo "$lat" | awk '/allreduce of/ { seen = 1; if ($7 + 0 < 1000) bad = 1 } END { exit !(seen && !bad) }' ||
+    { echo "a 2-rank allreduce over 1 ms links took under 1 ms: the delay is not applied" >&2; exit 1; }
+  # A communicator across hosts measures the network at init and gives the
+  # model the measured alpha when it is slow (src/core/comm.c,
+  # comm_measure_net): over 1 ms links every rank must log a step of at
+  # least ~half a millisecond (a lower bound again).
+  lat=$(COLLIE_DEBUG=INFO sh scripts/testbed.sh --hosts 2,1,3 --delay 1ms -- "$PWD/build/bench/latency" 2 200 2>&1)
+  echo "$lat" | awk '/the network takes/ { n++; v = $0; sub(/.*takes /, "", v); if (v + 0 < 500) bad = 1 }
+    END { exit !(n == 6 && !bad) }' ||
+    { echo "$lat" | grep -E "network takes|allreduce of" >&2; echo "the ranks did not measure the 1 ms links at init" >&2; exit 1; }
+  # ... and the measured bandwidth when it is slow: over 100 Mbit/s links
+  # (12.5 MB/s) every rank must log a rate of at most 0.019 GB/s (an upper
+  # bound, which load cannot break; the tbf burst lets the first quarter of
+  # the measured megabyte through at line rate).
+  lat=$(COLLIE_DEBUG=INFO sh scripts/testbed.sh --hosts 2,1,3 --rate 100mbit -- "$PWD/build/bench/latency" 2 200 2>&1)
+  echo "$lat" | awk '/the network moves/ { n++; v = $0; sub(/.*moves /, "", v); if (v + 0 > 0.019) bad = 1 }
+    END { exit !(n == 6 && !bad) }' ||
+    { echo "$lat" | grep -E "network moves|allreduce of" >&2; echo "the ranks did not measure the 100 Mbit/s links at init" >&2; exit 1; }
+  n=$(echo "$tests" | grep -E '^matrix_allreduce_[a-z]+_3$' | head -1)
+  sh scripts/testbed.sh --hosts 2,1 --delay 200us --jitter 100us --loss 2 --timeout 300 -- \
+    "$PWD/build/tests/collie_tests" --as-rank "$n"
+}
+
+python_suites() {
+  # The Python binding is typed: mypy --strict on the package and on the
+  # torchcomms guide's examples written against it (scripts/check_types.sh).
+  sh scripts/check_types.sh examples/python/torchcomms
+  # The Python binding: pytest under collierun at 1, 2 and 4 ranks.
+  sh tests/python/run.sh build
+  # mpi4py programs as users write them (tests/mpi_programs: a collective
+  # communication course's tags as channels, blocking and nonblocking
+  # rings, Sendrecv, collectives built from point-to-point and checked
+  # against the library's, the pickled objects, and a data-parallel
+  # trainer's timing-logged Allreduce loop) on collie.MPI with only the
+  # import changed, under collierun at 2, 3 and 4 ranks on shm and tcp:
+  # each run's sorted output must equal the original's under Open MPI's
+  # mpirun, and the trainer's timing logs must hold its rows.
+  sh tests/mpi_programs/run.sh build
 }
 
 build() { # dir, extra cmake args...
@@ -150,112 +267,10 @@ case "$what" in
     # and UBSan (scripts/fuzz.sh; longer runs: sh scripts/fuzz.sh NAME 600).
     sh scripts/fuzz.sh all 3
     lap "fuzz"
-    # Chaos: ranks run random collectives while one is killed, terminated,
-    # frozen, loses its sockets or fills /dev/shm; every survivor must fail in
-    # bounded time naming the operation and the rank, leaving nothing in
-    # /dev/shm (scripts/chaos.sh; docs/reliability.md has the 1000-trial
-    # figures). 50 fixed seeds: 3 ranks on shm, 4 on tcp and on a mix.
-    sh scripts/chaos.sh --build build --seeds "$(seq 1 17)" -n 3 --transport shm
-    sh scripts/chaos.sh --build build --seeds "$(seq 1 17)" -n 4 --transport tcp
-    sh scripts/chaos.sh --build build --seeds "$(seq 1 16)" -n 4 --transport mixed
-    lap "chaos"
-    # A running job against a stranger who connects to its store and to its
-    # ranks' listeners and says the wrong things: it must finish with right
-    # results, refuse every one and log it (scripts/hostile.sh).
-    sh scripts/hostile.sh --build build
-    sh scripts/hostile.sh --build build --reuse 0 # the ranks' listeners read and refuse it
-    lap "hostile"
-    # The test bed of hosts (network and UTS namespaces, a bridge; issue 20):
-    # the demo, chaos trials, and the collective matrix (every collective,
-    # every algorithm the hosts allow, hierarchical ones included), the
-    # barrier and the hierarchical allreduce's same-bits check on 2 and 3
-    # hosts of 1 to 3 ranks, even and uneven, each host its own collierun
-    # (scripts/testbed.sh; docs/hosts.md).
-    # Bad arguments to the fault scripts stop them with exit 2 and a reason,
-    # before anything runs.
-    for args in "testbed.sh --cut-link 1 -- true" "testbed.sh --cut-link 1@x -- true" \
-      "testbed.sh --cut-link 9@1 -- true" "testbed.sh --hosts 0,2 -- true" \
-      "linkcut.sh 2,2" "chaos.sh --trials 0" "chaos.sh --transport testbed" \
-      "chaos.sh --faults cut" "chaos.sh --faults fire --testbed 2,2" "hostile.sh --reuse 2"; do
-      # shellcheck disable=SC2086
-      if sh scripts/$args >/dev/null 2>&1; then rc=0; else rc=$?; fi
-      [ $rc = 2 ] || { echo "scripts/$args exited $rc, not 2" >&2; exit 1; }
-    done
-    sh scripts/testbed.sh --hosts 2,1,3 --tag -- build/collie-demo
-    sh scripts/chaos.sh --build build --seeds "$(seq 1 8)" --testbed 2,1,3
-    # A cut link as a chaos fault: no rank dies; every rank fails naming the
-    # other side, every rank dumps, and collie-report hang's "network:"
-    # verdict names the cut host (docs/flight-recorder.md).
-    sh scripts/chaos.sh --build build --faults cut --seeds "1 2 3 4" --testbed 2,1,3
-    sh scripts/chaos.sh --build build --faults cut --seeds "1 2" --testbed 2,2
-    lap "testbed demo + chaos"
-    # A host's link taken down mid-job: every rank fails within the deadline,
-    # naming a rank of another host by its host (scripts/linkcut.sh).
-    sh scripts/linkcut.sh --build build
-    lap "linkcut"
-    tests=$(./build/tests/collie_tests --list)
-    for hosts in 1,1 2,2 1,2,1 3,3 2,1,3; do
-      n=$(($(echo "$hosts" | tr ',' '+')))
-      for t in allreduce allgather allgatherv reduce_scatter reduce alltoall alltoallv broadcast \
-        gather scatter; do
-        name=$(echo "$tests" | grep -E "^matrix_${t}_[a-z]+_${n}\$" | head -1)
-        [ -n "$name" ] || { echo "no matrix test of $t at $n ranks" >&2; exit 1; }
-        echo "=== $name on hosts $hosts"
-        sh scripts/testbed.sh --hosts "$hosts" --timeout 120 -- "$PWD/build/tests/collie_tests" --as-rank "$name"
-      done
-      extra=hier_allreduce_same_bits_mixed_4 # needs a host of two ranks
-      [ "$n" -gt "$(echo "$hosts" | tr ',' '\n' | wc -l)" ] || extra=
-      for name in barrier_mixed_4 $extra; do
-        echo "=== $name on hosts $hosts"
-        sh scripts/testbed.sh --hosts "$hosts" --timeout 120 -- "$PWD/build/tests/collie_tests" --as-rank "$name"
-      done
-    done
-    lap "testbed matrix"
-    # Links with delay, jitter and loss (scripts/testbed.sh; this kernel has
-    # no netem, so through tests/testbed/delay_switch): a round trip takes at
-    # least the one-way delay twice over (a lower bound, which load cannot
-    # break), and the allreduce matrix stays right over a jittery, lossy link.
-    lat=$(sh scripts/testbed.sh --hosts 1,1 --delay 1ms -- "$PWD/build/bench/latency" 2 500 2>&1)
-    echo "$lat"
-    echo "$lat" | awk '/allreduce of/ { seen = 1; if ($7 + 0 < 1000) bad = 1 } END { exit !(seen && !bad) }' ||
-      { echo "a 2-rank allreduce over 1 ms links took under 1 ms: the delay is not applied" >&2; exit 1; }
-    # A communicator across hosts measures the network at init and gives the
-    # model the measured alpha when it is slow (src/core/comm.c,
-    # comm_measure_net): over 1 ms links every rank must log a step of at
-    # least ~half a millisecond (a lower bound again).
-    lat=$(COLLIE_DEBUG=INFO sh scripts/testbed.sh --hosts 2,1,3 --delay 1ms -- "$PWD/build/bench/latency" 2 200 2>&1)
-    echo "$lat" | awk '/the network takes/ { n++; v = $0; sub(/.*takes /, "", v); if (v + 0 < 500) bad = 1 }
-      END { exit !(n == 6 && !bad) }' ||
-      { echo "$lat" | grep -E "network takes|allreduce of" >&2; echo "the ranks did not measure the 1 ms links at init" >&2; exit 1; }
-    # ... and the measured bandwidth when it is slow: over 100 Mbit/s links
-    # (12.5 MB/s) every rank must log a rate of at most 0.019 GB/s (an upper
-    # bound, which load cannot break; the tbf burst lets the first quarter of
-    # the measured megabyte through at line rate).
-    lat=$(COLLIE_DEBUG=INFO sh scripts/testbed.sh --hosts 2,1,3 --rate 100mbit -- "$PWD/build/bench/latency" 2 200 2>&1)
-    echo "$lat" | awk '/the network moves/ { n++; v = $0; sub(/.*moves /, "", v); if (v + 0 > 0.019) bad = 1 }
-      END { exit !(n == 6 && !bad) }' ||
-      { echo "$lat" | grep -E "network moves|allreduce of" >&2; echo "the ranks did not measure the 100 Mbit/s links at init" >&2; exit 1; }
-    n=$(echo "$tests" | grep -E '^matrix_allreduce_[a-z]+_3$' | head -1)
-    sh scripts/testbed.sh --hosts 2,1 --delay 200us --jitter 100us --loss 2 --timeout 300 -- \
-      "$PWD/build/tests/collie_tests" --as-rank "$n"
-    lap "testbed links"
-    # The Python binding is typed: mypy --strict on the package and on the
-    # torchcomms guide's examples written against it (scripts/check_types.sh).
-    sh scripts/check_types.sh examples/python/torchcomms
-    lap "mypy"
-    # The Python binding: pytest under collierun at 1, 2 and 4 ranks.
-    sh tests/python/run.sh build
-    lap "python suite"
-    # mpi4py programs as users write them (tests/mpi_programs: a collective
-    # communication course's tags as channels, blocking and nonblocking
-    # rings, Sendrecv, collectives built from point-to-point and checked
-    # against the library's, the pickled objects, and a data-parallel
-    # trainer's timing-logged Allreduce loop) on collie.MPI with only the
-    # import changed, under collierun at 2, 3 and 4 ranks on shm and tcp:
-    # each run's sorted output must equal the original's under Open MPI's
-    # mpirun, and the trainer's timing logs must hold its rows.
-    sh tests/mpi_programs/run.sh build
-    lap "mpi programs"
+    # Chaos and hostile peers, then the Python binding and mpi4py programs,
+    # beside the test bed of hosts (each described above its function).
+    together faults "faults; python_suites" testbed testbed
+    lap "chaos, hostile, python, mpi programs | test bed"
     # The torch.distributed backend on the torch its users run (docs/torch.md):
     # torch 2.13 (CPU) from pip in a virtual environment of its own
     # (scripts/torch_venv.sh; made once, about a minute). pip install . as
@@ -269,24 +284,23 @@ case "$what" in
     py2=$(sh scripts/torch_venv.sh build-torch2/venv 2.13.0)
     sh scripts/check_wheel.sh "$py2" --build-dir build-wheel
     lap "torch 2.13 environment and wheel"
-    # The suite: pytest under collierun, env:// at 2 and 4 ranks, tcp:// and
-    # file:// at 2 (those two at once), through the C++ fast path
-    # (COLLIE_TORCH_FAST=1: a module that does not load fails the run
-    # instead of being skipped).
-    PYTHON=$py2 COLLIE_TORCH_FAST=1 COLLIE_TORCH_TEST_SESSIONS="env2 env4" sh tests/torch/run.sh build-wheel
-    together torch2-tcp2 "PYTHON=$py2 COLLIE_TORCH_FAST=1 COLLIE_TORCH_TEST_SESSIONS=tcp2 sh tests/torch/run.sh build-wheel" \
-      torch2-file2 "PYTHON=$py2 COLLIE_TORCH_FAST=1 COLLIE_TORCH_TEST_SESSIONS=file2 sh tests/torch/run.sh build-wheel"
-    lap "torch 2.13 suite"
-    # At once: the same suite's 2-rank session on the Python backend alone
-    # (the C++ fast path off: what torch holds where collie was built
-    # without torch's C++ headers), and on Debian's torch 1.13
-    # (python3-torch) through the fast path built for it above. The tests
-    # that start jobs of their own (torchrun, elastic restarts, other
-    # worlds), whose failures the same code handles either way, ran on 2.13
-    # above (COLLIE_TORCH_TEST_ONCE=0).
-    together torch2-python "PYTHON=$py2 COLLIE_TORCH_TEST_ONCE=0 COLLIE_TORCH_FAST=0 COLLIE_TORCH_TEST_SESSIONS=env2 sh tests/torch/run.sh build-wheel" \
-      torch1-env2 "COLLIE_TORCH_FAST=1 COLLIE_TORCH_TEST_ONCE=0 COLLIE_TORCH_TEST_SESSIONS=env2 sh tests/torch/run.sh build"
-    lap "torch 2.13 python-backend session and torch 1.13 session"
+    # The suite, three runs side by side: pytest under collierun, env:// at 2
+    # ranks with the tests that start jobs of their own (torchrun, elastic
+    # restarts, other worlds; COLLIE_TORCH_TEST_ONCE=0 leaves them out of the
+    # other runs, since the same code handles their failures either way);
+    # env:// at 4 then file:// at 2; and tcp:// at 2, each through the C++
+    # fast path (COLLIE_TORCH_FAST=1: a module that does not load fails the
+    # run instead of being skipped). With the last, the 2-rank session on the
+    # Python backend alone (the fast path off: what torch holds where collie
+    # was built without torch's C++ headers), and on Debian's torch 1.13
+    # (python3-torch) through the fast path built for it above.
+    t2="PYTHON=$py2 COLLIE_TORCH_FAST=1 COLLIE_TORCH_TEST_ONCE=0"
+    together torch2-env2 "PYTHON=$py2 COLLIE_TORCH_FAST=1 COLLIE_TORCH_TEST_SESSIONS=env2 sh tests/torch/run.sh build-wheel" \
+      torch2-env4-file2 "$t2 COLLIE_TORCH_TEST_SESSIONS='env4 file2' sh tests/torch/run.sh build-wheel" \
+      torch2-tcp2-python-torch1 "$t2 COLLIE_TORCH_TEST_SESSIONS=tcp2 sh tests/torch/run.sh build-wheel
+        PYTHON=$py2 COLLIE_TORCH_TEST_ONCE=0 COLLIE_TORCH_FAST=0 COLLIE_TORCH_TEST_SESSIONS=env2 sh tests/torch/run.sh build-wheel
+        COLLIE_TORCH_FAST=1 COLLIE_TORCH_TEST_ONCE=0 COLLIE_TORCH_TEST_SESSIONS=env2 sh tests/torch/run.sh build"
+    lap "torch 2.13 suite (fast path, Python backend) and torch 1.13"
     # The plain build's suite last, so that its summary closes the output:
     # the 1 GiB tests (large_*) and the soak's resident-memory check
     # (soak_*) run only here; so do the 3-rank forms valgrind left out; the
