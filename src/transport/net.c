@@ -20,7 +20,8 @@
 #include "util/error.h"
 #include "util/util.h"
 
-static const struct collie__xport_ops *const net_table[] = {&collie__shm_ops, &collie__tcp_ops};
+static const struct collie__xport_ops *const net_table[] = {&collie__shm_ops, &collie__tcp_ops,
+                                                             &collie__ofi_ops};
 #define NET_NX (int)(sizeof(net_table) / sizeof(net_table[0]))
 
 struct collie__net {

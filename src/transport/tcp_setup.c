@@ -292,15 +292,6 @@ tcp_connect_lower(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg
   return COLLIE_SUCCESS;
 }
 
-/* Equal in time independent of where a and b differ. */
-static int
-tcp_token_equal(const unsigned char *a, size_t alen, const unsigned char *b, size_t blen)
-{
-  unsigned diff = alen != blen;
-  for (size_t i = 0; i < blen; i++) diff |= (unsigned)(a[i < alen ? i : 0] ^ b[i]);
-  return diff == 0;
-}
-
 /* A connection accepted but not yet authenticated. */
 struct tcp_pending {
   int fd;
@@ -380,7 +371,7 @@ tcp_pending_read(struct collie__tcp_xport *t, const struct collie__net_cfg *cfg,
     }
   }
   memcpy(&h, pe->buf, sizeof(h));
-  if (!tcp_token_equal(pe->buf + TCP_HELLO, le16toh(h.token_len), token, token_len)) {
+  if (!collie__equal_ct(pe->buf + TCP_HELLO, le16toh(h.token_len), token, token_len)) {
     tcp_refuse(pe, COLLIE_TCP_REPLY_BAD_TOKEN, "wrong job token");
     return 0;
   }

@@ -306,6 +306,7 @@ struct collie__xport_ops {
 
 extern const struct collie__xport_ops collie__shm_ops;
 extern const struct collie__xport_ops collie__tcp_ops;
+extern const struct collie__xport_ops collie__ofi_ops; /* netx.c over ofi.c's device */
 
 /* ---- The net: all channels of one communicator (net.c) ---- */
 

@@ -93,3 +93,12 @@ collie__mkdir_p(const char *path)
   }
   return collie__mkdir_one(path);
 }
+
+int
+collie__equal_ct(const void *a, size_t alen, const void *b, size_t blen)
+{
+  const unsigned char *x = a, *y = b;
+  unsigned diff = alen != blen;
+  for (size_t i = 0; i < blen; i++) diff |= (unsigned)(x[i < alen ? i : 0] ^ y[i]);
+  return diff == 0;
+}

@@ -188,5 +188,8 @@ collie__dtype_bytes(collie_dtype_t dtype)
 }
 /* Formats into a fixed buffer, always NUL-terminated, truncating. */
 void collie__fmt(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Whether a (alen bytes) equals b (blen bytes), in time independent of
+ * where they differ: secrets (job tokens) are compared with it. */
+int collie__equal_ct(const void *a, size_t alen, const void *b, size_t blen);
 
 #endif /* COLLIE_UTIL_H */

@@ -1,0 +1,234 @@
+/*
+ * netx_setup.c - opening collie's network transport over a network device
+ * (netx_int.h): the device's endpoint, its address published in the
+ * communicator's store as "<name>/addr/<rank>", every peer's address made
+ * reachable, and a hello to and from every peer carrying the job token
+ * (the accept of a connectionless device). Waits look between slices at
+ * whether a peer of this host died and whether a rank gave up on the
+ * setup (setup_fail.c), and end by the setup deadline naming the ranks
+ * that never came.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bootstrap/bootstrap.h"
+#include "transport/netx_int.h"
+#include "util/util.h"
+
+#define NETX_SLICE_NS (100 * 1000000LL)
+
+int
+collie__netx_can_connect(const struct collie__net_cfg *cfg, int peer)
+{
+  (void)peer;
+  /* Named: it serves every peer (and says at open why it cannot). Under
+   * auto it is not picked yet: ranks must agree on it, which needs every
+   * host to have found the same fabric (issue 40). */
+  return cfg->transport && !strcmp(cfg->transport, "ofi");
+}
+
+static collie_result_t
+netx_gave_up(const struct collie__net_cfg *cfg, const char *name, int who, const char *why)
+{
+  if (who < 0 || who >= cfg->size)
+    return collie__err(COLLIE_REMOTE_ERROR, "%s: a rank gave up on this communicator's setup: %s",
+                       name, why);
+  return collie__err(COLLIE_REMOTE_ERROR,
+                     "%s: rank %d (world rank %d) gave up on this communicator's setup: %s", name,
+                     who, cfg->peers[who].world_rank, why);
+}
+
+/* Between slices of a wait: a dead peer of this host, or a rank that gave
+ * up, ends it. */
+static collie_result_t
+netx_look(const struct collie__net_cfg *cfg, struct netx_xport *x, struct netx_chan *c,
+          const char *doing)
+{
+  if (c && c->near && collie__proc_dead(c->pid)) {
+    char who[160];
+    collie__netx_peer_name(x, c, who, sizeof(who));
+    return collie__err(COLLIE_REMOTE_ERROR, "%s: %s died %s", x->ops->name, who, doing);
+  }
+  char why[COLLIE_ERRMSG_LEN];
+  int quit = -1;
+  if (collie__setup_gave_up(cfg->store, &quit, why, sizeof(why)))
+    return netx_gave_up(cfg, x->ops->name, quit, why);
+  return COLLIE_SUCCESS;
+}
+
+static collie_result_t
+netx_fetch_addr(const struct collie__net_cfg *cfg, struct netx_xport *x, struct netx_chan *c)
+{
+  char key[64], who[160];
+  collie__fmt(key, sizeof(key), "%s/addr/%d", x->ops->name, c->peer);
+  collie__netx_peer_name(x, c, who, sizeof(who));
+  void *val = NULL;
+  size_t len = 0;
+  collie_result_t rc;
+  for (;;) {
+    int64_t end = collie__now_ns() + NETX_SLICE_NS;
+    if (end > cfg->deadline_ns) end = cfg->deadline_ns;
+    rc = collie__store_get(cfg->store, key, &val, &len, end);
+    if (rc != COLLIE_TIMEOUT || end >= cfg->deadline_ns) break;
+    if ((rc = netx_look(cfg, x, c, "before it published its address")) != COLLIE_SUCCESS)
+      return rc;
+  }
+  if (rc != COLLIE_SUCCESS) {
+    collie__err_prefix("%s: %s never published its address", x->ops->name, who);
+    return rc;
+  }
+  if (len == 0 || len > COLLIE_NETDEV_ADDR_MAX) {
+    free(val);
+    return collie__err(COLLIE_REMOTE_ERROR,
+                       "%s: %s published a malformed address of %zu bytes under %s", x->ops->name,
+                       who, len, key);
+  }
+  rc = x->ops->connect(x->dev, c->peer, val, len);
+  free(val);
+  return rc;
+}
+
+/* Runs the device until every peer's hello came, or the deadline. */
+static collie_result_t
+netx_await_hellos(const struct collie__net_cfg *cfg, struct netx_xport *x)
+{
+  int64_t next_look = collie__now_ns() + NETX_SLICE_NS;
+  for (;;) {
+    collie_result_t rc = x->ops->progress(x->dev);
+    if (rc != COLLIE_SUCCESS) return rc;
+    if (x->failed != COLLIE_SUCCESS) {
+      collie__err_set_text(x->fail_msg);
+      return x->failed;
+    }
+    int missing = 0;
+    for (int i = 0; i < x->nchan; i++) missing += !x->chans[i].hello;
+    if (!missing) return COLLIE_SUCCESS;
+    int64_t now = collie__now_ns();
+    if (now >= cfg->deadline_ns) {
+      char list[256] = "";
+      size_t used = 0;
+      for (int i = 0; i < x->nchan && used + 16 < sizeof(list); i++)
+        if (!x->chans[i].hello)
+          used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%d", used ? ", " : "",
+                                   x->chans[i].peer);
+      return collie__err(COLLIE_TIMEOUT,
+                         "%s (%s): setup timed out: no hello from rank(s) %s of %d", x->ops->name,
+                         x->ops->describe(x->dev), list, cfg->size);
+    }
+    if (now >= next_look) {
+      next_look = now + NETX_SLICE_NS;
+      for (int i = 0; i < x->nchan; i++)
+        if (!x->chans[i].hello &&
+            (rc = netx_look(cfg, x, &x->chans[i], "before its hello")) != COLLIE_SUCCESS)
+          return rc;
+    }
+    collie__sleep_ns(20000);
+  }
+}
+
+static collie_result_t
+netx_setup(const struct collie__net_cfg *cfg, const int *peers, int npeers, struct netx_xport *x)
+{
+  collie_result_t rc;
+  x->rank = cfg->rank;
+  x->size = cfg->size;
+  x->comm = cfg->comm_hash;
+  x->sink = cfg->sink;
+  x->failed = COLLIE_SUCCESS;
+  x->token = cfg->token;
+  if (cfg->token && strlen(cfg->token) > NETX_TOKEN_MAX)
+    return collie__err(COLLIE_INVALID_ARGUMENT, "%s: the job token is longer than %d bytes",
+                       x->ops->name, NETX_TOKEN_MAX);
+  x->nchan = npeers;
+  x->chans = calloc((size_t)(npeers ? npeers : 1), sizeof(*x->chans));
+  x->chan_of = malloc((size_t)cfg->size * sizeof(int));
+  x->arena = aligned_alloc(64, (size_t)(NETX_RX_BUFS + NETX_TX_BUFS) * NETX_CTRL);
+  if (!x->chans || !x->chan_of || !x->arena)
+    return collie__err(COLLIE_SYSTEM_ERROR, "%s: out of memory opening channels", x->ops->name);
+  for (int i = 0; i < cfg->size; i++) x->chan_of[i] = -1;
+  const struct collie__peer *me = &cfg->peers[cfg->rank];
+  for (int i = 0; i < npeers; i++) {
+    struct netx_chan *c = &x->chans[i];
+    const struct collie__peer *p = &cfg->peers[peers[i]];
+    c->peer = peers[i];
+    c->world_rank = p->world_rank;
+    c->pid = p->pid;
+    c->near = !strcmp(p->host, me->host) && me->pid == (int32_t)getpid();
+    if (strcmp(p->host, me->host) != 0) {
+      size_t n = strcspn(p->host, "/");
+      if (n >= sizeof(c->host)) n = sizeof(c->host) - 1;
+      memcpy(c->host, p->host, n);
+      c->host[n] = '\0';
+    }
+    x->chan_of[peers[i]] = i;
+  }
+  struct collie__netdev_cfg dcfg = {.rank = cfg->rank, .size = cfg->size};
+  unsigned char addr[COLLIE_NETDEV_ADDR_MAX];
+  size_t addrlen = sizeof(addr);
+  if ((rc = x->ops->listen(&dcfg, &x->dev, addr, &addrlen)) != COLLIE_SUCCESS) return rc;
+  x->need_reg = x->ops->need_reg(x->dev);
+  size_t arena_len = (size_t)(NETX_RX_BUFS + NETX_TX_BUFS) * NETX_CTRL;
+  if (x->need_reg && (rc = x->ops->reg(x->dev, x->arena, arena_len, &x->arena_mr)) != COLLIE_SUCCESS)
+    return rc;
+  for (int i = 0; i < NETX_TX_BUFS; i++) {
+    struct netx_buf *b = &x->tx[i];
+    b->x = x;
+    b->mem = x->arena + (size_t)(NETX_RX_BUFS + i) * NETX_CTRL;
+    b->op.done = collie__netx_tx_done;
+    b->next_free = x->tx_free;
+    x->tx_free = b;
+  }
+  for (int i = 0; i < NETX_RX_BUFS; i++) {
+    struct netx_buf *b = &x->rx[i];
+    b->x = x;
+    b->mem = x->arena + (size_t)i * NETX_CTRL;
+    b->op.done = collie__netx_rx_done;
+    if ((rc = x->ops->recv_any(x->dev, b->mem, NETX_CTRL, x->arena_mr, &b->op)) != COLLIE_SUCCESS)
+      return rc == COLLIE_NETDEV_AGAIN
+                 ? collie__err(COLLIE_SYSTEM_ERROR, "%s (%s): the device takes fewer than %d receives",
+                               x->ops->name, x->ops->describe(x->dev), NETX_RX_BUFS)
+                 : rc;
+  }
+  char key[64];
+  collie__fmt(key, sizeof(key), "%s/addr/%d", x->ops->name, cfg->rank);
+  if ((rc = collie__store_set(cfg->store, key, addr, addrlen, cfg->deadline_ns)) != COLLIE_SUCCESS)
+    return rc;
+  for (int i = 0; i < npeers; i++)
+    if ((rc = netx_fetch_addr(cfg, x, &x->chans[i])) != COLLIE_SUCCESS) return rc;
+  size_t toklen = cfg->token ? strlen(cfg->token) : 0;
+  for (int i = 0; i < npeers; i++) {
+    for (;;) {
+      rc = collie__netx_ctrl(x, &x->chans[i], NETX_HELLO, 0, 0, 0, cfg->token, (uint32_t)toklen);
+      if (rc != COLLIE_NETDEV_AGAIN) break;
+      if ((rc = x->ops->progress(x->dev)) != COLLIE_SUCCESS) return rc;
+      if (collie__now_ns() >= cfg->deadline_ns)
+        return collie__err(COLLIE_TIMEOUT, "%s: setup timed out sending hellos", x->ops->name);
+    }
+    if (rc != COLLIE_SUCCESS) return rc;
+  }
+  return netx_await_hellos(cfg, x);
+}
+
+collie_result_t
+collie__netx_open(const struct collie__net_cfg *cfg, const int *peers, int npeers,
+                  struct collie__xport **out)
+{
+  if (npeers > 0 && (!cfg->store || !cfg->peers || !peers))
+    return collie__err(COLLIE_INTERNAL_ERROR, "ofi: open without %s",
+                       !cfg->store ? "the store" : !cfg->peers ? "peer records" : "peers");
+  struct netx_xport *x = calloc(1, sizeof(*x));
+  if (!x) return collie__err(COLLIE_SYSTEM_ERROR, "ofi: out of memory opening channels");
+  x->ops = &collie__ofi_netdev;
+  atomic_init(&x->aborted, 0);
+  collie_result_t rc = netx_setup(cfg, peers, npeers, x);
+  if (rc != COLLIE_SUCCESS) {
+    collie__netx_free(x);
+    return rc;
+  }
+  COLLIE_INFO("INIT", "%s: %s, %d peer(s)%s", x->ops->name, x->ops->describe(x->dev), npeers,
+              x->need_reg ? ", every buffer registered" : "");
+  *out = (struct collie__xport *)x;
+  return COLLIE_SUCCESS;
+}
