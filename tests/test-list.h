@@ -5,7 +5,7 @@
  * An entry is XX(name, function, ranks, transport, timeout_s):
  * - ranks 0 runs the function once in a plain child process with no launcher
  *   environment (unit tests); ranks N >= 1 forks N rank processes;
- * - transport is "shm", "tcp" or "auto" (COLLIE_TRANSPORT for the ranks), or
+ * - transport is "shm", "tcp", "ofi" or "auto" (COLLIE_TRANSPORT for the ranks), or
  *   "mixed": two fake hosts (COLLIE_HOST_ID by rank parity), so shm and tcp
  *   serve one communicator together;
  * - timeout_s is scaled by COLLIE_TEST_TIMEOUT_MULT (sanitizer builds).
@@ -18,6 +18,7 @@
 #include "list_reduce.h"
 #include "list_coll.h"
 #include "list_matrix.h"
+#include "list_ofi.h"
 #include "list_tools.h"
 #include "list_telemetry.h"
 #include "list_bench.h"
@@ -30,6 +31,7 @@
   TEST_LIST_REDUCE(XX)                                                                             \
   TEST_LIST_COLL(XX)                                                                               \
   TEST_LIST_MATRIX(XX)                                                                             \
+  TEST_LIST_OFI(XX)                                                                                \
   TEST_LIST_TOOLS(XX)                                                                              \
   TEST_LIST_TELEMETRY(XX)                                                                          \
   TEST_LIST_BENCH(XX)

@@ -87,10 +87,14 @@ netx_fail_peer(struct netx_xport *x, struct netx_chan *c, const char *what)
 {
   char who[160];
   collie__netx_peer_name(x, c, who, sizeof(who));
-  if (c->aborted)
+  if (c->aborted && c->why[0])
     return collie__netx_fail(
         x, collie__err(COLLIE_REMOTE_ERROR, "%s: %s aborted its communicator, after: %s",
                        x->ops->name, who, c->why),
+        1);
+  if (c->aborted)
+    return collie__netx_fail(
+        x, collie__err(COLLIE_REMOTE_ERROR, "%s: %s aborted its communicator", x->ops->name, who),
         1);
   return collie__netx_fail(x, collie__err(COLLIE_REMOTE_ERROR, "%s: %s %s", x->ops->name, who, what),
                            1);
@@ -175,6 +179,7 @@ netx_bulk_done(struct collie__netdev_op *op, collie_result_t rc, size_t n)
   struct netx_xport *x = b->x;
   struct collie__req *r = b->r;
   struct netx_chan *c = b->c;
+  c->inflight--;
   netx_bulk_unlink(x, b);
   if (!r) return; /* the transport failed meanwhile */
   if (rc != COLLIE_SUCCESS) {
@@ -211,7 +216,16 @@ netx_bulk_start(struct netx_xport *x, struct netx_bulk *b, uint32_t k)
   if (rc != COLLIE_SUCCESS) return rc;
   b->next = x->bulk_live;
   x->bulk_live = b;
+  b->c->inflight++;
   return COLLIE_SUCCESS;
+}
+
+/* Whether c's peer still owes this rank something, or this rank it: a
+ * receive, a catch, a payload in flight, a send not yet out. */
+static int
+netx_expects(const struct netx_chan *c)
+{
+  return c->rq_head || c->sq_head || c->inflight || (c->catching && !c->sated);
 }
 
 /* ---- Sends ---- */
@@ -382,8 +396,8 @@ netx_rx(struct netx_xport *x, struct netx_chan *c)
     }
   }
   /* Gone, and still expected to send: a receive or a catch with nothing to take. */
-  if ((c->aborted || (c->bye && (int32_t)(c->recv_k - c->bye_k) >= 0)) &&
-      (c->rq_head || (c->catching && !c->sated)) && (!c->inbox || c->inbox->k != c->recv_k)) {
+  if ((c->aborted || (c->bye && (int32_t)(c->recv_k - c->bye_k) >= 0)) && netx_expects(c) &&
+      (!c->inbox || c->inbox->k != c->recv_k)) {
     if (c->aborted) return netx_fail_peer(x, c, "aborted");
     char who[160], want[96] = "a message";
     collie__netx_peer_name(x, c, who, sizeof(who));
@@ -506,10 +520,10 @@ collie__netx_rx_done(struct collie__netdev_op *op, collie_result_t rc, size_t n)
     c->bye_k = h.k;
     break;
   case NETX_ABORT: {
+    if (c->aborted) break; /* its first word stands */
     size_t l = h.inl < NETX_REASON_MAX ? h.inl : NETX_REASON_MAX;
     memcpy(c->why, b->mem + NETX_HDR, l);
-    c->why[l] = '\0';
-    if (!c->why[0]) collie__fmt(c->why, sizeof(c->why), "(no reason given)");
+    c->why[l] = '\0'; /* "": a plain collie_comm_abort */
     c->aborted = 1;
     break;
   }
@@ -528,12 +542,82 @@ repost:
                       1);
 }
 
+/* ---- Who drives the device ---- */
+
+/* Tells every peer that this rank aborted (once; best effort). */
+static void
+netx_tell_abort(struct netx_xport *x)
+{
+  if (x->told) return;
+  x->told = 1;
+  for (int i = 0; i < x->nchan; i++)
+    (void)collie__netx_ctrl(x, &x->chans[i], NETX_ABORT, 0, 0, 0, NULL, 0);
+  (void)x->ops->progress(x->dev);
+}
+
+/* The driving thread takes the device: 0, or -1 when abort() holds it. */
+static int
+netx_enter(struct netx_xport *x)
+{
+  int idle = 0;
+  return atomic_compare_exchange_strong(&x->owner, &idle, 1) ? 0 : -1;
+}
+
+static void
+netx_leave(struct netx_xport *x)
+{
+  if (atomic_load_explicit(&x->aborted, memory_order_acquire)) {
+    netx_tell_abort(x); /* an abort() came while we held the device */
+    atomic_store(&x->owner, 2);
+    return;
+  }
+  atomic_store(&x->owner, 0);
+}
+
+/* A peer of this host whose process is gone, among those c expects
+ * something of, fails the transport naming it. Looked at every
+ * NETX_WATCH_NS of a wait: a message from a dead process never comes, and
+ * libfabric's sockets providers do not say so (rxm retries the connection). */
+#define NETX_WATCH_NS (100 * 1000000LL)
+static collie_result_t
+netx_watch(struct netx_xport *x)
+{
+  int64_t now = collie__now_coarse_ns();
+  if (now < x->next_watch) return COLLIE_SUCCESS;
+  int first = x->next_watch == 0; /* a wait's first call: look from the next round on */
+  x->next_watch = now + NETX_WATCH_NS;
+  if (first) return COLLIE_SUCCESS;
+  for (int i = 0; i < x->nchan; i++) {
+    struct netx_chan *c = &x->chans[i];
+    if (netx_expects(c) && c->near && collie__proc_dead(c->pid))
+      return netx_fail_peer(x, c, "died (its process exited) while this rank waited for it");
+  }
+  return COLLIE_SUCCESS;
+}
+
 /* ---- The ops ---- */
+
+static collie_result_t netx_post_locked(struct netx_xport *x, struct collie__req *r);
 
 static collie_result_t
 netx_post(struct collie__xport *xp, struct collie__req *r)
 {
   struct netx_xport *x = netx_x(xp);
+  if (netx_enter(x) != 0) {
+    netx_check_abort(x);
+    r->rc = x->failed;
+    r->done = 1;
+    collie__err_set_text(x->fail_msg);
+    return x->failed;
+  }
+  collie_result_t rc = netx_post_locked(x, r);
+  netx_leave(x);
+  return rc;
+}
+
+static collie_result_t
+netx_post_locked(struct netx_xport *x, struct collie__req *r)
+{
   if (netx_check_abort(x) || x->failed != COLLIE_SUCCESS) {
     r->rc = x->failed;
     r->done = 1;
@@ -569,11 +653,26 @@ netx_post(struct collie__xport *xp, struct collie__req *r)
   return netx_rx(x, c);
 }
 
+static collie_result_t netx_progress_locked(struct netx_xport *x, int *pending);
+
 static collie_result_t
 netx_progress(struct collie__xport *xp, int *pending)
 {
   struct netx_xport *x = netx_x(xp);
   *pending = 0;
+  if (netx_enter(x) != 0) {
+    netx_check_abort(x);
+    collie__err_set_text(x->fail_msg);
+    return x->failed;
+  }
+  collie_result_t rc = netx_progress_locked(x, pending);
+  netx_leave(x);
+  return rc;
+}
+
+static collie_result_t
+netx_progress_locked(struct netx_xport *x, int *pending)
+{
   if (netx_check_abort(x) || x->failed != COLLIE_SUCCESS) {
     collie__err_set_text(x->fail_msg);
     return x->failed;
@@ -590,7 +689,7 @@ netx_progress(struct collie__xport *xp, int *pending)
     if ((rc = netx_rx(x, c)) != COLLIE_SUCCESS) return rc;
   }
   *pending = x->npending + x->ncatch;
-  return COLLIE_SUCCESS;
+  return *pending ? netx_watch(x) : COLLIE_SUCCESS;
 }
 
 /* Whether the device may be slept on now: it has a descriptor and nothing
@@ -598,7 +697,10 @@ netx_progress(struct collie__xport *xp, int *pending)
 static int
 netx_can_sleep(struct netx_xport *x)
 {
-  return x->ops->wait_fd(x->dev) >= 0 && x->ops->trywait(x->dev);
+  if (x->ops->wait_fd(x->dev) < 0 || netx_enter(x) != 0) return 0;
+  int can = x->ops->trywait(x->dev);
+  netx_leave(x);
+  return can;
 }
 
 static void
@@ -626,7 +728,10 @@ netx_poll_arm(struct collie__xport *xp, struct pollfd *fds, int max, int64_t *un
   if (x->failed != COLLIE_SUCCESS || atomic_load_explicit(&x->aborted, memory_order_acquire))
     return -1;
   if (x->ops->wait_fd(x->dev) < 0 || max < 1) return -2;
-  if (!x->ops->trywait(x->dev)) return -1;
+  if (netx_enter(x) != 0) return -1;
+  int can = x->ops->trywait(x->dev);
+  netx_leave(x);
+  if (!can) return -1;
   fds[0].fd = x->ops->wait_fd(x->dev);
   fds[0].events = POLLIN;
   fds[0].revents = 0;
@@ -644,7 +749,11 @@ netx_poll_done(struct collie__xport *xp, const struct pollfd *fds, int n)
 static void
 netx_abort(struct collie__xport *xp)
 {
-  atomic_store_explicit(&netx_x(xp)->aborted, 1, memory_order_release);
+  struct netx_xport *x = netx_x(xp);
+  atomic_store_explicit(&x->aborted, 1, memory_order_release);
+  int idle = 0;
+  if (atomic_compare_exchange_strong(&x->owner, &idle, 2)) netx_tell_abort(x);
+  /* else the driving thread tells them as it leaves the device */
 }
 
 static void
@@ -653,9 +762,12 @@ netx_tell(struct collie__xport *xp, const char *why)
   struct netx_xport *x = netx_x(xp);
   size_t l = strlen(why);
   if (l > NETX_REASON_MAX) l = NETX_REASON_MAX;
+  if (x->told || netx_enter(x) != 0) return;
+  x->told = 1;
   for (int i = 0; i < x->nchan; i++)
     (void)collie__netx_ctrl(x, &x->chans[i], NETX_ABORT, 0, 0, 0, why, (uint32_t)l);
   (void)x->ops->progress(x->dev); /* best effort: let them leave */
+  netx_leave(x);
 }
 
 static int

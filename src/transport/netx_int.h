@@ -109,6 +109,7 @@ struct netx_chan {
   /* RTS payloads matched but not yet started (the device said again). */
   struct netx_bulk *rdv_head, *rdv_tail;
   int catching, sated;
+  int inflight; /* tagged payloads started and not yet done */
   int bye;        /* its goodbye came: bye_k messages before it */
   uint32_t bye_k;
   int aborted;    /* its ABORT came, with why */
@@ -129,6 +130,13 @@ struct netx_xport {
   collie_result_t failed;
   char fail_msg[COLLIE_ERRMSG_LEN];
   atomic_int aborted; /* abort() from any thread; the driver turns it into failed */
+  /* Who uses the device: 0 nobody, 1 the driving thread (progress, post,
+   * poll_arm), 2 abort(), which took it to tell the peers and keeps it. An
+   * abort() that finds the driver inside leaves the telling to it
+   * (netx_leave), so the device is never used from two threads. */
+  atomic_int owner;
+  int told;               /* the peers were told of our abort */
+  int64_t next_watch;     /* when waits next look at the peers' processes */
   /* Control buffers: receives posted, sends free or in flight. */
   char *arena; /* (NETX_RX_BUFS + NETX_TX_BUFS) x NETX_CTRL */
   struct collie__netdev_mr *arena_mr;
