@@ -2,8 +2,14 @@
  * reaching every other through libfabric's pick here (tcp;ofi_rxm, or
  * FI_PROVIDER's): the collective matrix at 2 to 4 ranks; then send/recv,
  * groups and splits, and failures (mismatches, deadlines, dead and aborting
- * ranks, shrink) as tcp runs them; device buffers staged through the host. */
+ * ranks, shrink) as tcp runs them; device buffers staged through the host.
+ * Only in a build with libfabric's headers (tests/CMakeLists.txt); the
+ * build without has ofi_missing (list_transport.h) alone. */
 #define TEST_LIST_OFI(XX)                                                                          \
+  XX(ofi_netdev_pair, ofi_netdev_pair, 0, "", 60)                                                  \
+  XX(ofi_provider_mismatch_2, ofi_provider_mismatch, 2, "ofi", 30)                                 \
+  XX(ofi_wrong_token_2, ofi_wrong_token, 2, "ofi", 30)                                             \
+  XX(ofi_truncated_address_2, ofi_truncated_address, 2, "ofi", 30)                                 \
   XX(matrix_allreduce_ofi_2, matrix_allreduce, 2, "ofi", 120)                                      \
   XX(matrix_allreduce_ofi_3, matrix_allreduce, 3, "ofi", 120)                                      \
   XX(matrix_allreduce_ofi_4, matrix_allreduce, 4, "ofi", 120)                                      \

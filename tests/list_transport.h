@@ -77,4 +77,5 @@
   XX(tcp_duplicate_claim_3, tcp_duplicate_claim, 3, "tcp", 30)                                     \
   XX(tcp_wrong_token_2, tcp_wrong_token, 2, "tcp", 30)                                             \
   XX(tcp_bad_input_2, tcp_bad_input, 2, "tcp", 30)                                                 \
-  XX(tcp_pingpong_2, tcp_pingpong, 2, "tcp", 60)
+  XX(tcp_pingpong_2, tcp_pingpong, 2, "tcp", 60)                                                   \
+  XX(ofi_missing_2, ofi_missing, 2, "ofi", 30)

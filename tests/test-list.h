@@ -18,7 +18,11 @@
 #include "list_reduce.h"
 #include "list_coll.h"
 #include "list_matrix.h"
+#ifdef COLLIE_HAVE_LIBFABRIC
 #include "list_ofi.h"
+#else
+#define TEST_LIST_OFI(XX)
+#endif
 #include "list_tools.h"
 #include "list_telemetry.h"
 #include "list_bench.h"

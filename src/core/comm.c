@@ -562,6 +562,8 @@ collie__comm_create(const struct collie__params *params, const char *token, int6
         .shm_bytes = (size_t)params->SHM_BYTES,
         .unexpected_bytes = (size_t)params->P2P_UNEXPECTED_BYTES,
         .tcp_reuse = params->TCP_REUSE != 0,
+        .ofi_library = params->OFI_LIBRARY,
+        .ofi_mr_all = params->OFI_MR_ALL != 0,
         .deadline_ns = deadline,
         .listen_addrs = addrs,
         .listen_fd = ring ? collie__ring_listener(ring) : -1,

@@ -54,8 +54,9 @@ struct collie__netdev_op {
 
 /* What listen needs. */
 struct collie__netdev_cfg {
-  int rank, size; /* in the communicator */
-  const char *provider; /* FI_PROVIDER's choice, or NULL: the device's own pick */
+  int rank, size;      /* in the communicator */
+  const char *library; /* the device's library (COLLIE_OFI_LIBRARY), or NULL: its default */
+  int reg_all;         /* register every buffer, whether or not the provider asks */
 };
 
 /* "Try again": the device has no room for the operation now; progress,
@@ -64,11 +65,14 @@ struct collie__netdev_cfg {
 
 struct collie__netdev_ops {
   const char *name; /* the transport's name: "ofi" */
-  /* Whether the device can run in this process (its library loads and a
+  /* Whether the device can run in this process (cfg's library loads and a
    * provider answers): 1, else 0 with why in why. *hardware: the provider
    * it would pick drives a network interface of its own (not sockets or
-   * shared memory). Cached after the first call; never blocks long. */
-  int (*available)(char *why, size_t len, int *hardware);
+   * shared memory). The first call's answer stands for the process. */
+  int (*available)(const struct collie__netdev_cfg *cfg, char *why, size_t len, int *hardware);
+  /* The provider's name ("tcp;ofi_rxm"), which every peer must share:
+   * addresses of one provider mean nothing to another. */
+  const char *(*provider)(const struct collie__netdev *d);
   collie_result_t (*listen)(const struct collie__netdev_cfg *cfg, struct collie__netdev **out,
                             void *addr, size_t *addrlen);
   collie_result_t (*connect)(struct collie__netdev *d, int peer, const void *addr, size_t addrlen);
@@ -89,7 +93,7 @@ struct collie__netdev_ops {
                          struct collie__netdev_mr **out);
   void (*dereg)(struct collie__netdev *d, struct collie__netdev_mr *mr);
   /* Whether every buffer a message moves must be registered (the
-   * provider's FI_MR_LOCAL, or COLLIE_OFI_MR=all to exercise the path). */
+   * provider's FI_MR_LOCAL, or cfg's reg_all). */
   int (*need_reg)(const struct collie__netdev *d);
   int (*wait_fd)(struct collie__netdev *d);
   /* 1: nothing is pending inside the device, sleeping on wait_fd is safe. */

@@ -36,6 +36,8 @@
 /* The longest reason an ABORT carries, and the longest job token. */
 #define NETX_REASON_MAX 400
 #define NETX_TOKEN_MAX 256
+/* The longest provider name published with an address. */
+#define NETX_PROV_MAX 63
 
 #define NETX_MAGIC 0xc011e0f1u
 #define NETX_VERSION 1

@@ -79,13 +79,25 @@ netx_fetch_addr(const struct collie__net_cfg *cfg, struct netx_xport *x, struct 
     collie__err_prefix("%s: %s never published its address", x->ops->name, who);
     return rc;
   }
-  if (len == 0 || len > COLLIE_NETDEV_ADDR_MAX) {
+  const char *prov = val;
+  size_t plen = val ? strnlen(prov, len) : 0;
+  if (plen == len || plen > NETX_PROV_MAX || len - plen - 1 == 0 ||
+      len - plen - 1 > COLLIE_NETDEV_ADDR_MAX) {
     free(val);
     return collie__err(COLLIE_REMOTE_ERROR,
                        "%s: %s published a malformed address of %zu bytes under %s", x->ops->name,
                        who, len, key);
   }
-  rc = x->ops->connect(x->dev, c->peer, val, len);
+  const char *mine = x->ops->provider(x->dev);
+  if (strcmp(prov, mine) != 0) {
+    rc = collie__err(COLLIE_INVALID_USAGE,
+                     "%s: %s runs libfabric's provider %s, this rank %s: every rank must use "
+                     "the same (FI_PROVIDER)",
+                     x->ops->name, who, prov, mine);
+    free(val);
+    return rc;
+  }
+  rc = x->ops->connect(x->dev, c->peer, (char *)val + plen + 1, len - plen - 1);
   free(val);
   return rc;
 }
@@ -164,10 +176,21 @@ netx_setup(const struct collie__net_cfg *cfg, const int *peers, int npeers, stru
     }
     x->chan_of[peers[i]] = i;
   }
-  struct collie__netdev_cfg dcfg = {.rank = cfg->rank, .size = cfg->size};
-  unsigned char addr[COLLIE_NETDEV_ADDR_MAX];
-  size_t addrlen = sizeof(addr);
-  if ((rc = x->ops->listen(&dcfg, &x->dev, addr, &addrlen)) != COLLIE_SUCCESS) return rc;
+  struct collie__netdev_cfg dcfg = {
+      .rank = cfg->rank, .size = cfg->size, .library = cfg->ofi_library, .reg_all = cfg->ofi_mr_all};
+  char why[256];
+  if (!x->ops->available(&dcfg, why, sizeof(why), NULL))
+    return collie__err(COLLIE_UNSUPPORTED, "COLLIE_TRANSPORT=%s: %s", x->ops->name, why);
+  /* Published: the provider's name, a NUL, then the endpoint's address. */
+  unsigned char pub[NETX_PROV_MAX + 1 + COLLIE_NETDEV_ADDR_MAX];
+  size_t addrlen = COLLIE_NETDEV_ADDR_MAX;
+  if ((rc = x->ops->listen(&dcfg, &x->dev, pub + NETX_PROV_MAX + 1, &addrlen)) != COLLIE_SUCCESS)
+    return rc;
+  size_t plen = strlen(x->ops->provider(x->dev));
+  if (plen > NETX_PROV_MAX) plen = NETX_PROV_MAX;
+  memcpy(pub, x->ops->provider(x->dev), plen);
+  pub[plen] = '\0';
+  memmove(pub + plen + 1, pub + NETX_PROV_MAX + 1, addrlen);
   x->need_reg = x->ops->need_reg(x->dev);
   size_t arena_len = (size_t)(NETX_RX_BUFS + NETX_TX_BUFS) * NETX_CTRL;
   if (x->need_reg && (rc = x->ops->reg(x->dev, x->arena, arena_len, &x->arena_mr)) != COLLIE_SUCCESS)
@@ -193,7 +216,8 @@ netx_setup(const struct collie__net_cfg *cfg, const int *peers, int npeers, stru
   }
   char key[64];
   collie__fmt(key, sizeof(key), "%s/addr/%d", x->ops->name, cfg->rank);
-  if ((rc = collie__store_set(cfg->store, key, addr, addrlen, cfg->deadline_ns)) != COLLIE_SUCCESS)
+  if ((rc = collie__store_set(cfg->store, key, pub, plen + 1 + addrlen, cfg->deadline_ns)) !=
+      COLLIE_SUCCESS)
     return rc;
   for (int i = 0; i < npeers; i++)
     if ((rc = netx_fetch_addr(cfg, x, &x->chans[i])) != COLLIE_SUCCESS) return rc;

@@ -48,7 +48,8 @@ static struct {
 } lib;
 
 /* What the first look found, for every communicator after it. */
-static pthread_once_t ofi_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t ofi_lock = PTHREAD_MUTEX_INITIALIZER;
+static int ofi_looked;
 static int ofi_ok;
 static int ofi_hw;
 static char ofi_why[256];
@@ -66,6 +67,7 @@ struct collie__netdev {
   int rank, size;
   fi_addr_t *addr; /* by comm rank; FI_ADDR_NOTAVAIL until connect */
   int mr_local;    /* every buffer needs a descriptor */
+  size_t addrlen;  /* of this endpoint's address: every peer's is as long */
   uint64_t next_key;
   char desc[160];
 };
@@ -118,9 +120,8 @@ ofi_hints(void)
 }
 
 static void
-ofi_look(void)
+ofi_look(const char *name)
 {
-  const char *name = getenv("COLLIE_OFI_LIBRARY");
   if (!name || !*name) name = "libfabric.so.1";
   void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
@@ -174,9 +175,12 @@ ofi_look(void)
 }
 
 static int
-ofi_available(char *why, size_t len, int *hardware)
+ofi_available(const struct collie__netdev_cfg *cfg, char *why, size_t len, int *hardware)
 {
-  pthread_once(&ofi_once, ofi_look);
+  pthread_mutex_lock(&ofi_lock);
+  if (!ofi_looked) ofi_look(cfg ? cfg->library : NULL);
+  ofi_looked = 1;
+  pthread_mutex_unlock(&ofi_lock);
   if (hardware) *hardware = ofi_ok && ofi_hw;
   if (!ofi_ok && why) collie__fmt(why, len, "%s", ofi_why);
   return ofi_ok;
@@ -209,7 +213,7 @@ ofi_listen(const struct collie__netdev_cfg *cfg, struct collie__netdev **out, vo
            size_t *addrlen)
 {
   char why[256];
-  if (!ofi_available(why, sizeof(why), NULL))
+  if (!ofi_available(cfg, why, sizeof(why), NULL))
     return collie__err(COLLIE_UNSUPPORTED, "ofi transport: %s", why);
   struct collie__netdev *d = calloc(1, sizeof(*d));
   if (!d || !(d->addr = malloc((size_t)cfg->size * sizeof(*d->addr)))) {
@@ -230,8 +234,7 @@ ofi_listen(const struct collie__netdev_cfg *cfg, struct collie__netdev **out, vo
   collie__fmt(d->desc, sizeof(d->desc), "%s on %s", d->info->fabric_attr->prov_name,
               d->info->domain_attr->name ? d->info->domain_attr->name : "?");
   d->mr_local = (d->info->domain_attr->mr_mode & FI_MR_LOCAL) != 0;
-  const char *force = getenv("COLLIE_OFI_MR");
-  if (force && !strcmp(force, "all")) d->mr_local = 1;
+  if (cfg->reg_all) d->mr_local = 1;
   if ((r = lib.fabric(d->info->fabric_attr, &d->fabric, NULL)) != 0) {
     rc = ofi_err(COLLIE_SYSTEM_ERROR, d, "fi_fabric", r);
     goto fail;
@@ -278,7 +281,7 @@ ofi_listen(const struct collie__netdev_cfg *cfg, struct collie__netdev **out, vo
                             : ofi_err(COLLIE_SYSTEM_ERROR, d, "fi_getname", r);
     goto fail;
   }
-  *addrlen = len;
+  *addrlen = d->addrlen = len;
   *out = d;
   return COLLIE_SUCCESS;
 fail:
@@ -289,7 +292,12 @@ fail:
 static collie_result_t
 ofi_connect(struct collie__netdev *d, int peer, const void *addr, size_t addrlen)
 {
-  (void)addrlen; /* the provider knows its own address format's length */
+  /* The provider reads its own address format's length from the buffer
+   * whatever it is given: a shorter one is refused here. */
+  if (addrlen != d->addrlen)
+    return collie__err(COLLIE_REMOTE_ERROR,
+                       "ofi (%s): rank %d's address is %zu bytes; this provider's are %zu", d->desc,
+                       peer, addrlen, d->addrlen);
   fi_addr_t a = FI_ADDR_NOTAVAIL;
   int r = fi_av_insert(d->av, addr, 1, &a, 0, NULL);
   if (r != 1 || a == FI_ADDR_NOTAVAIL)
@@ -443,9 +451,16 @@ ofi_describe(const struct collie__netdev *d)
   return d->desc;
 }
 
+static const char *
+ofi_provider(const struct collie__netdev *d)
+{
+  return d->info->fabric_attr->prov_name;
+}
+
 const struct collie__netdev_ops collie__ofi_netdev = {
     .name = "ofi",
     .available = ofi_available,
+    .provider = ofi_provider,
     .listen = ofi_listen,
     .connect = ofi_connect,
     .send = ofi_send,
@@ -468,8 +483,9 @@ const struct collie__netdev_ops collie__ofi_netdev = {
 /* Built without libfabric's headers: the device is never available and
  * says why; the transport's other entry points are never reached. */
 static int
-ofi_available(char *why, size_t len, int *hardware)
+ofi_available(const struct collie__netdev_cfg *cfg, char *why, size_t len, int *hardware)
 {
+  (void)cfg;
   if (hardware) *hardware = 0;
   if (why)
     collie__fmt(why, len,

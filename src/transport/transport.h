@@ -152,6 +152,8 @@ struct collie__net_cfg {
   size_t shm_bytes;                 /* shm: segment budget per local rank; 0: the default */
   size_t unexpected_bytes;          /* buffer for unexpected send/recv messages (match.c) */
   int tcp_reuse;                    /* tcp: keep clean connections for later communicators */
+  const char *ofi_library;          /* ofi: the libfabric to open, or NULL: libfabric.so.1 */
+  int ofi_mr_all;                   /* ofi: register every buffer, whatever the provider asks */
   int64_t deadline_ns;              /* setup deadline */
   /* With the bootstrap ring (bootstrap/bootstrap.h): every rank's listen
    * address, size x COLLIE_RING_ADDR_LEN bytes ("host:port"), and this

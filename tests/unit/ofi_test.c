@@ -1,0 +1,222 @@
+/*
+ * ofi_test.c - the ofi transport's edges (issue 40): the network seam
+ * (transport/netdev.h) driven directly on libfabric's pick here, two
+ * endpoints of one process talking; and what a job is told when ofi
+ * cannot run: no libfabric, ranks on different providers, a rank with
+ * another job token, an address cut short.
+ */
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "coll/xport_fixture.h"
+#include "runner.h"
+#include "transport/transport.h"
+#include "transport/netdev.h"
+#include "util/error.h"
+#include "util/util.h"
+
+#ifdef COLLIE_HAVE_LIBFABRIC
+
+struct ot_done {
+  int n;
+  collie_result_t rc;
+  size_t len;
+};
+
+static void
+ot_done(struct collie__netdev_op *op, collie_result_t rc, size_t len)
+{
+  struct ot_done *d = op->arg;
+  d->n++;
+  d->rc = rc;
+  d->len = len;
+}
+
+/* Progresses both devices until *flag reaches want or 5 s pass. */
+static int
+ot_until(struct collie__netdev *a, struct collie__netdev *b, const int *flag, int want)
+{
+  const struct collie__netdev_ops *o = &collie__ofi_netdev;
+  int64_t end = collie__now_ns() + 5000000000LL;
+  while (*flag < want && collie__now_ns() < end) {
+    if (o->progress(a) != COLLIE_SUCCESS || o->progress(b) != COLLIE_SUCCESS) return -1;
+  }
+  return *flag >= want ? 0 : -1;
+}
+
+/* Starts an operation, progressing both devices while the device says again. */
+#define OT_START(call)                                                                             \
+  do {                                                                                             \
+    collie_result_t rc_;                                                                           \
+    int64_t end_ = collie__now_ns() + 5000000000LL;                                                \
+    while ((rc_ = (call)) == COLLIE_NETDEV_AGAIN && collie__now_ns() < end_) {                     \
+      o->progress(d0);                                                                             \
+      o->progress(d1);                                                                             \
+    }                                                                                              \
+    ASSERTF(rc_ == COLLIE_SUCCESS, "%s -> %s: %s", #call, collie_result_string(rc_),               \
+            collie__err_msg());                                                                    \
+  } while (0)
+
+/* Two endpoints of one process over the seam: an untagged message lands in
+ * a receive posted for any source; tagged ones only in the receive of
+ * their tag, whichever was posted first; registration (every buffer, as a
+ * provider with FI_MR_LOCAL asks), a cancelled receive that never writes
+ * its buffer, the wait descriptor, and a peer address of the wrong length
+ * refused naming the rank. */
+TEST_IMPL(ofi_netdev_pair)
+{
+  const struct collie__netdev_ops *o = &collie__ofi_netdev;
+  struct collie__netdev_cfg c0 = {.rank = 0, .size = 2, .reg_all = 1}, c1 = c0;
+  c1.rank = 1;
+  char why[256];
+  ASSERTF(o->available(&c0, why, sizeof(why), NULL), "ofi unavailable: %s", why);
+  struct collie__netdev *d0, *d1;
+  unsigned char a0[COLLIE_NETDEV_ADDR_MAX], a1[COLLIE_NETDEV_ADDR_MAX];
+  size_t l0 = sizeof(a0), l1 = sizeof(a1);
+  ASSERT_OK(o->listen(&c0, &d0, a0, &l0));
+  ASSERT_OK(o->listen(&c1, &d1, a1, &l1));
+  ASSERT(o->need_reg(d0) && o->need_reg(d1)); /* reg_all */
+  ASSERTF(l0 == l1 && l0 > 0, "addresses of %zu and %zu bytes", l0, l1);
+  ASSERT_RC(COLLIE_REMOTE_ERROR, "rank 1's address is", o->connect(d0, 1, a1, l1 - 1));
+  ASSERT_OK(o->connect(d0, 1, a1, l1));
+  ASSERT_OK(o->connect(d1, 0, a0, l0));
+
+  enum { N = 1 << 16 };
+  char *src = malloc(N), *dst = malloc(N), *other = malloc(N);
+  ASSERT(src && dst && other);
+  for (int i = 0; i < N; i++) src[i] = (char)(i * 7 + 1);
+  memset(dst, 0, N);
+  memset(other, 0x5a, N);
+  struct collie__netdev_mr *ms, *md, *mo;
+  ASSERT_OK(o->reg(d0, src, N, &ms));
+  ASSERT_OK(o->reg(d1, dst, N, &md));
+  ASSERT_OK(o->reg(d1, other, N, &mo));
+
+  /* Untagged, into a receive for any source. */
+  struct ot_done sd = {0}, rd = {0};
+  struct collie__netdev_op sop = {.done = ot_done, .arg = &sd}, rop = {.done = ot_done, .arg = &rd};
+  OT_START(o->recv_any(d1, dst, N, md, &rop));
+  OT_START(o->send(d0, 1, src, 100, ms, &sop));
+  ASSERT(ot_until(d0, d1, &rd.n, 1) == 0 && ot_until(d0, d1, &sd.n, 1) == 0);
+  ASSERTF(rd.rc == COLLIE_SUCCESS && rd.len == 100 && !memcmp(dst, src, 100),
+          "untagged: rc %d, %zu bytes", rd.rc, rd.len);
+
+  /* Tagged: tag 9 posted first, then tag 8; the message of tag 8 goes to
+   * the second receive, the first still waits. */
+  memset(dst, 0, N);
+  struct ot_done r9 = {0}, r8 = {0}, s8 = {0};
+  struct collie__netdev_op o9 = {.done = ot_done, .arg = &r9}, o8 = {.done = ot_done, .arg = &r8},
+                           os8 = {.done = ot_done, .arg = &s8};
+  OT_START(o->trecv(d1, 0, other, N, 9, mo, &o9));
+  OT_START(o->trecv(d1, 0, dst, N, 8, md, &o8));
+  OT_START(o->tsend(d0, 1, src, N, 8, ms, &os8));
+  ASSERT(ot_until(d0, d1, &r8.n, 1) == 0);
+  ASSERTF(r8.rc == COLLIE_SUCCESS && r8.len == N && !memcmp(dst, src, N), "tag 8: %zu bytes",
+          r8.len);
+  ASSERT(ot_until(d0, d1, &s8.n, 1) == 0 && s8.rc == COLLIE_SUCCESS);
+  ASSERT(r9.n == 0);
+  /* The receive of tag 9, cancelled, never writes its buffer, even when a
+   * message of its tag comes after. */
+  o->cancel(d1, &o9);
+  struct ot_done s9 = {0};
+  struct collie__netdev_op os9 = {.done = ot_done, .arg = &s9};
+  OT_START(o->tsend(d0, 1, src, 64, 9, ms, &os9));
+  for (int i = 0; i < 2000; i++) {
+    o->progress(d0);
+    o->progress(d1);
+  }
+  ASSERT(r9.n == 0 || r9.rc != COLLIE_SUCCESS);
+  for (int i = 0; i < N; i++) ASSERTF(other[i] == 0x5a, "cancelled receive wrote byte %d", i);
+
+  /* The wait descriptor, where the provider has one, says when to look. */
+  int fd = o->wait_fd(d1);
+  if (fd >= 0) {
+    struct ot_done r7 = {0}, s7 = {0};
+    struct collie__netdev_op o7 = {.done = ot_done, .arg = &r7}, os7 = {.done = ot_done, .arg = &s7};
+    OT_START(o->trecv(d1, 0, dst, 8, 7, md, &o7));
+    OT_START(o->tsend(d0, 1, src, 8, 7, ms, &os7));
+    ASSERT(ot_until(d0, d0, &s7.n, 1) == 0); /* only the sender progresses */
+    int64_t end = collie__now_ns() + 5000000000LL;
+    while (r7.n == 0 && collie__now_ns() < end) {
+      if (o->trywait(d1)) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        (void)poll(&p, 1, 50);
+      }
+      o->progress(d1);
+    }
+    ASSERTF(r7.n == 1 && r7.rc == COLLIE_SUCCESS, "tag 7 after the wait descriptor: %d", r7.n);
+  }
+
+  o->dereg(d0, ms);
+  o->dereg(d1, md);
+  o->dereg(d1, mo);
+  o->close(d0);
+  o->close(d1);
+  free(src);
+  free(dst);
+  free(other);
+}
+
+/* COLLIE_OFI_LIBRARY naming no library: init fails naming it. */
+TEST_IMPL(ofi_missing)
+{
+  setenv("COLLIE_OFI_LIBRARY", "/nonexistent/libfabric.so.1", 1);
+  collie_comm_t *comm = NULL;
+  ASSERT_RC(COLLIE_UNSUPPORTED, "/nonexistent/libfabric.so.1 does not load", collie_comm_init(&comm));
+}
+
+/* Ranks on different providers: each is told which the other runs. */
+TEST_IMPL(ofi_provider_mismatch)
+{
+  setenv("FI_PROVIDER", test_rank() == 0 ? "shm" : "tcp;ofi_rxm", 1);
+  collie_comm_t *comm = NULL;
+  ASSERT_RC(COLLIE_INVALID_USAGE, "every rank must use the same (FI_PROVIDER)",
+            collie_comm_init(&comm));
+}
+
+/* A rank with another job token: each side refuses the other's hello,
+ * naming it. */
+TEST_IMPL(ofi_wrong_token)
+{
+  struct xfix t;
+  xfix_meet(&t, &collie__ofi_ops, 0);
+  xfix_config(&t, "c1", "ofi", 5000);
+  if (t.rank == 1) t.cfg.token = "some-other-job";
+  ASSERT_RC(COLLIE_REMOTE_ERROR, "another job token", xfix_try_open(&t));
+  ASSERT(strstr(collie_last_error(), t.rank == 0 ? "rank 1" : "rank 0"));
+  ASSERT(t.x == NULL);
+  xfix_barrier(&t, "end");
+  xfix_done(&t);
+}
+
+/* An address cut short in the store: the rank reading it is told whose it
+ * is and how long it should be, before anything is sent to it. */
+TEST_IMPL(ofi_truncated_address)
+{
+  setenv("FI_PROVIDER", "tcp;ofi_rxm", 1);
+  struct xfix t;
+  xfix_meet(&t, &collie__ofi_ops, 0);
+  xfix_config(&t, "c1", "ofi", 5000);
+  if (t.rank == 1) {
+    static const char cut[] = "tcp;ofi_rxm\0\x02\x00\x7f";
+    ASSERT_OK(collie__store_set(t.view, "ofi/addr/1", cut, sizeof(cut) - 1,
+                                collie__deadline_after_ms(5000)));
+  } else {
+    ASSERT_RC(COLLIE_REMOTE_ERROR, "rank 1's address is 3 bytes", xfix_try_open(&t));
+    ASSERT(t.x == NULL);
+  }
+  xfix_barrier(&t, "end");
+  xfix_done(&t);
+}
+
+#else /* a build without libfabric's headers */
+
+TEST_IMPL(ofi_missing)
+{
+  collie_comm_t *comm = NULL;
+  ASSERT_RC(COLLIE_UNSUPPORTED, "no libfabric support", collie_comm_init(&comm));
+}
+
+#endif
