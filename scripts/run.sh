@@ -4,8 +4,8 @@
 #   sh scripts/run.sh test   build everything, run the whole test suite, then the
 #                            same suite under AddressSanitizer+UndefinedBehaviorSanitizer,
 #                            multi-rank tests of 2 and 3 ranks under valgrind, and
-#                            a clang build with a part of the suite, the threaded
-#                            tests under ThreadSanitizer, the Python binding's
+#                            a clang build with ThreadSanitizer running the threaded
+#                            tests and a part of the suite, the Python binding's
 #                            type check (mypy --strict) and pytest suite at
 #                            1, 2 and 4 ranks, mpi4py programs on collie.MPI
 #                            checked against Open MPI, the torch
@@ -17,8 +17,8 @@
 # need (gcc, clang, make, cmake, pkg-config, valgrind; for `test` also clang's
 # sanitizer runtimes (libclang-rt-dev), Debian's
 # python3-numpy, python3-pytest, python3-torch, python3-mpi4py, python3-mypy and openmpi-bin,
-# and libtorch-dev and pybind11-dev for collie.torch's C++ fast path) with
-# apt-get when missing.
+# libtorch-dev and pybind11-dev for collie.torch's C++ fast path, and
+# libfabric-dev for the ofi transport) with apt-get when missing.
 set -eu
 cd "$(dirname "$0")/.."
 what=${1:-test}
@@ -47,6 +47,12 @@ if [ "$what" = test ] && { [ ! -f /usr/include/torch/csrc/distributed/c10d/Proce
   [ ! -f /usr/include/pybind11/pybind11.h ]; }; then
   need="$need libtorch-dev pybind11-dev"
   pkgs="$pkgs libtorch-dev pybind11-dev python3-dev"
+fi
+# The ofi transport builds against libfabric's headers (libfabric-dev; the
+# library itself is opened at run time) and is tested on its tcp;ofi_rxm.
+if [ "$what" = test ] && [ ! -f /usr/include/rdma/fabric.h ]; then
+  need="$need libfabric-dev"
+  pkgs="$pkgs libfabric-dev"
 fi
 if [ -n "$need" ]; then
   echo "run.sh: installing (missing:$need)"
@@ -232,9 +238,13 @@ case "$what" in
     awk 'NR == FNR { two[$0] = 1; next }
       { b = $0; sub(/_(shm|tcp)_3$/, "", b); print ((/_3$/ && (b in two)) ? "plain" : "valgrind"), $0 }' \
       "$tmp_lists/has2" "$tmp_lists/pairs" >"$tmp_lists/where"
-    COLLIE_TEST_TIMEOUT_MULT=10 valgrind -q --error-exitcode=9 --leak-check=full \
-      --show-possibly-lost=no --errors-for-leak-kinds=definite ./build/tests/collie_tests \
-      $(sed -n 's/^valgrind //p' "$tmp_lists/where")
+    # In two halves side by side: a test's ranks mostly wait for each other,
+    # so one run keeps about one core busy.
+    vg="COLLIE_TEST_TIMEOUT_MULT=10 valgrind -q --error-exitcode=9 --leak-check=full \
+      --show-possibly-lost=no --errors-for-leak-kinds=definite ./build/tests/collie_tests"
+    sed -n 's/^valgrind //p' "$tmp_lists/where" | awk 'NR % 2 == 1' >"$tmp_lists/vg1"
+    sed -n 's/^valgrind //p' "$tmp_lists/where" | awk 'NR % 2 == 0' >"$tmp_lists/vg2"
+    together valgrind-1 "$vg \$(cat $tmp_lists/vg1)" valgrind-2 "$vg \$(cat $tmp_lists/vg2)"
     lap "valgrind"
     build build-asan -DCOLLIE_SANITIZE=ON
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -245,22 +255,23 @@ case "$what" in
     # would only measure its shadow memory. The tests of 6 to 19 ranks run in
     # the plain suite only: on 2 cores they are a third of ASan's time, and
     # their code is the same as at 4 and 5 ranks, which ASan runs.)
-    # The second compiler: clang's -Wall -Wextra -Werror, then the suite's
-    # single-process and 3-rank tests with its code. It is also the build
-    # without device code (as without nvcc): collie-bench --version says so,
-    # and the device tests on the stand-in driver (cuda_fake_*) check that
-    # calls on device buffers are then staged through host memory, right.
-    build build-clang -DCMAKE_C_COMPILER=clang -DCOLLIE_DEVICE_CODE=OFF
+    # The second compiler, with ThreadSanitizer: clang's -Wall -Wextra
+    # -Werror on everything, then under TSan the tests whose processes run
+    # threads (the tcp store's server, an abort from a second thread, async
+    # work and the timing log's writer, posted sends and receives driven by
+    # their waiters) and the suite's single-process and 3-rank tests. It is
+    # also the build without device code (as without nvcc): collie-bench
+    # --version says so, and the device tests on the stand-in driver
+    # (cuda_fake_*) check that calls on device buffers are then staged
+    # through host memory, right; and the build without libfabric's headers,
+    # whose COLLIE_TRANSPORT=ofi says so (ofi_missing).
+    build build-clang -DCMAKE_C_COMPILER=clang -DCOLLIE_TSAN=ON -DCOLLIE_DEVICE_CODE=OFF \
+      -DCOLLIE_LIBFABRIC=OFF
     ./build-clang/collie-bench --version | grep -q 'device code: none (built without nvcc)'
-    ./build-clang/tests/collie_tests $(./build-clang/tests/collie_tests --list | grep -E '_(shm|tcp)_3$|^(api|reduce|select|bootstrap|cuda)_')
-    lap "clang"
-    # Data races: the tests whose processes run threads (the tcp store's server,
-    # an abort from a second thread, async work and the timing log's writer,
-    # posted sends and receives driven by their waiters), under ThreadSanitizer.
-    build build-tsan -DCOLLIE_TSAN=ON
-    TSAN_OPTIONS=halt_on_error=1 COLLIE_TEST_TIMEOUT_MULT=5 ./build-tsan/tests/collie_tests \
-      $(./build-tsan/tests/collie_tests --list | grep -E 'bootstrap_tcp|thread|telemetry_(async|timing)|p2p_(nonblocking|posted)')
-    lap "tsan"
+    TSAN_OPTIONS=halt_on_error=1 COLLIE_TEST_TIMEOUT_MULT=5 ./build-clang/tests/collie_tests \
+      $(./build-clang/tests/collie_tests --list |
+        grep -E 'bootstrap_tcp|thread|telemetry_(async|timing)|p2p_(nonblocking|posted)|_(shm|tcp)_3$|^(api|reduce|select|bootstrap|cuda)_|^ofi_missing_')
+    lap "clang + tsan"
     # Fuzzing: every parser of input collie does not control (the tcp store's
     # server, the COLLIE_* environment, the tuning file, collie-report's CSV
     # and flight-dump readers), from its seed corpus, 3 s each, under ASan

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "util/error.h"
+#include "util/util.h"
 
 #ifdef COLLIE_HAVE_LIBFABRIC
 
@@ -30,8 +31,6 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 #include <stdlib.h>
-
-#include "util/util.h"
 
 _Static_assert(sizeof(((struct collie__netdev_op *)0)->dev) >= sizeof(struct fi_context2),
                "an op's device space holds libfabric's FI_CONTEXT2");
