@@ -1015,7 +1015,7 @@ TEST_IMPL(bench_bad_options)
   bt_bad("-n -1", "-n: -1 is out of range", 0);
   bt_bad("-w x", "-w: 'x' is not an integer", 0);
   bt_bad("-t 0", "-t: '0' must be a number of seconds", 0);
-  bt_bad("--transport udp", "--transport: 'udp' is not auto, shm or tcp", 0);
+  bt_bad("--transport udp", "--transport: 'udp' is not auto, shm, ofi or tcp", 0);
   bt_bad("--mem huge", "--mem: 'huge' is not malloc or collie", 0);
   bt_bad("--device gpu", "--device: 'gpu' is not cpu or cuda", 0);
   bt_bad("--frobnicate", "unknown option '--frobnicate'", 0);

@@ -28,7 +28,7 @@
 
 /* The cost-model classes, as net.c's transport table orders them
  * (fit_tune_file_roundtrip checks the names). */
-enum { FT_SHM = 0, FT_TCP = 1 };
+enum { FT_SHM = 0, FT_OFI = 1, FT_TCP = 2 };
 
 /* ---- Least squares ---- */
 
@@ -185,7 +185,7 @@ TEST_IMPL(fit_segments)
 
 /* ---- The tuning file ---- */
 
-/* A file from the writer: constants for both classes, and allreduce lines
+/* A file from the writer: constants for shm and tcp (none for ofi), and allreduce lines
  * for tcp 4-rank communicators: recursive_doubling below 4 KiB, ring above. */
 static void
 fit_write_sample(const char *path)
@@ -193,7 +193,7 @@ fit_write_sample(const char *path)
   static const struct cb_seg rd[2] = {{0, 4095, 1.5, 1e-3}, {4096, 1048576, 1.5, 2e-3}};
   static const struct cb_seg ring[1] = {{64, 1048576, 40, 1.25e-4}};
   static const struct cb_seg bc[1] = {{0, 100, 0.5, 0}};
-  struct cb_tune_consts c = {{1, 1}, {0.75, 9.5}, {2.5e-4, 5e-4}, {1.25e-4, 1.5e-4}};
+  struct cb_tune_consts c = {{1, 0, 1}, {0.75, 0, 9.5}, {2.5e-4, 0, 5e-4}, {1.25e-4, 0, 1.5e-4}};
   struct cb_tune_algo a[3] = {
       {FT_TCP, 4, COLLIE_KIND_ALLREDUCE, COLLIE_ALGO_RECURSIVE_DOUBLING, 2, rd},
       {FT_TCP, 4, COLLIE_KIND_ALLREDUCE, COLLIE_ALGO_RING, 1, ring},
@@ -206,8 +206,9 @@ fit_write_sample(const char *path)
 
 TEST_IMPL(fit_tune_file_roundtrip)
 {
-  ASSERT(collie__net_class_count() == 2 && collie__net_class_index("shm") == FT_SHM &&
-         collie__net_class_index("tcp") == FT_TCP && collie__net_class_index("udp") == -1);
+  ASSERT(collie__net_class_count() == 3 && collie__net_class_index("shm") == FT_SHM &&
+         collie__net_class_index("ofi") == FT_OFI && collie__net_class_index("tcp") == FT_TCP &&
+         collie__net_class_index("udp") == -1);
   ASSERT(!strcmp(collie__net_class_name(FT_TCP), "tcp") && !strcmp(collie__net_class_name(7), "?"));
   char path[512];
   snprintf(path, sizeof(path), "%s/tune.txt", test_dir());
@@ -254,7 +255,7 @@ TEST_IMPL(fit_tune_file_roundtrip)
   ASSERT(f);
   ASSERT(cb_tune_write(f, NULL, NULL, &bad, 1) == -1);
   bad.algo = COLLIE_ALGO_TREE;
-  bad.cls = 2;
+  bad.cls = 3; /* no such class */
   ASSERT(cb_tune_write(f, NULL, NULL, &bad, 1) == -1);
   fclose(f);
 }
@@ -375,7 +376,7 @@ TEST_IMPL(fit_tune_file_errors)
   struct {
     const char *text, *msg;
   } cases[] = {
-      {"# ok\nfit.shm.2.allreduce = 0 1 1 1\n", "bad.txt:2: expected \"fit.<shm|tcp>."},
+      {"# ok\nfit.shm.2.allreduce = 0 1 1 1\n", "bad.txt:2: expected \"fit.<shm|ofi|tcp>."},
       {"fit.shm.2.allreduce.ring.x = 0 1 1 1\n", "bad.txt:1: expected \"fit."},
       {"fit..2.allreduce.ring = 0 1 1 1\n", "bad.txt:1: expected \"fit."},
       {"fit.ib.2.allreduce.ring = 0 1 1 1\n", "bad.txt:1: unknown class \"ib\""},
