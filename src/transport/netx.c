@@ -337,8 +337,14 @@ netx_rx(struct netx_xport *x, struct netx_chan *c)
       return netx_fail_peer(x, c, collie__err_msg());
     }
   }
+  /* A peer that aborted sends nothing more: its eager messages from before
+   * the abort are still taken, but a payload it may never have sent is
+   * not waited for, and no receive is directed at its closing endpoint
+   * (rxm of libfabric 1.17 crashed in fi_trecv so). */
+  if (c->aborted && c->inflight) return netx_fail_peer(x, c, "aborted");
   while (c->inbox && c->inbox->k == c->recv_k) {
     struct netx_msg *m = c->inbox;
+    if (c->aborted && m->type == NETX_RTS && c->rq_head) return netx_fail_peer(x, c, "aborted");
     struct collie__req *r = c->rq_head;
     if (x->sink && collie__slot_is_p2p(m->slot) && (r || (c->catching && !c->sated)) &&
         (!r || m->slot != r->slot || m->len != (uint64_t)r->len)) {
@@ -396,8 +402,9 @@ netx_rx(struct netx_xport *x, struct netx_chan *c)
     }
   }
   /* Gone, and still expected to send: a receive or a catch with nothing to take. */
-  if ((c->aborted || (c->bye && (int32_t)(c->recv_k - c->bye_k) >= 0)) && netx_expects(c) &&
-      (!c->inbox || c->inbox->k != c->recv_k)) {
+  if (((c->aborted && (int32_t)(c->recv_k - c->abort_k) >= 0) ||
+       (c->bye && (int32_t)(c->recv_k - c->bye_k) >= 0)) &&
+      netx_expects(c) && (!c->inbox || c->inbox->k != c->recv_k)) {
     if (c->aborted) return netx_fail_peer(x, c, "aborted");
     char who[160], want[96] = "a message";
     collie__netx_peer_name(x, c, who, sizeof(who));
@@ -521,6 +528,7 @@ collie__netx_rx_done(struct collie__netdev_op *op, collie_result_t rc, size_t n)
     break;
   case NETX_ABORT: {
     if (c->aborted) break; /* its first word stands */
+    c->abort_k = h.k;
     size_t l = h.inl < NETX_REASON_MAX ? h.inl : NETX_REASON_MAX;
     memcpy(c->why, b->mem + NETX_HDR, l);
     c->why[l] = '\0'; /* "": a plain collie_comm_abort */
@@ -551,7 +559,7 @@ netx_tell_abort(struct netx_xport *x)
   if (x->told) return;
   x->told = 1;
   for (int i = 0; i < x->nchan; i++)
-    (void)collie__netx_ctrl(x, &x->chans[i], NETX_ABORT, 0, 0, 0, NULL, 0);
+    (void)collie__netx_ctrl(x, &x->chans[i], NETX_ABORT, x->chans[i].send_k, 0, 0, NULL, 0);
   (void)x->ops->progress(x->dev);
 }
 
@@ -765,7 +773,8 @@ netx_tell(struct collie__xport *xp, const char *why)
   if (x->told || netx_enter(x) != 0) return;
   x->told = 1;
   for (int i = 0; i < x->nchan; i++)
-    (void)collie__netx_ctrl(x, &x->chans[i], NETX_ABORT, 0, 0, 0, why, (uint32_t)l);
+    (void)collie__netx_ctrl(x, &x->chans[i], NETX_ABORT, x->chans[i].send_k, 0, 0, why,
+                            (uint32_t)l);
   (void)x->ops->progress(x->dev); /* best effort: let them leave */
   netx_leave(x);
 }

@@ -46,7 +46,7 @@ enum netx_type {
   NETX_EAGER_MSG = 2,
   NETX_RTS = 3,
   NETX_BYE = 4,   /* k: messages sent before it */
-  NETX_ABORT = 5, /* payload: the reason */
+  NETX_ABORT = 5, /* k: messages sent before it; payload: the reason */
 };
 
 /* A control message's header (host byte order: every rank of a job runs
@@ -114,7 +114,8 @@ struct netx_chan {
   int inflight; /* tagged payloads started and not yet done */
   int bye;        /* its goodbye came: bye_k messages before it */
   uint32_t bye_k;
-  int aborted;    /* its ABORT came, with why */
+  int aborted;    /* its ABORT came, with why, after abort_k messages */
+  uint32_t abort_k;
   char why[NETX_REASON_MAX + 1];
 };
 

@@ -197,6 +197,19 @@ static void
 ofi_close(struct collie__netdev *d)
 {
   if (!d) return;
+  if (d->ep && d->cq) { /* what completed is read first: rxm frees its requests then */
+    struct fi_cq_tagged_entry e[16];
+    struct fi_cq_err_entry ee;
+    for (int i = 0; i < 64; i++) {
+      ssize_t n = fi_cq_read(d->cq, e, 16);
+      if (n == -FI_EAVAIL) {
+        memset(&ee, 0, sizeof(ee));
+        (void)fi_cq_readerr(d->cq, &ee, 0);
+      } else if (n <= 0) {
+        break;
+      }
+    }
+  }
   if (d->ep) fi_close(&d->ep->fid);
   if (d->av) fi_close(&d->av->fid);
   if (d->cq) fi_close(&d->cq->fid);
