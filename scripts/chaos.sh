@@ -22,7 +22,7 @@
 # It prints one line per trial, then the detection times per fault kind, and
 # every failed trial with its seed (`--seeds S` replays it exactly).
 #
-#   sh scripts/chaos.sh [--build DIR] [-n RANKS | -n LO-HI] [--transport shm|tcp|mixed]
+#   sh scripts/chaos.sh [--build DIR] [-n RANKS | -n LO-HI] [--transport shm|tcp|mixed|ofi]
 #                       [--testbed 2,1,3]
 #                       [--seeds "1 2 3" | --trials N] [--limit S] [--timeout-ms MS]
 #                       [--faults kill,term,stop,sockets,shmfull,cut]   (only these)
@@ -96,15 +96,15 @@ if [ -n "$testbed" ]; then
 fi
 case $transport in
   testbed) ranks_env="COLLIE_TRANSPORT=auto CHAOS_TESTBED=1" ;;
-  shm | tcp) ranks_env="COLLIE_TRANSPORT=$transport" ;;
+  shm | tcp | ofi) ranks_env="COLLIE_TRANSPORT=$transport" ;;
   mixed) ranks_env="COLLIE_TRANSPORT=auto CHAOS_MIXED=1" ;;
-  *) echo "chaos.sh: --transport $transport: expected shm, tcp or mixed" >&2; exit 2 ;;
+  *) echo "chaos.sh: --transport $transport: expected shm, tcp, mixed or ofi" >&2; exit 2 ;;
 esac
 # The private tmpfs also keeps other jobs' segments out of the leftover check.
 shm_full=0
 if [ -n "${CHAOS_IN_NS:-}" ] && mount -t tmpfs -o size=128m chaos-shm /dev/shm; then
-  [ "$transport" = tcp ] || shm_full=1
-elif [ "$transport" != tcp ]; then
+  case $transport in tcp | ofi) ;; *) shm_full=1 ;; esac # (ofi moves nothing through /dev/shm)
+elif [ "$transport" != tcp ] && [ "$transport" != ofi ]; then
   echo "chaos.sh: no private /dev/shm (needs root and unshare): the shmfull fault is left out"
 fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/collie-chaos.XXXXXX")

@@ -107,6 +107,13 @@ faults() {
   sh scripts/chaos.sh --build build --seeds "$(seq 1 17)" -n 3 --transport shm
   sh scripts/chaos.sh --build build --seeds "$(seq 1 17)" -n 4 --transport tcp
   sh scripts/chaos.sh --build build --seeds "$(seq 1 16)" -n 4 --transport mixed
+  # ... and over libfabric (the ofi transport on tcp;ofi_rxm): kill, term, stop.
+  sh scripts/chaos.sh --build build --seeds "$(seq 1 17)" -n 3 --transport ofi
+  # The ofi transport on libfabric's shm provider too (the suite ran its
+  # tests on tcp;ofi_rxm): the matrix at 3 ranks, send/recv, groups, a
+  # killed rank.
+  FI_PROVIDER=shm ./build/tests/collie_tests $(./build/tests/collie_tests --list |
+    grep -E '^(matrix_[a-z_]+_ofi_3|p2p_nonblocking_ofi_3|group_ring_ofi_3|kill_rank_ofi_2)$')
   # A running job against a stranger who connects to its store and to its
   # ranks' listeners and says the wrong things: it must finish with right
   # results, refuse every one and log it (scripts/hostile.sh).
@@ -185,6 +192,18 @@ testbed() {
   n=$(echo "$tests" | grep -E '^matrix_allreduce_[a-z]+_3$' | head -1)
   sh scripts/testbed.sh --hosts 2,1 --delay 200us --jitter 100us --loss 2 --timeout 300 -- \
     "$PWD/build/tests/collie_tests" --as-rank "$n"
+  # The ofi transport between hosts (libfabric's tcp;ofi_rxm on each host's
+  # own interface): the collective matrix on 2 and 3 hosts, send/recv and
+  # groups.
+  for hosts in 2,1 1,2,1; do
+    n=$(($(echo "$hosts" | tr ',' '+')))
+    for name in $(echo "$tests" | grep -E "^matrix_[a-z_]+_ofi_${n}\$") \
+      $([ "$n" = 3 ] && echo p2p_nonblocking_ofi_3 recv_any_each_once_ofi_3 group_ring_ofi_3); do
+      echo "=== $name on hosts $hosts (ofi)"
+      COLLIE_TRANSPORT=ofi sh scripts/testbed.sh --hosts "$hosts" --timeout 120 -- \
+        "$PWD/build/tests/collie_tests" --as-rank "$name"
+    done
+  done
 }
 
 python_suites() {
