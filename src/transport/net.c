@@ -24,7 +24,7 @@
  * once auto picks it), the fabric is the faster; tcp, which reaches every
  * pair, stays last. */
 static const struct collie__xport_ops *const net_table[] = {&collie__shm_ops, &collie__ofi_ops,
-                                                             &collie__tcp_ops};
+                                                            &collie__tcp_ops};
 #define NET_NX (int)(sizeof(net_table) / sizeof(net_table[0]))
 
 struct collie__net {

@@ -19,8 +19,7 @@ netx_x(struct collie__xport *x)
 }
 
 void
-collie__netx_peer_name(const struct netx_xport *x, const struct netx_chan *c, char *buf,
-                       size_t len)
+collie__netx_peer_name(const struct netx_xport *x, const struct netx_chan *c, char *buf, size_t len)
 {
   (void)x;
   collie__fmt(buf, len, "rank %d (world rank %d, pid %d on %s)", c->peer, c->world_rank,
@@ -75,29 +74,50 @@ netx_check_abort(struct netx_xport *x)
 {
   if (!atomic_load_explicit(&x->aborted, memory_order_acquire)) return 0;
   if (x->failed == COLLIE_SUCCESS)
-    collie__netx_fail(x, collie__err(COLLIE_REMOTE_ERROR, "%s: this rank aborted its communicator",
-                                     x->ops->name),
-                      0);
+    collie__netx_fail(
+        x,
+        collie__err(COLLIE_INVALID_USAGE, "%s: this rank aborted the communicator", x->ops->name),
+        0);
   return 1;
 }
 
-/* A peer's failure: every message names it, and why where it said. */
+/* " during allreduce #3 step 1" for the oldest request of c's: a receive
+ * not yet matched, a payload in flight, a send not yet out; or "". */
+static void
+netx_chan_doing(const struct netx_xport *x, const struct netx_chan *c, char *buf, size_t len)
+{
+  const struct collie__req *r = c->rq_head;
+  for (const struct netx_bulk *b = x->bulk_live; b && !r; b = b->next)
+    if (b->c == c && b->r) r = b->r;
+  if (!r) r = c->sq_head;
+  buf[0] = '\0';
+  if (!r) return;
+  char s[96];
+  collie__slot_describe(r->slot, s, sizeof(s));
+  collie__fmt(buf, len, " during %s", s);
+}
+
+/* A peer's failure: every message names it, what this rank was doing with
+ * it, and why where the peer said. */
 static collie_result_t
 netx_fail_peer(struct netx_xport *x, struct netx_chan *c, const char *what)
 {
-  char who[160];
+  char who[160], doing[128];
   collie__netx_peer_name(x, c, who, sizeof(who));
+  netx_chan_doing(x, c, doing, sizeof(doing));
   if (c->aborted && c->why[0])
-    return collie__netx_fail(
-        x, collie__err(COLLIE_REMOTE_ERROR, "%s: %s aborted its communicator, after: %s",
-                       x->ops->name, who, c->why),
-        1);
+    return collie__netx_fail(x,
+                             collie__err(COLLIE_REMOTE_ERROR,
+                                         "%s: %s aborted its communicator%s, after: %s",
+                                         x->ops->name, who, doing, c->why),
+                             1);
   if (c->aborted)
-    return collie__netx_fail(
-        x, collie__err(COLLIE_REMOTE_ERROR, "%s: %s aborted its communicator", x->ops->name, who),
-        1);
-  return collie__netx_fail(x, collie__err(COLLIE_REMOTE_ERROR, "%s: %s %s", x->ops->name, who, what),
-                           1);
+    return collie__netx_fail(x,
+                             collie__err(COLLIE_REMOTE_ERROR, "%s: %s aborted its communicator%s",
+                                         x->ops->name, who, doing),
+                             1);
+  return collie__netx_fail(
+      x, collie__err(COLLIE_REMOTE_ERROR, "%s: %s %s%s", x->ops->name, who, what, doing), 1);
 }
 
 /* ---- Control messages ---- */
@@ -120,8 +140,7 @@ collie__netx_ctrl(struct netx_xport *x, struct netx_chan *c, int type, uint32_t 
   memcpy(b->mem, &h, NETX_HDR);
   if (inl) memcpy(b->mem + NETX_HDR, buf, inl);
   b->op.peer = c->peer;
-  collie_result_t rc =
-      x->ops->send(x->dev, c->peer, b->mem, NETX_HDR + inl, x->arena_mr, &b->op);
+  collie_result_t rc = x->ops->send(x->dev, c->peer, b->mem, NETX_HDR + inl, x->arena_mr, &b->op);
   if (rc != COLLIE_SUCCESS) return rc;
   x->tx_free = b->next_free;
   x->tx_busy++;
@@ -210,9 +229,9 @@ netx_bulk_start(struct netx_xport *x, struct netx_bulk *b, uint32_t k)
     if (rc != COLLIE_SUCCESS) return rc;
   }
   b->op.done = netx_bulk_done;
-  collie_result_t rc =
-      b->is_send ? x->ops->tsend(x->dev, b->c->peer, r->buf, r->len, k, b->mr, &b->op)
-                 : x->ops->trecv(x->dev, b->c->peer, r->buf, r->len, k, b->mr, &b->op);
+  collie_result_t rc = b->is_send
+                           ? x->ops->tsend(x->dev, b->c->peer, r->buf, r->len, k, b->mr, &b->op)
+                           : x->ops->trecv(x->dev, b->c->peer, r->buf, r->len, k, b->mr, &b->op);
   if (rc != COLLIE_SUCCESS) return rc;
   b->next = x->bulk_live;
   x->bulk_live = b;
@@ -386,7 +405,8 @@ netx_rx(struct netx_xport *x, struct netx_chan *c)
     b->c = c;
     r->xseq = m->k;
     free(m);
-    collie_result_t rc = c->rdv_head ? COLLIE_NETDEV_AGAIN : netx_bulk_start(x, b, (uint32_t)r->xseq);
+    collie_result_t rc =
+        c->rdv_head ? COLLIE_NETDEV_AGAIN : netx_bulk_start(x, b, (uint32_t)r->xseq);
     if (rc == COLLIE_NETDEV_AGAIN) {
       b->next = NULL;
       if (c->rdv_tail)
@@ -482,8 +502,8 @@ collie__netx_rx_done(struct collie__netdev_op *op, collie_result_t rc, size_t n)
   if (h.src < 0 || h.src >= x->size || x->chan_of[h.src] < 0 || h.comm != x->comm) {
     /* Not ours: another communicator's endpoint reused the address, or a
      * stranger. Dropped, and said. */
-    COLLIE_WARN("NET", "%s: dropped a control message from rank %d of communicator %llx", x->ops->name,
-                (int)h.src, (unsigned long long)h.comm);
+    COLLIE_WARN("NET", "%s: dropped a control message from rank %d of communicator %llx",
+                x->ops->name, (int)h.src, (unsigned long long)h.comm);
     goto repost;
   }
   c = &x->chans[x->chan_of[h.src]];
@@ -502,8 +522,8 @@ collie__netx_rx_done(struct collie__netdev_op *op, collie_result_t rc, size_t n)
       char who[160];
       collie__netx_peer_name(x, c, who, sizeof(who));
       collie__netx_fail(x,
-                        collie__err(COLLIE_REMOTE_ERROR,
-                                    "%s: refused a hello from %s: %s", x->ops->name, who,
+                        collie__err(COLLIE_REMOTE_ERROR, "%s: refused a hello from %s: %s",
+                                    x->ops->name, who,
                                     c->hello ? "a second hello" : "it presented another job token"),
                         1);
       break;
@@ -514,13 +534,14 @@ collie__netx_rx_done(struct collie__netdev_op *op, collie_result_t rc, size_t n)
   case NETX_EAGER_MSG:
   case NETX_RTS:
     if (!c->hello || (h.type == NETX_EAGER_MSG ? h.len != h.inl : h.inl != 0)) {
-      netx_proto(x, c, c->hello ? "a data header whose length disagrees with its payload"
-                                : "data before its hello");
+      netx_proto(x, c,
+                 c->hello ? "a data header whose length disagrees with its payload"
+                          : "data before its hello");
       break;
     }
     if (netx_inbox(c, &h, b->mem + NETX_HDR) != 0)
-      collie__netx_fail(x, collie__err(COLLIE_SYSTEM_ERROR, "%s: out of memory receiving", x->ops->name),
-                        1);
+      collie__netx_fail(
+          x, collie__err(COLLIE_SYSTEM_ERROR, "%s: out of memory receiving", x->ops->name), 1);
     break;
   case NETX_BYE:
     c->bye = 1;
@@ -542,11 +563,11 @@ repost:
   if (x->failed != COLLIE_SUCCESS && x->dev == NULL) return;
   rc = x->ops->recv_any(x->dev, b->mem, NETX_CTRL, x->arena_mr, &b->op);
   if (rc != COLLIE_SUCCESS && x->failed == COLLIE_SUCCESS)
-    collie__netx_fail(x, rc == COLLIE_NETDEV_AGAIN
-                             ? collie__err(COLLIE_SYSTEM_ERROR,
-                                           "%s: the device took no more receive buffers",
-                                           x->ops->name)
-                             : rc,
+    collie__netx_fail(x,
+                      rc == COLLIE_NETDEV_AGAIN
+                          ? collie__err(COLLIE_SYSTEM_ERROR,
+                                        "%s: the device took no more receive buffers", x->ops->name)
+                          : rc,
                       1);
 }
 
@@ -633,9 +654,9 @@ netx_post_locked(struct netx_xport *x, struct collie__req *r)
     return x->failed;
   }
   if (r->peer < 0 || r->peer >= x->size || x->chan_of[r->peer] < 0 || (r->len && !r->buf)) {
-    r->rc = collie__err(COLLIE_INTERNAL_ERROR, "%s: %s of %zu bytes %s rank %d, which it cannot take",
-                        x->ops->name, r->is_send ? "send" : "receive", r->len,
-                        r->is_send ? "to" : "from", r->peer);
+    r->rc = collie__err(
+        COLLIE_INTERNAL_ERROR, "%s: %s of %zu bytes %s rank %d, which it cannot take", x->ops->name,
+        r->is_send ? "send" : "receive", r->len, r->is_send ? "to" : "from", r->peer);
     r->done = 1;
     return r->rc;
   }
@@ -777,6 +798,21 @@ netx_tell(struct collie__xport *xp, const char *why)
                             (uint32_t)l);
   (void)x->ops->progress(x->dev); /* best effort: let them leave */
   netx_leave(x);
+}
+
+void
+collie__netx_tell_greeted(struct netx_xport *x, const char *why)
+{
+  size_t l = strlen(why);
+  if (l > NETX_REASON_MAX) l = NETX_REASON_MAX;
+  for (int i = 0; i < x->nchan; i++)
+    if (x->chans[i].greeted)
+      (void)collie__netx_ctrl(x, &x->chans[i], NETX_ABORT, x->chans[i].send_k, 0, 0, why,
+                              (uint32_t)l);
+  /* A little progress, so that the messages leave before the endpoint closes. */
+  int64_t end = collie__now_ns() + 20000000LL;
+  while (x->tx_busy && collie__now_ns() < end && x->ops->progress(x->dev) == COLLIE_SUCCESS)
+    collie__sleep_ns(100000);
 }
 
 static int

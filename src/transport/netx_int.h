@@ -101,6 +101,7 @@ struct netx_chan {
   char host[48]; /* the peer's hostname, for messages */
   int near;      /* on this host, its pid of our namespace: its death can be seen */
   int hello;     /* its hello arrived */
+  int greeted;   /* ours went to it */
   /* Sends not yet started (waiting for a control buffer or the device); the
    * head may have its header out already (head_rts). */
   struct collie__req *sq_head, *sq_tail;
@@ -112,9 +113,9 @@ struct netx_chan {
   struct netx_bulk *rdv_head, *rdv_tail;
   int catching, sated;
   int inflight; /* tagged payloads started and not yet done */
-  int bye;        /* its goodbye came: bye_k messages before it */
+  int bye;      /* its goodbye came: bye_k messages before it */
   uint32_t bye_k;
-  int aborted;    /* its ABORT came, with why, after abort_k messages */
+  int aborted; /* its ABORT came, with why, after abort_k messages */
   uint32_t abort_k;
   char why[NETX_REASON_MAX + 1];
 };
@@ -138,8 +139,8 @@ struct netx_xport {
    * abort() that finds the driver inside leaves the telling to it
    * (netx_leave), so the device is never used from two threads. */
   atomic_int owner;
-  int told;               /* the peers were told of our abort */
-  int64_t next_watch;     /* when waits next look at the peers' processes */
+  int told;           /* the peers were told of our abort */
+  int64_t next_watch; /* when waits next look at the peers' processes */
   /* Control buffers: receives posted, sends free or in flight. */
   char *arena; /* (NETX_RX_BUFS + NETX_TX_BUFS) x NETX_CTRL */
   struct collie__netdev_mr *arena_mr;
@@ -165,6 +166,9 @@ void collie__netx_rx_done(struct collie__netdev_op *op, collie_result_t rc, size
  * device has no room (nothing sent). */
 collie_result_t collie__netx_ctrl(struct netx_xport *x, struct netx_chan *c, int type, uint32_t k,
                                   uint64_t slot, uint64_t len, const void *buf, uint32_t inl);
+/* Tells the peers our hello went to that this rank gives up (why), best
+ * effort; for a setup that fails. */
+void collie__netx_tell_greeted(struct netx_xport *x, const char *why);
 /* Fails the transport with rc (the thread's message); every posted request
  * is completed with it where touch is set. Returns rc. */
 collie_result_t collie__netx_fail(struct netx_xport *x, collie_result_t rc, int touch);

@@ -72,8 +72,7 @@ netx_fetch_addr(const struct collie__net_cfg *cfg, struct netx_xport *x, struct 
     if (end > cfg->deadline_ns) end = cfg->deadline_ns;
     rc = collie__store_get(cfg->store, key, &val, &len, end);
     if (rc != COLLIE_TIMEOUT || end >= cfg->deadline_ns) break;
-    if ((rc = netx_look(cfg, x, c, "before it published its address")) != COLLIE_SUCCESS)
-      return rc;
+    if ((rc = netx_look(cfg, x, c, "before it published its address")) != COLLIE_SUCCESS) return rc;
   }
   if (rc != COLLIE_SUCCESS) {
     collie__err_prefix("%s: %s never published its address", x->ops->name, who);
@@ -115,7 +114,20 @@ netx_await_hellos(const struct collie__net_cfg *cfg, struct netx_xport *x)
       return x->failed;
     }
     int missing = 0;
-    for (int i = 0; i < x->nchan; i++) missing += !x->chans[i].hello;
+    for (int i = 0; i < x->nchan; i++) {
+      struct netx_chan *c = &x->chans[i];
+      missing += !c->hello;
+      if (!c->hello && c->aborted) { /* it gave up on this setup, and said why */
+        char who[160];
+        collie__netx_peer_name(x, c, who, sizeof(who));
+        return c->why[0]
+                   ? collie__err(COLLIE_REMOTE_ERROR,
+                                 "%s: %s gave up on this communicator's setup: %s", x->ops->name,
+                                 who, c->why)
+                   : collie__err(COLLIE_REMOTE_ERROR, "%s: %s gave up on this communicator's setup",
+                                 x->ops->name, who);
+      }
+    }
     if (!missing) return COLLIE_SUCCESS;
     int64_t now = collie__now_ns();
     if (now >= cfg->deadline_ns) {
@@ -125,9 +137,8 @@ netx_await_hellos(const struct collie__net_cfg *cfg, struct netx_xport *x)
         if (!x->chans[i].hello)
           used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%d", used ? ", " : "",
                                    x->chans[i].peer);
-      return collie__err(COLLIE_TIMEOUT,
-                         "%s (%s): setup timed out: no hello from rank(s) %s of %d", x->ops->name,
-                         x->ops->describe(x->dev), list, cfg->size);
+      return collie__err(COLLIE_TIMEOUT, "%s (%s): setup timed out: no hello from rank(s) %s of %d",
+                         x->ops->name, x->ops->describe(x->dev), list, cfg->size);
     }
     if (now >= next_look) {
       next_look = now + NETX_SLICE_NS;
@@ -176,8 +187,10 @@ netx_setup(const struct collie__net_cfg *cfg, const int *peers, int npeers, stru
     }
     x->chan_of[peers[i]] = i;
   }
-  struct collie__netdev_cfg dcfg = {
-      .rank = cfg->rank, .size = cfg->size, .library = cfg->ofi_library, .reg_all = cfg->ofi_mr_all};
+  struct collie__netdev_cfg dcfg = {.rank = cfg->rank,
+                                    .size = cfg->size,
+                                    .library = cfg->ofi_library,
+                                    .reg_all = cfg->ofi_mr_all};
   char why[256];
   if (!x->ops->available(&dcfg, why, sizeof(why), NULL))
     return collie__err(COLLIE_UNSUPPORTED, "COLLIE_TRANSPORT=%s: %s", x->ops->name, why);
@@ -193,7 +206,8 @@ netx_setup(const struct collie__net_cfg *cfg, const int *peers, int npeers, stru
   memmove(pub + plen + 1, pub + NETX_PROV_MAX + 1, addrlen);
   x->need_reg = x->ops->need_reg(x->dev);
   size_t arena_len = (size_t)(NETX_RX_BUFS + NETX_TX_BUFS) * NETX_CTRL;
-  if (x->need_reg && (rc = x->ops->reg(x->dev, x->arena, arena_len, &x->arena_mr)) != COLLIE_SUCCESS)
+  if (x->need_reg &&
+      (rc = x->ops->reg(x->dev, x->arena, arena_len, &x->arena_mr)) != COLLIE_SUCCESS)
     return rc;
   for (int i = 0; i < NETX_TX_BUFS; i++) {
     struct netx_buf *b = &x->tx[i];
@@ -210,8 +224,9 @@ netx_setup(const struct collie__net_cfg *cfg, const int *peers, int npeers, stru
     b->op.done = collie__netx_rx_done;
     if ((rc = x->ops->recv_any(x->dev, b->mem, NETX_CTRL, x->arena_mr, &b->op)) != COLLIE_SUCCESS)
       return rc == COLLIE_NETDEV_AGAIN
-                 ? collie__err(COLLIE_SYSTEM_ERROR, "%s (%s): the device takes fewer than %d receives",
-                               x->ops->name, x->ops->describe(x->dev), NETX_RX_BUFS)
+                 ? collie__err(COLLIE_SYSTEM_ERROR,
+                               "%s (%s): the device takes fewer than %d receives", x->ops->name,
+                               x->ops->describe(x->dev), NETX_RX_BUFS)
                  : rc;
   }
   char key[64];
@@ -219,18 +234,25 @@ netx_setup(const struct collie__net_cfg *cfg, const int *peers, int npeers, stru
   if ((rc = collie__store_set(cfg->store, key, pub, plen + 1 + addrlen, cfg->deadline_ns)) !=
       COLLIE_SUCCESS)
     return rc;
-  for (int i = 0; i < npeers; i++)
-    if ((rc = netx_fetch_addr(cfg, x, &x->chans[i])) != COLLIE_SUCCESS) return rc;
+  /* Each peer's hello goes as soon as its address is known, so that a peer
+   * this rank reached is told if the setup fails on another (netx_open). */
   size_t toklen = cfg->token ? strlen(cfg->token) : 0;
   for (int i = 0; i < npeers; i++) {
+    struct netx_chan *c = &x->chans[i];
+    if ((rc = netx_fetch_addr(cfg, x, c)) != COLLIE_SUCCESS) return rc;
     for (;;) {
-      rc = collie__netx_ctrl(x, &x->chans[i], NETX_HELLO, 0, 0, 0, cfg->token, (uint32_t)toklen);
+      rc = collie__netx_ctrl(x, c, NETX_HELLO, 0, 0, 0, cfg->token, (uint32_t)toklen);
       if (rc != COLLIE_NETDEV_AGAIN) break;
       if ((rc = x->ops->progress(x->dev)) != COLLIE_SUCCESS) return rc;
-      if (collie__now_ns() >= cfg->deadline_ns)
-        return collie__err(COLLIE_TIMEOUT, "%s: setup timed out sending hellos", x->ops->name);
+      if (collie__now_ns() >= cfg->deadline_ns) {
+        char who[160];
+        collie__netx_peer_name(x, c, who, sizeof(who));
+        return collie__err(COLLIE_TIMEOUT, "%s: setup timed out: no room to send %s our hello",
+                           x->ops->name, who);
+      }
     }
     if (rc != COLLIE_SUCCESS) return rc;
+    c->greeted = 1;
   }
   return netx_await_hellos(cfg, x);
 }
@@ -241,14 +263,22 @@ collie__netx_open(const struct collie__net_cfg *cfg, const int *peers, int npeer
 {
   if (npeers > 0 && (!cfg->store || !cfg->peers || !peers))
     return collie__err(COLLIE_INTERNAL_ERROR, "ofi: open without %s",
-                       !cfg->store ? "the store" : !cfg->peers ? "peer records" : "peers");
+                       !cfg->store   ? "the store"
+                       : !cfg->peers ? "peer records"
+                                     : "peers");
   struct netx_xport *x = calloc(1, sizeof(*x));
   if (!x) return collie__err(COLLIE_SYSTEM_ERROR, "ofi: out of memory opening channels");
   x->ops = &collie__ofi_netdev;
   atomic_init(&x->aborted, 0);
   collie_result_t rc = netx_setup(cfg, peers, npeers, x);
   if (rc != COLLIE_SUCCESS) {
+    /* The peers this rank said hello to learn why it gives up (the
+     * thread's message), rather than only that it never comes. */
+    char why[COLLIE_ERRMSG_LEN];
+    collie__fmt(why, sizeof(why), "%s", collie__err_msg());
+    if (x->dev) collie__netx_tell_greeted(x, why);
     collie__netx_free(x);
+    collie__err_set_text(why);
     return rc;
   }
   COLLIE_INFO("INIT", "%s: %s, %d peer(s)%s", x->ops->name, x->ops->describe(x->dev), npeers,

@@ -82,9 +82,8 @@ struct collie__netdev_mr {
 static int
 ofi_software(const char *prov)
 {
-  static const char *const soft[] = {"tcp",     "sockets", "udp",     "shm", "sm2",
-                                     "ofi_rxm", "ofi_rxd", "net",     "rxm", "rxd",
-                                     "lnx",     "hook",    "ofi_hook"};
+  static const char *const soft[] = {"tcp", "sockets", "udp", "shm", "sm2",  "ofi_rxm", "ofi_rxd",
+                                     "net", "rxm",     "rxd", "lnx", "hook", "ofi_hook"};
   char buf[128];
   collie__fmt(buf, sizeof(buf), "%s", prov ? prov : "");
   char *save = NULL;
@@ -131,7 +130,8 @@ ofi_look(const char *name)
                          struct fi_info **))dlsym(h, "fi_getinfo");
   lib.freeinfo = (void (*)(struct fi_info *))dlsym(h, "fi_freeinfo");
   lib.dupinfo = (struct fi_info * (*)(const struct fi_info *)) dlsym(h, "fi_dupinfo");
-  lib.fabric = (int (*)(struct fi_fabric_attr *, struct fid_fabric **, void *))dlsym(h, "fi_fabric");
+  lib.fabric =
+      (int (*)(struct fi_fabric_attr *, struct fid_fabric **, void *))dlsym(h, "fi_fabric");
   lib.strerror = (const char *(*)(int))dlsym(h, "fi_strerror");
   lib.version = (uint32_t(*)(void))dlsym(h, "fi_version");
   if (!lib.getinfo || !lib.freeinfo || !lib.dupinfo || !lib.fabric || !lib.strerror ||
@@ -350,16 +350,16 @@ ofi_recv_any(struct collie__netdev *d, void *buf, size_t len, struct collie__net
              struct collie__netdev_op *op)
 {
   op->peer = -1;
-  return ofi_posted(d, fi_recv(d->ep, buf, len, ofi_desc(mr), FI_ADDR_UNSPEC, op),
-                    "a receive from", -1);
+  return ofi_posted(d, fi_recv(d->ep, buf, len, ofi_desc(mr), FI_ADDR_UNSPEC, op), "a receive from",
+                    -1);
 }
 
 static collie_result_t
 ofi_tsend(struct collie__netdev *d, int peer, const void *buf, size_t len, uint64_t tag,
           struct collie__netdev_mr *mr, struct collie__netdev_op *op)
 {
-  return ofi_posted(d, fi_tsend(d->ep, buf, len, ofi_desc(mr), d->addr[peer], tag, op),
-                    "a send to", peer);
+  return ofi_posted(d, fi_tsend(d->ep, buf, len, ofi_desc(mr), d->addr[peer], tag, op), "a send to",
+                    peer);
 }
 
 static collie_result_t
