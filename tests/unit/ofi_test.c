@@ -134,7 +134,8 @@ TEST_IMPL(ofi_netdev_pair)
   int fd = o->wait_fd(d1);
   if (fd >= 0) {
     struct ot_done r7 = {0}, s7 = {0};
-    struct collie__netdev_op o7 = {.done = ot_done, .arg = &r7}, os7 = {.done = ot_done, .arg = &s7};
+    struct collie__netdev_op o7 = {.done = ot_done, .arg = &r7},
+                             os7 = {.done = ot_done, .arg = &s7};
     OT_START(o->trecv(d1, 0, dst, 8, 7, md, &o7));
     OT_START(o->tsend(d0, 1, src, 8, 7, ms, &os7));
     ASSERT(ot_until(d0, d0, &s7.n, 1) == 0); /* only the sender progresses */
@@ -164,7 +165,8 @@ TEST_IMPL(ofi_missing)
 {
   setenv("COLLIE_OFI_LIBRARY", "/nonexistent/libfabric.so.1", 1);
   collie_comm_t *comm = NULL;
-  ASSERT_RC(COLLIE_UNSUPPORTED, "/nonexistent/libfabric.so.1 does not load", collie_comm_init(&comm));
+  ASSERT_RC(COLLIE_UNSUPPORTED, "/nonexistent/libfabric.so.1 does not load",
+            collie_comm_init(&comm));
 }
 
 /* Ranks on different providers: each is told which the other runs. */
