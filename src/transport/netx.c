@@ -301,14 +301,7 @@ netx_tx(struct netx_xport *x, struct netx_chan *c)
 static void
 netx_adopt(struct netx_xport *x, struct netx_chan *c, struct collie__req *s)
 {
-  s->done = 0;
-  s->rc = COLLIE_SUCCESS;
-  s->peer = c->peer;
-  s->is_send = 0;
-  s->off = 0;
-  s->next = c->rq_head;
-  c->rq_head = s;
-  if (!c->rq_tail) c->rq_tail = s;
+  collie__req_adopt(s, c->peer, &c->rq_head, &c->rq_tail);
   x->npending++;
 }
 
@@ -316,25 +309,10 @@ static collie_result_t
 netx_mismatch(struct netx_xport *x, struct netx_chan *c, const struct netx_msg *m,
               const struct collie__req *r)
 {
-  char who[160], got_s[96], want_s[96];
+  char who[160];
   collie__netx_peer_name(x, c, who, sizeof(who));
-  collie__slot_describe(m->slot, got_s, sizeof(got_s));
-  collie__slot_describe(r->slot, want_s, sizeof(want_s));
-  if (collie__slot_closing(m->slot) != collie__slot_closing(r->slot)) {
-    char me[32];
-    collie__fmt(me, sizeof(me), "rank %d", x->rank);
-    return collie__netx_fail(x,
-                             collie__slot_closing(m->slot)
-                                 ? collie__slot_closed_err(who, "this rank", want_s)
-                                 : collie__slot_closed_err(me, who, got_s),
-                             1);
-  }
-  return collie__netx_fail(x,
-                           collie__err(COLLIE_INVALID_USAGE,
-                                       "collectives mismatched across ranks: %s sent %s (%llu "
-                                       "bytes), this rank expected %s (%zu bytes)",
-                                       who, got_s, (unsigned long long)m->len, want_s, r->len),
-                           1);
+  return collie__netx_fail(
+      x, collie__slot_mismatch_err(who, x->rank, m->slot, m->len, r->slot, r->len), 1);
 }
 
 /* Matches c's arrived headers with its receives, in order. */

@@ -43,3 +43,22 @@ collie__slot_closed_err(const char *closer, const char *runner, const char *op)
                      "destroying it",
                      closer, runner, op);
 }
+
+collie_result_t
+collie__slot_mismatch_err(const char *who, int me, uint64_t got, uint64_t got_len, uint64_t want,
+                          size_t want_len)
+{
+  char got_s[96], want_s[96];
+  collie__slot_describe(got, got_s, sizeof(got_s));
+  collie__slot_describe(want, want_s, sizeof(want_s));
+  if (collie__slot_closing(got) != collie__slot_closing(want)) {
+    char mine[32];
+    collie__fmt(mine, sizeof(mine), "rank %d", me);
+    return collie__slot_closing(got) ? collie__slot_closed_err(who, "this rank", want_s)
+                                     : collie__slot_closed_err(mine, who, got_s);
+  }
+  return collie__err(COLLIE_INVALID_USAGE,
+                     "collectives mismatched across ranks: %s sent %s (%llu bytes), this rank "
+                     "expected %s (%zu bytes)",
+                     who, got_s, (unsigned long long)got_len, want_s, want_len);
+}

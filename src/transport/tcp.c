@@ -377,14 +377,7 @@ tcp_stashed(const struct collie__tcp_chan *c)
 static void
 tcp_adopt(struct collie__tcp_xport *t, struct collie__tcp_chan *c, struct collie__req *s)
 {
-  s->done = 0;
-  s->rc = COLLIE_SUCCESS;
-  s->peer = c->peer;
-  s->is_send = 0;
-  s->off = 0;
-  s->next = c->rq_head;
-  c->rq_head = s;
-  if (!c->rq_tail) c->rq_tail = s;
+  collie__req_adopt(s, c->peer, &c->rq_head, &c->rq_tail);
   t->npending++;
 }
 
@@ -506,21 +499,9 @@ tcp_rx_header(struct collie__tcp_xport *t, struct collie__tcp_chan *c, size_t sp
     return COLLIE_SUCCESS;
   }
   if (slot != r->slot || total != (uint64_t)r->len) {
-    char who[160], got_s[96], want_s[96];
+    char who[160];
     collie__tcp_peer_name(c, who, sizeof(who));
-    collie__slot_describe(slot, got_s, sizeof(got_s));
-    collie__slot_describe(r->slot, want_s, sizeof(want_s));
-    if (collie__slot_closing(slot) != collie__slot_closing(r->slot)) {
-      char me[32];
-      collie__fmt(me, sizeof(me), "rank %d", t->rank);
-      return tcp_fail(t, collie__slot_closing(slot)
-                             ? collie__slot_closed_err(who, "this rank", want_s)
-                             : collie__slot_closed_err(me, who, got_s));
-    }
-    return tcp_fail(t, collie__err(COLLIE_INVALID_USAGE,
-                                   "collectives mismatched across ranks: %s sent %s (%llu bytes), "
-                                   "this rank expected %s (%zu bytes)",
-                                   who, got_s, (unsigned long long)total, want_s, r->len));
+    return tcp_fail(t, collie__slot_mismatch_err(who, t->rank, slot, total, r->slot, r->len));
   }
   if (h->flags != 0 || offset != (uint64_t)r->off || chunk != tcp_chunk_at(r->len, r->off)) {
     collie__fmt(what, sizeof(what),

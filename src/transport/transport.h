@@ -81,6 +81,12 @@ void collie__slot_describe(uint64_t slot, char *buf, size_t len);
  * REMOTE_ERROR. Transports use it where their slots disagree and one side's
  * is a closing barrier's, instead of "collectives mismatched". */
 collie_result_t collie__slot_closed_err(const char *closer, const char *runner, const char *op);
+/* The error for a message from who (slot got, got_len bytes) that this
+ * rank's (comm rank me) receive (slot want, want_len bytes) does not take:
+ * a closing barrier's met by a collective's, either way round, else
+ * INVALID_USAGE "collectives mismatched across ranks" naming both. */
+collie_result_t collie__slot_mismatch_err(const char *who, int me, uint64_t got, uint64_t got_len,
+                                          uint64_t want, size_t want_len);
 
 /* ---- Peers ---- */
 
@@ -135,6 +141,23 @@ struct collie__req {
   void *own;
   struct collie__req *next; /* the channel's FIFO of posted requests */
 };
+
+/* Puts s, the net's sink's request for a message held at the head of a
+ * channel to peer, in front of that channel's posted receives (head, tail),
+ * as if it had been posted there (transport.h: the sink). */
+static inline void
+collie__req_adopt(struct collie__req *s, int peer, struct collie__req **head,
+                  struct collie__req **tail)
+{
+  s->done = 0;
+  s->rc = COLLIE_SUCCESS;
+  s->peer = peer;
+  s->is_send = 0;
+  s->off = 0;
+  s->next = *head;
+  *head = s;
+  if (!*tail) *tail = s;
+}
 
 /* ---- The per-transport plug-in contract ---- */
 
