@@ -3,6 +3,8 @@
  * FI_PROVIDER's): the collective matrix at 2 to 4 ranks; then send/recv,
  * groups and splits, and failures (mismatches, deadlines, dead and aborting
  * ranks, shrink) as tcp runs them; device buffers staged through the host.
+ * With COLLIE_NET=ofi ("netofi": two fake hosts of two ranks each), ofi
+ * between hosts beside shm within them, in one communicator.
  * Only in a build with libfabric's headers (tests/CMakeLists.txt); the
  * build without has ofi_missing (list_transport.h) alone. */
 #define TEST_LIST_OFI(XX)                                                                          \
@@ -78,4 +80,10 @@
   XX(window_put_signal_ofi_3, window_put_signal, 3, "ofi", 60)                                     \
   XX(window_peer_dies_ofi_3, window_peer_dies, 3, "ofi", 30)                                       \
   XX(cuda_fake_p2p_kinds_ofi_2, cuda_fake_p2p_kinds, 2, "ofi", 60)                                 \
-  XX(cuda_fake_pipeline_ofi_3, cuda_fake_pipeline, 3, "ofi", 90)
+  XX(cuda_fake_pipeline_ofi_3, cuda_fake_pipeline, 3, "ofi", 90)                                   \
+  XX(matrix_allreduce_netofi_4, matrix_allreduce, 4, "netofi", 120)                                \
+  XX(matrix_allgather_netofi_4, matrix_allgather, 4, "netofi", 120)                                \
+  XX(matrix_reduce_scatter_netofi_4, matrix_reduce_scatter, 4, "netofi", 120)                      \
+  XX(matrix_alltoallv_netofi_4, matrix_alltoallv, 4, "netofi", 120)                                \
+  XX(matrix_broadcast_netofi_4, matrix_broadcast, 4, "netofi", 120)                                \
+  XX(p2p_nonblocking_netofi_3, p2p_nonblocking_exchange, 3, "netofi", 60)

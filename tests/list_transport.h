@@ -78,4 +78,5 @@
   XX(tcp_wrong_token_2, tcp_wrong_token, 2, "tcp", 30)                                             \
   XX(tcp_bad_input_2, tcp_bad_input, 2, "tcp", 30)                                                 \
   XX(tcp_pingpong_2, tcp_pingpong, 2, "tcp", 60)                                                   \
-  XX(ofi_missing_2, ofi_missing, 2, "ofi", 30)
+  XX(ofi_missing_2, ofi_missing, 2, "ofi", 30)                                                     \
+  XX(net_bad_value_2, net_bad_value, 2, "auto", 30)

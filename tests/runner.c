@@ -331,12 +331,14 @@ runner_run(const struct test_entry *t)
         snprintf(buf, sizeof(buf), "file://%s/store", runner_dir);
         setenv("COLLIE_STORE", buf, 1);
         setenv("COLLIE_JOB_TOKEN", token, 1);
-        if (!strcmp(t->transport, "mixed")) {
+        if (!strcmp(t->transport, "mixed") || !strcmp(t->transport, "netofi")) {
           /* Two fake hosts on this machine: ranks of one parity share memory,
-           * the others are reached over tcp, so one communicator uses both. */
+           * the others are reached over tcp (netofi: over the ofi transport,
+           * COLLIE_NET=ofi), so one communicator uses both. */
           snprintf(buf, sizeof(buf), "test-host-%d", r % 2);
           setenv("COLLIE_HOST_ID", buf, 1);
           setenv("COLLIE_TRANSPORT", "auto", 1);
+          if (!strcmp(t->transport, "netofi")) setenv("COLLIE_NET", "ofi", 1);
         } else {
           setenv("COLLIE_TRANSPORT", t->transport, 1);
         }

@@ -7,7 +7,7 @@
  *   environment (unit tests); ranks N >= 1 forks N rank processes;
  * - transport is "shm", "tcp", "ofi" or "auto" (COLLIE_TRANSPORT for the ranks), or
  *   "mixed": two fake hosts (COLLIE_HOST_ID by rank parity), so shm and tcp
- *   serve one communicator together;
+ *   serve one communicator together ("netofi": shm and ofi, COLLIE_NET=ofi);
  * - timeout_s is scaled by COLLIE_TEST_TIMEOUT_MULT (sanitizer builds).
  * tests/CMakeLists.txt reads the list files: one ctest entry per line.
  */

@@ -556,6 +556,7 @@ collie__comm_create(const struct collie__params *params, const char *token, int6
         .token = c->token,
         .comm_hash = hash,
         .transport = c->transport,
+        .net = params->NET,
         .ifname = params->SOCKET_IFNAME,
         .spin = c->spin,
         .cma_min = (size_t)params->SHM_CMA_MIN,

@@ -22,11 +22,15 @@
 int
 collie__netx_can_connect(const struct collie__net_cfg *cfg, int peer)
 {
-  (void)peer;
-  /* Named: it serves every peer (and says at open why it cannot). Under
-   * auto it is not picked yet: ranks must agree on it, which needs every
-   * host to have found the same fabric (issue 40). */
-  return cfg->transport && !strcmp(cfg->transport, "ofi");
+  /* Named, it serves every peer (and says at open why it cannot); under
+   * auto, the peers of other hosts where COLLIE_NET names it. Both ranks
+   * of a pair answer alike: hosts from the shared records, the settings
+   * every rank must share. Picking it by itself where a fabric is found
+   * waits for every host to agree on one (issue 40). */
+  if (!cfg->transport) return 0;
+  if (!strcmp(cfg->transport, "ofi")) return 1;
+  return !strcmp(cfg->transport, "auto") && cfg->net && !strcmp(cfg->net, "ofi") && cfg->peers &&
+         strcmp(cfg->peers[peer].host, cfg->peers[cfg->rank].host) != 0;
 }
 
 static collie_result_t

@@ -169,6 +169,7 @@ struct collie__net_cfg {
   const char *token;                /* job token: connections must prove it */
   uint64_t comm_hash;               /* unique per communicator within the job */
   const char *transport;            /* "auto" or one transport's name (only it is used) */
+  const char *net;                  /* under auto, the transport between hosts: "tcp" or "ofi" */
   const char *ifname;               /* COLLIE_SOCKET_IFNAME or NULL */
   int spin;                         /* polls before sleeping in wait (0: sleep at once) */
   size_t cma_min;                   /* shm: single-copy (CMA) from this many bytes; 0: never */

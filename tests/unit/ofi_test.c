@@ -222,3 +222,17 @@ TEST_IMPL(ofi_missing)
 }
 
 #endif
+
+/* COLLIE_NET names the transport between hosts: a word that is no
+ * transport, and shm, which reaches no other host, fail init naming it. */
+TEST_IMPL(net_bad_value)
+{
+  collie_comm_t *comm = NULL;
+  setenv("COLLIE_NET", "infiniband", 1);
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "COLLIE_NET=\"infiniband\" is not one of",
+            collie_comm_init(&comm));
+  setenv("COLLIE_NET", "shm", 1);
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "COLLIE_NET=shm: the transport between hosts is tcp or ofi",
+            collie_comm_init(&comm));
+  unsetenv("COLLIE_NET");
+}
