@@ -193,14 +193,17 @@ testbed() {
   sh scripts/testbed.sh --hosts 2,1 --delay 200us --jitter 100us --loss 2 --timeout 300 -- \
     "$PWD/build/tests/collie_tests" --as-rank "$n"
   # The ofi transport between hosts (libfabric's tcp;ofi_rxm on each host's
-  # own interface): the collective matrix on 2 and 3 hosts, send/recv and
-  # groups.
+  # own interface): the collective matrix on 2 hosts with ofi between every
+  # pair (COLLIE_TRANSPORT=ofi), and on 3 with shm within the host of two
+  # ranks and ofi between hosts (COLLIE_NET=ofi); send/recv and groups.
   for hosts in 2,1 1,2,1; do
     n=$(($(echo "$hosts" | tr ',' '+')))
+    tr=ofi net=tcp
+    if [ "$n" = 4 ]; then tr=auto net=ofi; fi
     for name in $(echo "$tests" | grep -E "^matrix_[a-z_]+_ofi_${n}\$") \
       $([ "$n" = 3 ] && echo p2p_nonblocking_ofi_3 recv_any_each_once_ofi_3 group_ring_ofi_3); do
-      echo "=== $name on hosts $hosts (ofi)"
-      COLLIE_TRANSPORT=ofi sh scripts/testbed.sh --hosts "$hosts" --timeout 120 -- \
+      echo "=== $name on hosts $hosts (COLLIE_TRANSPORT=$tr COLLIE_NET=$net)"
+      COLLIE_TRANSPORT=$tr COLLIE_NET=$net sh scripts/testbed.sh --hosts "$hosts" --timeout 120 -- \
         "$PWD/build/tests/collie_tests" --as-rank "$name"
     done
   done
