@@ -79,7 +79,7 @@ static const char bench_help[] =
     "      --device KIND      cpu (default) or cuda: buffers in CUDA device memory, every\n"
     "                         rank on device LOCAL_RANK % GPUs (several ranks may share\n"
     "                         one); prints the GPU's copy bandwidth and launch latency\n"
-    "      --transport T      auto, shm or tcp (sets COLLIE_TRANSPORT before init)\n"
+    "      --transport T      auto, shm, ofi or tcp (sets COLLIE_TRANSPORT before init)\n"
     "How long:\n"
     "  -n, --iters N          timed calls per size; 0: enough for -t seconds (default 0)\n"
     "  -t, --time S           seconds per size when -n is 0 (default 0.1)\n"
