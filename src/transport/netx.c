@@ -100,9 +100,10 @@ netx_chan_doing(const struct netx_xport *x, const struct netx_chan *c, char *buf
 /* A peer's failure: every message names it, what this rank was doing with
  * it, and why where the peer said. */
 static collie_result_t
-netx_fail_peer(struct netx_xport *x, struct netx_chan *c, const char *what)
+netx_fail_peer(struct netx_xport *x, struct netx_chan *c, const char *what_in)
 {
-  char who[160], doing[128];
+  char who[160], doing[128], what[COLLIE_ERRMSG_LEN];
+  collie__fmt(what, sizeof(what), "%s", what_in); /* often the thread's message, rewritten below */
   collie__netx_peer_name(x, c, who, sizeof(who));
   netx_chan_doing(x, c, doing, sizeof(doing));
   if (c->aborted && c->why[0])
@@ -226,7 +227,17 @@ netx_bulk_start(struct netx_xport *x, struct netx_bulk *b, uint32_t k)
   struct collie__req *r = b->r;
   if (x->need_reg && r->len && !b->mr) {
     collie_result_t rc = x->ops->reg(x->dev, r->buf, r->len, &b->mr);
-    if (rc != COLLIE_SUCCESS) return rc;
+    if (rc != COLLIE_SUCCESS) { /* ours, not the peer's: said as such, and first */
+      char who[160], doing[96], why[COLLIE_ERRMSG_LEN];
+      collie__fmt(why, sizeof(why), "%s", collie__err_msg());
+      collie__netx_peer_name(x, b->c, who, sizeof(who));
+      collie__slot_describe(r->slot, doing, sizeof(doing));
+      return collie__netx_fail(
+          x,
+          collie__err(COLLIE_SYSTEM_ERROR, "%s: registering the %zu bytes of %s %s %s failed: %s",
+                      x->ops->name, r->len, doing, b->is_send ? "to" : "from", who, why),
+          1);
+    }
   }
   b->op.done = netx_bulk_done;
   collie_result_t rc = b->is_send

@@ -180,5 +180,9 @@ void collie__netx_free(struct netx_xport *x);
 int collie__netx_can_connect(const struct collie__net_cfg *cfg, int peer);
 collie_result_t collie__netx_open(const struct collie__net_cfg *cfg, const int *peers, int npeers,
                                   struct collie__xport **out);
+/* The same on another device: tests wrap libfabric's to inject faults. */
+collie_result_t collie__netx_open_on(const struct collie__netdev_ops *dev,
+                                     const struct collie__net_cfg *cfg, const int *peers,
+                                     int npeers, struct collie__xport **out);
 
 #endif /* COLLIE_TRANSPORT_NETX_INT_H */

@@ -265,6 +265,13 @@ collie_result_t
 collie__netx_open(const struct collie__net_cfg *cfg, const int *peers, int npeers,
                   struct collie__xport **out)
 {
+  return collie__netx_open_on(&collie__ofi_netdev, cfg, peers, npeers, out);
+}
+
+collie_result_t
+collie__netx_open_on(const struct collie__netdev_ops *dev, const struct collie__net_cfg *cfg,
+                     const int *peers, int npeers, struct collie__xport **out)
+{
   if (npeers > 0 && (!cfg->store || !cfg->peers || !peers))
     return collie__err(COLLIE_INTERNAL_ERROR, "ofi: open without %s",
                        !cfg->store   ? "the store"
@@ -272,7 +279,7 @@ collie__netx_open(const struct collie__net_cfg *cfg, const int *peers, int npeer
                                      : "peers");
   struct netx_xport *x = calloc(1, sizeof(*x));
   if (!x) return collie__err(COLLIE_SYSTEM_ERROR, "ofi: out of memory opening channels");
-  x->ops = &collie__ofi_netdev;
+  x->ops = dev;
   atomic_init(&x->aborted, 0);
   collie_result_t rc = netx_setup(cfg, peers, npeers, x);
   if (rc != COLLIE_SUCCESS) {

@@ -14,6 +14,7 @@
 #include "runner.h"
 #include "transport/transport.h"
 #include "transport/netdev.h"
+#include "transport/netx_int.h"
 #include "util/error.h"
 #include "util/util.h"
 
@@ -211,6 +212,62 @@ TEST_IMPL(ofi_truncated_address)
   }
   xfix_barrier(&t, "end");
   xfix_done(&t);
+}
+
+/* libfabric's device, its registrations of more than 2 MiB refused: the
+ * control buffers register, a 4 MiB payload's does not. */
+static struct collie__netdev_ops ot_refusing;
+
+static collie_result_t
+ot_reg_small(struct collie__netdev *d, void *buf, size_t len, struct collie__netdev_mr **out)
+{
+  if (len > ((size_t)2 << 20))
+    return collie__err(COLLIE_SYSTEM_ERROR, "ot: %zu bytes refused (the test's device)", len);
+  return collie__ofi_netdev.reg(d, buf, len, out);
+}
+
+static collie_result_t
+ot_open_refusing(const struct collie__net_cfg *cfg, const int *peers, int npeers,
+                 struct collie__xport **out)
+{
+  return collie__netx_open_on(&ot_refusing, cfg, peers, npeers, out);
+}
+
+/* A registration that fails (every buffer registered, as on verbs or EFA):
+ * the send and the receive of that payload fail, each naming the operation,
+ * the peer and the device's reason, as this rank's error (not the peer's);
+ * nothing hangs, and small messages went through before. */
+TEST_IMPL(ofi_registration_fails)
+{
+  ot_refusing = collie__ofi_netdev;
+  ot_refusing.reg = ot_reg_small;
+  struct collie__xport_ops ops = collie__ofi_ops;
+  ops.open = ot_open_refusing;
+  struct xfix t;
+  xfix_meet(&t, &ops, 0);
+  xfix_config(&t, "c1", "ofi", 5000);
+  t.cfg.ofi_mr_all = 1;
+  xfix_open(&t);
+  int peer = 1 - t.rank;
+  char s[64] = "small", r[64] = "";
+  struct collie__req q[2];
+  xfix_post(&t, &q[0], peer, 1, s, sizeof(s), collie__slot(COLLIE_KIND_BROADCAST, 1, 0));
+  xfix_post(&t, &q[1], peer, 0, r, sizeof(r), collie__slot(COLLIE_KIND_BROADCAST, 1, 0));
+  ASSERT_OK(xfix_wait_n(&t, q, 2, 0, collie__deadline_after_ms(5000)));
+  ASSERT(!strcmp(r, "small"));
+  size_t n = (size_t)4 << 20;
+  char *big = calloc(1, n);
+  ASSERT(big);
+  /* The send's header goes, then its payload fails to register, at post:
+   * the post fails, and the transport stays failed. */
+  ASSERT_RC(COLLIE_SYSTEM_ERROR, "registering the 4194304 bytes of broadcast #2 step 0 to rank",
+            xfix_post_rc(&t, &q[0], peer, 1, big, n, collie__slot(COLLIE_KIND_BROADCAST, 2, 0)));
+  ASSERT(strstr(collie_last_error(), "refused (the test's device)"));
+  ASSERT(strstr(collie_last_error(), peer == 1 ? "rank 1" : "rank 0"));
+  xfix_assert_failed(&t, COLLIE_SYSTEM_ERROR, "registering", peer, 0, big, n);
+  xfix_barrier(&t, "end");
+  xfix_done(&t);
+  free(big);
 }
 
 #else /* a build without libfabric's headers */
