@@ -186,7 +186,7 @@ netx_bulk_unlink(struct netx_xport *x, struct netx_bulk *b)
       *p = b->next;
       break;
     }
-  if (b->mr) x->ops->dereg(x->dev, b->mr);
+  collie__netx_mr_put(x, b->mr, b->mr_cached);
   b->mr = NULL;
   b->next = x->bulk_free;
   x->bulk_free = b;
@@ -226,7 +226,7 @@ netx_bulk_start(struct netx_xport *x, struct netx_bulk *b, uint32_t k)
 {
   struct collie__req *r = b->r;
   if (x->need_reg && r->len && !b->mr) {
-    collie_result_t rc = x->ops->reg(x->dev, r->buf, r->len, &b->mr);
+    collie_result_t rc = collie__netx_mr_get(x, r->buf, r->len, &b->mr, &b->mr_cached);
     if (rc != COLLIE_SUCCESS) { /* ours, not the peer's: said as such, and first */
       char who[160], doing[96], why[COLLIE_ERRMSG_LEN];
       collie__fmt(why, sizeof(why), "%s", collie__err_msg());
@@ -854,7 +854,8 @@ collie__netx_free(struct netx_xport *x)
   if (x->dev) {
     if (x->arena_mr) x->ops->dereg(x->dev, x->arena_mr);
     for (struct netx_bulk *b = x->bulk_live; b; b = b->next)
-      if (b->mr) x->ops->dereg(x->dev, b->mr);
+      if (b->mr && !b->mr_cached) x->ops->dereg(x->dev, b->mr);
+    collie__netx_mr_clear(x);
     x->ops->close(x->dev);
   }
   for (struct netx_bulk *b = x->bulk_live, *n; b; b = n) {

@@ -83,6 +83,16 @@ struct netx_buf {
   struct netx_buf *next_free;
 };
 
+/* A registration kept for a region of collie_mem_alloc memory (netx_mr.c). */
+#define NETX_MRC 8
+struct netx_mrc {
+  uint64_t id; /* the region's (never reused) */
+  void *base;
+  struct collie__netdev_mr *mr;
+  int users;     /* payloads in flight with it */
+  uint64_t last; /* when last used, for eviction */
+};
+
 /* A tagged payload in flight: a request's send or receive. */
 struct netx_bulk {
   struct collie__netdev_op op;
@@ -90,6 +100,7 @@ struct netx_bulk {
   struct collie__req *r; /* NULL once the transport failed (its done is ignored) */
   struct netx_chan *c;
   struct collie__netdev_mr *mr; /* registered for this payload, or NULL */
+  int mr_cached;                /* mr is the cache's (netx_mr.c), not this payload's own */
   int is_send;
   struct netx_bulk *next; /* in flight, or free */
 };
@@ -150,6 +161,9 @@ struct netx_xport {
   struct netx_bulk *bulk_live, *bulk_free;
   const char *token;
   int need_reg;
+  struct netx_mrc mrc[NETX_MRC]; /* netx_mr.c */
+  int nmrc;
+  uint64_t mrc_clock;
 };
 
 /* ---- netx.c ---- */
@@ -174,6 +188,17 @@ void collie__netx_tell_greeted(struct netx_xport *x, const char *why);
 collie_result_t collie__netx_fail(struct netx_xport *x, collie_result_t rc, int touch);
 /* Frees everything of x (the device too); never touches requests. */
 void collie__netx_free(struct netx_xport *x);
+
+/* ---- netx_mr.c ---- */
+
+/* A registration for len bytes at buf: the cache's, for a buffer inside a
+ * live collie_mem_alloc region (*cached 1), else one of its own. */
+collie_result_t collie__netx_mr_get(struct netx_xport *x, void *buf, size_t len,
+                                    struct collie__netdev_mr **mr, int *cached);
+/* Done with mr (from collie__netx_mr_get with cached). */
+void collie__netx_mr_put(struct netx_xport *x, struct collie__netdev_mr *mr, int cached);
+/* Deregisters every cached registration (close). */
+void collie__netx_mr_clear(struct netx_xport *x);
 
 /* ---- netx_setup.c ---- */
 

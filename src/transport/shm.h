@@ -112,5 +112,16 @@ int collie__shm_crowded(struct collie__xport *x);
 
 void *collie__shm_mem_alloc(size_t bytes);
 collie_result_t collie__shm_mem_free(void *ptr);
+/* A region of it: its id (never reused in this process, so a freed region's
+ * id matches nothing after), its length, and where a buffer lies in it. */
+struct collie__shm_mem_ref {
+  uint64_t id;
+  size_t region_len;
+  size_t off;
+};
+/* Whether [buf, buf+len) lies inside one live region (then fills out).
+ * Lock-free "no" while no region exists. The ofi transport's registration
+ * cache keys on it (netx_mr.c). */
+int collie__shm_mem_find(const void *buf, size_t len, struct collie__shm_mem_ref *out);
 
 #endif /* COLLIE_TRANSPORT_SHM_H */

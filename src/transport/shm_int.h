@@ -578,14 +578,6 @@ void collie__shm_notify(struct collie__shm_xport *x, int local);
 /* ---- shm_mem.c: collie_mem_alloc regions ---- */
 
 /* Where a buffer lies in a region of this process. */
-struct collie__shm_mem_ref {
-  uint64_t id;
-  size_t region_len;
-  size_t off;
-};
-/* Whether [buf, buf+len) lies inside one region (then fills out). Lock-free
- * "no" while no region exists. */
-int collie__shm_mem_find(const void *buf, size_t len, struct collie__shm_mem_ref *out);
 /* The peer's region id (region_len bytes) mapped here, mapping it on first
  * use; NULL when it cannot be (the caller reads the sender's address). */
 const char *collie__shm_mem_map(struct collie__shm_chan *ch, uint64_t id, size_t region_len);

@@ -15,6 +15,7 @@
 #include "transport/transport.h"
 #include "transport/netdev.h"
 #include "transport/netx_int.h"
+#include "transport/shm.h"
 #include "util/error.h"
 #include "util/util.h"
 
@@ -268,6 +269,106 @@ TEST_IMPL(ofi_registration_fails)
   xfix_barrier(&t, "end");
   xfix_done(&t);
   free(big);
+}
+
+/* libfabric's device, counting registrations of each size. */
+static struct collie__netdev_ops ot_counting;
+static int ot_regs_of[3], ot_deregs_of[3]; /* 1 MiB, 256 KiB, other */
+static size_t ot_len_of_mr[64];
+static struct collie__netdev_mr *ot_mrs[64];
+
+static int
+ot_size_class(size_t len)
+{
+  return len == ((size_t)1 << 20) ? 0 : len == ((size_t)256 << 10) ? 1 : 2;
+}
+
+static collie_result_t
+ot_reg_count(struct collie__netdev *d, void *buf, size_t len, struct collie__netdev_mr **out)
+{
+  collie_result_t rc = collie__ofi_netdev.reg(d, buf, len, out);
+  if (rc != COLLIE_SUCCESS) return rc;
+  ot_regs_of[ot_size_class(len)]++;
+  for (int i = 0; i < 64; i++)
+    if (!ot_mrs[i]) {
+      ot_mrs[i] = *out;
+      ot_len_of_mr[i] = len;
+      break;
+    }
+  return rc;
+}
+
+static void
+ot_dereg_count(struct collie__netdev *d, struct collie__netdev_mr *mr)
+{
+  for (int i = 0; i < 64; i++)
+    if (ot_mrs[i] == mr) {
+      ot_deregs_of[ot_size_class(ot_len_of_mr[i])]++;
+      ot_mrs[i] = NULL;
+    }
+  collie__ofi_netdev.dereg(d, mr);
+}
+
+static collie_result_t
+ot_open_counting(const struct collie__net_cfg *cfg, const int *peers, int npeers,
+                 struct collie__xport **out)
+{
+  return collie__netx_open_on(&ot_counting, cfg, peers, npeers, out);
+}
+
+/* Rank 0 sends 256 KiB to rank 1 n times from buf; rank 1 receives into rbuf. */
+static void
+ot_moves(struct xfix *t, char *buf, char *rbuf, int n, uint32_t seq)
+{
+  size_t len = (size_t)256 << 10;
+  for (int i = 0; i < n; i++) {
+    struct collie__req q;
+    if (t->rank == 0) memset(buf, 'a' + i, len);
+    xfix_post(t, &q, 1 - t->rank, t->rank == 0, t->rank == 0 ? buf : rbuf, len,
+              collie__slot(COLLIE_KIND_BROADCAST, seq + (uint32_t)i, 0));
+    ASSERT_OK(xfix_wait_n(t, &q, 1, 0, collie__deadline_after_ms(5000)));
+    if (t->rank == 1) ASSERTF(rbuf[len - 1] == 'a' + i, "move %d: got %d", i, rbuf[len - 1]);
+  }
+}
+
+/* The registration cache, every buffer registered: a buffer inside a
+ * collie_mem_alloc region is registered once for the whole region however
+ * often it moves, and kept; once the region is freed, a new one (at the
+ * same address or not) is registered anew and the old registration goes
+ * at that miss; a malloc'd buffer is registered for each payload and
+ * deregistered after it. */
+TEST_IMPL(ofi_registration_cache)
+{
+  ot_counting = collie__ofi_netdev;
+  ot_counting.reg = ot_reg_count;
+  ot_counting.dereg = ot_dereg_count;
+  struct collie__xport_ops ops = collie__ofi_ops;
+  ops.open = ot_open_counting;
+  struct xfix t;
+  xfix_meet(&t, &ops, 0);
+  xfix_config(&t, "c1", "ofi", 5000);
+  t.cfg.ofi_mr_all = 1;
+  xfix_open(&t);
+  char *region = collie__shm_mem_alloc((size_t)1 << 20);
+  char *plain = malloc((size_t)256 << 10);
+  ASSERT(region && plain);
+  ot_moves(&t, region + 4096, region + 4096, 5, 10);
+  ASSERTF(ot_regs_of[0] == 1 && ot_deregs_of[0] == 0, "region: %d registrations, %d dropped",
+          ot_regs_of[0], ot_deregs_of[0]);
+  ot_moves(&t, plain, plain, 3, 20);
+  ASSERTF(ot_regs_of[1] == 3 && ot_deregs_of[1] == 3, "malloc'd: %d registrations, %d dropped",
+          ot_regs_of[1], ot_deregs_of[1]);
+  ASSERT_OK(collie__shm_mem_free(region));
+  region = collie__shm_mem_alloc((size_t)1 << 20);
+  ASSERT(region);
+  ot_moves(&t, region, region, 2, 30);
+  ASSERTF(ot_regs_of[0] == 2 && ot_deregs_of[0] == 1,
+          "after a free: %d registrations of a region, %d dropped", ot_regs_of[0], ot_deregs_of[0]);
+  xfix_barrier(&t, "end");
+  xfix_done(&t);
+  ASSERTF(ot_deregs_of[0] == 2, "close left %d region registrations", 2 - ot_deregs_of[0]);
+  ASSERT_OK(collie__shm_mem_free(region));
+  free(plain);
 }
 
 #else /* a build without libfabric's headers */
