@@ -79,4 +79,5 @@
   XX(tcp_bad_input_2, tcp_bad_input, 2, "tcp", 30)                                                 \
   XX(tcp_pingpong_2, tcp_pingpong, 2, "tcp", 60)                                                   \
   XX(ofi_missing_2, ofi_missing, 2, "ofi", 30)                                                     \
-  XX(net_bad_value_2, net_bad_value, 2, "auto", 30)
+  XX(net_bad_value_2, net_bad_value, 2, "auto", 30)                                                \
+  XX(ofi_auto_pairs, ofi_auto_pairs, 0, "", 30)

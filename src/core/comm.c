@@ -695,6 +695,8 @@ comm_init_world(const struct collie__params *params, int rank, int size, const c
   me.world_rank = parent ? parent->peers[parent->rank].world_rank : rank;
   me.ncpus = collie__ncpus();
   collie__machine_id(me.machine, sizeof(me.machine));
+  if (params->NET && !strcmp(params->NET, "auto"))
+    me.fabric = collie__net_fabric_here(params->OFI_LIBRARY);
   if (!token || !*token) {
     snprintf(fallback_token, sizeof(fallback_token), "collie:%s", store_url ? store_url : "");
     token = fallback_token;

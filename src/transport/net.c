@@ -85,9 +85,10 @@ collie__net_open(const struct collie__net_cfg *cfg, struct collie__net **out)
   n->match_work = collie__match_work(n->match);
   struct collie__net_cfg with_sink = *cfg;
   with_sink.sink = collie__match_sink(n->match);
-  if (cfg->net && strcmp(cfg->net, "tcp") != 0 && strcmp(cfg->net, "ofi") != 0) {
+  if (cfg->net && strcmp(cfg->net, "tcp") != 0 && strcmp(cfg->net, "ofi") != 0 &&
+      strcmp(cfg->net, "auto") != 0) {
     rc = collie__err(COLLIE_INVALID_ARGUMENT,
-                     "COLLIE_NET=%s: the transport between hosts is tcp or ofi", cfg->net);
+                     "COLLIE_NET=%s: the transport between hosts is tcp, ofi or auto", cfg->net);
     goto out_close;
   }
   for (int p = 0; p < cfg->size; p++) {

@@ -105,5 +105,10 @@ struct collie__netdev_ops {
 };
 
 extern const struct collie__netdev_ops collie__ofi_netdev;
+/* Whether a libfabric provider name ("tcp;ofi_rxm", "verbs;ofi_rxm",
+ * "efa") is made only of software providers (sockets, UDP, shared memory
+ * and the utility layers over them): 1, or 0 when it drives hardware.
+ * Pure; in every build. */
+int collie__ofi_software(const char *prov);
 
 #endif /* COLLIE_TRANSPORT_NETDEV_H */

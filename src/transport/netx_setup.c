@@ -20,17 +20,28 @@
 #define NETX_SLICE_NS (100 * 1000000LL)
 
 int
+collie__net_fabric_here(const char *library)
+{
+  struct collie__netdev_cfg dcfg = {.library = library};
+  int hw = 0;
+  return collie__ofi_netdev.available(&dcfg, NULL, 0, &hw) && hw;
+}
+
+int
 collie__netx_can_connect(const struct collie__net_cfg *cfg, int peer)
 {
   /* Named, it serves every peer (and says at open why it cannot); under
-   * auto, the peers of other hosts where COLLIE_NET names it. Both ranks
-   * of a pair answer alike: hosts from the shared records, the settings
-   * every rank must share. Picking it by itself where a fabric is found
-   * waits for every host to agree on one (issue 40). */
+   * auto, the peers of other hosts where COLLIE_NET names it, or, with
+   * COLLIE_NET=auto, where both ranks found a hardware fabric (their
+   * records say so). Both ranks of a pair answer alike: hosts and fabrics
+   * from the shared records, the settings every rank must share. */
   if (!cfg->transport) return 0;
   if (!strcmp(cfg->transport, "ofi")) return 1;
-  return !strcmp(cfg->transport, "auto") && cfg->net && !strcmp(cfg->net, "ofi") && cfg->peers &&
-         strcmp(cfg->peers[peer].host, cfg->peers[cfg->rank].host) != 0;
+  if (strcmp(cfg->transport, "auto") != 0 || !cfg->net || !cfg->peers) return 0;
+  const struct collie__peer *me = &cfg->peers[cfg->rank], *p = &cfg->peers[peer];
+  if (!strcmp(p->host, me->host)) return 0; /* shared memory's */
+  if (!strcmp(cfg->net, "ofi")) return 1;
+  return !strcmp(cfg->net, "auto") && me->fabric && p->fabric;
 }
 
 static collie_result_t

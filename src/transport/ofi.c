@@ -20,6 +20,27 @@
 #include "util/error.h"
 #include "util/util.h"
 
+/* Whether a provider name ("tcp;ofi_rxm", "verbs;ofi_rxm", "efa") is made
+ * only of software providers: sockets, UDP or shared memory, and the
+ * utility layers over them. */
+int
+collie__ofi_software(const char *prov)
+{
+  static const char *const soft[] = {"tcp", "sockets", "udp", "shm", "sm2",  "ofi_rxm", "ofi_rxd",
+                                     "net", "rxm",     "rxd", "lnx", "hook", "ofi_hook"};
+  if (!prov || !*prov) return 1;
+  char buf[128];
+  collie__fmt(buf, sizeof(buf), "%s", prov ? prov : "");
+  char *save = NULL;
+  for (char *tok = strtok_r(buf, ";", &save); tok; tok = strtok_r(NULL, ";", &save)) {
+    int found = 0;
+    for (size_t i = 0; i < sizeof(soft) / sizeof(soft[0]); i++)
+      if (!strcmp(tok, soft[i]) || !strncmp(tok, "ofi_hook", 8)) found = 1;
+    if (!found) return 0;
+  }
+  return 1;
+}
+
 #ifdef COLLIE_HAVE_LIBFABRIC
 
 #include <dlfcn.h>
@@ -75,26 +96,6 @@ struct collie__netdev_mr {
   struct fid_mr *mr;
   void *desc;
 };
-
-/* Whether a provider name ("tcp;ofi_rxm", "verbs;ofi_rxm", "efa") is made
- * only of software providers: sockets, UDP or shared memory, and the
- * utility layers over them. */
-static int
-ofi_software(const char *prov)
-{
-  static const char *const soft[] = {"tcp", "sockets", "udp", "shm", "sm2",  "ofi_rxm", "ofi_rxd",
-                                     "net", "rxm",     "rxd", "lnx", "hook", "ofi_hook"};
-  char buf[128];
-  collie__fmt(buf, sizeof(buf), "%s", prov ? prov : "");
-  char *save = NULL;
-  for (char *tok = strtok_r(buf, ";", &save); tok; tok = strtok_r(NULL, ";", &save)) {
-    int found = 0;
-    for (size_t i = 0; i < sizeof(soft) / sizeof(soft[0]); i++)
-      if (!strcmp(tok, soft[i]) || !strncmp(tok, "ofi_hook", 8)) found = 1;
-    if (!found) return 0;
-  }
-  return 1;
-}
 
 /* The hints every endpoint asks with: tagged and untagged messages, receives
  * directed at a source, RDM; and every memory-registration mode collie
@@ -169,7 +170,7 @@ ofi_look(const char *name)
     collie__fmt(ofi_why, sizeof(ofi_why), "libfabric: out of memory");
     return;
   }
-  ofi_hw = !ofi_software(ofi_pick->fabric_attr->prov_name);
+  ofi_hw = !collie__ofi_software(ofi_pick->fabric_attr->prov_name);
   ofi_ok = 1;
 }
 

@@ -104,6 +104,9 @@ struct collie__peer {
   /* Ranks of its world communicator on that machine, once known (0 before):
    * a split keeps counting every process that competes for the cores. */
   int32_t machine_ranks;
+  /* 1: under COLLIE_NET=auto, this rank's libfabric picks a hardware
+   * provider (ofi serves a pair of hosts where both ranks say so). */
+  int32_t fabric;
   char fail[192]; /* non-empty: this rank failed init locally (why); everyone fails */
 };
 
@@ -338,6 +341,10 @@ extern const struct collie__xport_ops collie__ofi_ops; /* netx.c over ofi.c's de
 
 struct collie__net;
 
+/* Whether this process finds a network fabric for COLLIE_NET=auto: the ofi
+ * device loads (library: COLLIE_OFI_LIBRARY, or NULL) and libfabric's pick
+ * drives hardware of its own. Probes once per process (~0.1-0.2 s). */
+int collie__net_fabric_here(const char *library);
 /* Picks a transport per peer, opens each transport for its peers. */
 collie_result_t collie__net_open(const struct collie__net_cfg *cfg, struct collie__net **out);
 /* The memory kind of the buffers posted from now on (the running call's,

@@ -6,6 +6,7 @@
  * another job token, an address cut short.
  */
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -390,7 +391,57 @@ TEST_IMPL(net_bad_value)
   ASSERT_RC(COLLIE_INVALID_ARGUMENT, "COLLIE_NET=\"infiniband\" is not one of",
             collie_comm_init(&comm));
   setenv("COLLIE_NET", "shm", 1);
-  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "COLLIE_NET=shm: the transport between hosts is tcp or ofi",
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT,
+            "COLLIE_NET=shm: the transport between hosts is tcp, ofi or auto",
             collie_comm_init(&comm));
   unsetenv("COLLIE_NET");
+}
+
+/* Which pairs the ofi transport serves, from the records alone (pure, both
+ * ranks of a pair alike): named, every pair; under auto with COLLIE_NET=ofi,
+ * pairs of different hosts; with COLLIE_NET=auto, pairs of different hosts
+ * where both ranks found a hardware fabric; with tcp, none. And which
+ * libfabric providers are software. */
+TEST_IMPL(ofi_auto_pairs)
+{
+  struct collie__peer p[4];
+  memset(p, 0, sizeof(p));
+  const char *host[4] = {"a", "b", "b", "a"};
+  int fabric[4] = {1, 1, 0, 1};
+  for (int i = 0; i < 4; i++) {
+    snprintf(p[i].host, sizeof(p[i].host), "%s", host[i]);
+    p[i].fabric = fabric[i];
+  }
+  struct collie__net_cfg cfg = {.size = 4, .peers = p, .transport = "auto", .net = "auto"};
+  int (*ok)(const struct collie__net_cfg *, int) = collie__ofi_ops.can_connect;
+  /* want[rank][peer] under COLLIE_NET=auto */
+  static const int want[4][4] = {{0, 1, 0, 0}, {1, 0, 0, 1}, {0, 0, 0, 0}, {0, 1, 0, 0}};
+  for (int r = 0; r < 4; r++)
+    for (int q = 0; q < 4; q++) {
+      if (q == r) continue;
+      cfg.rank = r;
+      ASSERTF(ok(&cfg, q) == want[r][q], "auto: rank %d -> %d: %d", r, q, ok(&cfg, q));
+    }
+  cfg.net = "ofi";
+  for (int r = 0; r < 4; r++)
+    for (int q = 0; q < 4; q++) {
+      if (q == r) continue;
+      cfg.rank = r;
+      ASSERTF(ok(&cfg, q) == (strcmp(host[r], host[q]) != 0), "ofi: rank %d -> %d", r, q);
+    }
+  cfg.net = "tcp";
+  cfg.rank = 0;
+  ASSERT(!ok(&cfg, 1));
+  cfg.transport = "ofi";
+  ASSERT(ok(&cfg, 1) && ok(&cfg, 3)); /* named: every pair, one host too */
+  cfg.transport = "tcp";
+  cfg.net = "ofi";
+  ASSERT(!ok(&cfg, 1));
+
+  ASSERT(collie__ofi_software("tcp;ofi_rxm") && collie__ofi_software("shm") &&
+         collie__ofi_software("udp;ofi_rxd") && collie__ofi_software("sockets") &&
+         collie__ofi_software(NULL));
+  ASSERT(!collie__ofi_software("verbs;ofi_rxm") && !collie__ofi_software("efa") &&
+         !collie__ofi_software("cxi") && !collie__ofi_software("psm3") &&
+         !collie__ofi_software("opx"));
 }
