@@ -235,6 +235,21 @@ ot_open_refusing(const struct collie__net_cfg *cfg, const int *peers, int npeers
   return collie__netx_open_on(&ot_refusing, cfg, peers, npeers, out);
 }
 
+/* Opens the ofi transport to the other rank on a device of the test's
+ * (through ops, which the fixture keeps), every buffer registered. */
+static void
+ot_open_on(struct xfix *t, struct collie__xport_ops *ops,
+           collie_result_t (*open)(const struct collie__net_cfg *, const int *, int,
+                                   struct collie__xport **))
+{
+  *ops = collie__ofi_ops;
+  ops->open = open;
+  xfix_meet(t, ops, 0);
+  xfix_config(t, "c1", "ofi", 5000);
+  t->cfg.ofi_mr_all = 1;
+  xfix_open(t);
+}
+
 /* A registration that fails (every buffer registered, as on verbs or EFA):
  * the send and the receive of that payload fail, each naming the operation,
  * the peer and the device's reason, as this rank's error (not the peer's);
@@ -243,13 +258,9 @@ TEST_IMPL(ofi_registration_fails)
 {
   ot_refusing = collie__ofi_netdev;
   ot_refusing.reg = ot_reg_small;
-  struct collie__xport_ops ops = collie__ofi_ops;
-  ops.open = ot_open_refusing;
+  struct collie__xport_ops ops;
   struct xfix t;
-  xfix_meet(&t, &ops, 0);
-  xfix_config(&t, "c1", "ofi", 5000);
-  t.cfg.ofi_mr_all = 1;
-  xfix_open(&t);
+  ot_open_on(&t, &ops, ot_open_refusing);
   int peer = 1 - t.rank;
   char s[64] = "small", r[64] = "";
   struct collie__req q[2];
@@ -343,13 +354,9 @@ TEST_IMPL(ofi_registration_cache)
   ot_counting = collie__ofi_netdev;
   ot_counting.reg = ot_reg_count;
   ot_counting.dereg = ot_dereg_count;
-  struct collie__xport_ops ops = collie__ofi_ops;
-  ops.open = ot_open_counting;
+  struct collie__xport_ops ops;
   struct xfix t;
-  xfix_meet(&t, &ops, 0);
-  xfix_config(&t, "c1", "ofi", 5000);
-  t.cfg.ofi_mr_all = 1;
-  xfix_open(&t);
+  ot_open_on(&t, &ops, ot_open_counting);
   char *region = collie__shm_mem_alloc((size_t)1 << 20);
   char *plain = malloc((size_t)256 << 10);
   ASSERT(region && plain);
