@@ -182,6 +182,12 @@ def test_monitored_barrier_missing_rank(wait_all, rank, size, world):
     g = dist.new_group(timeout=datetime.timedelta(seconds=2))
     if rank in missing:
         return
+    if rank == 0:
+        # The other callers go first: rank 0 gives each rank 2 s from its
+        # own call, and a caller descheduled that long on a loaded machine
+        # would be named missing too (CI, three sessions side by side:
+        # "Ranks 1, 2, 3 failed").
+        time.sleep(1.0)
     t0 = time.monotonic()
     with pytest.raises(RuntimeError) as ei:
         dist.monitored_barrier(group=g, timeout=datetime.timedelta(seconds=2), wait_all_ranks=wait_all)
