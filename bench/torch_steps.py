@@ -129,9 +129,15 @@ def compare_params(job, name, total, first, second, full=lambda p: p):
 
 
 def _mesh(job, backend):
+    """A 1-D mesh over the backend's group, named after the backend. The name
+    matters: torch (2.13) compares meshes by ranks, device type and dimension
+    names only, not by group, and DTensor's sharding cache hands a later
+    model the first equal mesh it saw; two unnamed meshes over the same
+    ranks would send the second backend's collectives through the first's
+    group."""
     from torch.distributed.device_mesh import DeviceMesh
 
-    return DeviceMesh.from_group(job.groups[backend], "cpu")
+    return DeviceMesh.from_group(job.groups[backend], "cpu", mesh_dim_names=(backend,))
 
 
 def _full(p):

@@ -133,11 +133,45 @@ def gloo_group(world):
     return dist.new_group(backend="gloo", timeout=PG_TIMEOUT)
 
 
+# The gloo meshes' dimension names. They must differ from the backend's:
+# torch compares meshes by ranks, device type and dimension names, not by
+# group, and DTensor's sharding cache hands an operation on one mesh the
+# output layout (with its mesh) of an earlier operation on an equal one, so
+# with equal names one backend's collectives would run on the other's group
+# and "vs gloo" would compare a backend with itself.
+GLOO = {"w": "w_gloo", "dp": "dp_gloo", "tp": "tp_gloo"}
+
+
+def collie_ops(mesh):
+    """How many operations collie's C++ fast path has run on mesh's groups;
+    None where that cannot be counted (the Python group, or gloo under test)."""
+    total = 0
+    for dim in mesh.mesh_dim_names:
+        b = mesh.get_group(dim)._get_backend(torch.device("cpu"))
+        if not hasattr(b, "fast_calls"):
+            return None
+        total += b.fast_calls
+    return total
+
+
+def run_counted(mesh, fn):
+    """fn()'s result and how many operations collie ran on mesh meanwhile (None: not countable)."""
+    before = collie_ops(mesh)
+    out = fn()
+    return out, None if before is None else collie_ops(mesh) - before
+
+
+def carried_by(t, mesh):
+    """t (a DTensor) lives on mesh itself, not on an equal mesh of the other backend."""
+    assert t.device_mesh.mesh_dim_names == mesh.mesh_dim_names, (t.device_mesh.mesh_dim_names, mesh.mesh_dim_names)
+    assert all(t.device_mesh.get_group(d) is mesh.get_group(d) for d in mesh.mesh_dim_names)
+
+
 @pytest.fixture(scope="module")
 def meshes(world, gloo_group):
     """(the backend's 1-D mesh of every rank, gloo's)."""
     mine = init_device_mesh("cpu", (SIZE,), mesh_dim_names=("w",))
-    gloo = DeviceMesh.from_group(gloo_group, "cpu", mesh_dim_names=("w",))
+    gloo = DeviceMesh.from_group(gloo_group, "cpu", mesh_dim_names=(GLOO["w"],))
     return mine, gloo
 
 
@@ -148,7 +182,8 @@ def meshes2d(world):
         pytest.skip("a 2-D mesh (2, size//2) needs 4 ranks (world size %d)" % SIZE)
     shape, names = (2, SIZE // 2), ("dp", "tp")
     mine = init_device_mesh("cpu", shape, mesh_dim_names=names)
-    gloo = init_device_mesh("cpu", shape, mesh_dim_names=names, backend_override={"dp": "gloo", "tp": "gloo"})
+    gnames = tuple(GLOO[n] for n in names)
+    gloo = init_device_mesh("cpu", shape, mesh_dim_names=gnames, backend_override={n: "gloo" for n in gnames})
     return mine, gloo
 
 
@@ -156,10 +191,10 @@ def meshes2d(world):
 
 def test_device_mesh_1d(rank, size, meshes):
     mesh, gmesh = meshes
-    g, gg = mesh.get_group("w"), gmesh.get_group("w")
+    g, gg = mesh.get_group("w"), gmesh.get_group(GLOO["w"])
     assert dist.get_backend(g) == BACKEND and dist.get_backend(gg) == "gloo"
     assert dist.get_process_group_ranks(g) == dist.get_process_group_ranks(gg) == list(range(size))
-    assert mesh.get_local_rank("w") == gmesh.get_local_rank("w") == rank
+    assert mesh.get_local_rank("w") == gmesh.get_local_rank(GLOO["w"]) == rank
     x = rand(rank, 5, 3)
     a, b = x.clone(), x.clone()
     dist.all_reduce(a, group=g)
@@ -181,7 +216,7 @@ def test_device_mesh_2d(rank, size, meshes2d):
     row, col = rank // (size // 2), rank % (size // 2)
     members = {"dp": grid[:, col].tolist(), "tp": grid[row].tolist()}
     for dim in ("dp", "tp"):
-        g, gg = mesh.get_group(dim), gmesh.get_group(dim)
+        g, gg = mesh.get_group(dim), gmesh.get_group(GLOO[dim])
         assert dist.get_backend(g) == BACKEND and dist.get_backend(gg) == "gloo", dim
         assert dist.get_process_group_ranks(g) == dist.get_process_group_ranks(gg) == members[dim], dim
         assert mesh[dim].get_local_rank() == members[dim].index(rank)
@@ -212,6 +247,8 @@ def test_dtensor_distribute(rank, size, meshes, shape):
     for name, p in {"shard0": Shard(0), "shard1": Shard(1), "replicate": Replicate()}.items():
         d = distribute_tensor(full, mesh, [p])
         gd = distribute_tensor(full, gmesh, [p])
+        carried_by(d, mesh)
+        carried_by(gd, gmesh)
         local, glocal = d.to_local(), gd.to_local()
         same(local, glocal, what="%s local vs gloo" % name)
         if isinstance(p, Shard):
@@ -264,6 +301,8 @@ def test_dtensor_redistribute(rank, size, meshes, case):
     got = DTensor.from_local(x, mesh, [src], run_check=False).redistribute(mesh, [dst])
     gref = DTensor.from_local(x, gmesh, [src], run_check=False).redistribute(gmesh, [dst])
     assert got.placements == (dst,)
+    carried_by(got, mesh)
+    carried_by(gref, gmesh)
     same(got.to_local(), gref.to_local(), summed, what="%s vs gloo" % case)
     want = ref([rand(seed(r), *shape) for r in range(size)], rank)
     same(got.to_local(), want, summed, what="%s vs reference" % case)
@@ -287,6 +326,8 @@ def test_dtensor_2d(rank, size, meshes2d):
     p = DTensor.from_local(x, mesh, [Partial(), Partial()], run_check=False).redistribute(mesh, [Replicate(), Shard(0)])
     gp = DTensor.from_local(x, gmesh, [Partial(), Partial()], run_check=False).redistribute(
         gmesh, [Replicate(), Shard(0)])
+    carried_by(p, mesh)
+    carried_by(gp, gmesh)
     same(p.to_local(), gp.to_local(), summed=True, what="2-D partial -> (replicate, shard0) vs gloo")
     want = torch.chunk(ref_sum([rand(500 + r, 4, 6) for r in range(size)]), size // 2, 0)[col]
     same(p.to_local(), want, summed=True, what="2-D partial -> (replicate, shard0) vs reference")
@@ -363,8 +404,10 @@ def test_fsdp2_mixed_precision_accumulation(rank, size, meshes, world):
     except ImportError as e:
         pytest.skip("no FSDP2 in torch %s: %s" % (torch.__version__, e))
     mesh, gmesh = meshes
-    mine, losses = fsdp_train(mesh, rank)
-    ref, glosses = fsdp_train(gmesh, rank)
+    (mine, losses), n = run_counted(mesh, lambda: fsdp_train(mesh, rank))
+    (ref, glosses), gn = run_counted(mesh, lambda: fsdp_train(gmesh, rank))
+    if n is not None:  # each backend carried its own model's all-gathers and reduce-scatters
+        assert n > 0 and gn == 0, (n, gn)
     same(losses, glosses, what="losses vs gloo")
     for i, (a, b) in enumerate(zip(mine, ref)):
         # The gradients are averaged (ReduceOp.AVG) over the ranks in fp32.
@@ -417,6 +460,9 @@ def tp_run(mesh):
     x = rand(4242, 2, 5, 16).requires_grad_()
     out = block(x)
     (out * rand(4343, 2, 5, 16)).sum().backward()
+    for p in block.parameters():
+        if isinstance(p.grad, DTensor):
+            carried_by(p.grad, mesh)
     grads = {n: (p.grad.full_tensor() if isinstance(p.grad, DTensor) else p.grad).clone()
              for n, p in block.named_parameters()}
     return out.detach(), x.grad.clone(), grads
@@ -426,8 +472,10 @@ def test_tensor_parallel_block(rank, size, meshes):
     if 4 % size:
         pytest.skip("the block's 4 heads do not divide by %d ranks" % size)
     mesh, gmesh = meshes
-    out, xg, grads = tp_run(mesh)
-    gout, gxg, ggrads = tp_run(gmesh)
+    (out, xg, grads), n = run_counted(mesh, lambda: tp_run(mesh))
+    (gout, gxg, ggrads), gn = run_counted(mesh, lambda: tp_run(gmesh))
+    if n is not None:  # at least the forward's two row-parallel all-reduces ran on collie, and gloo's none
+        assert n >= 2 and gn == 0, (n, gn)
     rout, rxg, rgrads = tp_run(None)
     # The row-parallel projections all-reduce partial sums (size summands).
     same(out, gout, summed=True, what="output vs gloo")
