@@ -426,9 +426,10 @@ net_describe_pending(const struct collie__net *n, struct collie__req *const *req
       shown++;
       continue;
     }
-    if (n->peers && p >= 0 && p < n->size && strcmp(n->peers[p].host, n->peers[n->rank].host)) {
-      size_t h = strcspn(n->peers[p].host, "/"); /* the hostname, not the boot id */
-      snprintf(host, sizeof(host), ", host %.*s", (int)(h < 60 ? h : 60), n->peers[p].host);
+    if (n->peers && p >= 0 && p < n->size) {
+      char name[61];
+      collie__peer_hostname(&n->peers[p], &n->peers[n->rank], name, sizeof(name));
+      if (name[0]) snprintf(host, sizeof(host), ", host %s", name);
     }
     /* A send whose bytes are all out waits for the receiver to take them
      * (a single copy or a device message is read by the receiver). */

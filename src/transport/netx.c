@@ -81,6 +81,16 @@ netx_check_abort(struct netx_xport *x)
   return 1;
 }
 
+/* Whether x has failed (an abort() of this rank counted): its failure, with
+ * its message in the thread's slot; else SUCCESS. */
+static collie_result_t
+netx_failure(struct netx_xport *x)
+{
+  if (!netx_check_abort(x) && x->failed == COLLIE_SUCCESS) return COLLIE_SUCCESS;
+  collie__err_set_text(x->fail_msg);
+  return x->failed;
+}
+
 /* " during allreduce #3 step 1" for the oldest request of c's: a receive
  * not yet matched, a payload in flight, a send not yet out; or "". */
 static void
@@ -549,7 +559,6 @@ collie__netx_rx_done(struct collie__netdev_op *op, collie_result_t rc, size_t n)
     netx_proto(x, c, "a control message of an unknown type");
   }
 repost:
-  if (x->failed != COLLIE_SUCCESS && x->dev == NULL) return;
   rc = x->ops->recv_any(x->dev, b->mem, NETX_CTRL, x->arena_mr, &b->op);
   if (rc != COLLIE_SUCCESS && x->failed == COLLIE_SUCCESS)
     collie__netx_fail(x,
@@ -621,12 +630,9 @@ static collie_result_t
 netx_post(struct collie__xport *xp, struct collie__req *r)
 {
   struct netx_xport *x = netx_x(xp);
-  if (netx_enter(x) != 0) {
-    netx_check_abort(x);
-    r->rc = x->failed;
+  if (netx_enter(x) != 0) { /* abort() holds the device: the transport has failed */
     r->done = 1;
-    collie__err_set_text(x->fail_msg);
-    return x->failed;
+    return r->rc = netx_failure(x);
   }
   collie_result_t rc = netx_post_locked(x, r);
   netx_leave(x);
@@ -636,11 +642,9 @@ netx_post(struct collie__xport *xp, struct collie__req *r)
 static collie_result_t
 netx_post_locked(struct netx_xport *x, struct collie__req *r)
 {
-  if (netx_check_abort(x) || x->failed != COLLIE_SUCCESS) {
-    r->rc = x->failed;
+  if ((r->rc = netx_failure(x)) != COLLIE_SUCCESS) {
     r->done = 1;
-    collie__err_set_text(x->fail_msg);
-    return x->failed;
+    return r->rc;
   }
   if (r->peer < 0 || r->peer >= x->size || x->chan_of[r->peer] < 0 || (r->len && !r->buf)) {
     r->rc = collie__err(
@@ -678,11 +682,7 @@ netx_progress(struct collie__xport *xp, int *pending)
 {
   struct netx_xport *x = netx_x(xp);
   *pending = 0;
-  if (netx_enter(x) != 0) {
-    netx_check_abort(x);
-    collie__err_set_text(x->fail_msg);
-    return x->failed;
-  }
+  if (netx_enter(x) != 0) return netx_failure(x); /* abort() holds the device */
   collie_result_t rc = netx_progress_locked(x, pending);
   netx_leave(x);
   return rc;
@@ -691,11 +691,9 @@ netx_progress(struct collie__xport *xp, int *pending)
 static collie_result_t
 netx_progress_locked(struct netx_xport *x, int *pending)
 {
-  if (netx_check_abort(x) || x->failed != COLLIE_SUCCESS) {
-    collie__err_set_text(x->fail_msg);
-    return x->failed;
-  }
-  collie_result_t rc = x->ops->progress(x->dev);
+  collie_result_t rc = netx_failure(x);
+  if (rc != COLLIE_SUCCESS) return rc;
+  rc = x->ops->progress(x->dev);
   if (rc != COLLIE_SUCCESS) return collie__netx_fail(x, rc, 1);
   if (x->failed != COLLIE_SUCCESS) {
     collie__err_set_text(x->fail_msg);

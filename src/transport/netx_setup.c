@@ -194,12 +194,7 @@ netx_setup(const struct collie__net_cfg *cfg, const int *peers, int npeers, stru
     c->world_rank = p->world_rank;
     c->pid = p->pid;
     c->near = !strcmp(p->host, me->host) && me->pid == (int32_t)getpid();
-    if (strcmp(p->host, me->host) != 0) {
-      size_t n = strcspn(p->host, "/");
-      if (n >= sizeof(c->host)) n = sizeof(c->host) - 1;
-      memcpy(c->host, p->host, n);
-      c->host[n] = '\0';
-    }
+    collie__peer_hostname(p, me, c->host, sizeof(c->host));
     x->chan_of[peers[i]] = i;
   }
   struct collie__netdev_cfg dcfg = {.rank = cfg->rank,

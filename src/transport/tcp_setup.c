@@ -734,11 +734,7 @@ collie__tcp_open(const struct collie__net_cfg *cfg, const int *peers, int npeers
     c->pid = cfg->peers[p].pid;
     c->near = !strcmp(cfg->peers[p].host, cfg->peers[cfg->rank].host) && c->pid > 0;
     collie__fmt(c->hostid, sizeof(c->hostid), "%.*s", COLLIE_HOSTID_LEN - 1, cfg->peers[p].host);
-    if (strcmp(cfg->peers[p].host, cfg->peers[cfg->rank].host)) {
-      size_t h = strcspn(cfg->peers[p].host, "/");
-      snprintf(c->host, sizeof(c->host), "%.*s",
-               (int)(h < sizeof(c->host) - 1 ? h : sizeof(c->host) - 1), cfg->peers[p].host);
-    }
+    collie__peer_hostname(&cfg->peers[p], &cfg->peers[cfg->rank], c->host, sizeof(c->host));
     c->fd = -1;
     t->chan_of[p] = i;
     t->nchan++;

@@ -25,6 +25,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "collie.h"
 #include "util/kinds.h"
@@ -109,6 +110,22 @@ struct collie__peer {
   int32_t fabric;
   char fail[192]; /* non-empty: this rank failed init locally (why); everyone fails */
 };
+
+/* Peer p's hostname for messages (its host identity without the boot id),
+ * at most len - 1 bytes of it; "" when p shares me's host. */
+static inline void
+collie__peer_hostname(const struct collie__peer *p, const struct collie__peer *me, char *out,
+                      size_t len)
+{
+  if (!len) return;
+  size_t n = 0;
+  if (strcmp(p->host, me->host) != 0) {
+    n = strcspn(p->host, "/");
+    if (n >= len) n = len - 1;
+    memcpy(out, p->host, n);
+  }
+  out[n] = '\0';
+}
 
 /* ---- Requests ---- */
 
