@@ -14,6 +14,7 @@
  *   tsend/trecv  tagged messages, a receive directed at one peer and tag
  *            (bulk payloads, straight into the caller's buffer);
  *   cancel   withdraws a posted receive (a failed transport's);
+ *   gone     tells the device a peer aborted: it sends nothing more;
  *   progress  drives the device (manual progress: nothing moves between
  *            calls) and completes operations: each op's done() runs there;
  *   reg/dereg  memory registration, for devices that need it (need_reg)
@@ -89,6 +90,11 @@ struct collie__netdev_ops {
   /* Withdraws a posted receive: it never writes its buffer after this
    * returns (its done() may still run, with an error). */
   void (*cancel)(struct collie__netdev *d, struct collie__netdev_op *op);
+  /* The transport learned that peer aborted (it sends nothing more). A
+   * device may refuse receives directed at it from now on (trecv fails,
+   * naming it): some providers misbehave on a receive directed at an
+   * endpoint that is closing. NULL: nothing to do. */
+  void (*gone)(struct collie__netdev *d, int peer);
   collie_result_t (*reg)(struct collie__netdev *d, void *buf, size_t len,
                          struct collie__netdev_mr **out);
   void (*dereg)(struct collie__netdev *d, struct collie__netdev_mr *mr);

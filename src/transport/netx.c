@@ -336,6 +336,20 @@ netx_mismatch(struct netx_xport *x, struct netx_chan *c, const struct netx_msg *
       x, collie__slot_mismatch_err(who, x->rank, m->slot, m->len, r->slot, r->len), 1);
 }
 
+/* The device refused to start b, a payload's receive: its request goes
+ * back to the front of c's receives, so that the failure names it and
+ * ends it. */
+static collie_result_t
+netx_rx_refused(struct netx_xport *x, struct netx_chan *c, struct netx_bulk *b)
+{
+  struct collie__req *r = b->r;
+  netx_bulk_unlink(x, b);
+  r->next = c->rq_head;
+  c->rq_head = r;
+  if (!c->rq_tail) c->rq_tail = r;
+  return netx_fail_peer(x, c, collie__err_msg());
+}
+
 /* Matches c's arrived headers with its receives, in order. */
 static collie_result_t
 netx_rx(struct netx_xport *x, struct netx_chan *c)
@@ -350,19 +364,14 @@ netx_rx(struct netx_xport *x, struct netx_chan *c)
       return COLLIE_SUCCESS;
     }
     if (!c->rdv_head) c->rdv_tail = NULL;
-    if (rc != COLLIE_SUCCESS) {
-      netx_bulk_unlink(x, b);
-      return netx_fail_peer(x, c, collie__err_msg());
-    }
+    if (rc != COLLIE_SUCCESS) return netx_rx_refused(x, c, b);
   }
   /* A peer that aborted sends nothing more: its eager messages from before
    * the abort are still taken, but a payload it may never have sent is
-   * not waited for, and no receive is directed at its closing endpoint
-   * (rxm of libfabric 1.17 crashed in fi_trecv so). */
+   * not waited for. */
   if (c->aborted && c->inflight) return netx_fail_peer(x, c, "aborted");
   while (c->inbox && c->inbox->k == c->recv_k) {
     struct netx_msg *m = c->inbox;
-    if (c->aborted && m->type == NETX_RTS && c->rq_head) return netx_fail_peer(x, c, "aborted");
     struct collie__req *r = c->rq_head;
     if (x->sink && collie__slot_is_p2p(m->slot) && (r || (c->catching && !c->sated)) &&
         (!r || m->slot != r->slot || m->len != (uint64_t)r->len)) {
@@ -415,10 +424,8 @@ netx_rx(struct netx_xport *x, struct netx_chan *c)
       c->rdv_tail = b;
       continue;
     }
-    if (rc != COLLIE_SUCCESS) {
-      netx_bulk_unlink(x, b);
-      return netx_fail_peer(x, c, collie__err_msg());
-    }
+    if (rc != COLLIE_SUCCESS) return netx_rx_refused(x, c, b);
+    if (c->aborted) return netx_fail_peer(x, c, "aborted"); /* (the payload may never come) */
   }
   /* Gone, and still expected to send: a receive or a catch with nothing to take. */
   if (((c->aborted && (int32_t)(c->recv_k - c->abort_k) >= 0) ||
@@ -553,6 +560,7 @@ collie__netx_rx_done(struct collie__netdev_op *op, collie_result_t rc, size_t n)
     memcpy(c->why, b->mem + NETX_HDR, l);
     c->why[l] = '\0'; /* "": a plain collie_comm_abort */
     c->aborted = 1;
+    if (x->ops->gone) x->ops->gone(x->dev, c->peer);
     break;
   }
   default:

@@ -86,8 +86,12 @@ struct collie__netdev {
   int fd; /* the completion queue's wait descriptor, or -1 */
   int rank, size;
   fi_addr_t *addr; /* by comm rank; FI_ADDR_NOTAVAIL until connect */
-  int mr_local;    /* every buffer needs a descriptor */
-  size_t addrlen;  /* of this endpoint's address: every peer's is as long */
+  /* By comm rank: 1 once the transport said the peer aborted (gone). rxm
+   * of libfabric 1.17 crashed in fi_trecv directed at such a peer (1 in 12
+   * runs of mismatch_count_ofi_3), so none is posted. */
+  unsigned char *gone;
+  int mr_local;   /* every buffer needs a descriptor */
+  size_t addrlen; /* of this endpoint's address: every peer's is as long */
   uint64_t next_key;
   char desc[160];
 };
@@ -218,6 +222,7 @@ ofi_close(struct collie__netdev *d)
   if (d->fabric) fi_close(&d->fabric->fid);
   if (d->info) lib.freeinfo(d->info);
   free(d->addr);
+  free(d->gone);
   free(d);
 }
 
@@ -229,7 +234,9 @@ ofi_listen(const struct collie__netdev_cfg *cfg, struct collie__netdev **out, vo
   if (!ofi_available(cfg, why, sizeof(why), NULL))
     return collie__err(COLLIE_UNSUPPORTED, "ofi transport: %s", why);
   struct collie__netdev *d = calloc(1, sizeof(*d));
-  if (!d || !(d->addr = malloc((size_t)cfg->size * sizeof(*d->addr)))) {
+  if (!d || !(d->addr = malloc((size_t)cfg->size * sizeof(*d->addr))) ||
+      !(d->gone = calloc((size_t)cfg->size, 1))) {
+    if (d) free(d->addr);
     free(d);
     return collie__err(COLLIE_SYSTEM_ERROR, "ofi: out of memory opening an endpoint");
   }
@@ -368,6 +375,10 @@ ofi_trecv(struct collie__netdev *d, int peer, void *buf, size_t len, uint64_t ta
           struct collie__netdev_mr *mr, struct collie__netdev_op *op)
 {
   op->peer = peer;
+  if (d->gone[peer])
+    return collie__err(COLLIE_REMOTE_ERROR,
+                       "ofi (%s): rank %d aborted: no receive is directed at it any more", d->desc,
+                       peer);
   return ofi_posted(d, fi_trecv(d->ep, buf, len, ofi_desc(mr), d->addr[peer], tag, 0, op),
                     "a receive from", peer);
 }
@@ -404,6 +415,12 @@ static void
 ofi_cancel(struct collie__netdev *d, struct collie__netdev_op *op)
 {
   (void)fi_cancel(&d->ep->fid, op);
+}
+
+static void
+ofi_gone(struct collie__netdev *d, int peer)
+{
+  if (peer >= 0 && peer < d->size) d->gone[peer] = 1;
 }
 
 static collie_result_t
@@ -482,6 +499,7 @@ const struct collie__netdev_ops collie__ofi_netdev = {
     .trecv = ofi_trecv,
     .progress = ofi_progress,
     .cancel = ofi_cancel,
+    .gone = ofi_gone,
     .reg = ofi_reg,
     .dereg = ofi_dereg,
     .need_reg = ofi_need_reg,

@@ -66,8 +66,8 @@ ot_until(struct collie__netdev *a, struct collie__netdev *b, const int *flag, in
  * a receive posted for any source; tagged ones only in the receive of
  * their tag, whichever was posted first; registration (every buffer, as a
  * provider with FI_MR_LOCAL asks), a cancelled receive that never writes
- * its buffer, the wait descriptor, and a peer address of the wrong length
- * refused naming the rank. */
+ * its buffer, the wait descriptor, a peer address of the wrong length
+ * refused naming the rank, and receives directed at a peer said gone refused. */
 TEST_IMPL(ofi_netdev_pair)
 {
   const struct collie__netdev_ops *o = &collie__ofi_netdev;
@@ -152,6 +152,19 @@ TEST_IMPL(ofi_netdev_pair)
     }
     ASSERTF(r7.n == 1 && r7.rc == COLLIE_SUCCESS, "tag 7 after the wait descriptor: %d", r7.n);
   }
+
+  /* A peer the transport says aborted: receives directed at it are refused
+   * naming it (rxm crashed on them), untagged ones still work. */
+  o->gone(d1, 0);
+  struct ot_done r6 = {0}, s6 = {0}, ra = {0};
+  struct collie__netdev_op o6 = {.done = ot_done, .arg = &r6}, os6 = {.done = ot_done, .arg = &s6},
+                           oa = {.done = ot_done, .arg = &ra};
+  ASSERT_RC(COLLIE_REMOTE_ERROR, "rank 0 aborted", o->trecv(d1, 0, dst, 8, 6, md, &o6));
+  ASSERT(r6.n == 0);
+  OT_START(o->recv_any(d1, dst, N, md, &oa));
+  OT_START(o->send(d0, 1, src, 24, ms, &os6));
+  ASSERT(ot_until(d0, d1, &ra.n, 1) == 0 && ra.rc == COLLIE_SUCCESS && ra.len == 24);
+  ASSERT(ot_until(d0, d1, &s6.n, 1) == 0);
 
   o->dereg(d0, ms);
   o->dereg(d1, md);
