@@ -14,6 +14,7 @@
   XX(ofi_truncated_address_2, ofi_truncated_address, 2, "ofi", 30)                                 \
   XX(ofi_registration_fails_2, ofi_registration_fails, 2, "ofi", 30)                               \
   XX(ofi_registration_cache_2, ofi_registration_cache, 2, "ofi", 30)                               \
+  XX(ofi_stranger_messages_2, ofi_stranger_messages, 2, "ofi", 30)                                 \
   XX(xport_peer_aborts_ofi_2, tcp_peer_aborts, 2, "ofi", 30)                                       \
   XX(xport_abort_from_thread_ofi_2, tcp_abort_from_thread, 2, "ofi", 30)                           \
   XX(xport_failed_open_tells_why_ofi_3, tcp_failed_open_tells_why, 3, "ofi", 30)                   \

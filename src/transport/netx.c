@@ -478,11 +478,30 @@ netx_inbox(struct netx_chan *c, const struct netx_hdr *h, const char *payload)
 static collie_result_t
 netx_proto(struct netx_xport *x, struct netx_chan *c, const char *what)
 {
-  char who[160] = "a rank";
-  if (c) collie__netx_peer_name(x, c, who, sizeof(who));
+  char who[160];
+  collie__netx_peer_name(x, c, who, sizeof(who));
   return collie__netx_fail(
       x, collie__err(COLLIE_REMOTE_ERROR, "%s: %s broke the protocol: %s", x->ops->name, who, what),
       1);
+}
+
+/* A control message that no rank of this communicator can have sent: too
+ * short, of another protocol or version, of another communicator, or from
+ * a rank it does not have. Anyone who reaches the endpoint can send one
+ * (a connectionless device says nothing of who did), so it is dropped, not
+ * fatal: logged the first NETX_DROPS_LOGGED times. */
+#define NETX_DROPS_LOGGED 8
+static void
+netx_drop(struct netx_xport *x, const char *what, const struct netx_hdr *h)
+{
+  if (++x->dropped > NETX_DROPS_LOGGED) return;
+  if (h)
+    COLLIE_WARN("NET", "%s: dropped %s (from rank %d of communicator %llx)%s", x->ops->name, what,
+                (int)h->src, (unsigned long long)h->comm,
+                x->dropped == NETX_DROPS_LOGGED ? "; further ones are not logged" : "");
+  else
+    COLLIE_WARN("NET", "%s: dropped %s%s", x->ops->name, what,
+                x->dropped == NETX_DROPS_LOGGED ? "; further ones are not logged" : "");
 }
 
 void
@@ -497,19 +516,17 @@ collie__netx_rx_done(struct collie__netdev_op *op, collie_result_t rc, size_t n)
   struct netx_hdr h;
   struct netx_chan *c = NULL;
   if (n < NETX_HDR) {
-    netx_proto(x, NULL, "a control message shorter than a header");
+    netx_drop(x, "a control message shorter than a header", NULL);
     goto repost;
   }
   memcpy(&h, b->mem, NETX_HDR);
   if (h.magic != NETX_MAGIC || h.version != NETX_VERSION) {
-    netx_proto(x, NULL, "a control message of another protocol or version");
+    netx_drop(x, "a control message of another protocol or version", NULL);
     goto repost;
   }
   if (h.src < 0 || h.src >= x->size || x->chan_of[h.src] < 0 || h.comm != x->comm) {
-    /* Not ours: another communicator's endpoint reused the address, or a
-     * stranger. Dropped, and said. */
-    COLLIE_WARN("NET", "%s: dropped a control message from rank %d of communicator %llx",
-                x->ops->name, (int)h.src, (unsigned long long)h.comm);
+    /* Another communicator's endpoint reused the address, or a stranger. */
+    netx_drop(x, "a control message not of this communicator", &h);
     goto repost;
   }
   c = &x->chans[x->chan_of[h.src]];

@@ -296,6 +296,74 @@ TEST_IMPL(ofi_registration_fails)
   free(big);
 }
 
+/* Sends len bytes of msg from rank 1's endpoint to rank 0's, around rank
+ * 1's transport (which shares the endpoint): what a stranger that reached
+ * the endpoint, or a broken peer, would put into rank 0's control
+ * receives. Progresses the device until the send completed. */
+static void
+ot_raw_send(struct xfix *t, const void *msg, size_t len)
+{
+  struct netx_xport *nx = (struct netx_xport *)t->x;
+  const struct collie__netdev_ops *o = &collie__ofi_netdev;
+  struct ot_done sd = {0};
+  struct collie__netdev_op op = {.done = ot_done, .arg = &sd};
+  collie_result_t rc;
+  int64_t end = collie__now_ns() + 5000000000LL;
+  while ((rc = o->send(nx->dev, 0, msg, len, NULL, &op)) == COLLIE_NETDEV_AGAIN &&
+         collie__now_ns() < end)
+    (void)o->progress(nx->dev);
+  ASSERTF(rc == COLLIE_SUCCESS, "raw send: %s", collie__err_msg());
+  while (sd.n == 0 && collie__now_ns() < end) (void)o->progress(nx->dev);
+  ASSERTF(sd.n == 1 && sd.rc == COLLIE_SUCCESS, "raw send of %zu bytes: %d done", len, sd.n);
+}
+
+/* Control messages no rank of the communicator sent (too short, another
+ * protocol, another version, another communicator, a rank it does not
+ * have) are dropped and counted, and the transport goes on; a message in
+ * this communicator's name that breaks the protocol (a type it does not
+ * know) fails it, naming the rank it claims to come from. */
+TEST_IMPL(ofi_stranger_messages)
+{
+  struct xfix t;
+  xfix_meet(&t, &collie__ofi_ops, 0);
+  xfix_config(&t, "c1", "ofi", 5000);
+  xfix_open(&t);
+  struct netx_xport *nx = (struct netx_xport *)t.x;
+  char buf[64] = "";
+  uint64_t slot = collie__slot(COLLIE_KIND_BROADCAST, 1, 0);
+  if (t.rank == 1) {
+    struct netx_hdr ok = {
+        .magic = NETX_MAGIC, .version = NETX_VERSION, .type = NETX_BYE, .src = 1, .comm = nx->comm};
+    struct netx_hdr h[5] = {ok, ok, ok, ok, ok};
+    h[0].magic ^= 1;     /* another protocol */
+    h[1].version += 1;   /* another version */
+    h[2].comm ^= 0x5a5a; /* another communicator */
+    h[3].src = 7;        /* a rank it does not have */
+    h[4].src = -1;
+    ot_raw_send(&t, "too short", 9);
+    for (int i = 0; i < 5; i++) ot_raw_send(&t, &h[i], sizeof(h[i]));
+  }
+  xfix_barrier(&t, "sent");
+  snprintf(buf, sizeof(buf), "after the strangers");
+  xfix_pingpong_round(&t, 1 - t.rank, buf, sizeof(buf), slot, 0);
+  ASSERT(!strcmp(buf, "after the strangers"));
+  if (t.rank == 0) ASSERTF(nx->dropped == 6, "%u control messages dropped", nx->dropped);
+  xfix_barrier(&t, "dropped");
+  if (t.rank == 1) {
+    struct netx_hdr bad = {
+        .magic = NETX_MAGIC, .version = NETX_VERSION, .type = 99, .src = 1, .comm = nx->comm};
+    ot_raw_send(&t, &bad, sizeof(bad));
+  } else {
+    struct collie__req q;
+    xfix_post(&t, &q, 1, 0, buf, sizeof(buf), collie__slot(COLLIE_KIND_BROADCAST, 2, 0));
+    ASSERT_RC(COLLIE_REMOTE_ERROR, "broke the protocol: a control message of an unknown type",
+              xfix_wait_n(&t, &q, 1, 0, collie__deadline_after_ms(5000)));
+    ASSERT(strstr(collie_last_error(), "rank 1"));
+  }
+  xfix_barrier(&t, "end");
+  xfix_done(&t);
+}
+
 /* libfabric's device, counting registrations of each size. */
 static struct collie__netdev_ops ot_counting;
 static int ot_regs_of[3], ot_deregs_of[3]; /* 1 MiB, 256 KiB, other */
