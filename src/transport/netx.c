@@ -445,6 +445,28 @@ netx_rx(struct netx_xport *x, struct netx_chan *c)
   return COLLIE_SUCCESS;
 }
 
+/* An eager message that is the next of its channel, for the receive at the
+ * head of its queue (same slot and length), is copied straight into it
+ * from the control buffer: 1. Otherwise (anything ahead of it, no receive
+ * yet, a point-to-point message the net's matching may take, a mismatch
+ * to report) it goes through the inbox and netx_rx: 0. */
+static int
+netx_take_now(struct netx_xport *x, struct netx_chan *c, const struct netx_hdr *h,
+              const char *payload)
+{
+  struct collie__req *r = c->rq_head;
+  if (c->inbox || h->k != c->recv_k || !r || r->slot != h->slot || (uint64_t)r->len != h->len ||
+      (x->sink && collie__slot_is_p2p(h->slot)))
+    return 0;
+  if (h->len) memcpy(r->buf, payload, (size_t)h->len);
+  r->off = r->len;
+  c->rq_head = r->next;
+  if (!c->rq_head) c->rq_tail = NULL;
+  c->recv_k++;
+  netx_complete(x, r, COLLIE_SUCCESS);
+  return 1;
+}
+
 /* Puts a data header (and eager payload) into c's inbox, in k order. */
 static int
 netx_inbox(struct netx_chan *c, const struct netx_hdr *h, const char *payload)
@@ -562,6 +584,7 @@ collie__netx_rx_done(struct collie__netdev_op *op, collie_result_t rc, size_t n)
                           : "data before its hello");
       break;
     }
+    if (h.type == NETX_EAGER_MSG && netx_take_now(x, c, &h, b->mem + NETX_HDR)) break;
     if (netx_inbox(c, &h, b->mem + NETX_HDR) != 0)
       collie__netx_fail(
           x, collie__err(COLLIE_SYSTEM_ERROR, "%s: out of memory receiving", x->ops->name), 1);
