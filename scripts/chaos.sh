@@ -22,8 +22,8 @@
 # It prints one line per trial, then the detection times per fault kind, and
 # every failed trial with its seed (`--seeds S` replays it exactly).
 #
-#   sh scripts/chaos.sh [--build DIR] [-n RANKS | -n LO-HI] [--transport shm|tcp|mixed|ofi]
-#                       [--testbed 2,1,3]
+#   sh scripts/chaos.sh [--build DIR] [-n RANKS | -n LO-HI] [--transport shm|tcp|mixed|ofi|netofi]
+#                       [--testbed 2,1,3 [--net ofi]]
 #                       [--seeds "1 2 3" | --trials N] [--limit S] [--timeout-ms MS]
 #                       [--faults kill,term,stop,sockets,shmfull,cut]   (only these)
 #                       [--collide]
@@ -43,7 +43,7 @@ set -u
 if [ -z "${CHAOS_IN_NS:-}" ] && [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
   exec unshare -m env CHAOS_IN_NS=1 sh "$0" "$@"
 fi
-build=build nranks=3 transport=shm seeds="" trials=20 limit=2.0 tmo="" testbed="" faults="" collide=0
+build=build nranks=3 transport=shm seeds="" trials=20 limit=2.0 tmo="" testbed="" net="" faults="" collide=0
 while [ $# -gt 0 ]; do
   case $1 in
     --build) build=$2; shift 2 ;;
@@ -54,6 +54,7 @@ while [ $# -gt 0 ]; do
     --limit) limit=$2; shift 2 ;;
     --timeout-ms) tmo=$2; shift 2 ;;
     --testbed) testbed=$2; shift 2 ;;
+    --net) net=$2; shift 2 ;;
     --faults) faults=$2; shift 2 ;;
     --collide) collide=1; shift ;;
     *) echo "chaos.sh: unknown argument $1 (see the header of scripts/chaos.sh)" >&2; exit 2 ;;
@@ -81,6 +82,8 @@ case $tmo in *[!0-9]* | 0) bad "--timeout-ms '$tmo': expected milliseconds > 0" 
 case $limit in '' | *[!0-9.]* | *.*.* | .) bad "--limit '$limit': expected seconds" ;; esac
 case $seeds in *[!0-9[:space:]]*) bad "--seeds '$seeds': expected numbers" ;; esac
 [ "$transport" != testbed ] || bad "--transport testbed: use --testbed HOSTS"
+case $net in '' | ofi) ;; *) bad "--net '$net': expected ofi (the test bed's hosts then talk over libfabric)" ;; esac
+[ -z "$net" ] || [ -n "$testbed" ] || bad "--net ofi is for the test bed (--testbed HOSTS); elsewhere: --transport ofi or netofi"
 for k in $(echo "$faults" | tr ',' ' '); do
   case $k in kill | term | stop | sockets | shmfull | cut) ;; *) bad "--faults: '$k' is not kill, term, stop, sockets, shmfull or cut" ;; esac
 done
@@ -95,10 +98,11 @@ if [ -n "$testbed" ]; then
   lo=$nranks hi=$nranks
 fi
 case $transport in
-  testbed) ranks_env="COLLIE_TRANSPORT=auto CHAOS_TESTBED=1" ;;
+  testbed) ranks_env="COLLIE_TRANSPORT=auto CHAOS_TESTBED=1${net:+ COLLIE_NET=$net}" ;;
   shm | tcp | ofi) ranks_env="COLLIE_TRANSPORT=$transport" ;;
   mixed) ranks_env="COLLIE_TRANSPORT=auto CHAOS_MIXED=1" ;;
-  *) echo "chaos.sh: --transport $transport: expected shm, tcp, mixed or ofi" >&2; exit 2 ;;
+  netofi) ranks_env="COLLIE_TRANSPORT=auto COLLIE_NET=ofi CHAOS_MIXED=1" ;;
+  *) echo "chaos.sh: --transport $transport: expected shm, tcp, mixed, ofi or netofi" >&2; exit 2 ;;
 esac
 # The private tmpfs also keeps other jobs' segments out of the leftover check.
 shm_full=0

@@ -8,6 +8,7 @@
   XX(bootstrap_prefix_store, bootstrap_prefix_store, 0, "auto", 10)                                \
   XX(bootstrap_tcp_store_ranks_4, bootstrap_tcp_store_ranks, 4, "auto", 30)                        \
   XX(bootstrap_tcp_store_token, bootstrap_tcp_store_token, 0, "auto", 10)                          \
+  XX(bootstrap_exit_notes, bootstrap_exit_notes, 0, "auto", 15)                                    \
   XX(bootstrap_tcp_store_timeout, bootstrap_tcp_store_timeout, 0, "auto", 10)                      \
   XX(bootstrap_tcp_store_server_gone, bootstrap_tcp_store_server_gone, 0, "auto", 10)              \
   XX(bootstrap_tcp_store_threads, bootstrap_tcp_store_threads, 0, "auto", 10)                      \

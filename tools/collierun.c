@@ -86,7 +86,9 @@ static const char run_help[] =
     "and waits for all of them. collierun serves the job's rendezvous store at the store\n"
     "address itself (node 0's collierun, with --nnodes > 1), so the store outlives any rank:\n"
     "survivors of a rank 0 that died can shrink and go on (a --store given is served by\n"
-    "rank 0, or is a file store). If a rank exits non-zero or is killed by a signal, the\n"
+    "rank 0, or is a file store); node 0's collierun goes on serving it after its own ranks\n"
+    "end while other nodes' ranks are connected. If a rank exits non-zero or is killed by a\n"
+    "signal, collierun notes how it ended in the store (peers on other hosts read it), the\n"
     "other ranks are terminated (SIGTERM, then SIGKILL after the grace period) and collierun\n"
     "exits with that rank's status (its exit code, or 128+signal).\n"
     "\n"
@@ -1160,6 +1162,21 @@ run_find(struct run_job *j, pid_t pid)
   return NULL;
 }
 
+/* Notes in the job's store that rank ended with code, for its peers on other hosts: a network
+ * that does not tell them of a dead process (libfabric's reliable datagrams) leaves them
+ * waiting until their deadline otherwise. Best effort, within a second. */
+static void
+run_note_exit(struct run_job *j, int rank, int code)
+{
+  if (!j->store_url[0]) return;
+  int64_t deadline = run_now_ms() * 1000000 + 1000000000LL;
+  if (collie__store_note_exit(j->store_url, j->token, rank, (int)j->o.world_size, code, deadline) !=
+      COLLIE_SUCCESS)
+    run_msg("could not note rank %d's end in the store at %s (%s): its peers on other hosts "
+            "learn of it at their deadline",
+            rank, j->store_url, collie_last_error());
+}
+
 /* Handles the end of rank r with wait status st: the first failure while running decides the
  * exit code and stops the others. */
 static void
@@ -1172,6 +1189,7 @@ run_rank_ended(struct run_job *j, struct run_rank *r, int st)
     snprintf(how, sizeof(how), "exited with status %d", code);
   else
     snprintf(how, sizeof(how), "killed by signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
+  run_note_exit(j, r->rank, code);
   if (j->o.keep_going) { /* the others go on; the first failure decides the exit status */
     run_msg("rank %d (pid %d) %s; the other %d rank%s go on (--keep-going)", r->rank, (int)r->pid,
             how, j->nalive, run_plural(j->nalive));
@@ -1253,6 +1271,38 @@ run_on_timers(struct run_job *j)
     run_msg("%d rank%s still running %g s after being told to stop; sending SIGKILL", j->nalive,
             run_plural(j->nalive), j->o.grace_s);
     run_signal_all(j, SIGKILL);
+  }
+}
+
+/* Node 0's collierun serves the store for the whole job: once its own ranks have ended, it goes
+ * on serving while ranks of other nodes are connected (they read exit notes in it, meet in it
+ * to shrink), until they are gone, the --timeout passes, or a signal says stop. */
+static void
+run_linger(struct run_job *j)
+{
+  if (!j->store_server || j->o.nnodes < 2) return;
+  int64_t start = run_now_ms();
+  int said = 0;
+  for (;;) {
+    size_t left = collie__store_serve_clients(j->store_server);
+    int64_t now = run_now_ms();
+    if (left == 0 || (j->timeout_at && now >= j->timeout_at)) return;
+    if (!said && now - start >= 1000) {
+      run_msg("this node's ranks have ended; serving the store to %zu connection%s of other "
+              "nodes' ranks until they end",
+              left, left == 1 ? "" : "s");
+      said = 1;
+    }
+    struct pollfd p = {.fd = j->sigfd, .events = POLLIN};
+    if (poll(&p, 1, 100) > 0) {
+      struct signalfd_siginfo si;
+      while (read(j->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+        if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM || si.ssi_signo == SIGHUP) {
+          run_msg("stopping the store on signal %d", (int)si.ssi_signo);
+          return;
+        }
+      }
+    }
   }
 }
 
@@ -1414,6 +1464,7 @@ main(int argc, char **argv)
   if (j->sentinel_pid > 0)
     while (waitpid(j->sentinel_pid, NULL, 0) < 0 && errno == EINTR) {
     }
+  run_linger(j);
   collie__store_serve_stop(j->store_server);
   return j->exit_code;
 }

@@ -73,6 +73,9 @@ collie_result_t collie__store_user_open(const collie_store_callbacks_t *cb, coll
  * on base; closing the view drops it. */
 collie_result_t collie__store_prefix(collie__store_t *base, const char *prefix,
                                      collie__store_t **out);
+/* The store below every prefix view of s (s itself when it is none);
+ * borrowed: s's views hold it. */
+collie__store_t *collie__store_root(collie__store_t *s);
 /* Reference counting: retain adds one, release drops one and closes at zero. */
 void collie__store_retain(collie__store_t *s);
 void collie__store_release(collie__store_t *s);
@@ -98,6 +101,25 @@ collie__store_add(collie__store_t *s, const char *k, int64_t d, int64_t *out, in
 {
   return s->ops->add(s, k, d, out, dl);
 }
+
+/* ---- exit_note.c: how a rank of the job ended, for its peers ----
+ *
+ * A launcher that sees one of its ranks fail (collierun) notes it in the
+ * job's store, at the root (collie__store_root), under
+ * "collie/exit/<world rank>": a counter holding the rank's exit code + 1
+ * (its exit status, or 128 + the signal that killed it). A rank waiting
+ * for a peer on another host, whose network says nothing of a dead
+ * process (libfabric's reliable datagrams), reads the note. */
+
+/* Notes that world_rank ended with code (0..255). Errors as the store's add. */
+collie_result_t collie__exit_note_set(collie__store_t *root, int world_rank, int code,
+                                      int64_t deadline_ns);
+/* world_rank's note: 1 with *code set, 0 when there is none, -1 when the
+ * store did not answer by deadline_ns (the thread's error says why). */
+int collie__exit_note_get(collie__store_t *root, int world_rank, int *code, int64_t deadline_ns);
+/* "exit with status 3", "killed by signal 9 (Killed)" for a code (128 + n:
+ * signal n), to follow "saw it". */
+void collie__exit_note_describe(int code, char *buf, size_t len);
 
 /* ---- ring.c: the bootstrap ring ----
  *

@@ -55,6 +55,9 @@ collie_result_t collie__store_tcp_server_start(const char *url, const char *host
                                                struct collie__store_tcp_server **out, int *bound);
 /* Stops the thread, closes every connection (clients fail at once) and frees. */
 void collie__store_tcp_server_stop(struct collie__store_tcp_server *sv);
+/* How many connections that proved the token the server holds (as of its
+ * last look, at most a second old): the ranks still alive that use it. */
+size_t collie__store_tcp_server_clients(struct collie__store_tcp_server *sv);
 /* How long a connection may take to prove the token (default 10 s) and how
  * many may wait to at once (default 128; the oldest is dropped for a new
  * one), for servers started afterwards: tests shorten them. */

@@ -99,6 +99,13 @@ static const struct collie__store_ops prefix_ops = {.scheme = "prefix",
                                                     .close = prefix_close,
                                                     .del_prefix = prefix_del_prefix};
 
+collie__store_t *
+collie__store_root(collie__store_t *s)
+{
+  while (s && s->ops == &prefix_ops) s = ((struct prefix_store *)s)->inner;
+  return s;
+}
+
 collie_result_t
 collie__store_prefix(collie__store_t *base, const char *prefix, collie__store_t **out)
 {

@@ -100,6 +100,7 @@ struct collie__store_tcp_server {
   int64_t accept_rest_until; /* accept failed with EMFILE/ENFILE: listener rests */
   int64_t last_warn_ns;      /* refusals are logged at most once a second */
   size_t refused;            /* strangers dropped since the last log line */
+  size_t clients;            /* connections that proved the token, at the last sweep (atomic) */
 };
 
 static struct tcp_entry **
@@ -575,6 +576,15 @@ tcp_server_sweep(struct collie__store_tcp_server *sv)
     tcp_conn_free(c);
     sv->conns[i] = sv->conns[--sv->nconns];
   }
+  size_t authed = 0;
+  for (size_t i = 0; i < sv->nconns; i++) authed += sv->conns[i]->authed;
+  __atomic_store_n(&sv->clients, authed, __ATOMIC_RELEASE);
+}
+
+size_t
+collie__store_tcp_server_clients(struct collie__store_tcp_server *sv)
+{
+  return __atomic_load_n(&sv->clients, __ATOMIC_ACQUIRE);
 }
 
 static void *

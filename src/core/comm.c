@@ -553,6 +553,7 @@ collie__comm_create(const struct collie__params *params, const char *token, int6
         .size = size,
         .peers = c->peers,
         .store = c->store,
+        .job_store = collie__store_root(base),
         .token = c->token,
         .comm_hash = hash,
         .transport = c->transport,

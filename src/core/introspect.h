@@ -74,5 +74,13 @@ collie_result_t collie__store_serve(const char *url, const char *host, int port,
                                     struct collie__store_tcp_server **out);
 /* Stops it (clients' next calls fail at once); NULL is a no-op. */
 void collie__store_serve_stop(struct collie__store_tcp_server *server);
+/* The clients (ranks, launchers) connected to it now; 0 for NULL. */
+size_t collie__store_serve_clients(struct collie__store_tcp_server *server);
+/* collierun's note that world_rank of a job of world_size ranks ended with
+ * code (exit status, or 128 + signal), written into the job's store at url
+ * (proving token) before deadline_ns, for peers that wait for it on other
+ * hosts (bootstrap.h, "exit notes"). Errors: the store's. */
+collie_result_t collie__store_note_exit(const char *url, const char *token, int world_rank,
+                                        int world_size, int code, int64_t deadline_ns);
 
 #endif /* COLLIE_CORE_INTROSPECT_H */

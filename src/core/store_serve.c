@@ -22,3 +22,22 @@ collie__store_serve_stop(struct collie__store_tcp_server *server)
 {
   if (server) collie__store_tcp_server_stop(server);
 }
+
+size_t
+collie__store_serve_clients(struct collie__store_tcp_server *server)
+{
+  return server ? collie__store_tcp_server_clients(server) : 0;
+}
+
+collie_result_t
+collie__store_note_exit(const char *url, const char *token, int world_rank, int world_size,
+                        int code, int64_t deadline_ns)
+{
+  collie__store_t *s = NULL;
+  collie_result_t rc =
+      collie__store_open_serving(url, world_rank, world_size, token, 0, deadline_ns, &s);
+  if (rc != COLLIE_SUCCESS) return rc;
+  rc = collie__exit_note_set(s, world_rank, code, deadline_ns);
+  collie__store_release(s);
+  return rc;
+}

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bootstrap/bootstrap.h"
 #include "transport/netx_int.h"
 #include "util/util.h"
 
@@ -649,15 +650,47 @@ netx_leave(struct netx_xport *x)
   atomic_store(&x->owner, 0);
 }
 
+/* A peer on another host that its launcher noted as ended (collierun,
+ * through the job's store), among those this rank expects something of,
+ * fails the transport naming it and how it ended. Read every NETX_NOTE_NS
+ * of waiting, after the first: two store round trips a second. */
+#define NETX_NOTE_NS (500 * 1000000LL)
+static collie_result_t
+netx_notes(struct netx_xport *x, int64_t now)
+{
+  int first = x->next_note == 0;
+  x->next_note = now + NETX_NOTE_NS;
+  if (first) return COLLIE_SUCCESS;
+  for (int i = 0; i < x->nchan; i++) {
+    struct netx_chan *c = &x->chans[i];
+    if (c->near || !netx_expects(c)) continue;
+    int code = 0, got = collie__exit_note_get(x->job_store, c->world_rank, &code,
+                                              collie__deadline_after_ms(100));
+    if (got < 0) break; /* the store did not answer: the deadline still holds */
+    if (got == 0) continue;
+    char how[96], what[160];
+    collie__exit_note_describe(code, how, sizeof(how));
+    collie__fmt(what, sizeof(what), "died (its launcher saw it %s) while this rank waited for it",
+                how);
+    return netx_fail_peer(x, c, what);
+  }
+  return COLLIE_SUCCESS;
+}
+
 /* A peer of this host whose process is gone, among those c expects
  * something of, fails the transport naming it. Looked at every
  * NETX_WATCH_NS of a wait: a message from a dead process never comes, and
- * libfabric's sockets providers do not say so (rxm retries the connection). */
+ * libfabric's sockets providers do not say so (rxm retries the connection).
+ * Peers on other hosts: their launchers' notes (netx_notes). */
 #define NETX_WATCH_NS (100 * 1000000LL)
 static collie_result_t
 netx_watch(struct netx_xport *x)
 {
   int64_t now = collie__now_coarse_ns();
+  if (x->job_store && now >= x->next_note) {
+    collie_result_t rc = netx_notes(x, now);
+    if (rc != COLLIE_SUCCESS) return rc;
+  }
   if (now < x->next_watch) return COLLIE_SUCCESS;
   int first = x->next_watch == 0; /* a wait's first call: look from the next round on */
   x->next_watch = now + NETX_WATCH_NS;
@@ -925,6 +958,7 @@ collie__netx_free(struct netx_xport *x)
   free(x->arena);
   free(x->chans);
   free(x->chan_of);
+  if (x->job_store) collie__store_release(x->job_store);
   free(x);
 }
 

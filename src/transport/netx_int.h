@@ -152,6 +152,10 @@ struct netx_xport {
   atomic_int owner;
   int told;           /* the peers were told of our abort */
   int64_t next_watch; /* when waits next look at the peers' processes */
+  /* The job's store (retained), where a launcher notes a rank's end, and
+   * when waits next read the notes of peers on other hosts; or NULL. */
+  struct collie__store *job_store;
+  int64_t next_note;
   /* Control buffers: receives posted, sends free or in flight. */
   char *arena; /* (NETX_RX_BUFS + NETX_TX_BUFS) x NETX_CTRL */
   struct collie__netdev_mr *arena_mr;

@@ -176,6 +176,7 @@ netx_setup(const struct collie__net_cfg *cfg, const int *peers, int npeers, stru
   x->sink = cfg->sink;
   x->failed = COLLIE_SUCCESS;
   x->token = cfg->token;
+  if ((x->job_store = cfg->job_store) != NULL) collie__store_retain(x->job_store);
   if (cfg->token && strlen(cfg->token) > NETX_TOKEN_MAX)
     return collie__err(COLLIE_INVALID_ARGUMENT, "%s: the job token is longer than %d bytes",
                        x->ops->name, NETX_TOKEN_MAX);

@@ -186,19 +186,22 @@ struct collie__net_cfg {
   int rank, size;
   const struct collie__peer *peers; /* size entries, indexed by comm rank */
   struct collie__store *store;      /* prefixed for this comm; setup only */
-  const char *token;                /* job token: connections must prove it */
-  uint64_t comm_hash;               /* unique per communicator within the job */
-  const char *transport;            /* "auto" or one transport's name (only it is used) */
-  const char *net;                  /* under auto, the transport between hosts: "tcp" or "ofi" */
-  const char *ifname;               /* COLLIE_SOCKET_IFNAME or NULL */
-  int spin;                         /* polls before sleeping in wait (0: sleep at once) */
-  size_t cma_min;                   /* shm: single-copy (CMA) from this many bytes; 0: never */
-  size_t shm_bytes;                 /* shm: segment budget per local rank; 0: the default */
-  size_t unexpected_bytes;          /* buffer for unexpected send/recv messages (match.c) */
-  int tcp_reuse;                    /* tcp: keep clean connections for later communicators */
-  const char *ofi_library;          /* ofi: the libfabric to open, or NULL: libfabric.so.1 */
-  int ofi_mr_all;                   /* ofi: register every buffer, whatever the provider asks */
-  int64_t deadline_ns;              /* setup deadline */
+  /* The job's root store (collie__store_root), or NULL: where a launcher
+   * notes a rank's end (bootstrap.h, exit notes); a transport may keep it. */
+  struct collie__store *job_store;
+  const char *token;       /* job token: connections must prove it */
+  uint64_t comm_hash;      /* unique per communicator within the job */
+  const char *transport;   /* "auto" or one transport's name (only it is used) */
+  const char *net;         /* under auto, the transport between hosts: "tcp" or "ofi" */
+  const char *ifname;      /* COLLIE_SOCKET_IFNAME or NULL */
+  int spin;                /* polls before sleeping in wait (0: sleep at once) */
+  size_t cma_min;          /* shm: single-copy (CMA) from this many bytes; 0: never */
+  size_t shm_bytes;        /* shm: segment budget per local rank; 0: the default */
+  size_t unexpected_bytes; /* buffer for unexpected send/recv messages (match.c) */
+  int tcp_reuse;           /* tcp: keep clean connections for later communicators */
+  const char *ofi_library; /* ofi: the libfabric to open, or NULL: libfabric.so.1 */
+  int ofi_mr_all;          /* ofi: register every buffer, whatever the provider asks */
+  int64_t deadline_ns;     /* setup deadline */
   /* With the bootstrap ring (bootstrap/bootstrap.h): every rank's listen
    * address, size x COLLIE_RING_ADDR_LEN bytes ("host:port"), and this
    * rank's listening socket, which tcp takes (dup) instead of listening and

@@ -11,6 +11,7 @@
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/store_int.h"
 #include "bootstrap/tcp_store_proto.h"
+#include "core/introspect.h"
 #include "bootstrap_test.h"
 #include "runner.h"
 #include "util/util.h"
@@ -91,6 +92,62 @@ TEST_IMPL(bootstrap_tcp_store_token)
   ASSERT(c == 5);
   collie__store_release(c1);
   collie__store_release(srv);
+}
+
+/* Waits up to 3 s for the server to count want clients; returns the last count. */
+static size_t
+exit_notes_clients(struct collie__store_tcp_server *sv, size_t want)
+{
+  int64_t end = collie__now_ns() + 3000000000LL;
+  size_t n;
+  while ((n = collie__store_serve_clients(sv)) != want && collie__now_ns() < end)
+    collie__sleep_ns(20000000);
+  return n;
+}
+
+/* A launcher's exit notes (collierun's path, collie__store_note_exit) read
+ * by a rank through the root below its prefix views; the served store
+ * counts the clients connected to it (what keeps node 0's collierun
+ * serving). */
+TEST_IMPL(bootstrap_exit_notes)
+{
+  int port = tcp_free_port();
+  char url[64];
+  snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", port);
+  struct collie__store_tcp_server *sv = NULL;
+  ASSERT_OK(collie__store_serve(url, "127.0.0.1", port, "tok", &sv));
+  ASSERT(collie__store_serve_clients(NULL) == 0);
+  int64_t dl = collie__deadline_after_ms(3000);
+  collie__store_t *c = NULL, *view = NULL, *inner = NULL;
+  ASSERT_OK(collie__store_open_serving(url, 1, 8, "tok", 0, dl, &c));
+  ASSERT_OK(collie__store_prefix(c, "w1", &view));
+  ASSERT_OK(collie__store_prefix(view, "split3", &inner));
+  ASSERT(collie__store_root(inner) == c && collie__store_root(view) == c &&
+         collie__store_root(c) == c);
+  ASSERTF(exit_notes_clients(sv, 1) == 1, "%zu clients, 1 expected",
+          collie__store_serve_clients(sv));
+  int code = -1;
+  ASSERT(collie__exit_note_get(collie__store_root(inner), 5, &code, dl) == 0 && code == -1);
+  ASSERT_OK(collie__store_note_exit(url, "tok", 5, 8, 128 + 9, dl));
+  ASSERT_OK(collie__store_note_exit(url, "tok", 6, 8, 3, dl));
+  ASSERT(collie__exit_note_get(collie__store_root(inner), 5, &code, dl) == 1 && code == 137);
+  char how[96];
+  collie__exit_note_describe(code, how, sizeof(how));
+  ASSERTF(!strcmp(how, "killed by signal 9 (Killed)"), "%s", how);
+  ASSERT(collie__exit_note_get(c, 6, &code, dl) == 1 && code == 3);
+  collie__exit_note_describe(code, how, sizeof(how));
+  ASSERTF(!strcmp(how, "exit with status 3"), "%s", how);
+  ASSERT(collie__exit_note_get(c, 7, &code, dl) == 0);
+  /* Not in a prefix view: a note read through one is not there. */
+  ASSERT(collie__exit_note_get(view, 5, &code, dl) == 0);
+  ASSERT_RC(COLLIE_INVALID_ARGUMENT, "code 300", collie__exit_note_set(c, 5, 300, dl));
+  ASSERT_RC(COLLIE_REMOTE_ERROR, "token", collie__store_note_exit(url, "other", 5, 8, 1, dl));
+  collie__store_release(inner);
+  collie__store_release(view);
+  collie__store_release(c);
+  ASSERTF(exit_notes_clients(sv, 0) == 0, "%zu clients after every one closed",
+          collie__store_serve_clients(sv));
+  collie__store_serve_stop(sv);
 }
 
 TEST_IMPL(bootstrap_tcp_store_timeout)
