@@ -87,7 +87,7 @@ static const char run_help[] =
     "address itself (node 0's collierun, with --nnodes > 1), so the store outlives any rank:\n"
     "survivors of a rank 0 that died can shrink and go on (a --store given is served by\n"
     "rank 0, or is a file store); node 0's collierun goes on serving it after its own ranks\n"
-    "end while other nodes' ranks are connected. If a rank exits non-zero or is killed by a\n"
+    "end while other nodes' ranks use it. If a rank exits non-zero or is killed by a\n"
     "signal, collierun notes how it ended in the store (peers on other hosts read it), the\n"
     "other ranks are terminated (SIGTERM, then SIGKILL after the grace period) and collierun\n"
     "exits with that rank's status (its exit code, or 128+signal).\n"
@@ -1274,9 +1274,13 @@ run_on_timers(struct run_job *j)
   }
 }
 
-/* Node 0's collierun serves the store for the whole job: once its own ranks have ended, it goes
- * on serving while ranks of other nodes are connected (they read exit notes in it, meet in it
- * to shrink), until they are gone, the --timeout passes, or a signal says stop. */
+/* How long node 0's collierun goes on serving the store with no request coming. */
+#define RUN_LINGER_IDLE_MS 2000
+
+/* Node 0's collierun serves the store: once its own ranks have ended, it goes on serving while
+ * ranks of other nodes use it (they read exit notes in it, meet in it to shrink), until none is
+ * connected, none has asked anything for RUN_LINGER_IDLE_MS (a cut link leaves its connections
+ * open but silent), the --timeout passes, or a signal says stop. */
 static void
 run_linger(struct run_job *j)
 {
@@ -1286,10 +1290,13 @@ run_linger(struct run_job *j)
   for (;;) {
     size_t left = collie__store_serve_clients(j->store_server);
     int64_t now = run_now_ms();
-    if (left == 0 || (j->timeout_at && now >= j->timeout_at)) return;
+    int64_t last = collie__store_serve_last_request(j->store_server) / 1000000;
+    if (last < start) last = start;
+    if (left == 0 || now - last >= RUN_LINGER_IDLE_MS || (j->timeout_at && now >= j->timeout_at))
+      return;
     if (!said && now - start >= 1000) {
       run_msg("this node's ranks have ended; serving the store to %zu connection%s of other "
-              "nodes' ranks until they end",
+              "nodes' ranks while they use it",
               left, left == 1 ? "" : "s");
       said = 1;
     }

@@ -58,6 +58,8 @@ void collie__store_tcp_server_stop(struct collie__store_tcp_server *sv);
 /* How many connections that proved the token the server holds (as of its
  * last look, at most a second old): the ranks still alive that use it. */
 size_t collie__store_tcp_server_clients(struct collie__store_tcp_server *sv);
+/* When it last handled a request (monotonic ns, collie__now_ns), or 0. */
+int64_t collie__store_tcp_server_last_request(struct collie__store_tcp_server *sv);
 /* How long a connection may take to prove the token (default 10 s) and how
  * many may wait to at once (default 128; the oldest is dropped for a new
  * one), for servers started afterwards: tests shorten them. */

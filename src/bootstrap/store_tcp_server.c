@@ -101,6 +101,7 @@ struct collie__store_tcp_server {
   int64_t last_warn_ns;      /* refusals are logged at most once a second */
   size_t refused;            /* strangers dropped since the last log line */
   size_t clients;            /* connections that proved the token, at the last sweep (atomic) */
+  int64_t last_request_ns;   /* monotonic time of the last frame handled (atomic) */
 };
 
 static struct tcp_entry **
@@ -252,6 +253,7 @@ tcp_handle_frame(struct collie__store_tcp_server *sv, struct tcp_conn *c)
   const unsigned char *val = c->val;
   char msg[COLLIE_STORE_MAX_ERRTEXT];
 
+  __atomic_store_n(&sv->last_request_ns, collie__now_ns(), __ATOMIC_RELEASE);
   if (h->op == COLLIE_STORE_OP_HELLO) {
     if (h->version != COLLIE_STORE_PROTO_VERSION) {
       snprintf(msg, sizeof(msg), "the server speaks store protocol version %d, the client %u",
@@ -585,6 +587,12 @@ size_t
 collie__store_tcp_server_clients(struct collie__store_tcp_server *sv)
 {
   return __atomic_load_n(&sv->clients, __ATOMIC_ACQUIRE);
+}
+
+int64_t
+collie__store_tcp_server_last_request(struct collie__store_tcp_server *sv)
+{
+  return __atomic_load_n(&sv->last_request_ns, __ATOMIC_ACQUIRE);
 }
 
 static void *

@@ -76,6 +76,8 @@ collie_result_t collie__store_serve(const char *url, const char *host, int port,
 void collie__store_serve_stop(struct collie__store_tcp_server *server);
 /* The clients (ranks, launchers) connected to it now; 0 for NULL. */
 size_t collie__store_serve_clients(struct collie__store_tcp_server *server);
+/* When it last handled a request (monotonic ns), or 0 (none, or NULL). */
+int64_t collie__store_serve_last_request(struct collie__store_tcp_server *server);
 /* collierun's note that world_rank of a job of world_size ranks ended with
  * code (exit status, or 128 + signal), written into the job's store at url
  * (proving token) before deadline_ns, for peers that wait for it on other

@@ -29,6 +29,12 @@ collie__store_serve_clients(struct collie__store_tcp_server *server)
   return server ? collie__store_tcp_server_clients(server) : 0;
 }
 
+int64_t
+collie__store_serve_last_request(struct collie__store_tcp_server *server)
+{
+  return server ? collie__store_tcp_server_last_request(server) : 0;
+}
+
 collie_result_t
 collie__store_note_exit(const char *url, const char *token, int world_rank, int world_size,
                         int code, int64_t deadline_ns)
