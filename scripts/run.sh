@@ -256,6 +256,10 @@ case "$what" in
     sh scripts/check_exports.sh build/libcollie.so
     sh scripts/check_nccl_symbols.sh build/nccl/libcollie-nccl.so
     sh scripts/check_layers.sh
+    # The docs: no orphan page, no dead link or anchor, no developer's path
+    # or mirror host in the repository (the checker's self-test first).
+    python3 scripts/check_docs.py --self-test
+    python3 scripts/check_docs.py
     sh scripts/check_install.sh build
     lap "build + checks"
     # Memory errors and leaks in the rank processes: valgrind follows the forked
