@@ -476,6 +476,8 @@ COLLIE_API collie_result_t collie_window_fence(collie_window_t *win);
 /* Collective: a fence, then the window's resources go. */
 COLLIE_API collie_result_t collie_window_free(collie_window_t *win);
 
+/* ---- Barrier and persistent collectives ----------------------------------------------- */
+
 /* Returns once every rank of comm has entered the barrier. */
 COLLIE_API collie_result_t collie_barrier(collie_comm_t *comm, const collie_opts_t *opts,
                                           collie_work_t **work);

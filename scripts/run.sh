@@ -260,6 +260,7 @@ case "$what" in
     # or mirror host in the repository (the checker's self-test first).
     python3 scripts/check_docs.py --self-test
     python3 scripts/check_docs.py
+    python3 scripts/gen_api_doc.py --check # docs/api.md is what include/collie.h says
     sh scripts/check_install.sh build
     lap "build + checks"
     # Memory errors and leaks in the rank processes: valgrind follows the forked
