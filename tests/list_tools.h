@@ -23,6 +23,7 @@
   XX(collierun_not_found, collierun_not_found, 0, "auto", 20)                                      \
   XX(collierun_help, collierun_help, 0, "auto", 20)                                                \
   XX(docs_env_complete, docs_env_complete, 0, "auto", 20)                                          \
+  XX(docs_tool_options, docs_tool_options, 0, "auto", 20)                                          \
   XX(collierun_real_job, collierun_real_job, 0, "auto", 60)                                        \
   XX(flight_ring_wraparound, flight_ring_wraparound, 0, "auto", 10)                                \
   XX(flight_ring_capacity_not_pow2, flight_ring_capacity_not_pow2, 0, "auto", 10)                  \
