@@ -104,6 +104,13 @@ def check(root):
         for p in md:
             if p.startswith("docs/") and p.count("/") == 1 and p != "docs/index.md" and p not in on_index:
                 problems.append("%s:1: not linked from docs/index.md (an orphan page)" % p)
+    # Each page says first whom it is for and what it answers.
+    for p in md:
+        if p.startswith("docs/") and p.count("/") == 1 and p != "docs/index.md":
+            with open(os.path.join(root, p), encoding="utf-8") as f:
+                head = f.read().split("\n", 3)
+            if len(head) < 3 or not head[2].startswith("> For "):
+                problems.append("%s:3: does not start with whom it is for (\"> For ...: what it answers\")" % p)
     if os.path.exists(os.path.join(root, "README.md")) and \
             "docs/index.md" not in {t.split("#")[0] for _, t in links(os.path.join(root, "README.md"))}:
         problems.append("README.md:1: does not link to docs/index.md")
@@ -155,12 +162,12 @@ def self_test():
     clean = {
         "README.md": "# x\n\nSee [the docs](docs/index.md) and [a page](docs/a.md#a-title).\n",
         "docs/index.md": "# Index\n\n[a](a.md), [b](b.md#second-part-x), [web](https://example.com/x)\n",
-        "docs/a.md": "# A title\n\n```\n[not a link](nowhere.md)\n```\nBack to [the index](index.md).\n",
-        "docs/b.md": "# B\n\n## Second part: `x`\n\nThe [README](../README.md#x).\n",
+        "docs/a.md": "# A title\n\n> For tests: a.\n\n```\n[not a link](nowhere.md)\n```\nBack to [the index](index.md).\n",
+        "docs/b.md": "# B\n\n> For tests: b.\n\n## Second part: `x`\n\nThe [README](../README.md#x).\n",
         "scripts/s.sh": "echo fine\n",
     }
     bad = dict(clean)
-    bad["docs/orphan.md"] = "# Nobody links here\n"
+    bad["docs/orphan.md"] = "# Nobody links here\n\nNo line saying whom it is for.\n"
     bad["docs/a.md"] = clean["docs/a.md"] + "A [dead one](gone.md) and [an anchor](b.md#no-such).\n"
     bad["scripts/s.sh"] = "cd /work/main/build\n"
     bad["docs/b.md"] = clean["docs/b.md"] + "apt from http://deb.debian.org/debian\n"
@@ -169,9 +176,9 @@ def self_test():
         print("check_docs self-test: the clean tree was refused: %s" % ok)
         return 1
     got = "\n".join(check(tree(bad)))
-    want = ["docs/orphan.md:1: not linked from docs/index.md", "docs/a.md:7: dead link gone.md",
-            "docs/a.md:7: dead link b.md#no-such (no heading #no-such", "scripts/s.sh:1: a path of a developer's",
-            "docs/b.md:6: a package mirror's host: deb.debian.org"]
+    want = ["docs/orphan.md:1: not linked from docs/index.md", "docs/a.md:9: dead link gone.md",
+            "docs/a.md:9: dead link b.md#no-such (no heading #no-such", "scripts/s.sh:1: a path of a developer's",
+            "docs/b.md:8: a package mirror's host: deb.debian.org", "docs/orphan.md:3: does not start with whom"]
     missing = [w for w in want if w not in got]
     if missing:
         print("check_docs self-test: not reported: %s\n(reported:\n%s)" % (missing, got))

@@ -145,8 +145,8 @@ def parse(lines):
 
 def render(sections):
     out = ["# C API reference", "",
-           "For C and C++ programmers: every function, type and constant of "
-           "`include/collie.h`, with what the header says of it, section by section. "
+           "> For C and C++ programmers: every function, type and constant of "
+           "`include/collie.h`, with what the header says of it, section by section.", "",
            "Made from the header by `scripts/gen_api_doc.py` (do not edit by hand: "
            "`scripts/check_docs.py` fails in CI when this page and the header differ). "
            "Errors are `collie_result_t` codes; `collie_last_error()` gives the message "
