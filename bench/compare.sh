@@ -26,9 +26,11 @@
 # pair (COMPARE_NS0/1 below, 192.168.78.0/24), which it creates and removes
 # (trap on every exit, signals included; root only): 2 ranks, one per
 # namespace; collie as two collierun "nodes", MPICH through
-# bench/netns_wrap.sh, tcp_pingpong as client and server. Open MPI cannot
-# (its ranks cannot reach mpirun's PMIx server from another namespace) and
-# Gloo cannot (gloo_perf.py spawns both ranks itself, in one namespace).
+# bench/netns_wrap.sh, tcp_pingpong as client and server. Open MPI is left
+# out here: its ranks reach mpirun's PMIx server only when mpirun runs in
+# the first namespace with PMIX_MCA_ptl_tcp_if_include=eth0, as
+# bench/ofi_compare.sh does it on the test bed; Gloo cannot (gloo_perf.py
+# spawns both ranks itself, in one namespace).
 #
 # Noise is the enemy here, so by default the libraries take turns at
 # each size (the ratios of one row are measured within seconds of each
