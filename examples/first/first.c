@@ -1,7 +1,9 @@
 #include <collie.h>
 #include <stdio.h>
 
-int main(void) {
+int
+main(void)
+{
   collie_comm_t *comm;
   if (collie_comm_init(&comm) != COLLIE_SUCCESS) { /* the job collierun started */
     fprintf(stderr, "init: %s\n", collie_last_error());
