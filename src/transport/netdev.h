@@ -79,6 +79,11 @@ struct collie__netdev_ops {
   collie_result_t (*connect)(struct collie__netdev *d, int peer, const void *addr, size_t addrlen);
   collie_result_t (*send)(struct collie__netdev *d, int peer, const void *buf, size_t len,
                           struct collie__netdev_mr *mr, struct collie__netdev_op *op);
+  /* Sends len bytes (at most inject_max(d)) untagged to peer without a
+   * completion: buf may be reused at return. A failure shows at a later
+   * progress, as the device's failure. NULL: the device has none. */
+  collie_result_t (*inject)(struct collie__netdev *d, int peer, const void *buf, size_t len);
+  size_t (*inject_max)(const struct collie__netdev *d);
   collie_result_t (*recv_any)(struct collie__netdev *d, void *buf, size_t len,
                               struct collie__netdev_mr *mr, struct collie__netdev_op *op);
   collie_result_t (*tsend)(struct collie__netdev *d, int peer, const void *buf, size_t len,

@@ -152,6 +152,11 @@ collie__netx_ctrl(struct netx_xport *x, struct netx_chan *c, int type, uint32_t 
   memcpy(b->mem, &h, NETX_HDR);
   if (inl) memcpy(b->mem + NETX_HDR, buf, inl);
   b->op.peer = c->peer;
+  /* A data header goes without a completion (b stays free): a completion
+   * per message cost ~2 us of a 14 us exchange. BYE and ABORT keep theirs:
+   * close waits for them to be out before the endpoint goes. */
+  if ((type == NETX_EAGER_MSG || type == NETX_RTS) && NETX_HDR + inl <= x->inject_max)
+    return x->ops->inject(x->dev, c->peer, b->mem, NETX_HDR + inl);
   collie_result_t rc = x->ops->send(x->dev, c->peer, b->mem, NETX_HDR + inl, x->arena_mr, &b->op);
   if (rc != COLLIE_SUCCESS) return rc;
   x->tx_free = b->next_free;

@@ -165,7 +165,8 @@ struct netx_xport {
   struct netx_bulk *bulk_live, *bulk_free;
   const char *token;
   int need_reg;
-  unsigned dropped;              /* control messages dropped as a stranger's (netx_drop) */
+  size_t inject_max; /* control messages up to this size go without a completion (0: none) */
+  unsigned dropped;  /* control messages dropped as a stranger's (netx_drop) */
   struct netx_mrc mrc[NETX_MRC]; /* netx_mr.c */
   int nmrc;
   uint64_t mrc_clock;

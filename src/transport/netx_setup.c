@@ -216,6 +216,7 @@ netx_setup(const struct collie__net_cfg *cfg, const int *peers, int npeers, stru
   pub[plen] = '\0';
   memmove(pub + plen + 1, pub + NETX_PROV_MAX + 1, addrlen);
   x->need_reg = x->ops->need_reg(x->dev);
+  x->inject_max = x->ops->inject ? x->ops->inject_max(x->dev) : 0;
   size_t arena_len = (size_t)(NETX_RX_BUFS + NETX_TX_BUFS) * NETX_CTRL;
   if (x->need_reg &&
       (rc = x->ops->reg(x->dev, x->arena, arena_len, &x->arena_mr)) != COLLIE_SUCCESS)

@@ -354,6 +354,18 @@ ofi_send(struct collie__netdev *d, int peer, const void *buf, size_t len,
 }
 
 static collie_result_t
+ofi_inject(struct collie__netdev *d, int peer, const void *buf, size_t len)
+{
+  return ofi_posted(d, fi_inject(d->ep, buf, len, d->addr[peer]), "a send to", peer);
+}
+
+static size_t
+ofi_inject_max(const struct collie__netdev *d)
+{
+  return d->info->tx_attr->inject_size;
+}
+
+static collie_result_t
 ofi_recv_any(struct collie__netdev *d, void *buf, size_t len, struct collie__netdev_mr *mr,
              struct collie__netdev_op *op)
 {
@@ -400,7 +412,10 @@ ofi_progress(struct collie__netdev *d)
       collie_result_t rc =
           collie__err(COLLIE_REMOTE_ERROR, "ofi (%s): %s%s%s", d->desc, lib.strerror(ee.err),
                       pe && *pe ? ": " : "", pe && *pe ? pe : "");
-      if (op) op->done(op, rc, 0);
+      if (op)
+        op->done(op, rc, 0);
+      else /* an injected send (no context): the device's failure */
+        return rc;
       continue;
     }
     if (n < 0) return ofi_err(COLLIE_SYSTEM_ERROR, d, "fi_cq_read", (int)n);
@@ -494,6 +509,8 @@ const struct collie__netdev_ops collie__ofi_netdev = {
     .listen = ofi_listen,
     .connect = ofi_connect,
     .send = ofi_send,
+    .inject = ofi_inject,
+    .inject_max = ofi_inject_max,
     .recv_any = ofi_recv_any,
     .tsend = ofi_tsend,
     .trecv = ofi_trecv,

@@ -67,7 +67,8 @@ ot_until(struct collie__netdev *a, struct collie__netdev *b, const int *flag, in
  * their tag, whichever was posted first; registration (every buffer, as a
  * provider with FI_MR_LOCAL asks), a cancelled receive that never writes
  * its buffer, the wait descriptor, a peer address of the wrong length
- * refused naming the rank, and receives directed at a peer said gone refused. */
+ * refused naming the rank, an injected message, and receives directed at a
+ * peer said gone refused. */
 TEST_IMPL(ofi_netdev_pair)
 {
   const struct collie__netdev_ops *o = &collie__ofi_netdev;
@@ -152,6 +153,21 @@ TEST_IMPL(ofi_netdev_pair)
     }
     ASSERTF(r7.n == 1 && r7.rc == COLLIE_SUCCESS, "tag 7 after the wait descriptor: %d", r7.n);
   }
+
+  /* An injected message (no completion of its own) lands in a receive for
+   * any source like a sent one; the buffer may change at once. */
+  ASSERT(o->inject_max(d0) >= 64);
+  memset(dst, 0, N);
+  struct ot_done ri = {0};
+  struct collie__netdev_op oi = {.done = ot_done, .arg = &ri};
+  char small[64];
+  memcpy(small, src, sizeof(small));
+  OT_START(o->recv_any(d1, dst, N, md, &oi));
+  OT_START(o->inject(d0, 1, small, sizeof(small)));
+  memset(small, 0, sizeof(small));
+  ASSERT(ot_until(d0, d1, &ri.n, 1) == 0);
+  ASSERTF(ri.rc == COLLIE_SUCCESS && ri.len == sizeof(small) && !memcmp(dst, src, sizeof(small)),
+          "injected: rc %d, %zu bytes", ri.rc, ri.len);
 
   /* A peer the transport says aborted: receives directed at it are refused
    * naming it (rxm crashed on them), untagged ones still work. */
