@@ -10,10 +10,12 @@ git checkout):
     to docs/index.md (no orphan page);
   - every relative link of every Markdown file reaches a file that exists,
     and its #anchor, if any, a heading of that file (GitHub's anchors);
-  - no path of a developer's machine (/work/..., /home/<user>/,
-    /Users/<user>/, /root/) and no package-mirror host anywhere: a mirror is
-    taken from the machine's own apt or pip configuration, never written
-    down.
+  - no path of the machine it runs on (the checkout's own directory and
+    the one above it, the paths pip is configured with; and any
+    /home/<user>/ or /Users/<user>/) and no package-mirror host (those of
+    the machine's apt and pip configuration, and any host named *mirror*)
+    anywhere: what the machine knows is read from it here, never written
+    down in the repository, so this file names none either.
 Prints each problem as FILE:LINE: what, and exits 1 when there is one
 (0 otherwise). --self-test builds a small tree with one problem of each
 kind and checks that each is reported (and that a clean tree passes).
@@ -27,11 +29,8 @@ import tempfile
 
 LINK = re.compile(r"\[[^\]]*\]\(([^()\s]+)(?:\s+\"[^\"]*\")?\)")
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
-MACHINE_PATH = re.compile(r"(?<![\w.])(/work/(?:main|shared|\.library|\.mirror)\b|/home/[a-z_][\w-]*/|"
-                          r"/Users/[A-Za-z][\w-]*/|/root/)")
-MIRROR_HOST = re.compile(r"https?://((?:[\w-]+\.)*(?:deb\.debian\.org|ftp\.[\w-]+\.debian\.org|"
-                         r"security\.debian\.org|archive\.ubuntu\.com|pypi\.org|files\.pythonhosted\.org|"
-                         r"download\.pytorch\.org|[\w.-]*mirror[\w.-]*))")
+ANY_HOME = re.compile(r"(?<![\w.])(/home/[a-z_][\w-]*/|/Users/[A-Za-z][\w-]*/)")
+URL_HOST = re.compile(r"[a-z][a-z0-9+.-]*://([\w.-]+)")
 TEXT_SUFFIXES = (".md", ".c", ".h", ".cu", ".py", ".pyi", ".sh", ".txt", ".cmake", ".toml", ".cfg", ".in",
                  ".yml", ".yaml", ".json", ".hpp", ".cpp", ".def")
 
@@ -91,7 +90,50 @@ def links(path):
                 yield no, m.group(1)
 
 
-def check(root):
+def machine_facts(root):
+    """(paths, hosts) of the machine this runs on: the checkout's directory
+    and the one above it (a personal home is caught by ANY_HOME); the hosts of apt's sources and of pip's
+    indexes, and the paths pip reads wheels or indexes from."""
+    paths, hosts = {os.path.abspath(root), os.path.dirname(os.path.abspath(root))}, set()
+    home = os.environ.get("HOME", "")
+
+    def add(value):
+        for v in value.split():
+            m = URL_HOST.match(v)
+            if v.startswith("file://"):
+                paths.add(v[len("file://"):].rstrip("/"))
+            elif m:
+                hosts.add(m.group(1))
+            elif v.startswith("/"):
+                paths.add(v.rstrip("/"))
+
+    apt = ["/etc/apt/sources.list"]
+    d = "/etc/apt/sources.list.d"
+    if os.path.isdir(d):
+        apt += [os.path.join(d, n) for n in sorted(os.listdir(d)) if n.endswith((".list", ".sources"))]
+    pip = ["/etc/pip.conf", "/etc/xdg/pip/pip.conf", os.path.join(home, ".pip", "pip.conf"),
+           os.path.join(home, ".config", "pip", "pip.conf")]
+    for f in apt + pip:
+        try:
+            with open(f, encoding="utf-8", errors="replace") as fh:
+                for line in fh:
+                    line = line.split("#", 1)[0].strip()
+                    if f in apt and (line.startswith(("deb ", "deb-src ")) or line.startswith("URIs:")):
+                        add(" ".join(w for w in line.split()[1:] if not w.startswith("[")))
+                    elif f in pip and "=" in line and line.split("=", 1)[0].strip() in (
+                            "index-url", "extra-index-url", "find-links"):
+                        add(line.split("=", 1)[1])
+        except OSError:
+            pass
+    for var in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS"):
+        add(os.environ.get(var, ""))
+    return sorted(p for p in paths if len(p) > 1), sorted(hosts)
+
+
+def check(root, machine=None):
+    """The problems of the tree at root; machine: (paths, hosts) to refuse
+    (default: this machine's, machine_facts)."""
+    paths, hosts = machine if machine is not None else machine_facts(root)
     problems = []
     files = tracked(root)
     md = [p for p in files if p.endswith(".md")]
@@ -127,23 +169,21 @@ def check(root):
             elif frag and dest.endswith(".md") and frag not in anchors(dest):
                 problems.append("%s:%d: dead link %s (no heading #%s in %s)" % (p, no, target, frag,
                                                                               os.path.relpath(dest, root)))
-    # A developer's machine and package mirrors.
-    me = os.path.normpath("scripts/check_docs.py")
+    # The machine's paths and package mirrors.
+    path_re = re.compile(r"(?<![\w.])(%s)(?![\w.-])" % "|".join(re.escape(x) for x in paths)) if paths else None
     for p in files:
         if not p.endswith(TEXT_SUFFIXES) and os.path.basename(p) not in ("Makefile", "CMakeLists.txt", "run"):
-            continue
-        if os.path.normpath(p) == me:  # (its own patterns)
             continue
         try:
             with open(os.path.join(root, p), encoding="utf-8", errors="replace") as f:
                 for no, line in enumerate(f, 1):
-                    m = MACHINE_PATH.search(line)
+                    m = (path_re.search(line) if path_re else None) or ANY_HOME.search(line)
                     if m:
                         problems.append("%s:%d: a path of a developer's machine: %s" % (p, no, m.group(1)))
-                    m = MIRROR_HOST.search(line)
-                    if m:
-                        problems.append("%s:%d: a package mirror's host: %s (take it from the machine's "
-                                        "apt or pip configuration)" % (p, no, m.group(1)))
+                    for h in URL_HOST.findall(line):
+                        if h in hosts or "mirror" in h.lower():
+                            problems.append("%s:%d: a package mirror's host: %s (take it from the machine's "
+                                            "apt or pip configuration)" % (p, no, h))
         except OSError as e:
             problems.append("%s: cannot read: %s" % (p, e))
     return problems
@@ -169,23 +209,28 @@ def self_test():
     bad = dict(clean)
     bad["docs/orphan.md"] = "# Nobody links here\n\nNo line saying whom it is for.\n"
     bad["docs/a.md"] = clean["docs/a.md"] + "A [dead one](gone.md) and [an anchor](b.md#no-such).\n"
-    bad["scripts/s.sh"] = "cd /work/main/build\n"
-    bad["docs/b.md"] = clean["docs/b.md"] + "apt from http://deb.debian.org/debian\n"
-    ok = check(tree(clean))
+    # The machine as the test describes it: a checkout of its own and a
+    # package host of its apt sources.
+    here = tempfile.mkdtemp(prefix="check-docs-machine.")
+    machine = ([here], ["packages.example.test"])
+    bad["scripts/s.sh"] = "cd %s/build\nls %s\n" % (here, os.path.join("/home", "someone", "x"))
+    bad["docs/b.md"] = clean["docs/b.md"] + "apt from http://packages.example.test/debian\n"
+    ok = check(tree(clean), machine)
     if ok:
         print("check_docs self-test: the clean tree was refused: %s" % ok)
         return 1
-    got = "\n".join(check(tree(bad)))
+    got = "\n".join(check(tree(bad), machine))
     want = ["docs/orphan.md:1: not linked from docs/index.md", "docs/a.md:9: dead link gone.md",
             "docs/a.md:9: dead link b.md#no-such (no heading #no-such", "scripts/s.sh:1: a path of a developer's",
-            "docs/b.md:8: a package mirror's host: deb.debian.org", "docs/orphan.md:3: does not start with whom"]
+            "scripts/s.sh:2: a path of a developer's", "docs/b.md:8: a package mirror's host: packages.example.test",
+            "docs/orphan.md:3: does not start with whom"]
     missing = [w for w in want if w not in got]
     if missing:
         print("check_docs self-test: not reported: %s\n(reported:\n%s)" % (missing, got))
         return 1
     nolink = dict(clean)
     nolink["README.md"] = "# x\n"
-    if "README.md:1: does not link to docs/index.md" not in "\n".join(check(tree(nolink))):
+    if "README.md:1: does not link to docs/index.md" not in "\n".join(check(tree(nolink), machine)):
         print("check_docs self-test: a README without the index's link passed")
         return 1
     print("check_docs self-test: every kind of problem reported, the clean tree passes")
