@@ -862,12 +862,109 @@ run_sentinel_send(struct run_job *j, int op, pid_t pgid)
 
 /* ---- starting ranks ---- */
 
+/* A rank's environment, built by collierun before the fork: the child of a process with
+ * threads (the store's server) may only make async-signal-safe calls until exec, and setenv
+ * allocates. A child that forked while the server's thread held the allocator's lock waited on
+ * it forever before exec (seen under ASan's allocator, which does not reset its locks at fork),
+ * and collierun with it. */
+struct run_env {
+  char **vars; /* NULL-terminated, for execvpe */
+  char *own;   /* the strings collierun adds, one block */
+};
+
 static void
-run_setenv_int(const char *name, long v)
+run_env_free(struct run_env *e)
 {
-  char buf[32];
-  snprintf(buf, sizeof(buf), "%ld", v);
-  setenv(name, buf, 1);
+  free(e->vars);
+  free(e->own);
+  e->vars = NULL;
+  e->own = NULL;
+}
+
+/* Builds local rank `local`'s environment: collierun's own with the names below replaced.
+ * Returns 0, or -1 when out of memory. */
+static int
+run_env_make(const struct run_job *j, int local, struct run_env *e)
+{
+  extern char **environ;
+  long rank = (long)j->o.rank_base + local;
+  /* name, value; value NULL: not set by collierun (the inherited one, if any, stays). */
+  char num[9][24];
+  const char *set[][2] = {
+      {"COLLIE_RANK", num[0]},
+      {"COLLIE_WORLD_SIZE", num[1]},
+      {"COLLIE_LOCAL_RANK", num[2]},
+      {"COLLIE_LOCAL_SIZE", num[3]},
+      {"COLLIE_STORE", j->store_url},
+      {"COLLIE_JOB_TOKEN", j->token},
+      {"COLLIE_STORE_SERVE", j->store_serving ? "0" : NULL},
+      /* torchrun's names, so torch.distributed's env:// init works unchanged. */
+      {"RANK", num[4]},
+      {"WORLD_SIZE", num[5]},
+      {"LOCAL_RANK", num[6]},
+      {"LOCAL_WORLD_SIZE", num[7]},
+      {"GROUP_RANK", num[8]},
+      {"MASTER_ADDR", j->torch_addr[0] ? j->torch_addr : NULL},
+      {"MASTER_PORT", j->torch_port[0] ? j->torch_port : NULL},
+  };
+  const long nums[9] = {
+      rank,       (long)j->o.world_size, local, j->o.nproc, rank, (long)j->o.world_size, local,
+      j->o.nproc, (long)j->o.node_rank};
+  enum { NSET = sizeof(set) / sizeof(set[0]) };
+  for (int k = 0; k < 9; k++) snprintf(num[k], sizeof(num[k]), "%ld", nums[k]);
+  size_t bytes = 0, ninherit = 0;
+  for (int k = 0; k < NSET; k++)
+    if (set[k][1]) bytes += strlen(set[k][0]) + 1 + strlen(set[k][1]) + 1;
+  for (char **v = environ; *v; v++) ninherit++;
+  e->vars = calloc(ninherit + NSET + 1, sizeof(*e->vars));
+  e->own = malloc(bytes);
+  if (!e->vars || !e->own) {
+    run_env_free(e);
+    return -1;
+  }
+  size_t n = 0;
+  for (char **v = environ; *v; v++) {
+    int replaced = 0;
+    for (int k = 0; k < NSET && !replaced; k++) {
+      size_t len = strlen(set[k][0]);
+      replaced = set[k][1] && strncmp(*v, set[k][0], len) == 0 && (*v)[len] == '=';
+    }
+    if (!replaced) e->vars[n++] = *v;
+  }
+  char *at = e->own;
+  for (int k = 0; k < NSET; k++) {
+    if (!set[k][1]) continue;
+    e->vars[n++] = at;
+    at += sprintf(at, "%s=%s", set[k][0], set[k][1]) + 1;
+  }
+  e->vars[n] = NULL;
+  return 0;
+}
+
+/* A message on stderr from the forked child, where stdio's locks and strerror's translation
+ * may be held by a thread that no longer exists: formatted on the stack, one write. */
+static void __attribute__((format(printf, 1, 2))) run_child_say(const char *fmt, ...)
+{
+  char buf[256];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  (void)!write(STDERR_FILENO, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
+}
+
+/* strerror without locale or lock, for the forked child. */
+static const char *
+run_child_errstr(int err)
+{
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
+  const char *d = strerrordesc_np(err);
+  return d ? d : "unknown error";
+#else
+  (void)err;
+  return "error";
+#endif
 }
 
 /* --bind-to cpu, in the forked child: pins this process to the (local mod n)-th of the n CPUs
@@ -880,7 +977,7 @@ run_bind_cpu(int local)
 {
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof(set), &set) != 0) {
-    fprintf(stderr, "collierun: --bind-to cpu: sched_getaffinity: %s\n", strerror(errno));
+    run_child_say("collierun: --bind-to cpu: sched_getaffinity: %s\n", run_child_errstr(errno));
     return -1;
   }
   int n = CPU_COUNT(&set), want = local % (n > 0 ? n : 1), seen = 0;
@@ -890,18 +987,19 @@ run_bind_cpu(int local)
     CPU_ZERO(&one);
     CPU_SET(c, &one);
     if (sched_setaffinity(0, sizeof(one), &one) == 0) return 0;
-    fprintf(stderr, "collierun: --bind-to cpu: pinning local rank %d to CPU %d: %s\n", local, c,
-            strerror(errno));
+    run_child_say("collierun: --bind-to cpu: pinning local rank %d to CPU %d: %s\n", local, c,
+                  run_child_errstr(errno));
     return -1;
   }
-  fprintf(stderr, "collierun: --bind-to cpu: no CPU for local rank %d\n", local);
+  run_child_say("collierun: --bind-to cpu: no CPU for local rank %d\n", local);
   return -1;
 }
 
-/* In the forked child: sets the rank up and execs the program. Never returns; on exec failure
- * writes errno to st_w and exits 127. */
+/* In the forked child: sets the rank up and execs the program with environment env. Only
+ * async-signal-safe calls (see struct run_env). Never returns; on exec failure writes errno to
+ * st_w and exits 127. */
 static void __attribute__((noreturn))
-run_child(struct run_job *j, int local, const int *out_w, int st_w, pid_t parent)
+run_child(struct run_job *j, int local, char **env, const int *out_w, int st_w, pid_t parent)
 {
   int rank = (int)j->o.rank_base + local;
   setpgid(0, 0);
@@ -925,26 +1023,14 @@ run_child(struct run_job *j, int local, const int *out_w, int st_w, pid_t parent
     dup2(out_w[1], STDERR_FILENO);
   }
   if (j->o.bind_cpu && run_bind_cpu(local) != 0) _exit(RUN_EXIT_ERROR);
-  run_setenv_int("COLLIE_RANK", rank);
-  run_setenv_int("COLLIE_WORLD_SIZE", j->o.world_size);
-  run_setenv_int("COLLIE_LOCAL_RANK", local);
-  run_setenv_int("COLLIE_LOCAL_SIZE", j->o.nproc);
-  setenv("COLLIE_STORE", j->store_url, 1);
-  setenv("COLLIE_JOB_TOKEN", j->token, 1);
-  if (j->store_serving) setenv("COLLIE_STORE_SERVE", "0", 1);
-  /* torchrun's names, so torch.distributed's env:// init works unchanged. */
-  run_setenv_int("RANK", rank);
-  run_setenv_int("WORLD_SIZE", j->o.world_size);
-  run_setenv_int("LOCAL_RANK", local);
-  run_setenv_int("LOCAL_WORLD_SIZE", j->o.nproc);
-  run_setenv_int("GROUP_RANK", j->o.node_rank);
-  if (j->torch_addr[0]) setenv("MASTER_ADDR", j->torch_addr, 1);
-  if (j->torch_port[0]) setenv("MASTER_PORT", j->torch_port, 1);
-  execvp(j->o.prog_argv[0], j->o.prog_argv);
+  execvpe(j->o.prog_argv[0], j->o.prog_argv, env);
   int err = errno;
   (void)!write(st_w, &err, sizeof(err));
   _exit(RUN_EXIT_NOTFOUND);
 }
+
+/* How long a forked rank may take to reach exec: only a few system calls lie between. */
+#define RUN_EXEC_WAIT_MS 30000
 
 /* Starts local rank `local`. Returns 0 when it runs the program, the errno of a failed exec
  * (the child then exits on its own and is reaped as usual), or -1 when it could not be
@@ -958,8 +1044,14 @@ run_spawn(struct run_job *j, int local)
     run_msg("pipe for rank %d: %s", r->rank, strerror(errno));
     goto fail;
   }
+  struct run_env env = {0};
+  if (run_env_make(j, local, &env) != 0) {
+    run_msg("out of memory for rank %d's environment", r->rank);
+    goto fail;
+  }
   if (pipe2(st, O_CLOEXEC) != 0) {
     run_msg("pipe for rank %d: %s", r->rank, strerror(errno));
+    run_env_free(&env);
     goto fail;
   }
   pid_t parent = getpid();
@@ -968,13 +1060,15 @@ run_spawn(struct run_job *j, int local)
     run_msg("fork for rank %d: %s", r->rank, strerror(errno));
     close(st[0]);
     close(st[1]);
+    run_env_free(&env);
     goto fail;
   }
   if (pid == 0) {
     close(st[0]);
     int w[2] = {pout[1], perr[1]};
-    run_child(j, local, j->o.tag_output ? w : NULL, st[1], parent);
+    run_child(j, local, env.vars, j->o.tag_output ? w : NULL, st[1], parent);
   }
+  run_env_free(&env);
   /* Also from here, so no signal can be sent to a group that does not exist yet. */
   setpgid(pid, pid);
   r->pid = pid;
@@ -991,12 +1085,28 @@ run_spawn(struct run_job *j, int local)
     fcntl(pout[0], F_SETFL, O_NONBLOCK);
     fcntl(perr[0], F_SETFL, O_NONBLOCK);
   }
-  /* The status pipe closes on a successful exec (O_CLOEXEC) or carries the exec errno. */
+  /* The status pipe closes on a successful exec (O_CLOEXEC) or carries the exec errno. The
+   * wait is bounded, so that no child can hold collierun (and its --timeout) before exec. */
   int err = 0;
-  ssize_t n;
-  do n = read(st[0], &err, sizeof(err));
-  while (n < 0 && errno == EINTR);
+  ssize_t n = -1;
+  int64_t give_up = run_now_ms() + RUN_EXEC_WAIT_MS;
+  for (;;) {
+    int64_t left = give_up - run_now_ms();
+    struct pollfd p = {.fd = st[0], .events = POLLIN};
+    int ready = left > 0 ? poll(&p, 1, (int)left) : 0;
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) break;
+    n = read(st[0], &err, sizeof(err));
+    if (!(n < 0 && errno == EINTR)) break;
+  }
   close(st[0]);
+  if (n < 0) {
+    run_msg("rank %d did not reach exec within %d s of its fork; killing it", r->rank,
+            RUN_EXEC_WAIT_MS / 1000);
+    kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);
+    return -1;
+  }
   if (n == (ssize_t)sizeof(err)) {
     r->exec_failed = 1;
     return err ? err : ENOEXEC;

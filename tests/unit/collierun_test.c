@@ -280,6 +280,39 @@ TEST_IMPL(collierun_env)
   cr_check_env(0, 2, 2, store, tok2);
   ASSERT(!strcmp(tok2, "inherited-token-1"));
   cr_free(&r);
+
+  /* Inside another job's rank (stale COLLIE_RANK, RANK, COLLIE_STORE inherited), each rank's
+   * environment as exec gave it (env(1), not a shell, which would hide a duplicate) holds its
+   * own values, each name once, and the rest of the environment as it was. */
+  const char *stale[] = {"COLLIE_RANK=7",
+                         "RANK=9",
+                         "COLLIE_STORE=tcp://192.0.2.1:1",
+                         "LOCAL_RANK=5",
+                         "COLLIE_TEST_PASSED_ON=kept",
+                         NULL};
+  r = cr_run_env((const char *[]){"", "-n", "2", "--tag-output", "env", NULL}, NULL, stale);
+  ASSERTF(r.code == 0, "exit %d, stderr: %s", r.code, r.err);
+  for (int k = 0; k < 2; k++) {
+    const char *names[] = {"COLLIE_RANK", "RANK", "LOCAL_RANK", "COLLIE_STORE",
+                           "COLLIE_TEST_PASSED_ON"};
+    for (int v = 0; v < 5; v++) {
+      char prefix[64];
+      int len = snprintf(prefix, sizeof(prefix), "[%d] %s=", k, names[v]), seen = 0;
+      for (const char *p = strstr(r.out, prefix); p; p = strstr(p + 1, prefix)) {
+        if (p != r.out && p[-1] != '\n') continue;
+        seen++;
+        const char *val = p + len;
+        if (v < 3)
+          ASSERTF(atoi(val) == k && val[0] == (char)('0' + k), "rank %d: %s%.8s", k, prefix, val);
+        else if (v == 3)
+          ASSERTF(strncmp(val, "tcp://192.0.2.1:1\n", 18), "rank %d kept the stale store", k);
+        else
+          ASSERTF(!strncmp(val, "kept\n", 5), "rank %d: %s%.8s", k, prefix, val);
+      }
+      ASSERTF(seen == 1, "rank %d has %s %d times in:\n%s", k, names[v], seen, r.out);
+    }
+  }
+  cr_free(&r);
 }
 
 /* collierun serves the store of its job itself: while its ranks (plain shells, no collie in
