@@ -236,6 +236,9 @@ int report_trace(int argc, char **argv);
 void report_trace_usage(void);
 int report_plot(int argc, char **argv);
 void report_plot_usage(void);
+/* report_bench.c: benchmark CSVs (collie-bench's, the anchors'), not a job's logs. */
+int report_bench(int argc, char **argv);
+void report_bench_usage(void);
 
 /* Parses a decimal number of seconds ("8812.001234", "-3.5") into whole
  * microseconds, rounding digits past the sixth half up. Returns 0 or -1

@@ -851,3 +851,114 @@ TEST_IMPL(report_telemetry_bad_input)
   tt_expect(2, "cannot write", "trace '%s' -o '%s/nowhere/t.json'", d, d);
   tt_expect(0, "wrote 1 slice from 1 rank", "trace '%s' -o '%s/t.json'", d, d);
 }
+
+/* ---- collie-report bench: benchmark CSVs of several libraries, one panel per collective ---- */
+
+/* The value on the dot at `bytes` in panel `coll`, series `impl`, or -1 when there is none. */
+static double
+tt_bench_dot(const char *svg, const char *coll, const char *impl, const char *bytes)
+{
+  char want[160];
+  snprintf(want, sizeof(want), "<g class=\"panel\" data-collective=\"%s\">", coll);
+  const char *panel = strstr(svg, want), *end = panel ? strstr(panel, "</g>") : NULL;
+  if (!panel || !end) return -1;
+  snprintf(want, sizeof(want), "data-impl=\"%s\"", impl);
+  const char *series = strstr(panel, want);
+  if (!series || series > end) return -1;
+  const char *next = strstr(series + 1, "<path class=\"series\"");
+  if (!next || next > end) next = end;
+  snprintf(want, sizeof(want), "data-bytes=\"%s\" data-value=\"", bytes);
+  const char *dot = strstr(series, want);
+  return dot && dot < next ? atof(dot + strlen(want)) : -1;
+}
+
+TEST_IMPL(report_bench_svg)
+{
+  const char *d = test_dir();
+  tt_write("collie.csv", "impl,collective,nranks,bytes,time_us,algbw_GBps,busbw_GBps,wrong\n"
+                         "collie,allreduce,2,8,0.5,0.016,0.016,0\n"
+                         "collie,allreduce,2,64,0.75,0.085,0.085,0\n"
+                         "collie,allreduce,2,512,1.25,0.41,0.41,0\n"
+                         "collie,broadcast,2,8,0.25,0.032,0.032,0\n"
+                         "collie,broadcast,2,64,0.3,0.2,0.2,0\n"
+                         "collie,barrier,2,0,0.4,0,0,0\n");
+  /* The MPIs' "bcast", Gloo's "all_reduce" and a collective it lacks, a name to escape. */
+  tt_write("mpi.csv", "impl,collective,nranks,bytes,time_us,algbw_GBps,busbw_GBps\n"
+                      "openmpi,allreduce,2,8,1.5,0.005,0.005\n"
+                      "openmpi,allreduce,2,64,2.5,0.0256,0.0256\n"
+                      "openmpi,bcast,2,8,1.0,0.008,0.008\n"
+                      "a<b,allreduce,2,64,9.5,0.0067,0.0067\n");
+  tt_write("gloo.csv", "impl,collective,nranks,bytes,time_us,algbw_GBps,busbw_GBps\n"
+                       "gloo,all_reduce,2,8,400.0,0.00002,0.00002\n"
+                       "gloo,reduce_scatter,2,NA,unsupported,NA,NA\n");
+  char svg[1200];
+  snprintf(svg, sizeof(svg), "%s/bench.svg", d);
+  tt_expect(0, "2 collectives, 4 libraries, 10 points, 2 ranks",
+            "bench '%s/collie.csv' '%s/mpi.csv' "
+            "'%s/gloo.csv' -o '%s'",
+            d, d, d, svg);
+  char *text = tt_slurp(svg, NULL);
+  ASSERTF(tt_xml_balanced(text), "unbalanced SVG:\n%s", text);
+  ASSERT(tt_count(text, "<g class=\"panel\"") == 2);
+  /* allreduce: collie, openmpi, a<b, gloo; broadcast: collie, openmpi. */
+  ASSERT(tt_count(text, "<path class=\"series\"") == 6);
+  ASSERT(tt_count(text, "<circle class=\"point\"") == 10);
+  ASSERT(tt_count(text, "<rect class=\"legend\"") == 0); /* lines, not boxes */
+  ASSERT(strstr(text, "data-impl=\"a&lt;b\"") && strstr(text, ">a&lt;b</text>"));
+  ASSERT(tt_bench_dot(text, "allreduce", "collie", "512") == 1.25);
+  ASSERT(tt_bench_dot(text, "allreduce", "openmpi", "64") == 2.5);
+  ASSERT(tt_bench_dot(text, "allreduce", "gloo", "8") == 400);
+  ASSERT(tt_bench_dot(text, "broadcast", "openmpi", "8") == 1.0);
+  ASSERT(tt_bench_dot(text, "broadcast", "collie", "512") == -1);
+  ASSERT(!strstr(text, "barrier") && !strstr(text, "reduce_scatter"));
+  ASSERT(strstr(text, ">Time per call, 2 ranks</text>"));
+  free(text);
+
+  /* Bus bandwidth instead, with a title of one's own. */
+  tt_expect(0, "wrote", "bench '%s/collie.csv' --metric busbw --title 'A & B' -o '%s'", d, svg);
+  text = tt_slurp(svg, NULL);
+  ASSERTF(tt_xml_balanced(text), "unbalanced SVG:\n%s", text);
+  ASSERT(tt_bench_dot(text, "allreduce", "collie", "512") == 0.41);
+  ASSERT(strstr(text, ">A &amp; B</text>") && strstr(text, ">busbw (GB/s)</text>"));
+  free(text);
+
+  /* Several rank counts: one must be chosen, and then only its rows are drawn. */
+  tt_write("np4.csv", "impl,collective,nranks,bytes,time_us,algbw_GBps,busbw_GBps\n"
+                      "openmpi,allreduce,4,8,3.5,0.002,0.003\n");
+  tt_expect(2, "np4.csv:2: rows of 2 and 4 ranks: choose one with --ranks",
+            "bench '%s/collie.csv' '%s/np4.csv' -o '%s'", d, d, svg);
+  tt_expect(0, "1 collective, 1 library, 1 point, 4 ranks",
+            "bench '%s/collie.csv' '%s/np4.csv' --ranks 4 -o '%s'", d, d, svg);
+  text = tt_slurp(svg, NULL);
+  ASSERT(tt_bench_dot(text, "allreduce", "openmpi", "8") == 3.5 && !strstr(text, "collie"));
+  free(text);
+}
+
+TEST_IMPL(report_bench_bad_input)
+{
+  const char *d = test_dir();
+  tt_write("ok.csv", "impl,collective,nranks,bytes,time_us,busbw_GBps\ncollie,allreduce,2,8,1,0\n");
+  tt_expect(2, "no CSV file given", "bench -o '%s/x.svg'", d);
+  tt_expect(2, "-o FILE.svg is required", "bench '%s/ok.csv'", d);
+  tt_expect(2, "-o needs a value", "bench '%s/ok.csv' -o", d);
+  tt_expect(2, "unknown option '--frob'", "bench --frob '%s/ok.csv' -o '%s/x.svg'", d, d);
+  tt_expect(2, "--metric 'speed': time or busbw", "bench '%s/ok.csv' --metric speed -o x", d);
+  tt_expect(2, "--ranks 'two' is not a rank count", "bench '%s/ok.csv' --ranks two -o x", d);
+  tt_expect(2, "no row of 4 ranks", "bench '%s/ok.csv' --ranks 4 -o '%s/x.svg'", d, d);
+  tt_expect(2, "nowhere.csv", "bench '%s/nowhere.csv' -o '%s/x.svg'", d, d);
+  tt_expect(2, "cannot write", "bench '%s/ok.csv' -o '%s/no/such/dir/x.svg'", d, d);
+  tt_expect(0, "usage: collie-report bench CSV...", "bench --help");
+  /* A missing column, a value that is no number, a row given twice, only unmeasured rows. */
+  tt_write("bad.csv", "impl,collective,bytes,time_us\ncollie,allreduce,8,1\n");
+  tt_expect(2, "bad.csv:1: no column \"nranks\"", "bench '%s/bad.csv' -o '%s/x.svg'", d, d);
+  tt_write("bad.csv", "impl,collective,nranks,bytes,time_us\ncollie,allreduce,2,8,1\n"
+                      "collie,allreduce,2,16,fast\n");
+  tt_expect(2, "bad.csv:3: column \"time_us\": \"fast\" is not a number",
+            "bench '%s/bad.csv' -o '%s/x.svg'", d, d);
+  tt_write("bad.csv", "impl,collective,nranks,bytes,time_us\ncollie,allreduce,2,8,1\n");
+  tt_expect(2, "ok.csv:2: a second row for collie allreduce at 8 bytes (the first: ",
+            "bench '%s/bad.csv' '%s/ok.csv' -o '%s/x.svg'", d, d, d);
+  tt_write("bad.csv", "impl,collective,nranks,bytes,time_us\ngloo,barrier,2,0,5\n"
+                      "gloo,gather,2,NA,unsupported\n");
+  tt_expect(2, "no row with a size to draw", "bench '%s/bad.csv' -o '%s/x.svg'", d, d);
+}
