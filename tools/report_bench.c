@@ -5,20 +5,23 @@
  *
  * It reads the columns that collie-bench's --csv and the MPI and Gloo anchors
  * (bench/compare.sh, ../shared/anchors) all write: impl, collective, nranks,
- * bytes, time_us and busbw_GBps; other columns are ignored. One panel per
- * collective, laid out in a grid; in each, the size in bytes on a log2 x axis
- * and the time per call (or the bus bandwidth, --metric busbw) on a log10 y
- * axis, one line per library in the same colour in every panel, and one
- * legend above them all. A ratio between two libraries is the vertical gap
- * between their lines, the same everywhere on the log scale.
+ * bytes, time_us and busbw_GBps. Other columns are ignored, but for
+ * collie-bench's transport, which names its lines ("collie (ofi)" and
+ * "collie (tcp)": one library over two transports is two lines). One panel
+ * per collective, laid out in a grid; in each, the size in bytes on a log2 x
+ * axis and the time per call (or the bus bandwidth, --metric busbw) on a
+ * log10 y axis, one line per library in the same colour in every panel, and
+ * one legend above them all. A ratio between two libraries is the vertical
+ * gap between their lines, the same everywhere on the log scale.
  *
  * Collective names are matched without their underscores, so Gloo's
- * "all_reduce" and the MPIs' "allreduce" share a panel (and the MPIs' "bcast"
- * is "broadcast"); a panel is titled with collie's name for it. Rows of one rank
- * count only are drawn: when the files hold several, --ranks picks one (a
- * picture mixing them would compare unlike things). Points a log scale cannot
- * show (barrier has no size; a zero bus bandwidth) are left out, and a second
- * row for the same (library, collective, size) is an error naming both lines:
+ * "all_reduce" and the MPIs' "allreduce" share a panel (and the MPIs'
+ * "bcast" is "broadcast"); a panel is titled with collie's name for it. Rows
+ * of one rank count only are drawn: when the files hold several, --ranks
+ * picks one (a picture mixing them would compare unlike things). Points a
+ * log scale cannot show (barrier has no size; a zero bus bandwidth) are left
+ * out, and a second row for the same (library, collective, size) is an error
+ * naming both lines:
  * which one to draw is not for the tool to guess.
  */
 #include <errno.h>
@@ -75,7 +78,8 @@ report_bench_usage(void)
          "  bandwidth on the y axis (log10), one line per library. Each CSV has the\n"
          "  columns impl, collective, nranks, bytes, time_us (and busbw_GBps for\n"
          "  --metric busbw), as collie-bench --csv and the MPI and Gloo anchors of\n"
-         "  bench/compare.sh write them; other columns are ignored. When the files hold\n"
+         "  bench/compare.sh write them; a transport column (collie-bench's) names the\n"
+         "  line \"impl (transport)\"; other columns are ignored. When the files hold\n"
          "  several rank counts, --ranks N chooses one. -o - writes to stdout.\n"
          "  Exit status: 0 done, 2 bad usage, unreadable or malformed input, unwritable\n"
          "  output.\n");
@@ -157,7 +161,8 @@ bench_read(struct bench_set *s, struct rc_table *t, long want_ranks, char *err, 
                                      "bytes", "time_us",    "busbw_GBps"};
   if (rc_require(t, need, s->busbw ? 6 : 5, err, errlen) != 0) return -1;
   int c_impl = rc_col(t, "impl"), c_coll = rc_col(t, "collective"), c_np = rc_col(t, "nranks"),
-      c_bytes = rc_col(t, "bytes"), c_val = rc_col(t, s->busbw ? "busbw_GBps" : "time_us");
+      c_bytes = rc_col(t, "bytes"), c_val = rc_col(t, s->busbw ? "busbw_GBps" : "time_us"),
+      c_tr = rc_col(t, "transport");
   for (size_t r = 0; r < t->nrows; r++) {
     int64_t np, bytes;
     double v;
@@ -188,6 +193,11 @@ bench_read(struct bench_set *s, struct rc_table *t, long want_ranks, char *err, 
       continue;
     }
     const char *impl = rc_cell(t, r, c_impl), *coll = rc_cell(t, r, c_coll);
+    char named[160];
+    if (c_tr >= 0 && *rc_cell(t, r, c_tr) && strcmp(rc_cell(t, r, c_tr), "-")) {
+      snprintf(named, sizeof(named), "%s (%s)", impl, rc_cell(t, r, c_tr));
+      impl = named;
+    }
     int si = bench_index(s->series, &s->nseries, BENCH_MAX_SERIES, impl, 0);
     int pi = bench_index(s->panel, &s->npanels, BENCH_MAX_PANELS, coll, 1);
     if (si < 0 || pi < 0) {

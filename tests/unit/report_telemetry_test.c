@@ -922,6 +922,17 @@ TEST_IMPL(report_bench_svg)
   ASSERT(strstr(text, ">A &amp; B</text>") && strstr(text, ">busbw (GB/s)</text>"));
   free(text);
 
+  /* One library over two transports (collie-bench's transport column): two lines. */
+  tt_write("tcp.csv", "impl,collective,algorithm,transport,nranks,bytes,time_us,busbw_GBps\n"
+                      "collie,allreduce,ring,tcp,2,8,12.5,0\n");
+  tt_write("ofi.csv", "impl,collective,algorithm,transport,nranks,bytes,time_us,busbw_GBps\n"
+                      "collie,allreduce,ring,ofi,2,8,11.5,0\n");
+  tt_expect(0, "1 collective, 2 libraries", "bench '%s/tcp.csv' '%s/ofi.csv' -o '%s'", d, d, svg);
+  text = tt_slurp(svg, NULL);
+  ASSERT(tt_bench_dot(text, "allreduce", "collie (tcp)", "8") == 12.5);
+  ASSERT(tt_bench_dot(text, "allreduce", "collie (ofi)", "8") == 11.5);
+  free(text);
+
   /* Several rank counts: one must be chosen, and then only its rows are drawn. */
   tt_write("np4.csv", "impl,collective,nranks,bytes,time_us,algbw_GBps,busbw_GBps\n"
                       "openmpi,allreduce,4,8,3.5,0.002,0.003\n");
