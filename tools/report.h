@@ -219,15 +219,55 @@ int rt_parse_args(int argc, char **argv, const char *cmd, unsigned allowed, void
 int rt_start(int argc, char **argv, const char *cmd, unsigned allowed, void (*usage)(void),
              unsigned what, unsigned need, struct rt_args *a, struct rt_data *d);
 
+/* ---- report_summary.c, report_stragglers.c: what `summary` and `stragglers`
+ * compute, for report_html.c to embed ---- */
+
+/* A comms.csv column pair (collective) or column (category), summed over all steps. */
+struct rsum_col {
+  const char *name; /* without bytes_ and _ms; points into the table */
+  int c_bytes, c_t; /* c_t: -1 for categories */
+  double bytes, ms;
+};
+/* Splits comms.csv's columns into collectives and categories (rt_comms_kind)
+ * and sums them. Returns 0, or -1 when out of memory; the caller frees both. */
+int rsum_columns(const struct rt_comms *c, struct rsum_col **colls, int *ncoll,
+                 struct rsum_col **cats, int *ncat);
+/* Fills top[] with the row indices of the (at most n) steps with the largest
+ * t_total_ms, largest first, ties in file order; returns how many. */
+int rsum_slowest(const struct rt_comms *c, size_t *top, int n);
+
+/* One rank's arrivals at collectives, as `stragglers` counts them. */
+struct rs_rank {
+  int rank;
+  int group, group_size; /* the ranks compared together: one host, or all */
+  size_t last;           /* calls where it arrived last, alone */
+  double mean_late_ms;   /* mean start after the group's first arrival */
+};
+struct rs_result {
+  size_t matched;       /* collective calls lined up on every rank */
+  char diverge[512];    /* where the ranks' call sequences part, or "" */
+  int by_host;          /* 1: grouped by the .meta host; 0: no .meta, one group */
+  int nranks;
+  struct rs_rank *ranks; /* in d->ranks order */
+};
+/* Lines up the ranks' collective calls of d as `stragglers` does. Returns 0,
+ * or -1 when out of memory. Free with rs_free (also after a failure). */
+int rs_compute(const struct rt_data *d, struct rs_result *out);
+void rs_free(struct rs_result *r);
+
 /* ---- subcommands: argv[0] is the subcommand's name; returns an exit code ----
  */
 
 int report_hang(int argc, char **argv);
 void report_hang_usage(void);
-/* report_partition.c: prints the "network:" verdict when the dumps d[0..n)
- * (every communicator's) show a lost host link rather than a lost rank;
- * returns 1 when it printed one. */
-int report_partition(const struct rd_dump *d, int n);
+/* The verdict `hang` prints, written to f for the dumps d[0..n) as
+ * rd_load_dir sorted them (report_html.c embeds the same text); returns 1
+ * when something is stuck or failed. */
+int report_hang_verdict(FILE *f, const struct rd_dump *d, int n);
+/* report_partition.c: writes to f the "network:" verdict when the dumps
+ * d[0..n) (every communicator's) show a lost host link rather than a lost
+ * rank; returns 1 when it wrote one. */
+int report_partition(FILE *f, const struct rd_dump *d, int n);
 int report_summary(int argc, char **argv);
 void report_summary_usage(void);
 int report_stragglers(int argc, char **argv);

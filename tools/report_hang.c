@@ -88,10 +88,10 @@ hang_clause(char *out, size_t len, const int *list, int n, const char *what)
   if (o < len) snprintf(out + o, len - o, " %s", what);
 }
 
-/* Prints the verdict for the dumps d[0..n) of one communicator; returns 1 when
+/* Writes to f the verdict for the dumps d[0..n) of one communicator; returns 1 when
  * stuck. */
 static int
-hang_comm(const struct rd_dump *d, int n)
+hang_comm(FILE *f, const struct rd_dump *d, int n)
 {
   int p = d[0].size;
   /* A split's ranks as the job knows them, when any dump says and they differ. */
@@ -100,9 +100,9 @@ hang_comm(const struct rd_dump *d, int n)
   int renamed = 0;
   for (int r = 0; world && r < p; r++) renamed |= world[r] != r;
   if (!renamed) world = NULL;
-  printf("communicator %s: %d rank%s", d[0].comm, p, p == 1 ? "" : "s");
-  for (int r = 0; world && r < p; r++) printf("%s%d", r ? "," : " (world ranks ", world[r]);
-  printf("%s, %d dump%s\n", world ? ")" : "", n, n == 1 ? "" : "s");
+  fprintf(f, "communicator %s: %d rank%s", d[0].comm, p, p == 1 ? "" : "s");
+  for (int r = 0; world && r < p; r++) fprintf(f, "%s%d", r ? "," : " (world ranks ", world[r]);
+  fprintf(f, "%s, %d dump%s\n", world ? ")" : "", n, n == 1 ? "" : "s");
   /* by_rank[r]: rank r's dump, or NULL when it left none. */
   const struct rd_dump **by_rank = calloc((size_t)p, sizeof(*by_rank));
   if (!by_rank) return 1;
@@ -138,9 +138,9 @@ hang_comm(const struct rd_dump *d, int n)
     char desc[128];
     if (last_coll) {
       hang_describe(desc, sizeof(desc), last_coll);
-      printf("  all ranks completed everything (last: %s)\n", desc);
+      fprintf(f, "  all ranks completed everything (last: %s)\n", desc);
     } else {
-      printf("  all ranks completed everything (no collective recorded)\n");
+      fprintf(f, "  all ranks completed everything (no collective recorded)\n");
     }
   } else {
     found = 1;
@@ -190,14 +190,14 @@ hang_comm(const struct rd_dump *d, int n)
     for (int s = 0; s < 5; s++) free(lists[s]);
     char desc[128] = "?";
     if (ref) hang_describe(desc, sizeof(desc), ref);
-    printf("  stuck: %s: %s%s\n", desc, line, line[0] ? tail : (tail[0] ? tail + 2 : ""));
+    fprintf(f, "  stuck: %s: %s%s\n", desc, line, line[0] ? tail : (tail[0] ? tail + 2 : ""));
   }
   /* What each rank that failed was told: the message names the peer it lost. */
   for (int i = 0; i < n; i++) {
     if (!d[i].error[0]) continue;
-    printf("  rank %d", d[i].rank);
-    if (d[i].host_of) printf(" (host %s)", d[i].hosts[d[i].host_of[d[i].rank]]);
-    printf(": %s\n", d[i].error);
+    fprintf(f, "  rank %d", d[i].rank);
+    if (d[i].host_of) fprintf(f, " (host %s)", d[i].hosts[d[i].host_of[d[i].rank]]);
+    fprintf(f, ": %s\n", d[i].error);
   }
 
   /* Point-to-point operations that never finished, per rank. */
@@ -207,12 +207,26 @@ hang_comm(const struct rd_dump *d, int n)
       if (!rd_is_p2p(op->kind) || op->state == RD_COMPLETED) continue;
       char desc[128];
       hang_describe(desc, sizeof(desc), op);
-      printf("  rank %d: %s with peer %d %s\n", d[i].rank, desc, op->root,
-             rd_state_name(op->state));
+      fprintf(f, "  rank %d: %s with peer %d %s\n", d[i].rank, desc, op->root,
+              rd_state_name(op->state));
       found = 1;
     }
   }
   free(by_rank);
+  return found;
+}
+
+int
+report_hang_verdict(FILE *f, const struct rd_dump *dumps, int n)
+{
+  int found = 0;
+  for (int i = 0; i < n;) {
+    int j = i;
+    while (j < n && strcmp(dumps[j].comm, dumps[i].comm) == 0) j++;
+    found |= hang_comm(f, &dumps[i], j - i);
+    i = j;
+  }
+  found |= report_partition(f, dumps, n);
   return found;
 }
 
@@ -234,14 +248,7 @@ report_hang(int argc, char **argv)
     fprintf(stderr, "collie-report hang: %s\n", err);
     return REPORT_BAD_INPUT;
   }
-  int found = 0;
-  for (int i = 0; i < n;) {
-    int j = i;
-    while (j < n && strcmp(dumps[j].comm, dumps[i].comm) == 0) j++;
-    found |= hang_comm(&dumps[i], j - i);
-    i = j;
-  }
-  found |= report_partition(dumps, n);
+  int found = report_hang_verdict(stdout, dumps, n);
   rd_free(dumps, n);
   return found ? REPORT_FOUND : REPORT_OK;
 }

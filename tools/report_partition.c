@@ -158,7 +158,7 @@ part_edge(struct part_rank *k, int size, int w, int *seen)
 }
 
 int
-report_partition(const struct rd_dump *d, int n)
+report_partition(FILE *f, const struct rd_dump *d, int n)
 {
   /* The job's size: the largest communicator's (the world's, by its ranks). */
   int size = 0;
@@ -222,22 +222,24 @@ report_partition(const struct rd_dump *d, int n)
   }
   for (int h = 0; h < nnames; h++) nmost += score[h] == most;
   found = 1;
-  printf("network: every rank failed naming a rank on another host (%d failures):", size);
+  fprintf(f, "network: every rank failed naming a rank on another host (%d failures):", size);
   if (full == 1) {
-    printf(" host %s accounts for every one: it lost its link to the other hosts (a cut link, "
-           "a down interface or a partition), not a rank\n",
-           names[cut]);
+    fprintf(f,
+            " host %s accounts for every one: it lost its link to the other hosts (a cut link, "
+            "a down interface or a partition), not a rank\n",
+            names[cut]);
   } else if (full == 2) {
     /* Two hosts that lost each other: which side was cut, the dumps cannot tell. */
-    printf(" the link between hosts %s and %s was lost (a cut link, a down interface or a "
-           "partition), not a rank\n",
-           names[cut], names[other]);
+    fprintf(f,
+            " the link between hosts %s and %s was lost (a cut link, a down interface or a "
+            "partition), not a rank\n",
+            names[cut], names[other]);
   } else {
-    printf(" the hosts lost each other (a partition); %s ", nmost == 1 ? "host" : "hosts");
+    fprintf(f, " the hosts lost each other (a partition); %s ", nmost == 1 ? "host" : "hosts");
     for (int h = 0, j = 0; h < nnames; h++)
-      if (score[h] == most) printf("%s%s", j++ ? (j == nmost ? " and " : ", ") : "", names[h]);
-    printf(" %s for the most (%d of %d%s)\n", nmost == 1 ? "accounts" : "account", most, size,
-           nmost == 1 ? "" : " each");
+      if (score[h] == most) fprintf(f, "%s%s", j++ ? (j == nmost ? " and " : ", ") : "", names[h]);
+    fprintf(f, " %s for the most (%d of %d%s)\n", nmost == 1 ? "accounts" : "account", most, size,
+            nmost == 1 ? "" : " each");
   }
 out:
   free(k);

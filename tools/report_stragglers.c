@@ -73,6 +73,35 @@ str_rank_list(char *buf, size_t len, const struct str_seq *seq, const int *membe
     o += (size_t)snprintf(buf + o, len - o, "%s%d", i ? "," : "", seq[members[i]].r->rank);
 }
 
+/* Over the first k calls of the ranks seq[members[0..m)]: per call the
+ * arrival spread in ms (spread[c], may be NULL), per member how often it
+ * arrived last alone (last[i]) and its summed lateness after the first in ms
+ * (late[i]); last and late start zeroed. */
+static void
+str_count(const struct str_seq *seq, const int *members, int m, size_t k, double *spread,
+          size_t *last, double *late)
+{
+  for (size_t c = 0; c < k; c++) {
+    int64_t lo = 0, hi = 0;
+    int who = -1, ties = 0;
+    for (int i = 0; i < m; i++) {
+      int64_t s = seq[members[i]].calls[c]->start_us;
+      if (i == 0 || s < lo) lo = s;
+      if (i == 0 || s > hi) {
+        hi = s;
+        who = i;
+        ties = 0;
+      } else if (s == hi) {
+        ties++;
+      }
+    }
+    if (spread) spread[c] = (double)(hi - lo) / 1000.0;
+    if (!ties) last[who]++;
+    for (int i = 0; i < m; i++)
+      late[i] += (double)(seq[members[i]].calls[c]->start_us - lo) / 1000.0;
+  }
+}
+
 /* The table for one host: members index seq[]; k calls matched. */
 static void
 str_group(const struct str_seq *seq, const int *members, int m, size_t k, const char *host)
@@ -92,25 +121,7 @@ str_group(const struct str_seq *seq, const int *members, int m, size_t k, const 
     fprintf(stderr, "collie-report stragglers: out of memory\n");
     goto out;
   }
-  for (size_t c = 0; c < k; c++) {
-    int64_t lo = 0, hi = 0;
-    int who = -1, ties = 0;
-    for (int i = 0; i < m; i++) {
-      int64_t s = seq[members[i]].calls[c]->start_us;
-      if (i == 0 || s < lo) lo = s;
-      if (i == 0 || s > hi) {
-        hi = s;
-        who = i;
-        ties = 0;
-      } else if (s == hi) {
-        ties++;
-      }
-    }
-    spread[c] = (double)(hi - lo) / 1000.0;
-    if (!ties) last[who]++;
-    for (int i = 0; i < m; i++)
-      late[i] += (double)(seq[members[i]].calls[c]->start_us - lo) / 1000.0;
-  }
+  str_count(seq, members, m, k, spread, last, late);
   qsort(spread, k, sizeof(*spread), str_dbl_cmp);
   printf("  arrival spread (max - min start_counter): p50 %.3f ms, p99 %.3f ms, max %.3f ms\n",
          rt_percentile(spread, k, 50), rt_percentile(spread, k, 99), spread[k - 1]);
@@ -149,6 +160,116 @@ out:
   free(late);
 }
 
+/* Fills seq[0..d->nranks) with each rank's collective rows in start order;
+ * *k: how many calls line up on every rank (up to where the operations first
+ * differ, which diverge then describes; else diverge is ""); *longest: the
+ * most calls of one rank. Returns 0, or -1 when out of memory (seq[i].calls
+ * allocated so far are the caller's to free). */
+static int
+str_build(const struct rt_data *d, struct str_seq *seq, size_t *k, size_t *longest, char *diverge,
+          size_t dlen)
+{
+  int p = d->nranks;
+  *k = (size_t)-1;
+  *longest = 0;
+  diverge[0] = '\0';
+  for (int i = 0; i < p; i++) {
+    const struct rt_rank *r = &d->ranks[i];
+    seq[i].r = r;
+    seq[i].calls = malloc((r->nrows ? r->nrows : 1) * sizeof(*seq[i].calls));
+    if (!seq[i].calls) return -1;
+    for (size_t j = 0; j < r->nrows; j++)
+      if (rt_is_collective(r->rows[j].op)) seq[i].calls[seq[i].n++] = &r->rows[j];
+    qsort(seq[i].calls, seq[i].n, sizeof(*seq[i].calls), str_row_cmp);
+    if (seq[i].n < *k) *k = seq[i].n;
+    if (seq[i].n > *longest) *longest = seq[i].n;
+  }
+  if (p == 0) *k = 0;
+  /* Where the sequences part: the first call whose operation differs from rank 0's. */
+  for (size_t c = 0; c < *k && !diverge[0]; c++) {
+    for (int i = 1; i < p; i++) {
+      if (strcmp(seq[i].calls[c]->op, seq[0].calls[c]->op) != 0) {
+        snprintf(diverge, dlen,
+                 "call #%zu: rank %d %.40s, rank %d %.40s: sequences diverge; matched %zu call%s",
+                 c + 1, seq[0].r->rank, seq[0].calls[c]->op, seq[i].r->rank, seq[i].calls[c]->op, c,
+                 c == 1 ? "" : "s");
+        *k = c;
+        break;
+      }
+    }
+  }
+  return 0;
+}
+
+/* The next group of ranks whose arrivals compare, from index i on (done[] marks
+ * those already grouped): the ranks of d->ranks[i]'s host when by_host, else
+ * every rank. Writes their indices to members; returns how many. */
+static int
+str_next_group(const struct rt_data *d, int i, int by_host, int *done, int *members)
+{
+  int m = 0;
+  for (int j = i; j < d->nranks; j++) {
+    if (!done[j] && (!by_host || strcmp(d->ranks[j].host, d->ranks[i].host) == 0)) {
+      members[m++] = j;
+      done[j] = 1;
+    }
+  }
+  return m;
+}
+
+int
+rs_compute(const struct rt_data *d, struct rs_result *out)
+{
+  int p = d->nranks, rc = -1;
+  memset(out, 0, sizeof(*out));
+  struct str_seq *seq = calloc((size_t)p + 1, sizeof(*seq));
+  int *members = calloc((size_t)p + 1, sizeof(*members));
+  int *done = calloc((size_t)p + 1, sizeof(*done));
+  size_t *last = calloc((size_t)p + 1, sizeof(*last));
+  double *late = calloc((size_t)p + 1, sizeof(*late));
+  out->ranks = calloc((size_t)p + 1, sizeof(*out->ranks));
+  if (!seq || !members || !done || !last || !late || !out->ranks) goto out;
+  size_t longest;
+  if (str_build(d, seq, &out->matched, &longest, out->diverge, sizeof(out->diverge)) != 0) goto out;
+  out->nranks = p;
+  out->by_host = 1;
+  for (int i = 0; i < p; i++) out->by_host &= d->ranks[i].has_meta;
+  for (int i = 0, g = 0; i < p; i++) {
+    if (done[i]) continue;
+    int m = str_next_group(d, i, out->by_host, done, members);
+    memset(last, 0, (size_t)m * sizeof(*last));
+    memset(late, 0, (size_t)m * sizeof(*late));
+    if (m >= 2) str_count(seq, members, m, out->matched, NULL, last, late);
+    for (int j = 0; j < m; j++) {
+      struct rs_rank *x = &out->ranks[members[j]];
+      x->rank = d->ranks[members[j]].rank;
+      x->group = g;
+      x->group_size = m;
+      x->last = last[j];
+      x->mean_late_ms = out->matched ? late[j] / (double)out->matched : 0.0;
+    }
+    g++;
+  }
+  rc = 0;
+out:
+  if (seq)
+    for (int i = 0; i < p; i++) free(seq[i].calls);
+  free(seq);
+  free(members);
+  free(done);
+  free(last);
+  free(late);
+  if (rc != 0) rs_free(out);
+  return rc;
+}
+
+void
+rs_free(struct rs_result *r)
+{
+  free(r->ranks);
+  memset(r, 0, sizeof(*r));
+}
+
 int
 report_stragglers(int argc, char **argv)
 {
@@ -166,36 +287,12 @@ report_stragglers(int argc, char **argv)
     rc = REPORT_BAD_INPUT;
     goto out;
   }
-  size_t k = (size_t)-1, longest = 0;
-  for (int i = 0; i < p; i++) {
-    const struct rt_rank *r = &d.ranks[i];
-    seq[i].r = r;
-    seq[i].calls = malloc((r->nrows ? r->nrows : 1) * sizeof(*seq[i].calls));
-    if (!seq[i].calls) {
-      fprintf(stderr, "collie-report stragglers: out of memory\n");
-      rc = REPORT_BAD_INPUT;
-      goto out;
-    }
-    for (size_t j = 0; j < r->nrows; j++)
-      if (rt_is_collective(r->rows[j].op)) seq[i].calls[seq[i].n++] = &r->rows[j];
-    qsort(seq[i].calls, seq[i].n, sizeof(*seq[i].calls), str_row_cmp);
-    if (seq[i].n < k) k = seq[i].n;
-    if (seq[i].n > longest) longest = seq[i].n;
-  }
-
-  /* Where the sequences part: the first call whose operation differs from rank 0's. */
-  char diverge[512] = "";
-  for (size_t c = 0; c < k && !diverge[0]; c++) {
-    for (int i = 1; i < p; i++) {
-      if (strcmp(seq[i].calls[c]->op, seq[0].calls[c]->op) != 0) {
-        snprintf(diverge, sizeof(diverge),
-                 "call #%zu: rank %d %.40s, rank %d %.40s: sequences diverge; matched %zu call%s",
-                 c + 1, seq[0].r->rank, seq[0].calls[c]->op, seq[i].r->rank, seq[i].calls[c]->op, c,
-                 c == 1 ? "" : "s");
-        k = c;
-        break;
-      }
-    }
+  size_t k, longest;
+  char diverge[512];
+  if (str_build(&d, seq, &k, &longest, diverge, sizeof(diverge)) != 0) {
+    fprintf(stderr, "collie-report stragglers: out of memory\n");
+    rc = REPORT_BAD_INPUT;
+    goto out;
   }
 
   int with_meta = 0;
@@ -233,13 +330,7 @@ report_stragglers(int argc, char **argv)
     /* One table per distinct host, in order of each host's lowest rank. */
     for (int i = 0; i < p; i++) {
       if (done[i]) continue;
-      int m = 0;
-      for (int j = i; j < p; j++) {
-        if (!done[j] && strcmp(d.ranks[j].host, d.ranks[i].host) == 0) {
-          members[m++] = j;
-          done[j] = 1;
-        }
-      }
+      int m = str_next_group(&d, i, 1, done, members);
       str_group(seq, members, m, k, d.ranks[i].host[0] ? d.ranks[i].host : "(unnamed)");
     }
   }

@@ -36,13 +36,6 @@ report_summary_usage(void)
          "  Exit status: 0 done, 2 bad usage or unreadable input.\n");
 }
 
-/* A comms.csv column pair (collective) or column (category). */
-struct sum_col {
-  const char *name; /* without bytes_ and _ms */
-  int c_bytes, c_t; /* c_t: -1 for categories */
-  double bytes, ms;
-};
-
 /* One timing row reduced to what the latency table needs. */
 struct sum_lat {
   const char *op;
@@ -106,10 +99,9 @@ sum_bw(double bytes, double ms)
   return ms > 0 ? (bytes / 1048576.0) / (ms / 1000.0) : 0.0;
 }
 
-/* Splits comms.csv's columns into collectives and categories and sums them. */
-static int
-sum_columns(const struct rt_comms *c, struct sum_col **colls, int *ncoll, struct sum_col **cats,
-            int *ncat)
+int
+rsum_columns(const struct rt_comms *c, struct rsum_col **colls, int *ncoll, struct rsum_col **cats,
+             int *ncat)
 {
   const struct rc_table *t = &c->tab;
   *colls = calloc((size_t)t->ncols + 1, sizeof(**colls));
@@ -119,7 +111,7 @@ sum_columns(const struct rt_comms *c, struct sum_col **colls, int *ncoll, struct
   for (int k = 0; k < t->ncols; k++) {
     int ct, kind = rt_comms_kind(c, k, &ct);
     if (kind == RT_COL_OTHER) continue;
-    struct sum_col *col = kind == RT_COL_COLL ? &(*colls)[(*ncoll)++] : &(*cats)[(*ncat)++];
+    struct rsum_col *col = kind == RT_COL_COLL ? &(*colls)[(*ncoll)++] : &(*cats)[(*ncat)++];
     col->name = t->head[k] + 6;
     col->c_bytes = k;
     col->c_t = ct;
@@ -132,9 +124,8 @@ sum_columns(const struct rt_comms *c, struct sum_col **colls, int *ncoll, struct
   return 0;
 }
 
-/* Row indices of the n steps with the largest t_total_ms, largest first. */
-static int
-sum_top(const struct rt_comms *c, size_t *top, int n)
+int
+rsum_slowest(const struct rt_comms *c, size_t *top, int n)
 {
   const struct rc_table *t = &c->tab;
   int got = 0;
@@ -156,9 +147,9 @@ sum_comms(const struct rt_data *d, int csv, int *first_section)
 {
   const struct rt_comms *c = &d->comms;
   const struct rc_table *t = &c->tab;
-  struct sum_col *colls = NULL, *cats = NULL;
+  struct rsum_col *colls = NULL, *cats = NULL;
   int ncoll = 0, ncat = 0;
-  if (sum_columns(c, &colls, &ncoll, &cats, &ncat) != 0) {
+  if (rsum_columns(c, &colls, &ncoll, &cats, &ncat) != 0) {
     fprintf(stderr, "collie-report summary: out of memory\n");
     free(colls);
     free(cats);
@@ -171,7 +162,7 @@ sum_comms(const struct rt_data *d, int csv, int *first_section)
   }
   for (int k = 0; k < ncat; k++) cat_bytes += cats[k].bytes;
   size_t top[5];
-  int ntop = sum_top(c, top, 5);
+  int ntop = rsum_slowest(c, top, 5);
 
   if (csv) {
     printf("%scollective,bytes,time_ms,bandwidth_MiBps\n", *first_section ? "" : "\n");
