@@ -39,5 +39,8 @@
   XX(report_plot_svg, report_plot_svg, 0, "auto", 20)                                              \
   XX(report_plot_many_steps, report_plot_many_steps, 0, "auto", 20)                                \
   XX(report_telemetry_bad_input, report_telemetry_bad_input, 0, "auto", 30)                        \
+  XX(report_html_bad_input, report_html_bad_input, 0, "auto", 20)                                  \
+  XX(report_html_escaping, report_html_escaping, 0, "auto", 20)                                    \
+  XX(report_html_absent_and_caps, report_html_absent_and_caps, 0, "auto", 20)                      \
   XX(report_bench_svg, report_bench_svg, 0, "auto", 20)                                            \
   XX(report_bench_bad_input, report_bench_bad_input, 0, "auto", 20)

@@ -2,9 +2,10 @@
  * collie-report - reads what collie leaves behind (flight-recorder dumps,
  * comms.csv and the per-rank timing logs) and explains it in plain words:
  * who is stuck (hang), where the bytes and milliseconds went (summary), who
- * keeps the others waiting (stragglers), a timeline for Perfetto (trace) and
- * a picture of the steps (plot), and benchmark results side by side (bench). One subcommand per
- * file (report_<name>.c), listed in the table below; this file only dispatches.
+ * keeps the others waiting (stragglers), a timeline for Perfetto (trace), a
+ * picture of the steps (plot), all of it in one page for a browser (html), and
+ * benchmark results side by side (bench). One subcommand per file
+ * (report_<name>.c), listed in the table below; this file only dispatches.
  * docs/flight-recorder.md describes `hang`, docs/collie-report.md the rest.
  */
 #include <stdio.h>
@@ -26,6 +27,7 @@ static const struct report_cmd report_cmds[] = {
      report_stragglers},
     {"trace", "timing logs as a Chrome/Perfetto trace (JSON)", report_trace},
     {"plot", "comms.csv as an SVG: bytes per category, time per collective", report_plot},
+    {"html", "all of the above in one self-contained HTML page, for a browser", report_html},
     {"bench", "benchmark CSVs of several libraries as an SVG, a panel per collective",
      report_bench},
 };

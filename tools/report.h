@@ -244,9 +244,9 @@ struct rs_rank {
   double mean_late_ms;   /* mean start after the group's first arrival */
 };
 struct rs_result {
-  size_t matched;       /* collective calls lined up on every rank */
-  char diverge[512];    /* where the ranks' call sequences part, or "" */
-  int by_host;          /* 1: grouped by the .meta host; 0: no .meta, one group */
+  size_t matched;    /* collective calls lined up on every rank */
+  char diverge[512]; /* where the ranks' call sequences part, or "" */
+  int by_host;       /* 1: grouped by the .meta host; 0: no .meta, one group */
   int nranks;
   struct rs_rank *ranks; /* in d->ranks order */
 };
@@ -279,6 +279,14 @@ void report_plot_usage(void);
 /* report_bench.c: benchmark CSVs (collie-bench's, the anchors'), not a job's logs. */
 int report_bench(int argc, char **argv);
 void report_bench_usage(void);
+
+/* report_html.c and the page it writes (report_html_assets.c: the style
+ * sheet, the window.onerror sink that runs first, the drawing script). */
+int report_html(int argc, char **argv);
+void report_html_usage(void);
+extern const char report_html_css[];
+extern const char report_html_onerror_js[];
+extern const char report_html_js[];
 
 /* Parses a decimal number of seconds ("8812.001234", "-3.5") into whole
  * microseconds, rounding digits past the sixth half up. Returns 0 or -1
