@@ -16,7 +16,8 @@
 # On a fresh Debian 12 machine it first installs what the build and the tests
 # need (gcc, clang, make, cmake, pkg-config, valgrind; for `test` also clang's
 # sanitizer runtimes (libclang-rt-dev), Debian's
-# python3-numpy, python3-pytest, python3-torch, python3-mpi4py, python3-mypy and openmpi-bin,
+# python3-numpy, python3-pytest, python3-torch, python3-mpi4py, python3-mypy, openmpi-bin and
+# chromium (headless, for the browser test of collie-report html),
 # libtorch-dev and pybind11-dev for collie.torch's C++ fast path, and
 # libfabric-dev for the ofi transport) with apt-get when missing.
 set -eu
@@ -36,11 +37,13 @@ if [ "$what" = test ] && { ! command -v clang >/dev/null 2>&1 ||
   pkgs="$pkgs clang libclang-rt-dev"
 fi
 # The Python tests run Debian's interpreter with Debian's numpy, pytest and torch,
-# and an mpi4py trainer under Open MPI's mpirun (the timing logger without collie).
+# an mpi4py trainer under Open MPI's mpirun (the timing logger without collie),
+# and Debian's chromium, headless, which loads collie-report html's page of a
+# real job and checks its figures against the CSV files (test_report_html.py).
 if [ "$what" = test ] && { ! /usr/bin/python3 -c 'import numpy, pytest, torch, mpi4py, mypy' >/dev/null 2>&1 ||
-  ! command -v mpirun >/dev/null 2>&1; }; then
-  need="$need python3-numpy python3-pytest python3-torch python3-mpi4py openmpi-bin python3-mypy"
-  pkgs="$pkgs python3 python3-numpy python3-pytest python3-torch python3-mpi4py openmpi-bin python3-mypy"
+  ! command -v mpirun >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1; }; then
+  need="$need python3-numpy python3-pytest python3-torch python3-mpi4py openmpi-bin python3-mypy chromium"
+  pkgs="$pkgs python3 python3-numpy python3-pytest python3-torch python3-mpi4py openmpi-bin python3-mypy chromium"
 fi
 # collie.torch's C++ fast path builds against torch's C++ headers (Debian's own).
 if [ "$what" = test ] && { [ ! -f /usr/include/torch/csrc/distributed/c10d/ProcessGroup.hpp ] ||
@@ -225,8 +228,9 @@ python_suites() {
   # The Python binding is typed: mypy --strict on the package and on the
   # torchcomms guide's examples written against it (scripts/check_types.sh).
   sh scripts/check_types.sh examples/python/torchcomms
-  # The Python binding: pytest under collierun at 1, 2 and 4 ranks.
-  sh tests/python/run.sh build
+  # The Python binding: pytest under collierun at 1, 2 and 4 ranks. CI set:
+  # a missing chromium fails the browser test instead of skipping it.
+  CI=${CI:-1} sh tests/python/run.sh build
   # mpi4py programs as users write them (tests/mpi_programs: a collective
   # communication course's tags as channels, blocking and nonblocking
   # rings, Sendrecv, collectives built from point-to-point and checked
