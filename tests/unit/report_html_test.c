@@ -109,7 +109,19 @@ TEST_IMPL(report_html_bad_input)
   th_write("comms.csv", "step,epoch,bytes_total,t_total_ms\n1,0,5,fast\n");
   free(th_expect(2, "comms.csv:2: column \"t_total_ms\": \"fast\" is not a number",
                  "html '%s' -o '%s/r.html'", d, d));
+  /* --timing: the timing logs elsewhere. */
   th_write("comms.csv", "step,epoch,bytes_total,t_total_ms\n1,0,5,1.0\n");
+  char sub[1200];
+  snprintf(sub, sizeof(sub), "%s/timing", d);
+  ASSERT(mkdir(sub, 0755) == 0);
+  char log[1024];
+  snprintf(log, sizeof(log), "%s2026-02-06T14:30:45.123456,1,0,,BCAST,dense,8,0.5,1.0,1.0005\n",
+           th_timing_header);
+  th_write("timing/timing-rank0.csv", log);
+  free(th_expect(0, "1 step from comms.csv, timing logs of 0 ranks", "html '%s' -o '%s/r.html'", d,
+                 d));
+  free(th_expect(0, "1 step from comms.csv, timing logs of 1 rank", "html '%s' --timing '%s' -o -",
+                 d, sub));
   th_write("flight-rank0-00000000000000aa.json", "{\"version\": 1, \"rank\": ");
   free(th_expect(2, "flight-rank0-00000000000000aa.json", "html '%s' -o '%s/r.html'", d, d));
 }
