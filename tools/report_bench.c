@@ -230,6 +230,24 @@ bench_read(struct bench_set *s, struct rc_table *t, long want_ranks, char *err, 
   return 0;
 }
 
+/* Puts collie's lines (an impl starting "collie") first, the others in the order the files
+ * gave them, so that collie has the same colour in every plot. */
+static void
+bench_collie_first(struct bench_set *s)
+{
+  int order[BENCH_MAX_SERIES], to[BENCH_MAX_SERIES], n = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < s->nseries; i++)
+      if ((strncmp(s->series[i], "collie", 6) == 0) == (pass == 0)) order[n++] = i;
+  char names[BENCH_MAX_SERIES][64];
+  for (int k = 0; k < n; k++) {
+    to[order[k]] = k;
+    memcpy(names[k], s->series[order[k]], sizeof(names[k]));
+  }
+  memcpy(s->series, names, sizeof(names[0]) * (size_t)n);
+  for (size_t k = 0; k < s->npts; k++) s->pts[k].series = to[s->pts[k].series];
+}
+
 static int
 bench_by_size(const void *a, const void *b)
 {
@@ -416,6 +434,7 @@ report_bench(int argc, char **argv)
       fprintf(stderr, "collie-report bench: no row with a size to draw in the files\n");
     goto done;
   }
+  bench_collie_first(&s);
   qsort(s.pts, s.npts, sizeof(*s.pts), bench_by_size);
   int to_stdout = !strcmp(out, "-");
   FILE *f = to_stdout ? stdout : fopen(out, "w");

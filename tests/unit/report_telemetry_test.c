@@ -922,6 +922,14 @@ TEST_IMPL(report_bench_svg)
   ASSERT(strstr(text, ">A &amp; B</text>") && strstr(text, ">busbw (GB/s)</text>"));
   free(text);
 
+  /* collie's lines come first (the same colour in every plot), whatever the files' order. */
+  tt_expect(0, "wrote", "bench '%s/gloo.csv' '%s/collie.csv' -o '%s'", d, d, svg);
+  text = tt_slurp(svg, NULL);
+  const char *first_collie = strstr(text, "data-impl=\"collie\""),
+             *first_gloo = strstr(text, "data-impl=\"gloo\"");
+  ASSERT(first_collie && first_gloo && first_collie < first_gloo);
+  free(text);
+
   /* One library over two transports (collie-bench's transport column): two lines. */
   tt_write("tcp.csv", "impl,collective,algorithm,transport,nranks,bytes,time_us,busbw_GBps\n"
                       "collie,allreduce,ring,tcp,2,8,12.5,0\n");
