@@ -22,7 +22,8 @@
 # (libfabric-bin), mpicc.openmpi and mpirun (libopenmpi-dev, openmpi-bin),
 # ../shared/anchors/mpi_coll_perf.c (COLLIE_ANCHORS). What is missing is
 # said, and that column left out. Everything goes to --out (default
-# $TMPDIR/collie-ofi-compare): the CSVs, the logs, table.md.
+# $TMPDIR/collie-ofi-compare): the CSVs, the logs, table.md, and best.csv (each
+# one's best time per point in the columns collie-report bench draws).
 set -u
 build=build minb=8 maxb=64M ops=allreduce,allgather,alltoall rounds=2 out=${TMPDIR:-/tmp}/collie-ofi-compare
 while [ $# -gt 0 ]; do
@@ -72,7 +73,7 @@ if [ -n "$ompi" ]; then
   ip netns exec "\$ns0" env PMIX_MCA_ptl_tcp_if_include=eth0 OMPI_MCA_oob_tcp_if_include=eth0 \
     mpirun --allow-run-as-root --oversubscribe -np 2 --mca pml cm --mca mtl ofi \
     --mca mtl_ofi_provider_include "$prov" --mca btl self -x TESTBED_NS -x TESTBED_HOSTS \
-    sh "$here/scripts/testbed_enter.sh" "$ompi" -b $minb -e $maxb -t 0.1 -c $ops \
+    sh "$here/scripts/testbed_enter.sh" "$ompi" -i openmpi-ofi -b $minb -e $maxb -t 0.1 -c $ops \
     >"$out/ompi_r\$r.csv" 2>"$out/ompi_r\$r.log" || echo "ofi_compare.sh: Open MPI failed (round \$r): $out/ompi_r\$r.log" >&2
 fi
 EOF
@@ -102,11 +103,15 @@ done
     function f(x) { return x == "" ? "-" : sprintf("%.1f", x) }
     function r(a, b) { return (a == "" || b == "" || b + 0 == 0) ? "-" : sprintf("%.2f", a / b) }
     END {
+      print "impl,collective,nranks,bytes,time_us" > bestcsv
       for (i = 0; i < n; i++) {
         split(order[i], k, ",")
         tc = best["tcp", order[i]]; of = best["ofi", order[i]]; om = best["ompi", order[i]]
         printf "| %s | %s | %s | %s | %s | %s | %s |\n", k[1], k[2], f(tc), f(of), f(om), r(of, tc), r(of, om)
+        if (tc != "") printf "collie (tcp),%s,2,%s,%s\n", k[1], k[2], tc > bestcsv
+        if (of != "") printf "collie (ofi),%s,2,%s,%s\n", k[1], k[2], of > bestcsv
+        if (om != "") printf "openmpi-ofi,%s,2,%s,%s\n", k[1], k[2], om > bestcsv
       }
-    }' $(ls "$out"/collie_tcp_r*.csv "$out"/collie_ofi_r*.csv "$out"/ompi_r*.csv 2>/dev/null)
+    }' bestcsv="$out/best.csv" $(ls "$out"/collie_tcp_r*.csv "$out"/collie_ofi_r*.csv "$out"/ompi_r*.csv 2>/dev/null)
 } >"$out/table.md"
 cat "$out/table.md"

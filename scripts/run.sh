@@ -265,6 +265,7 @@ case "$what" in
     python3 scripts/check_docs.py --self-test
     python3 scripts/check_docs.py
     python3 scripts/gen_api_doc.py --check # docs/api.md is what include/collie.h says
+    sh scripts/perf_plots.sh --check build # docs/performance.md's plots are what bench/results holds
     sh scripts/check_install.sh build
     lap "build + checks"
     # Memory errors and leaks in the rank processes: valgrind follows the forked
