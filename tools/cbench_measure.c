@@ -708,11 +708,21 @@ static int
 meas_fail(const struct cb_meas_call *c, size_t bytes, collie_result_t rc)
 {
   /* An algorithm that cannot run the call is refused identically on every
-   * rank before any communication: one message is enough. */
-  if (rc != COLLIE_INVALID_ARGUMENT || c->rank == 0 || collie__comm_poisoned(c->comm))
-    fprintf(stderr, "collie-bench: rank %d: %s of %zu bytes (algorithm %s): %s: %s\n", c->rank,
-            cb_coll_name(c->coll), bytes, cb_algo_name(c->opts.algorithm), collie_result_string(rc),
-            collie_last_error());
+   * rank before any communication: one message is enough, and once per
+   * (collective, algorithm): a sweep over every algorithm (--algo all,
+   * --fit) would otherwise say it again at every size, where its table's
+   * line already says "cannot run". */
+  static unsigned char said[CB_NCOLL][COLLIE_ALGO_COUNT_];
+  int refused = rc == COLLIE_INVALID_ARGUMENT && !collie__comm_poisoned(c->comm);
+  int a = (int)c->opts.algorithm;
+  if (refused && c->rank != 0) return -1;
+  if (refused && a >= 0 && a < COLLIE_ALGO_COUNT_) {
+    if (said[c->coll][a]) return -1;
+    said[c->coll][a] = 1;
+  }
+  fprintf(stderr, "collie-bench: rank %d: %s of %zu bytes (algorithm %s): %s: %s%s\n", c->rank,
+          cb_coll_name(c->coll), bytes, cb_algo_name(c->opts.algorithm), collie_result_string(rc),
+          collie_last_error(), refused ? " (not said again for other sizes)" : "");
   return -1;
 }
 

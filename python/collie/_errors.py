@@ -102,6 +102,13 @@ class LibraryNotFound(CollieError, _lib.LibraryNotFoundError):
         CollieError.__init__(self, message, code)
 
 
+# A traceback names each class as users import it ("collie.InvalidArgument",
+# not "collie._errors.InvalidArgument"); pickle finds them there too.
+for _cls in (CollieError, InvalidArgument, InvalidUsage, CollieSystemError, RemoteError, Timeout,
+             Unsupported, InternalError, LibraryNotFound):
+    _cls.__module__ = "collie"
+del _cls
+
 _BY_CODE: Dict[int, Type[CollieError]] = {
     _lib.INVALID_ARGUMENT: InvalidArgument,
     _lib.INVALID_USAGE: InvalidUsage,

@@ -613,7 +613,11 @@ collie__comm_create(const struct collie__params *params, const char *token, int6
   COLLIE_CHECK_GOTO(collie__comm_register(c), rc, out_free);
   char hosts[160];
   collie__topo_describe(&c->topo, hosts, sizeof(hosts));
-  COLLIE_INFO("INIT", "communicator ready (%s, transport %s; device code: %s)", hosts, transport,
+  /* Between hosts the net (COLLIE_NET) carries the messages: a user asking "did it use ofi?"
+   * reads it here. */
+  COLLIE_INFO("INIT", "communicator ready (%s, transport %s%s%s; device code: %s)", hosts,
+              transport, c->topo.nhosts > 1 ? ", net between hosts " : "",
+              c->topo.nhosts > 1 ? (params->NET ? params->NET : "tcp") : "",
               collie__cuda_device_code());
   *out = c;
   return COLLIE_SUCCESS;

@@ -3,8 +3,10 @@ with a message naming the argument, before any communication (the
 communicator stays usable); timeouts, aborts and dead peers raise Timeout,
 InvalidUsage and RemoteError; the classes map collie_result_t."""
 
+import pickle
 import threading
 import time
+import traceback
 
 import numpy as np
 import pytest
@@ -36,6 +38,10 @@ def test_result_code_mapping():
         assert e.code_name == _lib.RESULT_NAMES[code]
         # The names agree with the C library's own strings.
         assert _lib.lib().collie_result_string(code).decode() == _lib.RESULT_NAMES[code]
+        # A traceback names the class as users import it, and it pickles back to itself.
+        line = traceback.format_exception_only(type(e), e)[-1]
+        assert line.startswith("collie.%s: detail" % cls.__name__), line
+        assert type(pickle.loads(pickle.dumps(e))) is cls
 
 
 class _FakeCudaArray:

@@ -823,6 +823,12 @@ TEST_IMPL(bench_run_csv)
   ASSERT(strstr(out, "# transport: shm") && strstr(out, "# host: ") && strstr(out, "# date: "));
   ASSERT(strstr(out, "COLLIE_JOB_TOKEN=(set, not shown)"));
   ASSERT(strstr(out, "# wrong elements: 0 OK"));
+  /* An algorithm that cannot run here (hierarchical on one host) is said once per collective,
+   * not at each of the 5 sizes. */
+  int refusals = 0;
+  for (const char *p = strstr(err, "allreduce of "); p; p = strstr(p + 1, "allreduce of "))
+    refusals += strstr(p, "(algorithm hierarchical)") == strchr(p, '(');
+  ASSERTF(refusals == 1, "allreduce's hierarchical refused %d times:\n%s", refusals, err);
 
   char *csv = bt_slurp(test_path("run.csv"));
   ASSERT(csv);
