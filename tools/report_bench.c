@@ -40,18 +40,20 @@
 
 /* Geometry, in SVG user units (pixels). */
 enum {
-  BENCH_COLS = 3,     /* panels per row */
-  BENCH_PW = 360,     /* a panel's plot area */
-  BENCH_PH = 240,     /* ... */
-  BENCH_GAP_X = 100,  /* room for the y labels left of each panel */
-  BENCH_GAP_Y = 110,  /* the panel's title above, the x labels below */
-  BENCH_TOP = 110,    /* the title and the legend above the first row */
-  BENCH_MARGIN = 40,  /* right and bottom */
-  BENCH_LEGEND = 150, /* pixels per legend entry */
+  BENCH_COLS = 3,        /* panels per row */
+  BENCH_PW = 360,        /* a panel's plot area */
+  BENCH_PH = 240,        /* ... */
+  BENCH_GAP_X = 100,     /* room for the y labels left of each panel */
+  BENCH_GAP_Y = 110,     /* the panel's title above, the x labels below */
+  BENCH_TOP = 110,       /* the title and the legend above the first row */
+  BENCH_MARGIN = 40,     /* right and bottom */
+  BENCH_LEGEND = 150,    /* pixels per legend entry, at least */
+  BENCH_LEGEND_ROW = 20, /* between rows of the legend */
 };
 
 struct bench_point {
   int series, panel;
+  int64_t nbytes; /* as the CSV says it (data-bytes); bytes: the same as a double, to draw */
   double bytes, value;
   const char *path; /* where it was read, for messages */
   int line;
@@ -225,12 +227,13 @@ bench_read(struct bench_set *s, struct rc_table *t, long want_ranks, char *err, 
       s->pts = p;
       s->cap = cap;
     }
-    s->pts[s->npts++] = (struct bench_point){si, pi, (double)bytes, v, t->path, t->lines[r + 1]};
+    s->pts[s->npts++] =
+        (struct bench_point){si, pi, bytes, (double)bytes, v, t->path, t->lines[r + 1]};
   }
   return 0;
 }
 
-/* Puts collie's lines (an impl starting "collie") first, the others in the order the files
+/* Puts collie's lines ("collie", or "collie (transport)") first, the others in the order the files
  * gave them, so that collie has the same colour in every plot. */
 static void
 bench_collie_first(struct bench_set *s)
@@ -238,7 +241,8 @@ bench_collie_first(struct bench_set *s)
   int order[BENCH_MAX_SERIES], to[BENCH_MAX_SERIES], n = 0;
   for (int pass = 0; pass < 2; pass++)
     for (int i = 0; i < s->nseries; i++)
-      if ((strncmp(s->series[i], "collie", 6) == 0) == (pass == 0)) order[n++] = i;
+      if ((!strcmp(s->series[i], "collie") || !strncmp(s->series[i], "collie (", 8)) == (pass == 0))
+        order[n++] = i;
   char names[BENCH_MAX_SERIES][64];
   for (int k = 0; k < n; k++) {
     to[order[k]] = k;
@@ -278,11 +282,16 @@ bench_panel(FILE *f, const struct bench_set *s, int panel, double x0, double y0)
   svg_text(f, x0, y0 - 10, "font-size=\"15\" font-weight=\"bold\"", s->panel[panel]);
   svg_vtext(f, x0 - 62, (y0 + y1) / 2, "font-size=\"12\"",
             s->busbw ? "busbw (GB/s)" : "time per call (us)");
+  /* Whole powers of two around the sizes, a doubling either side of a single size, within
+   * 2^0 .. 2^63 (sizes are positive int64s), so every tick's label is a size. */
   struct svg_axis x = {floor(log2(bmin)), ceil(log2(bmax)), x0, x1, 1, 2}, y;
   if (x.hi <= x.lo) {
     x.lo -= 1;
     x.hi += 1;
   }
+  if (x.lo < 0) x.lo = 0;
+  if (x.hi > 63) x.hi = 63;
+  if (x.hi <= x.lo) x.lo = x.hi - 1;
   svg_axis_log(&y, 10, vmin, vmax, y1, y0);
   svg_yticks(f, &y, x0, x1);
   int k0 = (int)x.lo, k1 = (int)x.hi, step = (k1 - k0) / 6 + 1;
@@ -291,7 +300,7 @@ bench_panel(FILE *f, const struct bench_set *s, int panel, double x0, double y0)
     svg_line(f, px, y1, px, y1 + 4, "#888");
     if ((k - k0) % step) continue;
     char lab[32];
-    tool_bytes_label(lab, sizeof(lab), (uint64_t)1 << (k < 0 ? 0 : k));
+    tool_bytes_label(lab, sizeof(lab), (uint64_t)1 << k);
     svg_text(f, px, y1 + 17, "font-size=\"11\" text-anchor=\"middle\"", lab);
   }
   svg_text(f, (x0 + x1) / 2, y1 + 34, "font-size=\"12\" text-anchor=\"middle\"", "size (bytes)");
@@ -317,8 +326,8 @@ bench_panel(FILE *f, const struct bench_set *s, int panel, double x0, double y0)
     fprintf(f, "\"/>\n");
     for (size_t k = first; k < first + n; k++) {
       /* Each dot carries its numbers, so a reader of the file can check them. */
-      fprintf(f, "<circle class=\"point\" data-bytes=\"%.0f\" data-value=\"%g\" cx=\"",
-              s->pts[k].bytes, s->pts[k].value);
+      fprintf(f, "<circle class=\"point\" data-bytes=\"%lld\" data-value=\"%.15g\" cx=\"",
+              (long long)s->pts[k].nbytes, s->pts[k].value);
       svg_num(f, svg_pos(&x, s->pts[k].bytes));
       fprintf(f, "\" cy=\"");
       svg_num(f, svg_pos(&y, s->pts[k].value));
@@ -334,8 +343,18 @@ bench_write(FILE *f, const struct bench_set *s, const char *title)
   int rows = (s->npanels + BENCH_COLS - 1) / BENCH_COLS;
   int cols = s->npanels < BENCH_COLS ? s->npanels : BENCH_COLS;
   int w = cols * (BENCH_PW + BENCH_GAP_X) + BENCH_MARGIN;
-  int h = BENCH_TOP + rows * (BENCH_PH + BENCH_GAP_Y) + BENCH_MARGIN - 40;
   if (w < 700) w = 700;
+  /* The legend in rows that fit the width, each entry as wide as the longest name needs
+   * (about 7 units a character), the panels below it. */
+  size_t longest = 0;
+  for (int si = 0; si < s->nseries; si++)
+    if (strlen(s->series[si]) > longest) longest = strlen(s->series[si]);
+  int entry = 40 + 7 * (int)longest < BENCH_LEGEND ? BENCH_LEGEND : 40 + 7 * (int)longest;
+  int per_row = (w - BENCH_GAP_X - BENCH_MARGIN) / entry;
+  if (per_row < 1) per_row = 1;
+  int legend_rows = (s->nseries + per_row - 1) / per_row;
+  int top = BENCH_TOP + BENCH_LEGEND_ROW * (legend_rows - 1);
+  int h = top + rows * (BENCH_PH + BENCH_GAP_Y) + BENCH_MARGIN - 40;
   char def[160];
   if (!title) {
     snprintf(def, sizeof(def), "%s per call, %ld rank%s", s->busbw ? "Bus bandwidth" : "Time",
@@ -348,12 +367,13 @@ bench_write(FILE *f, const struct bench_set *s, const char *title)
            s->busbw ? "higher is better" : "lower is better; a ratio is the vertical gap");
   svg_group(f, "legend", NULL);
   for (int si = 0; si < s->nseries; si++)
-    svg_legend(f, BENCH_GAP_X + (double)BENCH_LEGEND * si, 78, SVG_LINE, svg_color(si),
+    svg_legend(f, BENCH_GAP_X + (double)entry * (si % per_row),
+               78 + (double)BENCH_LEGEND_ROW * (si / per_row), SVG_LINE, svg_color(si),
                svg_dash(si), s->series[si]);
   svg_group_end(f);
   for (int pi = 0; pi < s->npanels; pi++)
     bench_panel(f, s, pi, BENCH_GAP_X + (double)(pi % BENCH_COLS) * (BENCH_PW + BENCH_GAP_X),
-                BENCH_TOP + (double)(pi / BENCH_COLS) * (BENCH_PH + BENCH_GAP_Y));
+                top + (double)(pi / BENCH_COLS) * (BENCH_PH + BENCH_GAP_Y));
   svg_close(f);
 }
 

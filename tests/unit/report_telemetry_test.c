@@ -941,6 +941,33 @@ TEST_IMPL(report_bench_svg)
   ASSERT(tt_bench_dot(text, "allreduce", "collie (ofi)", "8") == 11.5);
   free(text);
 
+  /* Twelve libraries of one collective: the legend wraps into rows inside the picture. One
+   * size, the largest an int64 holds: its axis stays within 2^0 .. 2^63 (UBSan checks the
+   * labels' shifts). */
+  FILE *many = tt_open("many.csv");
+  fprintf(many, "impl,collective,nranks,bytes,time_us\n");
+  for (int k = 1; k <= 12; k++)
+    fprintf(many, "library-with-a-long-name-%d,allreduce,2,9223372036854775807,%d\n", k, k);
+  fclose(many);
+  tt_expect(0, "1 collective, 12 libraries", "bench '%s/many.csv' -o '%s'", d, svg);
+  text = tt_slurp(svg, NULL);
+  ASSERTF(tt_xml_balanced(text), "unbalanced SVG:\n%s", text);
+  int width = 0;
+  ASSERT(sscanf(strstr(text, "<svg "), "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\"",
+                &width) == 1);
+  for (int k = 1; k <= 12; k++) {
+    char name[64];
+    snprintf(name, sizeof(name), ">library-with-a-long-name-%d</text>", k);
+    const char *end = strstr(text, name), *tag = end;
+    ASSERTF(end, "no legend entry %d", k);
+    while (tag > text && strncmp(tag, "<text x=\"", 9)) tag--;
+    double x = atof(tag + 9);
+    ASSERTF(x + 7.0 * (double)(strlen(name) - 8) <= width, "legend entry %d at x %g of %d", k, x,
+            width);
+  }
+  ASSERT(tt_bench_dot(text, "allreduce", "library-with-a-long-name-3", "9223372036854775807") == 3);
+  free(text);
+
   /* Several rank counts: one must be chosen, and then only its rows are drawn. */
   tt_write("np4.csv", "impl,collective,nranks,bytes,time_us,algbw_GBps,busbw_GBps\n"
                       "openmpi,allreduce,4,8,3.5,0.002,0.003\n");
