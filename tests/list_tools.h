@@ -16,6 +16,7 @@
   XX(collierun_grace_sigkill, collierun_grace_sigkill, 0, "auto", 20)                              \
   XX(collierun_sigterm_forwarded, collierun_sigterm_forwarded, 0, "auto", 20)                      \
   XX(collierun_timeout, collierun_timeout, 0, "auto", 20)                                          \
+  XX(collierun_exec_stalled, collierun_exec_stalled, 0, "auto", 30)                                \
   XX(collierun_sigkill_no_orphans, collierun_sigkill_no_orphans, 0, "auto", 20)                    \
   XX(collierun_pdeathsig, collierun_pdeathsig, 0, "auto", 20)                                      \
   XX(collierun_bad_options, collierun_bad_options, 0, "auto", 30)                                  \

@@ -1032,9 +1032,26 @@ run_child(struct run_job *j, int local, char **env, const int *out_w, int st_w, 
 /* How long a forked rank may take to reach exec: only a few system calls lie between. */
 #define RUN_EXEC_WAIT_MS 30000
 
+/* run_spawn's answers besides 0 and an exec errno: the rank could not be started (message
+ * printed); it was started and killed before its exec, because it did not get there
+ * (message printed) or because --timeout or a stopping signal came first (the main loop says
+ * which and acts on it). */
+enum { RUN_SPAWN_FAILED = -1, RUN_SPAWN_STUCK = -2, RUN_SPAWN_STOPPED = -3 };
+
+/* Whether --timeout has passed or SIGINT, SIGTERM or SIGHUP is pending (left pending for the
+ * signalfd). */
+static int
+run_stop_pending(const struct run_job *j, int64_t now)
+{
+  if (j->timeout_at && now >= j->timeout_at) return 1;
+  sigset_t pending;
+  if (sigpending(&pending) != 0) return 0;
+  return sigismember(&pending, SIGINT) == 1 || sigismember(&pending, SIGTERM) == 1 ||
+         sigismember(&pending, SIGHUP) == 1;
+}
+
 /* Starts local rank `local`. Returns 0 when it runs the program, the errno of a failed exec
- * (the child then exits on its own and is reaped as usual), or -1 when it could not be
- * started at all (message printed). */
+ * (the child then exits on its own and is reaped as usual), or a RUN_SPAWN_* value. */
 static int
 run_spawn(struct run_job *j, int local)
 {
@@ -1086,26 +1103,42 @@ run_spawn(struct run_job *j, int local)
     fcntl(perr[0], F_SETFL, O_NONBLOCK);
   }
   /* The status pipe closes on a successful exec (O_CLOEXEC) or carries the exec errno. The
-   * wait is bounded, so that no child can hold collierun (and its --timeout) before exec. */
-  int err = 0;
+   * wait is bounded, and it gives way to --timeout and to SIGINT, SIGTERM or SIGHUP (looked
+   * at, not taken: the main loop acts on them as at any time), so no child can hold collierun
+   * before its exec. */
+  int err = 0, why = 0; /* why: 0 an answer, 1 RUN_EXEC_WAIT_MS passed, 2 timeout or signal */
   ssize_t n = -1;
   int64_t give_up = run_now_ms() + RUN_EXEC_WAIT_MS;
   for (;;) {
-    int64_t left = give_up - run_now_ms();
+    int64_t now = run_now_ms(), slice = give_up - now < 100 ? give_up - now : 100;
+    if (run_stop_pending(j, now)) {
+      why = 2;
+      break;
+    }
+    if (slice <= 0) {
+      why = 1;
+      break;
+    }
     struct pollfd p = {.fd = st[0], .events = POLLIN};
-    int ready = left > 0 ? poll(&p, 1, (int)left) : 0;
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) break;
+    int ready = poll(&p, 1, (int)slice);
+    if (ready < 0 && errno != EINTR) {
+      run_msg("poll on rank %d's exec status: %s", r->rank, strerror(errno));
+      why = 1;
+      break;
+    }
+    if (ready <= 0) continue;
     n = read(st[0], &err, sizeof(err));
     if (!(n < 0 && errno == EINTR)) break;
   }
   close(st[0]);
-  if (n < 0) {
-    run_msg("rank %d did not reach exec within %d s of its fork; killing it", r->rank,
-            RUN_EXEC_WAIT_MS / 1000);
+  if (why) {
+    if (why == 1)
+      run_msg("rank %d did not reach exec within %d s of its fork; killing it", r->rank,
+              RUN_EXEC_WAIT_MS / 1000);
     kill(-pid, SIGKILL);
     kill(pid, SIGKILL);
-    return -1;
+    r->exec_failed = 1; /* it never ran the program: its SIGKILL is not the job's failure */
+    return why == 1 ? RUN_SPAWN_STUCK : RUN_SPAWN_STOPPED;
   }
   if (n == (ssize_t)sizeof(err)) {
     r->exec_failed = 1;
@@ -1118,7 +1151,7 @@ fail:
     if (pout[k] >= 0) close(pout[k]);
     if (perr[k] >= 0) close(perr[k]);
   }
-  return -1;
+  return RUN_SPAWN_FAILED;
 }
 
 /* ---- stopping ranks ---- */
@@ -1560,6 +1593,7 @@ main(int argc, char **argv)
   for (int k = 0; k < j->o.nproc; k++) {
     int err = run_spawn(j, k);
     if (err == 0) continue;
+    if (err == RUN_SPAWN_STOPPED) break; /* the main loop acts on the timeout or the signal */
     if (err > 0) {
       run_msg("cannot execute '%s' (rank %d): %s", j->o.prog_argv[0], j->ranks[k].rank,
               strerror(err));
@@ -1567,7 +1601,8 @@ main(int argc, char **argv)
     } else {
       j->exit_code = RUN_EXIT_ERROR;
     }
-    int others = j->nalive - (err > 0);
+    /* A rank that failed its exec, or was killed before it, is still to be reaped. */
+    int others = j->nalive - (err > 0 || err == RUN_SPAWN_STUCK);
     if (others > 0)
       run_msg("terminating the %d rank%s already started", others, run_plural(others));
     run_signal_all(j, SIGTERM);

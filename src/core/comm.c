@@ -613,11 +613,14 @@ collie__comm_create(const struct collie__params *params, const char *token, int6
   COLLIE_CHECK_GOTO(collie__comm_register(c), rc, out_free);
   char hosts[160];
   collie__topo_describe(&c->topo, hosts, sizeof(hosts));
-  /* Between hosts the net (COLLIE_NET) carries the messages: a user asking "did it use ofi?"
-   * reads it here. */
+  /* What carries this rank's messages to another host (tcp or ofi, as net.c chose for that
+   * peer), so that a user asking "did it use ofi?" reads it here. */
+  const char *remote = NULL;
+  for (int p = 0; p < size && !remote; p++)
+    if (strcmp(c->peers[p].host, c->peers[rank].host) != 0)
+      remote = collie__net_transport_of(c->net, p);
   COLLIE_INFO("INIT", "communicator ready (%s, transport %s%s%s; device code: %s)", hosts,
-              transport, c->topo.nhosts > 1 ? ", net between hosts " : "",
-              c->topo.nhosts > 1 ? (params->NET ? params->NET : "tcp") : "",
+              transport, remote ? ", to other hosts " : "", remote ? remote : "",
               collie__cuda_device_code());
   *out = c;
   return COLLIE_SUCCESS;

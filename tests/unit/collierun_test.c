@@ -856,6 +856,42 @@ TEST_IMPL(collierun_timeout)
   cr_free(&r);
 }
 
+/* A forked rank held before its exec (tests/shim/exec_stall_shim.c stops local rank 1 there
+ * for 30 s, as a child that deadlocked between fork and exec did) does not hold collierun:
+ * --timeout still ends the job with 124, a SIGTERM with 143, within seconds, and nothing is
+ * left running. */
+TEST_IMPL(collierun_exec_stalled)
+{
+  char preload[1200], asan[600];
+  snprintf(preload, sizeof(preload), "LD_PRELOAD=%s/tests/libexec_stall_shim.so", COLLIE_BUILD_DIR);
+  /* Under ASan collierun's runtime must come first; the shim carries none. */
+  const char *prev = getenv("ASAN_OPTIONS");
+  snprintf(asan, sizeof(asan), "ASAN_OPTIONS=%s%sverify_asan_link_order=0", prev ? prev : "",
+           prev && *prev ? ":" : "");
+  const char *env[] = {preload, asan, "COLLIE_TEST_EXEC_STALL=1", NULL};
+  const char *script = CR_RECORD_PID "exec sleep 30";
+
+  struct cr_result r = cr_run_env((const char *[]){"", "-n", "2", "--timeout", "1", "/bin/sh", "-c",
+                                                   script, "sh", test_dir(), NULL},
+                                  NULL, env);
+  ASSERTF(r.code == 124, "exit %d after %.1f s, stderr: %s", r.code, r.secs, r.err);
+  ASSERTF(r.secs < 6, "took %.1f s", r.secs);
+  ASSERTF(strstr(r.err, "timeout"), "stderr: %s", r.err);
+  cr_assert_dead("pid.", 1, 1);
+  cr_free(&r);
+
+  unlink(test_path("pid.0"));
+  pid_t pid = cr_start_env(
+      (const char *[]){"", "-n", "2", "/bin/sh", "-c", script, "sh", test_dir(), NULL}, NULL, env);
+  cr_wait_pidfiles(1); /* rank 0 runs; rank 1 waits before its exec */
+  double t0 = cr_now();
+  ASSERT(kill(pid, SIGTERM) == 0);
+  int code = cr_wait(pid, 10);
+  ASSERTF(code == 128 + SIGTERM, "exit %d after SIGTERM", code);
+  ASSERTF(cr_now() - t0 < 5, "took %.1f s after SIGTERM", cr_now() - t0);
+  cr_assert_dead("pid.", 1, 1);
+}
+
 TEST_IMPL(collierun_sigkill_no_orphans)
 {
   /* SIGKILL of collierun itself: PDEATHSIG takes the ranks down, the sentinel their children. */
