@@ -22,7 +22,8 @@
  *
  * Big jobs: beyond HTML_MAX_STEPS steps, consecutive steps are averaged in
  * equal groups (as plot does), and each rank's timeline holds its first
- * HTML_MAX_RECORDS records; the page says so where it happens. Counts and
+ * HTML_MAX_RECORDS records, fewer when the ranks are so many that together
+ * they would pass HTML_MAX_TOTAL_RECORDS; the page says so where it happens. Counts and
  * totals are always over every row.
  */
 #include <dirent.h>
@@ -35,6 +36,8 @@
 
 #define HTML_MAX_STEPS 1000
 #define HTML_MAX_RECORDS 2000
+#define HTML_MAX_TOTAL_RECORDS 100000 /* over all ranks: a rank keeps its share */
+#define HTML_MIN_RECORDS 50           /* ... but never fewer */
 
 void
 report_html_usage(void)
@@ -46,10 +49,11 @@ report_html_usage(void)
          "  per rank and the ranks that arrive last at collectives (timing-rank*.csv, in\n"
          "  DIR or DIR2); the hang verdict (DIR/flight-rank*.json). Absent files are named\n"
          "  on the page. Beyond %d steps consecutive steps are averaged; a rank's\n"
-         "  timeline holds its first %d records. -o - writes to stdout.\n"
+         "  timeline holds its first %d records (its share of %d when there are many\n"
+         "  ranks). -o - writes to stdout.\n"
          "  Exit status: 0 written (also when the dumps show a hang), 2 bad usage, no\n"
          "  input at all, unreadable input or unwritable output.\n",
-         HTML_MAX_STEPS, HTML_MAX_RECORDS);
+         HTML_MAX_STEPS, HTML_MAX_RECORDS, HTML_MAX_TOTAL_RECORDS);
 }
 
 /* A JSON number: integers exactly, others with enough digits to read back. */
@@ -209,7 +213,13 @@ html_timing(FILE *f, const struct rt_data *d)
   }
   fputs("{", f);
   html_kstr(f, 1, "dir", d->timing_dir);
-  fprintf(f, ",\"cap\":%d,\"ranks\":[", HTML_MAX_RECORDS);
+  /* A rank's share of the page's records: HTML_MAX_RECORDS, less when many ranks would make
+   * the page too large for a browser (256 ranks x 2000 records drew 512k rectangles, 22 MB). */
+  size_t cap = HTML_MAX_RECORDS;
+  if (d->nranks > 0 && (size_t)HTML_MAX_TOTAL_RECORDS / (size_t)d->nranks < cap)
+    cap = (size_t)HTML_MAX_TOTAL_RECORDS / (size_t)d->nranks;
+  if (cap < HTML_MIN_RECORDS) cap = HTML_MIN_RECORDS;
+  fprintf(f, ",\"cap\":%zu,\"ranks\":[", cap);
   for (int i = 0; i < d->nranks; i++) {
     const struct rt_rank *r = &d->ranks[i];
     int64_t off = r->has_offset ? r->offset_us : 0;
@@ -244,7 +254,7 @@ html_timing(FILE *f, const struct rt_data *d)
     }
     free(ops);
     /* Records: [start ms after time zero, elapsed ms, operation, label, category]. */
-    size_t shown = r->nrows < HTML_MAX_RECORDS ? r->nrows : HTML_MAX_RECORDS;
+    size_t shown = r->nrows < cap ? r->nrows : cap;
     fprintf(f, "],\"shown\":%zu,\"records\":[", shown);
     for (size_t k = 0; k < shown; k++) {
       const struct rt_row *row = &r->rows[k];

@@ -198,6 +198,34 @@ TEST_IMPL(report_html_absent_and_caps)
   rj_free(v);
   free(page);
 
+  /* 64 ranks of 2500 records: each keeps its share of 100,000 (1562), not 2000, so that the
+   * page stays one a browser opens; counts stay whole. */
+  char tdir[1100];
+  snprintf(tdir, sizeof(tdir), "%s/many", test_dir());
+  ASSERT(mkdir(tdir, 0755) == 0);
+  for (int rank = 0; rank < 64; rank++) {
+    snprintf(path, sizeof(path), "%s/timing-rank%d.csv", tdir, rank);
+    f = fopen(path, "w");
+    ASSERT(f != NULL);
+    fputs(th_timing_header, f);
+    for (int k = 0; k < 2500; k++)
+      fprintf(f, "2026-02-06T14:30:45.123456,1,0,,BCAST,dense,8,0.500,%d.000000,%d.000500\n",
+              10 + k, 10 + k);
+    fclose(f);
+  }
+  free(th_expect(0, "timing logs of 64 ranks", "html '%s' -o '%s/m.html'", tdir, test_dir()));
+  snprintf(path, sizeof(path), "%s/m.html", test_dir());
+  page = test_read_file(path, NULL);
+  ASSERT(page != NULL);
+  v = th_data(page);
+  const struct rj_val *t = rj_get(v, "timing");
+  ASSERT(rj_get(t, "cap")->i == 1562 && rj_get(t, "ranks")->n == 64);
+  r = th_at(rj_get(t, "ranks"), 63);
+  ASSERT(rj_get(r, "rows")->i == 2500 && rj_get(r, "shown")->i == 1562 &&
+         rj_get(r, "records")->n == 1562);
+  rj_free(v);
+  free(page);
+
   /* 2500 steps: averaged in groups of 3 (834 entries, the last of one step). */
   snprintf(path, sizeof(path), "%s/comms.csv", test_dir());
   f = fopen(path, "w");
