@@ -107,13 +107,17 @@ collie__store_add(collie__store_t *s, const char *k, int64_t d, int64_t *out, in
  * A launcher that sees one of its ranks fail (collierun) notes it in the
  * job's store, at the root (collie__store_root), under
  * "collie/exit/<world rank>": a counter holding the rank's exit code + 1
- * (its exit status, or 128 + the signal that killed it). A rank waiting
+ * (its exit status, or 128 + the signal that killed it), and counts the
+ * notes in "collie/exits". A rank waiting
  * for a peer on another host, whose network says nothing of a dead
  * process (libfabric's reliable datagrams), reads the note. */
 
 /* Notes that world_rank ended with code (0..255). Errors as the store's add. */
 collie_result_t collie__exit_note_set(collie__store_t *root, int world_rank, int code,
                                       int64_t deadline_ns);
+/* How many notes there are ("collie/exits", counted after each note's own
+ * key): 0 with *count set, -1 when the store did not answer by deadline_ns. */
+int collie__exit_note_count(collie__store_t *root, int64_t *count, int64_t deadline_ns);
 /* world_rank's note: 1 with *code set, 0 when there is none, -1 when the
  * store did not answer by deadline_ns (the thread's error says why). */
 int collie__exit_note_get(collie__store_t *root, int world_rank, int *code, int64_t deadline_ns);

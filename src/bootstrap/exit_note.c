@@ -11,6 +11,11 @@
 #include "bootstrap/bootstrap.h"
 #include "util/error.h"
 
+/* How many notes there are: one key a waiting rank reads first, so that it reads the ranks'
+ * own keys only when a note came since it last looked (a job of many ranks would otherwise
+ * ask the store once per peer every half second). */
+#define EXIT_NOTE_COUNT "collie/exits"
+
 static void
 exit_note_key(int world_rank, char *key, size_t len)
 {
@@ -26,7 +31,17 @@ collie__exit_note_set(collie__store_t *root, int world_rank, int code, int64_t d
   char key[48];
   exit_note_key(world_rank, key, sizeof(key));
   int64_t now;
-  return collie__store_add(root, key, code + 1, &now, deadline_ns);
+  collie_result_t rc = collie__store_add(root, key, code + 1, &now, deadline_ns);
+  if (rc != COLLIE_SUCCESS) return rc;
+  /* After the rank's own key, so that a reader who sees the count move finds it. */
+  return collie__store_add(root, EXIT_NOTE_COUNT, 1, &now, deadline_ns);
+}
+
+int
+collie__exit_note_count(collie__store_t *root, int64_t *count, int64_t deadline_ns)
+{
+  *count = 0;
+  return collie__store_add(root, EXIT_NOTE_COUNT, 0, count, deadline_ns) == COLLIE_SUCCESS ? 0 : -1;
 }
 
 int

@@ -657,8 +657,11 @@ netx_leave(struct netx_xport *x)
 
 /* A peer on another host that its launcher noted as ended (collierun,
  * through the job's store), among those this rank expects something of,
- * fails the transport naming it and how it ended. Read every NETX_NOTE_NS
- * of waiting, after the first: two store round trips a second. */
+ * fails the transport naming it and how it ended. Looked at every
+ * NETX_NOTE_NS of waiting, after the first: one read of the job's note
+ * count; only when it moved, one read per peer on another host not yet
+ * known to have ended, whose answers are kept (a note, once there, stays),
+ * so that a wait that starts later on a peer noted earlier still sees it. */
 #define NETX_NOTE_NS (500 * 1000000LL)
 static collie_result_t
 netx_notes(struct netx_xport *x, int64_t now)
@@ -666,15 +669,25 @@ netx_notes(struct netx_xport *x, int64_t now)
   int first = x->next_note == 0;
   x->next_note = now + NETX_NOTE_NS;
   if (first) return COLLIE_SUCCESS;
+  int64_t count;
+  if (collie__exit_note_count(x->job_store, &count, collie__deadline_after_ms(100)) != 0)
+    return COLLIE_SUCCESS; /* the store did not answer: the deadline still holds */
+  if (count != x->notes_seen) {
+    for (int i = 0; i < x->nchan; i++) {
+      struct netx_chan *c = &x->chans[i];
+      if (c->near || c->noted) continue;
+      int code = 0, got = collie__exit_note_get(x->job_store, c->world_rank, &code,
+                                                collie__deadline_after_ms(100));
+      if (got < 0) return COLLIE_SUCCESS; /* the store did not answer: look again next time */
+      if (got > 0) c->noted = code + 1;
+    }
+    x->notes_seen = count;
+  }
   for (int i = 0; i < x->nchan; i++) {
     struct netx_chan *c = &x->chans[i];
-    if (c->near || !netx_expects(c)) continue;
-    int code = 0, got = collie__exit_note_get(x->job_store, c->world_rank, &code,
-                                              collie__deadline_after_ms(100));
-    if (got < 0) break; /* the store did not answer: the deadline still holds */
-    if (got == 0) continue;
+    if (!c->noted || !netx_expects(c)) continue;
     char how[96], what[160];
-    collie__exit_note_describe(code, how, sizeof(how));
+    collie__exit_note_describe(c->noted - 1, how, sizeof(how));
     collie__fmt(what, sizeof(what), "died (its launcher saw it %s) while this rank waited for it",
                 how);
     return netx_fail_peer(x, c, what);

@@ -111,6 +111,7 @@ struct netx_chan {
   int32_t pid;
   char host[48]; /* the peer's hostname, for messages */
   int near;      /* on this host, its pid of our namespace: its death can be seen */
+  int noted;     /* its launcher's exit note: the code + 1, or 0 while none was read */
   int hello;     /* its hello arrived */
   int greeted;   /* ours went to it */
   /* Sends not yet started (waiting for a control buffer or the device); the
@@ -156,6 +157,7 @@ struct netx_xport {
    * when waits next read the notes of peers on other hosts; or NULL. */
   struct collie__store *job_store;
   int64_t next_note;
+  int64_t notes_seen; /* the job's exit-note count when the peers' notes were last read */
   /* Control buffers: receives posted, sends free or in flight. */
   char *arena; /* (NETX_RX_BUFS + NETX_TX_BUFS) x NETX_CTRL */
   struct collie__netdev_mr *arena_mr;

@@ -127,9 +127,14 @@ TEST_IMPL(bootstrap_exit_notes)
   ASSERTF(exit_notes_clients(sv, 1) == 1, "%zu clients, 1 expected",
           collie__store_serve_clients(sv));
   int code = -1;
+  int64_t count = -1;
   ASSERT(collie__exit_note_get(collie__store_root(inner), 5, &code, dl) == 0 && code == -1);
+  ASSERT(collie__exit_note_count(c, &count, dl) == 0 && count == 0);
   ASSERT_OK(collie__store_note_exit(url, "tok", 5, 8, 128 + 9, dl));
+  ASSERT(collie__exit_note_count(c, &count, dl) == 0 && count == 1);
   ASSERT_OK(collie__store_note_exit(url, "tok", 6, 8, 3, dl));
+  /* The count a waiting rank reads first: one per note. */
+  ASSERT(collie__exit_note_count(collie__store_root(inner), &count, dl) == 0 && count == 2);
   ASSERT(collie__exit_note_get(collie__store_root(inner), 5, &code, dl) == 1 && code == 137);
   char how[96];
   collie__exit_note_describe(code, how, sizeof(how));
